@@ -1,0 +1,45 @@
+# Two commands matter on a fresh machine (only Python 3.11+, make and the package registries):
+#   make run    set up, create the demo project on first start, serve the app on 127.0.0.1:$(PORT)
+#   make test   set up with the test extras and run every test
+PYTHON ?= python3
+VENV ?= .venv
+PORT ?= 8501
+DB ?= var/demo.duckdb
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: run test install install-test bench clean
+
+run: $(VENV)/.installed
+	$(BIN)/workbench --db $(DB) init --demo
+	$(BIN)/workbench --db $(DB) app --port $(PORT)
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+
+# torch is pinned to the CPU build before sentence-transformers asks for it, so pip never
+# resolves a multi-GB CUDA build.
+$(VENV)/.torch: | $(BIN)/python
+	$(PIP) install torch==2.13.0
+	touch $@
+
+$(VENV)/.installed: pyproject.toml $(VENV)/.torch
+	$(PIP) install -e '.[dense]'
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.torch
+	$(PIP) install -e '.[dense,test]'
+	touch $@ $(VENV)/.installed
+
+bench: $(VENV)/.installed-test
+	for script in benchmarks/*_bench.py; do $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -1,0 +1,79 @@
+"""Start the real app (``workbench app``) on a free port and drive it with Debian's chromium."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.prerequisites import chromium_executable, require
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"app exited early with code {process.returncode}: {process.stdout.read()}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
+                if response.read().decode().strip() == "ok":
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer /_stcore/health within {timeout} s")
+
+
+@contextmanager
+def serve(db_path: Path, extra_env: dict | None = None) -> Iterator[str]:
+    """Run ``python -m workbench --db DB app --port P``; yield its base URL; stop it after."""
+    port = free_port()
+    env = dict(os.environ, **(extra_env or {}))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "--db", str(db_path), "app", "--port", str(port)],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@contextmanager
+def browser_page() -> Iterator[object]:
+    """A Playwright page in Debian's chromium (never a downloaded browser)."""
+    executable = chromium_executable()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        require(False, "the playwright package is not installed (pip install -e '.[test]')")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            yield page
+        finally:
+            browser.close()

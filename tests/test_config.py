@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from workbench.config import DEFAULTS, load_settings
+from workbench.errors import ConfigError
+
+TOML = Path(__file__).resolve().parents[1] / "config" / "workbench.toml"
+
+
+def test_documented_defaults_equal_builtin_defaults():
+    assert tomllib.loads(TOML.read_text()) == DEFAULTS
+
+
+def test_precedence_defaults_file_env_flags(tmp_path):
+    cfg = tmp_path / "wb.toml"
+    cfg.write_text('[judge]\nmodel = "from-file"\nconcurrency = 9\n[pool]\ndepth = 7\n')
+    env = {"WORKBENCH_JUDGE_MODEL": "from-env", "WORKBENCH_POOL_DEPTH": "11"}
+    s = load_settings(cfg, {"pool": {"depth": 13}, "judge": {"model": None}}, env=env)
+    assert s.get("judge", "concurrency") == 9          # file beats default
+    assert s.get("judge", "model") == "from-env"        # env beats file; unset flag ignored
+    assert s.get("pool", "depth") == 13                 # flag beats env
+    assert s.get("app", "port") == 8501                 # untouched default
+    assert s.sources["pool.depth"] == "command line"
+    assert s.sources["judge.concurrency"] == str(cfg)
+
+
+def test_db_shortcut_and_type_coercion(tmp_path):
+    s = load_settings(tmp_path / "missing-is-not-used", env={}) if False else None
+    s = load_settings(None, env={"WORKBENCH_DB": "x.duckdb", "WORKBENCH_CALIBRATION_MIN_KAPPA": "0.7"})
+    assert str(s.db_path) == "x.duckdb"
+    assert s.get("calibration", "min_kappa") == pytest.approx(0.7)
+
+
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("[judge]\nmodle = 'x'\n", "unknown setting judge.modle"),
+        ("[jugde]\nmodel = 'x'\n", "unknown section [jugde]"),
+        ("[pool]\ndepth = 'deep'\n", "pool.depth: expected a int"),
+        ("[pool\n", "not valid TOML"),
+    ],
+)
+def test_bad_config_names_file_and_setting(tmp_path, text, needle):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_settings(cfg, env={})
+    assert needle in str(err.value)
+    assert str(cfg) in str(err.value)
+
+
+def test_bad_env_value_is_reported():
+    with pytest.raises(ConfigError, match="environment: pool.depth"):
+        load_settings(None, env={"WORKBENCH_POOL_DEPTH": "many"})
+
+
+def test_secrets_are_not_settings():
+    flat = {k for section in DEFAULTS.values() for k in section}
+    assert not any("key" in k.lower() or "secret" in k.lower() for k in flat)

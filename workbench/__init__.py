@@ -1,0 +1,23 @@
+"""Relevance Workbench: collect relevance judgments you can trust.
+
+The public Python API is small on purpose:
+
+    from workbench import evaluate
+    result = evaluate(qrels, run, ["ndcg@10", "recall@100"])
+    result.aggregate      # {"ndcg@10": 0.71, ...}
+    result.per_query      # pandas DataFrame indexed by query_id
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+__all__ = ["evaluate", "__version__"]
+
+
+def __getattr__(name: str):
+    # Imported lazily so that `import workbench` stays cheap for the CLI and the app.
+    if name == "evaluate":
+        from workbench.evaluation import evaluate
+
+        return evaluate
+    raise AttributeError(f"module 'workbench' has no attribute {name!r}")

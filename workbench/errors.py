@@ -1,0 +1,46 @@
+"""Errors the user can act on.
+
+Every expected failure raises a subclass of :class:`WorkbenchError`. The CLI prints its
+message on one line and exits with ``exit_code``; the app shows it in an error box. The
+message must say what was wrong, where (file, line, id) and how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class WorkbenchError(Exception):
+    """Base class of every error meant for a user rather than a developer."""
+
+    exit_code = 1
+
+
+class ConfigError(WorkbenchError):
+    """A configuration file, environment variable or flag has an invalid value."""
+
+    exit_code = 2
+
+
+class InputError(WorkbenchError):
+    """An input file or argument is malformed; the message names file and line."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class StoreError(WorkbenchError):
+    """The project database cannot be used as asked."""
+
+    exit_code = 4
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the project database open for writing."""
+
+    exit_code = 5

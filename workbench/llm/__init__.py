@@ -1,0 +1,1 @@
+"""The LLM judge. The only package that imports openai and tenacity."""

@@ -1,0 +1,1 @@
+"""The project database. The only package that imports duckdb; SQL lives nowhere else."""

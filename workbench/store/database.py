@@ -1,0 +1,128 @@
+"""Opening the project database.
+
+DuckDB lets one process hold a database file for writing. When another process (say, a running
+``workbench app``) holds it, opening fails with an IO error; we turn that into
+:class:`~workbench.errors.StoreLockedError` naming the file and what to do.
+
+Units of work: :meth:`Database.cursor` gives a fresh cursor for one unit of work (duckdb 2.0
+refuses a new query on a connection whose last result was not read), and
+:meth:`Database.transaction` wraps a unit of work in BEGIN/COMMIT, rolling back on any error so
+that an import is all or nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from workbench.errors import StoreError, StoreLockedError
+
+_LOCK_PID = re.compile(r"\(PID (\d+)\)")
+
+
+class Database:
+    """A project database file, opened once per process and closed with :meth:`close`."""
+
+    def __init__(self, path: str | Path, *, read_only: bool = False, migrate: bool = True):
+        self.path = Path(path)
+        self.read_only = read_only
+        if read_only and not self.path.exists():
+            raise StoreError(
+                f"project database {self.path} does not exist; create it with "
+                f"`workbench --db {self.path} init`"
+            )
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._con = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.IOException as exc:
+            message = str(exc)
+            if "lock" in message.lower():
+                pid = _LOCK_PID.search(message)
+                holder = f"process {pid.group(1)}" if pid else "another process"
+                raise StoreLockedError(
+                    f"project database {self.path} is in use by {holder} (probably a running "
+                    f"`workbench app` or another command); stop that process or wait for it "
+                    f"to finish, then try again"
+                ) from None
+            raise StoreError(f"cannot open project database {self.path}: {message}") from None
+        except duckdb.Error as exc:
+            raise StoreError(
+                f"{self.path} is not a usable DuckDB project database ({exc}); "
+                f"point --db at a workbench project or create one with `workbench init`"
+            ) from None
+        if migrate and not read_only:
+            from workbench.store.migrations import migrate as run_migrations
+
+            run_migrations(self)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # -- units of work ---------------------------------------------------------------------
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        return self._con.cursor()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One all-or-nothing unit of work on a fresh cursor."""
+        if self.read_only:
+            raise StoreError(f"project database {self.path} is open read-only; cannot write")
+        cur = self._con.cursor()
+        cur.execute("BEGIN TRANSACTION")
+        try:
+            yield cur
+        except BaseException:
+            cur.execute("ROLLBACK")
+            cur.close()
+            raise
+        cur.execute("COMMIT")
+        cur.close()
+
+    def query_df(self, sql: str, params: list | tuple | None = None) -> pd.DataFrame:
+        """Run one read query and return its whole result as a DataFrame."""
+        cur = self._con.cursor()
+        try:
+            return cur.execute(sql, params or []).df()
+        finally:
+            cur.close()
+
+    def query_all(self, sql: str, params: list | tuple | None = None) -> list[tuple]:
+        cur = self._con.cursor()
+        try:
+            return cur.execute(sql, params or []).fetchall()
+        finally:
+            cur.close()
+
+    def query_value(self, sql: str, params: list | tuple | None = None):
+        rows = self.query_all(sql, params)
+        return rows[0][0] if rows else None
+
+
+def insert_frame(cur: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> int:
+    """Append a DataFrame to ``table`` by column name in one statement (no row loop).
+
+    The frame's columns must be a subset of the table's; the rest take their defaults.
+    """
+    if frame.empty:
+        return 0
+    name = f"_incoming_{table}"
+    cur.register(name, frame)
+    columns = ", ".join(f'"{c}"' for c in frame.columns)
+    cur.execute(f'INSERT INTO "{table}" ({columns}) SELECT {columns} FROM "{name}"')
+    # Not in a `finally`: after a failed insert the transaction is aborted, unregistering would
+    # fail and hide the real error, and the rollback drops the registration anyway.
+    cur.unregister(name)
+    return len(frame)

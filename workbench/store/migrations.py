@@ -1,0 +1,227 @@
+"""The schema, as ordered and named migrations.
+
+Each migration runs once, inside a transaction, and is recorded in ``schema_migrations``
+(seq, name, applied_at). Opening a database made by an older version applies the missing ones
+in order, so databases upgrade in place. Never edit a migration that has shipped: add a new one.
+
+Conventions: ids are VARCHAR (``query_id``, ``doc_id``, ``chunk_id``); character offsets are
+Python string offsets (Unicode code points), ``start`` inclusive and ``end`` exclusive, which is
+also how DuckDB's ``substr`` counts, so ``substr(text, start + 1, end - start)`` is the chunk text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.store.database import Database
+
+
+@dataclass(frozen=True)
+class Migration:
+    seq: int
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "initial_corpus_runs_judgments",
+        """
+        CREATE TABLE documents (
+            doc_id VARCHAR PRIMARY KEY,
+            title VARCHAR,
+            text VARCHAR NOT NULL,
+            metadata JSON
+        );
+        CREATE TABLE queries (
+            query_id VARCHAR PRIMARY KEY,
+            text VARCHAR NOT NULL,
+            description VARCHAR,
+            tags JSON
+        );
+        CREATE TABLE chunkings (
+            name VARCHAR PRIMARY KEY,
+            strategy VARCHAR NOT NULL,
+            params JSON,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        -- A chunk's text is documents.text[start:end]; it is never stored twice.
+        CREATE TABLE chunks (
+            chunk_id VARCHAR PRIMARY KEY,
+            chunking VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            seq INTEGER NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            CHECK (start >= 0 AND "end" > start)
+        );
+        CREATE TABLE runs (
+            name VARCHAR PRIMARY KEY,
+            retriever VARCHAR NOT NULL,
+            stage VARCHAR,
+            params JSON,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        -- chunk_id is NULL for document-level runs.
+        CREATE TABLE run_rows (
+            run VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            chunk_id VARCHAR,
+            rank INTEGER NOT NULL,
+            score DOUBLE NOT NULL
+        );
+        CREATE SEQUENCE judgment_ids START 1;
+        -- One row per label, anchored to a character span of a source document.
+        CREATE TABLE judgments (
+            judgment_id BIGINT PRIMARY KEY DEFAULT nextval('judgment_ids'),
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            grade TINYINT CHECK (grade IS NULL OR grade BETWEEN 0 AND 3),
+            source VARCHAR NOT NULL CHECK (source IN ('llm', 'human', 'imported')),
+            assessor VARCHAR NOT NULL,
+            prompt_hash VARCHAR,
+            model VARCHAR,
+            reason VARCHAR,
+            raw_response VARCHAR,
+            status VARCHAR NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'invalid', 'failed')),
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            latency_ms DOUBLE,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            CHECK (start >= 0 AND "end" >= start),
+            CHECK (status = 'ok' OR grade IS NULL)
+        );
+        """,
+    ),
+    Migration(
+        2,
+        "project_meta_and_judgment_context",
+        """
+        CREATE TABLE project_meta (
+            key VARCHAR PRIMARY KEY,
+            value VARCHAR NOT NULL
+        );
+        -- What the assessor was looking at when labelling (provenance only; the span is the anchor).
+        ALTER TABLE judgments ADD COLUMN chunk_id VARCHAR;
+        ALTER TABLE judgments ADD COLUMN error VARCHAR;
+        ALTER TABLE judgments ADD COLUMN cost_usd DOUBLE;
+        CREATE INDEX judgments_query_doc ON judgments (query_id, doc_id);
+        CREATE INDEX chunks_by_chunking ON chunks (chunking, doc_id);
+        CREATE INDEX run_rows_by_run ON run_rows (run, query_id);
+        """,
+    ),
+    Migration(
+        3,
+        "imports_pools_embeddings",
+        """
+        -- Ledger of imported files: importing the same bytes twice is a no-op.
+        CREATE SEQUENCE import_ids START 1;
+        CREATE TABLE imports (
+            import_id BIGINT PRIMARY KEY DEFAULT nextval('import_ids'),
+            kind VARCHAR NOT NULL,
+            name VARCHAR,
+            path VARCHAR NOT NULL,
+            format VARCHAR NOT NULL,
+            sha256 VARCHAR NOT NULL,
+            rows INTEGER NOT NULL,
+            skipped INTEGER NOT NULL DEFAULT 0,
+            imported_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            UNIQUE (kind, sha256)
+        );
+        -- 'chunk' runs rank chunks of one chunking; 'doc' runs rank whole documents.
+        ALTER TABLE runs ADD COLUMN level VARCHAR DEFAULT 'chunk';
+        ALTER TABLE runs ADD COLUMN chunking VARCHAR;
+        CREATE TABLE pools (
+            name VARCHAR PRIMARY KEY,
+            level VARCHAR NOT NULL DEFAULT 'chunk',
+            chunking VARCHAR,
+            depth INTEGER NOT NULL,
+            runs JSON NOT NULL,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            updated_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        -- One row per pooled (query, item); chunk_id is NULL in document-level pools.
+        -- priority is the pair's fused (RRF) rank within its query: judge the lowest first.
+        CREATE TABLE pool_pairs (
+            pool VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            chunk_id VARCHAR,
+            priority INTEGER NOT NULL,
+            rrf_score DOUBLE NOT NULL,
+            added_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        -- Which run put each pair in the pool, and at which rank.
+        CREATE TABLE pool_provenance (
+            pool VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            chunk_id VARCHAR,
+            run VARCHAR NOT NULL,
+            rank INTEGER NOT NULL
+        );
+        CREATE INDEX pool_pairs_by_pool ON pool_pairs (pool, query_id);
+        -- Dense embeddings cached per (chunking, model), so re-running a dense retriever is free.
+        CREATE TABLE embeddings (
+            chunking VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            chunk_id VARCHAR NOT NULL,
+            vector FLOAT[] NOT NULL
+        );
+        CREATE INDEX embeddings_by_key ON embeddings (chunking, model);
+        """,
+    ),
+)
+
+
+def applied(db: Database) -> list[tuple[int, str]]:
+    cur = db.cursor()
+    try:
+        exists = cur.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
+        ).fetchone()[0]
+        if not exists:
+            return []
+        return cur.execute("SELECT seq, name FROM schema_migrations ORDER BY seq").fetchall()
+    finally:
+        cur.close()
+
+
+def migrate(db: Database) -> list[str]:
+    """Apply every migration the database has not seen yet; return their names."""
+    from workbench.errors import StoreError
+
+    cur = db.cursor()
+    cur.execute(
+        """CREATE TABLE IF NOT EXISTS schema_migrations (
+               seq INTEGER PRIMARY KEY,
+               name VARCHAR NOT NULL,
+               applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"""
+    )
+    cur.close()
+    done = dict(applied(db))
+    known = {m.seq: m.name for m in MIGRATIONS}
+    for seq, name in done.items():
+        if known.get(seq) != name:
+            raise StoreError(
+                f"{db.path} was written by a newer or different workbench (migration {seq} "
+                f"'{name}' is unknown to this version); upgrade the workbench package"
+            )
+    ran = []
+    for migration in MIGRATIONS:
+        if migration.seq in done:
+            continue
+        with db.transaction() as tx:
+            tx.execute(migration.sql)
+            tx.execute(
+                "INSERT INTO schema_migrations (seq, name) VALUES (?, ?)",
+                [migration.seq, migration.name],
+            )
+        ran.append(migration.name)
+    return ran

@@ -1,0 +1,1 @@
+"""The Streamlit app. The only package that imports streamlit."""

@@ -1,0 +1,23 @@
+"""Streamlit entry point: ``streamlit run workbench/ui/app.py -- --db PATH`` (``workbench app`` does this)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from workbench.ui import context
+from workbench.ui.pages import page_specs
+
+
+def main() -> None:
+    st.set_page_config(page_title="Relevance Workbench", layout="wide")
+    context.db_path()
+    pages = [
+        st.Page(spec.render, title=spec.title, url_path=spec.url_path, icon=spec.icon, default=(i == 0))
+        for i, spec in enumerate(page_specs())
+    ]
+    navigation = st.navigation(pages)
+    context.sidebar()
+    navigation.run()
+
+
+main()

@@ -1,0 +1,1 @@
+"""Pages of the app; each is thin and calls workbench.services."""
