@@ -127,3 +127,16 @@ def test_same_seed_reproduces_table():
 def test_errors(runs, kwargs, message):
     with pytest.raises(StatisticsInputError, match=message):
         compare_runs(runs, **kwargs)
+
+
+def test_plain_dict_input_matches_frames():
+    runs = {
+        "base": {"m": {"q1": 0.2, "q2": 0.4, "q3": 0.9}},
+        "new": {"m": {"q3": 1.0, "q1": 0.6, "q2": 0.4}},
+    }
+    out = compare_runs(runs, test="ttest")
+    row = out.table.iloc[0]
+    # Aligned by id: differences q1 +0.4, q2 0, q3 +0.1.
+    assert row["delta"] == pytest.approx(0.5 / 3)
+    assert (row["wins"], row["ties"], row["losses"]) == (2, 1, 0)
+    assert row["p_value"] == pytest.approx(stats.ttest_rel([0.6, 0.4, 1.0], [0.2, 0.4, 0.9]).pvalue)

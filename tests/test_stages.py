@@ -48,7 +48,9 @@ def test_stage_report_and_lift_by_hand():
     qids = ["q1", "q2", "q3", "q4"]
     stages = {
         "candidates": per_query({"recall@50": [1.0, 1.0, 0.5, 0.5]}, qids),
-        "fusion": per_query({"recall@50": [1.0, 1.0, 1.0, 0.5], "recall@5": [0.5, 0.0, 0.5, 0.5]}, qids),
+        "fusion": per_query(
+            {"recall@50": [1.0, 1.0, 1.0, 0.5], "recall@5": [0.5, 0.0, 0.5, 0.5]}, qids
+        ),
         # reranker scored one extra query that the other stages lack: it must be dropped
         "reranker": per_query({"recall@5": [1.0, 0.5, 0.5, 0.5, 0.0]}, qids + ["q5"]),
     }

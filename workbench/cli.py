@@ -4,13 +4,14 @@ Thin over :mod:`workbench.services`: each sub-command parses its flags, calls on
 prints the result. Expected failures (:class:`workbench.errors.WorkbenchError`) become one
 line on stderr and a non-zero exit code, never a traceback.
 
-Each feature registers its sub-commands in its own ``_add_*`` function below, so the
-parser reads top to bottom in pipeline order.
+Each feature registers its sub-commands in its own ``cli_*`` module (listed in
+``COMMAND_MODULES`` in pipeline order).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -19,29 +20,25 @@ from workbench.errors import WorkbenchError
 Handler = Callable[[argparse.Namespace], int]
 
 
-# --- project: init, status, app -------------------------------------------------------
-def _add_project_commands(sub: argparse._SubParsersAction) -> None:
-    from workbench import cli_project
-
-    cli_project.register(sub)
-
-
-# --- metric engine: eval, compare ------------------------------------------------------
-def _add_metric_commands(sub: argparse._SubParsersAction) -> None:
-    try:
-        from workbench import cli_metrics
-    except ImportError:  # pragma: no cover - while the engine is being built
-        return
-    cli_metrics.register(sub)
+# Sub-command modules in pipeline order; each exposes register(subparsers) and sets
+# `handler` on its parsers. A module not built yet is skipped.
+COMMAND_MODULES = (
+    "workbench.cli_project",    # init, status, app
+    "workbench.cli_corpus",     # import, export
+    "workbench.cli_retrieval",  # chunk, retrieve, pool
+    "workbench.cli_metrics",    # eval, compare
+)
 
 
-# --- corpus: import, chunk, retrieve, pool, export -------------------------------------
-def _add_corpus_commands(sub: argparse._SubParsersAction) -> None:
-    try:
-        from workbench import cli_corpus
-    except ImportError:  # pragma: no cover - while ingest is being built
-        return
-    cli_corpus.register(sub)
+def _register_commands(sub: argparse._SubParsersAction) -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,9 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_project_commands(sub)
-    _add_corpus_commands(sub)
-    _add_metric_commands(sub)
+    _register_commands(sub)
     return parser
 
 

@@ -81,12 +81,12 @@ def make_pattern(pattern: str | CitationPattern, resolve: Resolve | None = None)
         regex = re.compile(pattern)
     except re.error as exc:
         raise CitationPatternError(
-            f"citation pattern {pattern!r} is neither a preset ({', '.join(PRESETS)}) "
+            f"citation pattern {pattern} is neither a preset ({', '.join(PRESETS)}) "
             f"nor a valid regex: {exc}"
         ) from None
     if regex.groups != 1:
         raise CitationPatternError(
-            f"citation pattern {pattern!r} has {regex.groups} capturing groups; it needs exactly "
+            f"citation pattern {pattern} has {regex.groups} capturing groups; it needs exactly "
             "one, around the cited id or number (use (?:...) for other groups)"
         )
     return CitationPattern("custom", regex, resolve or "id")

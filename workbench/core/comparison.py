@@ -1,7 +1,8 @@
 """Compare N runs on the same queries: means, deltas, intervals, p-values, wins/losses.
 
 Input is one per-query table per run (index: query id, one column per measure), e.g. the
-``per_query`` frame of :func:`workbench.evaluation.evaluate`. The first run is the baseline;
+``per_query`` frame of :func:`workbench.evaluation.evaluate`, or ``{measure: {query_id:
+value}}``. Query ids are compared as strings. The first run is the baseline;
 every other run is compared with it on every measure.
 
 Why paired and aligned: queries differ far more from each other than systems do, so each
@@ -82,6 +83,12 @@ class Comparison:
         }
 
 
+def as_table(scores: pd.DataFrame | Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
+    """A per-query table from a DataFrame or ``{measure: {query_id: value}}`` (index: str ids)."""
+    frame = scores if isinstance(scores, pd.DataFrame) else pd.DataFrame(dict(scores))
+    return frame.set_axis(frame.index.astype(str), axis=0)
+
+
 def _check_tables(per_query: Mapping[str, pd.DataFrame], measures: Sequence[str]) -> None:
     if len(per_query) < 2:
         raise StatisticsInputError(f"need at least two runs to compare, got {len(per_query)}")
@@ -114,7 +121,7 @@ def align_queries(
 
 
 def compare_runs(
-    per_query: Mapping[str, pd.DataFrame],
+    per_query: Mapping[str, pd.DataFrame | Mapping[str, Mapping[str, float]]],
     measures: Sequence[str] | None = None,
     *,
     test: str = "randomization",
@@ -135,6 +142,7 @@ def compare_runs(
         raise StatisticsInputError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise StatisticsInputError(f"seed must be an int so it can be reported, got {seed!r}")
+    per_query = {name: as_table(scores) for name, scores in per_query.items()}
     runs = list(per_query)
     if measures is None:
         measures = [str(c) for c in next(iter(per_query.values())).columns] if runs else []

@@ -41,7 +41,7 @@ def summarize(values: Iterable[float]) -> DistributionSummary:
     Infinite values are rejected with :class:`ValueError`: no retrieval measure produces them,
     so they signal a bug upstream rather than a score.
     """
-    x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=float)
+    x = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=float)
     if x.ndim != 1:
         raise ValueError("per-query scores must be one-dimensional")
     nan = np.isnan(x)
@@ -62,7 +62,7 @@ def summarize(values: Iterable[float]) -> DistributionSummary:
 
 def summarize_table(per_query: pd.DataFrame) -> pd.DataFrame:
     """One :func:`summarize` row per column of a per-query table (index: measure name)."""
-    rows = {str(col): summarize(per_query[col].to_numpy(dtype=float)).as_dict() for col in per_query}
+    rows = {str(c): summarize(per_query[c].to_numpy(dtype=float)).as_dict() for c in per_query}
     columns = ["count", "n_nan", "mean", "median", "p10", "share_zero"]
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
     frame.index.name = "measure"

@@ -22,9 +22,9 @@ from scipy import stats
 
 from workbench.errors import InputError
 
-# Sign matrices and resample indices are built this many rows at a time: large enough for
-# numpy to vectorise, small enough that n_queries x block stays a few tens of MB.
-_BLOCK = 2_000
+# Sign matrices and resample indices are built in blocks of rows: large enough for numpy to
+# vectorise, small enough that a block (rows x n_queries) stays around 2M cells (~16 MB).
+_BLOCK_CELLS = 2_000_000
 
 SeedLike = int | np.random.Generator
 
@@ -94,6 +94,10 @@ def paired_differences(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
     return y - x
 
 
+def _block_rows(n: int) -> int:
+    return max(1, _BLOCK_CELLS // n)
+
+
 def _rng(seed: SeedLike) -> tuple[np.random.Generator, int | None]:
     if isinstance(seed, np.random.Generator):
         return seed, None
@@ -144,7 +148,7 @@ def randomization_test(
     extreme = 0
     done = 0
     while done < n_resamples:
-        rows = min(_BLOCK, n_resamples - done)
+        rows = min(_block_rows(n), n_resamples - done)
         signs = rng.integers(0, 2, size=(rows, n), dtype=np.int8) * 2 - 1
         flipped = (signs @ d) / n
         extreme += int(np.count_nonzero(np.abs(flipped) >= threshold))
@@ -159,7 +163,7 @@ def _bootstrap_means(d: np.ndarray, n_resamples: int, rng: np.random.Generator) 
     out = np.empty(n_resamples)
     done = 0
     while done < n_resamples:
-        rows = min(_BLOCK, n_resamples - done)
+        rows = min(_block_rows(n), n_resamples - done)
         idx = rng.integers(0, n, size=(rows, n))
         out[done : done + rows] = d[idx].mean(axis=1)
         done += rows

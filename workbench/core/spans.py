@@ -295,9 +295,24 @@ def _grades(spans: pd.DataFrame) -> pd.DataFrame:
 def _tidy_grade(s: pd.Series) -> pd.Series:
     # Grades are integers in practice; keep them integral when they are, to match qrels files.
     vals = s.to_numpy(dtype=np.float64)
-    if len(vals) and np.all(np.isfinite(vals)) and np.all(vals == np.round(vals)):
+    if np.all(np.isfinite(vals)) and np.all(vals == np.round(vals)):
         return pd.Series(vals.astype(np.int64), index=s.index, name=s.name)
     return s.astype(np.float64)
+
+
+def _max_grade(query_id, item_id, grade, col: str) -> pd.DataFrame:
+    """``query_id, <col>, grade`` with the max grade per pair; stable dtypes even if empty."""
+    tidy = pd.DataFrame(
+        {
+            "query_id": pd.array(np.asarray(query_id, dtype=object), dtype="str"),
+            col: pd.array(np.asarray(item_id, dtype=object), dtype="str"),
+            "grade": np.asarray(grade, dtype=np.float64),
+        }
+    )
+    out = tidy.groupby(["query_id", col], sort=True, as_index=False)["grade"].max()
+    out = out.astype({"query_id": "str", col: "str"}).reset_index(drop=True)
+    out["grade"] = _tidy_grade(out["grade"])
+    return out
 
 
 def chunk_qrels(
@@ -339,16 +354,12 @@ def chunk_qrels(
     shorter = np.minimum(c_end[i] - c_start[i], s_end[j] - s_start[j])
     keep = ov / shorter >= min_overlap
     i, j = i[keep], j[keep]
-    pairs = pd.DataFrame(
-        {
-            "query_id": spans["query_id"].astype(str).to_numpy()[j],
-            "chunk_id": chunks["chunk_id"].astype(str).to_numpy()[i],
-            "grade": spans["grade"].to_numpy(dtype=np.float64)[j],
-        }
+    return _max_grade(
+        spans["query_id"].astype(str).to_numpy()[j],
+        chunks["chunk_id"].astype(str).to_numpy()[i],
+        spans["grade"].to_numpy(dtype=np.float64)[j],
+        "chunk_id",
     )
-    out = pairs.groupby(["query_id", "chunk_id"], sort=True, as_index=False)["grade"].max()
-    out["grade"] = _tidy_grade(out["grade"])
-    return out.reset_index(drop=True)
 
 
 def doc_qrels(judged_spans: pd.DataFrame) -> pd.DataFrame:
@@ -360,16 +371,12 @@ def doc_qrels(judged_spans: pd.DataFrame) -> pd.DataFrame:
     """
     _require_columns(judged_spans, ["query_id", "doc_id", "grade"], "judged_spans")
     spans = _grades(judged_spans)
-    tidy = pd.DataFrame(
-        {
-            "query_id": spans["query_id"].astype(str).to_numpy(),
-            "doc_id": spans["doc_id"].astype(str).to_numpy(),
-            "grade": spans["grade"].to_numpy(dtype=np.float64),
-        }
+    return _max_grade(
+        spans["query_id"].astype(str).to_numpy(),
+        spans["doc_id"].astype(str).to_numpy(),
+        spans["grade"].to_numpy(dtype=np.float64),
+        "doc_id",
     )
-    out = tidy.groupby(["query_id", "doc_id"], sort=True, as_index=False)["grade"].max()
-    out["grade"] = _tidy_grade(out["grade"])
-    return out.reset_index(drop=True)
 
 
 def rollup_doc_qrels(chunk_level: pd.DataFrame, chunks: pd.DataFrame) -> pd.DataFrame:
@@ -387,9 +394,12 @@ def rollup_doc_qrels(chunk_level: pd.DataFrame, chunks: pd.DataFrame) -> pd.Data
     if merged["doc_id"].isna().any():
         unknown = merged.loc[merged["doc_id"].isna(), "chunk_id"].iloc[0]
         raise SpanError(f"chunk-level qrels name chunk {unknown!r} that is not in chunks")
-    out = merged.groupby(["query_id", "doc_id"], sort=True, as_index=False)["grade"].max()
-    out["grade"] = _tidy_grade(out["grade"])
-    return out.reset_index(drop=True)
+    return _max_grade(
+        merged["query_id"].astype(str).to_numpy(),
+        merged["doc_id"].astype(str).to_numpy(),
+        merged["grade"].to_numpy(dtype=np.float64),
+        "doc_id",
+    )
 
 
 def _union_intervals(group: np.ndarray, start: np.ndarray, end: np.ndarray):
@@ -421,32 +431,26 @@ def span_coverage_table(retrieved: pd.DataFrame, gold: pd.DataFrame) -> pd.DataF
     _require_columns(gold, ["query_id", "doc_id", "start", "end"], "gold")
     r_start, r_end = _offsets(retrieved, "retrieved")
     g_start, g_end = _offsets(gold, "gold")
-    rq = retrieved["query_id"].astype(str).to_numpy()
-    gq = gold["query_id"].astype(str).to_numpy()
-    key_codes, key_uniques = pd.factorize(
-        pd.Series(np.concatenate([rq, gq]), dtype=object)
-        + "\x00"
-        + pd.Series(
-            np.concatenate(
-                [retrieved["doc_id"].astype(str).to_numpy(), gold["doc_id"].astype(str).to_numpy()]
-            ),
-            dtype=object,
-        )
+    n_r = len(retrieved)
+    q_c, q_u = pd.factorize(
+        pd.concat([retrieved["query_id"].astype("str"), gold["query_id"].astype("str")], ignore_index=True),
+        sort=True,
     )
-    key_codes = key_codes.astype(np.int64)
-    rk, gk = key_codes[: len(rq)], key_codes[len(rq):]
-    # Map each (query, doc) key back to its query.
-    key_query = np.array([k.split("\x00", 1)[0] for k in key_uniques], dtype=object)
+    d_c, d_u = pd.factorize(
+        pd.concat([retrieved["doc_id"].astype("str"), gold["doc_id"].astype("str")], ignore_index=True)
+    )
+    # One integer key per (query, doc); key // n_docs recovers the query code.
+    n_d = max(len(d_u), 1)
+    key = q_c.astype(np.int64) * n_d + d_c
+    rk, gk = key[:n_r], key[n_r:]
 
     ug, us, ue = _union_intervals(gk, g_start, g_end)
     ur, rs, re_ = _union_intervals(rk, r_start, r_end)
-    totals = pd.Series(ue - us, dtype=np.int64).groupby(key_query[ug]).sum()
+    n_q = len(q_u)
+    tot = np.bincount(ug // n_d, weights=ue - us, minlength=n_q).astype(np.float64)
     i, _j, ov = overlapping_pairs(ug, us, ue, ur, rs, re_)
-    covered = pd.Series(ov, dtype=np.int64).groupby(key_query[ug[i]]).sum()
-
-    queries = pd.Index(np.unique(np.concatenate([rq, gq])), name="query_id")
-    tot = totals.reindex(queries).fillna(0).to_numpy(dtype=np.float64)
-    cov = covered.reindex(queries).fillna(0).to_numpy(dtype=np.float64)
+    cov = np.bincount(ug[i] // n_d, weights=ov, minlength=n_q).astype(np.float64)
+    queries = pd.Index(q_u, dtype="str", name="query_id")
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(tot > 0, cov / np.where(tot > 0, tot, 1), np.nan)
     return pd.DataFrame({"query_id": queries.astype(str), "coverage": ratio})

@@ -85,7 +85,11 @@ def init_project(db_path: str | Path, *, demo: bool = False) -> dict[str, int]:
                 f"{db.path} already holds a corpus; load the demo into a new database "
                 f"(`workbench --db var/demo.duckdb init --demo`)"
             )
-        return load_demo(db)
+        loaded = load_demo(db)
+        from workbench.services.demo_pipeline import prepare_demo
+
+        loaded.update(prepare_demo(db))
+        return loaded
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,49 @@
+"""Tiny corpora for the chunking, retrieval and pooling tests, written via store functions."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from workbench.store.corpus import write_documents, write_queries
+from workbench.store.database import Database
+from workbench.store.judgments import write_judgments
+from workbench.store.retrieval import set_run_scope
+from workbench.store.runs import write_run
+
+DOCS = {
+    "cats": "The cat sat on the mat. Cats love warm mats.",
+    "dogs": "Dogs bark loudly in the park.",
+    "plants": "Photosynthesis converts sunlight into chemical energy in green plants.",
+    "stocks": "Stock markets fell sharply on Tuesday after the interest rate decision.",
+}
+QUERIES = {"q1": "cat on a mat", "q2": "how do plants turn light into energy"}
+
+
+def write_corpus(db: Database, docs: dict[str, str] = DOCS, queries: dict[str, str] = QUERIES,
+                 labels: list[dict] | None = None) -> None:
+    with db.transaction() as tx:
+        write_documents(tx, pd.DataFrame({"doc_id": list(docs), "text": list(docs.values())}))
+        write_queries(tx, pd.DataFrame({"query_id": list(queries), "text": list(queries.values())}))
+        if labels:
+            frame = pd.DataFrame(labels)
+            frame["source"] = "human"
+            frame["assessor"] = "sme"
+            frame["status"] = "ok"
+            write_judgments(tx, frame)
+
+
+def write_chunk_run(db: Database, name: str, rows: list[tuple], *, chunking: str = "doc",
+                    level: str = "chunk") -> None:
+    """A run from ``(query_id, chunk_id or doc_id, rank)`` tuples; chunk ids are ``chunking:doc:seq``."""
+    records = []
+    for query_id, item, rank in rows:
+        if level == "chunk":
+            doc_id = item.split(":")[1]
+            records.append({"query_id": query_id, "doc_id": doc_id, "chunk_id": item, "rank": rank,
+                            "score": 1.0 / rank})
+        else:
+            records.append({"query_id": query_id, "doc_id": item, "chunk_id": None, "rank": rank,
+                            "score": 1.0 / rank})
+    with db.transaction() as tx:
+        write_run(tx, name, "test", pd.DataFrame(records))
+        set_run_scope(tx, name, level, chunking if level == "chunk" else None)

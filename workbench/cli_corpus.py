@@ -1,0 +1,116 @@
+"""``workbench import corpus|queries|qrels|run FILE`` and ``workbench export qrels``.
+
+Thin over :mod:`workbench.services.ingest` and :mod:`workbench.services.export`; formats, checks
+and decisions are documented there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from workbench.cli_project import settings_from_args
+
+_KIND_HELP = {
+    "corpus": "documents: BEIR/JSONL, a folder of .txt/.md files, or SMART (Cranfield)",
+    "queries": "queries: JSONL (BEIR), TSV query_id<TAB>text, SMART, cranfield (cran.qry by position)",
+    "qrels": "judgments: TREC, BEIR TSV, JSONL rows, span JSONL, cranfield (cranqrel)",
+    "run": "a TREC run at document or chunk level (detected from the ids)",
+}
+
+
+@contextmanager
+def _progress_bar(description: str, total: int | None = None, unit: str = "it") -> Iterator:
+    """A :mod:`workbench.services.progress` factory: a tqdm bar on stderr with rate and ETA.
+
+    ``disable=None`` lets tqdm switch itself off when stderr is not a terminal (pipes, CI logs).
+    """
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=description, unit=f" {unit}", unit_scale=True, file=sys.stderr,
+               disable=None, leave=False, mininterval=0.5)
+    try:
+        yield bar.update
+    finally:
+        bar.close()
+
+
+def _import(args: argparse.Namespace) -> int:
+    from workbench.services.ingest import import_file
+    from workbench.services.project import open_project
+
+    settings = settings_from_args(args)
+    with open_project(settings.db_path) as db:
+        result = import_file(
+            db, args.kind, args.file, format=args.format, name=args.name, assessor=args.assessor,
+            skip_unknown=args.skip_unknown, id_field=args.id_field, text_field=args.text_field,
+            title_field=args.title_field, progress=_progress_bar,
+        )
+    print(result.summary())
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from workbench.services.export import export_qrels
+    from workbench.services.project import open_project
+
+    settings = settings_from_args(args)
+    min_overlap = args.min_overlap if args.min_overlap is not None else settings.get("evaluation", "min_overlap")
+    with open_project(settings.db_path) as db:
+        result = export_qrels(db, args.out, format=args.format, level=args.level, chunking=args.chunking,
+                              source=args.source, min_overlap=min_overlap, iteration=args.iteration)
+    print(result.summary())
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from workbench.services.export import FORMATS as EXPORT_FORMATS
+    from workbench.services.export import LEVELS, SOURCES
+    from workbench.services.ingest import FORMATS
+
+    p = sub.add_parser("import", help="import a corpus, queries, qrels or a run (all or nothing)")
+    kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
+    for kind, help_text in _KIND_HELP.items():
+        k = kinds.add_parser(kind, help=help_text, description=help_text)
+        k.add_argument("file", metavar="FILE", help="file to import (for a corpus also a folder)")
+        k.add_argument("--format", choices=sorted(set(FORMATS[kind]) | ({"cranqrel"} if kind == "qrels" else set())),
+                       help="input format (default: guessed from the name and first line)")
+        k.add_argument("--name", help="name recorded in the ledger; for a run the run name, for qrels the "
+                                      "assessor (default: the file stem)")
+        if kind == "qrels":
+            k.add_argument("--assessor", help="assessor recorded on every judgment (default: --name or the file stem)")
+        else:
+            k.set_defaults(assessor=None)
+        if kind in ("qrels", "run"):
+            k.add_argument("--skip-unknown", action="store_true",
+                           help="drop rows whose doc, chunk or query id the project lacks (and report how many) "
+                                "instead of failing")
+        else:
+            k.set_defaults(skip_unknown=False)
+        if kind in ("corpus", "queries"):
+            k.add_argument("--id-field", help="JSONL field holding the id (default: recognised by name)")
+            k.add_argument("--text-field", help="JSONL field holding the text (default: recognised by name)")
+        else:
+            k.set_defaults(id_field=None, text_field=None)
+        if kind == "corpus":
+            k.add_argument("--title-field", help="JSONL field holding the title (default: 'title' if present)")
+        else:
+            k.set_defaults(title_field=None)
+        k.set_defaults(handler=_import)
+
+    p = sub.add_parser("export", help="export qrels built from the judgments")
+    what = p.add_subparsers(dest="what", metavar="WHAT", required=True)
+    q = what.add_parser("qrels", help="qrels as TREC, BEIR, JSONL rows or span JSONL")
+    q.add_argument("--format", choices=EXPORT_FORMATS, default="trec")
+    q.add_argument("--level", choices=LEVELS, default="doc",
+                   help="grade documents, or the chunks of --chunking by span overlap")
+    q.add_argument("--chunking", metavar="NAME", help="chunking for --level chunk")
+    q.add_argument("--source", choices=SOURCES, default="merged",
+                   help="human (includes imported qrels), llm, or merged (human overrides llm per item)")
+    q.add_argument("--min-overlap", type=float, default=None,
+                   help="span rule for chunk level: overlap / shorter span (default [evaluation] min_overlap)")
+    q.add_argument("--iteration", default="Q0", help="second column of TREC qrels (default Q0; trec_eval ignores it)")
+    q.add_argument("--out", required=True, metavar="FILE", help="file to write")
+    q.set_defaults(handler=_export)

@@ -1,0 +1,255 @@
+"""``workbench chunk``, ``workbench retrieve``, ``workbench pool`` and ``workbench pool-stats``.
+
+Thin over :mod:`workbench.services.chunking`, :mod:`~workbench.services.retrieval` and
+:mod:`~workbench.services.pooling`. Long steps draw a tqdm bar (rate and ETA) on stderr;
+``--no-progress`` silences it. Results go to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from workbench.cli_project import settings_from_args
+from workbench.errors import InputError
+
+
+@contextmanager
+def _tqdm_progress(description: str, total: int | None = None, unit: str = "it") -> Iterator:
+    from tqdm import tqdm
+
+    with tqdm(total=total, desc=description, unit=unit, file=sys.stderr, mininterval=0.5,
+              dynamic_ncols=True, leave=True) as bar:
+        yield bar.update
+
+
+def _progress(args: argparse.Namespace):
+    if getattr(args, "no_progress", False):
+        from workbench.services.progress import no_progress
+
+        return no_progress
+    return _tqdm_progress
+
+
+def _names(text: str | None, flag: str) -> list[str]:
+    names = [n.strip() for n in (text or "").split(",") if n.strip()]
+    if not names:
+        raise InputError(f"{flag} needs a comma-separated list of run names, like {flag} bm25,dense")
+    return names
+
+
+def _open(args: argparse.Namespace):
+    from workbench.services.project import open_project
+
+    return open_project(settings_from_args(args).db_path)
+
+
+# -- chunk -------------------------------------------------------------------------------------
+def _chunk(args: argparse.Namespace) -> int:
+    from workbench.services.chunking import create_chunking
+
+    with _open(args) as db:
+        s = create_chunking(db, args.name, args.strategy, size=args.size, overlap=args.overlap,
+                            unit=args.unit, progress=_progress(args))
+    params = ", ".join(f"{k}={v}" for k, v in s.params.items()) or "no parameters"
+    print(f"chunking {s.name!r} ({s.strategy}: {params}): {s.chunks:,} chunks from "
+          f"{s.documents:,} documents (per document min {s.chunks_per_doc['min']}, "
+          f"mean {s.chunks_per_doc['mean']:.1f}, max {s.chunks_per_doc['max']}) in {s.seconds:.2f}s")
+    return 0
+
+
+# -- retrieve ----------------------------------------------------------------------------------
+def _print_run(s) -> None:
+    extra = "".join(f", {k} {v:,}" if isinstance(v, int) else f", {k} {v}" for k, v in s.stats.items())
+    scope = f"chunking {s.chunking!r}" if s.chunking else "documents"
+    print(f"run {s.name!r} ({s.retriever}, {scope}): {s.rows:,} rows for {s.queries:,} queries "
+          f"in {s.seconds:.2f}s{extra}")
+
+
+def _stopwords(value: str | None):
+    if value is None or value.lower() in {"none", "off", "false", ""}:
+        return None
+    if "," in value:
+        return [w.strip() for w in value.split(",") if w.strip()]
+    return value
+
+
+def _bm25(args: argparse.Namespace) -> int:
+    from workbench.retrieval.bm25 import Bm25Params
+    from workbench.services.retrieval import run_bm25
+
+    stemmer = None if args.stemmer.lower() in {"none", "off"} else args.stemmer
+    params = Bm25Params(k1=args.k1, b=args.b, stemmer=stemmer, stopwords=_stopwords(args.stopwords))
+    with _open(args) as db:
+        _print_run(run_bm25(db, args.chunking, args.name, k=args.k, params=params, progress=_progress(args)))
+    return 0
+
+
+def _dense(args: argparse.Namespace) -> int:
+    from workbench.services.retrieval import run_dense
+
+    with _open(args) as db:
+        _print_run(run_dense(db, args.chunking, args.name, k=args.k, model=args.model,
+                             batch_size=args.batch_size, progress=_progress(args)))
+    return 0
+
+
+def _hybrid(args: argparse.Namespace) -> int:
+    from workbench.retrieval.hybrid import parse_weights
+    from workbench.services.retrieval import read_runs_checked, run_hybrid
+
+    runs = _names(args.runs, "--runs")
+    weights = parse_weights(args.weights, runs)
+    with _open(args) as db:
+        if args.chunking is not None:
+            info = read_runs_checked(db, runs)
+            odd = [r.name for r in info.itertuples() if r.chunking != args.chunking]
+            if odd:
+                raise InputError(f"runs {odd} are not over chunking {args.chunking!r}; drop --chunking or pick other runs")
+        _print_run(run_hybrid(db, args.name, runs, k=args.k, rrf_k=args.rrf_k, weights=weights))
+    return 0
+
+
+def _from_doc(args: argparse.Namespace) -> int:
+    from workbench.services.retrieval import map_doc_run
+
+    with _open(args) as db:
+        _print_run(map_doc_run(db, args.source, args.chunking, args.name, rule=args.rule))
+    return 0
+
+
+# -- pool --------------------------------------------------------------------------------------
+def _pool(args: argparse.Namespace) -> int:
+    from workbench.services.pooling import add_runs, build_pool
+
+    if args.stats:
+        return _pool_stats(args)
+    runs = _names(args.runs, "--runs")
+    settings = settings_from_args(args, **{"pool.depth": args.depth})
+    with _open(args) as db:
+        if args.add:
+            if args.depth is not None:
+                raise InputError("--add uses the pool's own depth; drop --depth")
+            s = add_runs(db, args.name, runs)
+            print(f"pool {s.name!r}: added runs {runs} at depth {s.depth}: {s.pairs_added:,} new pairs, "
+                  f"{s.provenance_added:,} provenance rows; {s.pairs_total:,} pairs over {s.queries:,} queries "
+                  f"in {s.seconds:.2f}s")
+        else:
+            s = build_pool(db, args.name, runs, int(settings.get("pool", "depth")), progress=_progress(args))
+            print(f"pool {s.name!r} ({s.level}, depth {s.depth}, runs {', '.join(s.runs)}): "
+                  f"{s.pairs_total:,} pairs over {s.queries:,} queries, {s.provenance_added:,} "
+                  f"provenance rows in {s.seconds:.2f}s")
+    return 0
+
+
+def _pool_stats(args: argparse.Namespace) -> int:
+    from workbench.services.pooling import pool_stats
+
+    settings = settings_from_args(args)
+    with _open(args) as db:
+        st = pool_stats(db, args.name, k=args.k,
+                        min_overlap=settings.get("evaluation", "min_overlap"),
+                        relevance_threshold=settings.get("evaluation", "relevance_threshold"))
+    if args.format == "json":
+        print(json.dumps({
+            "pool": {k: v for k, v in st.pool.items() if k not in ("created_at", "updated_at")},
+            "k": st.k,
+            "summary": st.summary,
+            "sizes": st.sizes.to_dict(orient="records"),
+            "contributions": st.contributions.to_dict(orient="records"),
+            "overlap": st.overlap.to_dict(orient="records"),
+            "judged_at_k": st.judged.to_dict(orient="records"),
+            "leave_one_run_out": st.leave_one_out.to_dict(orient="records"),
+        }, indent=2, default=float))
+        return 0
+    p, s = st.pool, st.summary
+    print(f"pool {p['name']!r} ({p['level']}, chunking {p['chunking']}, depth {p['depth']}, runs {', '.join(p['runs'])})")
+    print(f"  {s['pairs']:,} pairs over {s['queries']:,} queries (per query min {s['min_pool_size']}, "
+          f"mean {s['mean_pool_size']:.1f}, max {s['max_pool_size']}); judged {s['judged_pairs']:,}, "
+          f"unjudged {s['unjudged_pairs']:,}")
+    sections = [
+        ("contributions per run (pooled pairs, only this run)", st.contributions),
+        ("pairwise overlap of pooled pairs", st.overlap),
+        (f"judged@{st.k} per run (current labels)", st.judged),
+        (f"leave-one-run-out (P@{st.k} with and without the run's unique pairs judged)", st.leave_one_out),
+    ]
+    for title, frame in sections:
+        print(f"\n{title}:")
+        print(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}") if len(frame) else "  (none)")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from workbench.core.chunking import STRATEGIES
+    from workbench.retrieval.dense import DEFAULT_MODEL
+    from workbench.retrieval.doc_mapping import RULES
+
+    p = sub.add_parser("chunk", help="chunk every document into a new named chunking")
+    p.add_argument("--name", required=True, help="chunking name (letters, digits, _ - .)")
+    p.add_argument("--strategy", required=True, choices=STRATEGIES)
+    p.add_argument("--size", type=int, help="fixed: characters per window (default 1000); section: max "
+                   "characters (default 2000); sentences: sentences per window (default 5)")
+    p.add_argument("--overlap", type=int, help="overlap between windows, in the unit of --size (default 0)")
+    p.add_argument("--unit", choices=["chars", "tokens"], help="fixed strategy only: unit of --size")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(handler=_chunk)
+
+    p = sub.add_parser("retrieve", help="run a retriever over a chunking and store the run")
+    rsub = p.add_subparsers(dest="retriever", metavar="RETRIEVER", required=True)
+
+    def common(q, chunking_required=True):
+        q.add_argument("--chunking", required=chunking_required, help="chunking to retrieve from")
+        q.add_argument("--name", required=True, help="name of the new run")
+        q.add_argument("--k", type=int, default=100, help="results per query (default 100)")
+        q.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+    q = rsub.add_parser("bm25", help="BM25 (bm25s, lucene variant)")
+    common(q)
+    q.add_argument("--stemmer", default="english", help="PyStemmer language, or 'none' (default english)")
+    q.add_argument("--stopwords", default="english",
+                   help="stopword list: a language (english, german, ...), 'none', or comma-separated words")
+    q.add_argument("--k1", type=float, default=1.5, help="BM25 k1 (default 1.5)")
+    q.add_argument("--b", type=float, default=0.75, help="BM25 b (default 0.75)")
+    q.set_defaults(handler=_bm25)
+
+    q = rsub.add_parser("dense", help="dense retrieval (sentence-transformers, cosine)")
+    common(q)
+    q.add_argument("--model", default=DEFAULT_MODEL,
+                   help=f"model name or local path (default {DEFAULT_MODEL}, bundled, offline)")
+    q.add_argument("--batch-size", type=int, default=64, help="encoding batch size (default 64)")
+    q.set_defaults(handler=_dense)
+
+    q = rsub.add_parser("hybrid", help="reciprocal rank fusion of stored runs")
+    common(q, chunking_required=False)
+    q.add_argument("--runs", required=True, help="runs to fuse, comma-separated")
+    q.add_argument("--rrf-k", type=float, default=60, help="RRF constant k (default 60)")
+    q.add_argument("--weights", help="per-run weights: 1,0.5 (in --runs order) or bm25=1,dense=0.5")
+    q.set_defaults(handler=_hybrid)
+
+    q = rsub.add_parser("from-doc", help="map a document-level run onto the chunks of a chunking")
+    common(q)
+    q.add_argument("--source", required=True, help="the document-level run to map")
+    q.add_argument("--rule", choices=RULES, default="first",
+                   help="first: each document becomes its first chunk; all: every chunk inherits the "
+                        "document's score, ordered by position (default first)")
+    q.set_defaults(handler=_from_doc)
+
+    p = sub.add_parser("pool", help="build a depth-k judgment pool over runs (or --add runs to one)")
+    p.add_argument("--name", required=True, help="pool name")
+    p.add_argument("--runs", help="runs to pool, comma-separated")
+    p.add_argument("--depth", type=int, help="top-k of each run to pool (default: [pool] depth, 20)")
+    p.add_argument("--add", action="store_true", help="add --runs to the existing pool --name")
+    p.add_argument("--stats", action="store_true", help="show the pool's statistics instead (as pool-stats)")
+    p.add_argument("--k", type=int, default=10, help="cutoff for judged@k and leave-one-out (with --stats)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(handler=_pool)
+
+    p = sub.add_parser("pool-stats", help="pool size, contributions, overlap, judged@k, leave-one-run-out")
+    p.add_argument("--name", required=True, help="pool name")
+    p.add_argument("--k", type=int, default=10, help="cutoff for judged@k and leave-one-out (default 10)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(handler=_pool_stats)

@@ -1,0 +1,122 @@
+"""Bytes to text and text to numbered lines, with errors that point at ``file:line``."""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Callable, Iterable
+
+from workbench.errors import InputError
+
+Tick = Callable[[int], None]
+_TICK_EVERY = 5_000
+
+
+def decode_utf8(data: bytes, path: str) -> str:
+    """Decode ``data`` as UTF-8 (a leading byte-order mark is dropped).
+
+    A byte that is not UTF-8 is reported with its line, its byte offset within that line and
+    within the file, so the user can find it with any hex editor.
+    """
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        pos = exc.start
+        line_start = data.rfind(b"\n", 0, pos) + 1
+        line = data.count(b"\n", 0, pos) + 1
+        raise InputError(
+            f"not UTF-8: byte 0x{data[pos]:02x} at byte offset {pos - line_start} of the line "
+            f"(byte {pos} of the file); re-save the file with UTF-8 encoding",
+            path=path, line=line,
+        ) from None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines split at ``\\n`` only (a trailing ``\\r`` is removed).
+
+    ``str.splitlines`` would also split at U+2028, U+0085 and friends, which legitimately occur
+    inside JSON strings and passage text, and would shift every later line number.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def read_json_objects(text: str, path: str, *, tick: Tick | None = None) -> list[tuple[int, dict]]:
+    """``(line, object)`` for every non-blank line of a JSONL text.
+
+    Each line must hold one JSON object; anything else (an array, a number, broken JSON) is an
+    :class:`InputError` naming the line.
+    """
+    out: list[tuple[int, dict]] = []
+    loads = json.loads
+    number = 0
+    for number, line in enumerate(split_lines(text), start=1):
+        if tick is not None and number % _TICK_EVERY == 0:
+            tick(_TICK_EVERY)
+        if not line.strip():
+            continue
+        try:
+            value = loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"not valid JSON ({exc.msg} at column {exc.colno}); expected one JSON object per line",
+                path=path, line=number,
+            ) from None
+        if not isinstance(value, dict):
+            raise InputError(
+                f"expected a JSON object per line, got a JSON {type(value).__name__}", path=path, line=number
+            )
+        out.append((number, value))
+    if tick is not None:
+        tick(number % _TICK_EVERY)
+    if not out:
+        raise InputError("holds no JSON objects; expected one JSON object per line", path=path)
+    return out
+
+
+def pick_field(records: list[tuple[int, dict]], explicit: str | None, candidates: Iterable[str],
+               role: str, path: str, *, option: str | None = None, required: bool = True) -> str | None:
+    """The field that holds ``role`` (e.g. the id) in a JSONL file.
+
+    ``explicit`` (from ``--id-field`` and friends) wins. Otherwise the first of ``candidates``
+    present in the first record is used for the whole file; when none is present and the field
+    is required, the error lists the fields the record has and the option that sets one.
+    """
+    first_line, first = records[0]
+    if explicit:
+        if explicit not in first:
+            raise InputError(
+                f"has no field {explicit!r} for the {role}; the record has {sorted(first)}",
+                path=path, line=first_line,
+            )
+        return explicit
+    for name in candidates:
+        if name in first:
+            return name
+    if not required:
+        return None
+    how = f" or name it with {option}" if option else ""
+    raise InputError(
+        f"cannot tell which field holds the {role}: expected one of {list(candidates)}{how}; "
+        f"the record has {sorted(first)}",
+        path=path, line=first_line,
+    )
+
+
+def string_value(value, *, field: str, path: str, line: int, allow_empty: bool = True,
+                 allow_number: bool = False) -> str:
+    """A string field's value; ids may be given as JSON integers (``"id": 7``)."""
+    if isinstance(value, str):
+        if not allow_empty and not value.strip():
+            raise InputError(f"field {field!r} is empty; expected a non-empty string", path=path, line=line)
+        return value
+    if allow_number and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise InputError(
+        f"field {field!r} must be a string, got {json.dumps(value)[:40]} ({type(value).__name__})",
+        path=path, line=line,
+    )

@@ -1,0 +1,391 @@
+"""Readers for relevance judgments (qrels) and runs, into compact columnar objects.
+
+Formats
+    TREC qrels   ``query_id iteration doc_id grade`` (whitespace separated; iteration ignored).
+    TREC run     ``query_id Q0 doc_id rank score tag [junk ...]``; the second column may be
+                 anything (``Q0``, ``0``), rank is ignored, extra columns after the tag are
+                 tolerated (as trec_eval does for ``results.trunc``).
+    BEIR qrels   ``query-id<TAB>corpus-id<TAB>score``, with or without that header line.
+    JSONL        one object a line: ``{"query_id", "query", "relevant": {doc_id: grade}, "tags"}``.
+
+In the TREC formats lines starting with ``#`` are comments (trec_eval 10) and blank lines are
+skipped; ids may contain ``#``. Grades are integers; a grade below 0 means "in the pool but not
+judged" and is kept as given (the engine treats it as neither relevant nor judged).
+
+The TREC readers first try a fast path (pyarrow's CSV reader on whitespace-normalised bytes).
+When that fails for any reason, a careful line-by-line parser re-reads the file and raises
+:class:`~workbench.errors.InputError` naming the file, the line and what was expected; it also
+handles the legal inputs the fast path cannot (ragged junk columns).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from workbench.errors import InputError
+
+RUN_FIELDS = "query_id Q0 doc_id rank score run_tag"
+QRELS_FIELDS = "query_id iteration doc_id grade"
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels:
+    """Judgments as parallel columns. ``lines`` holds 1-based source lines (None for dicts)."""
+
+    query_ids: pa.Array
+    doc_ids: pa.Array
+    grades: np.ndarray  # int64
+    lines: np.ndarray | None = None
+    source: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.grades)
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for q, d, g in zip(self.query_ids.to_pylist(), self.doc_ids.to_pylist(), self.grades.tolist()):
+            out.setdefault(q, {})[d] = g
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """One system's ranked results as parallel columns (rank is not kept: scores decide)."""
+
+    query_ids: pa.Array
+    doc_ids: pa.Array
+    scores: np.ndarray  # float64
+    lines: np.ndarray | None = None
+    source: str | None = None
+    name: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for q, d, s in zip(self.query_ids.to_pylist(), self.doc_ids.to_pylist(), self.scores.tolist()):
+            out.setdefault(q, {}).setdefault(d, s)  # first occurrence wins, as in the engine
+        return out
+
+
+# --- dicts --------------------------------------------------------------------------------
+def _flatten(nested: Mapping, what: str) -> tuple[list, list, list]:
+    qids: list = []
+    docs: list = []
+    values: list = []
+    for qid, inner in nested.items():
+        if not isinstance(inner, Mapping):
+            raise InputError(f"{what}[{qid!r}] must be a dict of doc_id -> value, got {type(inner).__name__}")
+        docs.extend(inner.keys())
+        values.extend(inner.values())
+        qids.extend([qid] * len(inner))
+    return qids, docs, values
+
+
+def _string_array(values: list, what: str) -> pa.Array:
+    try:
+        return pa.array(values, type=pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        bad = next((v for v in values if not isinstance(v, str)), None)
+        raise InputError(f"{what} must be strings, got {bad!r} ({type(bad).__name__})") from None
+
+
+def qrels_from_dict(qrels: Mapping[str, Mapping[str, int]]) -> Qrels:
+    """``{query_id: {doc_id: grade}}`` -> :class:`Qrels`. Grades must be integers."""
+    qids, docs, grades = _flatten(qrels, "qrels")
+    try:
+        arr = np.array(grades, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("qrels grades must be integers") from None
+    if arr.size and (np.isnan(arr).any() or (arr != np.round(arr)).any()):
+        raise InputError("qrels grades must be integers (e.g. 0, 1, 2, 3; -1 for unjudged)")
+    return Qrels(_string_array(qids, "query ids"), _string_array(docs, "doc ids"), arr.astype(np.int64))
+
+
+def run_from_dict(run: Mapping[str, Mapping[str, float]], *, name: str | None = None) -> Run:
+    """``{query_id: {doc_id: score}}`` -> :class:`Run`."""
+    qids, docs, scores = _flatten(run, "run")
+    try:
+        arr = np.array(scores, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("run scores must be numbers") from None
+    if np.isnan(arr).any():
+        raise InputError("run scores must be numbers, found NaN")
+    return Run(_string_array(qids, "query ids"), _string_array(docs, "doc ids"), arr, name=name)
+
+
+# --- TREC formats -------------------------------------------------------------------------
+_COMMENT = re.compile(rb"(?m)^[ \t]*#[^\n]*(?:\n|$)")
+_BLANKS = re.compile(rb"[ \t\r\f\v]+")
+_EDGES = re.compile(rb"(?m)^ | $")
+
+
+class _SlowPath(Exception):
+    """The fast reader cannot handle this file; use the careful one."""
+
+
+def _normalise(data: bytes) -> bytes:
+    # Cheap checks first: most run files need no rewriting at all.
+    if b"#" in data and (data.startswith(b"#") or b"\n#" in data or re.search(rb"\n[ \t]+#", data)):
+        data = _COMMENT.sub(b"", data)
+    if b"\t" in data or b"\r" in data or b"  " in data or data.startswith(b" ") or b"\n " in data or b" \n" in data:
+        data = _EDGES.sub(b"", _BLANKS.sub(b" ", data))
+    return data
+
+
+def _fast_table(data: bytes, ncols: int, types: dict[int, pa.DataType]) -> pa.Table:
+    data = _normalise(data)
+    if not data.strip():
+        return pa.table({f"f{i}": pa.array([], type=t) for i, t in types.items()})
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(data),
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={f"f{i}": t for i, t in types.items()},
+                include_columns=[f"f{i}" for i in types],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError) as exc:
+        raise _SlowPath(str(exc)) from None
+    if table.num_columns != len(types):
+        raise _SlowPath("column count")
+    return table
+
+
+def _text_lines(path: Path, data: bytes):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError("is not UTF-8 text", path=str(path), line=line) from None
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if fields and not fields[0].startswith("#"):
+            yield lineno, fields
+
+
+def _read_bytes(path: str | Path) -> tuple[Path, bytes]:
+    path = Path(path)
+    try:
+        return path, path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", path=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", path=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
+
+
+def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = False) -> Run:
+    """Read a TREC run file. ``name`` defaults to the file's stem.
+
+    ``careful=True`` skips the fast path and records each row's line number (used to point at
+    a duplicate found later).
+    """
+    path, data = _read_bytes(path)
+    name = name if name is not None else path.stem
+    try:
+        if careful:
+            raise _SlowPath("asked")
+        table = _fast_table(data, 6, {0: pa.string(), 2: pa.string(), 4: pa.float64()})
+        scores = table.column("f4").to_numpy()
+        if np.isnan(scores).any():
+            raise _SlowPath("nan")
+        if table.num_rows and _ncols_first_line(data) < 6:
+            raise _SlowPath("short")  # pyarrow only checks rows agree with the first one
+        return Run(
+            table.column("f0").combine_chunks(),
+            table.column("f2").combine_chunks(),
+            np.ascontiguousarray(scores, dtype=np.float64),
+            source=str(path),
+            name=name,
+        )
+    except _SlowPath:
+        pass
+    qids: list[str] = []
+    docs: list[str] = []
+    scores_l: list[float] = []
+    lines: list[int] = []
+    for lineno, fields in _text_lines(path, data):
+        if len(fields) < 6:
+            raise InputError(
+                f"expected {len(RUN_FIELDS.split())} fields '{RUN_FIELDS}', got {len(fields)}: {' '.join(fields)!r}",
+                path=str(path),
+                line=lineno,
+            )
+        try:
+            score = float(fields[4])
+        except ValueError:
+            score = float("nan")
+        if score != score:
+            raise InputError(
+                f"score (5th field) must be a number, got {fields[4]!r}", path=str(path), line=lineno
+            )
+        qids.append(fields[0])
+        docs.append(fields[2])
+        scores_l.append(score)
+        lines.append(lineno)
+    return Run(
+        pa.array(qids, type=pa.string()),
+        pa.array(docs, type=pa.string()),
+        np.array(scores_l, dtype=np.float64),
+        lines=np.array(lines, dtype=np.int64),
+        source=str(path),
+        name=name,
+    )
+
+
+def read_trec_qrels(path: str | Path, *, careful: bool = False) -> Qrels:
+    """Read a TREC qrels file (``query_id iteration doc_id grade``); ``careful`` as for runs."""
+    path, data = _read_bytes(path)
+    try:
+        if careful:
+            raise _SlowPath("asked")
+        table = _fast_table(data, 4, {0: pa.string(), 2: pa.string(), 3: pa.int64()})
+        if table.num_rows and _ncols_first_line(data) != 4:
+            raise _SlowPath("columns")
+        return Qrels(
+            table.column("f0").combine_chunks(),
+            table.column("f2").combine_chunks(),
+            table.column("f3").to_numpy().astype(np.int64, copy=False),
+            source=str(path),
+        )
+    except _SlowPath:
+        pass
+    qids, docs, grades, lines = [], [], [], []
+    for lineno, fields in _text_lines(path, data):
+        if len(fields) != 4:
+            hint = " (this looks like a run file)" if len(fields) >= 6 else ""
+            raise InputError(
+                f"expected 4 fields '{QRELS_FIELDS}', got {len(fields)}{hint}: {' '.join(fields)!r}",
+                path=str(path),
+                line=lineno,
+            )
+        try:
+            grade = int(fields[3])
+        except ValueError:
+            raise InputError(
+                f"grade (4th field) must be an integer, got {fields[3]!r}", path=str(path), line=lineno
+            ) from None
+        qids.append(fields[0])
+        docs.append(fields[2])
+        grades.append(grade)
+        lines.append(lineno)
+    return Qrels(
+        pa.array(qids, type=pa.string()),
+        pa.array(docs, type=pa.string()),
+        np.array(grades, dtype=np.int64),
+        lines=np.array(lines, dtype=np.int64),
+        source=str(path),
+    )
+
+
+def _ncols_first_line(data: bytes) -> int:
+    for raw in data.split(b"\n", 64)[:64]:
+        fields = raw.split()
+        if fields and not fields[0].startswith(b"#"):
+            return len(fields)
+    return 0
+
+
+# --- BEIR and JSONL -----------------------------------------------------------------------
+def read_beir_qrels(path: str | Path) -> Qrels:
+    """Read BEIR ``query-id<TAB>corpus-id<TAB>score`` qrels, header line optional."""
+    path, data = _read_bytes(path)
+    qids, docs, grades, lines = [], [], [], []
+    for lineno, fields in _text_lines(path, data):
+        if lineno == 1 or not qids and not lines and fields[:1] == ["query-id"]:
+            if [f.lower() for f in fields] == ["query-id", "corpus-id", "score"]:
+                continue
+        if len(fields) != 3:
+            raise InputError(
+                f"expected 3 tab-separated fields 'query-id corpus-id score', got {len(fields)}",
+                path=str(path),
+                line=lineno,
+            )
+        try:
+            grade = int(fields[2])
+        except ValueError:
+            raise InputError(
+                f"score (3rd field) must be an integer, got {fields[2]!r}", path=str(path), line=lineno
+            ) from None
+        qids.append(fields[0])
+        docs.append(fields[1])
+        grades.append(grade)
+        lines.append(lineno)
+    return Qrels(
+        pa.array(qids, type=pa.string()),
+        pa.array(docs, type=pa.string()),
+        np.array(grades, dtype=np.int64),
+        lines=np.array(lines, dtype=np.int64),
+        source=str(path),
+    )
+
+
+def read_jsonl_qrels(path: str | Path) -> Qrels:
+    """Read the dataset JSONL (``{"query_id", "query", "relevant": {doc_id: grade}, "tags"}``)."""
+    path, data = _read_bytes(path)
+    qids, docs, grades, lines = [], [], [], []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError("is not UTF-8 text", path=str(path), line=data[: exc.start].count(b"\n") + 1) from None
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=lineno) from None
+        if not isinstance(row, dict) or "query_id" not in row or not isinstance(row.get("relevant"), dict):
+            raise InputError(
+                'expected an object with "query_id" and "relevant": {doc_id: grade}',
+                path=str(path),
+                line=lineno,
+            )
+        qid = str(row["query_id"])
+        for doc, grade in row["relevant"].items():
+            if isinstance(grade, bool) or not isinstance(grade, int):
+                raise InputError(
+                    f"grade of {doc!r} must be an integer, got {grade!r}", path=str(path), line=lineno
+                )
+            qids.append(qid)
+            docs.append(str(doc))
+            grades.append(grade)
+            lines.append(lineno)
+    return Qrels(
+        pa.array(qids, type=pa.string()),
+        pa.array(docs, type=pa.string()),
+        np.array(grades, dtype=np.int64),
+        lines=np.array(lines, dtype=np.int64),
+        source=str(path),
+    )
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """Read qrels in any supported format, chosen by extension and first line."""
+    path = Path(path)
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        return read_jsonl_qrels(path)
+    _, data = _read_bytes(path)
+    head = data[:4096]
+    if head.lstrip().startswith(b"{"):
+        return read_jsonl_qrels(path)
+    ncols = _ncols_first_line(head)
+    if head.lower().startswith(b"query-id") or ncols == 3:
+        return read_beir_qrels(path)
+    return read_trec_qrels(path)

@@ -1,0 +1,172 @@
+"""Evaluate a run against qrels: the public API behind ``from workbench import evaluate``.
+
+Conventions (the single place they are written down; the README repeats them)
+-----------------------------------------------------------------------------
+Ranking
+    Score descending, ties broken by doc_id descending (byte-wise), as trec_eval. The rank
+    column of a run file is ignored. Scores are float64 (pytrec_eval rounds them to float32).
+Relevance
+    ``rel`` (default 1) binarises every binary measure: relevant <=> grade >= rel. A measure
+    can carry its own threshold, e.g. ``P(rel=2)@10``. Graded measures (ndcg, ndcg_exp, err)
+    use the raw grades and ignore the evaluation's ``rel`` (trec_eval's ndcg ignores ``-l``);
+    with a measure-level ``rel`` their grades below it count 0 (ranx's ``-l``).
+    Labels < 0 mean "pooled but not judged": neither relevant nor judged.
+Denominators
+    precision@k divides by k even when fewer docs were retrieved; recall@k, map and map@k
+    divide by R (qrels rows with grade >= rel); nDCG's ideal ranking uses every judged grade of
+    the query, cut at k. ``mrr`` has no cutoff (trec_eval's recip_rank); ``mrr@k`` is the
+    reciprocal rank when the first relevant doc is within the top k, else 0.
+Queries
+    * In qrels but no relevant document (R = 0): excluded from the averages and listed in
+      ``excluded_no_relevant``; ``include_no_relevant=True`` scores them (0 for most measures)
+      as trec_eval does.
+    * In qrels but missing from the run: scored 0 (trec_eval ``-c``, ir_measures);
+      ``missing_as_zero=False`` averages over queries in both only (pytrec_eval).
+    * Only in the run: ignored and listed in ``only_in_run``.
+Condensed lists
+    ``condensed=True`` drops docs without a label >= 0 from each ranking before scoring
+    (trec_eval ``-J``, Sakai 2007).
+Duplicates
+    A doc repeated within one query of a run is an error naming query, doc and line;
+    ``duplicates="first"`` keeps its first occurrence.
+
+Differences from trec_eval's defaults: queries with no relevant doc are excluded (trec_eval
+scores them), missing queries count 0 (trec_eval 9 needs ``-c``), scores are not truncated to
+float32 (pytrec_eval), judged@k divides by min(k, retrieved) (trec_eval's unj@k divides by k),
+and RBP's residual is 1 for a query missing from the run (trec_eval -c prints 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from workbench.core.measures import Measure, parse_measures
+from workbench.core.metrics import RESIDUAL_SUFFIX, compute
+from workbench.core.ranking import rank_run
+from workbench.core.readers import Qrels, Run, read_qrels, read_trec_run
+from workbench.errors import InputError
+
+__all__ = ["EvaluationResult", "evaluate", "load_qrels", "load_run"]
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """Scores of one run. ``per_query`` has one row per evaluated query, one column per measure
+    (named as given; RBP adds ``<name>.residual``); ``aggregate`` is the mean of each column."""
+
+    aggregate: dict[str, float]
+    per_query: pd.DataFrame
+    measures: dict[str, Measure]
+    excluded_no_relevant: tuple[str, ...] = ()
+    missing_from_run: tuple[str, ...] = ()
+    only_in_run: tuple[str, ...] = ()
+    run_name: str | None = None
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def n_queries(self) -> int:
+        """Queries averaged over."""
+        return len(self.per_query)
+
+    @property
+    def n_excluded_no_relevant(self) -> int:
+        return len(self.excluded_no_relevant)
+
+    @property
+    def n_missing_from_run(self) -> int:
+        """Queries in qrels (with relevant docs) absent from the run: scored 0 or dropped."""
+        return len(self.missing_from_run)
+
+    @property
+    def n_only_in_run(self) -> int:
+        return len(self.only_in_run)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "queries_evaluated": self.n_queries,
+            "excluded_no_relevant": self.n_excluded_no_relevant,
+            "missing_from_run": self.n_missing_from_run,
+            "only_in_run": self.n_only_in_run,
+        }
+
+
+def load_qrels(qrels: Qrels | Mapping | str | Path) -> Qrels | Mapping:
+    if isinstance(qrels, (str, Path)):
+        return read_qrels(qrels)
+    if isinstance(qrels, (Qrels, Mapping)):
+        return qrels
+    raise InputError(f"qrels must be a path, a dict or a Qrels, got {type(qrels).__name__}")
+
+
+def load_run(run: Run | Mapping | str | Path) -> Run | Mapping:
+    if isinstance(run, (str, Path)):
+        return read_trec_run(run)
+    if isinstance(run, (Run, Mapping)):
+        return run
+    raise InputError(f"run must be a path, a dict or a Run, got {type(run).__name__}")
+
+
+def evaluate(
+    qrels: Qrels | Mapping | str | Path,
+    run: Run | Mapping | str | Path,
+    measures: str | Measure | Sequence[str | Measure],
+    *,
+    rel: int = 1,
+    condensed: bool = False,
+    include_no_relevant: bool = False,
+    missing_as_zero: bool = True,
+    duplicates: str = "error",
+) -> EvaluationResult:
+    """Score ``run`` against ``qrels`` with each measure, per query and macro-averaged.
+
+    ``qrels``: ``{query_id: {doc_id: grade}}``, a path (TREC, BEIR TSV or JSONL) or
+    :class:`~workbench.core.readers.Qrels`. ``run``: ``{query_id: {doc_id: score}}``, a TREC run
+    path or :class:`~workbench.core.readers.Run`. ``measures``: names such as ``"ndcg@10"``,
+    ``"P(rel=2)@10"``, ``"RBP(p=0.8)"`` or :class:`Measure` objects. See the module docstring
+    for the conventions and switches.
+    """
+    if isinstance(rel, bool) or not isinstance(rel, (int, np.integer)):
+        raise InputError(f"rel must be an integer, got {rel!r}")
+    parsed = parse_measures(measures)
+    q = load_qrels(qrels)
+    r = load_run(run)
+    ranked = rank_run(q, r, duplicates=duplicates)
+    if condensed:
+        ranked = ranked.condensed()
+    values = compute(ranked, parsed, int(rel))
+
+    has_rel = np.bincount(ranked.judged_qidx[ranked.judged_grade >= rel], minlength=ranked.n_queries) > 0
+    ids = ranked.query_ids
+    no_rel = ranked.in_qrels & ~has_rel
+    candidates = ranked.in_qrels & (has_rel | include_no_relevant)
+    missing = candidates & ~ranked.in_run
+    chosen = candidates & (ranked.in_run | missing_as_zero)
+    only_run = ranked.in_run & ~ranked.in_qrels
+
+    rows = np.flatnonzero(chosen)
+    rows = rows[np.argsort(ids[rows].astype(str), kind="stable")]
+    index = pd.Index(ids[rows].astype(str), name="query_id", dtype=str)
+    per_query = pd.DataFrame({label: v[rows] for label, v in values.items()}, index=index)
+    aggregate = {label: float(per_query[label].mean()) if len(per_query) else float("nan") for label in per_query}
+    return EvaluationResult(
+        aggregate=aggregate,
+        per_query=per_query,
+        measures=dict(parsed),
+        excluded_no_relevant=() if include_no_relevant else tuple(sorted(ids[no_rel])),
+        missing_from_run=tuple(sorted(ids[missing])),
+        only_in_run=tuple(sorted(ids[only_run])),
+        run_name=getattr(r, "name", None),
+        settings={
+            "rel": int(rel),
+            "condensed": condensed,
+            "include_no_relevant": include_no_relevant,
+            "missing_as_zero": missing_as_zero,
+            "duplicates": duplicates,
+            "residual_suffix": RESIDUAL_SUFFIX,
+        },
+    )

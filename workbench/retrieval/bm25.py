@@ -1,0 +1,137 @@
+"""BM25 over chunk texts with bm25s.
+
+Scoring (bm25s ``method="lucene"``, the default here), for query ``q`` and chunk ``c``::
+
+    score(q, c) = Σ_{t in q}  idf(t) · tf(t, c) / (tf(t, c) + k1 · (1 - b + b · |c| / avgdl))
+    idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+
+``N`` is the number of chunks in the index, ``df(t)`` the chunks containing term ``t``,
+``|c|`` the chunk length in tokens *after* stopword removal and stemming, ``avgdl`` the mean
+of ``|c|``. A query term repeated in the query counts once per occurrence.
+
+Tokenisation: lower-case, the regex ``token_pattern`` (default: runs of 2+ word characters),
+stopwords removed (a bm25s language name such as ``"english"``, ``None`` for none, or an
+explicit list), then stemmed with PyStemmer in ``stemmer`` language (``None``: no stemming).
+
+Edge cases: chunks that share no term with the query score 0 and are *not* returned (a run
+lists retrieved items, and a zero score means no evidence); a query with no indexed term gets
+no rows; ``k`` larger than the index returns every matching chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from workbench.errors import ConfigError
+
+DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+
+
+@dataclass(frozen=True)
+class Bm25Params:
+    """Everything that determines a BM25 ranking; stored as the run's params."""
+
+    k1: float = 1.5
+    b: float = 0.75
+    method: str = "lucene"
+    stemmer: str | None = "english"
+    stopwords: str | list[str] | None = "english"
+    lower: bool = True
+    token_pattern: str = DEFAULT_TOKEN_PATTERN
+
+    def as_dict(self) -> dict:
+        return {"retriever": "bm25", **asdict(self)}
+
+
+def _stemmer(language: str | None):
+    if language is None:
+        return None
+    import Stemmer
+
+    try:
+        return Stemmer.Stemmer(language)
+    except KeyError:
+        known = ", ".join(sorted(Stemmer.algorithms()))
+        raise ConfigError(f"unknown stemmer language {language!r}; PyStemmer knows: {known}") from None
+
+
+def make_tokenizer(params: Bm25Params):
+    from bm25s.tokenization import Tokenizer
+
+    try:
+        return Tokenizer(lower=params.lower, splitter=params.token_pattern,
+                         stopwords=params.stopwords, stemmer=_stemmer(params.stemmer))
+    except ValueError as exc:
+        raise ConfigError(f"BM25 tokeniser: {exc}") from None
+
+
+@dataclass
+class Bm25Index:
+    """A bm25s index over ``n`` texts plus the tokenizer whose vocabulary it uses."""
+
+    params: Bm25Params
+    tokenizer: object
+    retriever: object
+    size: int
+    vocabulary: int = field(default=0)
+
+
+def build_index(texts: Sequence[str], params: Bm25Params = Bm25Params(), *, batch: int = 2000,
+                advance=None) -> Bm25Index:
+    """Tokenise ``texts`` in batches (``advance(n)`` after each) and index them."""
+    import bm25s
+
+    if params.k1 < 0 or not 0 <= params.b <= 1:
+        raise ConfigError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={params.k1}, b={params.b}")
+    tokenizer = make_tokenizer(params)
+    ids: list[list[int]] = []
+    for start in range(0, len(texts), batch):
+        part = list(texts[start:start + batch])
+        ids.extend(tokenizer.tokenize(part, update_vocab=True, return_as="ids", show_progress=False))
+        if advance is not None:
+            advance(len(part))
+    retriever = bm25s.BM25(k1=params.k1, b=params.b, method=params.method)
+    vocab = tokenizer.get_vocab_dict()
+    if len(texts):
+        retriever.index((ids, vocab), show_progress=False)
+    return Bm25Index(params=params, tokenizer=tokenizer, retriever=retriever, size=len(texts),
+                     vocabulary=len(vocab))
+
+
+def search(index: Bm25Index, queries: Sequence[str], k: int, *, batch: int = 256,
+           advance=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Top-``k`` per query as flat arrays ``(query_index, text_index, score)``.
+
+    Rows are grouped by query and ordered by score descending within a query; zero scores
+    are dropped (see module docstring).
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
+    empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
+    if index.size == 0 or not len(queries):
+        return empty
+    kk = min(int(k), index.size)
+    q_parts, d_parts, s_parts = [], [], []
+    for start in range(0, len(queries), batch):
+        part = list(queries[start:start + batch])
+        tokens = index.tokenizer.tokenize(part, update_vocab=False, return_as="ids",
+                                          show_progress=False, allow_empty=False)
+        known = [i for i, t in enumerate(tokens) if t]
+        if known:
+            docs, scores = index.retriever.retrieve([tokens[i] for i in known], k=kk,
+                                                    show_progress=False, n_threads=0)
+            docs = np.asarray(docs, dtype=np.int64)
+            scores = np.asarray(scores, dtype=np.float64)
+            qi = np.repeat(np.asarray(known, dtype=np.int64) + start, kk).reshape(len(known), kk)
+            keep = scores > 0
+            q_parts.append(qi[keep])
+            d_parts.append(docs[keep])
+            s_parts.append(scores[keep])
+        if advance is not None:
+            advance(len(part))
+    if not q_parts:
+        return empty
+    return np.concatenate(q_parts), np.concatenate(d_parts), np.concatenate(s_parts)

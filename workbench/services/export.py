@@ -1,0 +1,174 @@
+"""Exporting qrels from the project's span-anchored judgments.
+
+Formats (``format``):
+
+``trec``   ``query_id Q0 item_id grade`` lines. The second column is ``iteration`` (``Q0`` by
+           default, as in the TREC DL/Anserini qrels; trec_eval ignores it; pass ``"0"`` for the
+           classic form).
+``beir``   ``query-id<TAB>corpus-id<TAB>score`` with that header line.
+``jsonl``  one row per query: ``{"query_id", "query", "relevant": {item_id: grade}, "tags"}``
+           (``query``/``tags`` from the queries table, null when the query is not stored).
+``spans``  one row per judgment: ``{"query_id", "doc_id", "start", "end", "grade", "assessor"}``,
+           the same format ``workbench import qrels --format spans`` reads. Level-independent.
+
+Level: ``doc`` qrels grade a document by the maximum grade of its judged spans; ``chunk`` qrels
+(need ``chunking``) grade each chunk of that chunking by the maximum grade of the spans it matches
+under the span rule of :func:`workbench.core.spans.chunk_qrels` (overlap / shorter span >=
+``min_overlap``). Only matched (judged) items appear: an absent item is unjudged.
+
+Source: ``human`` = labels given by people, which includes ``imported`` qrels (they are human
+assessments such as NIST's in every collection we import; LLM labels are produced by the judge
+inside the workbench, so they are never "imported"). ``llm`` = the LLM judge's labels.
+``merged`` = human where a human judged the same item (document or chunk at the exported level;
+for ``spans`` the same span), else llm. Only judgments with status ``ok`` and a grade are used.
+Several judgments of one item from the same side take the maximum grade (the rule of
+:mod:`workbench.core.spans`). Rows are sorted by query_id, then item id (as strings).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from workbench.core.spans import chunk_qrels, doc_qrels
+from workbench.errors import InputError
+from workbench.store import imports as store_imports
+from workbench.store.chunks import read_chunks
+from workbench.store.database import Database
+
+FORMATS = ("trec", "beir", "jsonl", "spans")
+LEVELS = ("doc", "chunk")
+SOURCES = ("human", "llm", "merged")
+HUMAN_SOURCES = ("human", "imported")
+
+
+@dataclass
+class ExportResult:
+    path: Path
+    format: str
+    level: str
+    source: str
+    rows: int
+    queries: int
+    chunking: str | None = None
+
+    def summary(self) -> str:
+        at = f"chunk level ({self.chunking})" if self.level == "chunk" else f"{self.level} level"
+        unit = "judgments" if self.format == "spans" else "qrels"
+        return (f"wrote {self.rows:,} {unit} for {self.queries:,} queries to {self.path} "
+                f"(format {self.format}, {at}, source {self.source})")
+
+
+def _check(format: str, level: str, source: str, chunking: str | None) -> None:
+    for value, allowed, what in ((format, FORMATS, "format"), (level, LEVELS, "level"), (source, SOURCES, "source")):
+        if value not in allowed:
+            raise InputError(f"unknown {what} {value!r}; expected one of {', '.join(allowed)}")
+    if level == "chunk" and not chunking:
+        raise InputError("chunk-level qrels need a chunking; pass --chunking NAME (see `workbench status`)")
+    if format == "spans" and level == "chunk":
+        raise InputError("span judgments do not depend on a chunking; export spans without --level chunk")
+
+
+def _merge(human: pd.DataFrame, llm: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """Human rows, plus llm rows whose key no human row has."""
+    if human.empty:
+        return llm
+    if llm.empty:
+        return human
+    covered = pd.MultiIndex.from_frame(human[key].astype(str))
+    keep = ~pd.MultiIndex.from_frame(llm[key].astype(str)).isin(covered)
+    return pd.concat([human, llm[keep]], ignore_index=True)
+
+
+def qrels_table(db: Database, *, level: str = "doc", chunking: str | None = None, source: str = "merged",
+                min_overlap: float = 0.5) -> pd.DataFrame:
+    """``query_id, item_id, grade`` for the chosen level and source (see the module docstring)."""
+    _check("trec", level, source, chunking)
+    spans = store_imports.graded_judgments(db, list(HUMAN_SOURCES) + ["llm"])
+    human = spans[spans["source"].isin(HUMAN_SOURCES)]
+    llm = spans[spans["source"] == "llm"]
+    if level == "doc":
+        def grade(s):
+            return doc_qrels(s).rename(columns={"doc_id": "item_id"})
+    else:
+        if not store_imports.chunking_exists(db, chunking):
+            raise InputError(f"no chunking named {chunking!r} in the project; create it with `workbench chunk` "
+                             f"or pick one listed by `workbench status`")
+        chunks = read_chunks(db, chunking)
+
+        def grade(s):
+            return chunk_qrels(chunks, s, min_overlap=min_overlap).rename(columns={"chunk_id": "item_id"})
+
+    empty = pd.DataFrame({"query_id": pd.Series(dtype=str), "item_id": pd.Series(dtype=str),
+                          "grade": pd.Series(dtype="int64")})
+    parts = {
+        "human": grade(human) if len(human) else empty,
+        "llm": grade(llm) if len(llm) else empty,
+    }
+    if source == "merged":
+        out = _merge(parts["human"], parts["llm"], ["query_id", "item_id"])
+    else:
+        out = parts[source]
+    out = out.astype({"query_id": str, "item_id": str}).astype({"grade": "int64"})
+    return out.sort_values(["query_id", "item_id"], kind="stable").reset_index(drop=True)
+
+
+def span_table(db: Database, *, source: str = "merged") -> pd.DataFrame:
+    """``query_id, doc_id, start, end, grade, assessor`` of the chosen source, sorted."""
+    _check("spans", "doc", source, None)
+    spans = store_imports.graded_judgments(db, list(HUMAN_SOURCES) + ["llm"])
+    human = spans[spans["source"].isin(HUMAN_SOURCES)]
+    llm = spans[spans["source"] == "llm"]
+    if source == "merged":
+        out = _merge(human, llm, ["query_id", "doc_id", "start", "end"])
+    else:
+        out = human if source == "human" else llm
+    out = out[["query_id", "doc_id", "start", "end", "grade", "assessor"]]
+    return out.sort_values(["query_id", "doc_id", "start", "end", "assessor"], kind="stable").reset_index(drop=True)
+
+
+def _write_lines(path: Path, lines) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="\n") as handle:
+        handle.writelines(lines)
+
+
+def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: str = "doc",
+                 chunking: str | None = None, source: str = "merged", min_overlap: float = 0.5,
+                 iteration: str = "Q0") -> ExportResult:
+    """Write qrels to ``out`` (see the module docstring); returns what was written."""
+    _check(format, level, source, chunking)
+    out = Path(out)
+    if out.is_dir():
+        raise InputError("is a directory; --out needs a file name such as qrels.txt", path=str(out))
+    if format == "spans":
+        table = span_table(db, source=source)
+        _write_lines(out, (json.dumps({"query_id": q, "doc_id": d, "start": int(s), "end": int(e),
+                                       "grade": int(g), "assessor": a}, ensure_ascii=False) + "\n"
+                           for q, d, s, e, g, a in table.itertuples(index=False)))
+        return ExportResult(out, format, "doc", source, len(table), table["query_id"].nunique())
+
+    table = qrels_table(db, level=level, chunking=chunking, source=source, min_overlap=min_overlap)
+    if format == "trec":
+        _write_lines(out, (f"{q} {iteration} {i} {g}\n" for q, i, g in table.itertuples(index=False)))
+    elif format == "beir":
+        _write_lines(out, ["query-id\tcorpus-id\tscore\n"]
+                     + [f"{q}\t{i}\t{g}\n" for q, i, g in table.itertuples(index=False)])
+    else:
+        queries = store_imports.query_texts(db).set_index("query_id")
+        lines = []
+        for qid, group in table.groupby("query_id", sort=True):
+            text = queries["text"].get(qid)
+            tags = queries["tags"].get(qid)
+            lines.append(json.dumps({
+                "query_id": qid,
+                "query": None if text is None or pd.isna(text) else text,
+                "relevant": {i: int(g) for i, g in zip(group["item_id"], group["grade"])},
+                "tags": None if tags is None or pd.isna(tags) else json.loads(tags),
+            }, ensure_ascii=False) + "\n")
+        _write_lines(out, lines)
+    return ExportResult(out, format, level, source, len(table), table["query_id"].nunique(),
+                        chunking if level == "chunk" else None)

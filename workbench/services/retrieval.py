@@ -1,0 +1,278 @@
+"""Run retrievers over a chunking and store each result as a named run.
+
+Every retriever here writes a chunk-level run (``runs.level = 'chunk'``, ``runs.chunking`` set)
+whose ``params`` JSON records what produced it, so a run can be reproduced and compared. Rows
+are ``query_id, doc_id, chunk_id, rank, score`` with rank 1-based per query by score
+descending, ties by chunk id ascending (deterministic across platforms).
+
+Chunk text is ``documents.text[start:end]`` (titles are not prepended): the retrievers see
+exactly the span an assessor will judge.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from workbench.core.fusion import rank_within
+from workbench.errors import InputError, StoreError
+from workbench.retrieval import bm25 as bm25_mod
+from workbench.retrieval import dense as dense_mod
+from workbench.retrieval.doc_mapping import doc_run_to_chunks
+from workbench.retrieval.hybrid import fuse
+from workbench.services.progress import ProgressFactory, no_progress
+from workbench.store.chunks import read_chunks
+from workbench.store.corpus import read_queries
+from workbench.store.database import Database
+from workbench.store.embeddings import count_embeddings, read_embeddings, write_embeddings
+from workbench.store.retrieval import (
+    chunking_exists, read_run_info, read_run_rows_many, run_exists, set_run_scope,
+)
+from workbench.store.runs import write_run
+
+DEFAULT_K = 100
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a retrieval wrote. ``stats`` holds retriever-specific counts (e.g. ``encoded``)."""
+
+    name: str
+    retriever: str
+    level: str
+    chunking: str | None
+    queries: int
+    rows: int
+    seconds: float
+    params: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)
+
+
+def _check_k(k) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"--k must be a positive integer (results per query), got {k!r}")
+    return int(k)
+
+
+def _check_new_run(db: Database, name: str) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise InputError("a run needs a non-empty --name")
+    if run_exists(db, name):
+        raise StoreError(
+            f"run {name!r} already exists in {db.path}; choose another --name (runs are kept so "
+            f"pools and evaluations that used them stay reproducible)"
+        )
+
+
+def _load_chunks(db: Database, chunking: str) -> pd.DataFrame:
+    if not chunking_exists(db, chunking):
+        raise StoreError(
+            f"no chunking {chunking!r} in {db.path}; create it first "
+            f"(`workbench chunk --name {chunking} --strategy section`)"
+        )
+    chunks = read_chunks(db, chunking, with_text=True)
+    if chunks.empty:
+        raise StoreError(f"chunking {chunking!r} has no chunks; re-chunk a non-empty corpus")
+    return chunks
+
+
+def _load_queries(db: Database) -> pd.DataFrame:
+    queries = read_queries(db)
+    if queries.empty:
+        raise InputError(f"{db.path} holds no queries; import them first (`workbench import queries FILE`)")
+    return queries
+
+
+def _ranked_rows(queries: pd.DataFrame, chunks: pd.DataFrame, qi, ci, score) -> pd.DataFrame:
+    """Flat hits to run rows, ranked by score desc then chunk id asc within each query."""
+    chunk_ids = chunks["chunk_id"].to_numpy(dtype=object)
+    item = pd.factorize(chunk_ids[ci], sort=True)[0].astype(np.int64) if len(ci) else np.empty(0, np.int64)
+    rank = rank_within(np.asarray(qi, dtype=np.int64), np.asarray(score, dtype=np.float64), item)
+    rows = pd.DataFrame({
+        "query_id": queries["query_id"].to_numpy(dtype=object)[qi],
+        "doc_id": chunks["doc_id"].to_numpy(dtype=object)[ci],
+        "chunk_id": chunk_ids[ci],
+        "rank": rank,
+        "score": np.asarray(score, dtype=np.float64),
+    })
+    return rows.sort_values(["query_id", "rank"], kind="stable").reset_index(drop=True).astype(
+        {"query_id": "str", "doc_id": "str", "chunk_id": "str"})
+
+
+def _store_run(db: Database, name: str, retriever: str, rows: pd.DataFrame, params: dict,
+               level: str, chunking: str | None) -> int:
+    with db.transaction() as tx:
+        n = write_run(tx, name, retriever, rows, params=params)
+        set_run_scope(tx, name, level, chunking)
+    return n
+
+
+def run_bm25(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
+             params: bm25_mod.Bm25Params | None = None,
+             progress: ProgressFactory = no_progress) -> RunSummary:
+    """BM25 (formula in :mod:`workbench.retrieval.bm25`) over ``chunking``; top ``k`` per query."""
+    k = _check_k(k)
+    params = params or bm25_mod.Bm25Params()
+    _check_new_run(db, name)
+    started = time.perf_counter()
+    chunks = _load_chunks(db, chunking)
+    queries = _load_queries(db)
+    with progress("bm25 index", len(chunks), "chunk") as advance:
+        index = bm25_mod.build_index(chunks["text"].tolist(), params, advance=advance)
+    with progress("bm25 search", len(queries), "query") as advance:
+        qi, ci, score = bm25_mod.search(index, queries["text"].tolist(), k, advance=advance)
+    rows = _ranked_rows(queries, chunks, qi, ci, score)
+    run_params = {**params.as_dict(), "k": k, "chunking": chunking}
+    n = _store_run(db, name, "bm25", rows, run_params, "chunk", chunking)
+    return RunSummary(name, "bm25", "chunk", chunking, int(rows["query_id"].nunique()), n,
+                      time.perf_counter() - started, run_params,
+                      {"chunks": len(chunks), "vocabulary": index.vocabulary,
+                       "queries_without_hits": int(len(queries) - rows["query_id"].nunique())})
+
+
+def embed_chunks(db: Database, chunking: str, model: str = dense_mod.DEFAULT_MODEL, *,
+                 encoder=None, batch_size: int = 64, chunks: pd.DataFrame | None = None,
+                 progress: ProgressFactory = no_progress, flush_every: int = 2048):
+    """Embeddings of every chunk of ``chunking``, from the cache where possible.
+
+    Only chunks missing from the ``embeddings`` cache for ``(chunking, model_key(model))`` are
+    encoded; they are written every ``flush_every`` chunks in their own transaction, so an
+    interrupted run keeps what it computed. Returns ``(matrix aligned with chunks, encoded)``.
+    """
+    if chunks is None:
+        chunks = _load_chunks(db, chunking)
+    key = dense_mod.model_key(model)
+    cached_ids, cached = read_embeddings(db, chunking, key)
+    position = {c: i for i, c in enumerate(cached_ids)}
+    wanted = chunks["chunk_id"].astype(str).tolist()
+    missing = [i for i, c in enumerate(wanted) if c not in position]
+    new_vectors: dict[int, np.ndarray] = {}
+    if missing:
+        encoder = encoder if encoder is not None else dense_mod.load_encoder(model)
+        texts = chunks["text"].tolist()
+        with progress(f"encode {chunking}", len(missing), "chunk") as advance:
+            for start in range(0, len(missing), flush_every):
+                part = missing[start:start + flush_every]
+                vectors = dense_mod.encode(encoder, [texts[i] for i in part], batch_size=batch_size,
+                                           advance=advance)
+                with db.transaction() as tx:
+                    write_embeddings(tx, chunking, key, [wanted[i] for i in part], vectors)
+                for i, v in zip(part, vectors):
+                    new_vectors[i] = v
+    dim = cached.shape[1] if len(cached_ids) else (len(next(iter(new_vectors.values()))) if new_vectors else 0)
+    matrix = np.zeros((len(wanted), dim), dtype=np.float32)
+    have = [i for i, c in enumerate(wanted) if c in position]
+    if have:
+        matrix[have] = cached[[position[wanted[i]] for i in have]]
+    if new_vectors:
+        idx = np.fromiter(new_vectors, dtype=np.int64)
+        matrix[idx] = np.stack([new_vectors[i] for i in idx])
+    return matrix, len(missing)
+
+
+def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
+              model: str = dense_mod.DEFAULT_MODEL, batch_size: int = 64, encoder=None,
+              progress: ProgressFactory = no_progress) -> RunSummary:
+    """Dense retrieval (cosine of unit vectors) over ``chunking``; embeddings cached per model.
+
+    ``encoder`` lets a caller pass an already loaded SentenceTransformer (any object with its
+    ``encode``); by default the model is loaded offline by :func:`dense.load_encoder`.
+    """
+    k = _check_k(k)
+    _check_new_run(db, name)
+    started = time.perf_counter()
+    chunks = _load_chunks(db, chunking)
+    queries = _load_queries(db)
+    key = dense_mod.model_key(model)
+    matrix, encoded = embed_chunks(db, chunking, model, encoder=encoder, batch_size=batch_size,
+                                   chunks=chunks, progress=progress)
+    if encoder is None:
+        encoder = dense_mod.load_encoder(model)
+    with progress("encode queries", len(queries), "query") as advance:
+        q_vectors = dense_mod.encode(encoder, queries["text"].tolist(), batch_size=batch_size,
+                                     advance=advance)
+    qi, ci, score = dense_mod.top_k(q_vectors, matrix, k)
+    rows = _ranked_rows(queries, chunks, qi, ci, score)
+    run_params = {"retriever": "dense", "model": key, "normalised": True, "score": "cosine",
+                  "k": k, "chunking": chunking}
+    n = _store_run(db, name, "dense", rows, run_params, "chunk", chunking)
+    return RunSummary(name, "dense", "chunk", chunking, int(rows["query_id"].nunique()), n,
+                      time.perf_counter() - started, run_params,
+                      {"chunks": len(chunks), "encoded": encoded, "cached": len(chunks) - encoded,
+                       "dimension": int(matrix.shape[1]),
+                       "cache_rows": count_embeddings(db, chunking, key)})
+
+
+def _same_scope(info: pd.DataFrame, what: str) -> tuple[str, str | None]:
+    """The common (level, chunking) of runs, or an error naming the odd ones out."""
+    scopes = {(r.level, None if pd.isna(r.chunking) else r.chunking) for r in info.itertuples()}
+    if len(scopes) != 1:
+        listing = "; ".join(f"{r.name}: level={r.level}, chunking={r.chunking}" for r in info.itertuples())
+        raise InputError(
+            f"{what} needs runs that rank the same items (one level and chunking), got {listing}; "
+            f"map document runs to chunks first (`workbench retrieve from-doc`) or pick matching runs"
+        )
+    return scopes.pop()
+
+
+def read_runs_checked(db: Database, runs: list[str]) -> pd.DataFrame:
+    """Run info for ``runs`` in the given order; unknown names raise with the known ones listed."""
+    if not runs:
+        raise InputError("no runs given; pass --runs A,B")
+    if len(set(runs)) != len(runs):
+        raise InputError(f"--runs lists a run twice: {runs}")
+    info = read_run_info(db, runs)
+    unknown = [r for r in runs if r not in set(info["name"])]
+    if unknown:
+        known = ", ".join(read_run_info(db)["name"]) or "none yet"
+        raise StoreError(f"unknown run(s) {unknown} in {db.path}; known runs: {known}")
+    return info.set_index("name").loc[runs].reset_index()
+
+
+def run_hybrid(db: Database, name: str, runs: list[str], *, k: int = DEFAULT_K, rrf_k: float = 60,
+               weights: dict[str, float] | None = None) -> RunSummary:
+    """RRF of stored ``runs`` (formula in :mod:`workbench.retrieval.hybrid`); top ``k`` per query."""
+    k = _check_k(k)
+    _check_new_run(db, name)
+    started = time.perf_counter()
+    info = read_runs_checked(db, runs)
+    level, chunking = _same_scope(info, "hybrid fusion")
+    rows = read_run_rows_many(db, runs)
+    id_col = "chunk_id" if level == "chunk" else "doc_id"
+    parts = {r: rows.loc[rows["run_id"] == r] for r in runs}
+    fused = fuse(parts, k=rrf_k, weights=weights, top=k, id_col=id_col)
+    if id_col == "chunk_id":
+        doc_of = rows.drop_duplicates("chunk_id").set_index("chunk_id")["doc_id"]
+        fused["doc_id"] = fused["chunk_id"].map(doc_of).astype("str")
+    else:
+        fused["chunk_id"] = None
+    run_params = {"retriever": "hybrid", "fusion": "rrf", "rrf_k": rrf_k, "runs": list(runs),
+                  "weights": weights, "k": k, "chunking": chunking}
+    out = fused[["query_id", "doc_id", "chunk_id", "rank", "score"]]
+    n = _store_run(db, name, "hybrid", out, run_params, level, chunking)
+    return RunSummary(name, "hybrid", level, chunking, int(out["query_id"].nunique()), n,
+                      time.perf_counter() - started, run_params)
+
+
+def map_doc_run(db: Database, source: str, chunking: str, name: str, *, rule: str = "first") -> RunSummary:
+    """A chunk-level copy of document run ``source`` (rule in :mod:`workbench.retrieval.doc_mapping`)."""
+    _check_new_run(db, name)
+    started = time.perf_counter()
+    info = read_runs_checked(db, [source])
+    if info.loc[0, "level"] != "doc":
+        raise InputError(f"run {source!r} already ranks chunks (level {info.loc[0, 'level']!r}); nothing to map")
+    chunks = _load_chunks(db, chunking)
+    rows = read_run_rows_many(db, [source])
+    mapped, dropped = doc_run_to_chunks(rows, chunks, rule)
+    run_params = {"retriever": "doc-to-chunks", "source_run": source, "rule": rule, "chunking": chunking}
+    n = _store_run(db, name, "doc-to-chunks", mapped, run_params, "chunk", chunking)
+    return RunSummary(name, "doc-to-chunks", "chunk", chunking, int(mapped["query_id"].nunique()), n,
+                      time.perf_counter() - started, run_params, {"dropped_rows": dropped})
+
+
+def list_runs(db: Database) -> pd.DataFrame:
+    """Every run with retriever, level, chunking, params, row and query counts."""
+    return read_run_info(db)

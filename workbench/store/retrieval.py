@@ -1,0 +1,66 @@
+"""Run scope (level and chunking) and bulk reads of run rows for retrieval and pooling.
+
+``store.runs.write_run`` records a run without its scope; the retrieval and pooling services
+set it with :func:`set_run_scope` in the same transaction (migration 3 added the columns).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from workbench.store.database import Database
+
+
+def set_run_scope(cur, name: str, level: str, chunking: str | None) -> None:
+    """Record that run ``name`` ranks ``level`` items ('chunk' or 'doc') of ``chunking``."""
+    cur.execute("UPDATE runs SET level = ?, chunking = ? WHERE name = ?", [level, chunking, name])
+
+
+def run_exists(db: Database, name: str) -> bool:
+    return bool(db.query_value("SELECT count(*) FROM runs WHERE name = ?", [name]))
+
+
+def chunking_exists(db: Database, name: str) -> bool:
+    return bool(db.query_value("SELECT count(*) FROM chunkings WHERE name = ?", [name]))
+
+
+def read_run_info(db: Database, names: list[str] | None = None) -> pd.DataFrame:
+    """``name, retriever, stage, level, chunking, params (dict), rows, queries`` of runs.
+
+    ``level`` NULL (a run written before migration 3 set a default) reads as 'chunk' when the
+    run has chunk ids, else 'doc'.
+    """
+    where = "WHERE r.name IN (SELECT unnest(?::VARCHAR[]))" if names is not None else ""
+    frame = db.query_df(
+        f"""WITH counts AS (
+                SELECT run, count(*) AS rows, count(DISTINCT query_id) AS queries,
+                       count(chunk_id) AS chunk_rows
+                FROM run_rows GROUP BY run)
+            SELECT r.name, r.retriever, r.stage,
+                   coalesce(r.level, CASE WHEN coalesce(c.chunk_rows, 0) > 0 THEN 'chunk' ELSE 'doc' END) AS level,
+                   r.chunking, r.params::VARCHAR AS params, r.created_at,
+                   coalesce(c.rows, 0) AS rows, coalesce(c.queries, 0) AS queries
+            FROM runs r LEFT JOIN counts c ON c.run = r.name
+            {where}
+            ORDER BY r.created_at, r.name""",
+        [list(names)] if names is not None else None,
+    )
+    frame["params"] = frame["params"].map(lambda v: json.loads(v) if isinstance(v, str) else {})
+    return frame
+
+
+def read_run_rows_many(db: Database, names: list[str], *, depth: int | None = None) -> pd.DataFrame:
+    """Rows of several runs as ``run_id, query_id, doc_id, chunk_id, rank, score``.
+
+    ``depth`` keeps ranks ``<= depth`` (pooling reads only what it pools).
+    """
+    cut = "AND rank <= ?" if depth is not None else ""
+    params: list = [list(names)] + ([int(depth)] if depth is not None else [])
+    return db.query_df(
+        f"""SELECT run AS run_id, query_id, doc_id, chunk_id, rank, score FROM run_rows
+            WHERE run IN (SELECT unnest(?::VARCHAR[])) {cut}
+            ORDER BY run, query_id, rank""",
+        params,
+    )
