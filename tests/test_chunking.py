@@ -88,6 +88,80 @@ def test_batch_chunking_equals_per_document_chunking_and_ids_are_deterministic(s
     pd.testing.assert_frame_equal(got, chunk_documents(spec, table))
 
 
+def oracle_unit_windows(starts: list[int], length: int, size: int, overlap: int):
+    """Windows of units written the slow, obvious way (the rule in the module docstring)."""
+    if length == 0:
+        return []
+    if not starts:
+        return [(0, length)]
+    owned = [0, *starts[1:], length]  # unit u owns [owned[u], owned[u+1])
+    out, first = [], 0
+    while True:
+        last = min(first + size, len(starts))
+        out.append((owned[first], owned[last]))
+        if last == len(starts):
+            return out
+        first += size - overlap
+
+
+unicode_texts = st.lists(
+    st.one_of(
+        st.sampled_from([" ", "\n", "\n\n", "\n \t\n", ". ", "?\" ", "!)", "’", "#", "# ", "###### ",
+                         "####### ", "\t", "\r", "\x0b", "\u2028", "\x00", "\u00a0", "\u3000", ".", "x"]),
+        st.text(min_size=1, max_size=4),
+    ),
+    max_size=40,
+).map("".join)
+
+
+ascii_texts = st.lists(
+    st.one_of(
+        st.sampled_from([" ", "\n", "\n\n", "\n \t\n", ". ", "?\" ", "!)", "#", "# ", "###### ",
+                         "####### ", "\t", "\r", "\x0b", "\x00", ".", "x"]),
+        st.text(st.characters(max_codepoint=127), min_size=1, max_size=4),
+    ),
+    max_size=40,
+).map("".join)
+
+
+# ASCII batches take a bytes fast path, others a per-character table: test both.
+@given(
+    st.one_of(st.lists(unicode_texts, min_size=1, max_size=6), st.lists(ascii_texts, min_size=1, max_size=6)),
+    st.integers(1, 5),
+    st.data(),
+)
+@settings(max_examples=500)
+def test_vectorised_token_and_sentence_windows_equal_per_text_regex(docs, size, data):
+    overlap = data.draw(st.integers(0, size - 1))
+    table = pd.DataFrame({"doc_id": [str(i) for i in range(len(docs))], "text": docs})
+    for strategy, params, finder in [
+        ("fixed", {"size": size, "overlap": overlap, "unit": "tokens"}, token_offsets),
+        ("sentences", {"size": size, "overlap": overlap}, sentence_offsets),
+    ]:
+        got = chunk_documents(ChunkingSpec("v", strategy, params), table)
+        for i, text in enumerate(docs):
+            rows = got.loc[got["doc_id"] == str(i)]
+            expected = oracle_unit_windows(finder(text).tolist(), len(text), size, overlap)
+            assert list(zip(rows["start"], rows["end"])) == expected, (strategy, text)
+
+
+def test_batching_of_long_corpora_does_not_change_chunks(monkeypatch):
+    import workbench.core.chunking as chunking
+
+    docs = [("a", "One two. Three four! " * 5), ("b", ""), ("c", "   "), ("d", "x. y. z.")]
+    specs = [ChunkingSpec("t", "fixed", {"size": 3, "overlap": 1, "unit": "tokens"}),
+             ChunkingSpec("s", "sentences", {"size": 2, "overlap": 1})]
+    before = [chunk_documents(s, docs) for s in specs]
+    monkeypatch.setattr(chunking, "_BATCH_CHARS", 10)  # forces one batch per document
+    for spec, expected in zip(specs, before):
+        pd.testing.assert_frame_equal(chunk_documents(spec, docs), expected)
+
+
+def test_token_offsets_follow_the_regex():
+    text = "Hé, wörld_1 — 3.5x!\n\tok"
+    assert token_offsets(text).tolist() == [m.start() for m in re.finditer(r"\w+|[^\w\s]", text)]
+
+
 def test_fixed_character_windows_by_hand():
     spec = ChunkingSpec("f", "fixed", {"size": 4, "overlap": 1})
     # step 3: [0,4) [3,7) [6,10); the window [6,10) reaches the end, so nothing follows.

@@ -127,3 +127,14 @@ def test_chunk_qrels_match_oracle_for_arbitrary_spans(span_rows, chunk_rows, min
     assert dict(zip(zip(got["query_id"], got["chunk_id"]), got["grade"])) == naive_chunk_qrels(
         chunks, spans, min_overlap
     )
+
+
+def test_invariance_needs_min_overlap_at_most_half():
+    """Why the doc-level guarantee stops at 0.5: a span straddling two chunks evenly."""
+    docs = pd.DataFrame({"doc_id": ["d"], "text": ["abcdefghijkl"]})
+    chunks_b = chunk_documents(ChunkingSpec("B", "fixed", {"size": 6}), docs)  # [0,6) [6,12)
+    spans = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "start": [3], "end": [9], "grade": [2.0]})
+    at_half = rollup_doc_qrels(chunk_qrels(chunks_b, spans, min_overlap=0.5), chunks_b)
+    pd.testing.assert_frame_equal(at_half, doc_qrels(spans))
+    strict = rollup_doc_qrels(chunk_qrels(chunks_b, spans, min_overlap=0.6), chunks_b)
+    assert strict.empty  # each chunk holds 3 of the 6 span chars: 0.5 < 0.6

@@ -66,16 +66,15 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from workbench.services.export import FORMATS as EXPORT_FORMATS
-    from workbench.services.export import LEVELS, SOURCES
-    from workbench.services.ingest import FORMATS
+    from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, EXPORT_SOURCES, IMPORT_FORMATS
 
     p = sub.add_parser("import", help="import a corpus, queries, qrels or a run (all or nothing)")
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
     for kind, help_text in _KIND_HELP.items():
         k = kinds.add_parser(kind, help=help_text, description=help_text)
         k.add_argument("file", metavar="FILE", help="file to import (for a corpus also a folder)")
-        k.add_argument("--format", choices=sorted(set(FORMATS[kind]) | ({"cranqrel"} if kind == "qrels" else set())),
+        choices = sorted(set(IMPORT_FORMATS[kind]) | ({"cranqrel"} if kind == "qrels" else set()))
+        k.add_argument("--format", choices=choices,
                        help="input format (default: guessed from the name and first line)")
         k.add_argument("--name", help="name recorded in the ledger; for a run the run name, for qrels the "
                                       "assessor (default: the file stem)")
@@ -104,10 +103,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     what = p.add_subparsers(dest="what", metavar="WHAT", required=True)
     q = what.add_parser("qrels", help="qrels as TREC, BEIR, JSONL rows or span JSONL")
     q.add_argument("--format", choices=EXPORT_FORMATS, default="trec")
-    q.add_argument("--level", choices=LEVELS, default="doc",
+    q.add_argument("--level", choices=EXPORT_LEVELS, default="doc",
                    help="grade documents, or the chunks of --chunking by span overlap")
     q.add_argument("--chunking", metavar="NAME", help="chunking for --level chunk")
-    q.add_argument("--source", choices=SOURCES, default="merged",
+    q.add_argument("--source", choices=EXPORT_SOURCES, default="merged",
                    help="human (includes imported qrels), llm, or merged (human overrides llm per item)")
     q.add_argument("--min-overlap", type=float, default=None,
                    help="span rule for chunk level: overlap / shorter span (default [evaluation] min_overlap)")

@@ -28,13 +28,22 @@ Strategies and their ``params``:
                line start) and after blank lines; consecutive paragraphs of one section are
                merged while the result stays <= ``max_size``; headings are hard boundaries;
                pieces longer than ``max_size`` are split with the ``fixed`` character rule.
+               Blank lines stay with the paragraph before them; a whitespace-only piece
+               (leading blank lines) is folded into the next piece. Every chunk is
+               <= ``max_size`` characters.
 ``sentences``  ``size`` (sentences per window, > 0), ``overlap`` (0 <= overlap < size,
                default 0). Windows of ``size`` sentences every ``size - overlap`` sentences.
+               Sentences end after ``.!?`` (plus closing quotes/brackets) and whitespace,
+               at blank lines and before markdown heading lines (:func:`sentence_offsets`).
 
-Tokens (``unit="tokens"``) come from the regex ``\\w+|[^\\w\\s]``. Each token owns the
-characters from its own start to the start of the next token (the first token also owns any
-leading whitespace, the last one everything to the end), so token windows map back to
-contiguous character spans that tile the text.
+Tokens (``unit="tokens"``) come from the regex ``\\w+|[^\\w\\s]`` (:func:`token_offsets`).
+Each unit (token or sentence) owns the characters from its own start to the start of the
+next one (the first also owns any leading whitespace, the last everything to the end), so
+unit windows map back to contiguous character spans that tile the text. A non-empty text
+without any token (only whitespace) becomes one chunk.
+
+``token_offsets`` and ``sentence_offsets`` are the per-text reference implementations;
+:func:`chunk_documents` computes the same boundaries for many texts at once with numpy.
 """
 
 from __future__ import annotations
@@ -72,6 +81,7 @@ _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 # Sentence end: terminal punctuation, optional closing quotes/brackets, then whitespace —
 # or a blank line (paragraph break). The boundary is placed after the whitespace so the
 # whitespace stays with the sentence it follows.
+_CLOSERS = "\"')]»”’"
 _SENTENCE_END_RE = re.compile(r"[.!?]+[\"'\)\]»”’]*\s+|\n[ \t]*\n\s*|\n(?=#{1,6}[ \t])")
 _HEADING_RE = re.compile(r"^#{1,6}(?=[ \t]|$)", re.MULTILINE)
 _BLANK_RE = re.compile(r"\n[ \t]*\n\s*")
@@ -202,7 +212,8 @@ def sentence_offsets(text: str) -> np.ndarray:
     """Start offsets of the sentences of ``text``; the first is always 0 (if non-empty).
 
     A sentence ends after ``.``/``!``/``?`` (plus closing quotes/brackets) and the following
-    whitespace, after a blank line, or before a markdown heading line. Trailing whitespace belongs to the sentence before.
+    whitespace, after a blank line, or before a markdown heading line. Trailing whitespace
+    belongs to the sentence before.
     """
     if not text:
         return np.empty(0, dtype=np.int64)
@@ -211,20 +222,182 @@ def sentence_offsets(text: str) -> np.ndarray:
     return starts[starts < len(text)]
 
 
-def _unit_windows(unit_starts: np.ndarray, length: int, size: int, overlap: int):
-    """Character spans of windows over units that tile ``[0, length)``.
+_WORD_CHAR_RE = re.compile(r"\w")
+_SPACE_CHAR_RE = re.compile(r"\s")
+_BATCH_CHARS = 8_000_000  # bounds the memory of one joined corpus batch
 
-    Unit ``u`` owns ``[unit_starts[u], unit_starts[u+1])``; the first unit owns from 0 and
-    the last one up to ``length``. No unit (e.g. all-whitespace text) -> one whole chunk.
+
+def _char_class(ch: str, sentence: bool) -> str:
+    """Class code of one character (see :func:`_char_classes`)."""
+    if sentence:
+        if ch == "\n":
+            return "n"
+        if ch in " \t":
+            return "b"
+        if _SPACE_CHAR_RE.match(ch):
+            return " "
+        if ch in ".!?":
+            return "t"
+        if ch in _CLOSERS:
+            return "q"
+        return "h" if ch == "#" else "x"
+    if _WORD_CHAR_RE.match(ch):
+        return "w"
+    return " " if _SPACE_CHAR_RE.match(ch) else "p"
+
+
+_ASCII_TABLES = {
+    flag: bytes(ord(_char_class(chr(i), flag)) for i in range(128)) + b"x" * 128
+    for flag in (False, True)
+}
+
+
+def _char_classes(corpus: str, sentence: bool = False) -> np.ndarray:
+    """Per-character class codes of ``corpus`` as a uint8 array (one byte per character).
+
+    Token classes: ``w`` word (regex ``\\w``), `` `` whitespace (``\\s``), ``p`` other.
+    Sentence classes refine them: ``n`` newline, ``b`` space or tab, `` `` other
+    whitespace, ``t`` terminal ``.!?``, ``q`` closing quote/bracket, ``h`` ``#``, ``x`` other.
+    Each distinct character is classified once with the regex classes the per-text
+    functions use, then the corpus is mapped with ``str.translate`` (C speed).
     """
-    if length == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    if len(unit_starts) == 0:
-        return np.array([0], np.int64), np.array([length], np.int64)
-    owned = np.append(unit_starts, length)
-    owned[0] = 0
-    _, ws, we = _window_bounds(np.array([len(unit_starts)]), size, overlap)
-    return owned[ws], owned[we]
+    if corpus.isascii():
+        # Common case: a 256-byte table and bytes.translate, no per-character Python work.
+        table = _ASCII_TABLES[sentence]
+        return np.frombuffer(corpus.encode("ascii").translate(table), dtype=np.uint8)
+    mapping = {ord(ch): _char_class(ch, sentence) for ch in set(corpus)}
+    return np.frombuffer(corpus.translate(mapping).encode("ascii"), dtype=np.uint8)
+
+
+def _sentence_boundaries(cls: np.ndarray) -> np.ndarray:
+    """Positions where ``_SENTENCE_END_RE.finditer`` matches end, computed with numpy.
+
+    Every alternative of the regex ends at the end of a maximal whitespace run ``W`` (``\\s+``
+    and ``\\s*`` are greedy; the heading lookahead sits right after the run's last newline),
+    so the match ends are exactly the ends of the runs ``W`` for which
+    (1) the text before ``W`` ends with ``[.!?]`` followed only by closing quotes/brackets,
+    (2) ``W`` contains a blank line ``\\n[ \\t]*\\n``, or
+    (3) ``W`` ends with ``\\n`` and is followed by ``#{1,6}[ \\t]``.
+    The per-text regex stays the reference (:func:`sentence_offsets`); a property test checks
+    both agree.
+    """
+    n = len(cls)
+    if n == 0:
+        return np.empty(0, np.int64)
+    # Only masks are dense; everything else works on the (much shorter) run/position lists.
+    run_start, run_end = _runs((cls == ord("n")) | (cls == ord("b")) | (cls == ord(" ")))
+    q_start, _ = _runs(cls == ord("q"))
+    b_start, b_end = _runs(cls == ord("b"))
+    h_start, h_end = _runs(cls == ord("h"))
+
+    # (1) the char before the run, after skipping a run of closers, must be a terminal.
+    p = run_start - 1
+    c = cls[np.maximum(p, 0)]
+    k = np.searchsorted(q_start, p, side="right") - 1
+    p2 = np.where(c == ord("q"), q_start[np.maximum(k, 0)] if len(q_start) else 0, p) - (c == ord("q"))
+    cond1 = (p >= 0) & (p2 >= 0) & (cls[np.maximum(p2, 0)] == ord("t"))
+
+    # (2) a newline whose next non-[ \t] character is another newline.
+    nl = np.flatnonzero(cls == ord("n"))
+    nxt = nl + 1
+    ok = nxt < n
+    nl, nxt = nl[ok], nxt[ok]
+    on_b = cls[nxt] == ord("b")
+    k = np.searchsorted(b_start, nxt, side="right") - 1
+    nxt = np.where(on_b, b_end[np.maximum(k, 0)] if len(b_start) else nxt, nxt)
+    blank_nl = nl[(nxt < n) & (cls[np.minimum(nxt, n - 1)] == ord("n"))]
+    cond2 = np.zeros(len(run_start), bool)
+    cond2[np.searchsorted(run_start, blank_nl, side="right") - 1] = True
+
+    # (3) the run ends with a newline and 1-6 '#' plus a space/tab follow.
+    e = run_end
+    cand = (e < n) & (cls[e - 1] == ord("n")) & (cls[np.minimum(e, n - 1)] == ord("h"))
+    k = np.searchsorted(h_start, e, side="left")
+    k = np.minimum(k, max(len(h_start) - 1, 0))
+    hashes = (h_end[k] - e) if len(h_start) else np.zeros(len(e), np.int64)
+    after = h_end[k] if len(h_start) else e
+    cond3 = (
+        cand & (hashes >= 1) & (hashes <= 6) & (after < n)
+        & (cls[np.minimum(after, n - 1)] == ord("b"))
+    )
+    return run_end[cond1 | cond2 | cond3]
+
+
+def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and (exclusive) ends of the runs of True in a boolean array."""
+    d = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+
+
+def _batch_unit_starts(texts: list[str], unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """Unit (token or sentence) starts of many texts, found on one joined string.
+
+    Returns ``(doc_index, position_in_doc)``, sorted by document then position. Texts are
+    joined with a separator no unit can straddle: a newline for tokens (whitespace starts
+    no token) and NUL for sentences (none of the sentence-end patterns can match across it),
+    so the result equals running :func:`token_offsets` / :func:`sentence_offsets` per text.
+    """
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    starts = np.cumsum(lengths + 1) - (lengths + 1)  # offset of each text in the corpus
+    if unit == "tokens":
+        corpus = "\n".join(texts)
+        cls = _char_classes(corpus)
+        word = cls == ord("w")
+        prev_word = np.zeros(len(cls), dtype=bool)
+        prev_word[1:] = word[:-1]
+        pos = np.flatnonzero((cls == ord("p")) | (word & ~prev_word))
+    else:
+        corpus = "\x00".join(texts)
+        # Boundaries follow whitespace, doc starts follow the NUL separator: never equal.
+        pos = np.sort(np.concatenate([_sentence_boundaries(_char_classes(corpus, sentence=True)), starts[lengths > 0]]))
+    doc = np.searchsorted(starts, pos, side="right") - 1
+    rel = pos - starts[doc]
+    keep = rel < lengths[doc]  # a match ending at a text's end starts nothing
+    return doc[keep], rel[keep]
+
+
+def _unit_windows_many(
+    texts: list[str], unit: str, size: int, overlap: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised ``fixed``-over-units windows for many texts: ``(doc, start, end)``.
+
+    Unit ``u`` owns ``[start_u, start_{u+1})`` (first unit from 0, last to the text end);
+    a window of units maps to the union of what they own. A non-empty text without any unit
+    (all whitespace, for tokens) becomes one whole chunk so coverage stays total.
+    """
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    doc_parts, start_parts, end_parts = [], [], []
+    lo = 0
+    while lo < len(texts):
+        # Batches keep the joined corpus small; ~_BATCH_CHARS characters each.
+        hi = lo + max(1, int(np.searchsorted(np.cumsum(lengths[lo:] + 1), _BATCH_CHARS, side="right")))
+        u_doc, u_pos = _batch_unit_starts(texts[lo:hi], unit)
+        n_batch = hi - lo
+        lens = lengths[lo:hi]
+        counts = np.bincount(u_doc, minlength=n_batch)
+        first = np.cumsum(counts) - counts
+        own_start = u_pos.copy()
+        own_start[first[counts > 0]] = 0
+        own_end = np.empty_like(u_pos)
+        own_end[:-1] = u_pos[1:]
+        last = first + counts - 1
+        own_end[last[counts > 0]] = lens[counts > 0]
+        w_doc, ws, we = _window_bounds(counts, size, overlap)
+        s = own_start[first[w_doc] + ws]
+        e = own_end[first[w_doc] + we - 1]
+        bare = np.flatnonzero((counts == 0) & (lens > 0))
+        d = np.concatenate([w_doc, bare])
+        s = np.concatenate([s, np.zeros(len(bare), np.int64)])
+        e = np.concatenate([e, lens[bare]])
+        order = np.lexsort((s, d))
+        doc_parts.append(d[order] + lo)
+        start_parts.append(s[order])
+        end_parts.append(e[order])
+        lo = hi
+    if not doc_parts:
+        empty = np.empty(0, np.int64)
+        return empty, empty, empty
+    return np.concatenate(doc_parts), np.concatenate(start_parts), np.concatenate(end_parts)
 
 
 def _section_spans(text: str, max_size: int, overlap: int) -> tuple[np.ndarray, np.ndarray]:
@@ -310,8 +483,9 @@ def chunk_documents(
 
     ``docs`` is a DataFrame with ``doc_id, text`` or an iterable of ``(doc_id, text)``.
     Returns ``chunk_id, doc_id, start, end, seq`` (int64 offsets, end exclusive) in input
-    document order then ``seq``. ``fixed`` with ``unit="chars"`` and ``document`` are fully
-    vectorised over documents; the other strategies loop over documents (not over chunks).
+    document order then ``seq``. ``document``, ``fixed`` and ``sentences`` are vectorised over
+    documents (tokens and sentences are found on one joined string per ~8 M characters);
+    ``section`` loops over documents (never over chunks).
     """
     if not isinstance(spec, ChunkingSpec):
         raise ChunkingError(f"expected a ChunkingSpec, got {type(spec).__name__}")
@@ -325,15 +499,13 @@ def chunk_documents(
         end = lengths[doc]
     elif spec.strategy == "fixed" and p["unit"] == "chars":
         doc, start, end = _window_bounds(lengths, p["size"], p["overlap"])
+    elif spec.strategy in ("fixed", "sentences"):
+        unit = "tokens" if spec.strategy == "fixed" else "sentences"
+        doc, start, end = _unit_windows_many(texts, unit, p["size"], p["overlap"])
     else:
         doc_parts, start_parts, end_parts = [], [], []
         for d, t in enumerate(texts):
-            if spec.strategy == "fixed":
-                s, e = _unit_windows(token_offsets(t), len(t), p["size"], p["overlap"])
-            elif spec.strategy == "sentences":
-                s, e = _unit_windows(sentence_offsets(t), len(t), p["size"], p["overlap"])
-            else:
-                s, e = _section_spans(t, p["max_size"], p["overlap"])
+            s, e = _section_spans(t, p["max_size"], p["overlap"])
             doc_parts.append(np.full(len(s), d, np.int64))
             start_parts.append(s)
             end_parts.append(e)

@@ -28,9 +28,9 @@ from workbench.core.fusion import (
     RunsLike,
     encode,
     fuse_coded,
-    fuse_stacked,
     rank_within,
     stack_coded,
+    unique_inverse,
 )
 from workbench.errors import InputError
 
@@ -135,8 +135,8 @@ def _isin(a: pd.DataFrame, b: pd.DataFrame, col: str) -> np.ndarray:
 def _runs_per_row(prov: pd.DataFrame, col: str) -> np.ndarray:
     """For each provenance row, how many runs pooled the same pair."""
     (key,) = _pair_codes(col, prov)
-    _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-    return counts[inv]
+    _, inv = unique_inverse(key)
+    return np.bincount(inv)[inv]
 
 
 def add_runs_to_pool(pool: Pool, new_runs: RunsLike, depth: int) -> PoolUpdate:
@@ -157,8 +157,18 @@ def add_runs_to_pool(pool: Pool, new_runs: RunsLike, depth: int) -> PoolUpdate:
         raise PoolingError(f"runs {clash} are already in the pool; give the new runs other names")
     added = stacked.loc[stacked["rank"] <= depth]
     provenance = pd.concat([pool.provenance, added], ignore_index=True)
-    pairs = _priority(fuse_stacked(provenance, col, k=pool.k), col)
-    is_new = ~_isin(pairs, pool.pairs, col)
+    coded = encode(provenance, col)
+    keys: list = []
+    pairs = _priority(fuse_coded(coded, k=pool.k, pair_keys_out=keys), col)
+    # Fast path: when the old provenance names exactly the old pairs, a pair is new iff none
+    # of its provenance rows is old (integer keys, no string hashing). Otherwise compare
+    # with the old pair table itself.
+    old_keys, _ = unique_inverse((coded.q_c * max(len(coded.i_u), 1) + coded.i_c)[: len(pool.provenance)])
+    if len(old_keys) == len(pool.pairs):
+        pos = np.minimum(np.searchsorted(old_keys, keys[0]), max(len(old_keys) - 1, 0))
+        is_new = (old_keys[pos] != keys[0]) if len(old_keys) else np.ones(len(pairs), bool)
+    else:
+        is_new = ~_isin(pairs, pool.pairs, col)
     new_pairs = pairs.loc[is_new].reset_index(drop=True)
     q_c, _ = pd.factorize(new_pairs["query_id"])
     # Existing priorities already encode the fused order; re-number them among new pairs.
@@ -293,10 +303,29 @@ def _top_k(runs: RunsLike | Pool, k: int, id_col: str | None) -> tuple[pd.DataFr
     stacked = coded.table
     # Ranks may tie; position breaks ties by item id so exactly k items count at cutoff k.
     group = coded.run_c * max(len(coded.q_u), 1) + coded.q_c
-    pos = rank_within(group, -stacked["rank"].to_numpy(dtype=np.float64), coded.i_c)
+    pos = _positions(group, stacked["rank"].to_numpy(dtype=np.int64), coded.i_c, max(len(coded.i_u), 1))
     keep = pos <= k
     top = stacked.loc[keep].assign(position=pos[keep])
     return top.reset_index(drop=True), coded.col
+
+
+def _positions(group: np.ndarray, rank: np.ndarray, item: np.ndarray, n_items: int) -> np.ndarray:
+    """1-based position inside each group by (rank, item id): ``rank_within`` for integer
+    ranks, with one argsort of a combined int64 key when it cannot overflow."""
+    if len(group) == 0:
+        return np.empty(0, dtype=np.int64)
+    max_rank = int(rank.max()) + 1
+    if (int(group.max()) + 1) * max_rank * n_items >= 2**62:
+        return rank_within(group, -rank.astype(np.float64), item)
+    key = (group * max_rank + rank) * n_items + item  # unique: one row per (run, query, item)
+    order = np.argsort(key)
+    g = group[order]
+    new = np.ones(len(g), dtype=bool)
+    new[1:] = g[1:] != g[:-1]
+    first = np.flatnonzero(new)
+    pos = np.empty(len(g), dtype=np.int64)
+    pos[order] = np.arange(len(g)) - np.repeat(first, np.diff(np.r_[first, len(g)])) + 1
+    return pos
 
 
 def _per_query_share(top: pd.DataFrame, flag: np.ndarray, k: int, per_query: bool, name: str):

@@ -33,15 +33,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, EXPORT_SOURCES
 from workbench.core.spans import chunk_qrels, doc_qrels
 from workbench.errors import InputError
 from workbench.store import imports as store_imports
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 
-FORMATS = ("trec", "beir", "jsonl", "spans")
-LEVELS = ("doc", "chunk")
-SOURCES = ("human", "llm", "merged")
+FORMATS = EXPORT_FORMATS
+LEVELS = EXPORT_LEVELS
+SOURCES = EXPORT_SOURCES
 HUMAN_SOURCES = ("human", "imported")
 
 

@@ -48,12 +48,14 @@ Rules shared by every import:
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from workbench.core.formats import IMPORT_FORMATS, IMPORT_KINDS
 from workbench.core.formats import corpus as corpus_formats
 from workbench.core.formats import labels as label_formats
 from workbench.core.formats.lines import decode_utf8, split_lines
@@ -66,13 +68,8 @@ from workbench.store.database import Database
 from workbench.store.judgments import write_judgments
 from workbench.store.runs import write_run
 
-KINDS = ("corpus", "queries", "qrels", "run")
-FORMATS: dict[str, tuple[str, ...]] = {
-    "corpus": ("jsonl", "beir", "folder", "smart", "cranfield"),
-    "queries": ("jsonl", "beir", "tsv", "smart", "cranfield"),
-    "qrels": ("trec", "beir", "jsonl", "spans", "cranfield"),
-    "run": ("trec",),
-}
+KINDS = IMPORT_KINDS
+FORMATS = IMPORT_FORMATS
 # Names accepted on input that mean the same parser.
 _ALIASES = {
     ("corpus", "beir"): "jsonl", ("corpus", "cranfield"): "smart",
@@ -176,7 +173,7 @@ def detect_format(kind: str, path: Path, data: bytes | None) -> str:
     if kind == "corpus" and data is None:
         return "folder"
     if data is None:
-        raise InputError(f"is a directory; only a corpus can be imported from a folder", path=str(path))
+        raise InputError("is a directory; only a corpus can be imported from a folder", path=str(path))
     first = _first_line(data)
     stripped = first.lstrip()
     looks_json = path.suffix.lower() in _JSONL_SUFFIXES or stripped.startswith("{")
@@ -230,7 +227,14 @@ def _where(row) -> str:
     return f" (line {line})" if line else ""
 
 
+def _locations(group: pd.DataFrame) -> str:
+    if not group["line"].gt(0).any() and "metadata" in group:  # a folder has files, not lines
+        return "files " + ", ".join(str(m.get("file")) for m in group["metadata"].head(3))
+    return "lines " + ", ".join(str(int(x)) for x in group["line"].head(3))
+
+
 def _reject_duplicates(frame: pd.DataFrame, key: list[str], what: str, path: str) -> None:
+    """Any key twice in one file is an error naming the first repeats and where they are."""
     dup = frame[frame.duplicated(key, keep=False)]
     if dup.empty:
         return
@@ -238,9 +242,7 @@ def _reject_duplicates(frame: pd.DataFrame, key: list[str], what: str, path: str
     examples = []
     for values, group in list(groups)[:_EXAMPLES]:
         values = values if isinstance(values, tuple) else (values,)
-        where = ("lines " + ", ".join(str(int(x)) for x in group["line"].head(3))) if group["line"].gt(0).all() \
-            else "files " + ", ".join(str(m.get("file")) for m in group.get("metadata", pd.Series([{}])).head(3))
-        examples.append(f"{'/'.join(map(str, values))} at {where}")
+        examples.append(f"{'/'.join(map(str, values))} at {_locations(group)}")
     second = int(dup[dup.duplicated(key)]["line"].iloc[0])
     raise InputError(
         f"{groups.ngroups:,} duplicate {what} (first: {'; '.join(examples)}); each must appear once in the "
@@ -259,7 +261,7 @@ def _drop_unknown(frame: pd.DataFrame, unknown: pd.Series, column: str, what: st
         result.skipped[f"unknown {what}"] = result.skipped.get(f"unknown {what}", 0) + len(bad)
         return frame[~unknown]
     distinct = bad.drop_duplicates(column)
-    examples = ", ".join(f"{v!r}{_where(r)}" for v, (_, r) in zip(distinct[column], distinct.head(_EXAMPLES).iterrows()))
+    examples = ", ".join(f"{r[column]!r}{_where(r)}" for _, r in distinct.head(_EXAMPLES).iterrows())
     raise InputError(
         f"{len(bad):,} rows name {len(distinct):,} {what} that are not in the project (first: {examples}); "
         f"{hint}, or pass --skip-unknown to drop these rows",
@@ -281,9 +283,9 @@ def _conflict(rows: pd.DataFrame, key: str, describe: Callable[[pd.Series], str]
 
 def _differs(a: pd.Series, b: pd.Series) -> pd.Series:
     """Element-wise ``a != b`` where two missing values are equal (never NA)."""
-    a = a.astype(object).where(a.notna(), None)
-    b = b.astype(object).where(b.notna(), None)
-    return pd.Series([x != y for x, y in zip(a, b)], index=a.index, dtype=bool)
+    a_missing, b_missing = a.isna().to_numpy(), b.isna().to_numpy()
+    unequal = a.astype(object).to_numpy() != b.astype(object).to_numpy()
+    return pd.Series((a_missing != b_missing) | (~a_missing & ~b_missing & unequal), index=a.index)
 
 
 def _short(text, n: int = 40) -> str:
@@ -315,8 +317,6 @@ def import_file(
     Returns an :class:`ImportResult`; raises :class:`InputError` and leaves the project unchanged
     when anything is wrong.
     """
-    import time
-
     started = time.perf_counter()
     path = Path(path)
     source = _read_source(path, label or str(path))

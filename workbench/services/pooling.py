@@ -34,7 +34,7 @@ from workbench.store.database import Database
 from workbench.store.judgments import read_judgments
 from workbench.store.pools import (
     create_pool, read_pool, read_pool_pairs, read_pool_provenance, read_pools, update_pool_runs,
-    write_pool_pairs, write_pool_provenance,
+    write_chunk_pool_pairs, write_pool_pairs, write_pool_provenance_from_runs,
 )
 from workbench.store.retrieval import read_run_rows_many
 
@@ -65,23 +65,20 @@ def _id_col(level: str) -> str:
     return "chunk_id" if level == "chunk" else "doc_id"
 
 
-def _runs_table(db: Database, runs: list[str], depth: int, level: str) -> tuple[pd.DataFrame, pd.Series | None]:
-    """Stacked ``run_id, query_id, <id>, rank`` of the runs' top ``depth``, plus chunk -> doc."""
-    rows = read_run_rows_many(db, runs, depth=depth)
-    col = _id_col(level)
-    doc_of = None
-    if level == "chunk":
-        doc_of = rows.drop_duplicates("chunk_id").set_index("chunk_id")["doc_id"]
-    return rows[["run_id", "query_id", col, "rank"]], doc_of
+def _runs_table(db: Database, runs: list[str], depth: int, level: str) -> pd.DataFrame:
+    """The runs' top ``depth`` rows as ``run_id, query_id, <id>, rank`` (input of core pooling)."""
+    return read_run_rows_many(db, runs, depth=depth, columns=["run_id", "query_id", _id_col(level), "rank"])
 
 
-def _with_doc(frame: pd.DataFrame, level: str, doc_of: pd.Series | None) -> pd.DataFrame:
-    out = frame.copy()
+def _write_pairs(tx, name: str, pairs: pd.DataFrame, level: str, runs: list[str]) -> int:
+    """Store pairs (``query_id, <id>, priority, score``); chunk pairs get doc_id from the runs."""
+    out = pairs.rename(columns={"score": "rrf_score"})
     if level == "chunk":
-        out["doc_id"] = out["chunk_id"].map(doc_of).astype("str")
-    else:
-        out["chunk_id"] = None
-    return out
+        n = write_chunk_pool_pairs(tx, name, out, runs)
+        if n != len(out):  # every pooled chunk came from these runs' rows, so this cannot differ
+            raise StoreError(f"pool {name!r}: stored {n} of {len(out)} pairs; the runs changed while pooling, retry")
+        return n
+    return write_pool_pairs(tx, name, out.assign(chunk_id=None))
 
 
 def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
@@ -99,20 +96,18 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
     info = read_runs_checked(db, list(runs))
     level, chunking = _same_scope(info, "a pool")
     with progress(f"pool {name}", 3, "step") as advance:
-        stacked, doc_of = _runs_table(db, list(runs), depth, level)
+        stacked = _runs_table(db, list(runs), depth, level)
         advance(1)
         if stacked.empty:
             raise InputError(f"runs {list(runs)} have no rows; nothing to pool")
         pool = core_pooling.build_pool(stacked, depth, k=POOL_RRF_K, id_col=_id_col(level))
         advance(1)
-        pairs = _with_doc(pool.pairs, level, doc_of).rename(columns={"score": "rrf_score"})
-        prov = _with_doc(pool.provenance, level, doc_of).rename(columns={"run_id": "run"})
         with db.transaction() as tx:
             create_pool(tx, name, level=level, chunking=chunking, depth=depth, runs=list(runs))
-            n_pairs = write_pool_pairs(tx, name, pairs)
-            n_prov = write_pool_provenance(tx, name, prov)
+            n_pairs = _write_pairs(tx, name, pool.pairs, level, list(runs))
+            n_prov = write_pool_provenance_from_runs(tx, name, list(runs), depth)
         advance(1)
-    return PoolSummary(name, level, chunking, depth, list(runs), int(pairs["query_id"].nunique()),
+    return PoolSummary(name, level, chunking, depth, list(runs), int(pool.pairs["query_id"].nunique()),
                        n_pairs, n_prov, n_pairs, time.perf_counter() - started)
 
 
@@ -149,20 +144,16 @@ def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
             f"pool {name!r} holds {record['level']} items of chunking {record['chunking']!r} but "
             f"runs {list(runs)} rank {level} items of chunking {chunking!r}; pool them separately"
         )
-    col = _id_col(level)
-    stacked, doc_of = _runs_table(db, list(runs), record["depth"], level)
+    stacked = _runs_table(db, list(runs), record["depth"], level)
     update = core_pooling.add_runs_to_pool(pool, stacked, record["depth"])
     new_pairs = update.new_pairs
     # Continue each query's priorities after its current maximum (existing pairs are untouched).
     top = pool.pairs.groupby("query_id")["priority"].max()
     offset = new_pairs["query_id"].map(top).fillna(0).astype(np.int64)
     new_pairs = new_pairs.assign(priority=new_pairs["priority"].astype(np.int64) + offset.to_numpy())
-    new_pairs = _with_doc(new_pairs, level, doc_of).rename(columns={"score": "rrf_score"})
-    added_prov = update.provenance.loc[update.provenance["run_id"].isin(runs)]
-    added_prov = _with_doc(added_prov, level, doc_of).rename(columns={"run_id": "run"})
     with db.transaction() as tx:
-        n_pairs = write_pool_pairs(tx, name, new_pairs)
-        n_prov = write_pool_provenance(tx, name, added_prov)
+        n_pairs = _write_pairs(tx, name, new_pairs, level, list(runs))
+        n_prov = write_pool_provenance_from_runs(tx, name, list(runs), record["depth"])
         update_pool_runs(tx, name, record["runs"] + list(runs))
     total = len(pool.pairs) + n_pairs
     queries = int(pd.concat([pool.pairs["query_id"], new_pairs["query_id"]]).nunique())
@@ -225,6 +216,8 @@ def pool_stats(db: Database, name: str, *, k: int = 10,
         judged = pd.DataFrame({"run_id": record["runs"], "judged_at_k": np.nan})
     else:
         judged = core_pooling.judged_at_k(runs_top, labels, int(k), id_col=col)
+        # A run with no rows answers no query: show it with NaN rather than dropping it.
+        judged = judged.set_index("run_id").reindex(record["runs"]).rename_axis("run_id").reset_index()
     loo = core_pooling.leave_one_run_out(pool, labels, k=int(k), rel_threshold=relevance_threshold,
                                          runs=runs_top if not runs_top.empty else None)
     keys = pd.MultiIndex.from_arrays([pool.pairs["query_id"].astype(str), pool.pairs[col].astype(str)])

@@ -148,9 +148,11 @@ def embed_chunks(db: Database, chunking: str, model: str = dense_mod.DEFAULT_MOD
     cached_ids, cached = read_embeddings(db, chunking, key)
     position = {c: i for i, c in enumerate(cached_ids)}
     wanted = chunks["chunk_id"].astype(str).tolist()
-    missing = [i for i, c in enumerate(wanted) if c not in position]
-    new_vectors: dict[int, np.ndarray] = {}
-    if missing:
+    # Position of each wanted chunk in the cache, -1 when it still has to be encoded.
+    where = np.array([position.get(c, -1) for c in wanted], dtype=np.int64)
+    missing = np.flatnonzero(where < 0)
+    parts: list[np.ndarray] = []
+    if len(missing):
         encoder = encoder if encoder is not None else dense_mod.load_encoder(model)
         texts = chunks["text"].tolist()
         with progress(f"encode {chunking}", len(missing), "chunk") as advance:
@@ -160,16 +162,15 @@ def embed_chunks(db: Database, chunking: str, model: str = dense_mod.DEFAULT_MOD
                                            advance=advance)
                 with db.transaction() as tx:
                     write_embeddings(tx, chunking, key, [wanted[i] for i in part], vectors)
-                for i, v in zip(part, vectors):
-                    new_vectors[i] = v
-    dim = cached.shape[1] if len(cached_ids) else (len(next(iter(new_vectors.values()))) if new_vectors else 0)
+                parts.append(vectors)
+    fresh = np.concatenate(parts) if parts else None
+    dim = cached.shape[1] if len(cached_ids) else (fresh.shape[1] if fresh is not None else 0)
     matrix = np.zeros((len(wanted), dim), dtype=np.float32)
-    have = [i for i, c in enumerate(wanted) if c in position]
-    if have:
-        matrix[have] = cached[[position[wanted[i]] for i in have]]
-    if new_vectors:
-        idx = np.fromiter(new_vectors, dtype=np.int64)
-        matrix[idx] = np.stack([new_vectors[i] for i in idx])
+    have = np.flatnonzero(where >= 0)
+    if len(have):
+        matrix[have] = cached[where[have]]
+    if fresh is not None:
+        matrix[missing] = fresh
     return matrix, len(missing)
 
 
@@ -211,10 +212,12 @@ def _same_scope(info: pd.DataFrame, what: str) -> tuple[str, str | None]:
     scopes = {(r.level, None if pd.isna(r.chunking) else r.chunking) for r in info.itertuples()}
     if len(scopes) != 1:
         listing = "; ".join(f"{r.name}: level={r.level}, chunking={r.chunking}" for r in info.itertuples())
-        raise InputError(
-            f"{what} needs runs that rank the same items (one level and chunking), got {listing}; "
-            f"map document runs to chunks first (`workbench retrieve from-doc`) or pick matching runs"
-        )
+        if len({level for level, _ in scopes}) > 1:
+            fix = ("map the document-level runs onto the chunking first "
+                   "(`workbench retrieve from-doc --source RUN --chunking N --name NEW`)")
+        else:
+            fix = "pick runs over one chunking (or re-run a retriever on the other chunking)"
+        raise InputError(f"{what} needs runs that rank the same items (one level and chunking), got {listing}; {fix}")
     return scopes.pop()
 
 

@@ -78,3 +78,38 @@ def read_pool_provenance(db: Database, name: str) -> pd.DataFrame:
            WHERE pool = ? ORDER BY run, query_id, rank""",
         [name],
     )
+
+
+def write_pool_provenance_from_runs(cur, pool: str, runs: list[str], depth: int) -> int:
+    """Provenance of ``runs`` in ``pool``: their run rows with ``rank <= depth``, copied in SQL.
+
+    The provenance of a depth-k pool is by definition each pooled run's top-k rows, so it is
+    copied inside DuckDB instead of round-tripping millions of rows through pandas.
+    """
+    cur.execute(
+        """INSERT INTO pool_provenance (pool, query_id, doc_id, chunk_id, run, rank)
+           SELECT ?, query_id, doc_id, chunk_id, run, rank FROM run_rows
+           WHERE run IN (SELECT unnest(?::VARCHAR[])) AND rank <= ?""",
+        [pool, list(runs), int(depth)],
+    )
+    return int(cur.fetchone()[0])
+
+
+def write_chunk_pool_pairs(cur, pool: str, pairs: pd.DataFrame, runs: list[str]) -> int:
+    """Append chunk-level pairs (query_id, chunk_id, priority, rrf_score) to ``pool``, taking
+    each chunk's ``doc_id`` from the rows of ``runs`` (a join inside DuckDB)."""
+    if pairs.empty:
+        return 0
+    frame = pairs[["query_id", "chunk_id", "priority", "rrf_score"]]
+    cur.register("_incoming_pool_pairs", frame)
+    cur.execute(
+        """INSERT INTO pool_pairs (pool, query_id, doc_id, chunk_id, priority, rrf_score)
+           SELECT ?, p.query_id, d.doc_id, p.chunk_id, p.priority, p.rrf_score
+           FROM _incoming_pool_pairs p
+           JOIN (SELECT chunk_id, any_value(doc_id) AS doc_id FROM run_rows
+                 WHERE run IN (SELECT unnest(?::VARCHAR[])) GROUP BY chunk_id) d USING (chunk_id)""",
+        [pool, list(runs)],
+    )
+    n = int(cur.fetchone()[0])
+    cur.unregister("_incoming_pool_pairs")
+    return n

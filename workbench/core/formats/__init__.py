@@ -7,3 +7,16 @@ the database; :mod:`workbench.services.ingest` does that.
 
 TREC qrels and runs, BEIR qrels and JSONL qrels rows are read by :mod:`workbench.core.readers`.
 """
+
+# What can be imported and exported (kept here, free of heavy imports, so that building the
+# command-line parser stays fast; the services document each format).
+IMPORT_KINDS = ("corpus", "queries", "qrels", "run")
+IMPORT_FORMATS: dict[str, tuple[str, ...]] = {
+    "corpus": ("jsonl", "beir", "folder", "smart", "cranfield"),
+    "queries": ("jsonl", "beir", "tsv", "smart", "cranfield"),
+    "qrels": ("trec", "beir", "jsonl", "spans", "cranfield"),
+    "run": ("trec",),
+}
+EXPORT_FORMATS = ("trec", "beir", "jsonl", "spans")
+EXPORT_LEVELS = ("doc", "chunk")
+EXPORT_SOURCES = ("human", "llm", "merged")

@@ -41,8 +41,9 @@ def _import_form() -> None:
                             help="Run name for a run, assessor for qrels; default: the file name without extension.")
     options: dict = {}
     if kind == "qrels":
-        options["assessor"] = st.text_input("Assessor", key="data_assessor",
-                                            help="Recorded on every judgment; default: the name or the file name.") or None
+        assessor = st.text_input("Assessor", key="data_assessor",
+                                 help="Recorded on every judgment; default: the name or the file name.")
+        options["assessor"] = assessor.strip() or None
     if kind in ("qrels", "run"):
         options["skip_unknown"] = st.checkbox(
             "Skip rows with unknown ids", key="data_skip_unknown",

@@ -115,7 +115,7 @@ def _retrieve_section(state: dict) -> None:
             if chunking is None:
                 st.error("Create a chunking first.")
             else:
-                with st.spinner("Encoding chunks (about 25 chunks/s per core on CPU)..."):
+                with st.spinner("Encoding the chunks not cached yet (measured ~13 chunks/s on 2 CPU cores)..."):
                     _attempt(lambda db: run_dense(db, chunking, name.strip(), k=int(k), model=model.strip()), done)
     with hybrid_tab, st.form("hybrid_form"):
         cols = st.columns(4)
