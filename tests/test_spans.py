@@ -252,3 +252,25 @@ def test_chunk_qrels_scales_to_100k_chunks_by_10k_spans():
     got = chunk_qrels(chunks, judged)
     assert time.perf_counter() - t0 < 10
     assert len(got) > 10_000
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.sampled_from("ab"), st.integers(0, 30), st.integers(0, 10)), max_size=12),
+    st.lists(st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.sampled_from("ab"), st.integers(0, 30), st.integers(0, 10)), max_size=12),
+)
+@settings(max_examples=100)
+def test_coverage_table_keeps_queries_apart(retrieved, gold):
+    def table(rows):
+        return pd.DataFrame(
+            [(q, d, s, s + n) for q, d, s, n in rows], columns=["query_id", "doc_id", "start", "end"]
+        ).astype({"start": "int64", "end": "int64"})
+
+    got = span_coverage_table(table(retrieved), table(gold))
+    queries = sorted({r[0] for r in retrieved} | {g[0] for g in gold})
+    assert got["query_id"].tolist() == queries
+    for q, value in zip(got["query_id"], got["coverage"]):
+        expected = span_coverage(
+            [Span(d, s, s + n) for qq, d, s, n in retrieved if qq == q],
+            [Span(d, s, s + n) for qq, d, s, n in gold if qq == q],
+        )
+        assert (math.isnan(value) and math.isnan(expected)) or value == pytest.approx(expected)

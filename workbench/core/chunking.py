@@ -349,7 +349,8 @@ def _batch_unit_starts(texts: list[str], unit: str) -> tuple[np.ndarray, np.ndar
     else:
         corpus = "\x00".join(texts)
         # Boundaries follow whitespace, doc starts follow the NUL separator: never equal.
-        pos = np.sort(np.concatenate([_sentence_boundaries(_char_classes(corpus, sentence=True)), starts[lengths > 0]]))
+        bounds = _sentence_boundaries(_char_classes(corpus, sentence=True))
+        pos = np.sort(np.concatenate([bounds, starts[lengths > 0]]))
     doc = np.searchsorted(starts, pos, side="right") - 1
     rel = pos - starts[doc]
     keep = rel < lengths[doc]  # a match ending at a text's end starts nothing

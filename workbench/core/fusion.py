@@ -148,7 +148,9 @@ def _named_runs(runs: RunsLike) -> list[tuple[str, pd.DataFrame]]:
     elif isinstance(runs, Sequence) and not isinstance(runs, str):
         items = [(f"run{i}", v) for i, v in enumerate(runs)]
     else:
-        raise FusionError(f"runs must be a mapping, a list of DataFrames or a DataFrame, got {type(runs).__name__}")
+        raise FusionError(
+            f"runs must be a mapping, a list of DataFrames or a DataFrame, got {type(runs).__name__}"
+        )
     for name, df in items:
         if not isinstance(df, pd.DataFrame):
             raise FusionError(f"run {name!r} is a {type(df).__name__}, expected a DataFrame")
@@ -266,8 +268,9 @@ def rrf(
     """
     if isinstance(k, bool) or not isinstance(k, (int, float, np.number)) or not np.isfinite(k) or k < 0:
         raise FusionError(f"RRF k must be a finite number >= 0, got {k!r}")
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1):
-        raise FusionError(f"depth must be a positive integer or None, got {depth!r}")
+    if depth is not None:
+        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+            raise FusionError(f"depth must be a positive integer or None, got {depth!r}")
     coded = stack_coded(runs, id_col=id_col)
     names = list(pd.unique(coded.table["run_id"]))
     w = _weights(names, weights)

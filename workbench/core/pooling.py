@@ -173,7 +173,7 @@ def add_runs_to_pool(pool: Pool, new_runs: RunsLike, depth: int) -> PoolUpdate:
     q_c, _ = pd.factorize(new_pairs["query_id"])
     # Existing priorities already encode the fused order; re-number them among new pairs.
     new_pairs["priority"] = rank_within(
-        q_c.astype(np.int64), -new_pairs["priority"].to_numpy(dtype=np.float64), np.zeros(len(new_pairs), np.int64)
+        q_c.astype(np.int64), -new_pairs["priority"].to_numpy(dtype=np.float64)
     )
     depths = {**pool.depths, **{n: depth for n in names}}
     updated = Pool(pairs=pairs, provenance=provenance, id_col=col, depths=depths, k=pool.k)
@@ -221,9 +221,7 @@ def judging_order(
         pairs = pairs.loc[~_isin(pairs, done, col)]
     pairs = pairs.reset_index(drop=True)
     q_c, _ = pd.factorize(pairs["query_id"])
-    pairs["priority"] = rank_within(
-        q_c.astype(np.int64), -pairs["priority"].to_numpy(dtype=np.float64), np.zeros(len(pairs), np.int64)
-    )
+    pairs["priority"] = rank_within(q_c.astype(np.int64), -pairs["priority"].to_numpy(dtype=np.float64))
     pairs = pairs.sort_values(["priority", "query_id", col], kind="stable").reset_index(drop=True)
     if budget is not None:
         if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
@@ -451,7 +449,8 @@ def leave_one_run_out(
                 "delta": with_ - without,
             }
         )
-    return pd.DataFrame(rows, columns=["run_id", "unique_pairs", "unique_judged", "metric_with", "metric_without", "delta"])
+    columns = ["run_id", "unique_pairs", "unique_judged", "metric_with", "metric_without", "delta"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _p_at_k(top: pd.DataFrame, lab: pd.DataFrame, col: str, k: int, thr: float) -> float:

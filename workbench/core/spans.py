@@ -140,7 +140,7 @@ def chunk_is_relevant(
     return False
 
 
-def _union_length_within(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _merge_intervals(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Merge half-open intervals into a sorted list of disjoint, non-touching intervals."""
     merged: list[tuple[int, int]] = []
     for s, e in sorted(i for i in intervals if i[1] > i[0]):
@@ -173,8 +173,8 @@ def span_coverage(
     total = 0
     covered = 0
     for doc_id, gold in by_doc_gold.items():
-        gold_u = _union_length_within(gold)
-        chunk_u = _union_length_within(by_doc_chunk.get(doc_id, []))
+        gold_u = _merge_intervals(gold)
+        chunk_u = _merge_intervals(by_doc_chunk.get(doc_id, []))
         total += sum(e - s for s, e in gold_u)
         for gs, ge in gold_u:
             for cs, ce in chunk_u:
@@ -238,9 +238,12 @@ def overlapping_pairs(
     ``searchsorted``, where ``maxlen_group`` is the longest left interval of that group.
     Cost is O((n + m) log n + candidates) — no Python loop over pairs.
     """
-    codes, _ = pd.factorize(
-        np.concatenate([np.asarray(left_group, dtype=object), np.asarray(right_group, dtype=object)])
-    )
+    lga, rga = np.asarray(left_group), np.asarray(right_group)
+    if lga.dtype.kind in "iu" and rga.dtype.kind in "iu":  # integer keys: no object detour
+        both = np.concatenate([lga.astype(np.int64), rga.astype(np.int64)])
+    else:
+        both = np.concatenate([lga.astype(object), rga.astype(object)])
+    codes, _ = pd.factorize(both)
     lg = codes[: len(left_group)].astype(np.int64)
     rg = codes[len(left_group):].astype(np.int64)
     left_start = np.asarray(left_start, dtype=np.int64)
