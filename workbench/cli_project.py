@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -80,10 +79,11 @@ def _app(args: argparse.Namespace) -> int:
     host, port = settings.get("app", "host"), settings.get("app", "port")
     print(f"serving {settings.db_path} at http://{host}:{port}  (Ctrl+C stops)", flush=True)
     env = dict(os.environ, WORKBENCH_DB=str(settings.db_path))
-    try:
-        return subprocess.call(app_command(settings.db_path, host, port), env=env)
-    except KeyboardInterrupt:
-        return 0
+    command = app_command(settings.db_path, host, port)
+    # Replace this process with the server, so that stopping `workbench app` (Ctrl+C, SIGTERM
+    # from a supervisor or a test) stops Streamlit itself and leaves no orphan holding the port.
+    os.execve(command[0], command, env)
+    return 0  # pragma: no cover - execve does not return
 
 
 def register(sub: argparse._SubParsersAction) -> None:

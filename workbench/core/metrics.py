@@ -161,7 +161,7 @@ def _bpref(c: _Context, m: Measure, rel: int) -> np.ndarray:
     q = c.r.qidx
     denom = np.minimum(big_r, big_n)[q]
     penalty = np.zeros(len(q))
-    np.divide(np.minimum(above, big_r[q]), denom, out=penalty, where=above > 0)
+    np.divide(np.minimum(above, big_r[q]), denom, out=penalty, where=(above > 0) & (denom > 0))
     return _div(c.per_query(1.0 - penalty, relevant), big_r)
 
 
