@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -49,17 +50,19 @@ def serve(db_path: Path, extra_env: dict | None = None) -> Iterator[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "workbench", "--db", str(db_path), "app", "--port", str(port)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,  # its own process group, so cleanup reaches every child
     )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, process)
         yield url
     finally:
-        process.terminate()
+        os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=20)
 
 
 @contextmanager

@@ -65,7 +65,8 @@ def app_command(db_path: Path, host: str, port: int) -> list[str]:
     return [
         sys.executable, "-m", "streamlit", "run", str(script),
         "--server.address", host, "--server.port", str(port), "--server.headless", "true",
-        "--browser.gatherUsageStats", "false", "--", "--db", str(db_path),
+        "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
+        "--", "--db", str(db_path),
     ]
 
 

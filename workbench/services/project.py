@@ -131,8 +131,9 @@ def project_status(db: Database) -> ProjectStatus:
                      "pool the runs: `workbench pool --name main --runs bm25,dense --depth 20`"),
         PipelineStep("judgments", "LLM judgments", llm, llm > 0,
                      "grade the pool with the LLM judge"),
-        PipelineStep("calibration", "Calibration", human, human > 0,
-                     "have SMEs label the calibration set in the app"),
+        # Calibration compares the judge with SMEs, so it needs both kinds of labels.
+        PipelineStep("calibration", "Calibration", human, human > 0 and llm > 0,
+                     "have SMEs label a calibration set in the app, blind to the judge's grades"),
         PipelineStep("qrels", "Qrels", labels, labels > 0,
                      "export qrels: `workbench export qrels --format trec --out qrels.txt`"),
         PipelineStep("evaluation", "Evaluation", counts.get("evaluations", 0),
