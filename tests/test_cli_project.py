@@ -68,3 +68,90 @@ def test_version_and_help(cli):
     helptext = cli("--help").stdout
     for command in ("init", "status", "app"):
         assert command in helptext
+
+
+def test_init_demo_pools_at_the_depth_of_the_config_flag(cli, db_path, tmp_path):
+    from workbench.store.pools import read_pool, read_pool_pairs
+
+    cfg = tmp_path / "shallow.toml"
+    cfg.write_text("[pool]\ndepth = 3\n")
+    result = cli("--db", str(db_path), "--config", str(cfg), "init", "--demo")
+    assert result.returncode == 0, result.stderr
+    with Database(db_path) as db:
+        pool = read_pool(db, "demo")
+        sizes = read_pool_pairs(db, "demo").groupby("query_id").size()
+    assert pool["depth"] == 3
+    assert sizes.max() == 3
+
+
+def test_init_demo_completes_a_preparation_that_failed(db_path, monkeypatch):
+    import pytest
+
+    from workbench.errors import StoreError
+    from workbench.services import demo_pipeline
+    from workbench.services.project import init_project
+    from workbench.store.meta import read_meta
+    from workbench.store.pools import read_pool
+
+    def broken_pool(*args, **kwargs):
+        raise StoreError("simulated failure while pooling")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(demo_pipeline, "build_pool", broken_pool)
+        with pytest.raises(StoreError, match="simulated"):
+            init_project(db_path, demo=True)
+    with Database(db_path) as db:
+        half = table_counts(db)
+        assert read_meta(db)["demo"] != "true"
+        assert read_pool(db, "demo") is None
+    assert half["chunks"] > 0 and half["runs"] == 1
+
+    added = init_project(db_path, demo=True)
+    assert set(added) == {"pool_pairs"} and added["pool_pairs"] > 0
+    with Database(db_path) as db:
+        counts = table_counts(db)
+        assert read_meta(db)["demo"] == "true"
+        assert read_pool(db, "demo") is not None
+    assert {k: counts[k] for k in ("documents", "queries", "judgments", "chunks", "runs", "run_rows")} == {
+        k: half[k] for k in ("documents", "queries", "judgments", "chunks", "runs", "run_rows")}
+    assert init_project(db_path, demo=True) == {}
+
+
+def test_app_hands_the_config_flag_to_the_server(db_path, tmp_path, monkeypatch):
+    import os
+
+    from workbench.cli import main
+    from workbench.services.project import init_project
+
+    init_project(db_path)
+    cfg = tmp_path / "app.toml"
+    cfg.write_text("[pool]\ndepth = 7\n")
+    started = {}
+
+    def fake_execve(path, argv, env):  # stands in for the Streamlit server process
+        started.update(argv=argv, env=env)
+
+    monkeypatch.setattr(os, "execve", fake_execve)
+    assert main(["--db", str(db_path), "--config", str(cfg), "app", "--port", "8765"]) == 0
+    assert started["env"]["WORKBENCH_DB"] == str(db_path)
+    assert started["env"]["WORKBENCH_CONFIG"] == str(cfg.resolve())
+    assert "8765" in started["argv"]
+
+
+def test_init_demo_repairs_a_demo_marked_ready_without_its_pipeline(db_path):
+    # What an earlier version left behind when preparing failed: demo data and demo = "true".
+    from workbench.services.project import init_project, load_demo
+    from workbench.store.meta import set_meta
+    from workbench.store.pools import read_pool
+
+    init_project(db_path)
+    with Database(db_path) as db:
+        load_demo(db)
+        with db.transaction() as tx:
+            set_meta(tx, "demo", "true")
+        assert table_counts(db)["chunks"] == 0
+    added = init_project(db_path, demo=True)
+    assert set(added) == {"chunks", "run_rows", "pool_pairs"}
+    with Database(db_path) as db:
+        assert table_counts(db)["chunks"] == added["chunks"] > 0
+        assert read_pool(db, "demo")["runs"] == ["bm25"]

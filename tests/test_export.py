@@ -177,3 +177,19 @@ def test_chunk_level_needs_an_existing_chunking(db, tmp_path):
         export_qrels(db, tmp_path / "x.txt", level="chunk", chunking="nope")
     with pytest.raises(InputError, match="span judgments do not depend on a chunking"):
         export_qrels(db, tmp_path / "x.txt", format="spans", level="chunk", chunking="nope")
+
+
+def test_a_failed_write_leaves_no_half_written_file(tmp_path):
+    from workbench.services.export import _write_lines
+
+    out = tmp_path / "qrels.txt"
+    out.write_text("q0 Q0 d0 1\n")
+
+    def lines():
+        yield "q1 Q0 d1 2\n"
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        _write_lines(out, lines())
+    assert out.read_text() == "q0 Q0 d0 1\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qrels.txt"]

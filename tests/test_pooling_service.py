@@ -152,3 +152,17 @@ def test_pooling_errors_say_what_to_do(db):
     with pytest.raises(InputError, match="depth must be a positive integer"):
         build_pool(db, "q", ["A"], 0)
     assert read_pool(db, "bad") is None
+
+
+def test_preview_shows_a_query_pairs_in_judging_order_with_their_text(db):
+    from workbench.services.pooling import pool_preview
+    from workbench.store.corpus import read_documents
+
+    build_pool(db, "p", ["A", "B"], 2)
+    preview = pool_preview(db, "p", "q1", limit=2)
+    texts = read_documents(db).set_index("doc_id")["text"]
+    # q1's priorities (see test_pool_is_the_union_with_rrf_priorities): dogs, then cats.
+    assert preview["priority"].tolist() == [1, 2]
+    assert preview["chunk_id"].tolist() == [c("dogs"), c("cats")]
+    # Whole-document chunks: the chunk text is the document text.
+    assert preview["text"].tolist() == [texts["dogs"], texts["cats"]]

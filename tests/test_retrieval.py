@@ -204,6 +204,14 @@ def test_hybrid_refuses_runs_over_different_chunkings(db):
         run_hybrid(db, "bad", ["A", "Z"])
 
 
+def test_hybrid_checks_the_chunking_it_is_told(db):
+    _fusion_db(db)
+    with pytest.raises(InputError, match=r"runs \['A', 'B'\] are not over chunking 'fx'"):
+        run_hybrid(db, "bad", ["A", "B"], chunking="fx")
+    assert read_run_info(db, ["bad"]).empty
+    assert run_hybrid(db, "ok", ["A", "B"], chunking="doc").chunking == "doc"
+
+
 # -- document runs mapped to chunks -----------------------------------------------------------
 CHUNKS = pd.DataFrame({
     "chunk_id": ["c:x:0", "c:x:1", "c:y:0", "c:y:1", "c:y:2"],
@@ -236,3 +244,13 @@ def test_map_doc_run_service_writes_a_chunk_run(db):
     assert summary.level == "chunk" and summary.stats["dropped_rows"] == 0
     with pytest.raises(InputError, match="already ranks chunks"):
         map_doc_run(db, "mapped", "doc", "again")
+
+
+def test_bm25_options_as_typed_in_the_cli_and_the_app():
+    from workbench.retrieval.bm25 import parse_stemmer, parse_stopwords
+
+    assert parse_stemmer(" english ") == "english"
+    assert [parse_stemmer(v) for v in ("none", "OFF", "", None)] == [None] * 4
+    assert parse_stopwords("german") == "german"
+    assert parse_stopwords("a, the,,of ") == ["a", "the", "of"]
+    assert [parse_stopwords(v) for v in ("None", "false", " ", None)] == [None] * 4

@@ -92,3 +92,19 @@ def test_errors_show_in_the_page(demo_db):
     at.text_input(key="pool_name").input("empty")
     _submit(at, "Build pool")
     assert any("no runs given" in e.value for e in at.error)
+
+
+def test_names_and_pool_items_are_shown_literally(demo_db):
+    at = _run()
+    # The pool peek shows the item ids and text as escaped HTML, never as markdown.
+    shown = " ".join(h.proto.body for h in at.get("html"))
+    with Database(demo_db) as db:
+        first = read_pool_pairs(db, "demo").sort_values(["query_id", "priority"]).iloc[0]
+    assert f"priority 1 · {first['chunk_id']} · RRF" in shown
+    assert not any(first["chunk_id"] in c.value for c in at.caption)
+    # A name with markdown characters comes back escaped, so `*` and `_` render as typed.
+    at.selectbox(key="bm25_chunking").select("sections")
+    at.text_input(key="bm25_name").input("b*m*_25_")
+    at.number_input(key="bm25_k").set_value(5)
+    _submit(at, "Run BM25")
+    assert any(r"b\*m\*\_25\_" in s.value for s in at.success), [e.value for e in at.error]

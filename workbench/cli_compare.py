@@ -181,24 +181,13 @@ def _format_table(result, missing: dict[str, list[str]]) -> str:
 
 # --- citations -------------------------------------------------------------------------
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file, one per non-blank line (errors name file and line)."""
+    from workbench.core.formats.lines import decode_utf8, read_json_objects
+
     file = Path(path)
     if not file.is_file():
         raise InputError("no such file", path=path)
-    records = []
-    with file.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", path=path, line=number) from None
-            if not isinstance(record, dict):
-                raise InputError("each line must be a JSON object", path=path, line=number)
-            records.append(record)
-    if not records:
-        raise InputError("no answers in file", path=path)
-    return records
+    return [record for _, record in read_json_objects(decode_utf8(file.read_bytes(), path), path)]
 
 
 def _citations(args: argparse.Namespace) -> int:

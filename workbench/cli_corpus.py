@@ -7,11 +7,8 @@ and decisions are documented there.
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from workbench.cli_project import settings_from_args
+from workbench.cli_project import progress_bar, settings_from_args
 
 _KIND_HELP = {
     "corpus": "documents: BEIR/JSONL, a folder of .txt/.md files, or SMART (Cranfield)",
@@ -19,22 +16,6 @@ _KIND_HELP = {
     "qrels": "judgments: TREC, BEIR TSV, JSONL rows, span JSONL, cranfield (cranqrel)",
     "run": "a TREC run at document or chunk level (detected from the ids)",
 }
-
-
-@contextmanager
-def _progress_bar(description: str, total: int | None = None, unit: str = "it") -> Iterator:
-    """A :mod:`workbench.services.progress` factory: a tqdm bar on stderr with rate and ETA.
-
-    ``disable=None`` lets tqdm switch itself off when stderr is not a terminal (pipes, CI logs).
-    """
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, desc=description, unit=f" {unit}", unit_scale=True, file=sys.stderr,
-               disable=None, leave=False, mininterval=0.5)
-    try:
-        yield bar.update
-    finally:
-        bar.close()
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -46,7 +27,7 @@ def _import(args: argparse.Namespace) -> int:
         result = import_file(
             db, args.kind, args.file, format=args.format, name=args.name, assessor=args.assessor,
             skip_unknown=args.skip_unknown, id_field=args.id_field, text_field=args.text_field,
-            title_field=args.title_field, progress=_progress_bar,
+            title_field=args.title_field, progress=progress_bar,
         )
     print(result.summary())
     return 0

@@ -6,6 +6,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from workbench.config import Settings, load_settings
@@ -20,14 +22,31 @@ def settings_from_args(args: argparse.Namespace, **overrides) -> Settings:
     return load_settings(getattr(args, "config", None), layered)
 
 
+@contextmanager
+def progress_bar(description: str, total: int | None = None, unit: str = "it", *,
+                 disable: bool | None = None, leave: bool = False) -> Iterator:
+    """The commands' :mod:`workbench.services.progress` factory: a tqdm bar on stderr with rate
+    and ETA (results go to stdout). ``disable=None`` lets tqdm switch itself off when stderr is
+    not a terminal (pipes, CI logs); commands with ``--no-progress`` pass ``disable=False``."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=description, unit=f" {unit}", unit_scale=True, file=sys.stderr,
+               disable=disable, leave=leave, mininterval=0.5, dynamic_ncols=True)
+    try:
+        yield bar.update
+    finally:
+        bar.close()
+
+
 def _init(args: argparse.Namespace) -> int:
     from workbench.services.project import init_project
 
     settings = settings_from_args(args)
-    loaded = init_project(settings.db_path, demo=args.demo)
+    loaded = init_project(settings.db_path, demo=args.demo, settings=settings)
     if loaded:
         summary = ", ".join(f"{n} {table}" for table, n in loaded.items())
-        print(f"created demo project {settings.db_path}: {summary}")
+        done = "created" if "documents" in loaded else "completed the preparation of"
+        print(f"{done} demo project {settings.db_path}: {summary}")
     else:
         print(f"project database ready: {settings.db_path}")
     return 0
@@ -80,6 +99,10 @@ def _app(args: argparse.Namespace) -> int:
     host, port = settings.get("app", "host"), settings.get("app", "port")
     print(f"serving {settings.db_path} at http://{host}:{port}  (Ctrl+C stops)", flush=True)
     env = dict(os.environ, WORKBENCH_DB=str(settings.db_path))
+    if getattr(args, "config", None):
+        # The app resolves its settings (pool depth, evaluation rule) with load_settings(),
+        # which reads WORKBENCH_CONFIG: hand it the --config file this command was given.
+        env["WORKBENCH_CONFIG"] = str(Path(args.config).resolve())
     command = app_command(settings.db_path, host, port)
     # Replace this process with the server, so that stopping `workbench app` (Ctrl+C, SIGTERM
     # from a supervisor or a test) stops Streamlit itself and leaves no orphan holding the port.

@@ -8,22 +8,11 @@ Thin over :mod:`workbench.services.chunking`, :mod:`~workbench.services.retrieva
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from workbench.cli_project import settings_from_args
+from workbench.cli_project import progress_bar, settings_from_args
 from workbench.errors import InputError
-
-
-@contextmanager
-def _tqdm_progress(description: str, total: int | None = None, unit: str = "it") -> Iterator:
-    from tqdm import tqdm
-
-    with tqdm(total=total, desc=description, unit=unit, file=sys.stderr, mininterval=0.5,
-              dynamic_ncols=True, leave=True) as bar:
-        yield bar.update
 
 
 def _progress(args: argparse.Namespace):
@@ -31,7 +20,7 @@ def _progress(args: argparse.Namespace):
         from workbench.services.progress import no_progress
 
         return no_progress
-    return _tqdm_progress
+    return functools.partial(progress_bar, disable=False, leave=True)
 
 
 def _names(text: str | None, flag: str) -> list[str]:
@@ -69,20 +58,12 @@ def _print_run(s) -> None:
           f"in {s.seconds:.2f}s{extra}")
 
 
-def _stopwords(value: str | None):
-    if value is None or value.lower() in {"none", "off", "false", ""}:
-        return None
-    if "," in value:
-        return [w.strip() for w in value.split(",") if w.strip()]
-    return value
-
-
 def _bm25(args: argparse.Namespace) -> int:
-    from workbench.retrieval.bm25 import Bm25Params
+    from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
     from workbench.services.retrieval import run_bm25
 
-    stemmer = None if args.stemmer.lower() in {"none", "off"} else args.stemmer
-    params = Bm25Params(k1=args.k1, b=args.b, stemmer=stemmer, stopwords=_stopwords(args.stopwords))
+    params = Bm25Params(k1=args.k1, b=args.b, stemmer=parse_stemmer(args.stemmer),
+                        stopwords=parse_stopwords(args.stopwords))
     with _open(args) as db:
         _print_run(run_bm25(db, args.chunking, args.name, k=args.k, params=params, progress=_progress(args)))
     return 0
@@ -99,17 +80,13 @@ def _dense(args: argparse.Namespace) -> int:
 
 def _hybrid(args: argparse.Namespace) -> int:
     from workbench.retrieval.hybrid import parse_weights
-    from workbench.services.retrieval import read_runs_checked, run_hybrid
+    from workbench.services.retrieval import run_hybrid
 
     runs = _names(args.runs, "--runs")
     weights = parse_weights(args.weights, runs)
     with _open(args) as db:
-        if args.chunking is not None:
-            info = read_runs_checked(db, runs)
-            odd = [r.name for r in info.itertuples() if r.chunking != args.chunking]
-            if odd:
-                raise InputError(f"runs {odd} are not over chunking {args.chunking!r}; drop --chunking or pick other runs")
-        _print_run(run_hybrid(db, args.name, runs, k=args.k, rrf_k=args.rrf_k, weights=weights))
+        _print_run(run_hybrid(db, args.name, runs, k=args.k, rrf_k=args.rrf_k, weights=weights,
+                              chunking=args.chunking))
     return 0
 
 

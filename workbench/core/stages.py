@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from workbench.core.comparison import align_queries
+from workbench.core.significance import StatisticsInputError
 
 # pool and pre scores this close are "equal": the recoverable gap is rounding noise and the
 # lift ratio would be noise divided by noise.
@@ -97,15 +98,16 @@ def stage_report(
     """Summarise per-query tables (index: query id, columns: measures) of named stages.
 
     ``measures`` defaults to the union of all stages' columns in first-seen order.
-    Raises ``ValueError`` when no stage is given or the stages share no query.
+    Raises :class:`~workbench.core.significance.StatisticsInputError` (an ``InputError`` and a
+    ``ValueError``) when no stage is given or the stages share no query.
     """
     if not stages:
-        raise ValueError("no stages to report")
+        raise StatisticsInputError("no stages to report; pass {stage name: per-query table}")
     if measures is None:
         measures = list(dict.fromkeys(str(c) for frame in stages.values() for c in frame.columns))
     common, dropped = align_queries(stages)
     if len(common) == 0:
-        raise ValueError("the stages have no query in common; evaluate them on the same queries")
+        raise StatisticsInputError("the stages have no query in common; evaluate them on the same queries")
     means = {
         name: {
             m: float(frame.loc[common, m].astype(float).mean()) if m in frame.columns else math.nan

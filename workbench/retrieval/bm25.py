@@ -46,6 +46,27 @@ class Bm25Params:
         return {"retriever": "bm25", **asdict(self)}
 
 
+_OFF = {"", "none", "off", "false"}
+
+
+def parse_stemmer(text: str | None) -> str | None:
+    """A stemmer option as typed (``--stemmer``, the app's field): a language, or ``none``/``off``
+    (or empty) for no stemming."""
+    text = "" if text is None else str(text).strip()
+    return None if text.lower() in _OFF else text
+
+
+def parse_stopwords(text: str | None) -> str | list[str] | None:
+    """A stopwords option as typed: a bm25s language (``english``), ``none``/``off`` (or empty)
+    for none, or comma-separated words (``a,the,of``) as an explicit list."""
+    text = "" if text is None else str(text).strip()
+    if text.lower() in _OFF:
+        return None
+    if "," in text:
+        return [w.strip() for w in text.split(",") if w.strip()]
+    return text
+
+
 def _stemmer(language: str | None):
     if language is None:
         return None

@@ -28,6 +28,7 @@ Several judgments of one item from the same side take the maximum grade (the rul
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from workbench.errors import InputError
 from workbench.store import imports as store_imports
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
+from workbench.store.retrieval import chunking_exists
 
 FORMATS = EXPORT_FORMATS
 LEVELS = EXPORT_LEVELS
@@ -95,7 +97,7 @@ def qrels_table(db: Database, *, level: str = "doc", chunking: str | None = None
         def grade(s):
             return doc_qrels(s).rename(columns={"doc_id": "item_id"})
     else:
-        if not store_imports.chunking_exists(db, chunking):
+        if not chunking_exists(db, chunking):
             raise InputError(f"no chunking named {chunking!r} in the project; create it with `workbench chunk` "
                              f"or pick one listed by `workbench status`")
         chunks = read_chunks(db, chunking)
@@ -132,9 +134,17 @@ def span_table(db: Database, *, source: str = "merged") -> pd.DataFrame:
 
 
 def _write_lines(path: Path, lines) -> None:
+    """Write ``lines`` to ``path`` all or nothing: into a temporary file next to it, renamed over
+    ``path`` only when every line is written (a failure leaves no half-written export)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="\n") as handle:
-        handle.writelines(lines)
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8", newline="\n") as handle:
+            handle.writelines(lines)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: str = "doc",

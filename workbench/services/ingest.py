@@ -49,7 +49,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,6 +67,7 @@ from workbench.store import imports as store_imports
 from workbench.store.corpus import DOCUMENT_COLUMNS, QUERY_COLUMNS, write_documents, write_queries
 from workbench.store.database import Database
 from workbench.store.judgments import write_judgments
+from workbench.store.retrieval import set_run_scope
 from workbench.store.runs import write_run
 
 KINDS = IMPORT_KINDS
@@ -160,6 +162,18 @@ def _read_source(path: Path, label: str) -> _Source:
     if not data.strip():
         raise InputError("is empty", path=label)
     return _Source(path, label, data, hashlib.sha256(data).hexdigest())
+
+
+@contextmanager
+def _named_as_label(source: _Source) -> Iterator[None]:
+    """Errors of the file readers name the path they were given; for an upload that is a
+    temporary copy, so the message is rewritten to name the file as the user knows it."""
+    try:
+        yield
+    except InputError as exc:
+        if source.label != str(source.path) and str(source.path) in str(exc):
+            raise InputError(str(exc).replace(str(source.path), source.label)) from None
+        raise
 
 
 def _first_line(data: bytes) -> str:
@@ -452,13 +466,8 @@ def _parse_qrels(source: _Source, fmt: str) -> tuple[pd.DataFrame, pd.DataFrame 
 
 def _import_qrels(db, source, result, *, assessor, skip, **_):
     path = source.label
-    try:
+    with _named_as_label(source):
         frame, row_queries, result.excluded = _parse_qrels(source, result.format)
-    except InputError as exc:
-        # The readers name the path they were given; for uploads that is a temporary copy.
-        if source.label != str(source.path) and str(source.path) in str(exc):
-            raise InputError(str(exc).replace(str(source.path), source.label)) from None
-        raise
     if frame.empty:
         raise InputError("holds no judgments", path=path)
     label_formats.check_grades(frame, path)
@@ -524,12 +533,8 @@ def _import_qrels(db, source, result, *, assessor, skip, **_):
 def _import_run(db, source, result, *, skip, **_):
     path = source.label
     source.text()  # UTF-8 check with byte offset
-    try:
+    with _named_as_label(source):
         frame = label_formats.run_frame(read_trec_run(source.path, careful=True))
-    except InputError as exc:
-        if source.label != str(source.path) and str(source.path) in str(exc):
-            raise InputError(str(exc).replace(str(source.path), source.label)) from None
-        raise
     if frame.empty:
         raise InputError("holds no run rows", path=path)
     _reject_duplicates(frame, ["query_id", "item_id"], "results (same query and id)", path)
@@ -603,7 +608,7 @@ def _import_run(db, source, result, *, skip, **_):
         rows = rows.sort_values(["query_id", "rank"], kind="stable")
         result.rows = write_run(cur, name, "imported", rows,
                                 params={"file": source.label, "format": result.format, "sha256": source.sha256})
-        store_imports.set_run_level(cur, name, result.level, result.chunking)
+        set_run_scope(cur, name, result.level, result.chunking)
         _finish(cur, source, result)
 
 

@@ -28,7 +28,7 @@ from workbench.core import pooling as core_pooling
 from workbench.core.spans import chunk_qrels, doc_qrels
 from workbench.errors import InputError, StoreError
 from workbench.services.progress import ProgressFactory, no_progress
-from workbench.services.retrieval import _same_scope, read_runs_checked
+from workbench.services.retrieval import read_runs_checked, same_scope
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.judgments import read_judgments
@@ -94,7 +94,7 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
         )
     started = time.perf_counter()
     info = read_runs_checked(db, list(runs))
-    level, chunking = _same_scope(info, "a pool")
+    level, chunking = same_scope(info, "a pool")
     with progress(f"pool {name}", 3, "step") as advance:
         stacked = _runs_table(db, list(runs), depth, level)
         advance(1)
@@ -138,7 +138,7 @@ def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
     if already:
         raise InputError(f"run(s) {already} are already in pool {name!r} (runs: {record['runs']})")
     info = read_runs_checked(db, list(runs))
-    level, chunking = _same_scope(info, "a pool")
+    level, chunking = same_scope(info, "a pool")
     if (level, chunking) != (record["level"], record["chunking"]):
         raise InputError(
             f"pool {name!r} holds {record['level']} items of chunking {record['chunking']!r} but "
@@ -261,7 +261,7 @@ def pool_preview(db: Database, name: str, query_id: str, limit: int = 5) -> pd.D
     pairs = read_pool_pairs(db, name)
     pairs = pairs.loc[pairs["query_id"] == query_id].sort_values("priority").head(int(limit))
     if record["level"] == "chunk":
-        chunks = read_chunks(db, record["chunking"], with_text=True)
+        chunks = read_chunks(db, record["chunking"], with_text=True, chunk_ids=pairs["chunk_id"].tolist())
         text = chunks.set_index("chunk_id")["text"]
         pairs = pairs.assign(text=pairs["chunk_id"].map(text))
     else:

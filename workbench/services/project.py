@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,6 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from workbench import __version__
+from workbench.config import Settings, load_settings
+from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError, StoreError
 from workbench.store.corpus import write_documents, write_queries
 from workbench.store.database import Database
@@ -18,6 +19,8 @@ from workbench.store.meta import read_meta, set_meta, table_counts
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = REPO_ROOT / "data" / "demo"
+# project_meta "demo": loaded but its pipeline not prepared yet / loaded and prepared.
+DEMO_LOADING, DEMO_READY = "loading", "true"
 
 
 def open_project(db_path: str | Path, *, create: bool = False) -> Database:
@@ -34,16 +37,7 @@ def open_project(db_path: str | Path, *, create: bool = False) -> Database:
 def _read_jsonl(path: Path) -> list[dict]:
     if not path.is_file():
         raise InputError("demo file is missing; reinstall from a full checkout", path=str(path))
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", path=str(path), line=number) from None
-    return rows
+    return [row for _, row in read_json_objects(decode_utf8(path.read_bytes(), str(path)), str(path))]
 
 
 def load_demo(db: Database, demo_dir: Path = DEMO_DIR) -> dict[str, int]:
@@ -60,15 +54,21 @@ def load_demo(db: Database, demo_dir: Path = DEMO_DIR) -> dict[str, int]:
             "queries": write_queries(tx, queries),
             "judgments": write_judgments(tx, labels),
         }
-        set_meta(tx, "demo", "true")
+        # "loading" until prepare_demo has run: a later `init --demo` then completes it.
+        set_meta(tx, "demo", DEMO_LOADING)
     return loaded
 
 
-def init_project(db_path: str | Path, *, demo: bool = False) -> dict[str, int]:
-    """Create (or upgrade) the project database; with ``demo``, load the demo once.
+def init_project(db_path: str | Path, *, demo: bool = False, settings: Settings | None = None) -> dict[str, int]:
+    """Create (or upgrade) the project database; with ``demo``, load and prepare the demo once.
 
-    Loading the demo into a project that already has documents is refused, so that ``init``
-    never mixes the demo into a team's corpus; an existing demo project is left as it is.
+    Returns the rows the call added (empty when there was nothing to do). Loading the demo into
+    a project that already has documents is refused, so that ``init`` never mixes the demo into
+    a team's corpus. The demo is marked ``demo = "true"`` in ``project_meta`` only after its
+    pipeline (:func:`workbench.services.demo_pipeline.prepare_demo`, pooled at ``pool.depth`` of
+    ``settings``, default :func:`load_settings`) succeeded; a demo whose preparation failed or
+    was interrupted is completed by running ``init --demo`` again (each step is skipped when its
+    result exists, so a complete demo project is left as it is).
     """
     with open_project(db_path, create=True) as db:
         meta = read_meta(db)
@@ -78,17 +78,21 @@ def init_project(db_path: str | Path, *, demo: bool = False) -> dict[str, int]:
             set_meta(tx, "workbench_version", __version__)
         if not demo:
             return {}
-        if meta.get("demo") == "true":
-            return {}
-        if table_counts(db).get("documents", 0):
-            raise StoreError(
-                f"{db.path} already holds a corpus; load the demo into a new database "
-                f"(`workbench --db var/demo.duckdb init --demo`)"
-            )
-        loaded = load_demo(db)
+        loaded: dict[str, int] = {}
+        if meta.get("demo") not in (DEMO_LOADING, DEMO_READY):
+            if table_counts(db).get("documents", 0):
+                raise StoreError(
+                    f"{db.path} already holds a corpus; load the demo into a new database "
+                    f"(`workbench --db var/demo.duckdb init --demo`)"
+                )
+            loaded = load_demo(db)
         from workbench.services.demo_pipeline import prepare_demo
 
-        loaded.update(prepare_demo(db))
+        settings = settings if settings is not None else load_settings()
+        loaded.update(prepare_demo(db, depth=int(settings.get("pool", "depth"))))
+        if meta.get("demo") != DEMO_READY:
+            with db.transaction() as tx:
+                set_meta(tx, "demo", DEMO_READY)
         return loaded
 
 

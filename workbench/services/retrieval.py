@@ -207,7 +207,7 @@ def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
                        "cache_rows": count_embeddings(db, chunking, key)})
 
 
-def _same_scope(info: pd.DataFrame, what: str) -> tuple[str, str | None]:
+def same_scope(info: pd.DataFrame, what: str) -> tuple[str, str | None]:
     """The common (level, chunking) of runs, or an error naming the odd ones out."""
     scopes = {(r.level, None if pd.isna(r.chunking) else r.chunking) for r in info.itertuples()}
     if len(scopes) != 1:
@@ -236,13 +236,20 @@ def read_runs_checked(db: Database, runs: list[str]) -> pd.DataFrame:
 
 
 def run_hybrid(db: Database, name: str, runs: list[str], *, k: int = DEFAULT_K, rrf_k: float = 60,
-               weights: dict[str, float] | None = None) -> RunSummary:
-    """RRF of stored ``runs`` (formula in :mod:`workbench.retrieval.hybrid`); top ``k`` per query."""
+               weights: dict[str, float] | None = None, chunking: str | None = None) -> RunSummary:
+    """RRF of stored ``runs`` (formula in :mod:`workbench.retrieval.hybrid`); top ``k`` per query.
+
+    ``chunking``, when given, must be the chunking every run ranks (a check, not a choice).
+    """
     k = _check_k(k)
     _check_new_run(db, name)
     started = time.perf_counter()
     info = read_runs_checked(db, runs)
-    level, chunking = _same_scope(info, "hybrid fusion")
+    if chunking is not None:
+        odd = [r.name for r in info.itertuples() if r.chunking != chunking]
+        if odd:
+            raise InputError(f"runs {odd} are not over chunking {chunking!r}; drop --chunking or pick other runs")
+    level, chunking = same_scope(info, "hybrid fusion")
     rows = read_run_rows_many(db, runs)
     id_col = "chunk_id" if level == "chunk" else "doc_id"
     parts = {r: rows.loc[rows["run_id"] == r] for r in runs}

@@ -28,11 +28,15 @@ def read_chunkings(db: Database) -> pd.DataFrame:
     )
 
 
-def read_chunks(db: Database, chunking: str, *, with_text: bool = False) -> pd.DataFrame:
+def read_chunks(db: Database, chunking: str, *, with_text: bool = False,
+                chunk_ids: list[str] | None = None) -> pd.DataFrame:
+    """Chunks of ``chunking`` (only ``chunk_ids`` when given), ordered by doc_id and seq."""
     text = ', substr(d.text, k.start + 1, k."end" - k.start) AS text' if with_text else ""
+    only = "AND k.chunk_id IN (SELECT unnest(?::VARCHAR[]))" if chunk_ids is not None else ""
+    params = [chunking] + ([[str(c) for c in chunk_ids]] if chunk_ids is not None else [])
     return db.query_df(
         f"""SELECT k.chunk_id, k.doc_id, k.seq, k.start, k."end"{text}
             FROM chunks k {"JOIN documents d USING (doc_id)" if with_text else ""}
-            WHERE k.chunking = ? ORDER BY k.doc_id, k.seq""",
-        [chunking],
+            WHERE k.chunking = ? {only} ORDER BY k.doc_id, k.seq""",
+        params,
     )

@@ -126,3 +126,12 @@ def insert_frame(cur: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
     # fail and hide the real error, and the rollback drops the registration anyway.
     cur.unregister(name)
     return len(frame)
+
+
+def where_equal(**conditions) -> tuple[str, list]:
+    """``("WHERE a = ? AND b = ?", [va, vb])`` for the conditions whose value is not None
+    (``("", [])`` when none is); column names come from our code, values are parameters."""
+    given = {column: value for column, value in conditions.items() if value is not None}
+    if not given:
+        return "", []
+    return "WHERE " + " AND ".join(f'"{column}" = ?' for column in given), list(given.values())

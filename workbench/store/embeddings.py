@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from workbench.errors import StoreError
-from workbench.store.database import Database
+from workbench.store.database import Database, where_equal
 
 
 def write_embeddings(cur, chunking: str, model: str, chunk_ids, vectors: np.ndarray) -> int:
@@ -75,14 +75,7 @@ def read_embeddings(db: Database, chunking: str, model: str) -> tuple[list[str],
 
 def count_embeddings(db: Database, chunking: str | None = None, model: str | None = None) -> int:
     """Rows in the cache, optionally of one chunking and/or model."""
-    where, params = [], []
-    if chunking is not None:
-        where.append("chunking = ?")
-        params.append(chunking)
-    if model is not None:
-        where.append("model = ?")
-        params.append(model)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    clause, params = where_equal(chunking=chunking, model=model)
     return int(db.query_value(f"SELECT count(*) FROM embeddings {clause}", params))
 
 

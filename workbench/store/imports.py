@@ -1,5 +1,6 @@
 """Reads and writes the import and export services need: the import ledger, look-ups of
-incoming ids against stored rows, and run metadata (level, chunking).
+incoming ids against stored rows, and the stored rows of a run. (A run's level and chunking are
+set with :func:`workbench.store.retrieval.set_run_scope`.)
 
 Look-ups take the incoming ids as a DataFrame and join it in DuckDB (one statement, no row
 loop); they run on the import's own cursor, so they see the transaction's snapshot.
@@ -110,11 +111,6 @@ def run_rows_for(cur, name: str) -> pd.DataFrame:
     ).df()
 
 
-def set_run_level(cur, name: str, level: str, chunking: str | None) -> None:
-    """Record whether run ``name`` ranks documents or chunks of ``chunking``."""
-    cur.execute("UPDATE runs SET level = ?, chunking = ? WHERE name = ?", [level, chunking, name])
-
-
 # --- export reads -----------------------------------------------------------------------------
 def graded_judgments(db: Database, sources: list[str]) -> pd.DataFrame:
     """Status-``ok`` judgments with a grade from ``sources``:
@@ -132,10 +128,6 @@ def graded_judgments(db: Database, sources: list[str]) -> pd.DataFrame:
 def query_texts(db: Database) -> pd.DataFrame:
     """``query_id, text, tags`` (tags as JSON text) of every query."""
     return db.query_df("SELECT query_id, text, tags::VARCHAR AS tags FROM queries ORDER BY query_id")
-
-
-def chunking_exists(db: Database, name: str) -> bool:
-    return bool(db.query_value("SELECT count(*) FROM chunkings WHERE name = ?", [name]))
 
 
 def sample_documents(db: Database, limit: int = 5) -> pd.DataFrame:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workbench.store.database import Database, insert_frame
+from workbench.store.database import Database, insert_frame, where_equal
 
 JUDGMENT_COLUMNS = [
     "query_id", "doc_id", "start", "end", "grade", "source", "assessor", "prompt_hash", "model",
@@ -30,14 +30,7 @@ def write_judgments(cur, frame: pd.DataFrame) -> int:
 
 def read_judgments(db: Database, *, source: str | None = None, status: str | None = None) -> pd.DataFrame:
     """All judgments (optionally of one source/status), oldest first."""
-    where, params = [], []
-    if source is not None:
-        where.append("source = ?")
-        params.append(source)
-    if status is not None:
-        where.append("status = ?")
-        params.append(status)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    clause, params = where_equal(source=source, status=status)
     return db.query_df(
         f"SELECT judgment_id, {', '.join(chr(34) + c + chr(34) for c in JUDGMENT_COLUMNS)}, created_at "
         f"FROM judgments {clause} ORDER BY judgment_id",

@@ -1,7 +1,8 @@
 """Run scope (level and chunking) and bulk reads of run rows for retrieval and pooling.
 
-``store.runs.write_run`` records a run without its scope; the retrieval and pooling services
-set it with :func:`set_run_scope` in the same transaction (migration 3 added the columns).
+``store.runs.write_run`` records a run without its scope; the retrieval and import services
+set it with :func:`set_run_scope` (the one place that writes it) in the same transaction
+(migration 3 added the columns).
 """
 
 from __future__ import annotations

@@ -37,12 +37,13 @@ def project() -> Iterator[Database]:
     """Open the project for one unit of page work; show a clear error instead of a traceback."""
     path = db_path()
     if not path.exists():
-        st.error(f"No project database at {path}. Create one with `workbench --db {path} init --demo`.")
+        st.error(f"No project database at {plain(str(path))}. "
+                 f"Create one with `workbench --db {path} init --demo`.")
         st.stop()
     try:
         db = Database(path)
     except WorkbenchError as exc:
-        st.error(str(exc))
+        st.error(plain(str(exc)))
         st.stop()
     try:
         yield db
@@ -64,6 +65,19 @@ def sidebar() -> None:
             placeholder="your name or id",
             help="Recorded with every label you give, so agreement can be measured per person.",
         )
+
+
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|~$"})
+
+
+def plain(message: str) -> str:
+    """Backslash-escape markdown in a one-line message for ``st.error``/``st.success``/``st.info``.
+
+    Those elements render markdown, and messages quote ids, names, paths and file content; this
+    keeps ``*x*``, ``_x_``, `` `x` ``, ``[x](y)``, ``<b>``, ``$x$`` literal. Corpus text itself
+    (documents, queries, model output) goes through :func:`escaped`, never through markdown.
+    """
+    return str(message).translate(_MARKDOWN)
 
 
 def escaped(text: str, *, tag: str = "div", css: str = "") -> None:

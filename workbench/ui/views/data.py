@@ -20,14 +20,6 @@ from workbench.ui import context
 AUTO = "auto-detect"
 UPLOAD, SERVER = "Upload a file", "Path on the server"
 KIND_LABELS = {"corpus": "Corpus (documents)", "queries": "Queries", "qrels": "Qrels (judgments)", "run": "Run"}
-_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|~$"})
-
-
-def _plain(message: str) -> str:
-    """Escape markdown in a message that quotes file content, ids and paths (st.error renders markdown)."""
-    return message.translate(_MARKDOWN)
-
-
 COUNTED = ("documents", "queries", "judgments", "runs", "run_rows", "chunks", "imports")
 
 
@@ -79,12 +71,12 @@ def _import_form() -> None:
             else:
                 result = import_file(db, kind, server_path, **arguments)
     except WorkbenchError as exc:
-        st.error(_plain(str(exc)))
+        st.error(context.plain(str(exc)))
         return
     if result.already_imported is not None:
-        st.info(_plain(result.summary()))
+        st.info(context.plain(result.summary()))
     else:
-        st.success(_plain(result.summary()))
+        st.success(context.plain(result.summary()))
 
 
 def render() -> None:

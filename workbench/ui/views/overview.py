@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from workbench.services.project import project_status
+from workbench.services.project import DEMO_READY, project_status
 from workbench.ui import context
 
 HEADLINE = [("documents", "Documents"), ("queries", "Queries"), ("chunks", "Chunks"),
@@ -15,8 +15,8 @@ def render() -> None:
     st.title("Relevance Workbench")
     with context.project() as db:
         status = project_status(db)
-    demo = " (demo project)" if status.meta.get("demo") == "true" else ""
-    st.caption(f"Project {status.path.name}{demo}")
+    demo = " (demo project)" if status.meta.get("demo") == DEMO_READY else ""
+    st.caption(context.plain(f"Project {status.path.name}{demo}"))
 
     columns = st.columns(len(HEADLINE))
     for column, (key, label) in zip(columns, HEADLINE):

@@ -6,22 +6,16 @@ failures are shown with ``st.error``. Corpus text is shown through ``context.esc
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 import streamlit as st
 
 from workbench.config import load_settings
+from workbench.core.chunking import STRATEGIES as CORE_STRATEGIES
 from workbench.errors import WorkbenchError
 from workbench.ui import context
 
-STRATEGIES = ("section", "fixed", "sentences", "document")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
-
-
-def _md(text: str) -> str:
-    """Backslash-escape markdown so user-chosen names render literally."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+# The core's strategies, with the one most corpora want first (the form's default).
+STRATEGIES = ("section", *(s for s in CORE_STRATEGIES if s != "section"))
 
 
 def _state() -> dict:
@@ -40,7 +34,7 @@ def _attempt(action, success) -> None:
         with context.project() as db:
             result = action(db)
     except WorkbenchError as exc:
-        st.error(str(exc))
+        st.error(context.plain(str(exc)))
         return
     st.session_state["retrieve_message"] = success(result)
     st.rerun()
@@ -70,12 +64,12 @@ def _chunk_section(state: dict) -> None:
                 lambda db: create_chunking(db, name.strip(), strategy,
                                            size=None if doc or not size else int(size),
                                            overlap=None if doc else int(overlap)),
-                lambda s: f"Chunking {_md(s.name)}: {s.chunks:,} chunks from {s.documents:,} documents.",
+                lambda s: f"Chunking {context.plain(s.name)}: {s.chunks:,} chunks from {s.documents:,} documents.",
             )
 
 
 def _retrieve_section(state: dict) -> None:
-    from workbench.retrieval.bm25 import Bm25Params
+    from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
     from workbench.retrieval.dense import DEFAULT_MODEL
     from workbench.retrieval.hybrid import parse_weights
     from workbench.services.retrieval import run_bm25, run_dense, run_hybrid
@@ -85,7 +79,7 @@ def _retrieve_section(state: dict) -> None:
     if len(runs):
         st.dataframe(runs.assign(params=runs["params"].astype(str)), hide_index=True, width="stretch")
     chunkings = state["chunkings"]["name"].tolist()
-    done = lambda s: f"Run {_md(s.name)} ({s.retriever}): {s.rows:,} rows for {s.queries:,} queries in {s.seconds:.1f}s."
+    done = lambda s: f"Run {context.plain(s.name)} ({s.retriever}): {s.rows:,} rows for {s.queries:,} queries in {s.seconds:.1f}s."
     bm25_tab, dense_tab, hybrid_tab = st.tabs(["BM25", "Dense", "Hybrid (RRF)"])
     with bm25_tab, st.form("bm25_form"):
         cols = st.columns(4)
@@ -96,10 +90,7 @@ def _retrieve_section(state: dict) -> None:
         stopwords = st.text_input("Stopwords (language, 'none', or comma-separated words)", value="english",
                                   key="bm25_stopwords")
         if st.form_submit_button("Run BM25"):
-            sw = None if stopwords.strip().lower() in {"", "none"} else (
-                [w.strip() for w in stopwords.split(",") if w.strip()] if "," in stopwords else stopwords.strip())
-            params = Bm25Params(stemmer=None if stemmer.strip().lower() in {"", "none"} else stemmer.strip(),
-                                stopwords=sw)
+            params = Bm25Params(stemmer=parse_stemmer(stemmer), stopwords=parse_stopwords(stopwords))
             if chunking is None:
                 st.error("Create a chunking first.")
             else:
@@ -148,14 +139,14 @@ def _pool_section(state: dict) -> None:
         depth = cols[2].number_input("Depth", min_value=1, value=default_depth, key="pool_depth")
         if st.form_submit_button("Build pool"):
             _attempt(lambda db: build_pool(db, name.strip(), list(chosen), int(depth)),
-                     lambda s: f"Pool {_md(s.name)}: {s.pairs_total:,} pairs over {s.queries:,} queries.")
+                     lambda s: f"Pool {context.plain(s.name)}: {s.pairs_total:,} pairs over {s.queries:,} queries.")
     with add_tab, st.form("pool_add_form"):
         cols = st.columns(2)
         pool = cols[0].selectbox("Pool", pools["name"].tolist() if len(pools) else [], key="pool_add_name")
         chosen = cols[1].multiselect("Runs to add", run_names, key="pool_add_runs")
         if st.form_submit_button("Add runs"):
             _attempt(lambda db: add_runs(db, pool, list(chosen)),
-                     lambda s: f"Pool {_md(s.name)}: {s.pairs_added:,} new pairs; {s.pairs_total:,} in total.")
+                     lambda s: f"Pool {context.plain(s.name)}: {s.pairs_added:,} new pairs; {s.pairs_total:,} in total.")
 
 
 def _stats_section(state: dict) -> None:
@@ -175,7 +166,7 @@ def _stats_section(state: dict) -> None:
             stats = pool_stats(db, pool, k=int(k), min_overlap=settings.get("evaluation", "min_overlap"),
                                relevance_threshold=settings.get("evaluation", "relevance_threshold"))
     except WorkbenchError as exc:
-        st.error(str(exc))
+        st.error(context.plain(str(exc)))
         return
     s = stats.summary
     metrics = st.columns(4)
@@ -209,7 +200,9 @@ def _stats_section(state: dict) -> None:
             with context.project() as db:
                 preview = pool_preview(db, pool, query, limit=5)
             for row in preview.itertuples():
-                st.caption(f"priority {row.priority} · {row.chunk_id or row.doc_id} · RRF {row.rrf_score:.4f}")
+                item = row.chunk_id if isinstance(row.chunk_id, str) else row.doc_id
+                context.escaped(f"priority {row.priority} · {item} · RRF {row.rrf_score:.4f}",
+                                css="color: rgba(49, 51, 63, 0.6); font-size: 0.875em;")
                 context.escaped(str(row.text)[:600], css="white-space: pre-wrap; font-size: 0.9em;")
 
 
@@ -217,7 +210,7 @@ def render() -> None:
     st.title("Retrieve & Pool")
     message = st.session_state.pop("retrieve_message", None)
     if message:
-        st.success(message)
+        st.success(message)  # built with context.plain around every name
     state = _state()
     _chunk_section(state)
     _retrieve_section(state)
