@@ -27,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.shared_data import shared_path
@@ -304,6 +304,8 @@ def _pte_label(name: str) -> str:
 @given(collections(), st.sampled_from([1, 2]), st.booleans())
 def test_agrees_with_pytrec_eval(data, rel, condensed):
     qrels, run = data
+    # pytrec_eval 0.5.11 never returns on a topic whose labels are all < 0 (found by this test)
+    assume(all(any(g >= 0 for g in docs.values()) for docs in qrels.values()))
     evaluator = pytrec_eval.RelevanceEvaluator(
         qrels, set(PTE), relevance_level=rel, judged_docs_only_flag=condensed
     )
@@ -339,6 +341,7 @@ IRM_LIVE = ["P@5", "R@10", "AP", "AP@5", "nDCG@5", "nDCG", "RR", "Rprec", "Bpref
 @given(collections(), st.data())
 def test_agrees_with_ir_measures(data, draw):
     qrels, run = data
+    assume(all(any(g >= 0 for g in docs.values()) for docs in qrels.values()))  # pytrec_eval hang
     measures = [ir_measures.parse_measure(m) for m in IRM_LIVE]
     qrels_rows = [ir_measures.Qrel(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
     run_rows = [ir_measures.ScoredDoc(q, d, s) for q, docs in run.items() for d, s in docs.items()]
@@ -363,6 +366,15 @@ def test_dict_and_columnar_paths_agree(data):
     b = evaluate(qrels_from_dict(qrels), run_from_dict(run), measures, include_no_relevant=True)
     assert a.per_query.equals(b.per_query)
     assert a.counts() == b.counts()
+
+
+def test_topic_with_only_negative_labels_has_no_relevant_docs():
+    qrels = {"a": {"d1": -1}, "b": {"d1": 1}}
+    run = {"a": {"d1": 1.0}, "b": {"d1": 1.0}}
+    res = evaluate(qrels, run, ["P@1", "judged@1"])
+    assert res.excluded_no_relevant == ("a",)
+    res = evaluate(qrels, run, ["P@1", "judged@1"], include_no_relevant=True)
+    assert res.per_query.loc["a"].tolist() == [0.0, 0.0]
 
 
 def test_err_hand_worked_against_definition():

@@ -143,6 +143,8 @@ class Measure:
             raise MeasureError(f"measure {self.name!r} takes no cutoff (@{self.cutoff})")
         if self.cutoff is not None and self.cutoff < 1:
             raise MeasureError(f"measure {self.name!r}: cutoff must be >= 1, got {self.cutoff}")
+        if self.name == "rbp" and self.p is None:
+            object.__setattr__(self, "p", DEFAULT_RBP_P)  # so RBP and RBP(p=0.8) are equal
         if self.p is not None and not 0.0 < self.p < 1.0:
             raise MeasureError(f"measure {self.name!r}: p must be strictly between 0 and 1")
         if self.gmax is not None and self.gmax < 1:

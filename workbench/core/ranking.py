@@ -23,6 +23,7 @@ already grouped by query in descending score order (the usual case) is not re-so
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain, repeat
 from dataclasses import dataclass
 from typing import Callable
 
@@ -73,8 +74,9 @@ def group_ranks(qidx: np.ndarray) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]])
-    first = np.repeat(starts, np.diff(np.r_[starts, n]))
-    return np.arange(1, n + 1, dtype=np.int64) - first
+    ranks = np.arange(1, n + 1, dtype=np.int64)
+    ranks -= np.repeat(starts, np.diff(np.r_[starts, n]))
+    return ranks
 
 
 def _order(qidx: np.ndarray, score: np.ndarray, docs_at: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
@@ -83,7 +85,7 @@ def _order(qidx: np.ndarray, score: np.ndarray, docs_at: Callable[[np.ndarray], 
     order: np.ndarray | None = None
     if n > 1:
         same_q = qidx[1:] == qidx[:-1]
-        grouped = np.count_nonzero(~same_q) + 1 == len(np.unique(qidx))
+        grouped = np.count_nonzero(~same_q) + 1 == np.count_nonzero(np.bincount(qidx))
         if not grouped or np.any(same_q & (score[1:] > score[:-1])):
             order = np.lexsort((-score, qidx))
             qidx, score = qidx[order], score[order]
@@ -103,9 +105,17 @@ def _order(qidx: np.ndarray, score: np.ndarray, docs_at: Callable[[np.ndarray], 
 
 
 # --- joins --------------------------------------------------------------------------------
+_POOL = pa.system_memory_pool()
+
+
 def _encode(arr: pa.Array) -> tuple[np.ndarray, pa.Array]:
-    enc = arr.dictionary_encode() if len(arr) else pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), arr)
-    return np.asarray(enc.indices, dtype=np.int64), enc.dictionary
+    if not len(arr):
+        return np.zeros(0, dtype=np.int32), arr
+    # glibc's pool: the hash table freed here is reused by the numpy arrays that follow
+    # (mimalloc would keep it to itself and raise the peak memory)
+    enc = pc.dictionary_encode(arr, memory_pool=_POOL)
+    # int32 codes: half the memory of int64; widened only where keys are combined
+    return np.asarray(enc.indices).astype(np.int32, copy=False), enc.dictionary
 
 
 def _duplicate_rows(keys: np.ndarray) -> np.ndarray:
@@ -127,7 +137,7 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
     rq_codes, rq_dict = _encode(run.query_ids)
     universe = qq_dict.to_pylist()
     position = {q: i for i, q in enumerate(universe)}
-    run_map = np.empty(len(rq_dict), dtype=np.int64)
+    run_map = np.empty(len(rq_dict), dtype=np.int32)
     for i, q in enumerate(rq_dict.to_pylist()):
         j = position.get(q)
         if j is None:
@@ -136,11 +146,12 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
         run_map[i] = j
     qq = qq_codes
     rq = run_map[rq_codes]
+    del rq_codes
 
     # qrels: one key per (query, doc)
     qd_codes, qd_dict = _encode(qrels.doc_ids)
     nqd = max(len(qd_dict), 1)
-    qkey = qq * nqd + qd_codes
+    qkey = qq.astype(np.int64) * nqd + qd_codes
     dup = _duplicate_rows(qkey)
     if len(dup):
         row = int(dup[0])
@@ -151,28 +162,36 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
 
     # run: duplicates, then the join through the qrels' doc dictionary
     rd_codes, rd_dict = _encode(run.doc_ids)
-    rkey_self = rq * max(len(rd_dict), 1) + rd_codes
-    dup = _duplicate_rows(rkey_self)
+    # Only a doc that occurs on several rows can be a duplicate: hash just those rows' keys.
+    shared = np.flatnonzero(np.bincount(rd_codes, minlength=len(rd_dict))[rd_codes] > 1)
+    shared_keys = rq[shared].astype(np.int64) * max(len(rd_dict), 1) + rd_codes[shared]
+    dup = shared[_duplicate_rows(shared_keys)]
     keep: np.ndarray | None = None
     if len(dup):
         if duplicates != "first":
             row = int(dup[0])
-            first_row = int(np.flatnonzero(rkey_self == rkey_self[row])[0])
+            first_row = int(shared[np.flatnonzero(shared_keys == shared_keys[shared == row][0])[0]])
             _raise_duplicate("run", run.source, run.lines, row, first_row, universe[rq[row]],
                              rd_dict[rd_codes[row]].as_py(),
                              lambda: read_trec_run(run.source, careful=True).lines if run.source else None)
         keep = np.ones(len(rq), dtype=bool)
         keep[dup] = False
-    to_qd = pc.index_in(rd_dict, value_set=qd_dict).fill_null(-1)
-    run_qd = np.asarray(to_qd, dtype=np.int64)[rd_codes]
+    del shared, shared_keys
+    to_qd = np.asarray(pc.index_in(rd_dict, value_set=qd_dict, memory_pool=_POOL).fill_null(-1)).astype(
+        np.int32, copy=False)
+    run_qd = to_qd[rd_codes]
+    del to_qd
     sort_q = np.argsort(qkey, kind="stable")
     skeys = qkey[sort_q]
-    rkey = rq * nqd + run_qd
-    pos = np.searchsorted(skeys, rkey)
-    pos[pos == len(skeys)] = 0
-    hit = (run_qd >= 0) & (skeys[pos] == rkey) if len(skeys) else np.zeros(len(rkey), dtype=bool)
-    grade = np.full(len(rkey), np.nan)
-    grade[hit] = qrels.grades[sort_q[pos[hit]]]
+    grade = np.full(len(rq), np.nan)
+    cand = np.flatnonzero(run_qd >= 0)  # only docs that occur in the qrels at all
+    if len(cand) and len(skeys):
+        rkey = rq[cand].astype(np.int64) * nqd + run_qd[cand]
+        pos = np.searchsorted(skeys, rkey)
+        pos[pos == len(skeys)] = 0
+        hit = skeys[pos] == rkey
+        grade[cand[hit]] = qrels.grades[sort_q[pos[hit]]]
+    del run_qd, cand
     score = run.scores
     if keep is not None:
         rq, score, grade, rd_codes = rq[keep], score[keep], grade[keep], rd_codes[keep]
@@ -186,40 +205,41 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
 def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
     universe = list(qrels)
     position = {q: i for i, q in enumerate(universe)}
-    qcounts = np.fromiter((len(v) for v in qrels.values()), dtype=np.int64, count=len(universe))
-    qgrades: list = []
     for inner in qrels.values():
         if not isinstance(inner, Mapping):
             raise InputError("qrels must be a dict of query_id -> {doc_id: grade}")
-        qgrades.extend(inner.values())
-    docs: list = []
-    scores: list = []
-    grades: list = []
-    rcodes = np.empty(len(run), dtype=np.int64)
-    rcounts = np.empty(len(run), dtype=np.int64)
-    for i, (qid, inner) in enumerate(run.items()):
+    for inner in run.values():
         if not isinstance(inner, Mapping):
             raise InputError("run must be a dict of query_id -> {doc_id: score}")
+    qcounts = np.fromiter(map(len, qrels.values()), dtype=np.int64, count=len(qrels))
+    rcounts = np.fromiter(map(len, run.values()), dtype=np.int64, count=len(run))
+    rcodes = np.empty(len(run), dtype=np.int64)
+    for i, qid in enumerate(run):
         j = position.get(qid)
         if j is None:
             j = position[qid] = len(universe)
             universe.append(qid)
         rcodes[i] = j
-        rcounts[i] = len(inner)
-        docs.extend(inner)
-        scores.extend(inner.values())
-        judged = qrels.get(qid)
-        # dict.get over the run's keys: the join costs one hash look-up per row
-        grades.extend(map(judged.get, inner) if judged else [None] * len(inner))
+    n_rows = int(rcounts.sum())
+    empty: dict = {}
+    nan = float("nan")
     try:
-        qgrade_arr = np.array(qgrades, dtype=np.float64)
-        grade = np.array(grades, dtype=np.float64)  # None -> NaN: unjudged
+        qgrade_arr = np.fromiter(chain.from_iterable(map(dict.values, qrels.values())), np.float64,
+                                 count=int(qcounts.sum()))
+        # one dict look-up per run row; missing -> NaN (unjudged)
+        grade = np.fromiter(
+            chain.from_iterable(
+                map(qrels.get(q, empty).get, inner, repeat(nan)) for q, inner in run.items()
+            ),
+            np.float64,
+            count=n_rows,
+        )
     except (TypeError, ValueError):
         raise InputError("qrels grades must be integers") from None
     if np.isnan(qgrade_arr).any() or (qgrade_arr != np.round(qgrade_arr)).any():
         raise InputError("qrels grades must be integers (e.g. 0, 1, 2, 3; -1 for unjudged)")
     try:
-        score = np.array(scores, dtype=np.float64)
+        score = np.fromiter(chain.from_iterable(map(dict.values, run.values())), np.float64, count=n_rows)
     except (TypeError, ValueError):
         raise InputError("run scores must be numbers") from None
     if np.isnan(score).any():
@@ -229,8 +249,8 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
     doc_arr: list[np.ndarray] = []
 
     def docs_at(rows: np.ndarray) -> np.ndarray:
-        if not doc_arr:
-            doc_arr.append(np.array(docs, dtype=object))
+        if not doc_arr:  # only needed to break ties: built on first use
+            doc_arr.append(np.fromiter(chain.from_iterable(run.values()), dtype=object, count=n_rows))
         return doc_arr[0][rows]
 
     return universe, qq, qgrade_arr.astype(np.int64), rq, score, grade, docs_at

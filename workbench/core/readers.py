@@ -20,7 +20,6 @@ handles the legal inputs the fast path cannot (ragged junk columns).
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from workbench.errors import InputError
@@ -135,35 +135,87 @@ class _SlowPath(Exception):
 
 
 def _normalise(data: bytes) -> bytes:
-    # Cheap checks first: most run files need no rewriting at all.
+    """Collapse every run of blanks into one space and drop comment lines and edge blanks."""
     if b"#" in data and (data.startswith(b"#") or b"\n#" in data or re.search(rb"\n[ \t]+#", data)):
         data = _COMMENT.sub(b"", data)
-    if b"\t" in data or b"\r" in data or b"  " in data or data.startswith(b" ") or b"\n " in data or b" \n" in data:
-        data = _EDGES.sub(b"", _BLANKS.sub(b" ", data))
-    return data
+    return _EDGES.sub(b"", _BLANKS.sub(b" ", data))
+
+
+def _read_table(data: bytes | Path, types: dict[int, pa.DataType]) -> pa.Table:
+    return pacsv.read_csv(
+        # a path is streamed by pyarrow; bytes are wrapped without a copy
+        str(data) if isinstance(data, Path) else pa.BufferReader(pa.py_buffer(data)),
+        # one thread: as fast here (parsing is cheap next to conversion) and far less peak memory
+        read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False),
+        parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
+        convert_options=pacsv.ConvertOptions(
+            column_types={f"f{i}": t for i, t in types.items()},
+            include_columns=[f"f{i}" for i in types],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+        memory_pool=pa.system_memory_pool(),  # freed parse buffers stay reusable by numpy
+    )
+
+
+def _plain_file(path: Path) -> bool:
+    """True when the file has no tab, CR or '#': pyarrow can then stream it as it is."""
+    try:
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 22):
+                if b"\t" in chunk or b"\r" in chunk or b"#" in chunk:
+                    return False
+    except OSError:
+        return False  # the byte reader reports it properly
+    return True
+
+
+def _has_empty_field(table: pa.Table, types: dict[int, pa.DataType]) -> bool:
+    return any(
+        pc.any(pc.equal(pc.binary_length(table.column(f"f{i}")), 0)).as_py()
+        for i, t in types.items()
+        if t == pa.string()
+    )
+
+
+def _streamed_table(path: Path, types: dict[int, pa.DataType]) -> pa.Table | None:
+    """The cheapest path: pyarrow reads the file itself (no copy of it in Python memory)."""
+    if not _plain_file(path):
+        return None
+    try:
+        table = _read_table(path, types)
+    except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, OSError):
+        return None
+    if table.num_columns != len(types) or table.num_rows == 0 or _has_empty_field(table, types):
+        return None
+    first = _first_line(path)
+    if first.split() == [] or len(first.split()) < max(types) + 1:
+        return None
+    return table
+
+
+def _first_line(path: Path) -> bytes:
+    with path.open("rb") as f:
+        return f.readline(1 << 16)
 
 
 def _fast_table(data: bytes, ncols: int, types: dict[int, pa.DataType]) -> pa.Table:
-    data = _normalise(data)
-    if not data.strip():
+    """Parse with pyarrow; first as is (single spaces, the common case), else normalised."""
+    if re.search(rb"\S", data) is None:
         return pa.table({f"f{i}": pa.array([], type=t) for i, t in types.items()})
-    try:
-        table = pacsv.read_csv(
-            io.BytesIO(data),
-            read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
-            convert_options=pacsv.ConvertOptions(
-                column_types={f"f{i}": t for i, t in types.items()},
-                include_columns=[f"f{i}" for i in types],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-    except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError) as exc:
-        raise _SlowPath(str(exc)) from None
-    if table.num_columns != len(types):
-        raise _SlowPath("column count")
-    return table
+    # memchr-fast checks: tabs, CRs and comments always need the rewrite
+    plain = not (b"\t" in data or b"\r" in data or b"#" in data)
+    for attempt in ((data, _normalise) if plain else (_normalise(data), None)):
+        try:
+            table = _read_table(attempt if isinstance(attempt, bytes) else attempt(data), types)
+        except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, TypeError):
+            continue
+        if table.num_columns != len(types):
+            continue
+        # doubled or edge blanks leave empty fields: then rewrite and try again
+        if not _has_empty_field(table, types):
+            return table
+    raise _SlowPath("pyarrow could not read it")
 
 
 def _text_lines(path: Path, data: bytes):
@@ -196,12 +248,20 @@ def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = 
     ``careful=True`` skips the fast path and records each row's line number (used to point at
     a duplicate found later).
     """
-    path, data = _read_bytes(path)
+    path = Path(path)
     name = name if name is not None else path.stem
+    types = {0: pa.string(), 2: pa.string(), 4: pa.float64()}
+    table = None if careful else _streamed_table(path, types)
+    if table is not None and _ncols_first_line(_first_line(path)) >= 6:
+        scores = table.column("f4").to_numpy()
+        if not np.isnan(scores).any():
+            return Run(table.column("f0").combine_chunks(), table.column("f2").combine_chunks(),
+                       np.ascontiguousarray(scores, dtype=np.float64), source=str(path), name=name)
+    path, data = _read_bytes(path)
     try:
         if careful:
             raise _SlowPath("asked")
-        table = _fast_table(data, 6, {0: pa.string(), 2: pa.string(), 4: pa.float64()})
+        table = _fast_table(data, 6, types)
         scores = table.column("f4").to_numpy()
         if np.isnan(scores).any():
             raise _SlowPath("nan")
@@ -251,11 +311,17 @@ def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = 
 
 def read_trec_qrels(path: str | Path, *, careful: bool = False) -> Qrels:
     """Read a TREC qrels file (``query_id iteration doc_id grade``); ``careful`` as for runs."""
+    path = Path(path)
+    types = {0: pa.string(), 2: pa.string(), 3: pa.int64()}
+    table = None if careful else _streamed_table(path, types)
+    if table is not None and _ncols_first_line(_first_line(path)) == 4:
+        return Qrels(table.column("f0").combine_chunks(), table.column("f2").combine_chunks(),
+                     table.column("f3").to_numpy().astype(np.int64, copy=False), source=str(path))
     path, data = _read_bytes(path)
     try:
         if careful:
             raise _SlowPath("asked")
-        table = _fast_table(data, 4, {0: pa.string(), 2: pa.string(), 3: pa.int64()})
+        table = _fast_table(data, 4, types)
         if table.num_rows and _ncols_first_line(data) != 4:
             raise _SlowPath("columns")
         return Qrels(
@@ -381,8 +447,11 @@ def read_qrels(path: str | Path) -> Qrels:
     path = Path(path)
     if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
         return read_jsonl_qrels(path)
-    _, data = _read_bytes(path)
-    head = data[:4096]
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return read_trec_qrels(path)  # reports the problem with the path
     if head.lstrip().startswith(b"{"):
         return read_jsonl_qrels(path)
     ncols = _ncols_first_line(head)
