@@ -402,3 +402,45 @@ def test_read_oracle_files_with_our_readers_match_pytrec_parser():
     assert ours.keys() == theirs.keys()
     for q in ours:
         assert ours[q] == pytest.approx(theirs[q])
+
+
+def test_aggregate_from_files_does_not_import_pandas(tmp_path):
+    # pandas (and pyarrow's pandas shim) cost ~40 MB and ~0.5 s: only .per_query may load it
+    import subprocess
+    import sys
+
+    (tmp_path / "q.txt").write_text("1 0 a 1\n1 0 b 0\n2 0 c 2\n")
+    (tmp_path / "r.txt").write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 2.0 t\n2 Q0 c 1 1.5 t\n2 Q0 d 2 1.0 t\n")
+    code = (
+        "import sys; from workbench import evaluate\n"
+        f"r = evaluate({str(tmp_path / 'q.txt')!r}, {str(tmp_path / 'r.txt')!r}, ['ndcg@10', 'map', 'mrr@10'])\n"
+        "agg = r.aggregate; assert 'pandas' not in sys.modules, 'pandas imported'\n"
+        "pq = r.per_query; assert 'pandas' in sys.modules\n"
+        "assert list(pq.index) == ['1', '2'] and pq.index.name == 'query_id'\n"
+        "assert all(abs(pq[c].mean() - agg[c]) < 1e-15 for c in agg), (pq, agg)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+def test_fingerprints_never_hide_a_duplicate():
+    import random
+
+    import numpy as np
+    import pyarrow as pa
+
+    from workbench.core.ranking import _fingerprints, _surely_no_duplicate
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(1, 30)
+        docs = ["".join(rng.choice("ab") for _ in range(rng.randint(0, 30))) for _ in range(n)]
+        qidx = np.array([rng.randint(0, 2) for _ in range(n)], dtype=np.int32)
+        arr = pa.array(["pad"] * 3 + docs, type=pa.string()).slice(3)  # a non-zero offset
+        fp = _fingerprints(arr)
+        for i in range(n):
+            for j in range(n):
+                if docs[i] == docs[j]:
+                    assert fp[i] == fp[j]
+        if len(set(zip(qidx.tolist(), docs))) < n:
+            assert not _surely_no_duplicate(qidx, arr)

@@ -40,10 +40,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from workbench.core.measures import Measure, parse_measures
 from workbench.core.metrics import RESIDUAL_SUFFIX, compute
@@ -51,27 +52,44 @@ from workbench.core.ranking import rank_run
 from workbench.core.readers import Qrels, Run, read_qrels, read_trec_run
 from workbench.errors import InputError
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["EvaluationResult", "evaluate", "load_qrels", "load_run"]
 
 
 @dataclass(frozen=True)
 class EvaluationResult:
     """Scores of one run. ``per_query`` has one row per evaluated query, one column per measure
-    (named as given; RBP adds ``<name>.residual``); ``aggregate`` is the mean of each column."""
+    (named as given; RBP adds ``<name>.residual``); ``aggregate`` is the mean of each column.
+
+    ``query_ids`` (sorted) and ``scores`` (label -> one float64 per query id) hold the same
+    numbers as ``per_query``; that DataFrame is built on first access, so an evaluation that
+    only reads ``aggregate`` never imports pandas.
+    """
 
     aggregate: dict[str, float]
-    per_query: pd.DataFrame
     measures: dict[str, Measure]
+    query_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object), repr=False, compare=False)
+    scores: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     excluded_no_relevant: tuple[str, ...] = ()
     missing_from_run: tuple[str, ...] = ()
     only_in_run: tuple[str, ...] = ()
     run_name: str | None = None
     settings: dict = field(default_factory=dict)
 
+    @cached_property
+    def per_query(self) -> pd.DataFrame:
+        """One row per evaluated query (index ``query_id``, str), one column per measure."""
+        import pandas as pd
+
+        index = pd.Index(self.query_ids.astype(str), name="query_id", dtype=str)
+        return pd.DataFrame({label: v for label, v in self.scores.items()}, index=index)
+
     @property
     def n_queries(self) -> int:
         """Queries averaged over."""
-        return len(self.per_query)
+        return len(self.query_ids)
 
     @property
     def n_excluded_no_relevant(self) -> int:
@@ -136,6 +154,8 @@ def evaluate(
     q = load_qrels(qrels)
     r = load_run(run)
     ranked = rank_run(q, r, duplicates=duplicates)
+    run_name = getattr(r, "name", None)
+    del q, r  # a run read here is no longer needed: free its columns before the measures
     if condensed:
         ranked = ranked.condensed()
     values = compute(ranked, parsed, int(rel))
@@ -150,17 +170,19 @@ def evaluate(
 
     rows = np.flatnonzero(chosen)
     rows = rows[np.argsort(ids[rows].astype(str), kind="stable")]
-    index = pd.Index(ids[rows].astype(str), name="query_id", dtype=str)
-    per_query = pd.DataFrame({label: v[rows] for label, v in values.items()}, index=index)
-    aggregate = {label: float(per_query[label].mean()) if len(per_query) else float("nan") for label in per_query}
+    scores = {label: np.ascontiguousarray(v[rows], dtype=np.float64) for label, v in values.items()}
+    # the column mean as pandas takes it (no bottleneck): pairwise float64 sum / count
+    aggregate = {label: float(v.sum(dtype=np.float64) / len(v)) if len(v) else float("nan")
+                 for label, v in scores.items()}
     return EvaluationResult(
         aggregate=aggregate,
-        per_query=per_query,
         measures=dict(parsed),
+        query_ids=ids[rows],
+        scores=scores,
         excluded_no_relevant=() if include_no_relevant else tuple(sorted(ids[no_rel])),
         missing_from_run=tuple(sorted(ids[missing])),
         only_in_run=tuple(sorted(ids[only_run])),
-        run_name=getattr(r, "name", None),
+        run_name=run_name,
         settings={
             "rel": int(rel),
             "condensed": condensed,

@@ -92,7 +92,27 @@ class _Context:
         return np.bincount(self.r.judged_qidx[g < rel], minlength=self.nq).astype(np.float64)
 
     def top(self, k: int | None) -> np.ndarray | None:
-        return None if k is None else self.r.rank <= k
+        if k is None:
+            return None
+        key = ("top", k)
+        if key not in self._cache:
+            self._cache[key] = self.r.rank <= k
+        return self._cache[key]
+
+    def rows(self, mask: np.ndarray) -> np.ndarray:
+        """Indices of the rows where ``mask`` holds (cached by identity of the mask)."""
+        key = ("rows", id(mask))
+        hit = self._cache.get(key)
+        if hit is None or hit[0] is not mask:
+            hit = self._cache[key] = (mask, np.flatnonzero(mask))
+        return hit[1]
+
+    def relevant_rows(self, rel: int, k: int | None) -> np.ndarray:
+        """Indices of the relevant rows (within the top k), in row order."""
+        rows = self.rows(self.relevant(rel))
+        if k is not None:
+            rows = rows[self.r.rank[rows] <= k]
+        return rows
 
     def count_rel(self, rel: int, k: int | None) -> np.ndarray:
         mask = self.relevant(rel)
@@ -130,20 +150,27 @@ def _f1(c: _Context, m: Measure, rel: int) -> np.ndarray:
     return _div(2.0 * hits, m.cutoff + c.n_relevant(rel)) * (hits > 0)
 
 
+# The sparse measures below work on the indices of the relevant (or top-k) rows only: the
+# same numbers, summed in the same row order, as the dense formulas in the module docstring.
 def _mrr(c: _Context, m: Measure, rel: int) -> np.ndarray:
-    relevant = c.relevant(rel)
-    first = relevant & (c.within_cumsum(relevant) == 1)  # first relevant row of each query
-    first = _and(first, c.top(m.cutoff))
+    rows = c.rows(c.relevant(rel))
+    q = c.r.qidx[rows]
+    first = rows[np.r_[True, q[1:] != q[:-1]]] if len(rows) else rows  # first relevant row per query
+    if m.cutoff is not None:
+        first = first[c.r.rank[first] <= m.cutoff]
     out = np.zeros(c.nq)
     out[c.r.qidx[first]] = 1.0 / c.r.rank[first]
     return out
 
 
 def _map(c: _Context, m: Measure, rel: int) -> np.ndarray:
-    relevant = c.relevant(rel)
-    prec = c.within_cumsum(relevant) / c.r.rank
-    rows = _and(relevant, c.top(m.cutoff))
-    return _div(c.per_query(prec, rows), c.n_relevant(rel))
+    rows = c.rows(c.relevant(rel))
+    q = c.r.qidx[rows]
+    prec = group_ranks(q) / c.r.rank[rows]  # relevant docs up to and including the row / rank
+    if m.cutoff is not None:
+        keep = c.r.rank[rows] <= m.cutoff
+        q, prec = q[keep], prec[keep]
+    return _div(np.bincount(q, weights=prec, minlength=c.nq), c.n_relevant(rel))
 
 
 def _rprec(c: _Context, m: Measure, rel: int) -> np.ndarray:
@@ -185,19 +212,31 @@ def _gain(g: np.ndarray, m: Measure) -> np.ndarray:
 
 
 def _ndcg(c: _Context, m: Measure, rel: int) -> np.ndarray:
-    gain = _gain(_graded(c.r.grade, m), m)
-    disc = gain / np.log2(c.r.rank + 1.0)
-    dcg = c.per_query(disc, c.top(m.cutoff))
-    # ideal: all judged grades of the query, best first
-    ig = _gain(_graded(c.r.judged_grade.astype(np.float64), m), m)
-    iq = c.r.judged_qidx
-    order = np.lexsort((-ig, iq))
-    ig, iq = ig[order], iq[order]
+    rows = None if m.cutoff is None else c.rows(c.top(m.cutoff))
+    grade, rank, qidx = (c.r.grade, c.r.rank, c.r.qidx) if rows is None else (
+        c.r.grade[rows], c.r.rank[rows], c.r.qidx[rows])
+    gain = _gain(_graded(grade, m), m)
+    disc = gain / np.log2(rank + 1.0)
+    dcg = np.bincount(qidx, weights=disc, minlength=c.nq)
+    # ideal: all judged grades of the query, best first. Only positive grades add to it and they
+    # sort before the rest, so they keep their ranks when the rest is dropped first.
+    g = c.r.judged_grade  # integers
+    if m.rel is not None:
+        g = np.where(g >= m.rel, g, 0)
+    pos = np.flatnonzero(g > 0)
+    g, iq = g[pos], c.r.judged_qidx[pos]
+    top = int(g.max()) if len(g) else 0
+    if c.nq * (top + 1) < 2**62:  # one integer key: query ascending, grade descending
+        order = np.argsort(iq.astype(np.int64) * (top + 1) + (top - g))
+    else:
+        order = np.lexsort((-g, iq))
+    iq = iq[order]
+    ig = _gain(g[order].astype(np.float64), m)  # equal grades in any order: the same terms
     irank = group_ranks(iq)
-    keep = ig > 0
     if m.cutoff is not None:
-        keep &= irank <= m.cutoff
-    idcg = np.bincount(iq[keep], weights=ig[keep] / np.log2(irank[keep] + 1.0), minlength=c.nq)
+        keep = irank <= m.cutoff
+        iq, ig, irank = iq[keep], ig[keep], irank[keep]
+    idcg = np.bincount(iq, weights=ig / np.log2(irank + 1.0), minlength=c.nq)
     return _div(dcg, idcg)
 
 
