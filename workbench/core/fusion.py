@@ -28,7 +28,8 @@ from workbench.errors import InputError
 
 __all__ = [
     "FusionError", "RunsLike", "Coded", "encode", "detect_id_col", "stack_runs", "stack_coded",
-    "rank_within", "rrf", "fuse_stacked", "fuse_coded", "unique_inverse",
+    "rank_within", "rrf", "fuse_stacked", "fuse_coded", "fuse_wide", "unique_inverse",
+    "check_run_summary", "duplicate_pair_error",
 ]
 
 
@@ -339,4 +340,86 @@ def fuse_coded(
             "n_runs": n_runs[order],
             "best_rank": best[order],
         }
+    )
+
+
+def fuse_wide(
+    group: np.ndarray,
+    ranks: Sequence[np.ndarray],
+    *,
+    k: float = 60,
+    weights: Sequence[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """RRF of pairs given in wide form: ``(score, rank)`` per row, rank 1-based within group.
+
+    One row per (query, item) pair; ``group`` is the query's integer code and the rows are
+    sorted by query and then item id ascending (string order), so ties (scores equal to 12
+    decimals) keep row order, as in :func:`fuse_coded`. ``ranks`` holds one integer array per
+    run: the pair's rank in that run, 0 where the run did not retrieve it. Scores are summed
+    run by run in the order given; when that is the order in which :func:`fuse_coded` meets
+    the runs' rows (its table's run order), the scores are bit-identical to its scores.
+    Vectorised: a loop over runs, never over pairs.
+    """
+    group = np.asarray(group, dtype=np.int64)
+    score = np.zeros(len(group), dtype=np.float64)
+    for j, r in enumerate(ranks):
+        r = np.asarray(r, dtype=np.int64)
+        if len(r) != len(group):
+            raise FusionError(f"run column {j} has {len(r)} ranks for {len(group)} pairs")
+        if not len(r):
+            continue
+        if r.min() < 0:
+            raise FusionError(f"run column {j} has negative ranks; use 0 for 'not retrieved'")
+        w = 1.0 if weights is None else float(weights[j])
+        # Ranks are small integers: look the contribution w / (k + rank) up in a table
+        # (the same float operations as fuse_coded, so the same bits); rank 0 adds 0.0.
+        table = np.zeros(int(r.max()) + 1, dtype=np.float64)
+        table[1:] = w / (k + np.arange(1, len(table), dtype=np.int64).astype(np.float64))
+        score += table[r]
+    return score, _rank_by_score(group, score)
+
+
+def _rank_by_score(group: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """``rank_within(group, score, None)`` with one argsort of an int64 key where exact.
+
+    ``np.round(s, 12)`` is ``rint(s * 1e12) / 1e12``; for ``|s| < 1`` the division keeps the
+    order and the ties of the integers ``rint(s * 1e12)``, so those integers order the rows
+    exactly as rank_within's rounded scores do.
+    """
+    n = len(group)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    if not (np.isfinite(score).all() and np.abs(score).max() < 1.0 and group.min() >= 0):
+        return rank_within(group, score, None)
+    m = np.rint(score * 1e12).astype(np.int64)
+    lo, hi = int(m.min()), int(m.max())
+    span = hi - lo + 1
+    if (int(group.max()) + 1) * span >= 2**62:
+        return rank_within(group, score, None)
+    order = np.argsort(group * span + (hi - m), kind="stable")
+    g = group[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = g[1:] != g[:-1]
+    first = np.flatnonzero(new)
+    pos = np.arange(n, dtype=np.int64) - np.repeat(first, np.diff(np.r_[first, n]))
+    ranks = np.empty(n, dtype=np.int64)
+    ranks[order] = pos + 1
+    return ranks
+
+
+def check_run_summary(names: Sequence[str], missing: Sequence[int], min_rank: Sequence[float],
+                      col: str) -> None:
+    """Raise :func:`stack_coded`'s error for the first run (in ``names`` order) with rows that
+    lack an id (``missing`` > 0) or ranks below 1 (``min_rank`` < 1)."""
+    for name, miss, low in zip(names, missing, min_rank):
+        if miss:
+            raise FusionError(f"run {name!r} has missing query_id, {col} or rank values")
+        if low is not None and not pd.isna(low) and low < 1:
+            raise FusionError(f"run {name!r}: ranks must be integers >= 1 (1 = best)")
+
+
+def duplicate_pair_error(run: str, query_id: str, item: str, col: str) -> FusionError:
+    """The error :func:`stack_coded` raises when a run lists a (query, item) pair twice."""
+    return FusionError(
+        f"run {run!r} lists query {query_id!r} / {col} {item!r} twice; keep one row per pair"
     )

@@ -47,6 +47,8 @@ __all__ = [
     "judged_at_k",
     "precision_at_k",
     "leave_one_run_out",
+    "pattern_stats",
+    "leave_one_run_out_unique",
 ]
 
 
@@ -273,6 +275,12 @@ def run_overlap(pool: Pool) -> pd.DataFrame:
     for s in range(0, len(m), block):
         part = m[s : s + block].astype(np.float32)
         inter += np.rint(part.T @ part).astype(np.int64)
+    return _overlap_frame(names, inter)
+
+
+def _overlap_frame(names: list[str], inter: np.ndarray) -> pd.DataFrame:
+    """:func:`run_overlap`'s table from the run x run matrix of shared pair counts."""
+    r = len(names)
     sizes = np.diag(inter)
     a, b = np.triu_indices(r, k=1)
     shared = inter[a, b]
@@ -467,3 +475,77 @@ def _call_metric(metric: MetricFn, qrels: dict, run: dict) -> float:
         vals = list(value.values())
         return float(np.mean(vals)) if vals else float("nan")
     return float(value)
+
+
+def pattern_stats(
+    run_ids: list[str], per_run: np.ndarray, rows: np.ndarray, pairs: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`unique_contributions` and :func:`run_overlap` from provenance patterns.
+
+    A pattern is one distinct row of a pair's provenance counts: ``per_run[h, j]`` is how many
+    provenance rows run ``run_ids[j]`` has for each pair of pattern ``h``, ``rows[h]`` how many
+    provenance rows such a pair has in all, and ``pairs[h]`` how many pairs share the pattern.
+    A pool of millions of pairs has at most ``2 ** len(run_ids)`` patterns (usually far fewer),
+    so a database can count them and this stays tiny. Returns ``(contributions, overlap)``
+    equal to ``unique_contributions(pool)`` and ``run_overlap(pool)``.
+    """
+    names = list(run_ids)
+    per_run = np.asarray(per_run, dtype=np.int64).reshape(-1, len(names))
+    rows = np.asarray(rows, dtype=np.int64)
+    pairs = np.asarray(pairs, dtype=np.int64)
+    pooled = (per_run * pairs[:, None]).sum(axis=0)
+    unique = ((per_run == 1) & (rows == 1)[:, None]).astype(np.int64) * pairs[:, None]
+    contributions = pd.DataFrame(
+        {"run_id": names, "pooled": pooled.astype(np.int64), "unique": unique.sum(axis=0).astype(np.int64)}
+    )
+    member = (per_run > 0).astype(np.int64)
+    inter = (member * pairs[:, None]).T @ member
+    return contributions, _overlap_frame(names, inter)
+
+
+def leave_one_run_out_unique(
+    run_ids: list[str],
+    unique_pairs: Mapping[str, int],
+    unique: pd.DataFrame,
+    labels: pd.DataFrame,
+    *,
+    runs: RunsLike,
+    id_col: str,
+    k: int = 10,
+    metric: MetricFn | None = None,
+    rel_threshold: float = 1,
+) -> pd.DataFrame:
+    """:func:`leave_one_run_out` without the pool's provenance table.
+
+    ``unique_pairs`` maps each run to the number of pooled pairs only it contributed (``U_r``);
+    ``unique`` lists such pairs as ``run_id, query_id, <id_col>`` — at least every one that is
+    labelled (the others cannot change a score, so a caller may leave them out). ``runs`` are
+    the runs to score, as in :func:`leave_one_run_out`. Same result table and formulas.
+    """
+    col = id_col
+    lab = _judged(labels, col)
+    top_all, _ = _top_k(runs, k, col)
+    rows = []
+    for run_id in run_ids:  # loop over runs (a handful), not over pairs
+        mine = unique.loc[unique["run_id"] == run_id]
+        removed = _isin(lab, mine, col) if len(mine) else np.zeros(len(lab), dtype=bool)
+        lab_without = lab.loc[~removed]
+        top = top_all.loc[top_all["run_id"] == run_id]
+        if metric is None:
+            with_ = _p_at_k(top, lab, col, k, rel_threshold)
+            without = with_ if not removed.any() else _p_at_k(top, lab_without, col, k, rel_threshold)
+        else:
+            with_ = _call_metric(metric, *_as_dicts(top, lab, col))
+            without = _call_metric(metric, *_as_dicts(top, lab_without, col))
+        rows.append(
+            {
+                "run_id": run_id,
+                "unique_pairs": int(unique_pairs.get(run_id, 0)),
+                "unique_judged": int(removed.sum()),
+                "metric_with": with_,
+                "metric_without": without,
+                "delta": with_ - without,
+            }
+        )
+    columns = ["run_id", "unique_pairs", "unique_judged", "metric_with", "metric_without", "delta"]
+    return pd.DataFrame(rows, columns=columns)

@@ -13,6 +13,12 @@ Adding runs (:func:`add_runs`) never rewrites existing pairs (they may be judged
 it inserts only the pairs no pooled run had found, with priorities continuing after the
 query's current maximum (ordered among themselves by the RRF score over all runs, old and
 new), and the new runs' provenance for every pair they retrieved within the pool depth.
+
+Scale: the set work (union, new pairs, per-query sizes, overlap patterns) runs in DuckDB
+(:mod:`workbench.store.pools`); only integer codes and ranks reach numpy, where the core
+(:func:`workbench.core.fusion.fuse_wide`, :func:`workbench.core.pooling.pattern_stats`)
+computes priorities and diagnostics with the same formulas, tie rules and float sums as
+:func:`workbench.core.pooling.build_pool`. Ids are joined back inside DuckDB when written.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import pandas as pd
 
 from workbench.config import DEFAULTS
 from workbench.core import pooling as core_pooling
+from workbench.core.fusion import check_run_summary, duplicate_pair_error, fuse_wide
 from workbench.core.spans import chunk_qrels, doc_qrels
 from workbench.errors import InputError, StoreError
 from workbench.services.progress import ProgressFactory, no_progress
@@ -33,8 +40,11 @@ from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.judgments import read_judgments
 from workbench.store.pools import (
-    create_pool, read_pool, read_pool_pairs, read_pool_provenance, read_pools, update_pool_runs,
-    write_chunk_pool_pairs, write_pool_pairs, write_pool_provenance_from_runs,
+    count_pool_pairs, count_pool_pairs_among, create_pool, drop_staged_pool_pairs,
+    first_duplicate_run_row, read_pool, read_pool_pairs, read_pool_provenance, read_pool_sizes,
+    read_pools, read_provenance_patterns, read_unique_pool_pairs_among, stage_new_pool_pairs,
+    stage_pool_pairs, summarise_run_rows, update_pool_runs, write_pool_provenance_from_runs,
+    write_staged_pool_pairs,
 )
 from workbench.store.retrieval import read_run_rows_many
 
@@ -65,25 +75,36 @@ def _id_col(level: str) -> str:
     return "chunk_id" if level == "chunk" else "doc_id"
 
 
-def _runs_table(db: Database, runs: list[str], depth: int, level: str) -> pd.DataFrame:
-    """The runs' top ``depth`` rows as ``run_id, query_id, <id>, rank`` (input of core pooling)."""
-    return read_run_rows_many(db, runs, depth=depth, columns=["run_id", "query_id", _id_col(level), "rank"])
+def _check_rows(tx, runs: list[str], depth: int, level: str) -> int:
+    """Validate the runs' rows within ``depth`` as core pooling does; return their count.
+
+    The same errors as :func:`core.fusion.stack_coded` (missing ids, ranks below 1), checked
+    with one aggregate in DuckDB instead of loading the rows.
+    """
+    summary = summarise_run_rows(tx, runs, depth, level)
+    check_run_summary(summary["run"].tolist(), summary["missing"].tolist(), summary["min_rank"].tolist(),
+                      _id_col(level))
+    return int(summary["rows"].sum())
 
 
-def _write_pairs(tx, name: str, pairs: pd.DataFrame, level: str, runs: list[str]) -> int:
-    """Store pairs (``query_id, <id>, priority, score``); chunk pairs get doc_id from the runs."""
-    out = pairs.rename(columns={"score": "rrf_score"})
-    if level == "chunk":
-        n = write_chunk_pool_pairs(tx, name, out, runs)
-        if n != len(out):  # every pooled chunk came from these runs' rows, so this cannot differ
-            raise StoreError(f"pool {name!r}: stored {n} of {len(out)} pairs; the runs changed while pooling, retry")
-        return n
-    return write_pool_pairs(tx, name, out.assign(chunk_id=None))
+def _check_no_duplicates(tx, staged, runs: list[str], depth: int, level: str, *, force: bool = False) -> None:
+    """A run listing a (query, item) pair twice is an error (as in core pooling)."""
+    present = np.zeros(len(staged.rows), dtype=np.int64)
+    for r in staged.ranks:
+        present += r > 0
+    if force or (staged.rows > present).any():
+        dup = first_duplicate_run_row(tx, runs, depth, level)
+        if dup is not None:
+            raise duplicate_pair_error(*dup, _id_col(level))
 
 
 def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
                progress: ProgressFactory = no_progress) -> PoolSummary:
-    """Create pool ``name``: the depth-``depth`` union of ``runs`` with priorities and provenance."""
+    """Create pool ``name``: the depth-``depth`` union of ``runs`` with priorities and provenance.
+
+    The union is formed in DuckDB (a temporary table of the transaction); only integer codes
+    and ranks reach numpy, where :func:`core.fusion.fuse_wide` gives the RRF priorities.
+    """
     depth = _check_depth(depth)
     if not isinstance(name, str) or not name.strip():
         raise InputError("a pool needs a non-empty --name")
@@ -95,45 +116,44 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
     started = time.perf_counter()
     info = read_runs_checked(db, list(runs))
     level, chunking = same_scope(info, "a pool")
-    with progress(f"pool {name}", 3, "step") as advance:
-        stacked = _runs_table(db, list(runs), depth, level)
-        advance(1)
-        if stacked.empty:
+    # Scores are summed run by run in name order: the order in which core pooling, reading the
+    # rows ordered by run, meets them (bit-identical scores).
+    order = sorted(set(runs))
+    with progress(f"pool {name}", 3, "step") as advance, db.transaction() as tx:
+        if _check_rows(tx, order, depth, level) == 0:
             raise InputError(f"runs {list(runs)} have no rows; nothing to pool")
-        pool = core_pooling.build_pool(stacked, depth, k=POOL_RRF_K, id_col=_id_col(level))
+        staged = stage_pool_pairs(tx, order, depth, level)
+        _check_no_duplicates(tx, staged, order, depth, level)
         advance(1)
-        with db.transaction() as tx:
-            create_pool(tx, name, level=level, chunking=chunking, depth=depth, runs=list(runs))
-            n_pairs = _write_pairs(tx, name, pool.pairs, level, list(runs))
-            n_prov = write_pool_provenance_from_runs(tx, name, list(runs), depth)
+        score, priority = fuse_wide(staged.query, staged.ranks, k=POOL_RRF_K)
         advance(1)
-    return PoolSummary(name, level, chunking, depth, list(runs), int(pool.pairs["query_id"].nunique()),
+        create_pool(tx, name, level=level, chunking=chunking, depth=depth, runs=list(runs))
+        n_pairs = write_staged_pool_pairs(tx, name, level, staged.rid, priority, score)
+        if n_pairs != len(staged.rid):  # every staged pair is written, so this cannot differ
+            raise StoreError(f"pool {name!r}: stored {n_pairs} of {len(staged.rid)} pairs; retry")
+        drop_staged_pool_pairs(tx)
+        n_prov = write_pool_provenance_from_runs(tx, name, list(runs), depth)
+        advance(1)
+    return PoolSummary(name, level, chunking, depth, list(runs), staged.queries,
                        n_pairs, n_prov, n_pairs, time.perf_counter() - started)
 
 
-def _load_pool(db: Database, name: str) -> tuple[dict, core_pooling.Pool]:
-    """The stored pool as its record and a :class:`core.pooling.Pool`."""
+def _pool_record(db: Database, name: str) -> dict:
     record = read_pool(db, name)
     if record is None:
         known = ", ".join(read_pools(db)["name"]) or "none yet"
         raise StoreError(f"no pool {name!r} in {db.path}; known pools: {known}")
-    col = _id_col(record["level"])
-    prov = read_pool_provenance(db, name).rename(columns={"run": "run_id"})
-    prov = prov[["run_id", "query_id", col, "rank"]].reset_index(drop=True)
-    pairs = read_pool_pairs(db, name)
-    counts = prov.groupby(["query_id", col], sort=False).agg(n_runs=("run_id", "size"), best_rank=("rank", "min"))
-    pairs = (pairs.rename(columns={"rrf_score": "score"})
-             .merge(counts.reset_index(), on=["query_id", col], how="left"))
-    pairs = pairs[["query_id", col, "priority", "score", "n_runs", "best_rank"]]
-    pool = core_pooling.Pool(pairs=pairs, provenance=prov, id_col=col,
-                             depths={r: record["depth"] for r in record["runs"]}, k=POOL_RRF_K)
-    return record, pool
+    return record
 
 
 def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
-    """Add ``runs`` to pool ``name`` at its depth (rule in the module docstring)."""
+    """Add ``runs`` to pool ``name`` at its depth (rule in the module docstring).
+
+    New pairs are found with an anti-join against the stored pairs in DuckDB; only they (and
+    their ranks) reach numpy, where their RRF order over all runs, old and new, is computed.
+    """
     started = time.perf_counter()
-    record, pool = _load_pool(db, name)
+    record = _pool_record(db, name)
     already = [r for r in runs if r in record["runs"]]
     if already:
         raise InputError(f"run(s) {already} are already in pool {name!r} (runs: {record['runs']})")
@@ -144,20 +164,26 @@ def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
             f"pool {name!r} holds {record['level']} items of chunking {record['chunking']!r} but "
             f"runs {list(runs)} rank {level} items of chunking {chunking!r}; pool them separately"
         )
-    stacked = _runs_table(db, list(runs), record["depth"], level)
-    update = core_pooling.add_runs_to_pool(pool, stacked, record["depth"])
-    new_pairs = update.new_pairs
-    # Continue each query's priorities after its current maximum (existing pairs are untouched).
-    top = pool.pairs.groupby("query_id")["priority"].max()
-    offset = new_pairs["query_id"].map(top).fillna(0).astype(np.int64)
-    new_pairs = new_pairs.assign(priority=new_pairs["priority"].astype(np.int64) + offset.to_numpy())
+    depth = record["depth"]
+    # Summation order of core pooling: the pool's provenance (ordered by run), then the new runs.
+    old, new = sorted(set(record["runs"])), sorted(set(runs))
     with db.transaction() as tx:
-        n_pairs = _write_pairs(tx, name, new_pairs, level, list(runs))
-        n_prov = write_pool_provenance_from_runs(tx, name, list(runs), record["depth"])
+        if _check_rows(tx, new, depth, level) == 0:
+            raise InputError(f"runs {list(runs)} have no rows within the pool depth {depth}; nothing to add")
+        staged = stage_new_pool_pairs(tx, name, old, new, depth, level)
+        # Rows of old pairs are not staged, so look for duplicates among all new rows.
+        _check_no_duplicates(tx, staged, new, depth, level, force=True)
+        score, rank = fuse_wide(staged.query, staged.ranks, k=POOL_RRF_K)
+        # New pairs rank among themselves by their RRF over all runs, after the query's
+        # current maximum priority (existing pairs are untouched).
+        n_pairs = write_staged_pool_pairs(tx, name, level, staged.rid, rank + staged.top, score)
+        if n_pairs != len(staged.rid):
+            raise StoreError(f"pool {name!r}: stored {n_pairs} of {len(staged.rid)} pairs; retry")
+        drop_staged_pool_pairs(tx)
+        n_prov = write_pool_provenance_from_runs(tx, name, list(runs), depth)
         update_pool_runs(tx, name, record["runs"] + list(runs))
-    total = len(pool.pairs) + n_pairs
-    queries = int(pd.concat([pool.pairs["query_id"], new_pairs["query_id"]]).nunique())
-    return PoolSummary(name, level, chunking, record["depth"], record["runs"] + list(runs), queries,
+        total, queries = count_pool_pairs(tx, name)
+    return PoolSummary(name, level, chunking, depth, record["runs"] + list(runs), queries,
                        n_pairs, n_prov, total, time.perf_counter() - started)
 
 
@@ -205,35 +231,45 @@ def pool_stats(db: Database, name: str, *, k: int = 10,
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InputError(f"k must be a positive integer, got {k!r}")
-    record, pool = _load_pool(db, name)
-    col = pool.id_col
-    labels = pool_labels(db, record["level"], record["chunking"], min_overlap)
-    runs_top = read_run_rows_many(db, record["runs"], depth=int(k))[["run_id", "query_id", col, "rank"]]
-    sizes = core_pooling.pool_sizes(pool)
-    contributions = core_pooling.unique_contributions(pool)
-    overlap = core_pooling.run_overlap(pool)
+    record = _pool_record(db, name)
+    level, runs = record["level"], record["runs"]
+    col = _id_col(level)
+    labels = pool_labels(db, level, record["chunking"], min_overlap)
+    runs_top = read_run_rows_many(db, runs, depth=int(k))[["run_id", "query_id", col, "rank"]]
+    # Sizes, contributions and overlap from aggregates over the stored pool (no pool in pandas).
+    sizes = read_pool_sizes(db, name)
+    n_pairs = int(sizes["pool_size"].sum())
+    contributions, overlap = core_pooling.pattern_stats(runs, *read_provenance_patterns(db, name, runs, level))
     if runs_top.empty:
-        judged = pd.DataFrame({"run_id": record["runs"], "judged_at_k": np.nan})
+        judged = pd.DataFrame({"run_id": runs, "judged_at_k": np.nan})
     else:
         judged = core_pooling.judged_at_k(runs_top, labels, int(k), id_col=col)
         # A run with no rows answers no query: show it with NaN rather than dropping it.
-        judged = judged.set_index("run_id").reindex(record["runs"]).rename_axis("run_id").reset_index()
-    loo = core_pooling.leave_one_run_out(pool, labels, k=int(k), rel_threshold=relevance_threshold,
-                                         runs=runs_top if not runs_top.empty else None)
-    keys = pd.MultiIndex.from_arrays([pool.pairs["query_id"].astype(str), pool.pairs[col].astype(str)])
-    label_keys = pd.MultiIndex.from_arrays([labels["query_id"].astype(str), labels[col].astype(str)])
-    judged_pairs = int(keys.isin(label_keys).sum())
+        judged = judged.set_index("run_id").reindex(runs).rename_axis("run_id").reset_index()
+    # Leave-one-run-out needs each run's unique pairs only where they are labelled.
+    keys = labels[["query_id", col]].astype(str).drop_duplicates().set_axis(["query_id", "item"], axis=1)
+    judged_keys = (labels.loc[labels["grade"].notna(), ["query_id", col]].astype(str).drop_duplicates()
+                   .set_axis(["query_id", "item"], axis=1))
+    unique = read_unique_pool_pairs_among(db, name, level, judged_keys)
+    if runs_top.empty:  # score the pool's own rows (cut at its depth), as core pooling does
+        scored = read_pool_provenance(db, name).rename(columns={"run": "run_id"})[["run_id", "query_id", col, "rank"]]
+    else:
+        scored = runs_top
+    loo = core_pooling.leave_one_run_out_unique(
+        runs, dict(zip(contributions["run_id"], contributions["unique"])), unique, labels,
+        runs=scored, id_col=col, k=int(k), rel_threshold=relevance_threshold)
+    judged_pairs = count_pool_pairs_among(db, name, level, keys)
     summary = {
         "queries": int(len(sizes)),
-        "pairs": int(len(pool.pairs)),
+        "pairs": n_pairs,
         "judged_pairs": judged_pairs,
-        "unjudged_pairs": int(len(pool.pairs)) - judged_pairs,
+        "unjudged_pairs": n_pairs - judged_pairs,
         "min_pool_size": int(sizes["pool_size"].min()) if len(sizes) else 0,
         "mean_pool_size": float(sizes["pool_size"].mean()) if len(sizes) else 0.0,
         "max_pool_size": int(sizes["pool_size"].max()) if len(sizes) else 0,
     }
     return PoolStats(record, int(k), sizes, contributions, overlap, judged, loo,
-                     int(len(pool.pairs)), judged_pairs, summary)
+                     n_pairs, judged_pairs, summary)
 
 
 def list_pools(db: Database) -> pd.DataFrame:

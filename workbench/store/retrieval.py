@@ -67,9 +67,35 @@ def read_run_rows_many(db: Database, names: list[str], *, depth: int | None = No
     select = ", ".join("run AS run_id" if c == "run_id" else c for c in columns)
     cut = "AND rank <= ?" if depth is not None else ""
     params: list = [list(names)] + ([int(depth)] if depth is not None else [])
-    return db.query_df(
+    return arrow_query_df(
+        db,
         f"""SELECT {select} FROM run_rows
             WHERE run IN (SELECT unnest(?::VARCHAR[])) {cut}
             ORDER BY run, query_id, rank""",
         params,
     )
+
+
+def arrow_query_df(db: Database, sql: str, params: list | None = None) -> pd.DataFrame:
+    """``db.query_df`` through Arrow: the same frame, several times faster for string columns.
+
+    DuckDB's own DataFrame conversion builds Python strings for every VARCHAR cell; the Arrow
+    result converts to pandas' Arrow-backed ``str`` columns without that. Use it only for
+    queries whose integer columns cannot be NULL (Arrow would read those as float64 where
+    ``query_df`` gives a nullable Int64). An empty result is read with ``query_df`` so its
+    dtypes stay exactly those of ``query_df``, and so does a VARCHAR column holding only NULLs.
+    """
+    cur = db.cursor()
+    try:
+        table = cur.sql(sql, params=params or []).to_arrow_table()
+    finally:
+        cur.close()
+    if table.num_rows == 0:
+        return db.query_df(sql, params)
+    frame = table.to_pandas()
+    # query_df gives a VARCHAR column without any value as object dtype holding None.
+    for name in frame.columns:
+        column = frame[name]
+        if isinstance(column.dtype, pd.StringDtype) and column.isna().all():
+            frame[name] = pd.Series([None] * len(frame), index=frame.index, dtype=object)
+    return frame
