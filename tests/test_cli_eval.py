@@ -41,12 +41,14 @@ def test_json_output(files):
     assert out["system_b"]["aggregate"]["P@5"] == pytest.approx(0.4)
 
 
-def test_json_without_per_query_and_with_switches(files):
+def test_json_always_has_per_query_and_honours_switches(files):
     proc = run_cli("eval", str(files / "qrels.txt"), str(files / "system_a.run"), "-m", "P@5",
                    "--include-no-relevant", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)["system_a"]
-    assert "per_query" not in out
+    # The JSON shape is fixed: per_query is there without --per-query too.
+    assert out["per_query"]["q1"]["P@5"] == pytest.approx(0.6)
+    assert out["per_query"]["q2"]["P@5"] == 0.0
     # q1 0.6 and q2 (missing from the run, no relevant doc) 0
     assert out["aggregate"]["P@5"] == pytest.approx(0.3)
     assert out["counts"]["missing_from_run"] == 1

@@ -12,11 +12,12 @@ Runs are named by file stem (``bm25.run`` -> ``bm25``); a repeated stem gets ``#
 ``--format json`` prints::
 
     {RUN_NAME: {"aggregate": {MEASURE: value},
-                "per_query": {QUERY_ID: {MEASURE: value}},   # only with --per-query
+                "per_query": {QUERY_ID: {MEASURE: value}},
                 "counts": {"queries_evaluated": n, "excluded_no_relevant": n,
                            "missing_from_run": n, "only_in_run": n}}}
 
-NaN is written as ``null``. ``table`` prints one aligned block per run; ``tsv`` prints
+The JSON shape is a contract (users' CI scripts read it), so it always carries ``per_query``;
+``--per-query`` only adds per-query rows to the table and tsv formats. NaN is written as ``null``. ``table`` prints one aligned block per run; ``tsv`` prints
 ``run<TAB>measure<TAB>query_id<TAB>value`` rows with query ``all`` for the mean (like trec_eval).
 """
 
@@ -72,11 +73,10 @@ def _eval(args: argparse.Namespace) -> int:
         out = {}
         for name, res in results.items():
             entry: dict = {"aggregate": {m: _clean(v) for m, v in res.aggregate.items()}}
-            if args.per_query:
-                entry["per_query"] = {
-                    qid: {m: _clean(v) for m, v in row.items()}
-                    for qid, row in res.per_query.to_dict(orient="index").items()
-                }
+            entry["per_query"] = {
+                qid: {m: _clean(v) for m, v in row.items()}
+                for qid, row in res.per_query.to_dict(orient="index").items()
+            }
             entry["counts"] = res.counts()
             out[name] = entry
         print(json.dumps(out, indent=2))
