@@ -381,8 +381,7 @@ def read_trec_qrels(path: str | Path, *, careful: bool = False) -> Qrels:
         )
     except _SlowPath:
         pass
-    qids, docs, grades, lines = [], [], [], []
-    for lineno, fields in _text_lines(path, data):
+    def check(lineno: int, fields: list[str]) -> None:
         if len(fields) != 4:
             hint = " (this looks like a run file)" if len(fields) >= 6 else ""
             raise InputError(
@@ -390,14 +389,28 @@ def read_trec_qrels(path: str | Path, *, careful: bool = False) -> Qrels:
                 path=str(path),
                 line=lineno,
             )
+
+    return _qrels_from_lines(path, data, check, (0, 2, 3), "grade (4th field)")
+
+
+def _qrels_from_lines(path: Path, data: bytes, check, columns: tuple[int, int, int], grade_name: str,
+                      skip=lambda lineno, fields: False) -> Qrels:
+    """The careful line-by-line qrels parser: ``check`` raises on a malformed line, ``columns``
+    are the positions of query id, doc id and grade; errors name the file and line."""
+    qids, docs, grades, lines = [], [], [], []
+    q_at, d_at, g_at = columns
+    for lineno, fields in _text_lines(path, data):
+        if skip(lineno, fields):
+            continue
+        check(lineno, fields)
         try:
-            grade = int(fields[3])
+            grade = int(fields[g_at])
         except ValueError:
             raise InputError(
-                f"grade (4th field) must be an integer, got {fields[3]!r}", path=str(path), line=lineno
+                f"{grade_name} must be an integer, got {fields[g_at]!r}", path=str(path), line=lineno
             ) from None
-        qids.append(fields[0])
-        docs.append(fields[2])
+        qids.append(fields[q_at])
+        docs.append(fields[d_at])
         grades.append(grade)
         lines.append(lineno)
     return Qrels(
@@ -421,34 +434,24 @@ def _ncols_first_line(data: bytes) -> int:
 def read_beir_qrels(path: str | Path) -> Qrels:
     """Read BEIR ``query-id<TAB>corpus-id<TAB>score`` qrels, header line optional."""
     path, data = _read_bytes(path)
-    qids, docs, grades, lines = [], [], [], []
-    for lineno, fields in _text_lines(path, data):
-        if lineno == 1 or not qids and not lines and fields[:1] == ["query-id"]:
-            if [f.lower() for f in fields] == ["query-id", "corpus-id", "score"]:
-                continue
+    seen_data = False
+
+    def is_header(lineno: int, fields: list[str]) -> bool:
+        # Only the first non-blank line may be the header.
+        nonlocal seen_data
+        header = not seen_data and [f.lower() for f in fields] == ["query-id", "corpus-id", "score"]
+        seen_data = True
+        return header
+
+    def check(lineno: int, fields: list[str]) -> None:
         if len(fields) != 3:
             raise InputError(
                 f"expected 3 tab-separated fields 'query-id corpus-id score', got {len(fields)}",
                 path=str(path),
                 line=lineno,
             )
-        try:
-            grade = int(fields[2])
-        except ValueError:
-            raise InputError(
-                f"score (3rd field) must be an integer, got {fields[2]!r}", path=str(path), line=lineno
-            ) from None
-        qids.append(fields[0])
-        docs.append(fields[1])
-        grades.append(grade)
-        lines.append(lineno)
-    return Qrels(
-        pa.array(qids, type=pa.string()),
-        pa.array(docs, type=pa.string()),
-        np.array(grades, dtype=np.int64),
-        lines=np.array(lines, dtype=np.int64),
-        source=str(path),
-    )
+
+    return _qrels_from_lines(path, data, check, (0, 1, 2), "score (3rd field)", skip=is_header)
 
 
 def read_jsonl_qrels(path: str | Path) -> Qrels:
