@@ -71,6 +71,14 @@ def rank_within(group: np.ndarray, score: np.ndarray, item: np.ndarray | None = 
         return np.empty(0, dtype=np.int64)
     key = -np.round(np.asarray(score, dtype=np.float64), _TIE_DECIMALS)
     order = np.lexsort((key, group) if item is None else (item, key, group))
+    return _ranks_in_sorted_groups(group, order)
+
+
+
+def _ranks_in_sorted_groups(group: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """1-based position of each row within its group, given ``order`` that sorts rows by group
+    and then by the ranking key; returned in the rows' original order."""
+    n = len(order)
     g = group[order]
     new = np.ones(n, dtype=bool)
     new[1:] = g[1:] != g[:-1]
@@ -79,7 +87,6 @@ def rank_within(group: np.ndarray, score: np.ndarray, item: np.ndarray | None = 
     ranks = np.empty(n, dtype=np.int64)
     ranks[order] = pos + 1
     return ranks
-
 
 def unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted unique values of an int array and the inverse index (like ``np.unique``).
@@ -397,14 +404,7 @@ def _rank_by_score(group: np.ndarray, score: np.ndarray) -> np.ndarray:
     if (int(group.max()) + 1) * span >= 2**62:
         return rank_within(group, score, None)
     order = np.argsort(group * span + (hi - m), kind="stable")
-    g = group[order]
-    new = np.ones(n, dtype=bool)
-    new[1:] = g[1:] != g[:-1]
-    first = np.flatnonzero(new)
-    pos = np.arange(n, dtype=np.int64) - np.repeat(first, np.diff(np.r_[first, n]))
-    ranks = np.empty(n, dtype=np.int64)
-    ranks[order] = pos + 1
-    return ranks
+    return _ranks_in_sorted_groups(group, order)
 
 
 def check_run_summary(names: Sequence[str], missing: Sequence[int], min_rank: Sequence[float],
