@@ -108,3 +108,44 @@ def test_duplicate_doc_and_keep_first(files):
 def test_no_measure_is_a_config_error(files):
     proc = run_cli("eval", str(files / "qrels.txt"), str(files / "system_a.run"))
     assert proc.returncode == 2 and "at least one measure" in proc.stderr
+
+
+# --distribution: 4 queries, one relevant doc each except q4 (two); top-2 lists.
+DIST_QRELS = "q1 0 a 1\nq2 0 b 1\nq3 0 c 1\nq4 0 d 1\nq4 0 e 1\n"
+# P@2 by hand: q1 [a x] 0.5, q2 [x y] 0, q3 [c x] 0.5, q4 [d e] 1.0
+#   mean 2/4 = 0.5; sorted [0, 0.5, 0.5, 1] -> median (0.5 + 0.5) / 2 = 0.5;
+#   p10: position 0.1 * (4 - 1) = 0.3 between 0 and 0.5 -> 0.15; zeros 1/4 = 0.25; n 4
+# RR by hand: q1 1, q2 0, q3 1, q4 1 -> mean 0.75, median 1, p10 0.3 * 1 = 0.3, zeros 0.25
+DIST_RUN = ("q1 Q0 a 1 2 r\nq1 Q0 x 2 1 r\nq2 Q0 x 1 2 r\nq2 Q0 y 2 1 r\n"
+            "q3 Q0 c 1 2 r\nq3 Q0 x 2 1 r\nq4 Q0 d 1 2 r\nq4 Q0 e 2 1 r\n")  # fmt: skip
+
+
+def test_distribution_flag(tmp_path):
+    (tmp_path / "qrels.txt").write_text(DIST_QRELS)
+    (tmp_path / "dist.run").write_text(DIST_RUN)
+    base = ("eval", str(tmp_path / "qrels.txt"), str(tmp_path / "dist.run"), "-m", "P@2", "-m", "RR")
+    proc = run_cli(*base, "--distribution", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)["dist"]
+    assert list(out) == ["aggregate", "per_query", "counts", "distribution"]
+    assert out["distribution"]["P@2"] == pytest.approx(
+        {"mean": 0.5, "median": 0.5, "p10": 0.15, "zeros": 0.25, "n": 4})
+    assert out["distribution"]["RR"] == pytest.approx(
+        {"mean": 0.75, "median": 1.0, "p10": 0.3, "zeros": 0.25, "n": 4})
+    # without the flag the JSON keeps exactly the contract's keys
+    plain = json.loads(run_cli(*base, "--format", "json").stdout)["dist"]
+    assert list(plain) == ["aggregate", "per_query", "counts"]
+
+    lines = run_cli(*base, "--distribution", "--format", "tsv").stdout.strip().splitlines()
+    assert "dist\tP@2\tall\t0.500000" in lines
+    assert "dist\tP@2:median\tall\t0.500000" in lines
+    assert "dist\tP@2:p10\tall\t0.150000" in lines
+    assert "dist\tP@2:zeros\tall\t0.250000" in lines
+    assert "dist\tP@2:n\tall\t4" in lines
+    assert "dist\tRR:p10\tall\t0.300000" in lines
+    assert not any(":" in line.split("\t")[1] for line in run_cli(*base, "--format", "tsv").stdout.splitlines())
+
+    table = run_cli(*base, "--distribution").stdout.splitlines()
+    assert table[-3].split() == ["distribution", "mean", "median", "p10", "zeros", "n"]
+    assert table[-2].split() == ["P@2", "0.5000", "0.5000", "0.1500", "0.2500", "4"]
+    assert table[-1].split() == ["RR", "0.7500", "1.0000", "0.3000", "0.2500", "4"]

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "workbench.cli_corpus",     # import, export
     "workbench.cli_retrieval",  # chunk, retrieve, pool
     "workbench.cli_metrics",    # eval, compare
+    "workbench.cli_stages",     # stages
 )
 
 

@@ -1,0 +1,111 @@
+"""Evaluate the stages of a retrieval pipeline on the same queries, and the reranker lift.
+
+Glue behind ``workbench stages``: scores each stage's TREC run with
+:func:`workbench.evaluation.evaluate` (same qrels, same conventions: a query missing from a
+stage's run scores 0), summarises them with :func:`workbench.core.stages.stage_report` (stages
+in the order given, means over the queries every stage has) and, when asked, computes
+:func:`workbench.core.stages.reranker_lift` from three of the report's cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workbench.core.stages import Lift, StageReport, stage_lift, stage_report
+from workbench.errors import ConfigError, InputError
+
+
+@dataclass(frozen=True)
+class LiftSpec:
+    """Which cells of the stage report make the lift.
+
+    ``pool`` = ``pool_measure`` at ``pre_stage`` (the candidate pool the reranker sees, at a
+    large cutoff), ``pre`` = ``measure`` at ``pre_stage``, ``post`` = ``measure`` at
+    ``post_stage``; e.g. ``LiftSpec("recall@50", "fusion", "reranker", "recall@5")``.
+    """
+
+    pool_measure: str
+    pre_stage: str
+    post_stage: str
+    measure: str
+
+    @property
+    def pool(self) -> tuple[str, str]:
+        return (self.pre_stage, self.pool_measure)
+
+    @property
+    def pre(self) -> tuple[str, str]:
+        return (self.pre_stage, self.measure)
+
+    @property
+    def post(self) -> tuple[str, str]:
+        return (self.post_stage, self.measure)
+
+
+@dataclass(frozen=True)
+class StagesResult:
+    """The stage report, the runs' files, queries each stage's run lacked (scored 0) and the
+    lift (``None`` unless a :class:`LiftSpec` was given)."""
+
+    report: StageReport
+    measures: list[str]
+    run_files: dict[str, str]
+    missing_from_run: dict[str, list[str]] = field(default_factory=dict)
+    lift_spec: LiftSpec | None = None
+    lift: Lift | None = None
+
+
+def evaluate_stages(
+    qrels: str | Path,
+    stages: Sequence[tuple[str, str | Path]],
+    measures: Sequence[str],
+    *,
+    rel: int = 1,
+    lift: LiftSpec | None = None,
+) -> StagesResult:
+    """Score every ``(stage name, run file)`` against ``qrels`` and report them side by side.
+
+    The lift's measures are evaluated too when not among ``measures``. Raises
+    :class:`ConfigError` for no stage, a repeated stage name or a lift naming an unknown stage,
+    and :class:`InputError` for a missing file.
+    """
+    from workbench.core.measures import parse_measures
+    from workbench.core.readers import read_qrels
+    from workbench.evaluation import evaluate
+
+    if not stages:
+        raise ConfigError("give at least one stage, e.g. --stage fusion=fusion.run")
+    names = [name for name, _ in stages]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"stage name(s) given more than once: {', '.join(repeated)}")
+    if lift is not None:
+        for role, stage in (("pre-rerank", lift.pre_stage), ("post-rerank", lift.post_stage)):
+            if stage not in names:
+                raise ConfigError(
+                    f"--lift: unknown {role} stage {stage!r}; stages are {', '.join(names)}"
+                )
+    wanted = list(measures) + ([lift.pool_measure, lift.measure] if lift else [])
+    wanted = list(dict.fromkeys(wanted))
+    if not wanted:
+        raise ConfigError("give at least one measure, e.g. -m recall@5 -m ndcg@10")
+    parse_measures(wanted)  # fail on a bad name before reading any file
+    for path in [qrels, *(p for _, p in stages)]:
+        if not Path(path).is_file():
+            raise InputError("no such file", path=str(path))
+    q = read_qrels(qrels)
+    results = {name: evaluate(q, str(path), wanted, rel=rel) for name, path in stages}
+    report = stage_report({name: res.per_query for name, res in results.items()}, wanted)
+    value = None
+    if lift is not None:
+        value = stage_lift(report, pool=lift.pool, pre=lift.pre, post=lift.post)
+    return StagesResult(
+        report=report,
+        measures=wanted,
+        run_files={name: str(path) for name, path in stages},
+        missing_from_run={name: list(res.missing_from_run) for name, res in results.items()},
+        lift_spec=lift,
+        lift=value,
+    )
