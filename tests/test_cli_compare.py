@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from scipy import stats
+
+from tests.trec_files import write_run
 
 # Hand-made collection: 4 queries, binary grades.
 QRELS = """\
@@ -30,16 +31,6 @@ BASE_P2 = [0.5, 0.0, 1.0, 0.5]
 NEW_P2 = [1.0, 0.5, 0.5, 0.5]
 BASE_R2 = [0.5, 0.0, 1.0, 1.0]
 NEW_R2 = [1.0, 1.0, 0.5, 1.0]
-
-
-def write_run(path: Path, tops: dict[str, list[str]], tag: str) -> Path:
-    lines = [
-        f"{qid} Q0 {doc} {rank} {10 - rank} {tag}"
-        for qid, docs in tops.items()
-        for rank, doc in enumerate(docs, start=1)
-    ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 @pytest.fixture

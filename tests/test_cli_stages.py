@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.trec_files import write_run
 
 # 4 queries, binary grades; R = 2, 1, 2, 1 relevant docs (g is judged non-relevant).
 QRELS = """\
@@ -31,16 +32,6 @@ RERANKER = {"q1": ["a", "b"], "q2": ["c", "x"], "q3": ["x", "y"], "q4": ["x", "y
 # lift (--lift recall@10,fusion,reranker,recall@2): pool = 0.625, pre = 0.25, post = 0.5
 #   -> (0.5 - 0.25) / (0.625 - 0.25) = 0.25 / 0.375 = 2/3
 # --lift recall@2,fusion,reranker,recall@2: pool = pre = 0.25 -> no gap, NaN.
-
-
-def write_run(path: Path, tops: dict[str, list[str]], tag: str) -> Path:
-    lines = [
-        f"{qid} Q0 {doc} {rank} {10 - rank} {tag}"
-        for qid, docs in tops.items()
-        for rank, doc in enumerate(docs, start=1)
-    ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ failures are shown with ``st.error``. Corpus text is shown through ``context.esc
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from workbench.config import load_settings
