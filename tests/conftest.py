@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.support.prerequisites import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.prerequisites import REPO
 from workbench.config import DEFAULTS, load_settings
 from workbench.errors import ConfigError
 
-TOML = Path(__file__).resolve().parents[1] / "config" / "workbench.toml"
+TOML = REPO / "config" / "workbench.toml"
 
 
 def test_documented_defaults_equal_builtin_defaults():

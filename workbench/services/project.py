@@ -12,13 +12,12 @@ from workbench import __version__
 from workbench.config import Settings, load_settings
 from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError, StoreError
+from workbench.resources import DEMO_DIR
 from workbench.store.corpus import write_documents, write_queries
 from workbench.store.database import Database
 from workbench.store.judgments import write_judgments
 from workbench.store.meta import read_meta, set_meta, table_counts
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEMO_DIR = REPO_ROOT / "data" / "demo"
 # project_meta "demo": loaded but its pipeline not prepared yet / loaded and prepared.
 DEMO_LOADING, DEMO_READY = "loading", "true"
 

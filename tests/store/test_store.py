@@ -9,13 +9,14 @@ import duckdb
 import pandas as pd
 import pytest
 
+from tests.support.prerequisites import REPO
 from workbench.errors import StoreError, StoreLockedError
 from workbench.store.corpus import read_documents, write_documents
 from workbench.store.database import Database
 from workbench.store.judgments import read_judgments, write_judgments
 from workbench.store.migrations import MIGRATIONS, applied
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = REPO / "tests" / "fixtures"
 
 
 def test_new_database_records_every_migration_in_order(db_path):

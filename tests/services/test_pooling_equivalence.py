@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.retrieval_fixtures import write_chunk_run, write_corpus
+from tests.support.retrieval_fixtures import write_chunk_run, write_corpus
 from workbench.core import pooling as core
 from workbench.services.chunking import create_chunking
 from workbench.services.pooling import POOL_RRF_K, add_runs, build_pool, pool_stats

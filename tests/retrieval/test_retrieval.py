@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.prerequisites import require
-from tests.retrieval_fixtures import DOCS, QUERIES, write_chunk_run, write_corpus
+from tests.support.prerequisites import require
+from tests.support.retrieval_fixtures import DOCS, QUERIES, write_chunk_run, write_corpus
 from workbench.errors import InputError, StoreError
 from workbench.retrieval.bm25 import Bm25Params
 from workbench.retrieval.dense import top_k

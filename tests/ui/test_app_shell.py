@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.live_app import browser_page, serve
+from tests.support.live_app import browser_page, serve
+from tests.support.prerequisites import REPO
 from workbench.services.project import init_project
 
-APP = str(Path(__file__).resolve().parents[1] / "workbench" / "ui" / "app.py")
+APP = str(REPO / "workbench" / "ui" / "app.py")
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import sys
 import pytest
 from scipy import stats
 
-from tests.trec_files import write_run
+from tests.support.trec_files import write_run
 
 # Hand-made collection: 4 queries, binary grades.
 QRELS = """\
@@ -199,14 +199,14 @@ def test_citations_table_and_errors(tmp_path):
     ],
 )
 def test_run_names(paths, names):
-    from workbench.cli_compare import _run_names
+    from workbench.cli.compare import _run_names
 
     assert _run_names(paths) == names
 
 
 @pytest.mark.shared
 def test_compare_dl19_ttest_matches_scipy(tmp_path):
-    from tests.shared_data import shared_path
+    from tests.support.prerequisites import shared_path
     from workbench.evaluation import evaluate
 
     dl19 = shared_path("datasets", "trec-dl-2019-passage")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tests.retrieval_fixtures import write_corpus
+from tests.support.retrieval_fixtures import write_corpus
 from workbench.errors import InputError, StoreError, WorkbenchError
 from workbench.services.chunking import create_chunking
 from workbench.store.chunks import read_chunkings, read_chunks

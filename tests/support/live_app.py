@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.prerequisites import chromium_executable, require
+from tests.support.prerequisites import chromium_executable, require
+from tests.support.prerequisites import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -30,7 +30,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.shared_data import shared_path
+from tests.support.prerequisites import shared_path
+from tests.support.prerequisites import REPO
 from workbench import evaluate
 from workbench.core.readers import read_trec_qrels, read_trec_run
 
@@ -419,8 +420,7 @@ def test_aggregate_from_files_does_not_import_pandas(tmp_path):
         "assert list(pq.index) == ['1', '2'] and pq.index.name == 'query_id'\n"
         "assert all(abs(pq[c].mean() - agg[c]) < 1e-15 for c in agg), (pq, agg)\n"
     )
-    root = Path(__file__).resolve().parents[1]
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 
 def test_fingerprints_never_hide_a_duplicate():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.shared_data import shared_path
+from tests.support.prerequisites import shared_path
 from workbench.errors import InputError
 from workbench.services.export import export_qrels
 from workbench.services.ingest import import_file

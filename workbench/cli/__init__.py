@@ -4,14 +4,13 @@ Thin over :mod:`workbench.services`: each sub-command parses its flags, calls on
 prints the result. Expected failures (:class:`workbench.errors.WorkbenchError`) become one
 line on stderr and a non-zero exit code, never a traceback.
 
-Each feature registers its sub-commands in its own ``cli_*`` module (listed in
-``COMMAND_MODULES`` in pipeline order).
+Each command group registers its sub-commands in its own module of this package (listed in
+``COMMAND_GROUPS`` in pipeline order).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -20,25 +19,22 @@ from workbench.errors import WorkbenchError
 Handler = Callable[[argparse.Namespace], int]
 
 
-# Sub-command modules in pipeline order; each exposes register(subparsers) and sets
-# `handler` on its parsers. A module not built yet is skipped.
-COMMAND_MODULES = (
-    "workbench.cli_project",    # init, status, app
-    "workbench.cli_corpus",     # import, export
-    "workbench.cli_retrieval",  # chunk, retrieve, pool
-    "workbench.cli_metrics",    # eval, compare
-    "workbench.cli_stages",     # stages
+# Command groups in pipeline order; each module exposes register(subparsers) and sets
+# `handler` on its parsers. The list is explicit: a module that fails to import is an error,
+# never a command that silently disappears.
+from workbench.cli import compare, data, evaluation, project, retrieval, stages  # noqa: E402
+
+COMMAND_GROUPS = (
+    project,     # init, status, app
+    data,        # import, export
+    retrieval,   # chunk, retrieve, pool, pool-stats
+    evaluation,  # eval, compare
+    stages,      # stages
 )
 
 
 def _register_commands(sub: argparse._SubParsersAction) -> None:
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
+    for module in COMMAND_GROUPS:
         module.register(sub)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.trec_files import write_run
+from tests.support.trec_files import write_run
 
 # 4 queries, binary grades; R = 2, 1, 2, 1 relevant docs (g is judged non-relevant).
 QRELS = """\

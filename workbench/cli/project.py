@@ -80,7 +80,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def app_command(db_path: Path, host: str, port: int) -> list[str]:
     """The command line that serves the app on ``db_path``."""
-    script = Path(__file__).resolve().parent / "ui" / "app.py"
+    script = Path(__file__).resolve().parents[1] / "ui" / "app.py"
     return [
         sys.executable, "-m", "streamlit", "run", str(script),
         "--server.address", host, "--server.port", str(port), "--server.headless", "true",

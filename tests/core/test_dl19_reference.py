@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.shared_data import shared_path
+from tests.support.prerequisites import shared_path
 from workbench import evaluate
 
 pytestmark = pytest.mark.shared

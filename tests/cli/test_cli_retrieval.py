@@ -93,7 +93,7 @@ def test_errors_are_one_line_with_a_fix(demo, cli):
 
 
 def test_from_doc_maps_an_imported_document_run(demo, cli):
-    from tests.retrieval_fixtures import write_chunk_run
+    from tests.support.retrieval_fixtures import write_chunk_run
 
     with Database(demo) as database:
         docs = read_chunks(database, "sections").drop_duplicates("doc_id")["doc_id"].tolist()[:2]
@@ -118,7 +118,7 @@ def test_from_doc_maps_an_imported_document_run(demo, cli):
 
 @pytest.mark.slow
 def test_dense_cli_on_a_tiny_corpus_uses_the_cache_the_second_time(cli, db_path):
-    from tests.retrieval_fixtures import write_corpus
+    from tests.support.retrieval_fixtures import write_corpus
     from workbench.store.embeddings import count_embeddings
 
     with Database(db_path) as database:

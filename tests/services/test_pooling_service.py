@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.retrieval_fixtures import write_chunk_run, write_corpus
+from tests.support.retrieval_fixtures import write_chunk_run, write_corpus
 from workbench.errors import InputError, StoreError
 from workbench.services.chunking import create_chunking
 from workbench.services.pooling import add_runs, build_pool, pool_stats

@@ -145,7 +145,7 @@ def test_qrels_errors(tmp_path, text, line, fragment):
 
 
 def test_trec_eval_comment_qrels_agree_with_plain(tmp_path):
-    from tests.shared_data import shared_path
+    from tests.support.prerequisites import shared_path
 
     plain = read_trec_qrels(shared_path("oracles", "trec_eval", "qrels.test")).to_dict()
     commented = read_trec_qrels(shared_path("oracles", "trec_eval", "qrels.test.with-comments")).to_dict()

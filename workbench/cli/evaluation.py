@@ -191,7 +191,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(handler=_eval)
     try:
-        from workbench.cli_compare import register_compare
+        from workbench.cli.compare import register_compare
     except ImportError:
         return
     register_compare(sub)

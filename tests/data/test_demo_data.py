@@ -13,8 +13,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from tests.support.prerequisites import REPO
 
-DEMO = Path(__file__).resolve().parents[1] / "data" / "demo"
+DEMO = REPO / "workbench" / "resources" / "demo"
 QUERY_TYPES = {"policy", "procedure", "fact", "multi-hop", "unanswerable", "comparison"}
 
 
