@@ -22,7 +22,7 @@ Handler = Callable[[argparse.Namespace], int]
 # Command groups in pipeline order; each module exposes register(subparsers) and sets
 # `handler` on its parsers. The list is explicit: a module that fails to import is an error,
 # never a command that silently disappears.
-from workbench.cli import compare, data, evaluation, project, retrieval, stages  # noqa: E402
+from workbench.cli import data, evaluation, project, retrieval, stages  # noqa: E402
 
 COMMAND_GROUPS = (
     project,     # init, status, app

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.project import progress_bar, settings_from_args
+from workbench.cli.common import progress_bar, settings_from_args
 
 _KIND_HELP = {
     "corpus": "documents: BEIR/JSONL, a folder of .txt/.md files, or SMART (Cranfield)",

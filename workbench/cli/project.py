@@ -6,36 +6,9 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from workbench.config import Settings, load_settings
-
-
-def settings_from_args(args: argparse.Namespace, **overrides) -> Settings:
-    """Settings for a command: defaults < file < environment < the global flags and ``overrides``."""
-    layered: dict[str, dict] = {"project": {"db": getattr(args, "db", None)}}
-    for dotted, value in overrides.items():
-        section, key = dotted.split(".", 1)
-        layered.setdefault(section, {})[key] = value
-    return load_settings(getattr(args, "config", None), layered)
-
-
-@contextmanager
-def progress_bar(description: str, total: int | None = None, unit: str = "it", *,
-                 disable: bool | None = None, leave: bool = False) -> Iterator:
-    """The commands' :mod:`workbench.services.progress` factory: a tqdm bar on stderr with rate
-    and ETA (results go to stdout). ``disable=None`` lets tqdm switch itself off when stderr is
-    not a terminal (pipes, CI logs); commands with ``--no-progress`` pass ``disable=False``."""
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, desc=description, unit=f" {unit}", unit_scale=True, file=sys.stderr,
-               disable=disable, leave=leave, mininterval=0.5, dynamic_ncols=True)
-    try:
-        yield bar.update
-    finally:
-        bar.close()
+from workbench.cli.common import settings_from_args
 
 
 def _init(args: argparse.Namespace) -> int:

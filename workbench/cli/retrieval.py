@@ -11,7 +11,7 @@ import argparse
 import functools
 import json
 
-from workbench.cli.project import progress_bar, settings_from_args
+from workbench.cli.common import progress_bar, settings_from_args
 from workbench.errors import InputError
 
 
