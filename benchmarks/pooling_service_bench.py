@@ -29,12 +29,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.core import pooling as core_pooling  # noqa: E402
-from workbench.services.pooling import POOL_RRF_K, add_runs, build_pool, pool_stats  # noqa: E402
-from workbench.store.database import Database  # noqa: E402
-from workbench.store.pools import read_pool_pairs  # noqa: E402
-from workbench.store.retrieval import read_run_rows_many, set_run_scope  # noqa: E402
-from workbench.store.runs import write_run  # noqa: E402
+from workbench.core import pooling as core_pooling
+from workbench.services.pooling import POOL_RRF_K, add_runs, build_pool, pool_stats
+from workbench.store.database import Database
+from workbench.store.pools import read_pool_pairs
+from workbench.store.runs import read_run_rows_many, set_run_scope, write_run
 
 
 def synthetic_run(rng: np.random.Generator, n_queries: int, depth: int) -> pd.DataFrame:

@@ -10,8 +10,7 @@ from workbench.services.pooling import pool_stats
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.pools import read_pool, read_pool_pairs
-from workbench.store.retrieval import read_run_info
-from workbench.store.runs import read_run_rows
+from workbench.store.runs import read_run_info, read_run_rows
 
 
 @pytest.fixture

@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 
 from tests.support.prerequisites import require
-from tests.support.retrieval_fixtures import DOCS, QUERIES, write_chunk_run, write_corpus
+from tests.support.retrieval_fixtures import (
+    DOCS,
+    QUERIES,
+    write_chunk_run,
+    write_corpus,
+)
 from workbench.errors import InputError, StoreError
 from workbench.retrieval.bm25 import Bm25Params
 from workbench.retrieval.dense import top_k
@@ -18,8 +23,7 @@ from workbench.services.chunking import create_chunking
 from workbench.services.retrieval import map_doc_run, run_bm25, run_dense, run_hybrid
 from workbench.store.database import Database
 from workbench.store.embeddings import count_embeddings
-from workbench.store.retrieval import read_run_info
-from workbench.store.runs import read_run_rows
+from workbench.store.runs import read_run_info, read_run_rows
 
 PLAIN = Bm25Params(stemmer=None, stopwords=None)
 

@@ -10,9 +10,9 @@ import pytest
 
 from workbench.core.chunking import ChunkingSpec, chunk_documents
 from workbench.errors import InputError
-from workbench.services import ingest
 from workbench.services.ingest import import_file
 from workbench.services.project import open_project
+from workbench.store import imports as imports_table
 from workbench.store.chunks import write_chunking
 from workbench.store.corpus import read_documents, read_queries
 from workbench.store.judgments import read_judgments
@@ -427,7 +427,7 @@ def test_a_failing_import_leaves_every_table_unchanged(project, tmp_path, monkey
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(ingest.store_imports, "record_import", boom)
+    monkeypatch.setattr(imports_table, "record_import", boom)
     with pytest.raises(RuntimeError, match="disk full"):
         import_file(project, "run", write(tmp_path, "bm25.run", RUN))
     assert snapshot(project) == before

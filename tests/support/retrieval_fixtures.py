@@ -7,8 +7,7 @@ import pandas as pd
 from workbench.store.corpus import write_documents, write_queries
 from workbench.store.database import Database
 from workbench.store.judgments import write_judgments
-from workbench.store.retrieval import set_run_scope
-from workbench.store.runs import write_run
+from workbench.store.runs import set_run_scope, write_run
 
 DOCS = {
     "cats": "The cat sat on the mat. Cats love warm mats.",

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from workbench.core.chunking import STRATEGIES, ChunkingSpec, chunk_documents
 from workbench.errors import InputError, StoreError
 from workbench.services.progress import ProgressFactory, no_progress
-from workbench.store.chunks import read_chunkings, write_chunking
+from workbench.store.chunks import chunking_exists, read_chunkings, write_chunking
 from workbench.store.corpus import read_documents
 from workbench.store.database import Database
-from workbench.store.retrieval import chunking_exists
 
 DEFAULT_SIZE = {"fixed": 1000, "section": 2000, "sentences": 5}
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 from workbench.services.chunking import create_chunking
 from workbench.services.pooling import build_pool
 from workbench.services.retrieval import run_bm25
+from workbench.store.chunks import chunking_exists
 from workbench.store.database import Database
 from workbench.store.pools import read_pool
-from workbench.store.retrieval import chunking_exists, run_exists
+from workbench.store.runs import run_exists
 
 DEMO_CHUNKING = "sections"
 DEMO_RUN = "bm25"

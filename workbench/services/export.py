@@ -37,10 +37,10 @@ import pandas as pd
 from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, EXPORT_SOURCES
 from workbench.core.spans import chunk_qrels, doc_qrels
 from workbench.errors import InputError
-from workbench.store import imports as store_imports
-from workbench.store.chunks import read_chunks
+from workbench.store.chunks import chunking_exists, read_chunks
+from workbench.store.corpus import query_texts
 from workbench.store.database import Database
-from workbench.store.retrieval import chunking_exists
+from workbench.store.judgments import graded_judgments
 
 FORMATS = EXPORT_FORMATS
 LEVELS = EXPORT_LEVELS
@@ -90,7 +90,7 @@ def qrels_table(db: Database, *, level: str = "doc", chunking: str | None = None
                 min_overlap: float = 0.5) -> pd.DataFrame:
     """``query_id, item_id, grade`` for the chosen level and source (see the module docstring)."""
     _check("trec", level, source, chunking)
-    spans = store_imports.graded_judgments(db, list(HUMAN_SOURCES) + ["llm"])
+    spans = graded_judgments(db, list(HUMAN_SOURCES) + ["llm"])
     human = spans[spans["source"].isin(HUMAN_SOURCES)]
     llm = spans[spans["source"] == "llm"]
     if level == "doc":
@@ -122,7 +122,7 @@ def qrels_table(db: Database, *, level: str = "doc", chunking: str | None = None
 def span_table(db: Database, *, source: str = "merged") -> pd.DataFrame:
     """``query_id, doc_id, start, end, grade, assessor`` of the chosen source, sorted."""
     _check("spans", "doc", source, None)
-    spans = store_imports.graded_judgments(db, list(HUMAN_SOURCES) + ["llm"])
+    spans = graded_judgments(db, list(HUMAN_SOURCES) + ["llm"])
     human = spans[spans["source"].isin(HUMAN_SOURCES)]
     llm = spans[spans["source"] == "llm"]
     if source == "merged":
@@ -169,7 +169,7 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
         _write_lines(out, ["query-id\tcorpus-id\tscore\n"]
                      + [f"{q}\t{i}\t{g}\n" for q, i, g in table.itertuples(index=False)])
     else:
-        queries = store_imports.query_texts(db).set_index("query_id")
+        queries = query_texts(db).set_index("query_id")
         lines = []
         for qid, group in table.groupby("query_id", sort=True):
             text = queries["text"].get(qid)

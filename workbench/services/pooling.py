@@ -40,13 +40,26 @@ from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.judgments import read_judgments
 from workbench.store.pools import (
-    count_pool_pairs, count_pool_pairs_among, create_pool, drop_staged_pool_pairs,
-    first_duplicate_run_row, read_pool, read_pool_pairs, read_pool_provenance, read_pool_sizes,
-    read_pools, read_provenance_patterns, read_unique_pool_pairs_among, stage_new_pool_pairs,
-    stage_pool_pairs, summarise_run_rows, update_pool_runs, write_pool_provenance_from_runs,
+    count_pool_pairs,
+    count_pool_pairs_among,
+    create_pool,
+    drop_staged_pool_pairs,
+    first_duplicate_run_row,
+    read_pool,
+    read_pool_pairs,
+    read_pool_provenance,
+    read_pool_sizes,
+    read_pools,
+    read_provenance_patterns,
+    read_unique_pool_pairs_among,
+    stage_new_pool_pairs,
+    stage_pool_pairs,
+    summarise_run_rows,
+    update_pool_runs,
+    write_pool_provenance_from_runs,
     write_staged_pool_pairs,
 )
-from workbench.store.retrieval import read_run_rows_many
+from workbench.store.runs import read_run_rows_many
 
 POOL_RRF_K = 60
 
@@ -260,7 +273,7 @@ def pool_stats(db: Database, name: str, *, k: int = 10,
         runs=scored, id_col=col, k=int(k), rel_threshold=relevance_threshold)
     judged_pairs = count_pool_pairs_among(db, name, level, keys)
     summary = {
-        "queries": int(len(sizes)),
+        "queries": len(sizes),
         "pairs": n_pairs,
         "judged_pairs": judged_pairs,
         "unjudged_pairs": n_pairs - judged_pairs,

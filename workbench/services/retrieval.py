@@ -24,14 +24,21 @@ from workbench.retrieval import dense as dense_mod
 from workbench.retrieval.doc_mapping import doc_run_to_chunks
 from workbench.retrieval.hybrid import fuse
 from workbench.services.progress import ProgressFactory, no_progress
-from workbench.store.chunks import read_chunks
+from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.corpus import read_queries
 from workbench.store.database import Database
-from workbench.store.embeddings import count_embeddings, read_embeddings, write_embeddings
-from workbench.store.retrieval import (
-    chunking_exists, read_run_info, read_run_rows_many, run_exists, set_run_scope,
+from workbench.store.embeddings import (
+    count_embeddings,
+    read_embeddings,
+    write_embeddings,
 )
-from workbench.store.runs import write_run
+from workbench.store.runs import (
+    read_run_info,
+    read_run_rows_many,
+    run_exists,
+    set_run_scope,
+    write_run,
+)
 
 DEFAULT_K = 100
 

@@ -1,4 +1,6 @@
-"""Chunkings and their chunks. A chunk is a span: its text is always ``documents.text[start:end]``."""
+"""Tables ``chunkings`` and ``chunks``. A chunking is a definition (strategy and parameters); a
+chunk is a span of one document: its text is always ``documents.text[start:end]``, never stored
+twice."""
 
 from __future__ import annotations
 
@@ -6,21 +8,49 @@ import json
 
 import pandas as pd
 
-from workbench.store.database import Database, insert_frame
+from workbench.store.database import (
+    Cursor,
+    Database,
+    id_frame,
+    insert_frame,
+    join_frame,
+)
+
+CHUNK_COLUMNS = ["chunk_id", "doc_id", "seq", "start", "end"]
 
 
-def write_chunking(cur, name: str, strategy: str, params: dict, chunks: pd.DataFrame) -> int:
-    """Record a chunking and its chunks (chunk_id, doc_id, seq, start, end) in ``cur``'s transaction."""
+# --- writes (inside the caller's transaction) --------------------------------------------------
+def write_chunking(cur: Cursor, name: str, strategy: str, params: dict, chunks: pd.DataFrame) -> int:
+    """Record a chunking and its chunks (chunk_id, doc_id, seq, start, end)."""
     cur.execute(
         "INSERT INTO chunkings (name, strategy, params) VALUES (?, ?, ?)",
         [name, strategy, json.dumps(params, sort_keys=True)],
     )
-    out = chunks[["chunk_id", "doc_id", "seq", "start", "end"]].copy()
-    out.insert(1, "chunking", name)
+    return write_chunks(cur, name, chunks)
+
+
+def write_chunks(cur: Cursor, chunking: str, chunks: pd.DataFrame) -> int:
+    """Append chunks (chunk_id, doc_id, seq, start, end) to an existing chunking."""
+    out = chunks[CHUNK_COLUMNS].copy()
+    out.insert(1, "chunking", chunking)
     return insert_frame(cur, "chunks", out)
 
 
+# --- look-ups on the caller's cursor -------------------------------------------------------------
+def stored_chunks(cur: Cursor, chunk_ids) -> pd.DataFrame:
+    """``chunk_id, chunking, doc_id`` of the stored chunks among ``chunk_ids``."""
+    return join_frame(cur, id_frame(chunk_ids), "_wanted_chunks",
+                      "SELECT k.chunk_id, k.chunking, k.doc_id FROM chunks k "
+                      "JOIN _wanted_chunks w ON k.chunk_id = w.id")
+
+
+# --- reads ---------------------------------------------------------------------------------------
+def chunking_exists(db: Database, name: str) -> bool:
+    return bool(db.query_value("SELECT count(*) FROM chunkings WHERE name = ?", [name]))
+
+
 def read_chunkings(db: Database) -> pd.DataFrame:
+    """``name, strategy, params, created_at, chunks`` of every chunking, oldest first."""
     return db.query_df(
         """SELECT c.name, c.strategy, c.params, c.created_at, count(k.chunk_id) AS chunks
            FROM chunkings c LEFT JOIN chunks k ON k.chunking = c.name

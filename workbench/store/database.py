@@ -16,11 +16,17 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeAlias
 
 import duckdb
 import pandas as pd
 
 from workbench.errors import StoreError, StoreLockedError
+
+#: A cursor: one unit of work on the project database. Store functions that take ``cur`` run
+#: inside the caller's transaction (:meth:`Database.transaction`); those taking ``db`` open
+#: their own cursor for one read.
+Cursor: TypeAlias = duckdb.DuckDBPyConnection
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 
@@ -72,11 +78,11 @@ class Database:
         self.close()
 
     # -- units of work ---------------------------------------------------------------------
-    def cursor(self) -> duckdb.DuckDBPyConnection:
+    def cursor(self) -> Cursor:
         return self._con.cursor()
 
     @contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def transaction(self) -> Iterator[Cursor]:
         """One all-or-nothing unit of work on a fresh cursor."""
         if self.read_only:
             raise StoreError(f"project database {self.path} is open read-only; cannot write")
@@ -111,7 +117,7 @@ class Database:
         return rows[0][0] if rows else None
 
 
-def insert_frame(cur: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> int:
+def insert_frame(cur: Cursor, table: str, frame: pd.DataFrame) -> int:
     """Append a DataFrame to ``table`` by column name in one statement (no row loop).
 
     The frame's columns must be a subset of the table's; the rest take their defaults.
@@ -135,3 +141,47 @@ def where_equal(**conditions) -> tuple[str, list]:
     if not given:
         return "", []
     return "WHERE " + " AND ".join(f'"{column}" = ?' for column in given), list(given.values())
+
+
+def join_frame(cur: Cursor, frame: pd.DataFrame, name: str, sql: str,
+               params: list | None = None) -> pd.DataFrame:
+    """Run ``sql`` with ``frame`` registered as the view ``name``; read the whole result.
+
+    Look-ups of incoming ids against stored rows use it: one statement joins the ids inside
+    DuckDB (no row loop), on the caller's cursor so it sees the transaction's snapshot.
+    """
+    cur.register(name, frame)
+    try:
+        return cur.execute(sql, params or []).df()
+    finally:
+        cur.unregister(name)
+
+
+def id_frame(values) -> pd.DataFrame:
+    """The distinct ``values`` as a one-column (``id``) string frame, for :func:`join_frame`."""
+    return pd.DataFrame({"id": pd.Series(pd.unique(pd.Series(values, dtype=str)), dtype=str)})
+
+
+def arrow_query_df(db: Database, sql: str, params: list | None = None) -> pd.DataFrame:
+    """``db.query_df`` through Arrow: the same frame, several times faster for string columns.
+
+    DuckDB's own DataFrame conversion builds Python strings for every VARCHAR cell; the Arrow
+    result converts to pandas' Arrow-backed ``str`` columns without that. Use it only for
+    queries whose integer columns cannot be NULL (Arrow would read those as float64 where
+    ``query_df`` gives a nullable Int64). An empty result is read with ``query_df`` so its
+    dtypes stay exactly those of ``query_df``, and so does a VARCHAR column holding only NULLs.
+    """
+    cur = db.cursor()
+    try:
+        table = cur.sql(sql, params=params or []).to_arrow_table()
+    finally:
+        cur.close()
+    if table.num_rows == 0:
+        return db.query_df(sql, params)
+    frame = table.to_pandas()
+    # query_df gives a VARCHAR column without any value as object dtype holding None.
+    for name in frame.columns:
+        column = frame[name]
+        if isinstance(column.dtype, pd.StringDtype) and column.isna().all():
+            frame[name] = pd.Series([None] * len(frame), index=frame.index, dtype=object)
+    return frame

@@ -1,4 +1,4 @@
-"""Dense embedding cache: one float vector per (chunking, model, chunk_id).
+"""Table ``embeddings``: the dense embedding cache, one float vector per (chunking, model, chunk_id).
 
 Vectors are written and read through Arrow (no row loop): writing 10,000 x 384 floats is one
 INSERT ... SELECT over a registered Arrow table, reading is one ``to_arrow_table`` whose list
@@ -11,10 +11,10 @@ import numpy as np
 import pyarrow as pa
 
 from workbench.errors import StoreError
-from workbench.store.database import Database, where_equal
+from workbench.store.database import Cursor, Database, where_equal
 
 
-def write_embeddings(cur, chunking: str, model: str, chunk_ids, vectors: np.ndarray) -> int:
+def write_embeddings(cur: Cursor, chunking: str, model: str, chunk_ids, vectors: np.ndarray) -> int:
     """Append ``vectors[i]`` as the embedding of ``chunk_ids[i]`` in ``cur``'s transaction.
 
     ``vectors`` is an ``(n, dim)`` array (stored as FLOAT[], i.e. float32). Returns ``n``.
@@ -77,10 +77,3 @@ def count_embeddings(db: Database, chunking: str | None = None, model: str | Non
     """Rows in the cache, optionally of one chunking and/or model."""
     clause, params = where_equal(chunking=chunking, model=model)
     return int(db.query_value(f"SELECT count(*) FROM embeddings {clause}", params))
-
-
-def read_embedding_models(db: Database) -> list[tuple[str, str, int]]:
-    """``(chunking, model, vectors)`` for every cached combination."""
-    return [tuple(r) for r in db.query_all(
-        "SELECT chunking, model, count(*) FROM embeddings GROUP BY ALL ORDER BY ALL"
-    )]

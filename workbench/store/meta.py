@@ -1,13 +1,13 @@
-"""Project metadata (key/value) and table counts."""
+"""Table ``project_meta`` (key/value) and the row counts of every table."""
 
 from __future__ import annotations
 
-from workbench.store.database import Database
+from workbench.store.database import Cursor, Database
 
 COUNTED_TABLES = ("documents", "queries", "chunkings", "chunks", "runs", "run_rows", "judgments")
 
 
-def set_meta(cur, key: str, value: str) -> None:
+def set_meta(cur: Cursor, key: str, value: str) -> None:
     cur.execute("INSERT OR REPLACE INTO project_meta (key, value) VALUES (?, ?)", [key, value])
 
 

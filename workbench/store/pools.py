@@ -1,4 +1,5 @@
-"""Judgment pools: the pool record, its pairs (with judging priority) and their provenance."""
+"""Tables ``pools``, ``pool_pairs`` and ``pool_provenance``: the pool record, its pairs (with
+judging priority) and which run put each pair there at which rank."""
 
 from __future__ import annotations
 
@@ -8,39 +9,21 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from workbench.store.database import Database, insert_frame
-from workbench.store.retrieval import arrow_query_df
-
-PAIR_COLUMNS = ["query_id", "doc_id", "chunk_id", "priority", "rrf_score"]
-PROVENANCE_COLUMNS = ["query_id", "doc_id", "chunk_id", "run", "rank"]
+from workbench.store.database import Cursor, Database, arrow_query_df
 
 
-def create_pool(cur, name: str, *, level: str, chunking: str | None, depth: int, runs: list[str]) -> None:
+def create_pool(cur: Cursor, name: str, *, level: str, chunking: str | None, depth: int, runs: list[str]) -> None:
     cur.execute(
         "INSERT INTO pools (name, level, chunking, depth, runs) VALUES (?, ?, ?, ?, ?)",
         [name, level, chunking, int(depth), json.dumps(list(runs))],
     )
 
 
-def update_pool_runs(cur, name: str, runs: list[str]) -> None:
+def update_pool_runs(cur: Cursor, name: str, runs: list[str]) -> None:
     cur.execute(
         "UPDATE pools SET runs = ?, updated_at = current_timestamp WHERE name = ?",
         [json.dumps(list(runs)), name],
     )
-
-
-def write_pool_pairs(cur, pool: str, pairs: pd.DataFrame) -> int:
-    """Append pairs (query_id, doc_id, chunk_id or missing, priority, rrf_score) to ``pool``."""
-    out = pairs.reindex(columns=PAIR_COLUMNS)
-    out.insert(0, "pool", pool)
-    return insert_frame(cur, "pool_pairs", out)
-
-
-def write_pool_provenance(cur, pool: str, provenance: pd.DataFrame) -> int:
-    """Append provenance rows (query_id, doc_id, chunk_id or missing, run, rank) to ``pool``."""
-    out = provenance.reindex(columns=PROVENANCE_COLUMNS)
-    out.insert(0, "pool", pool)
-    return insert_frame(cur, "pool_provenance", out)
 
 
 def read_pool(db: Database, name: str) -> dict | None:
@@ -85,7 +68,7 @@ def read_pool_provenance(db: Database, name: str) -> pd.DataFrame:
     )
 
 
-def write_pool_provenance_from_runs(cur, pool: str, runs: list[str], depth: int) -> int:
+def write_pool_provenance_from_runs(cur: Cursor, pool: str, runs: list[str], depth: int) -> int:
     """Provenance of ``runs`` in ``pool``: their run rows with ``rank <= depth``, copied in SQL.
 
     The provenance of a depth-k pool is by definition each pooled run's top-k rows, so it is
@@ -98,26 +81,6 @@ def write_pool_provenance_from_runs(cur, pool: str, runs: list[str], depth: int)
         [pool, list(runs), int(depth)],
     )
     return int(cur.fetchone()[0])
-
-
-def write_chunk_pool_pairs(cur, pool: str, pairs: pd.DataFrame, runs: list[str]) -> int:
-    """Append chunk-level pairs (query_id, chunk_id, priority, rrf_score) to ``pool``, taking
-    each chunk's ``doc_id`` from the rows of ``runs`` (a join inside DuckDB)."""
-    if pairs.empty:
-        return 0
-    frame = pairs[["query_id", "chunk_id", "priority", "rrf_score"]]
-    cur.register("_incoming_pool_pairs", frame)
-    cur.execute(
-        """INSERT INTO pool_pairs (pool, query_id, doc_id, chunk_id, priority, rrf_score)
-           SELECT ?, p.query_id, d.doc_id, p.chunk_id, p.priority, p.rrf_score
-           FROM _incoming_pool_pairs p
-           JOIN (SELECT chunk_id, any_value(doc_id) AS doc_id FROM run_rows
-                 WHERE run IN (SELECT unnest(?::VARCHAR[])) GROUP BY chunk_id) d USING (chunk_id)""",
-        [pool, list(runs)],
-    )
-    n = int(cur.fetchone()[0])
-    cur.unregister("_incoming_pool_pairs")
-    return n
 
 
 # -- Set work for the pooling service -------------------------------------------------------
@@ -153,7 +116,7 @@ class StagedPairs:
     queries: int
 
 
-def summarise_run_rows(cur, runs: list[str], depth: int, level: str) -> pd.DataFrame:
+def summarise_run_rows(cur: Cursor, runs: list[str], depth: int, level: str) -> pd.DataFrame:
     """Per run (ordered by name): ``run, rows, missing, min_rank`` of its rows with
     ``rank <= depth`` (``missing``: rows without an item id at ``level``)."""
     item = _item(level)
@@ -166,7 +129,7 @@ def summarise_run_rows(cur, runs: list[str], depth: int, level: str) -> pd.DataF
     ).df()
 
 
-def first_duplicate_run_row(cur, runs: list[str], depth: int, level: str) -> tuple | None:
+def first_duplicate_run_row(cur: Cursor, runs: list[str], depth: int, level: str) -> tuple | None:
     """The first ``(run, query_id, item)`` (in that order) listed twice within ``depth``."""
     item = _item(level)
     row = cur.execute(
@@ -182,7 +145,7 @@ def _pivot(runs: list[str]) -> str:
     return ", ".join(f"min(h.rank) FILTER (WHERE h.run = ?) AS r{j}" for j in range(len(runs)))
 
 
-def stage_pool_pairs(cur, runs: list[str], depth: int, level: str) -> StagedPairs:
+def stage_pool_pairs(cur: Cursor, runs: list[str], depth: int, level: str) -> StagedPairs:
     """Stage the depth-``depth`` union of ``runs`` (one row per query and item).
 
     ``runs`` order is the order of :attr:`StagedPairs.ranks`.
@@ -200,7 +163,7 @@ def stage_pool_pairs(cur, runs: list[str], depth: int, level: str) -> StagedPair
     return _read_stage(cur, len(runs), None)
 
 
-def stage_new_pool_pairs(cur, pool: str, pool_runs: list[str], new_runs: list[str], depth: int,
+def stage_new_pool_pairs(cur: Cursor, pool: str, pool_runs: list[str], new_runs: list[str], depth: int,
                          level: str) -> StagedPairs:
     """Stage the pairs that ``new_runs`` (rows with ``rank <= depth``) bring to ``pool``: those
     not among its pairs yet, with their ranks in ``pool_runs`` (from the pool's provenance,
@@ -229,7 +192,7 @@ def stage_new_pool_pairs(cur, pool: str, pool_runs: list[str], new_runs: list[st
     return _read_stage(cur, len(runs), pool)
 
 
-def _read_stage(cur, n_runs: int, pool: str | None) -> StagedPairs:
+def _read_stage(cur: Cursor, n_runs: int, pool: str | None) -> StagedPairs:
     ranks = ", ".join(f"s.r{j}" for j in range(n_runs))
     top, params = ("0", []) if pool is None else ("coalesce(t.top, 0)", [pool])
     join_top = "" if pool is None else (
@@ -257,7 +220,7 @@ def _read_stage(cur, n_runs: int, pool: str | None) -> StagedPairs:
     )
 
 
-def write_staged_pool_pairs(cur, pool: str, level: str, rid: np.ndarray, priority: np.ndarray,
+def write_staged_pool_pairs(cur: Cursor, pool: str, level: str, rid: np.ndarray, priority: np.ndarray,
                             rrf_score: np.ndarray) -> int:
     """Append the staged pairs ``rid`` to ``pool`` with their priority and RRF score (chunk
     pools store the chunk and its document, document pools ``chunk_id`` NULL)."""
@@ -281,11 +244,11 @@ def write_staged_pool_pairs(cur, pool: str, level: str, rid: np.ndarray, priorit
     return n
 
 
-def drop_staged_pool_pairs(cur) -> None:
+def drop_staged_pool_pairs(cur: Cursor) -> None:
     cur.execute(f"DROP TABLE IF EXISTS {_STAGE}")
 
 
-def count_pool_pairs(cur, pool: str) -> tuple[int, int]:
+def count_pool_pairs(cur: Cursor, pool: str) -> tuple[int, int]:
     """``(pairs, queries)`` of ``pool``."""
     n, q = cur.execute(
         "SELECT count(*), count(DISTINCT query_id) FROM pool_pairs WHERE pool = ?", [pool]

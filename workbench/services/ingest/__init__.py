@@ -1,0 +1,130 @@
+"""Importing corpora, queries, qrels and runs into a project: one service for the CLI and the app.
+
+One module per importer (:mod:`.corpus`, :mod:`.queries`, :mod:`.qrels`, :mod:`.runs`); the file
+reading and format detection (:mod:`.source`), checks (:mod:`.checks`) and ledger (:mod:`.ledger`)
+they share; :func:`import_file` is the entry point.
+
+Kinds and formats (``format=None`` guesses from the name and first bytes and says which it chose):
+
+``corpus``
+    ``jsonl`` (alias ``beir``): BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``) or any JSONL
+    whose id/text/title fields are among the usual names (``_id``/``doc_id``/``docid``/``id``;
+    ``text``/``doc``/``contents``/``body``; ``title``) or named with ``id_field`` etc.
+    ``folder``: a directory of ``.txt``/``.md`` files, read recursively; doc_id = relative path
+    without extension, title = first markdown heading or the file name.
+    ``smart`` (alias ``cranfield``): SMART ``.I``/``.T``/``.A``/``.B``/``.W`` records.
+``queries``
+    ``jsonl`` (alias ``beir``): ``query_id``/``_id``/``qid``/``id`` and ``text``/``query``, optional
+    ``description`` and ``tags``. ``tsv``: ``query_id<TAB>text``. ``smart``: ``.I``/``.W`` records,
+    ids as written. ``cranfield``: ``cran.qry``, ids = position 1..225 (what ``cranqrel`` uses).
+``qrels``
+    ``trec`` (``qid iter doc_id grade``), ``beir`` (``query-id<TAB>corpus-id<TAB>score``),
+    ``jsonl`` rows (``{"query_id", "query", "relevant": {doc_id: grade}, "tags"}``; a row's
+    ``query`` text registers the query when the project lacks it), ``spans``
+    (``{"query_id", "doc_id", "start", "end", "grade", "assessor"}``) and ``cranfield``
+    (``cranqrel``; codes 1->3, 2->2, 3->1, 4->1, 5->0, ``-1`` rows excluded and counted).
+    Document-level qrels become whole-document spans ``[0, len(text))``. Judgments are stored
+    with ``source='imported'``, ``status='ok'`` and assessor = ``assessor`` or ``name`` or the
+    file stem (span rows may name their own assessor). Grades must be integers 0-3.
+``run``
+    ``trec`` run files (``qid Q0 id rank score tag``). The level is detected: every id a stored
+    doc_id -> a document-level run; every id a chunk_id of one chunking -> a chunk-level run of
+    that chunking; a mix -> error. Ranks are recomputed from the scores (score descending, ties
+    by id descending, as trec_eval orders them); the run is named ``name`` or the file stem.
+
+Rules shared by every import:
+
+* All or nothing: parsing and checks happen first, then one transaction writes the rows and the
+  ledger entry; any error rolls everything back.
+* Errors are :class:`~workbench.errors.InputError` with ``file:line: what, expected, fix``.
+* Ids that the project does not know (doc ids or query ids in qrels and runs, chunk ids in runs)
+  are an error that gives their count and first examples, unless ``skip_unknown`` drops those rows
+  and reports how many. Queries must be imported before qrels and runs (except for JSONL qrels
+  rows that carry the query text). Unknown docs are never registered on the fly: a run that
+  names passages without text (DL19's runs do) cannot be judged or chunked there anyway.
+* Duplicates within the file are errors. Rows equal to stored rows are counted as "already
+  stored" and not written again; rows with a stored id but different content are a conflict:
+  the error counts them, shows the first examples and nothing is stored.
+* The same bytes imported twice as the same kind is a no-op ("already imported"), by the sha256
+  ledger in the ``imports`` table.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from workbench.services.ingest import ledger
+from workbench.services.ingest.corpus import import_corpus
+from workbench.services.ingest.qrels import import_qrels
+from workbench.services.ingest.queries import import_queries
+from workbench.services.ingest.result import ImportResult
+from workbench.services.ingest.runs import import_run
+from workbench.services.ingest.source import (
+    FORMATS,
+    KINDS,
+    detect_format,
+    read_source,
+    resolve_format,
+)
+from workbench.services.progress import ProgressFactory, no_progress
+from workbench.store.corpus import sample_documents
+from workbench.store.database import Database
+from workbench.store.imports import read_imports
+
+__all__ = ["FORMATS", "KINDS", "ImportResult", "detect_format", "import_file", "preview_documents",
+           "recent_imports"]
+
+_IMPORTERS = {"corpus": import_corpus, "queries": import_queries, "qrels": import_qrels, "run": import_run}
+
+
+def import_file(
+    db: Database,
+    kind: str,
+    path: str | Path,
+    *,
+    format: str | None = None,
+    name: str | None = None,
+    assessor: str | None = None,
+    skip_unknown: bool = False,
+    id_field: str | None = None,
+    text_field: str | None = None,
+    title_field: str | None = None,
+    label: str | None = None,
+    progress: ProgressFactory | None = None,
+) -> ImportResult:
+    """Import one file (or folder) of ``kind`` into the project; see the module docstring.
+
+    ``label`` names the file in messages and the ledger when ``path`` is a temporary copy (an
+    upload in the app). ``progress`` is a :mod:`workbench.services.progress` factory (the CLI's
+    tqdm bar); parsing large files advances it by lines.
+    Returns an :class:`ImportResult`; raises :class:`InputError` and leaves the project unchanged
+    when anything is wrong.
+    """
+    started = time.perf_counter()
+    path = Path(path)
+    source = read_source(path, label or str(path))
+    fmt = resolve_format(kind, format, source)
+    result = ImportResult(kind=kind, path=source.label, format=fmt, name=name)
+    earlier = ledger.earlier_import(db, kind, source.sha256)
+    if earlier is not None:
+        result.already_imported = earlier
+        result.name = earlier["name"]
+        return result
+    progress = progress or no_progress
+    _IMPORTERS[kind](db, source, result, progress=progress, assessor=assessor, skip=skip_unknown,
+             fields={"id_field": id_field, "text_field": text_field, "title_field": title_field})
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def recent_imports(db: Database, limit: int = 20) -> pd.DataFrame:
+    """The ledger, newest first (for status pages)."""
+    return read_imports(db, limit)
+
+
+def preview_documents(db: Database, limit: int = 5) -> pd.DataFrame:
+    """A few stored documents (``doc_id, title, text``) to eyeball an import."""
+    return sample_documents(db, limit)

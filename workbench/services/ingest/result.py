@@ -1,0 +1,49 @@
+"""What an import did: :class:`ImportResult`, shared by every importer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ImportResult:
+    """What an import did. ``rows`` were written; the other counts say what was not and why."""
+
+    kind: str
+    path: str
+    format: str
+    name: str | None = None
+    rows: int = 0
+    present: int = 0  # rows equal to stored rows, not written again
+    excluded: int = 0  # rows the format says to leave out (Cranfield -1)
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> rows dropped (skip_unknown)
+    already_imported: dict | None = None  # the earlier ledger row when the bytes were seen before
+    level: str | None = None
+    chunking: str | None = None
+    queries_added: int = 0
+    seconds: float = 0.0
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+    def summary(self) -> str:
+        """One human-readable paragraph (the CLI prints it; the app shows it)."""
+        noun = {"corpus": "documents", "queries": "queries", "qrels": "judgments", "run": "run rows"}[self.kind]
+        if self.already_imported is not None:
+            earlier = self.already_imported
+            return (f"{self.path}: already imported on {earlier['imported_at']:%Y-%m-%d %H:%M} as "
+                    f"{self.kind} {earlier['name']!r} ({earlier['rows']:,} {noun}); nothing to do")
+        what = f"run {self.name!r} ({self.level} level" + (f", chunking {self.chunking!r})" if self.chunking else ")") \
+            if self.kind == "run" else ""
+        parts = [(f"imported {self.rows:,} {noun}{' into ' + what if what else ''} from {self.path} "
+                  f"(format {self.format})")]
+        if self.queries_added:
+            parts.append(f"registered {self.queries_added:,} queries from the rows")
+        if self.present:
+            parts.append(f"{self.present:,} rows were already stored")
+        if self.excluded:
+            parts.append(f"excluded {self.excluded:,} rows with Cranfield code -1 (no grade)")
+        for reason, n in self.skipped.items():
+            parts.append(f"skipped {n:,} rows with {reason} (--skip-unknown)")
+        return "; ".join(parts)

@@ -1,0 +1,97 @@
+"""Importing a TREC run; its level (documents or the chunks of one chunking) is detected."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from workbench.core.formats import labels as label_formats
+from workbench.core.readers import read_trec_run
+from workbench.errors import InputError
+from workbench.services.ingest import ledger
+from workbench.services.ingest.checks import drop_unknown, reject_duplicates
+from workbench.services.ingest.source import named_as_label
+from workbench.store.chunks import stored_chunks
+from workbench.store.corpus import document_lengths, stored_queries
+from workbench.store.runs import set_run_scope, stored_run, stored_run_scores, write_run
+
+
+def import_run(db, source, result, *, skip, **_):
+    path = source.label
+    source.text()  # UTF-8 check with byte offset
+    with named_as_label(source):
+        frame = label_formats.run_frame(read_trec_run(source.path, careful=True))
+    if frame.empty:
+        raise InputError("holds no run rows", path=path)
+    reject_duplicates(frame, ["query_id", "item_id"], "results (same query and id)", path)
+    name = result.name or source.path.stem
+    result.name = name
+    if ":" in name:
+        raise InputError(f"run name {name!r} may not contain ':'; pass --name", path=path)
+
+    with db.transaction() as cur:
+        docs = document_lengths(cur, frame["item_id"])["doc_id"]
+        chunks = stored_chunks(cur, frame["item_id"])
+        is_doc = frame["item_id"].isin(docs)
+        is_chunk = frame["item_id"].isin(chunks["chunk_id"]) & ~is_doc
+        if is_doc.any() and is_chunk.any():
+            d, c = frame[is_doc].iloc[0], frame[is_chunk].iloc[0]
+            raise InputError(
+                f"mixes document ids ({int(is_doc.sum()):,} rows, e.g. {d['item_id']!r} line {d['line']}) and "
+                f"chunk ids ({int(is_chunk.sum()):,} rows, e.g. {c['item_id']!r} line {c['line']}); a run ranks "
+                f"either whole documents or the chunks of one chunking",
+                path=path, line=int(c["line"]),
+            )
+        if is_chunk.any():
+            used = chunks[chunks["chunk_id"].isin(frame.loc[is_chunk, "item_id"])]
+            chunkings = sorted(used["chunking"].unique())
+            if len(chunkings) > 1:
+                raise InputError(f"ranks chunks of several chunkings ({', '.join(chunkings)}); a chunk-level "
+                                 f"run ranks the chunks of one chunking", path=path)
+            result.level, result.chunking = "chunk", chunkings[0]
+            frame = drop_unknown(frame, ~is_chunk, "item_id", "chunk ids",
+                                  f"they are not chunks of {chunkings[0]!r}", path, skip, result)
+        else:
+            result.level = "doc"
+            frame = drop_unknown(frame, ~is_doc, "item_id", "doc ids",
+                                  "import a corpus that holds them (workbench import corpus FILE)", path, skip, result)
+        known_q = stored_queries(cur, frame["query_id"])["query_id"]
+        frame = drop_unknown(frame, ~frame["query_id"].isin(known_q), "query_id", "query ids",
+                              "import the queries first (workbench import queries FILE)", path, skip, result)
+        if frame.empty:
+            raise InputError("no run rows left after dropping rows with unknown ids; nothing was imported",
+                             path=path)
+
+        existing = stored_run(cur, name)
+        if existing is not None:
+            stored = stored_run_scores(cur, name)
+            both = frame.merge(stored, on=["query_id", "item_id"], how="outer", suffixes=("", "_stored"),
+                               indicator=True)
+            differ = both[(both["_merge"] != "both") | (both["score"] != both["score_stored"])]
+            if differ.empty:
+                result.present = len(frame)
+                ledger.record(cur, source, result)
+                return
+            r = differ.iloc[0]
+            raise InputError(
+                f"run {name!r} already exists ({existing['level']} level, {len(stored):,} rows) and "
+                f"{len(differ):,} of its (query, id) results differ from this file (first: query "
+                f"{r['query_id']!r} id {r['item_id']!r}: score {r['score_stored']} stored vs {r['score']} in "
+                f"the file); nothing was imported; pass --name to import it as a new run",
+                path=path, line=int(r["line"]) if pd.notna(r["line"]) else None,
+            )
+
+        frame["rank"] = label_formats.rank_by_score(frame)
+        if result.level == "chunk":
+            owner = chunks.drop_duplicates("chunk_id").set_index("chunk_id")["doc_id"]
+            rows = pd.DataFrame({"query_id": frame["query_id"], "doc_id": frame["item_id"].map(owner),
+                                 "chunk_id": frame["item_id"]})
+        else:
+            rows = pd.DataFrame({"query_id": frame["query_id"], "doc_id": frame["item_id"],
+                                 "chunk_id": pd.Series([None] * len(frame), index=frame.index, dtype=object)})
+        rows["rank"] = frame["rank"].astype("int64")
+        rows["score"] = frame["score"].astype("float64")
+        rows = rows.sort_values(["query_id", "rank"], kind="stable")
+        result.rows = write_run(cur, name, "imported", rows,
+                                params={"file": source.label, "format": result.format, "sha256": source.sha256})
+        set_run_scope(cur, name, result.level, result.chunking)
+        ledger.record(cur, source, result)

@@ -1,0 +1,144 @@
+"""Reading the file (or folder) to import and telling its format.
+
+Every importer starts from a :class:`Source`: the bytes (or, for a folder, its text files), the
+name messages and the ledger give it, and its sha256 (the ledger key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from workbench.core.formats import IMPORT_FORMATS, IMPORT_KINDS
+from workbench.core.formats import corpus as corpus_formats
+from workbench.core.formats.lines import decode_utf8, split_lines
+from workbench.errors import InputError
+from workbench.services.progress import ProgressFactory
+
+KINDS = IMPORT_KINDS
+FORMATS = IMPORT_FORMATS
+# Names accepted on input that mean the same parser.
+ALIASES = {
+    ("corpus", "beir"): "jsonl", ("corpus", "cranfield"): "smart",
+    ("queries", "beir"): "jsonl", ("qrels", "cranqrel"): "cranfield",
+}
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
+
+@dataclass
+class Source:
+    path: Path
+    label: str  # what messages and the ledger call the file
+    data: bytes | None  # None for folders
+    sha256: str
+    files: list[tuple[str, bytes]] | None = None
+
+    def text(self) -> str:
+        return decode_utf8(self.data, self.label)
+
+
+def read_source(path: Path, label: str) -> Source:
+    if path.is_dir():
+        files = []
+        digest = hashlib.sha256()
+        for file in sorted(p for p in path.rglob("*") if p.is_file()):
+            rel = file.relative_to(path).as_posix()
+            if file.suffix.lower() not in corpus_formats.TEXT_SUFFIXES or any(
+                    part.startswith(".") for part in rel.split("/")):
+                continue
+            data = file.read_bytes()
+            digest.update(rel.encode() + b"\0" + data + b"\0")
+            files.append((rel, data))
+        return Source(path, label, None, digest.hexdigest(), files)
+    if not path.exists():
+        raise InputError("file not found; check the path (relative paths start at the current directory)",
+                         path=label)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=label) from None
+    if not data.strip():
+        raise InputError("is empty", path=label)
+    return Source(path, label, data, hashlib.sha256(data).hexdigest())
+
+
+@contextmanager
+def named_as_label(source: Source) -> Iterator[None]:
+    """Errors of the file readers name the path they were given; for an upload that is a
+    temporary copy, so the message is rewritten to name the file as the user knows it."""
+    try:
+        yield
+    except InputError as exc:
+        if source.label != str(source.path) and str(source.path) in str(exc):
+            raise InputError(str(exc).replace(str(source.path), source.label)) from None
+        raise
+
+
+def first_line(data: bytes) -> str:
+    head = data[:8192].decode("utf-8", errors="replace")
+    return next((line for line in split_lines(head) if line.strip()), "")
+
+
+def detect_format(kind: str, path: Path, data: bytes | None) -> str:
+    """Guess the format of ``path`` for ``kind`` from its name and first line; error if unsure."""
+    name = path.name.lower()
+    if kind == "corpus" and data is None:
+        return "folder"
+    if data is None:
+        raise InputError("is a directory; only a corpus can be imported from a folder", path=str(path))
+    first = first_line(data)
+    stripped = first.lstrip()
+    looks_json = path.suffix.lower() in JSONL_SUFFIXES or stripped.startswith("{")
+    smart = stripped.startswith(".I ")
+    if kind == "run":
+        return "trec"
+    if kind == "corpus":
+        if looks_json:
+            return "jsonl"
+        if smart:
+            return "smart"
+    elif kind == "queries":
+        if looks_json:
+            return "jsonl"
+        if smart:
+            return "cranfield" if name.startswith("cran") else "smart"
+        if "\t" in first:
+            return "tsv"
+    elif kind == "qrels":
+        if looks_json:
+            return "spans" if '"start"' in first else "jsonl"
+        if name.startswith("cranqrel"):
+            return "cranfield"
+        if first.lower().startswith("query-id") or ("\t" in first and len(first.split("\t")) == 3):
+            return "beir"
+        if len(first.split()) == 4:
+            return "trec"
+    raise InputError(
+        f"cannot tell the {kind} format from the file; pass --format (one of {', '.join(FORMATS[kind])})",
+        path=str(path),
+    )
+
+
+def resolve_format(kind: str, fmt: str | None, source: Source) -> str:
+    if kind not in KINDS:
+        raise InputError(f"unknown import kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if fmt is None:
+        return detect_format(kind, source.path, source.data)
+    fmt = ALIASES.get((kind, fmt), fmt)
+    if fmt not in FORMATS[kind]:
+        raise InputError(f"unknown {kind} format {fmt!r}; expected one of {', '.join(FORMATS[kind])}")
+    if (fmt == "folder") != (source.data is None):
+        raise InputError("the folder format needs a directory" if fmt == "folder" else
+                         f"is a directory; pass a file for format {fmt!r}", path=source.label)
+    return fmt
+
+
+def parse_with_bar(progress: ProgressFactory, source: Source, parse: Callable) -> pd.DataFrame:
+    text = source.text()
+    with progress(f"reading {source.path.name}", text.count("\n") + 1, "lines") as advance:
+        return parse(text, advance)
