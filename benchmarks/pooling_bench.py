@@ -1,4 +1,4 @@
-"""Time depth-100 pooling of 10,000 queries x 6 runs, plus the pool statistics.
+"""Time the pandas reference pooling (tests/support/reference_pooling.py): depth-100 pooling of 10,000 queries x 6 runs, plus the pool statistics.
 
 Run: python benchmarks/pooling_bench.py [n_queries] [depth]. Prints timings; no assertions.
 """
@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from workbench.core.pooling import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support.reference_pooling import (  # noqa: E402
     add_runs_to_pool,
     build_pool,
     judged_at_k,

@@ -29,7 +29,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.core import pooling as core_pooling
+from tests.support import reference_pooling as core_pooling  # noqa: E402
 from workbench.services.pooling import POOL_RRF_K, add_runs, build_pool, pool_stats
 from workbench.store.database import Database
 from workbench.store.pools import read_pool_pairs

@@ -9,10 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.core.fusion import rrf
-from workbench.core.pooling import (
+from tests.support.reference_pooling import (
     Pool,
-    PoolingError,
     add_runs_to_pool,
     build_pool,
     judged_at_k,
@@ -23,6 +21,8 @@ from workbench.core.pooling import (
     run_overlap,
     unique_contributions,
 )
+from workbench.core.fusion import rrf
+from workbench.core.pooling import PoolingError
 
 
 def run(rows):

@@ -1,7 +1,7 @@
 """The pool service (set work in DuckDB) equals the pure core pooling on random runs.
 
 The service computes pools and their statistics with SQL aggregates and integer codes for
-speed; :mod:`workbench.core.pooling` computes the same things from plain DataFrames. Random
+speed; :mod:`tests.support.reference_pooling` computes the same things from plain DataFrames. Random
 runs (overlapping items, several queries, seeded) and random labels must give identical pairs,
 priorities, RRF scores and statistics through both paths.
 """
@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.support import reference_pooling as core
 from tests.support.retrieval_fixtures import write_chunk_run, write_corpus
-from workbench.core import pooling as core
 from workbench.services.chunking import create_chunking
 from workbench.services.pooling import POOL_RRF_K, add_runs, build_pool, pool_stats
 from workbench.store.database import Database
