@@ -1,6 +1,19 @@
-"""The layout tells the story: each heavy dependency is imported in exactly one layer.
+"""The layout tells the story: which layer may import which, and who owns each heavy dependency.
 
 Reads every module of the package with ``ast`` (so lazy imports inside functions count too).
+Every rule has a companion test that builds a small package violating it and shows the checker
+reports the violation, so no rule can pass by seeing nothing.
+
+Layers (a directory or a top-level module of ``workbench/``) and the direction of imports::
+
+    errors, config            the foundation every layer may use (config reads files only)
+    core                      pure values and functions
+    retrieval   -> core       retrievers over in-memory data
+    store                     the database (duckdb and SQL live only here)
+    llm                       the LLM client (openai/tenacity live only here)
+    services    -> core, retrieval, store, llm, resources
+    cli, ui     -> services, retrieval, core   (never store or llm: the UI never opens the
+                                               database itself; it asks a service)
 """
 
 from __future__ import annotations
@@ -14,17 +27,37 @@ from tests.support.prerequisites import REPO
 
 PACKAGE = REPO / "workbench"
 
-# dependency -> the only package path (relative to workbench/) allowed to import it
+FOUNDATION = {"errors", "config"}
+# importing layer -> the other workbench layers it may import. "workbench" is the package root
+# (its ``__version__``). A layer missing from this table fails test_every_layer_is_in_the_matrix.
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "config": {"errors"},
+    "resources": set(),
+    "core": {"errors"},
+    "retrieval": FOUNDATION | {"core"},
+    "store": {"errors", "core"},
+    "llm": FOUNDATION | {"core", "resources"},
+    "services": FOUNDATION | {"core", "retrieval", "store", "llm", "resources", "workbench"},
+    "cli": FOUNDATION | {"core", "retrieval", "services", "workbench"},
+    "ui": FOUNDATION | {"core", "retrieval", "services", "workbench"},
+    "__main__": {"cli"},
+    "__init__": {"core"},  # the lazy ``workbench.evaluate`` export
+}
+LAYERS = sorted(ALLOWED)
+
+# dependency -> the only layer allowed to import it
 OWNERS = {
     "duckdb": "store",
     "streamlit": "ui",
     "openai": "llm",
     "tenacity": "llm",
 }
-CORE_FORBIDDEN = {"duckdb", "openai", "streamlit", "tenacity", "httpx", "workbench.store",
-                  "workbench.llm", "workbench.ui", "workbench.services", "workbench.retrieval"}
+# Third-party packages a pure core must not reach for (I/O, network, UI).
+CORE_FORBIDDEN = {"duckdb", "openai", "streamlit", "tenacity", "httpx", "requests"}
 
 
+# --- the checkers ------------------------------------------------------------------------------
 def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names = set()
@@ -33,52 +66,180 @@ def _imports(path: Path) -> set[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
+            # `from workbench import store` names the layer in the alias, not the module
+            if node.module == "workbench":
+                names.update(f"workbench.{a.name}" for a in node.names if a.name in ALLOWED)
     return names
 
 
-def _modules():
-    return sorted(PACKAGE.rglob("*.py"))
+def _relative_imports(path: Path) -> list[int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level > 0]
 
 
-def _layer(path: Path) -> str:
-    return path.relative_to(PACKAGE).parts[0]
+def _modules(package: Path = PACKAGE) -> list[Path]:
+    return sorted(package.rglob("*.py"))
+
+
+def _layer(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package).parts
+    return parts[0] if len(parts) > 1 else Path(parts[0]).stem
+
+
+def _target(name: str) -> str | None:
+    """The workbench layer an imported module name belongs to (None: not ours)."""
+    parts = name.split(".")
+    if parts[0] != "workbench":
+        return None
+    return parts[1] if len(parts) > 1 else "workbench"
 
 
 def _matches(name: str, dependency: str) -> bool:
     return name == dependency or name.startswith(dependency + ".")
 
 
+def layer_violations(package: Path = PACKAGE) -> dict[str, list[str]]:
+    """``{module: [imported workbench modules it may not import]}`` under :data:`ALLOWED`."""
+    found = {}
+    for path in _modules(package):
+        layer = _layer(path, package)
+        allowed = ALLOWED.get(layer, set()) | {layer}
+        bad = sorted(n for n in _imports(path) if (t := _target(n)) is not None and t not in allowed)
+        if bad:
+            found[str(path.relative_to(package))] = bad
+    return found
+
+
+def owner_violations(dependency: str, owner: str, package: Path = PACKAGE) -> list[str]:
+    return [
+        str(p.relative_to(package))
+        for p in _modules(package)
+        if _layer(p, package) != owner and any(_matches(n, dependency) for n in _imports(p))
+    ]
+
+
+def core_violations(package: Path = PACKAGE) -> dict[str, list[str]]:
+    found = {}
+    for p in (package / "core").rglob("*.py"):
+        bad = sorted(n for n in _imports(p) if any(_matches(n, f) for f in CORE_FORBIDDEN))
+        if bad:
+            found[str(p.relative_to(package))] = bad
+    return found
+
+
+def _write(root: Path, relative: str, text: str) -> Path:
+    path = root / "workbench" / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _module_of(layer: str) -> str:
+    """Where a sample module of ``layer`` lives in a scratch package."""
+    return f"{layer}.py" if layer in {"errors", "config", "__main__", "__init__"} else f"{layer}/sample.py"
+
+
+# --- the package --------------------------------------------------------------------------------
 def test_package_has_the_documented_layers():
-    for layer in ("core", "store", "llm", "retrieval", "ui", "services"):
+    for layer in ("core", "store", "llm", "retrieval", "ui", "services", "cli", "resources"):
         assert (PACKAGE / layer / "__init__.py").is_file(), layer
-    assert (PACKAGE / "cli" / "__init__.py").is_file()
+
+
+def test_every_layer_is_in_the_matrix():
+    # A new top-level directory or module must be given its place in the direction of imports.
+    layers = {_layer(p) for p in _modules()}
+    assert layers - set(ALLOWED) == set()
+
+
+def test_imports_follow_the_layer_matrix():
+    assert layer_violations() == {}
+
+
+def test_the_ui_never_opens_the_database_itself():
+    ui = [p for p in _modules() if _layer(p) == "ui"]
+    assert ui, "the UI layer has modules"
+    offenders = {str(p.relative_to(PACKAGE)): sorted(n for n in _imports(p) if _target(n) == "store" or
+                                                     _matches(n, "duckdb")) for p in ui}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_package_code_uses_absolute_imports():
+    # The layer checker reads absolute names; a relative import would slip past it.
+    offenders = {str(p.relative_to(PACKAGE)): lines for p in _modules() if (lines := _relative_imports(p))}
+    assert offenders == {}
 
 
 @pytest.mark.parametrize("dependency,owner", sorted(OWNERS.items()))
 def test_only_the_owning_layer_imports(dependency, owner):
-    offenders = [
-        str(p.relative_to(PACKAGE))
-        for p in _modules()
-        if _layer(p) != owner and any(_matches(n, dependency) for n in _imports(p))
-    ]
-    assert offenders == [], f"{dependency} may only be imported under workbench/{owner}/"
+    assert owner_violations(dependency, owner) == [], f"{dependency} may only be imported under workbench/{owner}/"
 
 
 def test_core_is_pure():
-    offenders = {
-        str(p.relative_to(PACKAGE)): sorted(n for n in _imports(p) if any(_matches(n, f) for f in CORE_FORBIDDEN))
-        for p in (PACKAGE / "core").rglob("*.py")
-    }
-    assert {k: v for k, v in offenders.items() if v} == {}
+    assert core_violations() == {}
+
+
+# --- each rule can fail ---------------------------------------------------------------------------
+FORBIDDEN_CELLS = [
+    (layer, target)
+    for layer in LAYERS
+    for target in [*LAYERS, "workbench"]
+    if target not in ALLOWED[layer] and target != layer and target not in {"__main__", "__init__"}
+]
+
+
+def test_the_matrix_forbids_what_the_issue_names():
+    cells = set(FORBIDDEN_CELLS)
+    for cell in [("ui", "store"), ("cli", "store"), ("ui", "llm"), ("cli", "llm"), ("core", "store"),
+                 ("core", "services"), ("retrieval", "services"), ("services", "cli"), ("services", "ui"),
+                 ("store", "services"), ("llm", "store"), ("core", "retrieval"), ("ui", "cli"), ("cli", "ui")]:
+        assert cell in cells, cell
+
+
+@pytest.mark.parametrize("layer,target", FORBIDDEN_CELLS, ids=[f"{a}->{b}" for a, b in FORBIDDEN_CELLS])
+def test_each_forbidden_import_is_reported(tmp_path, layer, target):
+    # A lazy import inside a function, the shape most likely to slip in.
+    module = "workbench" if target == "workbench" else f"workbench.{target}"
+    _write(tmp_path, _module_of(layer), f"def f():\n    import {module}\n")
+    assert layer_violations(tmp_path / "workbench") == {_module_of(layer): [module]}
+
+
+def test_allowed_imports_are_not_reported(tmp_path):
+    for layer in LAYERS:
+        lines = "".join(f"from workbench.{t} import x\n" for t in sorted(ALLOWED[layer]) if t != "workbench")
+        _write(tmp_path, _module_of(layer), lines)
+    assert layer_violations(tmp_path / "workbench") == {}
+
+
+def test_from_workbench_import_layer_is_seen(tmp_path):
+    _write(tmp_path, "ui/page.py", "from workbench import __version__, store\n")
+    assert layer_violations(tmp_path / "workbench") == {"ui/page.py": ["workbench.store"]}
+
+
+def test_the_relative_import_checker_finds_them(tmp_path):
+    sample = _write(tmp_path, "ui/page.py", "from ..store import database\n")
+    assert _relative_imports(sample) == [1]
+
+
+@pytest.mark.parametrize("dependency,owner", sorted(OWNERS.items()))
+def test_each_owner_rule_is_reported(tmp_path, dependency, owner):
+    outsider = "services" if owner != "services" else "cli"
+    _write(tmp_path, f"{owner}/ok.py", f"import {dependency}\n")
+    _write(tmp_path, f"{outsider}/bad.py", f"def f():\n    from {dependency} import x\n")
+    assert owner_violations(dependency, owner, tmp_path / "workbench") == [f"{outsider}/bad.py"]
+
+
+def test_the_core_purity_rule_is_reported(tmp_path):
+    _write(tmp_path, "core/bad.py", "import httpx\n")
+    assert core_violations(tmp_path / "workbench") == {"core/bad.py": ["httpx"]}
 
 
 def test_the_checker_sees_lazy_imports(tmp_path):
-    # Guard against a checker that cannot fail: an import inside a function must be found.
     sample = tmp_path / "sample.py"
     sample.write_text("def f():\n    import duckdb\n    from openai import OpenAI\n")
     assert {"duckdb", "openai"} <= _imports(sample)
 
 
+# --- SQL only in the store; errors raised, not asserted --------------------------------------
 _SQL = re.compile(r"\b(SELECT\b.*\bFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+TABLE)\b",
                   re.DOTALL)  # upper case, as this code writes SQL; prose rarely shouts
 
