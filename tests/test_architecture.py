@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from tests.support.prerequisites import REPO
 
 PACKAGE = REPO / "workbench"
