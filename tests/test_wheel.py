@@ -28,7 +28,8 @@ pytestmark = pytest.mark.slow
 
 def _run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "WORKBENCH_DB", "VIRTUAL_ENV"}}
-    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
     assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
 
