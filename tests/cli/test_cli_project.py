@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from workbench.store.database import Database
 from workbench.store.meta import table_counts
@@ -32,13 +33,42 @@ def test_status_reports_counts_and_next_step(cli, db_path):
     result = cli("--db", str(db_path), "status", "--format", "json")
     assert result.returncode == 0, result.stderr
     status = json.loads(result.stdout)
-    assert status["counts"]["documents"] > 0
+    assert status["counts"]["documents"] == 41
     steps = [s["step"] for s in status["pipeline"]]
     assert steps == ["corpus", "chunks", "runs", "pool", "judgments", "calibration", "qrels", "evaluation"]
-    assert status["pipeline"][0]["done"] is True
-    assert status["next"] == next(s["step"] for s in status["pipeline"] if not s["done"])
+    states = {s["step"]: s["state"] for s in status["pipeline"]}
+    assert states["corpus"] == states["chunks"] == states["runs"] == states["pool"] == "done"
+    # 209 SME labels do not make qrels done: most pool pairs carry no label.
+    assert states["qrels"] == "partial"
+    assert status["coverage"]["chunkings"] == [
+        {"name": "sections", "chunks": 279, "documents": 41, "total_documents": 41}]
+    # The next step is actionable and names a command this CLI has.
+    assert states[status["next"]] in ("to do", "partial")
+    command = re.search(r"`workbench ([a-z-]+)", status["next_hint"]).group(1)
+    from workbench.cli import build_parser
+
+    assert command in build_parser()._subparsers._group_actions[0].choices
     table = cli("--db", str(db_path), "status")
     assert "next:" in table.stdout and "documents" in table.stdout
+    assert "Qrels" in table.stdout and "partial" in table.stdout
+
+
+def test_status_works_in_the_folder_make_run_uses(cli, tmp_path):
+    # `make run` creates var/demo.duckdb; `workbench status` there needs no --db.
+    made = cli("--db", "var/demo.duckdb", "init", "--demo", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    result = cli("status", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "var/demo.duckdb (demo project)" in result.stdout
+
+
+def test_missing_database_names_the_projects_nearby(cli, tmp_path):
+    (tmp_path / "var").mkdir()
+    cli("--db", str(tmp_path / "var" / "mine.duckdb"), "init")
+    result = cli("--db", str(tmp_path / "var" / "other.duckdb"), "status")
+    assert result.returncode == 4
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "mine.duckdb" in lines[0] and "other.duckdb" in lines[0]
 
 
 def test_missing_database_is_one_line_and_nonzero(cli, tmp_path):

@@ -29,7 +29,7 @@ def _app(monkeypatch, db: Path) -> AppTest:
     return at
 
 
-def test_overview_shows_counts_and_next_step(monkeypatch, demo_db):
+def test_overview_shows_counts_states_and_coverage(monkeypatch, demo_db):
     at = _app(monkeypatch, demo_db)
     metrics = {m.label: m.value for m in at.metric}
     from workbench.store.database import Database
@@ -40,7 +40,32 @@ def test_overview_shows_counts_and_next_step(monkeypatch, demo_db):
     assert metrics["Documents"] == f"{counts['documents']:,}"
     assert metrics["Queries"] == f"{counts['queries']:,}"
     assert metrics["Labels"] == f"{counts['judgments']:,}"
-    assert any("Next step" in i.value for i in at.info)
+    assert metrics["Chunkings"] == "1" and "Chunks" not in metrics  # never summed over chunkings
+    pipeline = at.dataframe[0].value
+    states = dict(zip(pipeline["step"], pipeline["state"]))
+    assert states["Corpus"] == states["Chunks"] == states["Pool"] == "done"
+    assert states["Qrels"].startswith("partial") and states["Calibration"] == "not available yet"
+    # Every page named in the pipeline table exists in the app.
+    from workbench.ui.pages import PAGES
+
+    titles = {p.title for p in PAGES}
+    assert set(pipeline["page"]) - {""} <= titles
+    chunkings = next(d.value for d in at.dataframe if "chunking" in d.value.columns)
+    assert chunkings.set_index("chunking").loc["sections", "documents"] == "41 of 41"
+    # No CLI words on the page.
+    texts = [m.value for kind in ("info", "success", "warning", "error") for m in getattr(at, kind)]
+    assert texts and not any("workbench " in t or "--" in t for t in texts), texts
+
+
+def test_overview_names_a_page_for_the_next_step(monkeypatch, tmp_path):
+    from workbench.services.project import init_project
+
+    path = tmp_path / "empty.duckdb"
+    init_project(path)
+    at = _app(monkeypatch, path)
+    info = [i.value for i in at.info]
+    assert any("Next step: Corpus" in i and "Data page" in i for i in info), info
+    assert not any("workbench " in i or "--" in i for i in info)
 
 
 def test_sidebar_keeps_the_annotator(monkeypatch, demo_db):

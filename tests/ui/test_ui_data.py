@@ -1,4 +1,5 @@
-"""The Data page in Streamlit's AppTest: upload, server path, errors, counts and the ledger."""
+"""The Data page in Streamlit's AppTest: upload, server path, errors in the page's words,
+counts, chunking coverage and the ledger."""
 
 from __future__ import annotations
 
@@ -25,6 +26,14 @@ def project(tmp_path, monkeypatch) -> Path:
     return path
 
 
+@pytest.fixture
+def demo(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "demo.duckdb"
+    init_project(path, demo=True)
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    return path
+
+
 def _page() -> AppTest:
     at = AppTest.from_string(PAGE, default_timeout=60)
     at.run()
@@ -37,41 +46,60 @@ def _counts(path: Path) -> dict:
         return table_counts(db)
 
 
-def test_upload_imports_and_shows_counts_ledger_and_escaped_text(project):
+def _upload(at: AppTest, name: str, body: bytes) -> AppTest:
+    at.file_uploader[0].upload(name, body, "application/octet-stream")
+    at.button(key="data_import").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _messages(at: AppTest) -> list[str]:
+    return [m.value for kind in ("error", "warning", "info", "success") for m in getattr(at, kind)]
+
+
+def test_upload_imports_clears_the_form_and_shows_counts_ledger_and_escaped_text(project):
     at = _page()
     assert at.selectbox(key="data_kind").value == "corpus"
     body = "".join(json.dumps(d) + "\n" for d in DOCS).encode()
-    at.file_uploader(key="data_upload").upload("corpus.jsonl", body, "application/json")
-    at.button(key="data_import").click().run()
-    assert not at.exception, at.exception
+    _upload(at, "corpus.jsonl", body)
     assert not at.error, [e.value for e in at.error]
     assert any("imported 2 documents from corpus.jsonl" in s.value for s in at.success)
     assert _counts(project)["documents"] == 2
     assert {m.label: m.value for m in at.metric}["Documents"] == "2"
-    ledger = at.dataframe[0].value
+    # The form is cleared after success: the uploader no longer holds the file.
+    assert not at.file_uploader[0].value
+    ledger = at.dataframe[-1].value
     assert ledger["path"].tolist() == ["corpus.jsonl"] and ledger["rows"].tolist() == [2]
+    # No None/nan text in the ledger (corpus imports have no name).
+    assert not ledger.astype(str).isin(["None", "nan", "NaN", "<NA>"]).any().any()
     # Corpus text goes through context.escaped: the HTML arrives escaped, never as markup.
     shown = " ".join(h.proto.body for h in at.get("html"))
     assert "&lt;b&gt;not bold&lt;/b&gt;" in shown and "<b>" not in shown
 
-    at.file_uploader(key="data_upload").upload("corpus.jsonl", body, "application/json")
-    at.button(key="data_import").click().run()
-    assert any("already imported" in i.value for i in at.info)
+    _upload(at, "corpus.jsonl", body)
+    infos = [i.value for i in at.info]
+    assert any("already imported" in i and "nothing to do" in i for i in infos), infos
+    assert not any("None" in i for i in infos)
 
 
-def test_bad_upload_shows_the_one_line_error_and_changes_nothing(project):
+def test_bad_upload_names_the_uploaded_file_never_a_server_path(project):
     at = _page()
     at.selectbox(key="data_kind").select("queries").run()
-    at.file_uploader(key="data_upload").upload("topics.tsv", b"q1\tok\nq2 no tab here\n", "text/plain")
-    at.button(key="data_import").click().run()
-    assert not at.exception, at.exception
+    _upload(at, "topics.tsv", b"q1\tok\nq2 no tab here\n")
     assert len(at.error) == 1
     message = at.error[0].value
     assert "topics.tsv:2: expected 2 tab-separated columns" in message and "\n" not in message
+    assert "/tmp" not in message and "tmp" not in message.replace("topics.tsv", "")
     assert _counts(project)["queries"] == 0
 
+    # A file whose format cannot be told: the message points at the Format field, not --format.
+    _upload(at, "mystery.bin", b"\x00\x01 something\n")
+    messages = _messages(at)
+    assert messages and all("--" not in m for m in messages), messages
+    assert any("mystery.bin" in m for m in messages), messages
 
-def test_server_path_with_options(project, tmp_path):
+
+def test_server_path_with_options_and_errors_in_the_pages_words(project, tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
     queries = tmp_path / "q.tsv"
@@ -85,16 +113,57 @@ def test_server_path_with_options(project, tmp_path):
         at.text_input(key="data_path").input(str(path)).run()
         at.button(key="data_import").click().run()
         assert not at.error, [e.value for e in at.error]
+        # Cleared after success.
+        assert at.text_input(key="data_path").value == ""
     at.selectbox(key="data_kind").select("qrels").run()
     at.text_input(key="data_path").input(str(qrels)).run()
     at.button(key="data_import").click().run()
-    assert "--skip-unknown" in at.error[0].value and "gone" in at.error[0].value
+    message = at.error[0].value
+    assert "“Skip rows with unknown ids”" in message and "gone" in message
+    assert "--" not in message
     at.checkbox(key="data_skip_unknown").check().run()
     at.text_input(key="data_assessor").input("nist").run()
     at.button(key="data_import").click().run()
     assert not at.error, [e.value for e in at.error]
-    assert any("skipped 1 rows with unknown doc ids" in s.value for s in at.success)
+    success = [s.value for s in at.success]
+    assert any("skipped 1 rows with unknown doc ids" in s for s in success), success
+    assert not any("--" in s for s in success), success
     assert _counts(project)["judgments.imported.ok"] == 1
+
+
+def test_run_name_taken_is_refused_in_the_pages_words(demo, tmp_path):
+    run = tmp_path / "other.txt"
+    run.write_text("q001 Q0 it-laptop-refresh 1 2.0 x\n")
+    at = _page()
+    at.selectbox(key="data_kind").select("run").run()
+    assert at.text_input(key="data_name").placeholder.startswith("optional")
+    assert at.text_input(key="data_name").value == ""
+    at.radio(key="data_source").set_value("Path on the server").run()
+    at.text_input(key="data_path").input(str(run)).run()
+    at.text_input(key="data_name").input("bm25").run()  # the demo's run
+    at.button(key="data_import").click().run()
+    assert len(at.error) == 1
+    assert "“Run name”" in at.error[0].value and "--" not in at.error[0].value
+    assert _counts(demo)["runs"] == 1
+
+
+def test_more_documents_show_how_many_each_chunking_covers(demo, tmp_path):
+    extra = [{"_id": f"new-{i}", "title": f"New {i}", "text": f"## Section\nNew policy text {i}."} for i in range(4)]
+    at = _page()
+    body = "".join(json.dumps(d) + "\n" for d in extra).encode()
+    _upload(at, "more.jsonl", body)
+    assert not at.error, [e.value for e in at.error]
+    with Database(demo) as db:
+        total = table_counts(db)["documents"]
+        covered = db.query_value("SELECT count(DISTINCT doc_id) FROM chunks WHERE chunking = 'sections'")
+    assert total == 45
+    table = next(d.value for d in at.dataframe if "chunking" in d.value.columns)
+    row = table.set_index("chunking").loc["sections"]
+    assert row["documents"] == f"{covered:,} of {total:,}"
+    # The success message says the same.
+    assert any(f"covers {covered:,} of {total:,} documents" in s.value for s in at.success)
+    if covered < total:  # a chunking that misses documents is flagged on the page
+        assert any("sections covers" in w.value for w in at.warning)
 
 
 def test_page_is_registered_in_the_app(project):

@@ -25,29 +25,89 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cli_actions(status) -> dict[str, str]:
+    """The command that takes each pipeline step forward, for the steps this CLI has a command for.
+
+    A step whose command is not registered (the judge or calibration in a version without them)
+    gets no hint, so ``status`` never names a command that does not exist.
+    """
+    from workbench.cli import build_parser
+
+    commands = set()
+    for action in build_parser()._subparsers._group_actions:  # the one sub-command group
+        commands.update(action.choices)
+    chunkings = status.chunkings["name"].tolist() if len(status.chunkings) else []
+    complete = status.chunkings.loc[status.chunkings["complete"], "name"].tolist() if chunkings else []
+    chunking = (complete or chunkings or ["sections"])[0]
+    runs = status.runs["name"].tolist() if len(status.runs) else []
+    hints = {
+        "corpus": ("import", "import documents and queries: `workbench import corpus FILE`, "
+                             "`workbench import queries FILE`"),
+        "chunks": ("chunk", "chunk the corpus: `workbench chunk --name sections --strategy section`"
+                   if not chunkings else
+                   f"chunk again so a chunking covers every document: "
+                   f"`workbench chunk --name {chunking}-all --strategy section`"),
+        "runs": ("retrieve", f"run a retriever: `workbench retrieve bm25 --chunking {chunking} --name bm25`"
+                 if not runs else
+                 f"run a retriever again so a run covers every document: "
+                 f"`workbench retrieve bm25 --chunking {chunking} --name bm25-all`"),
+        "pool": ("pool", f"pool the runs: `workbench pool --name main --runs {','.join(runs[:3]) or 'bm25'} --depth 20`"),
+        "judgments": ("judge", "grade the pool's pairs with the LLM judge: `workbench judge --help`"),
+        "calibration": ("calibrate", "compare the judge with SME labels: `workbench calibrate --help`"),
+        "qrels": ("export", "export the qrels the labels give (pool pairs without a label count as "
+                            "unjudged): `workbench export qrels --format trec --out qrels.txt`"),
+        "evaluation": ("eval", "evaluate runs: `workbench eval --help`"),
+    }
+    return {key: text for key, (command, text) in hints.items() if command in commands}
+
+
 def _status(args: argparse.Namespace) -> int:
-    from workbench.services.project import open_project, project_status
+    from workbench.services.project import DEMO_READY, open_project, project_status
 
     settings = settings_from_args(args)
     with open_project(settings.db_path) as db:
-        status = project_status(db)
+        status = project_status(db, min_overlap=settings.get("evaluation", "min_overlap"))
+    actions = _cli_actions(status)
+    nxt = status.next_step_among(set(actions))
     if args.format == "json":
         print(json.dumps({
             "database": str(status.path),
             "counts": status.counts,
-            "pipeline": [{"step": s.key, "count": s.count, "done": s.done} for s in status.steps],
-            "next": status.next_step.key if status.next_step else None,
+            "pipeline": [{"step": s.key, "title": s.title, "count": s.count, "state": s.state,
+                          "done": s.done, "detail": s.detail, "warnings": list(s.warnings)}
+                         for s in status.steps],
+            "coverage": {
+                "chunkings": [{"name": c.name, "chunks": int(c.chunks), "documents": int(c.documents),
+                               "total_documents": int(c.total_documents)}
+                              for c in status.chunkings.itertuples(index=False)],
+                "runs": [{"name": r.name, "level": r.level,
+                          "documents": None if r.level != "chunk" else int(r.documents),
+                          "total_documents": int(r.total_documents)}
+                         for r in status.runs.itertuples(index=False)],
+            },
+            "warnings": status.warnings,
+            "next": nxt.key if nxt else None,
+            "next_hint": actions[nxt.key] if nxt else None,
         }, indent=2))
         return 0
-    print(f"project: {status.path}")
+    demo = " (demo project)" if status.meta.get("demo") == DEMO_READY else ""
+    print(f"project: {status.path}{demo}")
     width = max(len(k) for k in status.counts) if status.counts else 0
     for table, n in status.counts.items():
         print(f"  {table:<{width}}  {n:>9,}")
     print("pipeline:")
+    marks = {"done": "x", "partial": "~", "to do": " "}
     for step in status.steps:
-        print(f"  [{'x' if step.done else ' '}] {step.title:<14} {step.count:>9,}")
-    if status.next_step:
-        print(f"next: {status.next_step.hint}")
+        mark = marks.get(step.state, "-")
+        print(f"  [{mark}] {step.title:<14} {step.state:<17} {step.detail}")
+    if status.warnings:
+        print("warnings:")
+        for warning in status.warnings:
+            print(f"  ! {warning}")
+    if nxt is not None:
+        print(f"next: {actions[nxt.key]}")
+    else:
+        print("next: nothing to do: every step this version offers is done")
     return 0
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +17,9 @@ from workbench.store.database import Database
 from workbench.store.judgments import write_judgments
 from workbench.store.meta import read_meta, set_meta, table_counts
 
+# The pipeline state lives in services.status; re-exported here for existing callers.
+from workbench.services.status import PipelineStep, ProjectStatus, project_status  # noqa: E402,F401
+
 # project_meta "demo": loaded but its pipeline not prepared yet / loaded and prepared.
 DEMO_LOADING, DEMO_READY = "loading", "true"
 
@@ -26,11 +28,31 @@ def open_project(db_path: str | Path, *, create: bool = False) -> Database:
     """Open an existing project (or create it when ``create``), applying pending migrations."""
     path = Path(db_path)
     if not create and not path.exists():
+        nearby = nearby_databases(path)
+        found = (f"; projects nearby: {', '.join(str(p) for p in nearby)} (choose one with --db PATH)"
+                 if nearby else "")
         raise StoreError(
             f"no project database at {path}; create one with `workbench --db {path} init` "
-            f"(add --demo for the demo project)"
+            f"(add --demo for the demo project){found}"
         )
     return Database(path)
+
+
+def nearby_databases(path: str | Path, limit: int = 5) -> list[Path]:
+    """DuckDB files next to ``path`` (its folder, and ``var/`` under the working directory).
+
+    Used to say which projects exist when the one asked for does not, e.g. ``var/demo.duckdb``
+    after ``make run`` when the configuration names another file.
+    """
+    path = Path(path)
+    folders = {path.parent, Path("var")}
+    found: set[Path] = set()
+    for folder in folders:
+        try:
+            found.update(p for p in folder.glob("*.duckdb") if p.is_file())
+        except OSError:
+            continue
+    return sorted(found)[:limit]
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -93,54 +115,3 @@ def init_project(db_path: str | Path, *, demo: bool = False, settings: Settings 
             with db.transaction() as tx:
                 set_meta(tx, "demo", DEMO_READY)
         return loaded
-
-
-@dataclass(frozen=True)
-class PipelineStep:
-    key: str
-    title: str
-    count: int
-    done: bool
-    hint: str
-
-
-@dataclass(frozen=True)
-class ProjectStatus:
-    path: Path
-    counts: dict[str, int]
-    steps: list[PipelineStep] = field(default_factory=list)
-    meta: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def next_step(self) -> PipelineStep | None:
-        return next((s for s in self.steps if not s.done), None)
-
-
-def project_status(db: Database) -> ProjectStatus:
-    """Counts per table and the pipeline in order, each step marked done or not, with a hint."""
-    counts = table_counts(db)
-    llm = sum(v for k, v in counts.items() if k.startswith("judgments.llm."))
-    human = sum(v for k, v in counts.items() if k.startswith("judgments.human."))
-    labels = counts.get("judgments", 0)
-    steps = [
-        PipelineStep("corpus", "Corpus", counts.get("documents", 0), counts.get("documents", 0) > 0
-                     and counts.get("queries", 0) > 0,
-                     "import documents and queries: `workbench import corpus FILE`, `workbench import queries FILE`"),
-        PipelineStep("chunks", "Chunks", counts.get("chunks", 0), counts.get("chunks", 0) > 0,
-                     "chunk the corpus: `workbench chunk --name sections --strategy section`"),
-        PipelineStep("runs", "Runs", counts.get("runs", 0), counts.get("runs", 0) > 0,
-                     "run a retriever: `workbench retrieve bm25 --chunking sections --name bm25`"),
-        PipelineStep("pool", "Pool", counts.get("pool_pairs", 0), counts.get("pool_pairs", 0) > 0,
-                     "pool the runs: `workbench pool --name main --runs bm25,dense --depth 20`"),
-        PipelineStep("judgments", "LLM judgments", llm, llm > 0,
-                     "grade the pool with the LLM judge"),
-        # Calibration compares the judge with SMEs, so it needs both kinds of labels.
-        PipelineStep("calibration", "Calibration", human, human > 0 and llm > 0,
-                     "have SMEs label a calibration set in the app, blind to the judge's grades"),
-        PipelineStep("qrels", "Qrels", labels, labels > 0,
-                     "export qrels: `workbench export qrels --format trec --out qrels.txt`"),
-        PipelineStep("evaluation", "Evaluation", counts.get("evaluations", 0),
-                     counts.get("evaluations", 0) > 0,
-                     "evaluate runs: `workbench eval qrels.txt run.txt -m nDCG@10`"),
-    ]
-    return ProjectStatus(path=db.path, counts=counts, steps=steps, meta=read_meta(db))

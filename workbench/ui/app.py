@@ -11,11 +11,13 @@ from workbench.ui.pages import page_specs
 def main() -> None:
     st.set_page_config(page_title="Relevance Workbench", layout="wide")
     context.db_path()
-    pages = [
-        st.Page(spec.render, title=spec.title, url_path=spec.url_path, icon=spec.icon, default=(i == 0))
+    pages = {
+        spec.url_path: st.Page(spec.render, title=spec.title, url_path=spec.url_path, icon=spec.icon,
+                               default=(i == 0))
         for i, spec in enumerate(page_specs())
-    ]
-    navigation = st.navigation(pages)
+    }
+    context.register_pages(pages)
+    navigation = st.navigation(list(pages.values()))
     context.sidebar()
     navigation.run()
 

@@ -1,7 +1,9 @@
-"""What every page shares: the project database path, the annotator, and a per-run DB handle.
+"""What every page shares: the project database path, the annotator, a per-run project handle,
+links between pages, and the helpers that show text safely.
 
-The database is opened for the length of one script run and closed at its end (never cached
-across runs), so that CLI commands can use the project between two clicks in the app.
+The project is opened through :func:`workbench.services.project.open_project` (the UI never
+opens the database itself) for one unit of page work and closed at its end (never cached across
+runs), so that CLI commands can use the project between two clicks in the app.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import streamlit as st
 
 from workbench.config import load_settings
 from workbench.errors import WorkbenchError
-from workbench.store.database import Database
+from workbench.services.project import open_project
 
 
 def db_path() -> Path:
@@ -33,15 +35,20 @@ def db_path() -> Path:
 
 
 @contextmanager
-def project() -> Iterator[Database]:
-    """Open the project for one unit of page work; show a clear error instead of a traceback."""
+def project() -> Iterator:
+    """Open the project for one unit of page work; show a clear error instead of a traceback.
+
+    A missing database is the one message that names a command: the app cannot create a
+    project, so whoever started it must (the path is the one the server was started with).
+    """
     path = db_path()
     if not path.exists():
-        st.error(f"No project database at {plain(str(path))}. "
-                 f"Create one with `workbench --db {path} init --demo`.")
+        st.error(f"No project database at {plain(str(path))}. Stop the app and create it with "
+                 f"`workbench --db {path} init --demo` (the demo) or `workbench --db {path} init` (empty), "
+                 f"or start the app on another project.")
         st.stop()
     try:
-        db = Database(path)
+        db = open_project(path)
     except WorkbenchError as exc:
         st.error(plain(str(exc)))
         st.stop()
@@ -49,6 +56,24 @@ def project() -> Iterator[Database]:
         yield db
     finally:
         db.close()
+
+
+_PAGES_KEY = "_workbench_pages"
+
+
+def register_pages(pages: dict) -> None:
+    """Remember the app's ``st.Page`` objects by url path, so pages can link to each other."""
+    st.session_state[_PAGES_KEY] = pages
+
+
+def page_link(url_path: str, label: str, icon: str | None = None) -> bool:
+    """A link to another page of the app; False (nothing shown) when that page is not registered
+    (a view rendered on its own, as in tests)."""
+    page = st.session_state.get(_PAGES_KEY, {}).get(url_path)
+    if page is None:
+        return False
+    st.page_link(page, label=label, icon=icon)
+    return True
 
 
 def annotator() -> str:
@@ -84,3 +109,23 @@ def escaped(text: str, *, tag: str = "div", css: str = "") -> None:
     """Show untrusted text (corpus, queries, model output) verbatim: escaped, never parsed as markdown."""
     style = f' style="{css}"' if css else ""
     st.html(f"<{tag}{style}>{html.escape(text)}</{tag}>")
+
+
+def error(message, fields=None, *, uploaded=None) -> None:
+    """Show a service error in the page's words (:func:`workbench.ui.words.page_message`)."""
+    from workbench.ui.words import page_message
+
+    st.error(plain(page_message(message, fields, uploaded=uploaded, project=str(db_path()))))
+
+
+def flash(key: str, message: str, kind: str = "success") -> None:
+    """Keep a message to show after the rerun that follows a successful action."""
+    st.session_state[f"_flash_{key}"] = (kind, message)
+
+
+def show_flash(key: str) -> None:
+    """Show (once) the message :func:`flash` kept for ``key``; it is already escaped."""
+    kept = st.session_state.pop(f"_flash_{key}", None)
+    if kept:
+        kind, message = kept
+        getattr(st, kind)(message)

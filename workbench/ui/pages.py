@@ -1,4 +1,11 @@
-"""The app's pages in pipeline order. Later features add their view here."""
+"""The app's pages, in pipeline order.
+
+``PAGES`` is the one explicit list: a page whose module fails to import is an error at start-up,
+never a page that silently disappears. Adding a page is one line here (its view module exposes
+``render()``); put it where its step sits in the pipeline:
+
+    Overview → Data → Queries & Labels → Retrieve & Pool → Judge → Label → Calibration → ...
+"""
 
 from __future__ import annotations
 
@@ -11,24 +18,31 @@ from dataclasses import dataclass
 class PageSpec:
     title: str
     url_path: str
-    render: Callable[[], None]
+    module: str  # the view module under workbench.ui.views, exposing render()
     icon: str | None = None
+    # The pipeline steps (services.status step keys) this page takes forward.
+    steps: tuple[str, ...] = ()
+
+    @property
+    def render(self) -> Callable[[], None]:
+        return importlib.import_module(f"workbench.ui.views.{self.module}").render
+
+
+PAGES: tuple[PageSpec, ...] = (
+    PageSpec("Overview", "overview", "overview", ":material/home:"),
+    PageSpec("Data", "data", "data", ":material/upload_file:", ("corpus",)),
+    PageSpec("Queries & Labels", "labels", "browse", ":material/fact_check:"),
+    PageSpec("Retrieve & Pool", "retrieve", "retrieve", ":material/manage_search:", ("chunks", "runs", "pool")),
+)
 
 
 def page_specs() -> list[PageSpec]:
-    from workbench.ui.views import overview
+    """Every page, in order; imports each view module so a broken page fails loudly."""
+    for spec in PAGES:
+        importlib.import_module(f"workbench.ui.views.{spec.module}")
+    return list(PAGES)
 
-    specs = [PageSpec("Overview", "overview", overview.render, ":material/home:")]
-    # Pipeline pages, in order; each module exposes render().
-    for module_name, title, url_path, icon in (
-        ("data", "Data", "data", ":material/upload_file:"),
-        ("retrieve", "Retrieve & Pool", "retrieve", ":material/manage_search:"),
-    ):
-        try:
-            module = importlib.import_module(f"workbench.ui.views.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"workbench.ui.views.{module_name}":
-                raise
-            continue  # page not built yet
-        specs.append(PageSpec(title, url_path, module.render, icon))
-    return specs
+
+def page_for_step(step: str) -> PageSpec | None:
+    """The page that takes pipeline step ``step`` forward, if the app has one."""
+    return next((spec for spec in PAGES if step in spec.steps), None)

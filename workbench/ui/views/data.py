@@ -2,7 +2,9 @@
 
 Thin over :mod:`workbench.services.ingest`: the page collects a file (uploaded, or a path on the
 server, which is also how a folder of text files is imported), the kind, format and options,
-calls ``import_file`` and shows its one-paragraph summary or its one-line error.
+checks what it can itself (a file chosen, a run name free), calls ``import_file`` and shows the
+result or the error in the page's words (:mod:`workbench.ui.words`). After a successful import
+the form is cleared and the page says how many documents each chunking now covers.
 """
 
 from __future__ import annotations
@@ -16,11 +18,50 @@ from workbench.errors import WorkbenchError
 from workbench.services.ingest import FORMATS, KINDS, import_file, preview_documents, recent_imports
 from workbench.services.project import project_status
 from workbench.ui import context
+from workbench.ui.words import Field, cell, clean_rows, excerpt
 
 AUTO = "auto-detect"
 UPLOAD, SERVER = "Upload a file", "Path on the server"
 KIND_LABELS = {"corpus": "Corpus (documents)", "queries": "Queries", "qrels": "Qrels (judgments)", "run": "Run"}
-COUNTED = ("documents", "queries", "judgments", "runs", "run_rows", "chunks", "imports")
+FIELDS = {
+    "--name": Field("Run name"),
+    "--assessor": Field("Assessor"),
+    "--format": Field("Format", "choice"),
+    "--skip-unknown": Field("Skip rows with unknown ids", "check"),
+    "--id-field": Field("Id field"),
+    "--text-field": Field("Text field"),
+    "--title-field": Field("Title field"),
+}
+# Widgets cleared after a successful import (the uploader is renewed through its key).
+CLEARED = ("data_name", "data_assessor", "data_path", "data_id_field", "data_text_field",
+           "data_title_field", "data_skip_unknown")
+
+
+def _uploader_key() -> str:
+    return f"data_upload_{st.session_state.get('data_upload_round', 0)}"
+
+
+def _clear_form() -> None:
+    for key in CLEARED:
+        st.session_state.pop(key, None)
+    st.session_state["data_upload_round"] = st.session_state.get("data_upload_round", 0) + 1
+
+
+def _existing_runs() -> set[str]:
+    from workbench.services.retrieval import list_runs
+
+    with context.project() as db:
+        runs = list_runs(db)
+    return set(runs["name"]) if len(runs) else set()
+
+
+def _coverage_note() -> str:
+    """After a corpus import: how many documents each chunking covers now."""
+    with context.project() as db:
+        chunkings = project_status(db).chunkings
+    notes = [f"chunking {c.name} covers {int(c.documents):,} of {int(c.total_documents):,} documents"
+             for c in chunkings.itertuples(index=False)]
+    return (" " + "; ".join(notes).capitalize() + ".") if notes else ""
 
 
 def _import_form() -> None:
@@ -29,60 +70,83 @@ def _import_form() -> None:
     left, right = st.columns(2)
     fmt = left.selectbox("Format", [AUTO, *FORMATS[kind]], key=f"data_format_{kind}",
                          help="Auto-detect looks at the file name and first line.")
-    name = right.text_input("Name", key="data_name",
-                            help="Run name for a run, assessor for qrels; default: the file name without extension.")
+    name = assessor = ""
+    if kind == "run":
+        name = right.text_input("Run name", key="data_name", placeholder="optional: the file name without extension",
+                                help="The name the run gets in this project; it must be new.")
+    elif kind == "qrels":
+        assessor = right.text_input("Assessor", key="data_assessor", placeholder="optional: the file name",
+                                    help="Recorded on every imported label.")
     options: dict = {}
-    if kind == "qrels":
-        assessor = st.text_input("Assessor", key="data_assessor",
-                                 help="Recorded on every judgment; default: the name or the file name.")
-        options["assessor"] = assessor.strip() or None
     if kind in ("qrels", "run"):
         options["skip_unknown"] = st.checkbox(
             "Skip rows with unknown ids", key="data_skip_unknown",
-            help="Drop (and count) rows whose doc, chunk or query id the project lacks, instead of failing.",
+            help="Drop (and count) rows whose document, chunk or query id the project lacks, instead of refusing the file.",
         )
     if kind in ("corpus", "queries"):
         with st.expander("JSONL field names (optional)"):
-            options["id_field"] = st.text_input("Id field", key="data_id_field") or None
-            options["text_field"] = st.text_input("Text field", key="data_text_field") or None
+            options["id_field"] = st.text_input("Id field", key="data_id_field", placeholder="auto-detected") or None
+            options["text_field"] = st.text_input("Text field", key="data_text_field", placeholder="auto-detected") or None
             if kind == "corpus":
-                options["title_field"] = st.text_input("Title field", key="data_title_field") or None
+                options["title_field"] = st.text_input("Title field", key="data_title_field",
+                                                       placeholder="auto-detected") or None
 
     where = st.radio("Source", [UPLOAD, SERVER], horizontal=True, key="data_source")
     upload = server_path = None
     if where == UPLOAD:
-        upload = st.file_uploader("File", key="data_upload")
+        upload = st.file_uploader("File", key=_uploader_key())
     else:
-        server_path = st.text_input("Path on the server (a file, or a folder for a corpus)", key="data_path").strip()
+        server_path = st.text_input("Path on the server (a file, or a folder for a corpus)", key="data_path",
+                                    placeholder="a path the app's server can read").strip()
 
     if not st.button("Import", type="primary", key="data_import"):
         return
-    if where == UPLOAD and upload is None or where == SERVER and not server_path:
-        st.warning("Choose a file to import first.")
+    if where == UPLOAD and upload is None:
+        st.warning("Choose a file to upload, then press Import.")
         return
-    arguments = dict(format=None if fmt == AUTO else fmt, name=name.strip() or None, **options)
+    if where == SERVER and not server_path:
+        st.warning("Type the path of a file or folder on the server, then press Import.")
+        return
+    run_name = name.strip()
+    if kind == "run" and run_name and run_name in _existing_runs():
+        st.error(context.plain(f"A run named {run_name} already exists; type another “Run name”."))
+        return
+    arguments = dict(format=None if fmt == AUTO else fmt, name=run_name or None,
+                     assessor=assessor.strip() or None, **options)
+    uploaded: dict[str, str] = {}
     try:
         with context.project() as db, tempfile.TemporaryDirectory() as tmp:
             if upload is not None:
                 # Keep the uploaded name: it picks the format and the default name, and labels errors.
                 path = Path(tmp) / Path(upload.name).name
+                uploaded = {str(path): upload.name, str(tmp): "(upload)"}
                 path.write_bytes(upload.getvalue())
                 result = import_file(db, kind, path, label=upload.name, **arguments)
             else:
                 result = import_file(db, kind, server_path, **arguments)
     except WorkbenchError as exc:
-        st.error(context.plain(str(exc)))
+        context.error(exc, FIELDS, uploaded=uploaded)
         return
+    from workbench.ui.words import page_message
+
     if result.already_imported is not None:
-        st.info(context.plain(result.summary()))
+        earlier = result.already_imported
+        when = earlier["imported_at"]
+        when = when.strftime("%Y-%m-%d %H:%M") if hasattr(when, "strftime") else str(when)
+        context.flash("data", context.plain(
+            f"{result.path} was already imported on {when} ({earlier['rows']:,} rows); nothing to do."), "info")
     else:
-        st.success(context.plain(result.summary()))
+        note = _coverage_note() if kind == "corpus" else ""
+        context.flash("data", context.plain(page_message(result.summary(), FIELDS, uploaded=uploaded) + note))
+    _clear_form()
+    st.rerun()
 
 
 def render() -> None:
     st.title("Data")
     st.caption("Import documents, queries, qrels and runs. Every import is all or nothing; "
                "importing the same file again does nothing.")
+    context.show_flash("data")
     _import_form()
 
     with context.project() as db:
@@ -91,20 +155,31 @@ def render() -> None:
         preview = preview_documents(db, 5)
 
     st.subheader("In the project")
-    columns = st.columns(len(COUNTED))
-    for column, table in zip(columns, COUNTED):
-        column.metric(table.replace("_", " ").capitalize(), f"{status.counts.get(table, 0):,}")
+    counts = status.counts
+    headline = [("Documents", "documents"), ("Queries", "queries"), ("Labels", "judgments"),
+                ("Runs", "runs"), ("Chunkings", "chunkings"), ("Imports", "imports")]
+    for column, (label, table) in zip(st.columns(len(headline)), headline):
+        column.metric(label, f"{counts.get(table, 0):,}")
+    if len(status.chunkings):
+        st.markdown("**Chunkings** (documents each one covers)")
+        st.dataframe(
+            [{"chunking": c.name, "strategy": c.strategy, "chunks": int(c.chunks),
+              "documents": f"{int(c.documents):,} of {int(c.total_documents):,}"}
+             for c in status.chunkings.itertuples(index=False)],
+            hide_index=True, width="stretch", key="data_chunkings")
+    for warning in status.warnings:
+        st.warning(context.plain(warning[0].upper() + warning[1:] + "."))
 
     st.subheader("Recent imports")
     if imports.empty:
-        st.caption("Nothing imported yet.")
+        st.caption("Nothing imported yet: choose what to import above.")
     else:
-        st.dataframe(imports.drop(columns=["sha256"]), hide_index=True, width="stretch")
+        shown = imports.drop(columns=["sha256", "import_id"], errors="ignore")
+        st.dataframe(clean_rows(shown), hide_index=True, width="stretch")
 
     if not preview.empty:
         with st.expander("Preview documents"):
             for row in preview.itertuples(index=False):
-                title = f" — {row.title}" if isinstance(row.title, str) and row.title else ""
-                context.escaped(f"{row.doc_id}{title}", tag="strong")
-                text = row.text if len(row.text) <= 600 else row.text[:600] + "…"
-                context.escaped(text, css="white-space: pre-wrap; margin-bottom: 1em")
+                title = cell(row.title)
+                context.escaped(f"{row.doc_id} — {title}" if title else str(row.doc_id), tag="strong")
+                context.escaped(excerpt(row.text, 600), css="white-space: pre-wrap; margin-bottom: 1em")

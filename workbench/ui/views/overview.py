@@ -1,4 +1,10 @@
-"""Overview: what the project holds and which pipeline step comes next."""
+"""Overview: what the project holds and which pipeline step comes next.
+
+Each step's state follows the rule in :mod:`workbench.services.status`. The next step is the
+first one not done that a page of this app takes forward (``PageSpec.steps`` in
+:mod:`workbench.ui.pages`); a step no page offers yet is shown as "not in the app yet", never
+as a command to type.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,31 @@ import streamlit as st
 
 from workbench.services.project import DEMO_READY, project_status
 from workbench.ui import context
+from workbench.ui.pages import page_for_step
+from workbench.ui.words import params_text
 
-HEADLINE = [("documents", "Documents"), ("queries", "Queries"), ("chunks", "Chunks"),
-            ("runs", "Runs"), ("judgments", "Labels")]
+# What to do on the step's page, in the page's words.
+ACTIONS = {
+    "corpus": "Import documents and queries",
+    "chunks": "Create a chunking (section 1, Chunk)",
+    "runs": "Run a retriever (section 2, Retrieve)",
+    "pool": "Build a pool from your runs (section 3, Pool)",
+    "judgments": "Grade the pool's pairs with the LLM judge",
+    "calibration": "Compare the judge with SME labels",
+    "qrels": "Label the pool's pairs that have no label yet",
+    "evaluation": "Evaluate your runs against the qrels",
+}
+REPAIR = {
+    "chunks": "Create a chunking that covers every document (section 1, Chunk): "
+              "a chunking made before documents were imported misses them",
+    "runs": "Run a retriever again so a run covers every document (section 2, Retrieve)",
+}
+
+
+def _state_in_app(step) -> str:
+    if step.state in ("to do", "partial") and page_for_step(step.key) is None:
+        return f"{step.state} (not in the app yet)"
+    return step.state
 
 
 def render() -> None:
@@ -18,23 +46,61 @@ def render() -> None:
     demo = " (demo project)" if status.meta.get("demo") == DEMO_READY else ""
     st.caption(context.plain(f"Project {status.path.name}{demo}"))
 
-    columns = st.columns(len(HEADLINE))
-    for column, (key, label) in zip(columns, HEADLINE):
-        column.metric(label, f"{status.counts.get(key, 0):,}")
+    counts = status.counts
+    headline = [("Documents", counts.get("documents", 0)), ("Queries", counts.get("queries", 0)),
+                ("Chunkings", counts.get("chunkings", 0)), ("Runs", counts.get("runs", 0)),
+                ("Pools", counts.get("pools", 0)), ("Labels", counts.get("judgments", 0))]
+    for column, (label, value) in zip(st.columns(len(headline)), headline):
+        column.metric(label, f"{value:,}")
 
     st.subheader("Pipeline")
-    nxt = status.next_step
+    offered = {key for key in ACTIONS if page_for_step(key) is not None}
+    nxt = status.next_step_among(offered)
     rows = []
     for number, step in enumerate(status.steps, start=1):
-        state = "done" if step.done else ("next" if nxt and step.key == nxt.key else "to do")
-        rows.append({"#": number, "step": step.title, "items": step.count, "state": state})
+        page = page_for_step(step.key)
+        state = "next" if nxt is not None and step.key == nxt.key else _state_in_app(step)
+        rows.append({"#": number, "step": step.title, "state": state, "what the project holds": step.detail,
+                     "page": page.title if page else ""})
     st.dataframe(rows, hide_index=True, width="stretch")
+    for warning in status.warnings:
+        st.warning(context.plain(warning[0].upper() + warning[1:] + "."))
     if nxt is not None:
-        st.info(f"Next step: {nxt.title}. {nxt.hint}")
+        page = page_for_step(nxt.key)
+        action = REPAIR.get(nxt.key, ACTIONS[nxt.key]) if nxt.state == "partial" else ACTIONS[nxt.key]
+        st.info(context.plain(f"Next step: {nxt.title}. {action} on the {page.title} page."))
+        context.page_link(page.url_path, f"Go to {page.title}", icon=":material/arrow_forward:")
     else:
-        st.success("Every pipeline step has run.")
+        later = [s.title for s in status.steps if s.actionable]
+        if later:
+            st.success(context.plain(
+                "Every step this app offers is done. Still ahead, not in the app yet: " + ", ".join(later) + "."))
+        else:
+            st.success("Every pipeline step is done.")
+
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Chunkings**")
+        if len(status.chunkings):
+            st.dataframe(
+                [{"chunking": c.name, "strategy": c.strategy, "parameters": params_text(c.params),
+                  "chunks": int(c.chunks), "documents": f"{int(c.documents):,} of {int(c.total_documents):,}"}
+                 for c in status.chunkings.itertuples(index=False)],
+                hide_index=True, width="stretch")
+        else:
+            st.caption("No chunking yet.")
+    with right:
+        st.markdown("**Runs**")
+        if len(status.runs):
+            st.dataframe(
+                [{"run": r.name, "retriever": r.retriever, "chunking": r.chunking or "",
+                  "documents": (f"{int(r.documents):,} of {int(r.total_documents):,}" if r.level == "chunk"
+                                else "document level (imported)"),
+                  "queries": int(r.queries)}
+                 for r in status.runs.itertuples(index=False)],
+                hide_index=True, width="stretch")
+        else:
+            st.caption("No run yet.")
 
     with st.expander("All tables"):
-        st.dataframe(
-            [{"table": k, "rows": v} for k, v in status.counts.items()], hide_index=True, width="stretch"
-        )
+        st.dataframe([{"table": k, "rows": v} for k, v in counts.items()], hide_index=True, width="stretch")

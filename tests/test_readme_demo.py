@@ -1,0 +1,74 @@
+"""The README's demo figures match the demo: the data files (read here with the standard library)
+and the project that ``workbench init --demo`` builds (what ``make run`` serves)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.support.prerequisites import REPO
+from workbench.resources import DEMO_DIR
+from workbench.store.database import Database
+from workbench.store.meta import table_counts
+from workbench.store.pools import read_pool, read_pool_pairs
+from workbench.store.runs import read_run_rows
+
+README = REPO / "README.md"
+
+
+def _paragraph() -> str:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"\*\*The demo project\*\*(.*?)\n\n", text, re.S)
+    assert match, "README has no '**The demo project**' paragraph"
+    return " ".join(match.group(1).split())
+
+
+def _number(pattern: str, paragraph: str) -> int:
+    match = re.search(pattern, paragraph)
+    assert match, f"README demo paragraph does not match {pattern!r}: {paragraph}"
+    return int(match.group(1).replace(",", ""))
+
+
+def _jsonl_rows(name: str) -> list[dict]:
+    lines = (DEMO_DIR / name).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def test_readme_demo_figures_match_the_demo(cli, tmp_path):
+    paragraph = _paragraph()
+    claimed = {
+        "documents": _number(r"([\d,]+) documents", paragraph),
+        "queries": _number(r"([\d,]+) queries", paragraph),
+        "labels": _number(r"([\d,]+) reference SME labels", paragraph),
+        "chunks": _number(r"`sections` chunking of ([\d,]+) chunks", paragraph),
+        "run_rows": _number(r"`bm25` run of ([\d,]+) rows", paragraph),
+        "k": _number(r"up to ([\d,]+) results", paragraph),
+        "run_queries": _number(r"each of the ([\d,]+) queries", paragraph),
+        "pool_pairs": _number(r"`demo` pool of ([\d,]+) pairs", paragraph),
+        "depth": _number(r"\(depth ([\d,]+)\)", paragraph),
+    }
+    # The data files themselves, read without the workbench.
+    assert claimed["documents"] == len(_jsonl_rows("documents.jsonl"))
+    assert claimed["queries"] == len(_jsonl_rows("queries.jsonl"))
+    assert claimed["labels"] == len(_jsonl_rows("labels.jsonl"))
+
+    db_path = tmp_path / "demo.duckdb"
+    # The default configuration's pool depth, as `make run` uses it.
+    result = cli("--db", str(db_path), "init", "--demo")
+    assert result.returncode == 0, result.stderr
+    with Database(db_path) as db:
+        counts = table_counts(db)
+        run = read_run_rows(db, "bm25")
+        pool = read_pool(db, "demo")
+        pairs = read_pool_pairs(db, "demo")
+    assert counts["documents"] == claimed["documents"]
+    assert counts["queries"] == claimed["queries"]
+    assert counts["judgments.human.ok"] == claimed["labels"]
+    assert counts["chunks"] == claimed["chunks"] and counts["chunkings"] == 1
+    assert len(run) == claimed["run_rows"]
+    assert run.groupby("query_id").size().max() == claimed["k"]
+    assert run["query_id"].nunique() == claimed["run_queries"]
+    assert len(pairs) == claimed["pool_pairs"]
+    assert pool["depth"] == claimed["depth"]
+    # Nine figures checked.
+    assert len(claimed) == 9

@@ -1,0 +1,90 @@
+"""Read-only views of what the project holds, for the app's Queries & Labels page and pool peeks.
+
+* :func:`queries_table`: every query with its text, description, tags and how many labels it has.
+* :func:`labels_table`: labels (span judgments with status ``ok``) with the document title,
+  filtered by query, grade and source.
+* :func:`label_document`: the text of a label's document, for showing the span in place.
+* :func:`peek_pool`: the first pairs of one query of a pool in judging order, with the query
+  text, the document title, the whole item text and the grade the current labels give it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+
+from workbench.config import DEFAULTS
+from workbench.errors import StoreError
+from workbench.store.corpus import read_documents, read_queries
+from workbench.store.database import Database
+from workbench.store.judgments import read_judgments
+
+LABEL_COLUMNS = ["judgment_id", "query_id", "doc_id", "title", "start", "end", "grade", "source",
+                 "assessor", "created_at"]
+
+
+def queries_table(db: Database) -> pd.DataFrame:
+    """``query_id, text, description, tags (dict or None), labels`` ordered by query_id."""
+    queries = read_queries(db)
+    labels = read_judgments(db, status="ok").groupby("query_id").size()
+    out = queries.assign(labels=queries["query_id"].map(labels).fillna(0).astype("int64"))
+    return out.reset_index(drop=True)
+
+
+def labels_table(db: Database, *, query_ids: Iterable[str] | None = None, grades: Iterable[int] | None = None,
+                 sources: Iterable[str] | None = None) -> pd.DataFrame:
+    """Labels (status ``ok``) with their document's title, oldest first; each filter keeps rows
+    whose value is among the given ones (None: no filter). Columns: :data:`LABEL_COLUMNS`."""
+    labels = read_judgments(db, status="ok")
+    if query_ids is not None:
+        labels = labels.loc[labels["query_id"].isin(list(query_ids))]
+    if grades is not None:
+        labels = labels.loc[labels["grade"].isin([int(g) for g in grades])]
+    if sources is not None:
+        labels = labels.loc[labels["source"].isin(list(sources))]
+    titles = read_documents(db, labels["doc_id"].unique().tolist(), with_text=False)[["doc_id", "title"]]
+    out = labels.merge(titles, on="doc_id", how="left")
+    return out.reindex(columns=LABEL_COLUMNS).reset_index(drop=True)
+
+
+def label_document(db: Database, doc_id: str) -> str:
+    """The full text of ``doc_id`` (a label's span indexes into it)."""
+    docs = read_documents(db, [doc_id])
+    if docs.empty:
+        raise StoreError(f"no document {doc_id!r} in this project")
+    return str(docs.iloc[0]["text"])
+
+
+def peek_pool(db: Database, pool: str, query_id: str, *, limit: int = 5,
+              min_overlap: float = DEFAULTS["evaluation"]["min_overlap"]) -> dict:
+    """The first ``limit`` pairs of ``query_id`` in ``pool`` by priority, with what a judge sees.
+
+    Returns ``{"query_id", "query", "description", "pairs"}``; ``pairs`` has ``priority, doc_id,
+    chunk_id, title, rrf_score, text, grade`` where ``text`` is the whole chunk (or document) and
+    ``grade`` the grade the current labels give the pair (the rule of
+    :func:`workbench.services.pooling.pool_labels`), or NA when it has none.
+    """
+    from workbench.services.pooling import pool_labels, pool_preview
+    from workbench.store.pools import read_pool
+
+    record = read_pool(db, pool)
+    if record is None:
+        raise StoreError(f"no pool {pool!r} in this project")
+    pairs = pool_preview(db, pool, query_id, limit=limit)
+    queries = read_queries(db)
+    query = queries.loc[queries["query_id"] == query_id]
+    titles = read_documents(db, pairs["doc_id"].unique().tolist(), with_text=False)[["doc_id", "title"]]
+    pairs = pairs.merge(titles, on="doc_id", how="left")
+    item = "chunk_id" if record["level"] == "chunk" else "doc_id"
+    labels = pool_labels(db, record["level"], record["chunking"], min_overlap)
+    labels = labels.loc[labels["query_id"] == query_id, [item, "grade"]]
+    pairs = pairs.merge(labels, on=item, how="left").sort_values("priority")
+    pairs["grade"] = pairs["grade"].astype("Int64")
+    return {
+        "query_id": query_id,
+        "query": str(query.iloc[0]["text"]) if len(query) else "",
+        "description": query.iloc[0]["description"] if len(query) else None,
+        "pairs": pairs.reindex(columns=["priority", "doc_id", "chunk_id", "title", "rrf_score", "text", "grade"])
+                      .reset_index(drop=True),
+    }

@@ -1,0 +1,269 @@
+"""The pipeline state of a project: what it holds, which step is done, what comes next.
+
+Both front ends show the same :class:`ProjectStatus`; each names the next step in its own words
+(a command in the CLI, a page in the app) and only when it can offer that step.
+
+Steps, in pipeline order, and the rule that sets each one's state
+(``done`` / ``partial`` / ``to do`` / ``not available yet``):
+
+=============  ===========================  ==================================================
+step           count                        state
+=============  ===========================  ==================================================
+corpus         documents                    done: documents and queries exist; partial: only one
+                                            of the two; to do: neither.
+chunks         chunkings                    done: at least one chunking covers every document;
+                                            partial: chunkings exist but none covers every
+                                            document; to do: no chunking. Every chunking that
+                                            misses documents is named in ``warnings``.
+runs           runs                         done: at least one run covers every document;
+                                            partial: runs exist but none does; to do: no run. A
+                                            run covers the documents that existed when it was
+                                            made (documents imported later are not in it); runs
+                                            that miss documents are named in ``warnings``.
+                                            Imported document-level runs count as covering.
+pool           pools                        done: a pool with pairs exists; to do otherwise.
+judgments      successful LLM labels        done: the LLM judge labelled every pair of at least
+                                            one pool; partial: it labelled some; to do: none.
+calibration    calibration samples          not available yet: the project has no calibration
+                                            table (the feature is not installed); done: a
+                                            sample exists; to do otherwise.
+qrels          labelled pool pairs          done: every pair of at least one pool carries a
+                                            label (any source); partial: some pairs of a pool
+                                            do; to do: no pool pair is labelled. Labels outside
+                                            every pool (imported qrels) do not make qrels done.
+evaluation     stored evaluations           not available yet: the project has no
+                                            ``evaluations`` table; done: one is stored; to do
+                                            otherwise.
+=============  ===========================  ==================================================
+
+A pair counts as labelled when a successful judgment anchors to it: for chunk pools, a judged
+span overlapping the chunk by at least ``min_overlap`` of the shorter span
+(:func:`workbench.core.spans.chunk_qrels`); for document pools, any judged span of the document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from workbench.config import DEFAULTS
+from workbench.core.spans import chunk_qrels, doc_qrels
+from workbench.store.chunks import read_chunks
+from workbench.store.database import Database
+from workbench.store.imports import read_imports
+from workbench.store.judgments import read_judgments
+from workbench.store.meta import read_meta, table_counts
+from workbench.store.pools import count_pool_pairs_among
+
+DONE, PARTIAL, TODO, UNAVAILABLE = "done", "partial", "to do", "not available yet"
+# Tables whose presence means a later feature is installed (its migration has run).
+CALIBRATION_TABLE = "calibration_samples"
+EVALUATION_TABLE = "evaluations"
+
+
+@dataclass(frozen=True)
+class PipelineStep:
+    key: str
+    title: str
+    count: int
+    state: str
+    detail: str = ""
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def done(self) -> bool:
+        return self.state == DONE
+
+    @property
+    def actionable(self) -> bool:
+        """Not done and the project can offer it (a feature not installed is skipped)."""
+        return self.state in (TODO, PARTIAL)
+
+
+@dataclass(frozen=True)
+class ProjectStatus:
+    path: Path
+    counts: dict[str, int]
+    steps: list[PipelineStep] = field(default_factory=list)
+    meta: dict[str, str] = field(default_factory=dict)
+    chunkings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    runs: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def next_step(self) -> PipelineStep | None:
+        """The first step still to do (or partly done)."""
+        return self.next_step_among(None)
+
+    def next_step_among(self, offered: set[str] | None) -> PipelineStep | None:
+        """The first actionable step whose key is in ``offered`` (None: any).
+
+        A front end passes the steps it can offer (the commands or pages that exist), so it never
+        points at a command or page it does not have.
+        """
+        return next((s for s in self.steps if s.actionable and (offered is None or s.key in offered)), None)
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for s in self.steps for w in s.warnings]
+
+
+def chunking_coverage(db: Database, documents: int | None = None) -> pd.DataFrame:
+    """Every chunking with ``name, strategy, params, chunks, documents, total_documents, complete``.
+
+    ``documents`` is how many distinct documents have at least one chunk in the chunking.
+    """
+    from workbench.services.chunking import list_chunkings
+
+    frame = list_chunkings(db)
+    total = table_counts(db).get("documents", 0) if documents is None else documents
+    covered = [int(read_chunks(db, name)["doc_id"].nunique()) for name in frame["name"]]
+    out = frame.assign(documents=pd.Series(covered, index=frame.index, dtype="int64"),
+                       total_documents=int(total))
+    out["complete"] = out["documents"] >= out["total_documents"]
+    return out
+
+
+def run_coverage(db: Database, documents: int | None = None) -> pd.DataFrame:
+    """Every run with ``name, retriever, level, chunking, params, rows, queries, documents,
+    total_documents, complete``.
+
+    A run made by a retriever covers the documents that existed when it was made: the project's
+    documents minus those of corpus imports recorded after the run's creation time. Document-level
+    runs (imported from another system) have ``documents`` = NA and count as complete.
+    """
+    total = table_counts(db).get("documents", 0) if documents is None else int(documents)
+    from workbench.services.retrieval import list_runs
+
+    runs = list_runs(db)
+    imports = read_imports(db, limit=1_000_000)
+    corpus = imports.loc[imports["kind"] == "corpus", ["imported_at", "rows"]]
+    covered = []
+    for row in runs.itertuples(index=False):
+        if row.level != "chunk":
+            covered.append(pd.NA)
+            continue
+        later = int(corpus.loc[corpus["imported_at"] > row.created_at, "rows"].sum())
+        covered.append(max(total - later, 0))
+    out = runs.assign(documents=pd.array(covered, dtype="Int64"), total_documents=total)
+    out["complete"] = out["documents"].isna() | (out["documents"].fillna(0) >= total)
+    out["complete"] = out["complete"].astype(bool)
+    return out
+
+
+def _labelled_pool_pairs(db: Database, pools: pd.DataFrame, judgments: pd.DataFrame,
+                         min_overlap: float) -> dict[str, int]:
+    """Per pool: how many of its pairs carry a label from ``judgments`` (ok, graded spans)."""
+    spans = judgments.loc[judgments["grade"].notna(), ["query_id", "doc_id", "start", "end", "grade"]]
+    spans = spans.astype({"grade": "float64"})
+    out: dict[str, int] = {}
+    for pool in pools.itertuples(index=False):
+        if spans.empty or not pool.pairs:
+            out[pool.name] = 0
+            continue
+        if pool.level == "chunk":
+            labels = chunk_qrels(read_chunks(db, pool.chunking), spans, min_overlap=min_overlap)
+            item = "chunk_id"
+        else:
+            labels = doc_qrels(spans)
+            item = "doc_id"
+        keys = (labels[["query_id", item]].astype(str).drop_duplicates()
+                .set_axis(["query_id", "item"], axis=1))
+        out[pool.name] = count_pool_pairs_among(db, pool.name, pool.level, keys)
+    return out
+
+
+def _labelled_state(labelled: dict[str, int], pools: pd.DataFrame) -> tuple[str, str]:
+    """State and detail of a "labels cover a pool" step."""
+    if pools.empty or not pools["pairs"].sum():
+        return TODO, "no pool yet"
+    parts, state = [], TODO
+    for pool in pools.itertuples(index=False):
+        n = labelled.get(pool.name, 0)
+        parts.append(f"{pool.name}: {n:,} of {int(pool.pairs):,} pairs labelled")
+        if pool.pairs and n >= pool.pairs:
+            state = DONE
+        elif n and state != DONE:
+            state = PARTIAL
+    return state, "; ".join(parts)
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (plural or word + 's')}"
+
+
+def project_status(db: Database, *, min_overlap: float = DEFAULTS["evaluation"]["min_overlap"]) -> ProjectStatus:
+    """Counts per table and the pipeline in order, each step's state set by the rule in the module doc."""
+    counts = table_counts(db)
+    n_docs, n_queries = counts.get("documents", 0), counts.get("queries", 0)
+    steps: list[PipelineStep] = []
+
+    corpus_state = DONE if n_docs and n_queries else (PARTIAL if n_docs or n_queries else TODO)
+    steps.append(PipelineStep("corpus", "Corpus", n_docs, corpus_state,
+                              f"{_plural(n_docs, 'document')}, {_plural(n_queries, 'query', 'queries')}"))
+
+    chunkings = chunking_coverage(db, n_docs)
+    chunk_warnings = tuple(
+        f"chunking {c.name} covers {c.documents:,} of {c.total_documents:,} documents"
+        for c in chunkings.itertuples(index=False) if not c.complete)
+    chunk_state = TODO if chunkings.empty else (DONE if chunkings["complete"].any() else PARTIAL)
+    steps.append(PipelineStep(
+        "chunks", "Chunks", len(chunkings), chunk_state,
+        "; ".join(f"{c.name}: {c.chunks:,} chunks over {c.documents:,} of {c.total_documents:,} documents"
+                  for c in chunkings.itertuples(index=False)) or "no chunking yet",
+        chunk_warnings))
+
+    runs = run_coverage(db, n_docs)
+    run_warnings = tuple(
+        f"run {r.name} covers {int(r.documents):,} of {r.total_documents:,} documents "
+        f"(documents imported after it was made are not in it)"
+        for r in runs.itertuples(index=False) if not r.complete)
+    run_state = TODO if runs.empty else (DONE if runs["complete"].any() else PARTIAL)
+    steps.append(PipelineStep(
+        "runs", "Runs", len(runs), run_state,
+        "; ".join(f"{r.name}: {int(r.documents):,} of {r.total_documents:,} documents" if r.level == "chunk"
+                  else f"{r.name}: imported, document level" for r in runs.itertuples(index=False))
+        or "no run yet", run_warnings))
+
+    from workbench.services.pooling import list_pools
+
+    pools = list_pools(db)
+    pool_state = DONE if len(pools) and pools["pairs"].sum() else TODO
+    steps.append(PipelineStep(
+        "pool", "Pool", len(pools), pool_state,
+        "; ".join(f"{p.name}: {int(p.pairs):,} pairs over {int(p.queries):,} queries"
+                  for p in pools.itertuples(index=False)) or "no pool yet"))
+
+    judgments = read_judgments(db, status="ok")
+    llm = judgments.loc[judgments["source"] == "llm"]
+    llm_state, llm_detail = _labelled_state(_labelled_pool_pairs(db, pools, llm, min_overlap), pools)
+    failed = counts.get("judgments.llm.failed", 0) + counts.get("judgments.llm.invalid", 0)
+    if failed:
+        llm_detail += f"; {_plural(failed, 'failed call')}"
+    steps.append(PipelineStep("judgments", "LLM judgments", len(llm), llm_state, llm_detail))
+
+    if CALIBRATION_TABLE in counts:
+        n = counts[CALIBRATION_TABLE]
+        steps.append(PipelineStep("calibration", "Calibration", n, DONE if n else TODO,
+                                  _plural(n, "calibration sample") if n else "no calibration sample yet"))
+    else:
+        steps.append(PipelineStep("calibration", "Calibration", 0, UNAVAILABLE,
+                                  "comparing the judge with SME labels is not in this version yet"))
+
+    labelled = _labelled_pool_pairs(db, pools, judgments, min_overlap)
+    qrels_state, qrels_detail = _labelled_state(labelled, pools)
+    outside = "" if len(pools) else f"; {_plural(len(judgments), 'label')} outside any pool"
+    steps.append(PipelineStep("qrels", "Qrels", max(labelled.values(), default=0), qrels_state,
+                              qrels_detail + outside))
+
+    if EVALUATION_TABLE in counts:
+        n = counts[EVALUATION_TABLE]
+        steps.append(PipelineStep("evaluation", "Evaluation", n, DONE if n else TODO,
+                                  _plural(n, "stored evaluation") if n else "no stored evaluation yet"))
+    else:
+        steps.append(PipelineStep("evaluation", "Evaluation", 0, UNAVAILABLE,
+                                  "evaluations are not stored in the project yet"))
+
+    return ProjectStatus(path=db.path, counts=counts, steps=steps, meta=read_meta(db),
+                         chunkings=chunkings, runs=runs)

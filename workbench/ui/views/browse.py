@@ -1,0 +1,101 @@
+"""Queries & Labels: the project's queries (text, description, tags) and their labels (grade,
+source, assessor), each label's span shown highlighted inside its document.
+
+Filters: one query (or all), grades, sources. Read-only, through :mod:`workbench.services.browse`.
+Corpus text and query text are untrusted: shown with ``html.escape`` per segment
+(:mod:`workbench.ui.highlight`) or in tables, never as markdown.
+"""
+
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from workbench.services.browse import label_document, labels_table, queries_table
+from workbench.ui import context
+from workbench.ui.highlight import marked_span_html
+from workbench.ui.words import cell, params_text
+
+ALL = "All queries"
+GRADES = (3, 2, 1, 0)
+SOURCE_WORDS = {"human": "human (SME)", "imported": "imported", "llm": "LLM judge"}
+SHOWN_PASSAGES = 20
+
+
+def _query_label(queries, query_id: str) -> str:
+    if query_id == ALL:
+        return ALL
+    text = queries.loc[queries["query_id"] == query_id, "text"]
+    snippet = str(text.iloc[0]) if len(text) else ""
+    snippet = snippet if len(snippet) <= 70 else snippet[:70].rsplit(" ", 1)[0] + " …"
+    return f"{query_id} — {snippet}"
+
+
+def render() -> None:
+    st.title("Queries & Labels")
+    st.caption("Every query with its description and tags, and the labels given to it: the grade, "
+               "who gave it, and the labelled passage highlighted in its document.")
+    with context.project() as db:
+        queries = queries_table(db)
+        everything = labels_table(db)
+    if queries.empty:
+        st.info("No queries yet. Import queries on the Data page.")
+        context.page_link("data", "Go to Data", icon=":material/arrow_forward:")
+        return
+
+    cols = st.columns([3, 2, 2])
+    chosen = cols[0].selectbox("Query", [ALL, *queries["query_id"].tolist()], key="browse_query",
+                               format_func=lambda q: _query_label(queries, q))
+    grades = cols[1].multiselect("Grades", GRADES, default=list(GRADES), key="browse_grades",
+                                 help="3 fully answers, 2 answers part or gives essential support, "
+                                      "1 on topic but does not help, 0 irrelevant.")
+    sources = sorted(everything["source"].unique().tolist()) if len(everything) else []
+    chosen_sources = cols[2].multiselect("Sources", sources, default=sources, key="browse_sources",
+                                         format_func=lambda s: SOURCE_WORDS.get(s, s))
+
+    shown = queries if chosen == ALL else queries.loc[queries["query_id"] == chosen]
+    st.subheader("Query" if chosen != ALL else f"Queries ({len(queries):,})")
+    st.dataframe(
+        [{"query": q.query_id, "text": q.text, "description": cell(q.description),
+          "tags": params_text(q.tags), "labels": int(q.labels)} for q in shown.itertuples(index=False)],
+        hide_index=True, width="stretch", key="browse_queries")
+
+    with context.project() as db:
+        labels = labels_table(db, query_ids=None if chosen == ALL else [chosen], grades=grades,
+                              sources=chosen_sources)
+    st.subheader(f"Labels ({len(labels):,})")
+    if everything.empty:
+        st.info("No labels yet. Import qrels on the Data page, or label pool pairs when labelling "
+                "is available.")
+        return
+    if labels.empty:
+        st.info("No label matches these filters. Choose more grades or sources, or another query.")
+        return
+    st.dataframe(
+        [{"query": r.query_id, "document": r.doc_id, "title": cell(r.title), "span": f"{r.start}–{r.end}",
+          "grade": int(r.grade), "source": SOURCE_WORDS.get(r.source, r.source), "assessor": r.assessor}
+         for r in labels.itertuples(index=False)],
+        hide_index=True, width="stretch", key="browse_labels")
+
+    st.subheader("Labelled passages")
+    whole = st.checkbox("Show whole documents", key="browse_whole",
+                        help="Otherwise a few lines of context are shown around each passage.")
+    if len(labels) > SHOWN_PASSAGES:
+        st.caption(f"Showing the first {SHOWN_PASSAGES} of {len(labels):,} labels; choose a query or "
+                   f"fewer grades to see the others.")
+    texts: dict[str, str] = {}
+    with context.project() as db:
+        for doc_id in labels["doc_id"].head(SHOWN_PASSAGES).unique():
+            texts[doc_id] = label_document(db, doc_id)
+    for r in labels.head(SHOWN_PASSAGES).itertuples(index=False):
+        title = cell(r.title)
+        head = (f"{r.query_id} · {r.doc_id}" + (f" — {title}" if title else "")
+                + f" · grade {int(r.grade)} · {SOURCE_WORDS.get(r.source, r.source)} · {r.assessor}")
+        body = marked_span_html(texts[r.doc_id], r.start, r.end, grade=int(r.grade),
+                                window=None if whole else 300)
+        st.html(
+            f'<div style="margin: 0.8em 0 0.2em; font-weight: 600">{html.escape(head)}</div>'
+            f'<div style="white-space: pre-wrap; font-size: 0.9em; border-left: 3px solid #ddd; '
+            f'padding-left: 0.8em; max-height: 28em; overflow-y: auto">{body}</div>'
+        )

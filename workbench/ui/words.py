@@ -1,0 +1,170 @@
+"""The page's words: service messages and stored values as an app user should read them.
+
+The services word their errors for the CLI (they name flags such as ``--skip-unknown`` and
+commands such as ```workbench chunk ...```). A page calls :func:`page_message` with the fields it
+shows, so the same error names the field or button the user can act on:
+
+* ``pass --skip-unknown`` → ``tick “Skip rows with unknown ids”`` (a checkbox), ``pass --name`` →
+  ``fill in “Run name”`` (a text field), ``choose another --name`` → ``choose another “Run name”``;
+* a CLI command in backticks → the page that does the same (```workbench import corpus FILE```
+  → "the Data page");
+* the server-side path of an uploaded file → the name of the file the user uploaded.
+
+Pages also check their fields before calling a service (empty or taken names, nothing chosen),
+so the most common mistakes never reach this translation; it is the safety net for the rest.
+
+:func:`cell` and :func:`params_text` keep ``None``, ``nan`` and Python dict text out of tables.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Field:
+    """A control on a page: its label and kind (``text``, ``check``, ``choice``, ``number``, ``file``)."""
+
+    label: str
+    kind: str = "text"
+
+    @property
+    def verb(self) -> str:
+        return {"check": "tick", "choice": "choose", "number": "set", "file": "choose"}.get(self.kind, "fill in")
+
+    @property
+    def quoted(self) -> str:
+        return f"“{self.label}”"
+
+
+# Flags the services name, with the words most pages use for them; a page passes its own.
+COMMON_FIELDS: dict[str, Field] = {
+    "--name": Field("Name"),
+    "--format": Field("Format", "choice"),
+    "--skip-unknown": Field("Skip rows with unknown ids", "check"),
+    "--assessor": Field("Assessor"),
+    "--chunking": Field("Chunking", "choice"),
+    "--runs": Field("Runs", "choice"),
+    "--k": Field("Results per query", "number"),
+    "--depth": Field("Depth", "number"),
+    "--size": Field("Size", "number"),
+    "--overlap": Field("Overlap", "number"),
+    "--unit": Field("Unit", "choice"),
+    "--model": Field("Model"),
+    "--weights": Field("Weights"),
+    "--rrf-k": Field("RRF k", "number"),
+    "--source": Field("Source run", "choice"),
+    "--level": Field("Level", "choice"),
+    "--out": Field("File name"),
+    "--force": Field("Replace the existing file", "check"),
+    "--id-field": Field("Id field"),
+    "--text-field": Field("Text field"),
+    "--title-field": Field("Title field"),
+}
+
+# CLI commands and the page that does the same thing.
+COMMAND_PAGES = {
+    "import": "Data", "export": "Data", "init": "Overview", "status": "Overview",
+    "chunk": "Retrieve & Pool", "retrieve": "Retrieve & Pool", "pool": "Retrieve & Pool",
+    "pool-stats": "Retrieve & Pool",
+}
+
+_FLAG = r"--[a-z][a-z0-9-]*"
+_PASS = re.compile(rf"\b(?:pass|use|give|add|set)\s+({_FLAG})(?:\s+(?:[A-Z][A-Z0-9_,.]*|\S*[,=]\S*))?")
+_COMMAND = re.compile(r"\(?`workbench\s+([a-z-]+)[^`]*`\)?")
+_BARE_FLAG = re.compile(_FLAG)
+
+
+def page_message(message: str | Exception, fields: Mapping[str, Field] | None = None, *,
+                 uploaded: Mapping[str, str] | None = None, project: str | None = None) -> str:
+    """``message`` in the page's words (see the module doc); one line.
+
+    ``fields`` maps the flags a service may name to the page's controls (merged over
+    :data:`COMMON_FIELDS`); ``uploaded`` maps server paths of uploaded files to the names the
+    user gave them; ``project`` is the project database path, which the page calls "this project".
+    """
+    text = str(message)
+    for server_path, name in (uploaded or {}).items():
+        text = text.replace(str(server_path), name)
+    if project:
+        text = text.replace(f" in {project}", " in this project").replace(str(project), "this project")
+    known = {**COMMON_FIELDS, **(fields or {})}
+
+    def field_of(flag: str) -> Field:
+        return known.get(flag) or Field(flag.lstrip("-").replace("-", " ").capitalize())
+
+    def as_action(match: re.Match) -> str:
+        field = field_of(match.group(1))
+        return f"{field.verb} {field.quoted}"
+
+    def as_page(match: re.Match) -> str:
+        page = COMMAND_PAGES.get(match.group(1))
+        inner = f"on the {page} page" if page else "outside the app"
+        return f"({inner})" if match.group(0).startswith("(") else inner
+
+    text = _PASS.sub(as_action, text)
+    text = _COMMAND.sub(as_page, text)
+    text = _BARE_FLAG.sub(lambda m: field_of(m.group(0)).quoted, text)
+    return " ".join(text.split())
+
+
+def cell(value) -> str | int | float:
+    """A table cell without ``None``/``nan`` (shown empty) or dict text (shown as key = value)."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and math.isnan(value):
+        return ""
+    try:
+        import pandas as pd
+
+        if value is pd.NA or value is pd.NaT:
+            return ""
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        pass
+    if isinstance(value, Mapping):
+        return params_text(value)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(cell(v)) for v in value)
+    return value
+
+
+def params_text(params, *, skip: tuple[str, ...] = ()) -> str:
+    """Parameters as readable ``key = value`` pairs (a dict, or its JSON text); empty when none."""
+    if params is None or (isinstance(params, float) and math.isnan(params)):
+        return ""
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except ValueError:
+            return params
+    if not isinstance(params, Mapping):
+        return str(cell(params))
+    return ", ".join(f"{key} = {cell(value)}" for key, value in params.items()
+                     if key not in skip and cell(value) != "")
+
+
+def clean_rows(frame, *, params: tuple[str, ...] = ("params",), skip_params: tuple[str, ...] = ()) -> list[dict]:
+    """A DataFrame as rows for ``st.dataframe`` with :func:`cell` applied and params as key = value."""
+    rows = []
+    for record in frame.to_dict("records"):
+        row = {}
+        for key, value in record.items():
+            row[key] = params_text(value, skip=skip_params) if key in params else cell(value)
+        rows.append(row)
+    return rows
+
+
+def excerpt(text, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with "…" when cut."""
+    text = "" if cell(text) == "" else str(text)
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = max(cut.rfind(" "), cut.rfind("\n"))
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip() + " …"
