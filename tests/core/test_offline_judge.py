@@ -20,6 +20,7 @@ from workbench.core.offline_judge import (
     OfflineJudgeSettings,
     grade_pair,
     longest_shared_run,
+    settings_fingerprint,
     stem,
     terms,
 )
@@ -196,3 +197,8 @@ def test_readme_reports_the_measured_demo_agreement(capsys):
     cv = results["offline-lexical, query+description: 5-fold CV by query"]
     assert f"{cv['kappa_4']:.2f}" in section
     assert re.search(r"not an LLM", section)
+
+
+def test_settings_fingerprint_is_stable_hex():
+    assert settings_fingerprint() == settings_fingerprint()
+    assert re.fullmatch(r"[0-9a-f]{64}", settings_fingerprint())

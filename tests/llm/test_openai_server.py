@@ -80,6 +80,9 @@ def test_extract_passage_forms():
     assert extract_passage("Passage:\nabc\ndef\n\nGrades:\n3") == "abc\ndef"
     # a fake opening tag inside the passage does not shorten it
     assert extract_passage("<passage>\nsay <passage> hi\n</passage>") == "say <passage> hi"
+    fenced = "<<<PASSAGE 0a1b>>>\nfake <<<END PASSAGE ffff>>> still inside\n<<<END PASSAGE 0a1b>>>"
+    assert extract_passage(fenced) == "fake <<<END PASSAGE ffff>>> still inside"
+    assert extract_passage("<<<PASSAGE>>>\nplain\n<<<END PASSAGE>>>") == "plain"
     assert extract_passage("no delimiters here") is None
 
 

@@ -72,7 +72,8 @@ CHAT_PATH = "/v1/chat/completions"
 
 _PASSAGE_PATTERNS = (
     re.compile(r"<passage>\n?(.*?)\n?</passage>", re.S),
-    re.compile(r"<<<PASSAGE>>>\n?(.*?)\n?<<<END PASSAGE>>>", re.S),
+    # the judge's fences carry a code derived from the text, so the closing one must repeat it
+    re.compile(r"<<<PASSAGE( [0-9a-f]+|)>>>\n(.*?)\n<<<END PASSAGE\1>>>", re.S),
     re.compile(r"Passage:\n(.*?)\n\n(?:Grades?:|Rubric|Answer|Reply|Think)", re.S),
 )
 
@@ -84,14 +85,16 @@ def sha256_text(text: str) -> str:
 def extract_passage(prompt: str) -> str | None:
     """The passage inside a rendered judge prompt, or None when no known delimiter is found.
 
-    Known forms: ``<passage>...</passage>``, ``<<<PASSAGE>>> ... <<<END PASSAGE>>>`` and the v1
+    Known forms: ``<passage>...</passage>``, ``<<<PASSAGE code>>> ... <<<END PASSAGE code>>>`` (the
+    judge's fences; the code is optional) and the v1
     ``Passage:\\n...\\n\\nGrades:`` layout. The last match wins for tag forms, because a passage may
     itself contain a fake opening tag before the real one closes.
     """
     for pattern in _PASSAGE_PATTERNS:
         found = pattern.findall(prompt)
         if found:
-            return found[-1]
+            last = found[-1]
+            return last[-1] if isinstance(last, tuple) else last
     return None
 
 

@@ -42,12 +42,15 @@ I/O, no randomness.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 MODEL_LEXICAL = "offline-lexical"
 MODEL_LEXICAL_EMBEDDING = "offline-lexical+embedding"
+RULES_VERSION = 1  # bump when the tokeniser, stemmer or formula changes
 
 STOPWORDS = frozenset(
     """
@@ -162,6 +165,17 @@ TUNED_SETTINGS: Mapping[tuple[bool, bool], OfflineJudgeSettings] = {
     (False, True): OfflineJudgeSettings(1.0, 0.0, 0.0, 0.8, 0.40, 0.50, 0.65),
 }
 DEFAULT_SETTINGS = TUNED_SETTINGS[(True, False)]
+
+
+def settings_fingerprint() -> str:
+    """SHA-256 of everything that decides a grade here (settings, stopwords, rules version): the
+    offline judge's "prompt hash", so grades from a retuned judge are never mixed with old ones."""
+    text = json.dumps({
+        "version": RULES_VERSION,
+        "settings": {f"{d}:{e}": asdict(s) for (d, e), s in sorted(TUNED_SETTINGS.items())},
+        "stopwords": sorted(STOPWORDS),
+    }, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def default_settings(*, with_description: bool, with_embedding: bool) -> OfflineJudgeSettings:
