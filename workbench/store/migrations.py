@@ -177,6 +177,85 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX embeddings_by_key ON embeddings (chunking, model);
         """,
     ),
+    Migration(
+        4,
+        "judge_jobs_and_samples",
+        """
+        -- Judge jobs (one per pool and judge configuration) and every sample they stored; ok
+        -- samples are the response cache (see workbench/store/judging.py).
+        CREATE SEQUENCE judge_job_ids START 1;
+        CREATE TABLE judge_jobs (
+            job_id BIGINT PRIMARY KEY DEFAULT nextval('judge_job_ids'),
+            pool VARCHAR NOT NULL,
+            judge VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            base_url VARCHAR,
+            prompt_id VARCHAR NOT NULL,
+            prompt_hash VARCHAR NOT NULL,
+            params JSON NOT NULL,
+            samples INTEGER NOT NULL DEFAULT 1,
+            aggregate VARCHAR NOT NULL DEFAULT 'majority',
+            config_key VARCHAR NOT NULL,
+            state VARCHAR NOT NULL DEFAULT 'pending',
+            total INTEGER NOT NULL DEFAULT 0,
+            judged INTEGER NOT NULL DEFAULT 0,
+            ok INTEGER NOT NULL DEFAULT 0,
+            invalid INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
+            cached INTEGER NOT NULL DEFAULT 0,
+            sent INTEGER NOT NULL DEFAULT 0,
+            http_calls INTEGER NOT NULL DEFAULT 0,
+            prompt_tokens BIGINT NOT NULL DEFAULT 0,
+            completion_tokens BIGINT NOT NULL DEFAULT 0,
+            cost_usd DOUBLE NOT NULL DEFAULT 0,
+            budget_usd DOUBLE,
+            batch_id VARCHAR,
+            message VARCHAR,
+            pid INTEGER,
+            heartbeat_at TIMESTAMP,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            started_at TIMESTAMP,
+            finished_at TIMESTAMP
+        );
+        CREATE SEQUENCE judge_sample_ids START 1;
+        CREATE TABLE judge_samples (
+            sample_id BIGINT PRIMARY KEY DEFAULT nextval('judge_sample_ids'),
+            job_id BIGINT NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            chunk_id VARCHAR,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            sample INTEGER NOT NULL,
+            cache_key VARCHAR NOT NULL,
+            status VARCHAR NOT NULL CHECK (status IN ('ok', 'invalid', 'failed')),
+            grade TINYINT CHECK (grade IS NULL OR grade BETWEEN 0 AND 3),
+            reason VARCHAR,
+            raw_response VARCHAR,
+            error VARCHAR,
+            probabilities VARCHAR,
+            expected_grade DOUBLE,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            latency_ms DOUBLE,
+            cost_usd DOUBLE,
+            http_calls INTEGER,
+            from_cache BOOLEAN NOT NULL DEFAULT false,
+            cached_from BIGINT,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            CHECK (status = 'ok' OR grade IS NULL)
+        );
+        CREATE INDEX judge_samples_by_key ON judge_samples (cache_key, sample);
+        CREATE INDEX judge_samples_by_job ON judge_samples (job_id, query_id);
+        ALTER TABLE judgments ADD COLUMN job_id BIGINT;
+        ALTER TABLE judgments ADD COLUMN samples VARCHAR;
+        ALTER TABLE judgments ADD COLUMN grade_spread DOUBLE;
+        ALTER TABLE judgments ADD COLUMN probabilities VARCHAR;
+        ALTER TABLE judgments ADD COLUMN expected_grade DOUBLE;
+        ALTER TABLE judgments ADD COLUMN cached INTEGER;
+        CREATE INDEX judgments_by_job ON judgments (job_id);
+        """,
+    ),
 )
 
 

@@ -1,0 +1,810 @@
+"""The judge service: grade every pair of a pool with an LLM (or the offline baseline).
+
+Service API (shared by ``workbench judge`` and the app's Judge page)
+-------------------------------------------------------------------
+
+``spec = resolve_spec(settings, api_key=None)``
+    The judge configuration from settings (``[judge]``; CLI flags are settings overrides). The API
+    key comes from ``api_key`` or ``OPENAI_API_KEY``; it is kept only on the spec (``repr``
+    hides it) and handed to the HTTP client, never stored. With no key and the OpenAI URL, or
+    with ``model = "offline-lexical"``, the spec is the offline baseline (``spec.offline``).
+
+``estimate(db_path, pool, spec, limit=None) -> Estimate``
+    Pairs, units (pair x sample), how many the cache answers, tokens (characters / 4) and cost.
+
+``run_job(db_path, pool, spec, *, limit, budget_usd, retry_failed, batch, on_progress, cancel) -> JobReport``
+    Start or resume the pool's job for this configuration and run it until every unit is
+    judged, the budget is reached, or it is cancelled. Blocking; call it in a thread or a
+    subprocess from the app. Re-running a finished job sends nothing; ``retry_failed`` first
+    drops the job's failed and invalid samples so they are judged again. ``on_progress(p)``
+    gets a :class:`Progress` after every batch write; ``cancel`` is a ``threading.Event``.
+
+``cancel_job(db_path, job_id)``  asks a running job (in any process) to stop after its in-flight
+    requests; the runner notices at its next batch write (``state`` cancelling -> cancelled).
+``job_status(db_path, job_id) -> dict``, ``list_jobs(db_path, pool=None) -> list[dict]``
+    The stored job rows (state, counts, tokens, cost, budget, message, times, pid, heartbeat).
+``list_failures(db_path, job_id, limit=None) -> DataFrame``  failed and invalid samples with
+    their error and raw reply.
+``job_judgments(db_path, job_id) -> DataFrame``  the job's judgments.
+
+``db_path`` may also be an open :class:`~workbench.store.database.Database` for the reads.
+
+Storage and locking. The runner never keeps the project open: it opens the file, reads or writes
+one batch, and closes it (writes every ``batch_size`` results or ``flush_seconds``). A writer that
+finds the file locked retries with backoff for up to ``db_wait`` seconds, then names the holder.
+Every batch write is one transaction (samples, judgments, counters), so a process killed at any
+moment loses only its in-flight requests; running again resumes with the units that have no
+stored sample, and ends with the same judgments as an uninterrupted run.
+
+Jobs and the cache. A job is (pool, judge configuration); the configuration key is the cache
+prefix plus the samples and aggregate. Units are (pool pair, sample index). Cache key per unit:
+see :mod:`workbench.store.judging`; an ``ok`` sample with the same key and sample index, from
+any job, pool or chunking, answers the unit without a request and is recorded as a sample of
+this job with ``from_cache`` and ``cached_from`` (its provenance). Units of one run sharing a key
+are sent once.
+
+Cost = prompt_tokens x input price + completion_tokens x output price (per 1M tokens, price table
+``[judge.prices]``; batch requests x ``batch_discount``). The budget cap stops dispatching when
+spent + the estimated cost of the requests in flight reaches it; the job ends ``budget`` with a
+message saying so, and a later run with a higher budget resumes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pandas as pd
+
+from workbench.config import Settings
+from workbench.errors import ConfigError, InputError, StoreError, StoreLockedError
+from workbench.store import judging as store
+from workbench.store.database import Database
+from workbench.store.pools import read_pool
+
+OFFLINE_MODEL = "offline-lexical"
+PAGE_UNITS = 2000
+STATES_ACTIVE = ("running", "batch", "cancelling")
+
+
+# -- configuration --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """A resolved judge configuration (see :func:`resolve_spec`)."""
+
+    model: str
+    base_url: str | None
+    prompt_id: str
+    prompt_hash: str
+    output: str
+    params: dict
+    samples: int
+    aggregate: str
+    concurrency: int
+    price: tuple[float, float] | None
+    batch_discount: float
+    settings: dict
+    template: object = field(repr=False, default=None)
+    api_key: str | None = field(repr=False, default=None)
+
+    @property
+    def offline(self) -> bool:
+        return self.model == OFFLINE_MODEL
+
+    @property
+    def judge(self) -> str:
+        return OFFLINE_MODEL if self.offline else "llm"
+
+    @property
+    def cache_prefix(self) -> str:
+        return cache_prefix(self.model, self.prompt_hash, self.params)
+
+    @property
+    def config_key(self) -> str:
+        text = json.dumps({"prefix": self.cache_prefix, "samples": self.samples, "aggregate": self.aggregate},
+                          sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, *, batch: bool = False) -> float | None:
+        if self.price is None:
+            return None
+        value = (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1e6
+        return value * (self.batch_discount if batch else 1.0)
+
+
+def cache_prefix(model: str, prompt_hash: str, params: dict) -> str:
+    """The first part of every cache key: ``model 0x1f prompt_hash 0x1f params_json 0x1f``."""
+    return f"{model}\x1f{prompt_hash}\x1f{json.dumps(params, sort_keys=True)}\x1f"
+
+
+def _is_openai(base_url: str) -> bool:
+    return (urlparse(base_url).hostname or "").endswith("api.openai.com")
+
+
+def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec:
+    """The judge configuration from ``settings`` (``[judge]``) and the API key (argument, else
+    ``OPENAI_API_KEY``). Invalid values raise :class:`ConfigError` naming the setting."""
+    from workbench.llm.prompts import load_prompt
+
+    j = dict(settings.values["judge"])
+    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None
+    model = str(j["model"]).strip()
+    base_url = str(j["base_url"]).strip()
+    if not model:
+        raise ConfigError("judge.model is empty; set --model or [judge] model")
+    for name, low in (("concurrency", 1), ("samples", 1), ("max_attempts", 1), ("max_tokens", 1),
+                      ("batch_size", 1)):
+        if int(j[name]) < low:
+            raise ConfigError(f"judge.{name} must be at least {low}, got {j[name]}")
+    if j["aggregate"] not in ("majority", "mean"):
+        raise ConfigError(f"judge.aggregate must be majority or mean, got {j['aggregate']!r}")
+    from workbench.llm.client import RESPONSE_FORMATS
+
+    if j["response_format"] not in RESPONSE_FORMATS:
+        raise ConfigError(f"judge.response_format must be one of {', '.join(RESPONSE_FORMATS)}")
+    prices = j.get("prices") or {}
+    offline = model == OFFLINE_MODEL or (not key and _is_openai(base_url))
+    if offline:
+        from workbench.core import offline_judge
+
+        settings_text = json.dumps(offline_judge.DEFAULT_SETTINGS.__dict__, sort_keys=True)
+        prompt_hash = hashlib.sha256(f"{OFFLINE_MODEL}\x1f{settings_text}".encode()).hexdigest()
+        return JudgeSpec(model=OFFLINE_MODEL, base_url=None, prompt_id=OFFLINE_MODEL, prompt_hash=prompt_hash,
+                         output="offline", params={}, samples=1, aggregate="majority",
+                         concurrency=1, price=(0.0, 0.0), batch_discount=1.0, settings=j)
+    if not base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"judge.base_url {base_url!r} is not an http(s) URL")
+    template = load_prompt(str(j["prompt"]))
+    params = {"temperature": float(j["temperature"]), "output": template.output}
+    if template.output != "single_token":
+        params["max_tokens"] = int(j["max_tokens"])
+    price = prices.get(model)
+    if price is not None:
+        if not (isinstance(price, (list, tuple)) and len(price) == 2):
+            raise ConfigError(f"judge.prices.{model} must be [input USD per 1M tokens, output USD per 1M tokens]")
+        price = (float(price[0]), float(price[1]))
+    return JudgeSpec(model=model, base_url=base_url, prompt_id=template.id, prompt_hash=template.prompt_hash,
+                     output=template.output, params=params, samples=int(j["samples"]), aggregate=j["aggregate"],
+                     concurrency=int(j["concurrency"]), price=price, batch_discount=float(j["batch_discount"]),
+                     settings=j, template=template, api_key=key)
+
+
+# -- opening the project briefly -------------------------------------------------------------
+
+def open_briefly(db_path, wait: float = 30.0) -> Database:
+    """Open the project, waiting with backoff (bounded by ``wait`` seconds) while another process
+    holds it; then the last :class:`StoreLockedError` (which names the holder) is raised."""
+    path = Path(db_path)
+    if not path.exists():
+        raise StoreError(f"no project database at {path}; create one with `workbench --db {path} init`")
+    deadline = time.monotonic() + max(0.0, wait)
+    delay = 0.05
+    while True:
+        try:
+            return Database(path)
+        except StoreLockedError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())) * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, 1.0)
+
+
+class _Use:
+    """``with _Use(target) as db``: an open Database as is, or a path opened briefly."""
+
+    def __init__(self, target, wait: float = 30.0):
+        self.target, self.wait, self.db, self.owned = target, wait, None, False
+
+    def __enter__(self) -> Database:
+        if isinstance(self.target, Database):
+            self.db = self.target
+        else:
+            self.db, self.owned = open_briefly(self.target, self.wait), True
+        return self.db
+
+    def __exit__(self, *exc):
+        if self.owned:
+            self.db.close()
+
+
+# -- estimate --------------------------------------------------------------------------------
+
+@dataclass
+class Estimate:
+    pool: str
+    pairs: int
+    units: int
+    already_judged: int
+    cached: int
+    to_send: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    model: str
+    price_known: bool
+
+    def summary(self) -> str:
+        cost = f"${self.cost_usd:,.4f}" if self.cost_usd is not None else \
+            f"unknown (no price for {self.model} in [judge.prices])"
+        return (f"pool {self.pool}: {self.pairs:,} pairs, {self.units:,} judgments to make "
+                f"({self.already_judged:,} already judged by this job, {self.cached:,} answered by the cache); "
+                f"{self.to_send:,} requests to send, about {self.prompt_tokens:,} prompt + "
+                f"{self.completion_tokens:,} completion tokens (characters / 4), estimated cost {cost}")
+
+
+def _pool_info(db: Database, pool: str) -> dict:
+    info = read_pool(db, pool)
+    if info is None:
+        from workbench.store.pools import read_pools
+
+        names = ", ".join(read_pools(db)["name"].astype(str)) or "none yet (create one with `workbench pool`)"
+        raise InputError(f"no pool named {pool!r}; pools: {names}")
+    return info
+
+
+def _system_chars(spec: JudgeSpec) -> int:
+    if spec.template is None:
+        return 0
+    return len(spec.template.system) + sum(len(p) for p in spec.template.user_parts if isinstance(p, str)) + 120
+
+
+def estimate(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, batch: bool = False) -> Estimate:
+    """What running the job would send and cost (no request is made). Tokens are characters / 4
+    of the rendered prompt (template plus texts), completions ``estimate_completion_tokens`` per
+    request (1 for single-token prompts)."""
+    with _Use(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
+        info = _pool_info(db, pool)
+        job = store.find_job(db, pool, spec.config_key)
+        job_id = job["job_id"] if job else -1
+        pairs = store.count_pool_pairs_for_job(db, pool, info["level"], limit)
+        units = store.pending_units(db, job_id=job_id, pool=pool, level=info["level"], prefix=spec.cache_prefix,
+                                    samples=spec.samples, limit=limit)
+        hits = store.cache_hits(db, units)
+    total_units = pairs * spec.samples
+    if units.empty:
+        cached, sending = 0, units
+    else:
+        hit_keys = set(zip(hits["cache_key"], hits["sample"].astype(int)))
+        mask = [(k, int(s)) in hit_keys for k, s in zip(units["cache_key"], units["sample"])]
+        cached = int(sum(mask))
+        sending = units[[not m for m in mask]].drop_duplicates(["cache_key", "sample"])
+    per_request = 1 if spec.output == "single_token" else int(spec.settings.get("estimate_completion_tokens", 60))
+    if spec.offline:
+        prompt_tokens = completion_tokens = 0
+    else:
+        prompt_tokens = int(((sending["text_chars"] + _system_chars(spec)) // 4).sum()) if len(sending) else 0
+        completion_tokens = per_request * len(sending)
+    cost = spec.cost(prompt_tokens, completion_tokens, batch=batch)
+    return Estimate(pool=pool, pairs=pairs, units=total_units, already_judged=total_units - len(units),
+                    cached=cached, to_send=0 if spec.offline else len(sending), prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens, cost_usd=cost, model=spec.model,
+                    price_known=spec.price is not None)
+
+
+# -- progress and report ---------------------------------------------------------------------
+
+@dataclass
+class Progress:
+    """Cumulative for this run: units done of ``total``, failures, cost so far (whole job)."""
+
+    done: int
+    total: int
+    ok: int
+    invalid: int
+    failed: int
+    cached: int
+    cost_usd: float | None
+    elapsed: float
+
+
+@dataclass
+class JobReport:
+    job_id: int
+    pool: str
+    state: str
+    message: str
+    spec: JudgeSpec
+    job: dict
+    units_run: int
+    sent: int
+    cached: int
+    elapsed: float
+    errors: list[tuple[str, int]]
+
+    @property
+    def rate(self) -> float:
+        return self.units_run / self.elapsed if self.elapsed > 0 else 0.0
+
+    def summary(self) -> str:
+        j = self.job
+        cost = "unknown (no price)" if self.spec.price is None else f"${j['cost_usd']:,.4f}"
+        judge = (f"{OFFLINE_MODEL} (offline lexical baseline, not an LLM)" if self.spec.offline else
+                 f"{self.spec.model} at {self.spec.base_url}, prompt {self.spec.prompt_id} "
+                 f"({self.spec.prompt_hash[:12]})")
+        lines = [
+            f"judge job {self.job_id} on pool {self.pool}: {self.state}",
+            f"  judge     {judge}" + (f", {self.spec.samples} samples ({self.spec.aggregate})"
+                                      if self.spec.samples > 1 else ""),
+            f"  pairs     {j['judged']:,} of {j['total']:,} judged: {j['ok']:,} ok, {j['invalid']:,} invalid, "
+            f"{j['failed']:,} failed",
+            f"  this run  {self.units_run:,} judgments in {self.elapsed:,.1f} s ({self.rate:,.1f}/s); "
+            f"{self.sent:,} sent, {self.cached:,} from the cache",
+            f"  tokens    {j['prompt_tokens']:,} prompt + {j['completion_tokens']:,} completion; "
+            f"HTTP calls {j['http_calls']:,}; cost {cost}"
+            + (f" of budget ${j['budget_usd']:,.2f}" if j.get("budget_usd") else ""),
+        ]
+        for error, n in self.errors[:5]:
+            lines.append(f"  error     {n:,} x {error[:150]}")
+        if self.message:
+            lines.append(f"  {self.message}")
+        return "\n".join(lines)
+
+
+# -- graders ---------------------------------------------------------------------------------
+
+class _OfflineGrader:
+    async def grade(self, query: str, description: str | None, passage: str):
+        from workbench.core.offline_judge import grade_pair
+        from workbench.llm.client import CallOutcome
+
+        started = time.perf_counter()
+        result = grade_pair(query, passage, description=description)
+        return CallOutcome(status="ok", grade=int(result.grade), reason=result.reason,
+                           raw_response=json.dumps({k: round(float(v), 6) for k, v in result.features.items()}),
+                           latency_ms=(time.perf_counter() - started) * 1000.0, http_calls=0)
+
+    async def aclose(self):
+        return None
+
+
+class _LLMGrader:
+    def __init__(self, spec: JudgeSpec):
+        from workbench.llm.client import ClientConfig, JudgeClient
+
+        s = spec.settings
+        self.spec = spec
+        self.client = JudgeClient(ClientConfig(
+            base_url=spec.base_url, model=spec.model, temperature=float(s["temperature"]),
+            max_tokens=int(s["max_tokens"]), timeout=float(s["timeout"]), max_attempts=int(s["max_attempts"]),
+            backoff_initial=float(s["backoff_initial"]), backoff_max=float(s["backoff_max"]),
+            response_format=s["response_format"], requests_per_minute=int(s["requests_per_minute"]),
+            tokens_per_minute=int(s["tokens_per_minute"])), spec.api_key)
+        self.system_chars = _system_chars(spec)
+
+    async def grade(self, query: str, description: str | None, passage: str):
+        messages = self.spec.template.render(query, passage, description)
+        chars = sum(len(m["content"]) for m in messages)
+        return await self.client.judge(self.spec.template, messages, estimated_tokens=chars // 4)
+
+    async def aclose(self):
+        await self.client.aclose()
+
+
+# -- the runner -------------------------------------------------------------------------------
+
+def _nan_none(value):
+    if value is None:
+        return None
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return value
+
+
+class _Runner:
+    def __init__(self, db_path, job: dict, pool_info: dict, spec: JudgeSpec, *, limit, budget, on_progress,
+                 cancel: threading.Event | None, batch: bool):
+        self.db_path, self.job, self.pool_info, self.spec = db_path, job, pool_info, spec
+        self.limit, self.budget, self.on_progress, self.cancel, self.batch = limit, budget, on_progress, cancel, batch
+        s = spec.settings
+        self.wait = float(s["db_wait"])
+        self.batch_size = int(s["batch_size"])
+        self.flush_seconds = float(s["flush_seconds"])
+        self.buffer: list[dict] = []
+        self.pending_pairs: list[dict] = []
+        self.stop_reason: str | None = None
+        self.spent = float(job.get("cost_usd") or 0.0)
+        self.inflight_cost = 0.0
+        self.done = self.ok = self.invalid = self.failed = self.cached = self.sent = 0
+        self.total = 0
+        self.errors: dict[str, int] = {}
+        self.started = time.monotonic()
+        self.flush_lock: asyncio.Lock | None = None
+        self.write_error: BaseException | None = None
+        self.batch_message = ""
+        self._finished = False
+        self._flush_scheduled = False
+
+    # -- recording ------------------------------------------------------------------------
+    def _sample_row(self, unit: dict, outcome, *, from_cache=False, cached_from=None) -> dict:
+        cost = 0.0 if from_cache else self.spec.cost(outcome.prompt_tokens, outcome.completion_tokens,
+                                                     batch=self.batch)
+        probs = json.dumps({str(k): v for k, v in outcome.probabilities.items()}) if outcome.probabilities else None
+        return {"job_id": self.job["job_id"], "query_id": unit["query_id"], "doc_id": unit["doc_id"],
+                "chunk_id": _nan_none(unit["chunk_id"]), "start": int(unit["start"]), "end": int(unit["end"]),
+                "sample": int(unit["sample"]), "cache_key": unit["cache_key"], "status": outcome.status,
+                "grade": outcome.grade if outcome.status == "ok" else None, "reason": outcome.reason,
+                "raw_response": outcome.raw_response, "error": outcome.error, "probabilities": probs,
+                "expected_grade": outcome.expected_grade,
+                "prompt_tokens": 0 if from_cache else outcome.prompt_tokens,
+                "completion_tokens": 0 if from_cache else outcome.completion_tokens,
+                "latency_ms": None if from_cache else outcome.latency_ms, "cost_usd": cost,
+                "http_calls": 0 if from_cache else outcome.http_calls, "from_cache": bool(from_cache),
+                "cached_from": cached_from}
+
+    def _record(self, rows: list[dict]) -> None:
+        for row in rows:
+            self.done += 1
+            if row["from_cache"]:
+                self.cached += 1
+            status = row["status"]
+            setattr(self, status, getattr(self, status) + 1)
+            if row["error"]:
+                kind = row["error"].split(";")[0].split(":")[0] if status == "failed" else row["error"].split(";")[0]
+                self.errors[kind] = self.errors.get(kind, 0) + 1
+            if row["cost_usd"]:
+                self.spent += row["cost_usd"]
+        self.buffer.extend(rows)
+
+    # -- writing ---------------------------------------------------------------------------
+    def _write(self, rows: list[dict]) -> str | None:
+        """One transaction: the samples, the judgments of the pairs they complete, the counters.
+        Returns the job's state as stored (to notice a cancel from another process)."""
+        frame = pd.DataFrame(rows, columns=store.SAMPLE_COLUMNS)
+        with _Use(self.db_path, self.wait) as db, db.transaction() as tx:
+            state = store.job_state(tx, self.job["job_id"])
+            if frame.empty:
+                return state
+            store.write_samples(tx, frame)
+            complete = store.complete_pairs(tx, self.job["job_id"], self.spec.samples, frame)
+            judgments = self._judgments(complete)
+            store.write_job_judgments(tx, judgments)
+            store.add_job_counts(
+                tx, self.job["job_id"], cached=int(frame["from_cache"].sum()),
+                sent=int((~frame["from_cache"]).sum()), http_calls=int(frame["http_calls"].fillna(0).sum()),
+                prompt_tokens=int(frame["prompt_tokens"].fillna(0).sum()),
+                completion_tokens=int(frame["completion_tokens"].fillna(0).sum()),
+                cost_usd=float(frame["cost_usd"].fillna(0).sum()))
+            store.recount_job(tx, self.job["job_id"])
+            return state
+
+    def _judgments(self, samples: pd.DataFrame) -> pd.DataFrame:
+        from workbench.services.judge_ensemble import aggregate_grades, aggregate_status
+
+        if samples.empty:
+            return pd.DataFrame()
+        out = []
+        for _, group in samples.groupby(["query_id", "doc_id", "chunk_id"], dropna=False, sort=True):
+            group = group.sort_values("sample")
+            statuses = list(group["status"])
+            grades = [int(g) if s == "ok" else None for g, s in zip(group["grade"], statuses)]
+            status = aggregate_status(statuses)
+            grade, spread = aggregate_grades(grades, self.spec.aggregate)
+            first = group.iloc[0]
+            ok_rows = group[group["status"] == "ok"]
+            lead = ok_rows.iloc[0] if len(ok_rows) else first
+            errors = [e for e in group["error"] if isinstance(e, str) and e]
+            out.append({
+                "query_id": first["query_id"], "doc_id": first["doc_id"], "chunk_id": _nan_none(first["chunk_id"]),
+                "start": int(first["start"]), "end": int(first["end"]),
+                "grade": grade if status == "ok" else None, "source": "llm",
+                "assessor": self.spec.model, "prompt_hash": self.spec.prompt_hash, "model": self.spec.model,
+                "reason": _nan_none(lead["reason"]),
+                "raw_response": _nan_none(lead["raw_response"]) if len(group) == 1 else
+                json.dumps([_nan_none(r) for r in group["raw_response"]]),
+                "status": status,
+                "error": None if status == "ok" and len(group) == 1 else ("; ".join(errors) or None),
+                "prompt_tokens": int(group["prompt_tokens"].fillna(0).sum()),
+                "completion_tokens": int(group["completion_tokens"].fillna(0).sum()),
+                "cost_usd": float(group["cost_usd"].fillna(0).sum()),
+                "latency_ms": _nan_none(group["latency_ms"].max()),
+                "job_id": int(self.job["job_id"]),
+                "samples": json.dumps(grades) if self.spec.samples > 1 else None,
+                "grade_spread": spread if self.spec.samples > 1 else None,
+                "probabilities": _nan_none(lead["probabilities"]),
+                "expected_grade": _nan_none(lead["expected_grade"]),
+                "cached": int(group["from_cache"].sum()),
+            })
+        return pd.DataFrame(out)
+
+    def request_flush(self) -> None:
+        """Schedule one write of the buffer unless one is already waiting."""
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().create_task(self.flush())
+
+    async def flush(self, *, check_state: bool = False) -> None:
+        """Write the buffer (and read the job's state) in one short visit to the project; with an
+        empty buffer only when ``check_state`` (the periodic check for a cancel)."""
+        async with self.flush_lock:
+            self._flush_scheduled = False
+            if not self.buffer and not check_state:
+                return
+            rows, self.buffer = self.buffer, []
+            try:
+                state = await asyncio.to_thread(self._write, rows)
+            except StoreLockedError as exc:
+                # Keep the results and try again at the next flush; the last attempt raises.
+                self.buffer = rows + self.buffer
+                self.write_error = exc
+                return
+            self.write_error = None
+            if state == "cancelling" and self.stop_reason is None:
+                self.stop_reason = "cancelled"
+            self._report()
+
+    def _report(self):
+        if self.on_progress is not None:
+            self.on_progress(Progress(done=self.done, total=self.total, ok=self.ok, invalid=self.invalid,
+                                      failed=self.failed, cached=self.cached,
+                                      cost_usd=self.spent if self.spec.price is not None else None,
+                                      elapsed=time.monotonic() - self.started))
+
+    # -- running ---------------------------------------------------------------------------
+    def _should_stop(self) -> bool:
+        if self.stop_reason:
+            return True
+        if self.cancel is not None and self.cancel.is_set():
+            self.stop_reason = "cancelled"
+            return True
+        return False
+
+    async def run(self, units: pd.DataFrame, grader) -> None:
+        self.flush_lock = asyncio.Lock()
+        self.total = len(units)
+        self._report()
+        flusher = asyncio.create_task(self._flusher())
+        try:
+            for start in range(0, len(units), PAGE_UNITS):
+                if self._should_stop():
+                    break
+                await self._page(units.iloc[start:start + PAGE_UNITS], grader)
+        finally:
+            self._finished = True
+            flusher.cancel()
+            try:
+                await flusher
+            except asyncio.CancelledError:
+                pass
+            await self.flush()
+            if self.buffer:  # still locked after waiting: say so (results of this batch are lost)
+                raise self.write_error or StoreError("could not write the last judgments")
+
+    async def _flusher(self):
+        while True:
+            await asyncio.sleep(self.flush_seconds)
+            await self.flush(check_state=True)
+
+    async def _page(self, page: pd.DataFrame, grader) -> None:
+        info = self.pool_info
+
+        def load():
+            with _Use(self.db_path, self.wait) as db:
+                texts = store.unit_texts(db, pool=info["name"], level=info["level"], keys=page)
+                hits = store.cache_hits(db, page)
+            return texts, hits
+
+        texts, hits = await asyncio.to_thread(load)
+        texts = {(r.query_id, r.doc_id, _nan_none(r.chunk_id)): r for r in texts.itertuples(index=False)}
+        hit_map = {(r.cache_key, int(r.sample)): r for r in hits.itertuples(index=False)}
+        groups: dict[tuple, list[dict]] = {}
+        cached_rows = []
+        for unit in page.to_dict("records"):
+            key = (unit["cache_key"], int(unit["sample"]))
+            hit = hit_map.get(key)
+            if hit is not None:
+                from workbench.llm.client import CallOutcome
+
+                probs = json.loads(hit.probabilities) if isinstance(hit.probabilities, str) else None
+                outcome = CallOutcome(status="ok", grade=int(hit.grade), reason=_nan_none(hit.reason),
+                                      raw_response=_nan_none(hit.raw_response),
+                                      probabilities={int(k): v for k, v in probs.items()} if probs else None,
+                                      expected_grade=_nan_none(hit.expected_grade))
+                cached_rows.append(self._sample_row(unit, outcome, from_cache=True, cached_from=int(hit.sample_id)))
+            else:
+                groups.setdefault(key, []).append(unit)
+        if cached_rows:
+            self._record(cached_rows)
+        queue: asyncio.Queue = asyncio.Queue()
+        for members in groups.values():
+            queue.put_nowait(members)
+        per_request = 1 if self.spec.output == "single_token" else 60
+        sys_chars = _system_chars(self.spec)
+
+        async def worker():
+            while not self._should_stop():
+                try:
+                    members = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                unit = members[0]
+                text = texts.get((unit["query_id"], unit["doc_id"], _nan_none(unit["chunk_id"])))
+                if text is None:  # the pair left the pool or its chunk was deleted meanwhile
+                    continue
+                guess = self.spec.cost((int(unit["text_chars"]) + sys_chars) // 4, per_request) or 0.0
+                if self.budget and self.spec.price is not None and \
+                        self.spent + self.inflight_cost + guess > self.budget:
+                    self.stop_reason = "budget"
+                    return
+                self.inflight_cost += guess
+                try:
+                    outcome = await grader.grade(text.query_text, _nan_none(text.description), text.passage)
+                finally:
+                    self.inflight_cost -= guess
+                rows = [self._sample_row(unit, outcome)]
+                rows += [self._sample_row(m, outcome, from_cache=True) for m in members[1:]]
+                self.sent += 1
+                self._record(rows)
+                if len(self.buffer) >= self.batch_size:
+                    self.request_flush()
+
+        n = max(1, min(self.spec.concurrency, queue.qsize()))
+        await asyncio.gather(*(worker() for _ in range(n)))
+        await self.flush()
+
+
+# -- public operations -------------------------------------------------------------------------
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed, batch) -> tuple[dict, dict]:
+    with _Use(db_path, float(spec.settings["db_wait"])) as db:
+        info = _pool_info(db, pool)
+        job = store.find_job(db, pool, spec.config_key)
+        with db.transaction() as tx:
+            if job is None:
+                job_id = store.create_job(
+                    tx, pool=pool, judge=spec.judge, model=spec.model, base_url=spec.base_url,
+                    prompt_id=spec.prompt_id, prompt_hash=spec.prompt_hash, params=spec.params,
+                    samples=spec.samples, aggregate=spec.aggregate, config_key=spec.config_key, budget_usd=budget)
+            else:
+                job_id = job["job_id"]
+                if job["state"] in STATES_ACTIVE and job["pid"] != os.getpid() and _pid_alive(job["pid"]):
+                    raise StoreError(f"judge job {job_id} on pool {pool} is running in process {job['pid']}; "
+                                     f"wait for it or cancel it first")
+            if retry_failed:
+                store.delete_retryable(tx, job_id)
+                store.recount_job(tx, job_id)
+        total = store.count_pool_pairs_for_job(db, pool, info["level"], limit)
+        with db.transaction() as tx:
+            store.update_job(tx, job_id, state="batch" if batch else "running", total=total, budget_usd=budget,
+                             pid=os.getpid(), message=None, base_url=spec.base_url, started=True, heartbeat=True)
+        return store.read_job(db, job_id), info
+
+
+def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, budget_usd: float | None = None,
+            retry_failed: bool = False, batch: bool = False, on_progress=None,
+            cancel: threading.Event | None = None) -> JobReport:
+    """Start or resume the pool's judge job (see the module doc) and return its report."""
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be a positive number of pairs, got {limit}")
+    budget = budget_usd if budget_usd is not None else (float(spec.settings.get("budget_usd") or 0.0) or None)
+    if budget is not None and budget <= 0:
+        raise InputError(f"--budget must be a positive amount in USD, got {budget}")
+    if budget is not None and spec.price is None:
+        raise ConfigError(f"a budget needs the price of {spec.model}: add it to [judge.prices] in the configuration "
+                          f'("{spec.model}" = [input USD per 1M tokens, output USD per 1M tokens])')
+    if batch and spec.offline:
+        raise InputError("--batch sends requests to an OpenAI-compatible server; the offline judge needs none")
+    job, info = _prepare(db_path, pool, spec, limit=limit, budget=budget, retry_failed=retry_failed, batch=batch)
+    runner = _Runner(db_path, job, info, spec, limit=limit, budget=budget, on_progress=on_progress,
+                     cancel=cancel, batch=batch)
+    with _Use(db_path, runner.wait) as db:
+        units = store.pending_units(db, job_id=job["job_id"], pool=pool, level=info["level"],
+                                    prefix=spec.cache_prefix, samples=spec.samples, limit=limit)
+    grader = _OfflineGrader() if spec.offline else _LLMGrader(spec)
+    state, message = "finished", ""
+    try:
+        if batch:
+            from workbench.services.judge_batch import run_batch
+
+            asyncio.run(run_batch(runner, units, grader))
+        else:
+            asyncio.run(_run_with_close(runner, units, grader))
+    except KeyboardInterrupt:
+        runner.stop_reason = "cancelled"
+    finally:
+        if runner.stop_reason == "budget":
+            state = "budget"
+            message = (f"stopped: the budget of ${budget:,.2f} is reached (spent ${runner.spent:,.4f}); "
+                       f"raise --budget and run again to continue")
+        elif runner.stop_reason == "cancelled":
+            state, message = "cancelled", "cancelled; run the same command again to resume"
+        elif runner.stop_reason == "batch-pending":
+            state, message = "batch", runner.batch_message
+        with _Use(db_path, runner.wait) as db:
+            with db.transaction() as tx:
+                store.recount_job(tx, job["job_id"])
+                remaining = store.pending_units(db, job_id=job["job_id"], pool=pool, level=info["level"],
+                                                prefix=spec.cache_prefix, samples=spec.samples, limit=limit)
+                if state == "finished" and len(remaining):
+                    state, message = "stopped", f"{len(remaining):,} judgments still to make; run again to resume"
+                store.update_job(tx, job["job_id"], state=state, message=message or None,
+                                 finished=state in ("finished", "cancelled", "budget", "stopped"))
+            final = store.read_job(db, job["job_id"])
+    if state == "finished" and final["failed"] + final["invalid"]:
+        message = (f"{final['failed'] + final['invalid']:,} pairs failed or gave invalid output; "
+                   f"`workbench judge --pool {pool} --retry-failed` judges them again")
+    errors = sorted(runner.errors.items(), key=lambda kv: -kv[1])
+    return JobReport(job_id=job["job_id"], pool=pool, state=state, message=message, spec=spec, job=final,
+                     units_run=runner.done, sent=runner.sent, cached=runner.cached,
+                     elapsed=time.monotonic() - runner.started, errors=errors)
+
+
+async def _run_with_close(runner: _Runner, units: pd.DataFrame, grader) -> None:
+    loop = asyncio.get_running_loop()
+    installed = []
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM,):
+            try:
+                loop.add_signal_handler(sig, lambda: setattr(runner, "stop_reason", "cancelled"))
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+    try:
+        await runner.run(units, grader)
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        await grader.aclose()
+
+
+def cancel_job(db_path, job_id: int) -> dict:
+    """Ask job ``job_id`` to stop (state ``cancelling``; the runner stops at its next write). A job
+    whose process is gone is marked ``cancelled`` at once."""
+    with _Use(db_path) as db:
+        job = store.read_job(db, job_id)
+        if job is None:
+            raise InputError(f"no judge job {job_id}")
+        with db.transaction() as tx:
+            if job["state"] in STATES_ACTIVE and _pid_alive(job["pid"]):
+                store.update_job(tx, job_id, state="cancelling")
+            elif job["state"] in STATES_ACTIVE:
+                store.update_job(tx, job_id, state="cancelled", message="cancelled (its process had ended)",
+                                 finished=True)
+        return store.read_job(db, job_id)
+
+
+def job_status(db_path, job_id: int) -> dict:
+    with _Use(db_path) as db:
+        job = store.read_job(db, job_id)
+    if job is None:
+        raise InputError(f"no judge job {job_id}")
+    return job
+
+
+def list_jobs(db_path, pool: str | None = None) -> list[dict]:
+    with _Use(db_path) as db:
+        return store.read_jobs(db, pool)
+
+
+def list_failures(db_path, job_id: int, limit: int | None = None) -> pd.DataFrame:
+    with _Use(db_path) as db:
+        return store.job_failures(db, job_id, limit)
+
+
+def job_judgments(db_path, job_id: int) -> pd.DataFrame:
+    with _Use(db_path) as db:
+        return store.job_judgments(db, job_id)
