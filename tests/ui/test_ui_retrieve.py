@@ -91,7 +91,12 @@ def test_errors_show_in_the_page(demo_db):
     assert any("already exists" in e.value for e in at.error)
     at.text_input(key="pool_name").input("empty")
     _submit(at, "Build pool")
-    assert any("no runs given" in e.value for e in at.error)
+    assert any("Choose one or more “Runs”" in e.value for e in at.error)
+    at.text_input(key="bm25_name").input("bm25")  # the demo's run
+    _submit(at, "Run BM25")
+    assert any("“Run name”" in e.value for e in at.error)
+    # Nothing on the page speaks in flags.
+    assert not any("--" in e.value for e in at.error), [e.value for e in at.error]
 
 
 def test_names_and_pool_items_are_shown_literally(demo_db):
@@ -100,7 +105,7 @@ def test_names_and_pool_items_are_shown_literally(demo_db):
     shown = " ".join(h.proto.body for h in at.get("html"))
     with Database(demo_db) as db:
         first = read_pool_pairs(db, "demo").sort_values(["query_id", "priority"]).iloc[0]
-    assert f"priority 1 · {first['chunk_id']} · RRF" in shown
+    assert f"{first['chunk_id']} · grade" in shown or f"{first['chunk_id']} · no label yet" in shown
     assert not any(first["chunk_id"] in c.value for c in at.caption)
     # A name with markdown characters comes back escaped, so `*` and `_` render as typed.
     at.selectbox(key="bm25_chunking").select("sections")
@@ -108,3 +113,72 @@ def test_names_and_pool_items_are_shown_literally(demo_db):
     at.number_input(key="bm25_k").set_value(5)
     _submit(at, "Run BM25")
     assert any(r"b\*m\*\_25\_" in s.value for s in at.success), [e.value for e in at.error]
+
+
+def test_forms_clear_and_selectors_follow_what_was_built(demo_db):
+    at = _run()
+    assert at.text_input(key="chunk_name").value == ""
+    assert at.text_input(key="chunk_name").placeholder.startswith("required")
+    at.text_input(key="chunk_name").input("fixed-300")
+    at.selectbox(key="chunk_strategy").select("fixed")
+    at.number_input(key="chunk_size").set_value(300)
+    _submit(at, "Create chunking")
+    assert any("Chunking fixed-300" in s.value for s in at.success), [e.value for e in at.error]
+    assert at.text_input(key="chunk_name").value == ""          # cleared
+    assert at.selectbox(key="bm25_chunking").value == "fixed-300"  # follows the new chunking
+
+    at.text_input(key="bm25_name").input("bm25-fixed")
+    at.number_input(key="bm25_k").set_value(10)
+    _submit(at, "Run BM25")
+    assert any("bm25-fixed" in s.value for s in at.success), [e.value for e in at.error]
+    assert at.text_input(key="bm25_name").value == ""
+    assert at.multiselect(key="pool_runs").value == ["bm25-fixed"]
+
+    at.text_input(key="pool_name").input("p2")
+    at.number_input(key="pool_depth").set_value(2)
+    _submit(at, "Build pool")
+    assert any("Pool p2" in s.value for s in at.success), [e.value for e in at.error]
+    assert at.selectbox(key="stats_pool").value == "p2"
+
+
+def test_tables_show_no_none_nan_or_dict_text(demo_db):
+    at = _run()
+    for frame in (d.value for d in at.dataframe):
+        text = frame.astype(str)
+        assert not text.isin(["None", "nan", "NaN", "<NA>"]).any().any(), frame
+        assert not text.apply(lambda col: col.str.contains(r"^\{|\{'", regex=True)).any().any(), frame
+    runs = next(d.value for d in at.dataframe if "retriever" in d.value.columns)
+    assert "k1 = 1.5" in runs.set_index("run").loc["bm25", "parameters"]
+    assert runs.set_index("run").loc["bm25", "documents"] == "41 of 41"
+
+
+def test_dense_tab_without_the_extra_says_how_to_install_it(demo_db, monkeypatch):
+    import sys
+
+    # As if sentence-transformers were not installed: find_spec returns None for it.
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    at = _run()
+    assert any("pip install 'relevance-workbench[dense]'" in i.value for i in at.info)
+    assert not any(b.label == "Run dense" for b in at.button)
+
+
+def test_peek_shows_query_title_whole_chunk_and_grade(demo_db):
+    from workbench.store.corpus import read_documents, read_queries
+
+    at = _run()
+    shown = " ".join(h.proto.body for h in at.get("html"))
+    with Database(demo_db) as db:
+        pairs = read_pool_pairs(db, "demo")
+        query_id = sorted(pairs["query_id"].unique())[0]
+        first = pairs.loc[pairs["query_id"] == query_id].sort_values("priority").iloc[0]
+        chunk = read_chunks(db, "sections").set_index("chunk_id").loc[first["chunk_id"]]
+        doc = read_documents(db, [first["doc_id"]]).iloc[0]
+        query = read_queries(db).set_index("query_id").loc[query_id]
+    import html as html_mod
+
+    assert html_mod.escape(query["text"]) in shown
+    assert html_mod.escape(doc["title"]) in shown
+    whole = doc["text"][int(chunk["start"]):int(chunk["end"])]
+    assert html_mod.escape(whole) in shown  # the whole chunk, not cut
+    # q001's first pair is the labelled refresh-cycle section (grade 3 in the demo labels).
+    assert f"{first['chunk_id']} · grade 3" in shown

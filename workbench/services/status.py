@@ -25,8 +25,9 @@ pool           pools                        done: a pool with pairs exists; to d
 judgments      successful LLM labels        done: the LLM judge labelled every pair of at least
                                             one pool; partial: it labelled some; to do: none.
 calibration    calibration samples          not available yet: the project has no calibration
-                                            table (the feature is not installed); done: a
-                                            sample exists; to do otherwise.
+                                            table (the feature is not installed); done: SMEs
+                                            labelled every held-out item of a sample; partial:
+                                            some; to do: no sample or no label.
 qrels          labelled pool pairs          done: every pair of at least one pool carries a
                                             label (any source); partial: some pairs of a pool
                                             do; to do: no pool pair is labelled. Labels outside
@@ -193,6 +194,30 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (plural or word + 's')}"
 
 
+def _calibration_step(db: Database, counts: dict[str, int]) -> PipelineStep:
+    """Calibration: samples drawn for SMEs to label, and how much of their held-out part is labelled."""
+    if CALIBRATION_TABLE not in counts:
+        return PipelineStep("calibration", "Calibration", 0, UNAVAILABLE,
+                            "comparing the judge with SME labels is not in this version yet")
+    if not counts[CALIBRATION_TABLE]:
+        return PipelineStep("calibration", "Calibration", 0, TODO, "no calibration sample yet")
+    # The calibration tables ship with their store module (migration 5 and store.calibration).
+    from workbench.store.calibration import label_table, read_samples
+
+    samples = read_samples(db)
+    parts, state = [], TODO
+    for sample in samples.itertuples(index=False):
+        labels = label_table(db, sample.name)
+        holdout = int(sample.holdout)
+        done = int(labels.loc[(labels["action"] == "label") & (labels["part"] == "holdout"), "position"].nunique())
+        parts.append(f"{sample.name}: {done:,} of {holdout:,} held-out items labelled")
+        if holdout and done >= holdout:
+            state = DONE
+        elif done and state != DONE:
+            state = PARTIAL
+    return PipelineStep("calibration", "Calibration", len(samples), state, "; ".join(parts))
+
+
 def project_status(db: Database, *, min_overlap: float = DEFAULTS["evaluation"]["min_overlap"]) -> ProjectStatus:
     """Counts per table and the pipeline in order, each step's state set by the rule in the module doc."""
     counts = table_counts(db)
@@ -243,13 +268,7 @@ def project_status(db: Database, *, min_overlap: float = DEFAULTS["evaluation"][
         llm_detail += f"; {_plural(failed, 'failed call')}"
     steps.append(PipelineStep("judgments", "LLM judgments", len(llm), llm_state, llm_detail))
 
-    if CALIBRATION_TABLE in counts:
-        n = counts[CALIBRATION_TABLE]
-        steps.append(PipelineStep("calibration", "Calibration", n, DONE if n else TODO,
-                                  _plural(n, "calibration sample") if n else "no calibration sample yet"))
-    else:
-        steps.append(PipelineStep("calibration", "Calibration", 0, UNAVAILABLE,
-                                  "comparing the judge with SME labels is not in this version yet"))
+    steps.append(_calibration_step(db, counts))
 
     labelled = _labelled_pool_pairs(db, pools, judgments, min_overlap)
     qrels_state, qrels_detail = _labelled_state(labelled, pools)

@@ -129,3 +129,28 @@ def show_flash(key: str) -> None:
     if kept:
         kind, message = kept
         getattr(st, kind)(message)
+
+
+@contextmanager
+def progress(description: str, total: int | None = None, unit: str = "it") -> Iterator:
+    """A :mod:`workbench.services.progress` factory drawing ``st.progress``: done/total and the
+    rate measured while the work runs (never a speed written in advance)."""
+    import time
+
+    bar = st.progress(0.0, text=f"{description}…")
+    started, done = time.perf_counter(), 0
+
+    def advance(n: int = 1) -> None:
+        nonlocal done
+        done += n
+        elapsed = max(time.perf_counter() - started, 1e-9)
+        rate = f" · {done / elapsed:,.0f} {unit}/s" if elapsed > 0.5 else ""
+        if total:
+            bar.progress(min(done / total, 1.0), text=f"{description}: {done:,} of {total:,} {unit}{rate}")
+        else:
+            bar.progress(0.0, text=f"{description}: {done:,} {unit}{rate}")
+
+    try:
+        yield advance
+    finally:
+        bar.empty()

@@ -1,10 +1,17 @@
 """Retrieve & Pool: chunk the corpus, run retrievers, build pools and read their statistics.
 
-Every action is one unit of work on the project (``with context.project() as db``); expected
-failures are shown with ``st.error``. Corpus text is shown through ``context.escaped``.
+Every action is one unit of work on the project (``with context.project() as db``). The page
+checks its own fields first (a name typed and free, something chosen) and shows any service
+error in its own words (:mod:`workbench.ui.words`). After a success the form is cleared and the
+selectors further down follow the item just built (a new chunking is chosen for retrieval, a
+new run for pooling, a new pool for the statistics). Long work shows ``st.progress`` with the
+rate measured as it runs. Corpus text is shown through escaped HTML only.
 """
 
 from __future__ import annotations
+
+import html
+import importlib.util
 
 import streamlit as st
 
@@ -12,31 +19,76 @@ from workbench.config import load_settings
 from workbench.core.chunking import STRATEGIES as CORE_STRATEGIES
 from workbench.errors import WorkbenchError
 from workbench.ui import context
+from workbench.ui.words import Field, cell, params_text
 
 # The core's strategies, with the one most corpora want first (the form's default).
 STRATEGIES = ("section", *(s for s in CORE_STRATEGIES if s != "section"))
+NEW_NAME = "required: a new name"
+_SELECT = "_retrieve_select"
+
+CHUNK_FIELDS = {"--name": Field("Name"), "--size": Field("Size", "number"),
+                "--overlap": Field("Overlap", "number"), "--strategy": Field("Strategy", "choice")}
+RUN_FIELDS = {"--name": Field("Run name"), "--chunking": Field("Chunking", "choice"),
+              "--k": Field("Results per query", "number"), "--runs": Field("Runs to fuse", "choice"),
+              "--model": Field("Model"), "--weights": Field("Weights"), "--rrf-k": Field("RRF k", "number"),
+              "--stemmer": Field("Stemmer language"), "--stopwords": Field("Stopwords")}
+POOL_FIELDS = {"--name": Field("Pool name"), "--runs": Field("Runs", "choice"), "--depth": Field("Depth", "number"),
+               "--add": Field("Add runs", "choice")}
+
+
+def dense_available() -> bool:
+    """Whether the optional ``dense`` extra (sentence-transformers) is installed."""
+    return importlib.util.find_spec("sentence_transformers") is not None
 
 
 def _state() -> dict:
-    """Chunkings, runs and pools (one read of the project)."""
-    from workbench.services.chunking import list_chunkings
+    """Chunkings and runs with the documents they cover, and pools (one read of the project)."""
     from workbench.services.pooling import list_pools
-    from workbench.services.retrieval import list_runs
+    from workbench.services.status import chunking_coverage, run_coverage
 
     with context.project() as db:
-        return {"chunkings": list_chunkings(db), "runs": list_runs(db), "pools": list_pools(db)}
+        return {"chunkings": chunking_coverage(db), "runs": run_coverage(db), "pools": list_pools(db)}
 
 
-def _attempt(action, success) -> None:
-    """Run ``action(db)`` in one unit of work; show success or the error."""
+def _follow(**selections) -> None:
+    """Choose these values in the named selectors on the next run (after ``st.rerun``)."""
+    st.session_state.setdefault(_SELECT, {}).update(selections)
+
+
+def _apply_selections() -> None:
+    for key, value in st.session_state.pop(_SELECT, {}).items():
+        st.session_state[key] = value
+
+
+def _attempt(action, success, *, fields: dict, clear: tuple[str, ...] = (), follow: dict | None = None) -> None:
+    """Run ``action(db)`` in one unit of work; on success clear ``clear``, select ``follow``
+    (values may be callables of the result) and rerun; on failure show the error in page words."""
     try:
         with context.project() as db:
             result = action(db)
     except WorkbenchError as exc:
-        st.error(context.plain(str(exc)))
+        context.error(exc, fields)
         return
-    st.session_state["retrieve_message"] = success(result)
+    context.flash("retrieve", success(result))
+    for key in clear:
+        st.session_state.pop(key, None)
+    _follow(**{k: (v(result) if callable(v) else v) for k, v in (follow or {}).items()})
     st.rerun()
+
+
+def _names(frame) -> list[str]:
+    return frame["name"].tolist() if len(frame) else []
+
+
+def _refuse_name(name: str, taken: list[str], what: str, label: str) -> bool:
+    """Show the page's own error for an empty or taken name; True when refused."""
+    if not name:
+        st.error(f"Type a “{label}” for the new {what}.")
+        return True
+    if name in taken:
+        st.error(context.plain(f"A {what} named {name} already exists; type another “{label}”."))
+        return True
+    return False
 
 
 def _chunk_section(state: dict) -> None:
@@ -45,80 +97,165 @@ def _chunk_section(state: dict) -> None:
     st.subheader("1. Chunk")
     frame = state["chunkings"]
     if len(frame):
-        st.dataframe(frame.assign(params=frame["params"].astype(str)), hide_index=True, width="stretch")
+        st.dataframe(
+            [{"chunking": c.name, "strategy": c.strategy, "parameters": params_text(c.params),
+              "chunks": int(c.chunks), "documents": f"{int(c.documents):,} of {int(c.total_documents):,}"}
+             for c in frame.itertuples(index=False)],
+            hide_index=True, width="stretch")
+        for c in frame.itertuples(index=False):
+            if not c.complete:
+                st.warning(context.plain(f"Chunking {c.name} covers {int(c.documents):,} of "
+                                         f"{int(c.total_documents):,} documents; create a new chunking to cover them all."))
     else:
-        st.info("No chunking yet. Chunk the corpus before retrieving.")
+        st.info("No chunking yet. Create one below before retrieving.")
     with st.form("chunk_form"):
         cols = st.columns(4)
-        name = cols[0].text_input("Name", key="chunk_name", placeholder="sections")
+        name = cols[0].text_input("Name", key="chunk_name", placeholder=NEW_NAME)
         strategy = cols[1].selectbox("Strategy", STRATEGIES, key="chunk_strategy")
         size = cols[2].number_input("Size (0 = default)", min_value=0, value=0, step=100, key="chunk_size",
                                     help="fixed: characters (default %(fixed)d); section: max characters "
-                                         "(default %(section)d); sentences: sentences (default %(sentences)d)"
-                                         % DEFAULT_SIZE)
-        overlap = cols[3].number_input("Overlap", min_value=0, value=0, step=10, key="chunk_overlap")
+                                         "(default %(section)d); sentences: sentences (default %(sentences)d). "
+                                         "The document strategy ignores it." % DEFAULT_SIZE)
+        overlap = cols[3].number_input("Overlap", min_value=0, value=0, step=10, key="chunk_overlap",
+                                       help="The document strategy ignores it.")
         if st.form_submit_button("Create chunking"):
+            name = name.strip()
+            if _refuse_name(name, _names(frame), "chunking", "Name"):
+                return
             doc = strategy == "document"
-            _attempt(
-                lambda db: create_chunking(db, name.strip(), strategy,
-                                           size=None if doc or not size else int(size),
-                                           overlap=None if doc else int(overlap)),
-                lambda s: f"Chunking {context.plain(s.name)}: {s.chunks:,} chunks from {s.documents:,} documents.",
-            )
+            with st.spinner("Chunking every document…"):
+                _attempt(
+                    lambda db: create_chunking(db, name, strategy, size=None if doc or not size else int(size),
+                                               overlap=None if doc else int(overlap), progress=context.progress),
+                    lambda s: context.plain(f"Chunking {s.name}: {s.chunks:,} chunks from {s.documents:,} documents."),
+                    fields=CHUNK_FIELDS, clear=("chunk_name", "chunk_size", "chunk_overlap"),
+                    follow={"bm25_chunking": name, "dense_chunking": name},
+                )
+
+
+def _run_done(s) -> str:
+    return context.plain(f"Run {s.name} ({s.retriever}): {s.rows:,} rows for {s.queries:,} queries "
+                         f"in {s.seconds:.1f} s.")
+
+
+def _runs_table(runs) -> None:
+    st.dataframe(
+        [{"run": r.name, "retriever": r.retriever, "chunking": cell(r.chunking),
+          "parameters": params_text(r.params, skip=("retriever", "chunking")),
+          "queries": int(r.queries), "rows": int(r.rows),
+          "documents": (f"{int(r.documents):,} of {int(r.total_documents):,}" if r.level == "chunk"
+                        else "document level")}
+         for r in runs.itertuples(index=False)],
+        hide_index=True, width="stretch")
+    for r in runs.itertuples(index=False):
+        if not r.complete:
+            st.warning(context.plain(
+                f"Run {r.name} covers {int(r.documents):,} of {int(r.total_documents):,} documents: documents "
+                f"imported after it was made are not in it. Run the retriever again to include them."))
+
+
+def _bm25_form(chunkings: list[str], taken: list[str]) -> None:
+    from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
+    from workbench.services.retrieval import run_bm25
+
+    with st.form("bm25_form"):
+        cols = st.columns(4)
+        chunking = cols[0].selectbox("Chunking", chunkings, key="bm25_chunking")
+        name = cols[1].text_input("Run name", key="bm25_name", placeholder=NEW_NAME)
+        k = cols[2].number_input("Results per query", min_value=1, value=100, key="bm25_k")
+        stemmer = cols[3].text_input("Stemmer language", value="english", key="bm25_stemmer",
+                                     help="A Snowball language, or none to disable stemming.")
+        stopwords = st.text_input("Stopwords", value="english", key="bm25_stopwords",
+                                  help="A language, none, or your own comma-separated words.")
+        if st.form_submit_button("Run BM25"):
+            name = name.strip()
+            if chunking is None:
+                st.error("Create a chunking first (section 1, Chunk).")
+                return
+            if _refuse_name(name, taken, "run", "Run name"):
+                return
+            try:
+                params = Bm25Params(stemmer=parse_stemmer(stemmer), stopwords=parse_stopwords(stopwords))
+            except WorkbenchError as exc:
+                context.error(exc, RUN_FIELDS)
+                return
+            _attempt(lambda db: run_bm25(db, chunking, name, k=int(k), params=params, progress=context.progress),
+                     _run_done, fields=RUN_FIELDS, clear=("bm25_name",),
+                     follow={"pool_runs": [name], "pool_add_runs": [name]})
+
+
+def _dense_form(chunkings: list[str], taken: list[str]) -> None:
+    from workbench.retrieval.dense import DEFAULT_MODEL
+    from workbench.services.retrieval import run_dense
+
+    if not dense_available():
+        st.info("Dense retrieval needs the optional dense extra (sentence-transformers and PyTorch), "
+                "which this installation lacks. Whoever runs the app installs it with "
+                "pip install 'relevance-workbench[dense]' (make run does this) and restarts the app.")
+        return
+    with st.form("dense_form"):
+        cols = st.columns(4)
+        chunking = cols[0].selectbox("Chunking", chunkings, key="dense_chunking")
+        name = cols[1].text_input("Run name", key="dense_name", placeholder=NEW_NAME)
+        k = cols[2].number_input("Results per query", min_value=1, value=100, key="dense_k")
+        model = cols[3].text_input("Model (name or local path)", value=DEFAULT_MODEL, key="dense_model")
+        st.caption("Chunk embeddings are cached per chunking and model: running again only encodes the queries.")
+        if st.form_submit_button("Run dense"):
+            name = name.strip()
+            if chunking is None:
+                st.error("Create a chunking first (section 1, Chunk).")
+                return
+            if _refuse_name(name, taken, "run", "Run name"):
+                return
+            _attempt(lambda db: run_dense(db, chunking, name, k=int(k), model=model.strip(),
+                                          progress=context.progress),
+                     _run_done, fields=RUN_FIELDS, clear=("dense_name",),
+                     follow={"pool_runs": [name], "pool_add_runs": [name]})
+
+
+def _hybrid_form(run_names: list[str], taken: list[str]) -> None:
+    from workbench.retrieval.hybrid import parse_weights
+    from workbench.services.retrieval import run_hybrid
+
+    with st.form("hybrid_form"):
+        cols = st.columns(4)
+        chosen = cols[0].multiselect("Runs to fuse", run_names, key="hybrid_runs", placeholder="choose two or more")
+        name = cols[1].text_input("Run name", key="hybrid_name", placeholder=NEW_NAME)
+        k = cols[2].number_input("Results per query", min_value=1, value=100, key="hybrid_k")
+        rrf_k = cols[3].number_input("RRF k", min_value=0.0, value=60.0, key="hybrid_rrf_k")
+        weights = st.text_input("Weights", key="hybrid_weights", placeholder="optional: equal weights",
+                                help="1,0.5 in the order of the runs chosen, or bm25=1,dense=0.5.")
+        if st.form_submit_button("Fuse runs"):
+            name = name.strip()
+            if len(chosen) < 2:
+                st.error("Choose at least two “Runs to fuse”.")
+                return
+            if _refuse_name(name, taken, "run", "Run name"):
+                return
+
+            def action(db):
+                return run_hybrid(db, name, list(chosen), k=int(k), rrf_k=float(rrf_k),
+                                  weights=parse_weights(weights, list(chosen)))
+
+            _attempt(action, _run_done, fields=RUN_FIELDS, clear=("hybrid_name", "hybrid_runs", "hybrid_weights"),
+                     follow={"pool_runs": [name], "pool_add_runs": [name]})
 
 
 def _retrieve_section(state: dict) -> None:
-    from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
-    from workbench.retrieval.dense import DEFAULT_MODEL
-    from workbench.retrieval.hybrid import parse_weights
-    from workbench.services.retrieval import run_bm25, run_dense, run_hybrid
-
     st.subheader("2. Retrieve")
     runs = state["runs"]
     if len(runs):
-        st.dataframe(runs.assign(params=runs["params"].astype(str)), hide_index=True, width="stretch")
-    chunkings = state["chunkings"]["name"].tolist()
-    done = lambda s: f"Run {context.plain(s.name)} ({s.retriever}): {s.rows:,} rows for {s.queries:,} queries in {s.seconds:.1f}s."
+        _runs_table(runs)
+    else:
+        st.info("No run yet. Run a retriever below on a chunking.")
+    chunkings, taken = _names(state["chunkings"]), _names(runs)
     bm25_tab, dense_tab, hybrid_tab = st.tabs(["BM25", "Dense", "Hybrid (RRF)"])
-    with bm25_tab, st.form("bm25_form"):
-        cols = st.columns(4)
-        chunking = cols[0].selectbox("Chunking", chunkings, key="bm25_chunking")
-        name = cols[1].text_input("Run name", value="bm25", key="bm25_name")
-        k = cols[2].number_input("Results per query", min_value=1, value=100, key="bm25_k")
-        stemmer = cols[3].text_input("Stemmer language ('none' to disable)", value="english", key="bm25_stemmer")
-        stopwords = st.text_input("Stopwords (language, 'none', or comma-separated words)", value="english",
-                                  key="bm25_stopwords")
-        if st.form_submit_button("Run BM25"):
-            params = Bm25Params(stemmer=parse_stemmer(stemmer), stopwords=parse_stopwords(stopwords))
-            if chunking is None:
-                st.error("Create a chunking first.")
-            else:
-                _attempt(lambda db: run_bm25(db, chunking, name.strip(), k=int(k), params=params), done)
-    with dense_tab, st.form("dense_form"):
-        cols = st.columns(4)
-        chunking = cols[0].selectbox("Chunking", chunkings, key="dense_chunking")
-        name = cols[1].text_input("Run name", value="dense", key="dense_name")
-        k = cols[2].number_input("Results per query", min_value=1, value=100, key="dense_k")
-        model = cols[3].text_input("Model (name or local path)", value=DEFAULT_MODEL, key="dense_model")
-        st.caption("Chunk embeddings are cached per chunking and model: re-running only encodes the queries.")
-        if st.form_submit_button("Run dense"):
-            if chunking is None:
-                st.error("Create a chunking first.")
-            else:
-                with st.spinner("Encoding the chunks not cached yet (measured ~13 chunks/s on 2 CPU cores)..."):
-                    _attempt(lambda db: run_dense(db, chunking, name.strip(), k=int(k), model=model.strip()), done)
-    with hybrid_tab, st.form("hybrid_form"):
-        cols = st.columns(4)
-        chosen = cols[0].multiselect("Runs to fuse", runs["name"].tolist() if len(runs) else [], key="hybrid_runs")
-        name = cols[1].text_input("Run name", value="hybrid", key="hybrid_name")
-        k = cols[2].number_input("Results per query", min_value=1, value=100, key="hybrid_k")
-        rrf_k = cols[3].number_input("RRF k", min_value=0.0, value=60.0, key="hybrid_rrf_k")
-        weights = st.text_input("Weights (optional: 1,0.5 in run order, or bm25=1,dense=0.5)", key="hybrid_weights")
-        if st.form_submit_button("Fuse runs"):
-            def action(db):
-                return run_hybrid(db, name.strip(), list(chosen), k=int(k), rrf_k=float(rrf_k),
-                                  weights=parse_weights(weights, list(chosen)))
-            _attempt(action, done)
+    with bm25_tab:
+        _bm25_form(chunkings, taken)
+    with dense_tab:
+        _dense_form(chunkings, taken)
+    with hybrid_tab:
+        _hybrid_form(taken, taken)
 
 
 def _pool_section(state: dict) -> None:
@@ -127,37 +264,72 @@ def _pool_section(state: dict) -> None:
     st.subheader("3. Pool")
     pools = state["pools"]
     if len(pools):
-        st.dataframe(pools, hide_index=True, width="stretch")
-    run_names = state["runs"]["name"].tolist() if len(state["runs"]) else []
+        st.dataframe(
+            [{"pool": p.name, "level": p.level, "chunking": cell(p.chunking), "depth": int(p.depth),
+              "runs": params_text(p.runs) if isinstance(p.runs, dict) else ", ".join(_json_list(p.runs)),
+              "pairs": int(p.pairs), "queries": int(p.queries)}
+             for p in pools.itertuples(index=False)],
+            hide_index=True, width="stretch")
+    else:
+        st.info("No pool yet. Build one below from one or more runs.")
+    run_names = _names(state["runs"])
     default_depth = int(load_settings().get("pool", "depth"))
     new_tab, add_tab = st.tabs(["New pool", "Add runs to a pool"])
     with new_tab, st.form("pool_form"):
         cols = st.columns(3)
-        name = cols[0].text_input("Pool name", key="pool_name", placeholder="main")
-        chosen = cols[1].multiselect("Runs", run_names, key="pool_runs")
-        depth = cols[2].number_input("Depth", min_value=1, value=default_depth, key="pool_depth")
+        name = cols[0].text_input("Pool name", key="pool_name", placeholder=NEW_NAME)
+        chosen = cols[1].multiselect("Runs", run_names, key="pool_runs", placeholder="choose one or more")
+        depth = cols[2].number_input("Depth", min_value=1, value=default_depth, key="pool_depth",
+                                     help="Each run's top results per query that enter the pool.")
         if st.form_submit_button("Build pool"):
-            _attempt(lambda db: build_pool(db, name.strip(), list(chosen), int(depth)),
-                     lambda s: f"Pool {context.plain(s.name)}: {s.pairs_total:,} pairs over {s.queries:,} queries.")
+            name = name.strip()
+            if _refuse_name(name, _names(pools), "pool", "Pool name"):
+                pass
+            elif not chosen:
+                st.error("Choose one or more “Runs” to pool.")
+            else:
+                _attempt(lambda db: build_pool(db, name, list(chosen), int(depth), progress=context.progress),
+                         lambda s: context.plain(f"Pool {s.name}: {s.pairs_total:,} pairs over {s.queries:,} queries."),
+                         fields=POOL_FIELDS, clear=("pool_name", "pool_runs"),
+                         follow={"stats_pool": name, "pool_add_name": name})
     with add_tab, st.form("pool_add_form"):
         cols = st.columns(2)
-        pool = cols[0].selectbox("Pool", pools["name"].tolist() if len(pools) else [], key="pool_add_name")
-        chosen = cols[1].multiselect("Runs to add", run_names, key="pool_add_runs")
+        pool = cols[0].selectbox("Pool", _names(pools), key="pool_add_name")
+        chosen = cols[1].multiselect("Runs to add", run_names, key="pool_add_runs", placeholder="choose one or more")
         if st.form_submit_button("Add runs"):
-            _attempt(lambda db: add_runs(db, pool, list(chosen)),
-                     lambda s: f"Pool {context.plain(s.name)}: {s.pairs_added:,} new pairs; {s.pairs_total:,} in total.")
+            if pool is None:
+                st.error("Build a pool first (New pool).")
+            elif not chosen:
+                st.error("Choose one or more “Runs to add”.")
+            else:
+                _attempt(lambda db: add_runs(db, pool, list(chosen)),
+                         lambda s: context.plain(f"Pool {s.name}: {s.pairs_added:,} new pairs; {s.pairs_total:,} in total."),
+                         fields={**POOL_FIELDS, "--runs": Field("Runs to add", "choice")}, clear=("pool_add_runs",),
+                         follow={"stats_pool": pool})
+
+
+def _json_list(value) -> list[str]:
+    import json
+
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    try:
+        parsed = json.loads(value)
+    except (TypeError, ValueError):
+        return [str(value)]
+    return [str(v) for v in parsed] if isinstance(parsed, list) else [str(parsed)]
 
 
 def _stats_section(state: dict) -> None:
-    from workbench.services.pooling import pool_preview, pool_stats
+    from workbench.services.pooling import pool_stats
 
     st.subheader("4. Pool statistics")
     pools = state["pools"]
     if not len(pools):
-        st.info("No pool yet.")
+        st.info("No pool yet: build one in section 3, Pool.")
         return
     cols = st.columns(2)
-    pool = cols[0].selectbox("Pool", pools["name"].tolist(), key="stats_pool")
+    pool = cols[0].selectbox("Pool", _names(pools), key="stats_pool")
     k = cols[1].number_input("Cutoff k (judged@k, leave-one-out)", min_value=1, value=10, key="stats_k")
     settings = load_settings()
     try:
@@ -165,7 +337,7 @@ def _stats_section(state: dict) -> None:
             stats = pool_stats(db, pool, k=int(k), min_overlap=settings.get("evaluation", "min_overlap"),
                                relevance_threshold=settings.get("evaluation", "relevance_threshold"))
     except WorkbenchError as exc:
-        st.error(context.plain(str(exc)))
+        context.error(exc)
         return
     s = stats.summary
     metrics = st.columns(4)
@@ -180,36 +352,60 @@ def _stats_section(state: dict) -> None:
     with left:
         st.markdown("**Contributions per run** (pooled, and found by this run only)")
         st.bar_chart(stats.contributions.set_index("run_id")[["pooled", "unique"]], stack=False)
-        st.dataframe(stats.contributions, hide_index=True, width="stretch")
+        st.dataframe(_clean(stats.contributions), hide_index=True, width="stretch")
     with right:
         st.markdown(f"**judged@{stats.k} per run** (share of the top {stats.k} with a label)")
         st.bar_chart(stats.judged.set_index("run_id")["judged_at_k"])
-        st.dataframe(stats.judged, hide_index=True, width="stretch")
+        st.dataframe(_clean(stats.judged), hide_index=True, width="stretch")
     st.markdown("**Pairwise overlap of pooled pairs**")
     if len(stats.overlap):
-        st.dataframe(stats.overlap, hide_index=True, width="stretch")
+        st.dataframe(_clean(stats.overlap), hide_index=True, width="stretch")
     else:
         st.caption("One run only: no overlap to show.")
     st.markdown(f"**Leave-one-run-out** (P@{stats.k} with and without the run's unique pairs judged)")
-    st.dataframe(stats.leave_one_out, hide_index=True, width="stretch")
+    st.dataframe(_clean(stats.leave_one_out), hide_index=True, width="stretch")
 
-    with st.expander("Peek at a query's pool (judging order)"):
-        query = st.selectbox("Query", stats.sizes["query_id"].tolist(), key="peek_query")
-        if query is not None:
-            with context.project() as db:
-                preview = pool_preview(db, pool, query, limit=5)
-            for row in preview.itertuples():
-                item = row.chunk_id if isinstance(row.chunk_id, str) else row.doc_id
-                context.escaped(f"priority {row.priority} · {item} · RRF {row.rrf_score:.4f}",
-                                css="color: rgba(49, 51, 63, 0.6); font-size: 0.875em;")
-                context.escaped(str(row.text)[:600], css="white-space: pre-wrap; font-size: 0.9em;")
+    with st.expander("Peek at a query's pool (what a judge sees, in judging order)"):
+        _peek(pool, stats.sizes["query_id"].tolist())
+
+
+def _clean(frame) -> list[dict]:
+    """Rows without NaN/None (empty cells); numbers stay numbers."""
+    from workbench.ui.words import clean_rows
+
+    return clean_rows(frame, params=())
+
+
+def _peek(pool: str, query_ids: list[str]) -> None:
+    from workbench.services.browse import peek_pool
+
+    query = st.selectbox("Query", query_ids, key="peek_query")
+    if query is None:
+        return
+    settings = load_settings()
+    with context.project() as db:
+        peek = peek_pool(db, pool, query, limit=5, min_overlap=settings.get("evaluation", "min_overlap"))
+    parts = [f'<div style="font-weight: 600">{html.escape(peek["query_id"])}: {html.escape(peek["query"])}</div>']
+    if cell(peek["description"]) != "":
+        parts.append(f'<div style="color: rgba(49, 51, 63, 0.7); font-size: 0.9em">'
+                     f'{html.escape(str(peek["description"]))}</div>')
+    st.html("".join(parts))
+    for row in peek["pairs"].itertuples(index=False):
+        title = cell(row.title)
+        item = row.chunk_id if cell(row.chunk_id) != "" else row.doc_id
+        grade = "no label yet" if cell(row.grade) == "" else f"grade {int(row.grade)}"
+        head = (f"priority {row.priority} · {title or row.doc_id} · {item} · {grade} · RRF {row.rrf_score:.4f}")
+        st.html(
+            f'<div style="margin-top: 0.8em; color: rgba(49, 51, 63, 0.75); font-size: 0.875em">{html.escape(head)}</div>'
+            f'<div style="white-space: pre-wrap; font-size: 0.9em; border-left: 3px solid #ddd; padding-left: 0.8em; '
+            f'max-height: 24em; overflow-y: auto">{html.escape(str(cell(row.text)))}</div>'
+        )
 
 
 def render() -> None:
     st.title("Retrieve & Pool")
-    message = st.session_state.pop("retrieve_message", None)
-    if message:
-        st.success(message)  # built with context.plain around every name
+    _apply_selections()
+    context.show_flash("retrieve")
     state = _state()
     _chunk_section(state)
     _retrieve_section(state)

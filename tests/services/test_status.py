@@ -1,0 +1,130 @@
+"""The pipeline state rules of services.status, on real project databases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.services.ingest import import_file
+from workbench.services.project import init_project, open_project, project_status
+from workbench.store.chunks import read_chunks
+from workbench.store.judgments import read_judgments
+from workbench.store.pools import read_pool_pairs
+
+
+def _states(status) -> dict[str, str]:
+    return {s.key: s.state for s in status.steps}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("status") / "demo.duckdb"
+    init_project(path, demo=True)
+    return path
+
+
+def test_empty_project(tmp_path):
+    path = tmp_path / "empty.duckdb"
+    init_project(path)
+    with open_project(path) as db:
+        status = project_status(db)
+    assert _states(status) == {
+        "corpus": "to do", "chunks": "to do", "runs": "to do", "pool": "to do", "judgments": "to do",
+        "calibration": "not available yet", "qrels": "to do", "evaluation": "not available yet"}
+    assert status.next_step.key == "corpus"
+    # A front end that offers no step for the corpus points further on, never at it.
+    assert status.next_step_among({"runs"}).key == "runs"
+
+
+def _labelled_pairs_by_hand(pairs, chunks, spans, min_overlap=0.5) -> int:
+    """Oracle: a pool pair is labelled when one of its query's graded spans in the same document
+    overlaps the chunk by >= min_overlap of the shorter of the two (plain loops)."""
+    chunk_at = {c.chunk_id: (c.doc_id, int(c.start), int(c.end)) for c in chunks.itertuples(index=False)}
+    by_query_doc: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for s in spans.itertuples(index=False):
+        by_query_doc.setdefault((s.query_id, s.doc_id), []).append((int(s.start), int(s.end)))
+    n = 0
+    for p in pairs.itertuples(index=False):
+        doc, c0, c1 = chunk_at[p.chunk_id]
+        for s0, s1 in by_query_doc.get((p.query_id, doc), []):
+            overlap = max(0, min(c1, s1) - max(c0, s0))
+            shorter = min(c1 - c0, s1 - s0)
+            if shorter > 0 and overlap >= min_overlap * shorter:
+                n += 1
+                break
+    return n
+
+
+def test_demo_states_and_qrels_count_against_a_hand_count(demo):
+    with open_project(demo) as db:
+        status = project_status(db)
+        pairs = read_pool_pairs(db, "demo")
+        chunks = read_chunks(db, "sections")
+        spans = read_judgments(db, status="ok")
+    states = _states(status)
+    assert states["corpus"] == states["chunks"] == states["runs"] == states["pool"] == "done"
+    assert states["judgments"] == "to do"  # no LLM label in the demo
+    qrels = next(s for s in status.steps if s.key == "qrels")
+    expected = _labelled_pairs_by_hand(pairs, chunks, spans)
+    assert 0 < expected < len(pairs)
+    assert qrels.count == expected and qrels.state == "partial"
+    assert f"{expected:,} of {len(pairs):,} pairs labelled" in qrels.detail
+    chunk_step = next(s for s in status.steps if s.key == "chunks")
+    assert chunk_step.count == 1 and "279 chunks over 41 of 41 documents" in chunk_step.detail
+    assert status.warnings == []
+
+
+def test_imported_labels_alone_do_not_make_qrels_done(tmp_path):
+    path = tmp_path / "p.duckdb"
+    init_project(path)
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": f"text {i}"}) + "\n" for i in range(3)))
+    (tmp_path / "q.tsv").write_text("q1\tquery\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 d0 2\nq1 0 d1 0\n")
+    with open_project(path) as db:
+        for kind, name in (("corpus", "c.jsonl"), ("queries", "q.tsv"), ("qrels", "qrels.txt")):
+            import_file(db, kind, tmp_path / name)
+        status = project_status(db)
+    qrels = next(s for s in status.steps if s.key == "qrels")
+    assert qrels.state == "to do" and "2 labels outside any pool" in qrels.detail
+    assert _states(status)["corpus"] == "done"
+
+
+def test_documents_imported_later_are_flagged_for_runs_made_before(demo, tmp_path):
+    import shutil
+
+    path = tmp_path / "later.duckdb"
+    shutil.copy(demo, path)
+    extra = tmp_path / "more.jsonl"
+    extra.write_text("".join(json.dumps({"_id": f"new-{i}", "text": f"## New\nnew text {i}"}) + "\n" for i in range(4)))
+    with open_project(path) as db:
+        import_file(db, "corpus", extra)
+        status = project_status(db)
+        covered = int(read_chunks(db, "sections")["doc_id"].nunique())
+    run = status.runs.set_index("name").loc["bm25"]
+    assert int(run["documents"]) == 41 and int(run["total_documents"]) == 45 and not run["complete"]
+    assert any("run bm25 covers 41 of 45 documents" in w for w in status.warnings)
+    assert _states(status)["runs"] == "partial"
+    chunking = status.chunkings.set_index("name").loc["sections"]
+    assert int(chunking["documents"]) == covered  # whatever the import did, the count is the truth
+    assert bool(chunking["complete"]) == (covered == 45)
+
+
+def test_calibration_turns_on_when_its_table_is_counted(demo, monkeypatch):
+    from workbench.store import meta
+
+    with open_project(demo) as db:
+        counted = "calibration_samples" in meta.table_counts(db)
+        if counted:  # registered by the calibration feature: available, nothing sampled yet
+            assert _states(project_status(db))["calibration"] == "to do"
+        monkeypatch.setattr(meta, "EXTRA_COUNTED_TABLES",
+                            tuple(t for t in meta.EXTRA_COUNTED_TABLES if t != "calibration_samples"))
+        monkeypatch.setattr(meta, "COUNTED_TABLES",
+                            tuple(t for t in meta.COUNTED_TABLES if t != "calibration_samples"))
+        assert _states(project_status(db))["calibration"] == "not available yet"
+        if not counted:
+            monkeypatch.setattr(meta, "EXTRA_COUNTED_TABLES", (*meta.EXTRA_COUNTED_TABLES, "calibration_samples"))
+            tables = meta.table_counts(db)
+            if "calibration_samples" in tables:  # the migration created it
+                assert _states(project_status(db))["calibration"] == "to do"

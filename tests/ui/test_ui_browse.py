@@ -1,0 +1,135 @@
+"""The Queries & Labels page in Streamlit's AppTest: queries, labels, filters, the span
+highlighted in its document, and untrusted text kept inert."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from workbench.services.ingest import import_file
+from workbench.services.project import init_project, open_project
+
+CANARY = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> *emph* $x$'
+
+
+def _page():
+    from workbench.ui.views import browse
+
+    browse.render()
+
+
+def _run() -> AppTest:
+    at = AppTest.from_function(_page, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.fixture
+def demo_db(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "demo.duckdb"
+    init_project(path, demo=True)
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    return path
+
+
+@pytest.fixture
+def canary_db(tmp_path, monkeypatch) -> Path:
+    """A project whose document, query and assessor carry markup that must stay text."""
+    path = tmp_path / "canary.duckdb"
+    init_project(path)
+    text = "Intro line. " + CANARY + " the answer is here. Trailing words."
+    (tmp_path / "c.jsonl").write_text(json.dumps({"_id": "d<1>", "title": "T " + CANARY, "text": text}) + "\n")
+    (tmp_path / "q.jsonl").write_text(json.dumps({"_id": "q1", "text": "Q " + CANARY,
+                                                  "description": "D " + CANARY,
+                                                  "tags": {"type": "<b>x</b>"}}) + "\n")
+    start = text.index(CANARY)
+    (tmp_path / "s.jsonl").write_text(json.dumps({"query_id": "q1", "doc_id": "d<1>", "start": start,
+                                                  "end": start + len(CANARY), "grade": 2,
+                                                  "assessor": "<i>sme</i>"}) + "\n")
+    with open_project(path) as db:
+        import_file(db, "corpus", tmp_path / "c.jsonl")
+        import_file(db, "queries", tmp_path / "q.jsonl")
+        import_file(db, "qrels", tmp_path / "s.jsonl", format="spans")
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    return path
+
+
+def _labels(at: AppTest):
+    return next(d.value for d in at.dataframe if "grade" in d.value.columns)
+
+
+def test_all_queries_and_labels_are_listed(demo_db):
+    at = _run()
+    queries = next(d.value for d in at.dataframe if "description" in d.value.columns)
+    demo = [json.loads(l) for l in (Path(__file__).parents[2] / "data" / "demo" / "queries.jsonl")
+            .read_text().splitlines() if l.strip()]
+    assert len(queries) == len(demo) == 44
+    row = queries.set_index("query").loc["q001"]
+    assert row["text"] == demo[0]["text"] and row["description"] == demo[0]["description"]
+    assert row["tags"] == "source = IT, type = fact"
+    assert _labels(at).shape[0] == 209
+    # 209 labels are more than the page renders as passages: it says so.
+    assert any("first 20 of 209" in c.value for c in at.caption)
+
+
+def test_filters_by_query_grade_and_source(demo_db):
+    at = _run()
+    at.selectbox(key="browse_query").select("q001").run()
+    labels = _labels(at)
+    spec = [json.loads(l) for l in (Path(__file__).parents[2] / "data" / "demo" / "labels.jsonl")
+            .read_text().splitlines() if l.strip()]
+    expected = [r for r in spec if r["query_id"] == "q001"]
+    assert len(labels) == len(expected) == 5
+    assert sorted(labels["grade"]) == sorted(r["grade"] for r in expected)
+    assert set(labels["source"]) == {"human (SME)"} and set(labels["assessor"]) == {"demo-sme"}
+
+    at.multiselect(key="browse_grades").set_value([3]).run()
+    labels = _labels(at)
+    assert labels["grade"].tolist() == [r["grade"] for r in expected if r["grade"] == 3]
+
+    at.multiselect(key="browse_sources").set_value([]).run()
+    assert any("No label matches these filters" in i.value for i in at.info)
+
+
+def test_the_span_is_highlighted_inside_its_document(demo_db):
+    at = _run()
+    at.selectbox(key="browse_query").select("q001").run()
+    at.multiselect(key="browse_grades").set_value([3]).run()
+    docs = {json.loads(l)["doc_id"]: json.loads(l)["text"]
+            for l in (Path(__file__).parents[2] / "data" / "demo" / "documents.jsonl").read_text().splitlines()
+            if l.strip()}
+    label = next(json.loads(l) for l in (Path(__file__).parents[2] / "data" / "demo" / "labels.jsonl")
+                 .read_text().splitlines() if l.strip() and json.loads(l)["query_id"] == "q001"
+                 and json.loads(l)["grade"] == 3)
+    span = docs[label["doc_id"]][label["start"]:label["end"]]
+    shown = " ".join(h.proto.body for h in at.get("html"))
+    assert f">{html.escape(span)}</mark>" in shown
+    # With the whole document, the text before and after the span is there too.
+    at.checkbox(key="browse_whole").check().run()
+    shown = " ".join(h.proto.body for h in at.get("html"))
+    text = docs[label["doc_id"]]
+    assert html.escape(text[:label["start"]]) in shown and html.escape(text[label["end"]:]) in shown
+
+
+def test_markup_in_corpus_queries_and_assessors_stays_text(canary_db):
+    at = _run()
+    shown = " ".join(h.proto.body for h in at.get("html"))
+    assert "<script" not in shown and "<img" not in shown and "<i>" not in shown
+    assert html.escape(CANARY) in shown
+    assert "<mark" in shown  # our own markup is the only tag around corpus text
+    for frame in (d.value for d in at.dataframe):  # tables hold the raw text, shown as text
+        assert not frame.astype(str).isin(["None", "nan"]).any().any()
+    assert not at.markdown or all("<script" not in m.value for m in at.markdown)
+
+
+def test_empty_project_names_the_next_step(tmp_path, monkeypatch):
+    path = tmp_path / "empty.duckdb"
+    init_project(path)
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    at = _run()
+    assert any("Import queries on the Data page" in i.value for i in at.info)
