@@ -16,8 +16,9 @@ Cohen's κ on a matrix ``C`` with ``n = ΣC``, expected counts ``E = rowsum ⊗ 
 disagreement weights ``w``: ``κ = 1 − Σ w·C / Σ w·E``; ``w = 1 − I`` (unweighted,
 ``kappa_graded`` on all levels), ``|i − j|`` (``kappa_linear``) or ``(i − j)²``
 (``kappa_quadratic``), with ``i, j`` the level *positions* — scikit-learn's convention, equal to
-the grade distance on the contiguous 0–3 scale. κ is NaN when ``Σ w·E = 0`` (one side uses a
-single level), as a ratio 0/0 should be; scikit-learn returns NaN there too.
+the grade distance on the contiguous 0–3 scale. κ is 0 when one side uses a single level (it
+agrees no better than chance) and NaN when ``Σ w·E = 0`` (both use the same single level: 0/0);
+scikit-learn returns NaN there too.
 
 ``msd`` (mean signed difference, leniency) ``= Σ C[i, j]·(level_j − level_i) / n``: positive
 when the candidate grades higher than the reference. ``exact`` is the share of identical grades.
@@ -77,7 +78,7 @@ def level_index(grades: np.ndarray, levels: Sequence[int], *, what: str = "grade
     if bad.any():
         first = grades[bad][0]
         raise AgreementInputError(
-            f"{what} {first!r} is not one of the levels {list(levels)} ({int(bad.sum())} such labels)"
+            f"{what} {first.item()} is not one of the levels {list(levels)} ({int(bad.sum())} such labels)"
         )
     return pos_clipped
 
@@ -396,7 +397,7 @@ def worst_disagreements(reference: Sequence[int], candidate: Sequence[int], *,
     diff = candidate - reference
     crosses = (reference >= threshold) != (candidate >= threshold)
     idx = np.flatnonzero(diff != 0)
-    order = np.lexsort((idx, -(diff[idx] > 0), -np.abs(diff[idx]), -crosses[idx]))
+    order = np.lexsort((idx, -(diff[idx] > 0).astype(np.int64), -np.abs(diff[idx]), -crosses[idx].astype(np.int64)))
     return idx[order][:limit]
 
 

@@ -156,5 +156,6 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
             if any(c is None for c in extras):
                 reasons.append("a point estimate sits on its threshold: more labels are not expected to decide it")
         else:
-            more = int(math.ceil(max(candidates))) if candidates else 0
+            # (the small tolerance keeps float noise such as 1200.0000001 from adding a label)
+            more = int(math.ceil(max(candidates) - 1e-9)) if candidates else 0
     return GateResult(verdict, tuple(reasons), more, tuple(checks))
