@@ -7,6 +7,22 @@ message must say what was wrong, where (file, line, id) and how to fix it.
 
 from __future__ import annotations
 
+#: Longest value (id, field, line) quoted in a message; longer ones are cut with an ellipsis.
+MAX_SHOWN = 80
+
+
+def clip(value: object, limit: int = MAX_SHOWN) -> str:
+    """``repr`` of ``value`` for an error message, cut to about ``limit`` characters.
+
+    A message quotes what it refuses, but an id of 50 MB must not make a 50 MB line: the
+    head of the value is kept, then ``...`` and the full length, e.g.
+    ``'aaaaaaaa...' (52428800 characters)``. Short values are quoted as ``repr`` does.
+    """
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return repr(value) if isinstance(value, str) else text
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
 
 class WorkbenchError(Exception):
     """Base class of every error meant for a user rather than a developer."""

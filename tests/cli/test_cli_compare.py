@@ -207,7 +207,7 @@ def test_run_names(paths, names):
 @pytest.mark.shared
 def test_compare_dl19_ttest_matches_scipy(tmp_path):
     from tests.support.prerequisites import shared_path
-    from workbench.evaluation import evaluate
+    from workbench.core.evaluation import evaluate
 
     dl19 = shared_path("datasets", "trec-dl-2019-passage")
     qrels = dl19 / "qrels.dl19-passage.txt"

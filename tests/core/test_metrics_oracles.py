@@ -150,7 +150,10 @@ def test_matches_trec_eval(case):
             got = result.aggregate[ours] if qid == "all" else result.per_query.loc[qid, ours]
             assert got == pytest.approx(float(value), abs=TE_TOL), (te, qid)
             checked += 1
-    assert checked >= len(labels)
+    # every (measure, topic) value of the oracle file was compared, and there were many
+    pairs = sum(1 for te in labels for qid in expected[te]
+                if qid not in skip_pairs and (te, qid) not in skip_pairs)
+    assert checked == pairs >= len(labels) >= 5
     if "all" in expected.get("num_q", {}) and "all" not in skip_pairs:
         assert result.n_queries == int(expected["num_q"]["all"])
 
@@ -163,7 +166,10 @@ def test_judged_matches_trec_eval_unj(out_name, qrels_name):
     expected = read_trec_eval(oracle("generated", out_name))
     run = "generated/edge.run" if "edge" in out_name else "results.test"
     ks = sorted(int(te[4:]) for te in expected if te.startswith("unj_"))
+    # an oracle file without unj_k lines would make the loop below check nothing
+    assert len(ks) >= 3, ks
     result = evaluate(_input(qrels_name), _input(run), [f"judged@{k}" for k in ks], include_no_relevant=True)
+    checked = 0
     for k in ks:
         for qid, unj in expected[f"unj_{k}"].items():
             if qid == "all":
@@ -171,6 +177,9 @@ def test_judged_matches_trec_eval_unj(out_name, qrels_name):
             n = min(k, int(expected["num_ret"][qid]))
             want = 0.0 if n == 0 else (n - float(unj) * k) / n  # unj divides by k
             assert result.per_query.loc[qid, f"judged@{k}"] == pytest.approx(want, abs=k * TE_TOL), (k, qid)
+            checked += 1
+    topics = [qid for qid in expected["num_ret"] if qid != "all"]
+    assert checked == len(ks) * len(topics) and len(topics) >= 3
 
 
 def test_rr_at_10_matches_trec_eval_depth_10():
@@ -179,6 +188,7 @@ def test_rr_at_10_matches_trec_eval_depth_10():
     for qid, value in expected["recip_rank"].items():
         got = result.aggregate["RR@10"] if qid == "all" else result.per_query.loc[qid, "RR@10"]
         assert got == pytest.approx(float(value), abs=TE_TOL)
+    assert len(expected["recip_rank"]) == result.n_queries + 1 >= 2  # every topic and "all"
 
 
 def test_missing_topic_residual_is_one_not_trec_eval_zero():
@@ -205,6 +215,7 @@ def test_matches_gdeval(k, run_name):
             got_ndcg = ours.per_query.loc[qid, f"ndcg_exp@{k}"]
         assert got_err == pytest.approx(float(row[f"err@{k}"]), abs=6e-6), qid
         assert got_ndcg == pytest.approx(float(row[f"ndcg@{k}"]), abs=6e-6), qid
+    assert len(rows) == ours.n_queries >= 3  # every topic was compared
 
 
 # --- ranx and ir_measures outputs on tie-free runs ---------------------------------------------
@@ -232,9 +243,26 @@ def test_matches_ranx_on_tie_free_run(qrels_name):
     if qrels_name != "qrels.test":
         names = {k: v for k, v in names.items() if not k.startswith("rbp")}  # ranx rbp: raw grades
     result = evaluate(_input(qrels_name), _input("generated/results.test.notie"), list(names.values()))
+    best = defaultdict(int)  # each topic's top grade, read independently of our readers
+    for line in _input(qrels_name).read_text().splitlines():
+        f = line.split()
+        best[f[0]] = max(best[f[0]], int(f[3]))
+    checked = excluded = 0
     for ranx_name, ours in names.items():
         for qid, value in expected[ranx_name].items():
-            assert result.per_query.loc[qid, ours] == pytest.approx(value, abs=1e-9), (ranx_name, qid)
+            got = result.per_query.loc[qid, ours]
+            if math.isnan(got):
+                # ranx scores a topic without a relevant doc (at this measure's rel) 0; we
+                # exclude it from this measure, and only then
+                assert best[qid] < result.thresholds[ours] and value == 0.0, (ranx_name, qid)
+                excluded += 1
+            else:
+                assert got == pytest.approx(value, abs=1e-9), (ranx_name, qid)
+            checked += 1
+    assert checked == sum(len(expected[n]) for n in names) >= 3 * len(names)  # 3 topics per measure
+    # exactly the (measure, topic) pairs without a doc at the measure's rel were excluded
+    assert excluded == sum(1 for n, ours in names.items() for qid in expected[n]
+                           if best[qid] < result.thresholds[ours])
 
 
 IRM_NAMES = {
@@ -253,12 +281,15 @@ def test_matches_ir_measures_output(run_name):
         names.pop("RR@10")
         names.pop("Judged@10")
     result = evaluate(_input("qrels.rel_level"), _input(run_name), list(names.values()))
+    checked = 0
     for irm, ours in names.items():
         for qid, value in expected[irm].items():
             tol = 6e-6 if irm.startswith(("ERR", "nDCG(dcg")) else 1e-9  # gdeval prints 5 decimals
             if irm == "Judged@10":
                 continue  # see test_judged_differs_from_ir_measures_on_negative_labels
             assert result.per_query.loc[qid, ours] == pytest.approx(value, abs=tol), (irm, qid)
+            checked += 1
+    assert checked == sum(len(expected[n]) for n in names if n != "Judged@10") >= 3 * (len(names) - 1)
 
 
 def test_judged_differs_from_ir_measures_on_negative_labels():
@@ -316,12 +347,16 @@ def test_agrees_with_pytrec_eval(data, rel, condensed):
     result = evaluate(qrels, run, labels, rel=rel, condensed=condensed, include_no_relevant=True,
                       missing_as_zero=False)
     assert set(result.per_query.index) == set(expected)
+    checked = 0
     for qid, values in expected.items():
         for name in PTE:
             label = _pte_label(name)
             if label.startswith("nDCG") and rel != 1:
                 continue  # pytrec_eval's ndcg ignores relevance_level; ours too (checked below)
             assert result.per_query.loc[qid, label] == pytest.approx(values[name], abs=1e-6), (qid, name)
+            checked += 1
+    per_query = len(PTE) - (3 if rel != 1 else 0)
+    assert checked == len(expected) * per_query
 
 
 @settings(max_examples=60, deadline=None)
@@ -351,15 +386,19 @@ def test_agrees_with_ir_measures(data, draw):
         expected[m.query_id][str(m.measure)] = m.value
     # ir_measures scores missing queries 0 and keeps R = 0 queries
     result = evaluate(qrels, run, IRM_LIVE, include_no_relevant=True)
+    checked = 0
     for qid, values in expected.items():
         for name, value in values.items():
             assert result.per_query.loc[qid, name] == pytest.approx(value, abs=1e-6), (qid, name)
+            checked += 1
+    # ir_measures yields every measure for every qrels query (missing from the run: 0)
+    assert checked == len(qrels) * len(IRM_LIVE)
 
 
 @settings(max_examples=80, deadline=None)
 @given(collections())
 def test_dict_and_columnar_paths_agree(data):
-    from workbench.core.readers import qrels_from_dict, run_from_dict
+    from workbench.core.qrels_and_runs import qrels_from_dict, run_from_dict
 
     qrels, run = data
     measures = ["ndcg@5", "P@3", "AP", "RR@3", "bpref", "rbp", "err@5", "judged@5", "f1@3", "hit@2"]
@@ -421,26 +460,3 @@ def test_aggregate_from_files_does_not_import_pandas(tmp_path):
         "assert all(abs(pq[c].mean() - agg[c]) < 1e-15 for c in agg), (pq, agg)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
-
-
-def test_fingerprints_never_hide_a_duplicate():
-    import random
-
-    import numpy as np
-    import pyarrow as pa
-
-    from workbench.core.ranking import _fingerprints, _surely_no_duplicate
-
-    rng = random.Random(7)
-    for _ in range(300):
-        n = rng.randint(1, 30)
-        docs = ["".join(rng.choice("ab") for _ in range(rng.randint(0, 30))) for _ in range(n)]
-        qidx = np.array([rng.randint(0, 2) for _ in range(n)], dtype=np.int32)
-        arr = pa.array(["pad"] * 3 + docs, type=pa.string()).slice(3)  # a non-zero offset
-        fp = _fingerprints(arr)
-        for i in range(n):
-            for j in range(n):
-                if docs[i] == docs[j]:
-                    assert fp[i] == fp[j]
-        if len(set(zip(qidx.tolist(), docs))) < n:
-            assert not _surely_no_duplicate(qidx, arr)

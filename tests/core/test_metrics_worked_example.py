@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from workbench import evaluate
-from workbench.core.readers import qrels_from_dict, run_from_dict
+from workbench.core.qrels_and_runs import qrels_from_dict, run_from_dict
 
 QRELS = {"q": {"d1": 3, "d3": 2, "d5": 2, "d4": 1, "d7": 0, "d9": 0}}
 RUN = {"q": {"d7": 0.9, "d3": 0.8, "d1": 0.7, "d9": 0.6, "d4": 0.5}}

@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 
 from workbench import evaluate
+from workbench.core.qrels_and_runs import qrels_from_dict, run_from_dict
 from workbench.core.readers import (
-    qrels_from_dict,
     read_beir_qrels,
     read_jsonl_qrels,
     read_qrels,
     read_trec_qrels,
     read_trec_run,
-    run_from_dict,
 )
 from workbench.errors import InputError
 
@@ -69,8 +68,14 @@ def test_run_empty_file(tmp_path):
     "text,line,fragment",
     [
         ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 1 2.0\n", 2, "expected 6 fields"),
-        ("q1 Q0 d1 1 2.0 t\n\nq1 Q0 d2 1 high t\n", 3, "score (5th field) must be a number, got 'high'"),
-        ("q1 Q0 d1 1 nan t\n", 1, "must be a number"),
+        ("q1 Q0 d1 1 2.0 t\n\nq1 Q0 d2 1 high t\n", 3, "score (5th field) must be a finite number, got 'high'"),
+        ("q1 Q0 d1 1 nan t\n", 1, "must be a finite number"),
+        # issue 8: infinities and overflowing scores were accepted while nan was refused
+        ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 inf t\n", 2, "must be a finite number, got 'inf'"),
+        ("q1 Q0 d1 1 -inf t\n", 1, "must be a finite number, got '-inf'"),
+        ("q1 Q0 d1 1 2.0 t\n\tq1 Q0 d2 2 1e400 t\n", 3 - 1, "must be a finite number, got '1e400'"),
+        # issue 8: three columns are a truncated run, never a BEIR file
+        ("q1 Q0 d1\n", 1, "three fields"),
         ("q1 0 d1 1\n", 1, "query_id Q0 doc_id rank score run_tag"),
     ],
 )

@@ -1,7 +1,7 @@
 """``workbench compare`` (paired significance tests between runs) and ``workbench citations``.
 
 ``workbench compare QRELS RUN RUN [RUN ...] -m MEASURE [-m ...]`` scores every run per query
-with :func:`workbench.evaluation.evaluate`, then compares each run with the first (the
+with :func:`workbench.core.evaluation.evaluate`, then compares each run with the first (the
 baseline) via :func:`workbench.core.comparison.compare_runs`. Runs are named by file stem
 (``bm25.run`` -> ``bm25``); a repeated stem gets a ``#2``, ``#3`` suffix.
 
@@ -68,7 +68,7 @@ def _run_names(paths: list[str]) -> list[str]:
 
 def _compare(args: argparse.Namespace) -> int:
     from workbench.core.comparison import compare_runs
-    from workbench.evaluation import evaluate
+    from workbench.core.evaluation import evaluate
 
     if len(args.runs) < 2:
         raise ConfigError("compare needs at least two run files (the baseline first)")

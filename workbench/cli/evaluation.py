@@ -60,7 +60,7 @@ def _clean(x: float) -> float | None:
 def _eval(args: argparse.Namespace) -> int:
     from workbench.core.measures import parse_measures
     from workbench.core.readers import read_qrels, read_trec_run
-    from workbench.evaluation import evaluate
+    from workbench.core.evaluation import evaluate
 
     if not args.measure:
         raise ConfigError("give at least one measure, e.g. -m ndcg@10 -m recall@100")

@@ -3,7 +3,7 @@
 ``workbench stages QRELS --stage NAME=RUNFILE [--stage NAME=RUNFILE ...] -m MEASURE [-m ...]
 [--rel N] [--lift POOL_MEASURE,PRE_STAGE,POST_STAGE,MEASURE] [--format table|json]``
 
-Every stage's run is scored with :func:`workbench.evaluation.evaluate` (a query missing from a
+Every stage's run is scored with :func:`workbench.core.evaluation.evaluate` (a query missing from a
 stage's run scores 0) and the means are reported per stage, in the order given, over the
 queries every stage has (:func:`workbench.core.stages.stage_report`).
 

@@ -16,11 +16,11 @@ A doc_id repeated within one query of a run is an error naming query, doc and li
 qrels are an error too.
 
 Fast paths: two nested dicts are joined with plain dict look-ups; columnar inputs are joined
-through the qrels' doc dictionary (pyarrow) and a sorted-key search. The run's own doc ids are
-hashed only when 64-bit fingerprints of (query, doc) cannot rule out a duplicate, which is rare:
-hashing a million distinct ids costs more than the whole rest of the evaluation. A run whose
-rows are already grouped by query in descending score order (the usual case) is not re-sorted.
-No pandas on these paths (see :func:`workbench.core.readers.to_numpy`).
+through integer codes from pyarrow's dictionary encoding (hash look-ups in pyarrow, sorts and
+gathers in numpy; no Python object per row). A run whose rows are already grouped by query in
+descending score order (the usual case) is not re-sorted; otherwise one argsort of a packed
+64-bit (query, score) key orders it, and doc ids are compared only where scores tie.
+No pandas on these paths (see :mod:`workbench.core.arrow_buffers`).
 """
 
 from __future__ import annotations
@@ -34,10 +34,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workbench.core.readers import (
-    Qrels, Run, from_numpy, qrels_from_dict, read_trec_qrels, read_trec_run, run_from_dict, to_numpy, valid_mask,
+from workbench.core.arrow_buffers import from_numpy, to_numpy, valid_mask
+from workbench.core.qrels_and_runs import (
+    Qrels, Run, check_grades, check_scores, qrels_from_dict, run_from_dict,
 )
-from workbench.errors import InputError
+from workbench.core.readers import read_trec_qrels, read_trec_run
+from workbench.errors import InputError, clip
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,15 +86,54 @@ def group_ranks(qidx: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def _order(qidx: np.ndarray, score: np.ndarray, docs_at: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
-    """Row order for (query, score desc, doc_id desc); None when the rows are already in it."""
+def _descending_key(score: np.ndarray) -> np.ndarray:
+    """uint64 keys whose ascending order is the scores' descending order (finite float64;
+    -0.0 and 0.0 get the same key, as they compare equal)."""
+    bits = (score + 0.0).view(np.uint64)  # + 0.0 turns -0.0 into 0.0
+    negative = (bits >> np.uint64(63)).astype(bool)
+    ascending = np.where(negative, ~bits, bits | np.uint64(1 << 63))
+    return ~ascending
+
+
+def _sort_rows(qidx: np.ndarray, score: np.ndarray, n_queries: int) -> np.ndarray:
+    """Row order for (query ascending, score descending); ties in any order.
+
+    One argsort of a packed 64-bit key instead of a two-key lexsort (about 2.5x faster on a
+    million rows): the query number in the high bits, the top bits of the score's descending
+    key below it. Rows whose packed keys are equal (true ties, or distinct scores that differ
+    only in the dropped low bits) are then put in full score order.
+    """
+    desc = _descending_key(score)
+    qbits = max(1, int(n_queries - 1).bit_length())
+    if qbits > 32:
+        return np.lexsort((desc, qidx))
+    key = (qidx.astype(np.uint64) << np.uint64(64 - qbits)) | (desc >> np.uint64(qbits))
+    order = np.argsort(key)
+    sk = key[order]
+    eq = sk[1:] == sk[:-1]
+    if eq.any():
+        member = np.r_[eq, False] | np.r_[False, eq]
+        pos = np.flatnonzero(member)
+        group = np.cumsum(~np.r_[False, eq][pos])
+        sub = np.lexsort((desc[order[pos]], group))
+        order[pos] = order[pos][sub]
+    return order
+
+
+def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
+           doc_rank: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
+    """Row order for (query, score desc, doc_id desc); None when the rows are already in it.
+
+    ``doc_rank(rows)`` gives integers in the byte order of those rows' doc ids; it is called
+    only for rows whose scores tie, which are usually few.
+    """
     n = len(qidx)
     order: np.ndarray | None = None
     if n > 1:
         same_q = qidx[1:] == qidx[:-1]
         grouped = np.count_nonzero(~same_q) + 1 == np.count_nonzero(np.bincount(qidx))
         if not grouped or np.any(same_q & (score[1:] > score[:-1])):
-            order = np.lexsort((-score, qidx))
+            order = _sort_rows(qidx, score, n_queries)
             qidx, score = qidx[order], score[order]
             same_q = qidx[1:] == qidx[:-1]
         tied = same_q & (score[1:] == score[:-1])
@@ -103,8 +144,7 @@ def _order(qidx: np.ndarray, score: np.ndarray, docs_at: Callable[[np.ndarray], 
             member = np.r_[tied, False] | np.r_[False, tied]
             pos = np.flatnonzero(member)
             group = np.cumsum(~np.r_[False, tied][pos])
-            _, codes = np.unique(docs_at(order[pos]), return_inverse=True)  # rank in string order
-            sub = np.lexsort((-codes, group))
+            sub = np.lexsort((-doc_rank(order[pos]).astype(np.int64), group))
             order[pos] = order[pos][sub]
     return order
 
@@ -123,6 +163,38 @@ def _encode(arr: pa.Array) -> tuple[np.ndarray, pa.Array]:
     return to_numpy(enc.indices, np.int32), enc.dictionary
 
 
+def _positions(values: pa.Array, value_set: pa.Array) -> np.ndarray:
+    """Position of each value in ``value_set`` (a hash look-up in pyarrow), -1 when absent."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int32)
+    found = pc.index_in(values, value_set=value_set, memory_pool=_POOL)
+    out = to_numpy(found, np.int32)
+    valid = valid_mask(found)
+    if valid is not None:
+        out[~valid] = -1
+    return out
+
+
+def _take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
+    return arr.take(from_numpy(np.asarray(rows, dtype=np.int64)))
+
+
+def _pair_keys(a: np.ndarray, b: np.ndarray, na: int, nb: int) -> np.ndarray:
+    """One integer per (a, b) pair, ``a * nb + b`` (0 <= a < na, 0 <= b < nb): uint32 when
+    every pair fits (sorts and hashes in about 60% of the int64 time), else int64."""
+    if na * nb <= 2**32:
+        return a.astype(np.uint32) * np.uint32(nb) + b.astype(np.uint32)
+    return a.astype(np.int64) * nb + b
+
+
+def _repeated(keys: np.ndarray) -> bool:
+    """True when some key occurs twice (one sort, no hash table)."""
+    if len(keys) < 2:
+        return False
+    sk = np.sort(keys)
+    return bool(np.any(sk[1:] == sk[:-1]))
+
+
 def _duplicate_rows(keys: np.ndarray) -> np.ndarray:
     """Rows (ascending) whose key already occurred on an earlier row."""
     if len(keys) < 2:
@@ -132,57 +204,6 @@ def _duplicate_rows(keys: np.ndarray) -> np.ndarray:
     return np.sort(order[1:][sk[1:] == sk[:-1]])
 
 
-_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
-_K = [np.uint64(k) for k in (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93)]
-
-
-def _fingerprints(strings: pa.Array) -> np.ndarray | None:
-    """A 64-bit fingerprint per string (equal strings, equal fingerprints), from its length and
-    the 8-byte words at its start, middle and end: exact content for ids up to 24 bytes. None
-    for an array this cannot read (then the caller uses a hash table)."""
-    if not isinstance(strings, pa.StringArray) or strings.null_count:
-        return None
-    n = len(strings)
-    out = np.empty(n, dtype=np.uint64)
-    if n == 0:
-        return out
-    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32, count=n + 1, offset=4 * strings.offset)
-    end = int(offsets[-1])
-    raw = np.frombuffer(strings.buffers()[2], dtype=np.uint8, count=end) if end else np.zeros(0, np.uint8)
-    step = 1 << 20  # in slices: small temporaries are reused instead of page-faulted in anew
-    for a in range(0, n, step):
-        b = min(a + step, n)
-        lo, hi = int(offsets[a]), int(offsets[b])
-        data = np.zeros(hi - lo + 16, dtype=np.uint8)  # padded: every 8-byte read stays inside
-        data[: hi - lo] = raw[lo:hi]
-        # words[i] = the 8 bytes from byte i (little endian), an overlapping view without a copy
-        words = np.ndarray(shape=(hi - lo + 9,), dtype="<u8", buffer=data, strides=(1,))
-        start = offsets[a:b] - lo
-        length = offsets[a + 1:b + 1] - offsets[a:b]
-        mask = _MASKS[np.minimum(length, 8)]  # bytes of a short id beyond its end do not count
-        tail = np.maximum(length - 8, 0)
-        h = out[a:b]
-        np.multiply(words[start] & mask, _K[0], out=h)
-        h ^= h >> np.uint64(29)
-        h += (words[start + tail // 2] & mask) * _K[1]
-        h ^= h >> np.uint64(32)
-        h += (words[start + tail] & mask) * _K[2]
-        h ^= h >> np.uint64(29)
-        h += length.astype(np.uint64) * _K[3]
-    return out
-
-
-def _surely_no_duplicate(rq: np.ndarray, docs: pa.Array) -> bool:
-    """True when no (query, doc) pair repeats, proved by fingerprints; False means maybe."""
-    fp = _fingerprints(docs)
-    if fp is None:
-        return False
-    fp += rq.astype(np.uint64) * _K[0]
-    fp ^= fp >> np.uint64(31)
-    fp.sort()  # numpy's vectorised sort: a few ms for a million keys, far below a hash table
-    return not np.any(fp[1:] == fp[:-1])
-
-
 def _raise_duplicate(kind: str, source: str | None, lines: np.ndarray | None, row: int, first_row: int,
                      qid: str, doc: str, reread: Callable[[], np.ndarray | None]) -> None:
     if lines is None and source is not None:
@@ -190,103 +211,69 @@ def _raise_duplicate(kind: str, source: str | None, lines: np.ndarray | None, ro
     line = int(lines[row]) if lines is not None else None
     first = f" (first at line {int(lines[first_row])})" if lines is not None else ""
     hint = "; pass duplicates='first' (CLI: --keep-first-duplicate) to keep the first" if kind == "run" else ""
-    raise InputError(f"{kind}: document {doc!r} appears twice for query {qid!r}{first}{hint}", path=source, line=line)
+    raise InputError(f"{kind}: document {clip(doc)} appears twice for query {clip(qid)}{first}{hint}",
+                     path=source, line=line)
 
 
 def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
-    qq_codes, qq_dict = _encode(qrels.query_ids)
-    rq_codes, rq_dict = _encode(run.query_ids)
-    universe = qq_dict.to_pylist()
-    position = {q: i for i, q in enumerate(universe)}
-    run_map = np.empty(len(rq_dict), dtype=np.int32)
-    for i, q in enumerate(rq_dict.to_pylist()):
-        j = position.get(q)
-        if j is None:
-            j = position[q] = len(universe)
-            universe.append(q)
-        run_map[i] = j
-    qq = qq_codes
-    rq = run_map[rq_codes]
-    del rq_codes
+    """Join columnar qrels and run through integer codes (pyarrow dictionary encoding).
 
-    # qrels: one key per (query, doc)
+    Query numbers: the qrels' queries first, then the run's other queries. Every per-row step
+    is a vectorised numpy or pyarrow kernel; no Python object is made per row.
+    """
+    qq, qq_dict = _encode(qrels.query_ids)
+    rq_codes, rq_dict = _encode(run.query_ids)
+    run_map = _positions(rq_dict, qq_dict)
+    new = np.flatnonzero(run_map < 0)
+    run_map[new] = len(qq_dict) + np.arange(len(new), dtype=np.int32)
+    universe = np.array(qq_dict.to_pylist() + _take(rq_dict, new).to_pylist(), dtype=object)
+    rq = run_map[rq_codes]
+    del rq_codes, run_map
+
+    # qrels: one key per (query, doc); a repeated pair is an error
     qd_codes, qd_dict = _encode(qrels.doc_ids)
     nqd = max(len(qd_dict), 1)
-    qkey = qq.astype(np.int64) * nqd + qd_codes
-    dup = _duplicate_rows(qkey)
-    if len(dup):
-        row = int(dup[0])
+    nq = max(len(universe), 1)
+    qkey = _pair_keys(qq, qd_codes, nq, nqd)
+    if _repeated(qkey):
+        row = int(_duplicate_rows(qkey)[0])
         first_row = int(np.flatnonzero(qkey == qkey[row])[0])
         _raise_duplicate("qrels", qrels.source, qrels.lines, row, first_row, universe[qq[row]],
                          qd_dict[qd_codes[row]].as_py(),
                          lambda: read_trec_qrels(qrels.source, careful=True).lines if qrels.source else None)
 
-    if _surely_no_duplicate(rq, run.doc_ids):
-        # the common case: join each run row straight to the qrels' doc dictionary
-        found = pc.index_in(run.doc_ids, value_set=qd_dict, memory_pool=_POOL)
-        run_qd = to_numpy(found, np.int32)
-        valid = valid_mask(found)
-        if valid is not None:
-            run_qd[~valid] = -1
-        del found, valid
-        grade = _grades(qrels, qkey, nqd, rq, run_qd)
-        doc_ids = run.doc_ids
-
-        def docs_at(rows: np.ndarray) -> np.ndarray:
-            return np.array(doc_ids.take(from_numpy(rows.astype(np.int64))).to_pylist(), dtype=object)
-
-        return universe, qq, qrels.grades, rq, run.scores, grade, docs_at
-
-    # run: duplicates, then the join through the qrels' doc dictionary
+    # run: one key per (query, doc); repeated pairs are an error or dropped after the first
     rd_codes, rd_dict = _encode(run.doc_ids)
-    # Only a doc that occurs on several rows can be a duplicate: hash just those rows' keys.
-    shared = np.flatnonzero(np.bincount(rd_codes, minlength=len(rd_dict))[rd_codes] > 1)
-    shared_keys = rq[shared].astype(np.int64) * max(len(rd_dict), 1) + rd_codes[shared]
-    dup = shared[_duplicate_rows(shared_keys)]
-    keep: np.ndarray | None = None
-    if len(dup):
+    score = run.scores
+    rkey = _pair_keys(rq, rd_codes, nq, max(len(rd_dict), 1))
+    if _repeated(rkey):
+        dup = _duplicate_rows(rkey)
         if duplicates != "first":
             row = int(dup[0])
-            first_row = int(shared[np.flatnonzero(shared_keys == shared_keys[shared == row][0])[0]])
+            first_row = int(np.flatnonzero(rkey == rkey[row])[0])
             _raise_duplicate("run", run.source, run.lines, row, first_row, universe[rq[row]],
                              rd_dict[rd_codes[row]].as_py(),
                              lambda: read_trec_run(run.source, careful=True).lines if run.source else None)
         keep = np.ones(len(rq), dtype=bool)
         keep[dup] = False
-    del shared, shared_keys
-    found = pc.index_in(rd_dict, value_set=qd_dict, memory_pool=_POOL)
-    to_qd = to_numpy(found, np.int32)
-    valid = valid_mask(found)
-    if valid is not None:
-        to_qd[~valid] = -1
-    del found, valid
-    run_qd = to_qd[rd_codes]
-    del to_qd
-    grade = _grades(qrels, qkey, nqd, rq, run_qd)
-    del run_qd
-    score = run.scores
-    if keep is not None:
-        rq, score, grade, rd_codes = rq[keep], score[keep], grade[keep], rd_codes[keep]
+        rq, score, rd_codes = rq[keep], score[keep], rd_codes[keep]
+    del rkey
 
-    def docs_at(rows: np.ndarray) -> np.ndarray:
-        return np.array(rd_dict.take(from_numpy(rd_codes[rows])).to_pylist(), dtype=object)
-
-    return universe, qq, qrels.grades, rq, score, grade, docs_at
-
-
-def _grades(qrels: Qrels, qkey: np.ndarray, nqd: int, rq: np.ndarray, run_qd: np.ndarray) -> np.ndarray:
-    """Grade of each run row (NaN: no label); ``run_qd`` is its doc's code in the qrels (-1: none)."""
-    sort_q = np.argsort(qkey, kind="stable")
-    skeys = qkey[sort_q]
+    # grade of each run row: its doc's code in the qrels, then its (query, doc) key there
+    run_qd = _positions(rd_dict, qd_dict)[rd_codes]
     grade = np.full(len(rq), np.nan)
     cand = np.flatnonzero(run_qd >= 0)  # only docs that occur in the qrels at all
-    if len(cand) and len(skeys):
-        rkey = rq[cand].astype(np.int64) * nqd + run_qd[cand]
-        pos = np.searchsorted(skeys, rkey)
-        pos[pos == len(skeys)] = 0
-        hit = skeys[pos] == rkey
-        grade[cand[hit]] = qrels.grades[sort_q[pos[hit]]]
-    return grade
+    if len(cand) and len(qkey):
+        at = _positions(from_numpy(_pair_keys(rq[cand], run_qd[cand], nq, nqd)), from_numpy(qkey))
+        hit = at >= 0
+        grade[cand[hit]] = qrels.grades[at[hit]]
+    del run_qd, cand
+
+    def doc_rank(rows: np.ndarray) -> np.ndarray:
+        docs = _take(rd_dict, rd_codes[rows])
+        return to_numpy(pc.rank(docs, sort_keys="ascending", tiebreaker="dense"), np.uint64)
+
+    return universe, qq, qrels.grades, rq, score, grade, doc_rank
 
 
 def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
@@ -323,16 +310,14 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
             np.float64,
             count=n_rows,
         )
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError("qrels grades must be integers") from None
-    if np.isnan(qgrade_arr).any() or (qgrade_arr != np.round(qgrade_arr)).any():
-        raise InputError("qrels grades must be integers (e.g. 0, 1, 2, 3; -1 for unjudged)")
+    check_grades(qgrade_arr)
     try:
         score = np.fromiter(chain.from_iterable(map(rvalues, run.values())), np.float64, count=n_rows)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError("run scores must be numbers") from None
-    if np.isnan(score).any():
-        raise InputError("run scores must be numbers, found NaN")
+    check_scores(score)
     qq = np.repeat(np.arange(len(qcounts), dtype=np.int64), qcounts)
     rq = np.repeat(rcodes, rcounts)
     inners = list(run.values())
@@ -348,7 +333,11 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
         out[:] = [next(islice(inners[w], k, None)) for w, k in zip(which.tolist(), (rows - starts[which]).tolist())]
         return out
 
-    return universe, qq, qgrade_arr.astype(np.int64), rq, score, grade, docs_at
+    def doc_rank(rows: np.ndarray) -> np.ndarray:
+        # code-point order of str equals the byte order of their UTF-8 (trec_eval's strcmp)
+        return np.unique(docs_at(rows), return_inverse=True)[1]
+
+    return np.array(universe, dtype=object), qq, qgrade_arr.astype(np.int64), rq, score, grade, doc_rank
 
 
 def _values(mapping: Mapping):
@@ -373,8 +362,8 @@ def rank_run(
         q = qrels if isinstance(qrels, Qrels) else qrels_from_dict(qrels)
         r = run if isinstance(run, Run) else run_from_dict(run)
         joined = _join_columns(q, r, duplicates)
-    universe, qq, qgrades, rq, score, grade, docs_at = joined
-    order = _order(rq, score, docs_at)
+    universe, qq, qgrades, rq, score, grade, doc_rank = joined
+    order = _order(rq, score, len(universe), doc_rank)
     if order is not None:
         rq, grade = rq[order], grade[order]
     grade[grade < 0] = np.nan  # pooled but unjudged: neither relevant nor judged
@@ -385,6 +374,6 @@ def rank_run(
     in_run[rq] = True
     judged = qgrades >= 0
     return RankedLists(
-        np.array(universe, dtype=object), in_qrels, in_run, rq, group_ranks(rq), grade,
+        universe, in_qrels, in_run, rq, group_ranks(rq), grade,
         qq[judged], qgrades[judged],
     )

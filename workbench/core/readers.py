@@ -1,4 +1,4 @@
-"""Readers for relevance judgments (qrels) and runs, into compact columnar objects.
+"""Readers of relevance judgments (qrels) and run files into :class:`Qrels` and :class:`Run`.
 
 Formats
     TREC qrels   ``query_id iteration doc_id grade`` (whitespace separated; iteration ignored).
@@ -9,8 +9,15 @@ Formats
     JSONL        one object a line: ``{"query_id", "query", "relevant": {doc_id: grade}, "tags"}``.
 
 In the TREC formats lines starting with ``#`` are comments (trec_eval 10) and blank lines are
-skipped; ids may contain ``#``. Grades are integers; a grade below 0 means "in the pool but not
-judged" and is kept as given (the engine treats it as neither relevant nor judged).
+skipped; ids may contain ``#``. A UTF-8 byte-order mark at the start of a file is dropped (it is
+not part of the first id). Grades are integers that fit in 64 bits; a grade below 0 means "in the
+pool but not judged" and is kept as given (the engine treats it as neither relevant nor judged).
+Scores are finite numbers: ``nan``, ``inf``, ``-inf`` and overflowing values such as ``1e400``
+are refused with the file and line.
+
+Only regular files are read: a directory, a device (``/dev/zero``) or a FIFO is refused at once
+(reading one could take forever). Values quoted in error messages are cut to about 80
+characters (:func:`workbench.errors.clip`).
 
 The TREC readers first try a fast path (pyarrow's CSV reader on whitespace-normalised bytes).
 When that fails for any reason, a careful line-by-line parser re-reads the file and raises
@@ -21,9 +28,10 @@ handles the legal inputs the fast path cannot (ragged junk columns).
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -31,87 +39,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from workbench.errors import InputError
+from workbench.core.arrow_buffers import to_numpy
+from workbench.core.qrels_and_runs import Qrels, Run
+from workbench.errors import InputError, clip
 
 RUN_FIELDS = "query_id Q0 doc_id rank score run_tag"
 QRELS_FIELDS = "query_id iteration doc_id grade"
-
-
-@dataclass(frozen=True, eq=False)
-class Qrels:
-    """Judgments as parallel columns. ``lines`` holds 1-based source lines (None for dicts)."""
-
-    query_ids: pa.Array
-    doc_ids: pa.Array
-    grades: np.ndarray  # int64
-    lines: np.ndarray | None = None
-    source: str | None = None
-
-    def __len__(self) -> int:
-        return len(self.grades)
-
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for q, d, g in zip(self.query_ids.to_pylist(), self.doc_ids.to_pylist(), self.grades.tolist()):
-            out.setdefault(q, {})[d] = g
-        return out
-
-
-@dataclass(frozen=True, eq=False)
-class Run:
-    """One system's ranked results as parallel columns (rank is not kept: scores decide)."""
-
-    query_ids: pa.Array
-    doc_ids: pa.Array
-    scores: np.ndarray  # float64
-    lines: np.ndarray | None = None
-    source: str | None = None
-    name: str | None = None
-
-    def __len__(self) -> int:
-        return len(self.scores)
-
-    def to_dict(self) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
-        for q, d, s in zip(self.query_ids.to_pylist(), self.doc_ids.to_pylist(), self.scores.tolist()):
-            out.setdefault(q, {}).setdefault(d, s)  # first occurrence wins, as in the engine
-        return out
-
-
-# --- pyarrow <-> numpy -----------------------------------------------------------------------
-# pyarrow's own conversions (Array.to_numpy, np.asarray(array), pa.array(ndarray), pa.scalar)
-# go through its pandas shim, which imports pandas: +40 MB of memory and ~0.5 s for a process
-# that never touches a DataFrame. These read and write the buffers directly instead.
-def to_numpy(arr: pa.Array | pa.ChunkedArray, dtype) -> np.ndarray:
-    """Values of a fixed-width pyarrow array (chunked or not) as a new, writable numpy array.
-
-    Null slots hold whatever the buffer holds: check :func:`valid_mask` where nulls can occur.
-    """
-    dtype = np.dtype(dtype)
-    if arr.type.bit_width != 8 * dtype.itemsize or pa.types.is_boolean(arr.type):
-        raise TypeError(f"cannot view {arr.type} as {dtype}")
-    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
-    parts = [
-        np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * dtype.itemsize)
-        for c in chunks
-        if len(c)
-    ]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
-
-def valid_mask(arr: pa.Array) -> np.ndarray | None:
-    """Boolean numpy mask of the non-null slots of ``arr``; None when it has no null."""
-    if arr.null_count == 0:
-        return None
-    bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
-    return np.unpackbits(bits, count=arr.offset + len(arr), bitorder="little")[arr.offset:].astype(bool)
-
-
-def from_numpy(values: np.ndarray) -> pa.Array:
-    """A null-free numpy array of int32/int64/float64 as a pyarrow array (zero copy)."""
-    values = np.ascontiguousarray(values)
-    kind = {np.dtype(np.int32): pa.int32(), np.dtype(np.int64): pa.int64(), np.dtype(np.float64): pa.float64()}
-    return pa.Array.from_buffers(kind[values.dtype], len(values), [None, pa.py_buffer(values)])
 
 
 def _column(table: pa.Table, name: str, dtype) -> np.ndarray | None:
@@ -120,52 +53,6 @@ def _column(table: pa.Table, name: str, dtype) -> np.ndarray | None:
     if col.null_count:
         return None
     return to_numpy(col, dtype)
-
-
-# --- dicts --------------------------------------------------------------------------------
-def _flatten(nested: Mapping, what: str) -> tuple[list, list, list]:
-    qids: list = []
-    docs: list = []
-    values: list = []
-    for qid, inner in nested.items():
-        if not isinstance(inner, Mapping):
-            raise InputError(f"{what}[{qid!r}] must be a dict of doc_id -> value, got {type(inner).__name__}")
-        docs.extend(inner.keys())
-        values.extend(inner.values())
-        qids.extend([qid] * len(inner))
-    return qids, docs, values
-
-
-def _string_array(values: list, what: str) -> pa.Array:
-    try:
-        return pa.array(values, type=pa.string())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        bad = next((v for v in values if not isinstance(v, str)), None)
-        raise InputError(f"{what} must be strings, got {bad!r} ({type(bad).__name__})") from None
-
-
-def qrels_from_dict(qrels: Mapping[str, Mapping[str, int]]) -> Qrels:
-    """``{query_id: {doc_id: grade}}`` -> :class:`Qrels`. Grades must be integers."""
-    qids, docs, grades = _flatten(qrels, "qrels")
-    try:
-        arr = np.array(grades, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError("qrels grades must be integers") from None
-    if arr.size and (np.isnan(arr).any() or (arr != np.round(arr)).any()):
-        raise InputError("qrels grades must be integers (e.g. 0, 1, 2, 3; -1 for unjudged)")
-    return Qrels(_string_array(qids, "query ids"), _string_array(docs, "doc ids"), arr.astype(np.int64))
-
-
-def run_from_dict(run: Mapping[str, Mapping[str, float]], *, name: str | None = None) -> Run:
-    """``{query_id: {doc_id: score}}`` -> :class:`Run`."""
-    qids, docs, scores = _flatten(run, "run")
-    try:
-        arr = np.array(scores, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError("run scores must be numbers") from None
-    if np.isnan(arr).any():
-        raise InputError("run scores must be numbers, found NaN")
-    return Run(_string_array(qids, "query ids"), _string_array(docs, "doc ids"), arr, name=name)
 
 
 # --- TREC formats -------------------------------------------------------------------------
@@ -202,11 +89,19 @@ def _read_table(data: bytes | Path, types: dict[int, pa.DataType]) -> pa.Table:
     )
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def _plain_file(path: Path) -> bool:
-    """True when the file has no tab, CR or '#': pyarrow can then stream it as it is."""
+    """True when the file has no tab, CR, '#' or byte-order mark: pyarrow can then stream it
+    as it is."""
     try:
         with path.open("rb") as f:
+            first = True
             while chunk := f.read(1 << 22):
+                if first and chunk.startswith(_BOM):
+                    return False
+                first = False
                 if b"\t" in chunk or b"\r" in chunk or b"#" in chunk:
                     return False
     except OSError:
@@ -275,16 +170,36 @@ def _text_lines(path: Path, data: bytes):
             yield lineno, fields
 
 
-def _read_bytes(path: str | Path) -> tuple[Path, bytes]:
+def check_regular_file(path: str | Path) -> Path:
+    """``path`` as a :class:`Path` when it names a readable regular file (symlinks followed);
+    else :class:`InputError` saying what it is. Devices and FIFOs are refused before anything
+    opens them: ``/dev/zero`` never ends and a FIFO blocks until a writer comes."""
     path = Path(path)
     try:
-        return path, path.read_bytes()
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise InputError("file not found", path=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", path=str(path)) from None
+        hint = " (a symlink whose target is missing)" if path.is_symlink() else ""
+        raise InputError(f"file not found{hint}", path=str(path)) from None
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            raise InputError("symlink loop: the link points back at itself", path=str(path)) from None
+        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    if stat.S_ISDIR(mode):
+        raise InputError("is a directory, expected a file", path=str(path))
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+        raise InputError(f"is {kind}, expected a regular file", path=str(path))
+    return path
+
+
+def _read_bytes(path: str | Path) -> tuple[Path, bytes]:
+    """The file's bytes, without a leading UTF-8 byte-order mark."""
+    path = check_regular_file(path)
+    try:
+        data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    return path, data[3:] if data.startswith(_BOM) else data
 
 
 def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = False) -> Run:
@@ -296,10 +211,11 @@ def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = 
     path = Path(path)
     name = name if name is not None else path.stem
     types = {0: pa.string(), 2: pa.string(), 4: pa.float64()}
+    path = check_regular_file(path)
     table = None if careful else _streamed_table(path, types)
     if table is not None and _ncols_first_line(_first_line(path)) >= 6:
         scores = _column(table, "f4", np.float64)
-        if scores is not None and not np.isnan(scores).any():
+        if scores is not None and np.isfinite(scores).all():
             return Run(table.column("f0").combine_chunks(), table.column("f2").combine_chunks(),
                        scores, source=str(path), name=name)
     path, data = _read_bytes(path)
@@ -308,8 +224,8 @@ def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = 
             raise _SlowPath("asked")
         table = _fast_table(data, 6, types)
         scores = _column(table, "f4", np.float64)
-        if scores is None or np.isnan(scores).any():
-            raise _SlowPath("nan")
+        if scores is None or not np.isfinite(scores).all():
+            raise _SlowPath("not finite")
         if table.num_rows and _ncols_first_line(data) < 6:
             raise _SlowPath("short")  # pyarrow only checks rows agree with the first one
         return Run(
@@ -327,18 +243,24 @@ def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = 
     lines: list[int] = []
     for lineno, fields in _text_lines(path, data):
         if len(fields) < 6:
+            hint = ""
+            if len(fields) == 3:
+                hint = " (three fields: a run needs rank, score and tag after the doc id)"
+            elif len(fields) == 4:
+                hint = " (four fields: this looks like a qrels file)"
             raise InputError(
-                f"expected {len(RUN_FIELDS.split())} fields '{RUN_FIELDS}', got {len(fields)}: {' '.join(fields)!r}",
+                f"expected {len(RUN_FIELDS.split())} fields '{RUN_FIELDS}', got {len(fields)}{hint}: "
+                f"{clip(' '.join(fields))}",
                 path=str(path),
                 line=lineno,
             )
         try:
             score = float(fields[4])
         except ValueError:
-            score = float("nan")
-        if score != score:
+            score = math.nan
+        if not math.isfinite(score):
             raise InputError(
-                f"score (5th field) must be a number, got {fields[4]!r}", path=str(path), line=lineno
+                f"score (5th field) must be a finite number, got {clip(fields[4])}", path=str(path), line=lineno
             )
         qids.append(fields[0])
         docs.append(fields[2])
@@ -358,6 +280,7 @@ def read_trec_qrels(path: str | Path, *, careful: bool = False) -> Qrels:
     """Read a TREC qrels file (``query_id iteration doc_id grade``); ``careful`` as for runs."""
     path = Path(path)
     types = {0: pa.string(), 2: pa.string(), 3: pa.int64()}
+    path = check_regular_file(path)
     table = None if careful else _streamed_table(path, types)
     grades = None if table is None else _column(table, "f3", np.int64)
     if grades is not None and _ncols_first_line(_first_line(path)) == 4:
@@ -385,7 +308,7 @@ def read_trec_qrels(path: str | Path, *, careful: bool = False) -> Qrels:
         if len(fields) != 4:
             hint = " (this looks like a run file)" if len(fields) >= 6 else ""
             raise InputError(
-                f"expected 4 fields '{QRELS_FIELDS}', got {len(fields)}{hint}: {' '.join(fields)!r}",
+                f"expected 4 fields '{QRELS_FIELDS}', got {len(fields)}{hint}: {clip(' '.join(fields))}",
                 path=str(path),
                 line=lineno,
             )
@@ -407,8 +330,11 @@ def _qrels_from_lines(path: Path, data: bytes, check, columns: tuple[int, int, i
             grade = int(fields[g_at])
         except ValueError:
             raise InputError(
-                f"{grade_name} must be an integer, got {fields[g_at]!r}", path=str(path), line=lineno
+                f"{grade_name} must be an integer, got {clip(fields[g_at])}", path=str(path), line=lineno
             ) from None
+        if not _INT64_MIN <= grade <= _INT64_MAX:
+            raise InputError(f"{grade_name} {clip(fields[g_at])} is too large; grades are small integers "
+                             "such as 0, 1, 2, 3", path=str(path), line=lineno)
         qids.append(fields[q_at])
         docs.append(fields[d_at])
         grades.append(grade)
@@ -422,6 +348,9 @@ def _qrels_from_lines(path: Path, data: bytes, check, columns: tuple[int, int, i
     )
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _ncols_first_line(data: bytes) -> int:
     for raw in data.split(b"\n", 64)[:64]:
         fields = raw.split()
@@ -432,9 +361,14 @@ def _ncols_first_line(data: bytes) -> int:
 
 # --- BEIR and JSONL -----------------------------------------------------------------------
 def read_beir_qrels(path: str | Path) -> Qrels:
-    """Read BEIR ``query-id<TAB>corpus-id<TAB>score`` qrels, header line optional."""
+    """Read BEIR ``query-id<TAB>corpus-id<TAB>score`` qrels, header line optional.
+
+    The fields must be separated by tabs: three space-separated fields such as ``q1 Q0 d7`` are
+    a truncated run, and reading its doc id as a grade would score everything 0.
+    """
     path, data = _read_bytes(path)
     seen_data = False
+    raw_lines = data.split(b"\n")
 
     def is_header(lineno: int, fields: list[str]) -> bool:
         # Only the first non-blank line may be the header.
@@ -444,9 +378,14 @@ def read_beir_qrels(path: str | Path) -> Qrels:
         return header
 
     def check(lineno: int, fields: list[str]) -> None:
-        if len(fields) != 3:
+        if len(fields) != 3 or raw_lines[lineno - 1].count(b"\t") < 2:
+            hint = ""
+            if len(fields) == 3 and fields[1] in ("Q0", "0"):
+                hint = " (this looks like a run without rank, score and tag)"
             raise InputError(
-                f"expected 3 tab-separated fields 'query-id corpus-id score', got {len(fields)}",
+                f"expected 3 tab-separated fields 'query-id corpus-id score' (BEIR) or 4 fields "
+                f"'{QRELS_FIELDS}' (TREC), got {len(fields)}"
+                f"{' separated by spaces' if len(fields) == 3 else ''}{hint}: {clip(' '.join(fields))}",
                 path=str(path),
                 line=lineno,
             )
@@ -475,12 +414,19 @@ def read_jsonl_qrels(path: str | Path) -> Qrels:
                 path=str(path),
                 line=lineno,
             )
-        qid = str(row["query_id"])
+        qid = row["query_id"]
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or qid == "":
+            raise InputError(f'"query_id" must be a non-empty string, got {clip(json.dumps(qid))}',
+                             path=str(path), line=lineno)
+        qid = str(qid)
         for doc, grade in row["relevant"].items():
             if isinstance(grade, bool) or not isinstance(grade, int):
                 raise InputError(
-                    f"grade of {doc!r} must be an integer, got {grade!r}", path=str(path), line=lineno
+                    f"grade of {clip(doc)} must be an integer, got {clip(grade)}", path=str(path), line=lineno
                 )
+            if not _INT64_MIN <= grade <= _INT64_MAX:
+                raise InputError(f"grade of {clip(doc)} is too large: {clip(grade)}; grades are small "
+                                 "integers such as 0, 1, 2, 3", path=str(path), line=lineno)
             qids.append(qid)
             docs.append(str(doc))
             grades.append(grade)
@@ -495,8 +441,10 @@ def read_jsonl_qrels(path: str | Path) -> Qrels:
 
 
 def read_qrels(path: str | Path) -> Qrels:
-    """Read qrels in any supported format, chosen by extension and first line."""
-    path = Path(path)
+    """Read qrels in any supported format, chosen by extension and first line: JSONL
+    (``.jsonl``/``.json``/``.ndjson`` or a first line starting with ``{``), BEIR (a
+    ``query-id`` header or three fields on the first line), else TREC."""
+    path = check_regular_file(path)
     if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
         return read_jsonl_qrels(path)
     try:
@@ -504,6 +452,7 @@ def read_qrels(path: str | Path) -> Qrels:
             head = f.read(4096)
     except OSError:
         return read_trec_qrels(path)  # reports the problem with the path
+    head = head[3:] if head.startswith(_BOM) else head
     if head.lstrip().startswith(b"{"):
         return read_jsonl_qrels(path)
     ncols = _ncols_first_line(head)

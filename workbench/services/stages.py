@@ -1,7 +1,7 @@
 """Evaluate the stages of a retrieval pipeline on the same queries, and the reranker lift.
 
 Glue behind ``workbench stages``: scores each stage's TREC run with
-:func:`workbench.evaluation.evaluate` (same qrels, same conventions: a query missing from a
+:func:`workbench.core.evaluation.evaluate` (same qrels, same conventions: a query missing from a
 stage's run scores 0), summarises them with :func:`workbench.core.stages.stage_report` (stages
 in the order given, means over the queries every stage has) and, when asked, computes
 :func:`workbench.core.stages.reranker_lift` from three of the report's cells.
@@ -73,7 +73,7 @@ def evaluate_stages(
     """
     from workbench.core.measures import parse_measures
     from workbench.core.readers import read_qrels
-    from workbench.evaluation import evaluate
+    from workbench.core.evaluation import evaluate
 
     if not stages:
         raise ConfigError("give at least one stage, e.g. --stage fusion=fusion.run")

@@ -1,4 +1,7 @@
-"""Evaluate a run against qrels: the public API behind ``from workbench import evaluate``.
+"""Evaluate a run against qrels: the metric engine's entry point, ``from workbench import evaluate``.
+
+It joins the inputs (:mod:`~workbench.core.ranking`), runs the measures' kernels
+(:mod:`~workbench.core.metrics`, named by :mod:`~workbench.core.measures`) and averages them.
 
 Conventions (the single place they are written down; the README repeats them)
 -----------------------------------------------------------------------------
@@ -19,7 +22,12 @@ Denominators
 Queries
     * In qrels but no relevant document (R = 0): excluded from the averages and listed in
       ``excluded_no_relevant``; ``include_no_relevant=True`` scores them (0 for most measures)
-      as trec_eval does.
+      as trec_eval does. "Relevant" follows each measure's own threshold: ``AP(rel=2)``
+      excludes the queries without a grade >= 2 document even when ``rel`` is 1, so
+      ``-m "AP(rel=2)"`` and ``--rel 2 -m AP`` give the same values, per query and in the
+      mean. When the measures of one evaluation use different thresholds, ``per_query`` has a
+      row for every query some measure scores and NaN where a measure excluded the query;
+      each mean is over that measure's own queries (``counts_by_measure()``).
     * In qrels but missing from the run: scored 0 (trec_eval ``-c``, ir_measures);
       ``missing_as_zero=False`` averages over queries in both only (pytrec_eval).
     * Only in the run: ignored and listed in ``only_in_run``.
@@ -49,7 +57,8 @@ import numpy as np
 from workbench.core.measures import Measure, parse_measures
 from workbench.core.metrics import RESIDUAL_SUFFIX, compute
 from workbench.core.ranking import rank_run
-from workbench.core.readers import Qrels, Run, read_qrels, read_trec_run
+from workbench.core.qrels_and_runs import Qrels, Run
+from workbench.core.readers import read_qrels, read_trec_run
 from workbench.errors import InputError
 
 if TYPE_CHECKING:
@@ -77,6 +86,11 @@ class EvaluationResult:
     only_in_run: tuple[str, ...] = ()
     run_name: str | None = None
     settings: dict = field(default_factory=dict)
+    #: per measure label (RBP residuals included): its relevance threshold, the queries it
+    #: excluded for having no relevant document and the queries it scored 0 as missing
+    thresholds: dict[str, int] = field(default_factory=dict)
+    excluded_by_measure: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    missing_by_measure: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def per_query(self) -> pd.DataFrame:
@@ -104,12 +118,34 @@ class EvaluationResult:
     def n_only_in_run(self) -> int:
         return len(self.only_in_run)
 
+    @property
+    def single_threshold(self) -> bool:
+        """True when every measure uses the same relevance threshold (the usual case)."""
+        return len(set(self.thresholds.values())) <= 1
+
     def counts(self) -> dict[str, int]:
+        """Query counts of the whole evaluation. With several thresholds: ``queries_evaluated``
+        counts the rows of ``per_query`` (scored by at least one measure),
+        ``excluded_no_relevant`` the queries every measure excluded, ``missing_from_run`` the
+        rows missing from the run."""
         return {
             "queries_evaluated": self.n_queries,
             "excluded_no_relevant": self.n_excluded_no_relevant,
             "missing_from_run": self.n_missing_from_run,
             "only_in_run": self.n_only_in_run,
+        }
+
+    def counts_by_measure(self) -> dict[str, dict[str, int]]:
+        """Per measure label: ``rel`` (its threshold), ``queries_evaluated`` (its non-NaN
+        values), ``excluded_no_relevant`` and ``missing_from_run`` under its threshold."""
+        return {
+            label: {
+                "rel": self.thresholds[label],
+                "queries_evaluated": int(np.count_nonzero(~np.isnan(values))),
+                "excluded_no_relevant": len(self.excluded_by_measure.get(label, ())),
+                "missing_from_run": len(self.missing_by_measure.get(label, ())),
+            }
+            for label, values in self.scores.items()
         }
 
 
@@ -160,20 +196,39 @@ def evaluate(
         ranked = ranked.condensed()
     values = compute(ranked, parsed, int(rel))
 
-    has_rel = np.bincount(ranked.judged_qidx[ranked.judged_grade >= rel], minlength=ranked.n_queries) > 0
     ids = ranked.query_ids
-    no_rel = ranked.in_qrels & ~has_rel
-    candidates = ranked.in_qrels & (has_rel | include_no_relevant)
-    missing = candidates & ~ranked.in_run
-    chosen = candidates & (ranked.in_run | missing_as_zero)
     only_run = ranked.in_run & ~ranked.in_qrels
+    # which queries each threshold scores (a measure's own rel, else the evaluation's)
+    thresholds = {label: int(rel if m.rel is None else m.rel) for label, m in parsed}
+    for label in list(values):
+        if label not in thresholds:  # RBP's residual follows its measure
+            thresholds[label] = thresholds[label[: -len(RESIDUAL_SUFFIX)]]
+    chosen_at, missing_at, no_rel_at = {}, {}, {}
+    for t in sorted(set(thresholds.values())):
+        has_rel = np.bincount(ranked.judged_qidx[ranked.judged_grade >= t], minlength=ranked.n_queries) > 0
+        no_rel_at[t] = ranked.in_qrels & ~has_rel
+        candidates = ranked.in_qrels & (has_rel | include_no_relevant)
+        missing_at[t] = candidates & ~ranked.in_run
+        chosen_at[t] = candidates & (ranked.in_run | missing_as_zero)
+    chosen = np.logical_or.reduce(list(chosen_at.values()))
+    missing = np.logical_or.reduce(list(missing_at.values())) & chosen
+    no_rel = np.logical_and.reduce(list(no_rel_at.values()))
 
     rows = np.flatnonzero(chosen)
     rows = rows[np.argsort(ids[rows].astype(str), kind="stable")]
-    scores = {label: np.ascontiguousarray(v[rows], dtype=np.float64) for label, v in values.items()}
-    # the column mean as pandas takes it (no bottleneck): pairwise float64 sum / count
-    aggregate = {label: float(v.sum(dtype=np.float64) / len(v)) if len(v) else float("nan")
-                 for label, v in scores.items()}
+    scores, aggregate = {}, {}
+    for label, v in values.items():
+        column = np.ascontiguousarray(v[rows], dtype=np.float64)
+        scored = chosen_at[thresholds[label]][rows]
+        if not scored.all():
+            column[~scored] = np.nan  # this measure excludes the query (no relevant doc at its rel)
+        scores[label] = column
+        kept = column[scored]
+        # the column mean as pandas takes it (no bottleneck): pairwise float64 sum / count
+        aggregate[label] = float(kept.sum(dtype=np.float64) / len(kept)) if len(kept) else float("nan")
+    excluded_by = {label: () if include_no_relevant else tuple(sorted(ids[no_rel_at[t]]))
+                   for label, t in thresholds.items()}
+    missing_by = {label: tuple(sorted(ids[missing_at[t] & chosen_at[t]])) for label, t in thresholds.items()}
     return EvaluationResult(
         aggregate=aggregate,
         measures=dict(parsed),
@@ -191,4 +246,7 @@ def evaluate(
             "duplicates": duplicates,
             "residual_suffix": RESIDUAL_SUFFIX,
         },
+        thresholds=thresholds,
+        excluded_by_measure=excluded_by,
+        missing_by_measure=missing_by,
     )
