@@ -1,0 +1,144 @@
+"""The Judge page in Streamlit's AppTest: choices, preview, estimate, a stored job and its failures."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.support.openai_server import OUT_OF_RANGE_GRADE, running_server
+from workbench.config import load_settings
+from workbench.core.offline_judge import grade_pair
+from workbench.services.browse import peek_pool
+from workbench.services.judge import resolve_spec, run_job
+from workbench.services.project import init_project
+from workbench.store.database import Database
+from workbench.store.pools import read_pool_pairs
+
+
+def _page():
+    from workbench.ui.views import judge
+
+    judge.render()
+
+
+@pytest.fixture
+def demo_db(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "demo.duckdb"
+    init_project(path, demo=True)
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    return path
+
+
+def _run() -> AppTest:
+    at = AppTest.from_function(_page, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _html(at: AppTest) -> str:
+    return " ".join(h.proto.body for h in at.get("html"))
+
+
+def _messages(at: AppTest) -> list[str]:
+    return [m.value for kind in ("info", "success", "warning", "error", "caption") for m in getattr(at, kind)]
+
+
+def _first_pair(db_path: Path) -> dict:
+    with Database(db_path) as db:
+        pairs = read_pool_pairs(db, "demo")
+        query_id = str(pairs["query_id"].iloc[0])
+        return peek_pool(db, "demo", query_id, limit=1)
+
+
+def test_empty_project_names_the_page_that_builds_a_pool(tmp_path, monkeypatch):
+    path = tmp_path / "empty.duckdb"
+    init_project(path)
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    at = _run()
+    assert any("Retrieve & Pool page" in m for m in _messages(at))
+    assert not at.button
+
+
+def test_offline_judge_preview_and_estimate(demo_db):
+    at = _run()
+    assert at.radio[0].value.startswith("Offline baseline")
+    metrics = {m.label: m.value for m in at.metric}
+    with Database(demo_db) as db:
+        pairs = len(read_pool_pairs(db, "demo"))
+    assert metrics["Pairs"] == f"{pairs:,}"
+    assert metrics["Requests to send"] == "0" and metrics["Estimated cost"] == "free"
+    peek = _first_pair(demo_db)
+    row = peek["pairs"].iloc[0]
+    expected = grade_pair(peek["query"], str(row["text"]), description=peek["description"])
+    shown = _html(at)
+    assert html.escape(f"Grade {expected.grade}: {expected.reason}") in shown
+    assert html.escape(str(row["text"])) in shown
+    labels = [b.label for b in at.button]
+    assert labels == ["Start", "Stop", "Retry failed"]
+    assert not at.button[0].disabled and at.button[1].disabled and at.button[2].disabled
+    assert any("No job for this pool" in m for m in _messages(at))
+    assert not any("workbench " in m or " --" in m for m in _messages(at))
+
+
+def test_llm_choice_shows_the_rendered_prompt_escaped(demo_db):
+    at = _run()
+    at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
+    at.text_input(key="judge_model").set_value("test-judge").run()
+    at.text_input(key="judge_url").set_value("http://127.0.0.1:9/v1").run()
+    assert not at.exception, at.exception
+    shown = _html(at)
+    peek = _first_pair(demo_db)
+    passage = str(peek["pairs"].iloc[0]["text"])
+    spec = resolve_spec(load_settings(overrides={"judge": {"model": "test-judge",
+                                                           "base_url": "http://127.0.0.1:9/v1"}}))
+    system, user = spec.template.render(peek["query"], passage, peek["description"])
+    assert html.escape(system["content"]) in shown
+    assert html.escape(user["content"]) in shown
+    assert "&lt;&lt;&lt;PASSAGE" in shown and "<<<PASSAGE" not in shown  # escaped, not parsed
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["Requests to send"].replace(",", "")) > 0
+    assert any("No API key is available" in m for m in _messages(at))
+
+
+def test_finished_job_shows_counts_and_failures_with_raw_replies(demo_db):
+    with running_server() as server:
+        # every 4th passage answers out of range (invalid after the repair attempt), every 7th fails
+        def fault(call):
+            bucket = int(call.prompt_sha[:6], 16)
+            if bucket % 7 == 0:
+                return "500"
+            return "out_of_range" if bucket % 4 == 0 else None
+
+        server.control.fault_rule = fault
+        overrides = {"model": "test-judge", "base_url": server.base_url, "max_attempts": 2,
+                     "backoff_initial": 0.01, "backoff_max": 0.02, "timeout": 5.0}
+        spec = resolve_spec(load_settings(overrides={"judge": overrides}), api_key="sk-test")
+        report = run_job(demo_db, "demo", spec, limit=40)
+    job = report.job
+    assert job["judged"] == job["total"] > 0
+    assert job["invalid"] > 0 and job["failed"] > 0  # the fault rule reached both outcomes
+
+    at = _run()
+    at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
+    at.text_input(key="judge_model").set_value("test-judge").run()
+    at.text_input(key="judge_url").set_value(report.spec.base_url).run()
+    at.number_input(key="judge_limit").set_value(40).run()
+    assert not at.exception, at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Judged"] == f"{job['judged']:,} of {job['total']:,}"
+    assert (metrics["OK"], metrics["Invalid"], metrics["Failed"]) == (
+        f"{job['ok']:,}", f"{job['invalid']:,}", f"{job['failed']:,}")
+    table = next(d.value for d in at.dataframe if "raw reply" in d.value.columns)
+    assert len(table) == job["invalid"] + job["failed"]
+    invalid = table[table["status"] == "invalid"]
+    assert len(invalid) == job["invalid"]
+    # the raw reply is kept as the server sent it (both attempts: the answer and the repair)
+    assert all(f'"grade": {OUT_OF_RANGE_GRADE}' in raw for raw in invalid["raw reply"])
+    assert (table.loc[table["status"] == "failed", "error"].str.len() > 0).all()
+    buttons = {b.label: b for b in at.button}
+    assert buttons["Retry failed"].disabled is False and buttons["Start"].disabled is True

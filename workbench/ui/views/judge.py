@@ -1,0 +1,384 @@
+"""Judge: grade a pool's pairs with an LLM judge or the offline baseline, and follow the job.
+
+The job never runs inside the page's script run: **Start** launches ``workbench judge`` in its own
+process (with the page's choices as its options), so the page stays responsive, the job survives
+a page reload, and the project file is held only for the job's short batch writes. The page reads
+the job's stored row (:func:`workbench.services.judge.list_jobs`) in a fragment that refreshes
+every ``LIVE_SECONDS`` while the job is active; **Stop** asks the job to stop through the project
+(:func:`workbench.services.judge.cancel_job`), which works whichever process started it.
+
+The API key is never asked for on the page: it comes from the app's environment
+(``OPENAI_API_KEY``) or Streamlit secrets and is handed to the job's process in its environment.
+Corpus text, prompts and model output are shown escaped (``context.escaped``) or in tables.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import streamlit as st
+
+from workbench.config import load_settings
+from workbench.errors import WorkbenchError
+from workbench.ui import context
+from workbench.ui.words import Field
+
+LIVE_SECONDS = 1.5
+OFFLINE = "offline-lexical"
+JUDGE_CHOICES = ("Offline baseline (offline-lexical, not an LLM)", "LLM on an OpenAI-compatible server")
+ACTIVE = ("running", "batch", "cancelling")
+FIELDS = {
+    "--pool": Field("Pool", "choice"),
+    "--model": Field("Model"),
+    "--base-url": Field("Server URL"),
+    "--prompt": Field("Prompt", "choice"),
+    "--concurrency": Field("Parallel requests", "number"),
+    "--samples": Field("Samples per pair", "number"),
+    "--limit": Field("Pairs to judge (0 = all)", "number"),
+    "--budget": Field("Budget in USD (0 = no cap)", "number"),
+    "--retry-failed": Field("Retry failed", "choice"),
+}
+
+
+_RETRY_COMMAND = re.compile(r"`workbench judge [^`]*--retry-failed[^`]*`")
+
+
+def _say(exc) -> str:
+    """A service or job message in the page's words (buttons and fields, not commands and flags)."""
+    from workbench.ui.words import page_message
+
+    text = _RETRY_COMMAND.sub("“Retry failed”", str(exc))
+    text = page_message(text, FIELDS, project=str(context.db_path()))
+    return text.replace("run the same command again", "press Resume").replace("run again", "press Resume")
+
+
+@contextmanager
+def _project(wait: float = 15.0):
+    """The project for one read, waiting (bounded) while a judge job writes a batch."""
+    from workbench.services.judge import open_briefly
+
+    try:
+        db = open_briefly(context.db_path(), wait)
+    except WorkbenchError as exc:
+        st.error(context.plain(_say(exc)))
+        st.stop()
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def _api_key() -> str | None:
+    key = os.environ.get("OPENAI_API_KEY")
+    if key:
+        return key
+    try:
+        return st.secrets.get("OPENAI_API_KEY") or None
+    except Exception:  # Streamlit raises when there is no secrets file at all
+        return None
+
+
+def _prompt_ids(configured: str) -> list[str]:
+    from workbench.services import judge as service
+
+    listing = getattr(service, "available_prompts", None)
+    ids = list(listing()) if callable(listing) else []
+    return ids if configured in ids else [configured, *ids]
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+def _choices(pools: list[str]) -> dict:
+    """The form: pool, judge, model, server, prompt, limits. Returns the chosen values."""
+    judge_settings = load_settings().values["judge"]
+    st.subheader("1. Choose the pool and the judge")
+    cols = st.columns([2, 3])
+    pool = cols[0].selectbox("Pool", pools, key="judge_pool")
+    kind = cols[1].radio("Judge", JUDGE_CHOICES, key="judge_kind",
+                         index=0 if judge_settings["model"] == OFFLINE or not _api_key() else 1)
+    choices = {"pool": pool, "offline": kind == JUDGE_CHOICES[0], "limit": 0, "budget": 0.0}
+    if choices["offline"]:
+        st.caption("The offline baseline compares the words of the query, its description and the passage. "
+                   "It needs no server and no key, costs nothing, and is much less accurate than an LLM.")
+    else:
+        cols = st.columns(3)
+        choices["model"] = cols[0].text_input("Model", value=judge_settings["model"] if
+                                              judge_settings["model"] != OFFLINE else "gpt-4o-mini",
+                                              key="judge_model")
+        choices["base_url"] = cols[1].text_input("Server URL", value=judge_settings["base_url"], key="judge_url")
+        prompts = _prompt_ids(str(judge_settings["prompt"]))
+        choices["prompt"] = cols[2].selectbox("Prompt", prompts, key="judge_prompt")
+        cols = st.columns(4)
+        choices["concurrency"] = int(cols[0].number_input("Parallel requests", 1, 256,
+                                                          int(judge_settings["concurrency"]), key="judge_conc"))
+        choices["samples"] = int(cols[1].number_input("Samples per pair", 1, 20, int(judge_settings["samples"]),
+                                                      key="judge_samples"))
+        choices["limit"] = int(cols[2].number_input("Pairs to judge (0 = all)", 0, None, 0, key="judge_limit"))
+        choices["budget"] = float(cols[3].number_input("Budget in USD (0 = no cap)", 0.0, None,
+                                                       float(judge_settings["budget_usd"]), step=1.0,
+                                                       key="judge_budget"))
+        if _api_key():
+            st.caption("An API key is available to the app (it is never shown or stored).")
+        else:
+            st.warning("No API key is available to the app. A local server that needs none works; for "
+                       "OpenAI, restart the app with OPENAI_API_KEY set in its environment.")
+    return choices
+
+
+def _overrides(choices: dict) -> dict:
+    if choices["offline"]:
+        return {"model": OFFLINE}
+    return {"model": choices["model"].strip(), "base_url": choices["base_url"].strip(),
+            "prompt": choices["prompt"], "concurrency": choices["concurrency"], "samples": choices["samples"]}
+
+
+def _spec(choices: dict):
+    from workbench.services.judge import resolve_spec
+
+    settings = load_settings(overrides={"judge": _overrides(choices)})
+    return resolve_spec(settings, api_key=_api_key())
+
+
+def _command(choices: dict, *, retry_failed: bool = False) -> list[str]:
+    """``python -m workbench --db DB judge --pool P ...`` for the page's choices."""
+    cmd = [sys.executable, "-m", "workbench", "--db", str(context.db_path()), "judge", "--pool", choices["pool"]]
+    if choices["offline"]:
+        cmd += ["--model", OFFLINE]
+    else:
+        cmd += ["--model", choices["model"].strip(), "--base-url", choices["base_url"].strip(),
+                "--prompt", choices["prompt"], "--concurrency", str(choices["concurrency"]),
+                "--samples", str(choices["samples"])]
+    if choices["limit"]:
+        cmd += ["--limit", str(choices["limit"])]
+    if choices["budget"]:
+        cmd += ["--budget", f"{choices['budget']:g}"]
+    if retry_failed:
+        cmd.append("--retry-failed")
+    return cmd
+
+
+def _launch(choices: dict, config_key: str, *, retry_failed: bool = False) -> None:
+    """Start the job's process, detached from the script run; remember it in the session."""
+    log = Path(tempfile.gettempdir()) / f"workbench-judge-{os.getpid()}-{time.time_ns()}.log"
+    env = dict(os.environ)
+    key = _api_key()
+    if key:
+        env["OPENAI_API_KEY"] = key  # from Streamlit secrets: the job's process reads it from here
+    with open(log, "wb") as out:
+        process = subprocess.Popen(_command(choices, retry_failed=retry_failed), stdout=out,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                   start_new_session=True)
+    st.session_state["judge_launch"] = {"pid": process.pid, "log": str(log), "pool": choices["pool"],
+                                        "config_key": config_key, "started": time.time()}
+    _LAUNCHED[process.pid] = process  # keeps the Popen so its exit status is collected
+
+
+_LAUNCHED: dict[int, subprocess.Popen] = {}
+
+
+def _launch_problem() -> str | None:
+    """The last lines of the launched process's output when it ended with an error, else None."""
+    launch = st.session_state.get("judge_launch")
+    if not launch:
+        return None
+    process = _LAUNCHED.get(launch["pid"])
+    if process is None or process.poll() in (None, 0):
+        return None
+    try:
+        lines = Path(launch["log"]).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return None
+    tail = [ln for ln in lines if ln.strip() and "\r" not in ln][-3:]
+    return " ".join(tail) or f"the judge stopped with exit code {process.returncode}"
+
+
+def _job(pool: str, config_key: str) -> dict | None:
+    from workbench.services.judge import list_jobs
+
+    try:
+        jobs = [j for j in list_jobs(context.db_path(), pool) if j["config_key"] == config_key]
+    except WorkbenchError as exc:
+        st.error(context.plain(_say(exc)))
+        return None
+    return jobs[-1] if jobs else None
+
+
+# -- preview and estimate ----------------------------------------------------------------------
+
+def _preview(choices: dict, spec) -> None:
+    from workbench.services.browse import peek_pool
+    from workbench.services.pooling import pool_pairs
+
+    st.subheader("2. What the judge sees")
+    with _project() as db:
+        pairs = pool_pairs(db, choices["pool"])
+        queries = list(dict.fromkeys(pairs["query_id"].astype(str)))
+        if not queries:
+            st.info("This pool has no pairs.")
+            return
+        query_id = st.selectbox("Example query", queries, key="judge_preview_query")
+        peek = peek_pool(db, choices["pool"], query_id, limit=1)
+    if not len(peek["pairs"]):
+        st.info("No pair to show for this query.")
+        return
+    row = peek["pairs"].iloc[0]
+    passage = str(row["text"])
+    description = peek["description"] if isinstance(peek["description"], str) else None
+    item = row["chunk_id"] if isinstance(row["chunk_id"], str) else row["doc_id"]
+    context.escaped(f"First pair of {query_id}: {item}", css="color: rgba(49, 51, 63, 0.6); font-size: 0.875em;")
+    if spec.offline:
+        from workbench.core.offline_judge import grade_pair
+
+        graded = grade_pair(peek["query"], passage, description=description)
+        st.caption("The offline baseline uses no prompt. It would grade this pair:")
+        context.escaped(f"Grade {graded.grade}: {graded.reason}", css="font-weight: 600;")
+        context.escaped(f"Query: {peek['query']}\n\nPassage:\n{passage}",
+                        tag="pre", css="white-space: pre-wrap; font-size: 0.85em;")
+        return
+    st.caption(f"The prompt sent for this pair ({spec.prompt_id}, version {spec.prompt_hash[:12]}):")
+    for message in spec.template.render(peek["query"], passage, description):
+        context.escaped(message["role"].upper(), css="font-weight: 600; margin-top: 0.5em;")
+        context.escaped(message["content"], tag="pre", css="white-space: pre-wrap; font-size: 0.85em;")
+
+
+def _estimate(choices: dict, spec) -> None:
+    from workbench.services.judge import estimate
+
+    st.subheader("3. Estimate")
+    try:
+        est = estimate(context.db_path(), choices["pool"], spec, limit=choices["limit"] or None)
+    except WorkbenchError as exc:
+        st.error(context.plain(_say(exc)))
+        return
+    cols = st.columns(5)
+    cols[0].metric("Pairs", f"{est.pairs:,}")
+    cols[1].metric("Already judged", f"{est.already_judged:,}")
+    cols[2].metric("From the cache", f"{est.cached:,}")
+    cols[3].metric("Requests to send", f"{est.to_send:,}")
+    cols[4].metric("Estimated cost", "free" if spec.offline else
+                   (f"${est.cost_usd:,.4f}" if est.cost_usd is not None else "unknown"))
+    if not spec.offline:
+        st.caption(f"About {est.prompt_tokens:,} prompt and {est.completion_tokens:,} completion tokens "
+                   f"(estimated from text length).")
+        if est.cost_usd is None:
+            st.caption(f"No price is configured for {context.plain(spec.model)}, so no budget can be set.")
+
+
+# -- the job -----------------------------------------------------------------------------------
+
+def _job_line(job: dict) -> str:
+    return (f"{job['judged']:,} of {job['total']:,} judged: {job['ok']:,} ok, {job['invalid']:,} invalid, "
+            f"{job['failed']:,} failed; {job['cached']:,} from the cache")
+
+
+def _progress(pool: str, config_key: str, active_at_render: bool) -> None:
+    job = _job(pool, config_key)
+    if job is None:
+        problem = _launch_problem()
+        if problem:
+            st.error(context.plain(_say(problem)))
+        elif st.session_state.get("judge_launch", {}).get("config_key") == config_key:
+            st.info("Starting the judge…")
+        else:
+            st.info("No job for this pool and judge yet. Press Start.")
+        return
+    state = job["state"]
+    total = max(int(job["total"] or 0), 1)
+    st.progress(min(1.0, int(job["judged"]) / total), text=f"Job {job['job_id']}: {state}")
+    cols = st.columns(5)
+    cols[0].metric("Judged", f"{job['judged']:,} of {job['total']:,}")
+    cols[1].metric("OK", f"{job['ok']:,}")
+    cols[2].metric("Invalid", f"{job['invalid']:,}")
+    cols[3].metric("Failed", f"{job['failed']:,}")
+    cols[4].metric("Cost", "free" if job["model"] == OFFLINE else f"${float(job['cost_usd'] or 0):,.4f}")
+    launch = st.session_state.get("judge_launch")
+    if state in ACTIVE and launch and launch.get("config_key") == config_key:
+        elapsed = max(time.time() - launch["started"], 1e-3)
+        st.caption(f"{_job_line(job)} · {job['judged'] / elapsed:,.1f} pairs/s since Start")
+    else:
+        st.caption(_job_line(job))
+    if job.get("message"):
+        context.escaped(_say(job["message"]))
+    problem = _launch_problem()
+    if problem and state not in ACTIVE:
+        st.error(context.plain(_say(problem)))
+    if (state in ACTIVE) != active_at_render:
+        st.rerun(scope="app")  # the job started or ended: refresh the buttons and the failure table
+
+
+def _failures(job: dict) -> None:
+    from workbench.services.judge import list_failures
+
+    st.subheader("5. Failures and invalid outputs")
+    if not (job["failed"] or job["invalid"]):
+        st.caption("None: every judged pair has a grade.")
+        return
+    try:
+        frame = list_failures(context.db_path(), job["job_id"], limit=1000)
+    except WorkbenchError as exc:
+        st.error(context.plain(_say(exc)))
+        return
+    shown = frame.reindex(columns=["query_id", "doc_id", "chunk_id", "status", "error", "raw_response",
+                                   "http_calls"]).rename(columns={"raw_response": "raw reply", "http_calls": "calls"})
+    st.dataframe(shown.fillna(""), hide_index=True, width="stretch")
+    if len(frame) >= 1000:
+        st.caption("The first 1,000 are shown.")
+
+
+def render() -> None:
+    st.title("Judge")
+    from workbench.services.pooling import list_pools
+
+    with _project() as db:
+        pools = list_pools(db)["name"].astype(str).tolist()
+    if not pools:
+        st.info("No pool yet. Build one on the Retrieve & Pool page, then come back to judge its pairs.")
+        context.page_link("retrieve", "Go to Retrieve & Pool", ":material/manage_search:")
+        return
+    choices = _choices(pools)
+    try:
+        spec = _spec(choices)
+    except WorkbenchError as exc:
+        st.error(context.plain(_say(exc)))
+        return
+    if spec.offline and not choices["offline"]:
+        st.warning("Without an API key the OpenAI server cannot be used; the offline baseline will judge instead.")
+        choices = {**choices, "offline": True}
+    _preview(choices, spec)
+    _estimate(choices, spec)
+
+    st.subheader("4. Run")
+    job = _job(choices["pool"], spec.config_key)
+    active = bool(job and job["state"] in ACTIVE)
+    cols = st.columns(3)
+    start_label = "Resume" if job and job["state"] not in ("finished",) and not active else "Start"
+    if cols[0].button(start_label, type="primary", disabled=active or bool(job and job["state"] == "finished"),
+                      key="judge_start"):
+        _launch(choices, spec.config_key)
+        st.rerun()
+    if cols[1].button("Stop", disabled=not active, key="judge_stop"):
+        from workbench.services.judge import cancel_job
+
+        try:
+            cancel_job(context.db_path(), job["job_id"])
+        except WorkbenchError as exc:
+            st.error(context.plain(_say(exc)))
+        st.rerun()
+    retryable = bool(job and (job["failed"] or job["invalid"]))
+    if cols[2].button("Retry failed", disabled=active or not retryable, key="judge_retry"):
+        _launch(choices, spec.config_key, retry_failed=True)
+        st.rerun()
+    if job and job["state"] == "finished" and not retryable:
+        st.caption("This pool is fully judged with this judge; nothing is left to send.")
+    launching = st.session_state.get("judge_launch", {}).get("config_key") == spec.config_key and job is None
+    live = active or (launching and _launch_problem() is None)
+    st.fragment(run_every=LIVE_SECONDS if live else None)(_progress)(choices["pool"], spec.config_key, active)
+    if job:
+        _failures(job)
