@@ -33,6 +33,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("Data", "data", "data", ":material/upload_file:", ("corpus",)),
     PageSpec("Queries & Labels", "labels", "browse", ":material/fact_check:"),
     PageSpec("Retrieve & Pool", "retrieve", "retrieve", ":material/manage_search:", ("chunks", "runs", "pool")),
+    PageSpec("Judge", "judge", "judge", ":material/gavel:", ("judgments",)),
 )
 
 
