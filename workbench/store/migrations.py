@@ -256,6 +256,66 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX judgments_by_job ON judgments (job_id);
         """,
     ),
+    Migration(
+        5,
+        "calibration_samples_and_label_events",
+        """
+        -- A calibration sample drawn from a judged pool (see workbench/core/calibration_sample.py):
+        -- the seed that drew it, the spec, and what fell short of it.
+        CREATE TABLE calibration_samples (
+            name VARCHAR PRIMARY KEY,
+            pool VARCHAR NOT NULL,
+            seed BIGINT NOT NULL,
+            threshold TINYINT NOT NULL,
+            spec JSON NOT NULL,
+            judge JSON NOT NULL,
+            pool_size INTEGER NOT NULL,
+            notes JSON NOT NULL,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        -- One row per sampled pair, in labelling order (position). weight = inverse inclusion
+        -- probability (re-weights sample figures to the pool); part = tuning | holdout (only the
+        -- held-out part feeds the gate). judge_grade is the LLM label the sample was drawn on.
+        CREATE TABLE calibration_items (
+            sample VARCHAR NOT NULL,
+            position INTEGER NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            chunk_id VARCHAR,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            judge_judgment_id BIGINT NOT NULL,
+            judge_grade TINYINT NOT NULL,
+            stratum TINYINT NOT NULL,
+            part VARCHAR NOT NULL CHECK (part IN ('tuning', 'holdout')),
+            weight DOUBLE NOT NULL CHECK (weight > 0),
+            PRIMARY KEY (sample, position)
+        );
+        -- Every labelling action, append-only. An event is the item's new state for that
+        -- annotator: 'label' (grade, written to judgments as source 'human' too: judgment_id),
+        -- 'skip', 'cant_judge' or 'clear'. An undo appends the state before the undone event
+        -- with undoes = that event. seconds = time on task; revealed = the judge's output was
+        -- shown after this label was submitted; evidence = [[start, end], ...] document spans.
+        CREATE SEQUENCE label_event_ids START 1;
+        CREATE TABLE label_events (
+            event_id BIGINT PRIMARY KEY DEFAULT nextval('label_event_ids'),
+            sample VARCHAR NOT NULL,
+            position INTEGER NOT NULL,
+            annotator VARCHAR NOT NULL,
+            action VARCHAR NOT NULL CHECK (action IN ('label', 'skip', 'cant_judge', 'clear')),
+            grade TINYINT CHECK (grade IS NULL OR grade BETWEEN 0 AND 3),
+            judgment_id BIGINT,
+            comment VARCHAR,
+            evidence JSON,
+            seconds DOUBLE,
+            revealed BOOLEAN NOT NULL DEFAULT false,
+            undoes BIGINT,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            CHECK ((action = 'label') = (grade IS NOT NULL))
+        );
+        CREATE INDEX label_events_by_item ON label_events (sample, annotator, position);
+        """,
+    ),
 )
 
 

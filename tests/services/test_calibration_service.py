@@ -1,0 +1,231 @@
+"""services.calibration on a real DuckDB file: sample, label, undo, blind judge output, report,
+gate, re-weighting, SME agreement and the tuning/held-out boundary."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from workbench.core.agreement import agreement
+from workbench.errors import InputError
+from workbench.services import calibration as cal
+from workbench.store.corpus import write_documents, write_queries
+from workbench.store.database import Database, insert_frame
+from workbench.store.judgments import write_judgments
+from workbench.store.pools import create_pool
+
+QUERIES = 30
+DOCS_PER_QUERY = 12
+
+
+def build_project(path, *, seed: int = 0, judge_noise: float = 0.3) -> tuple[Database, dict]:
+    """A project with a document-level pool of 360 pairs, an LLM grade on every pair, and the
+    'true' SME grade of each pair (returned, for simulated SMEs)."""
+    rng = np.random.default_rng(seed)
+    db = Database(path)
+    docs = pd.DataFrame({"doc_id": [f"d{i}" for i in range(QUERIES * DOCS_PER_QUERY)],
+                         "title": [f"Title {i}" for i in range(QUERIES * DOCS_PER_QUERY)],
+                         "text": [f"Document {i} about topic {i % QUERIES}. " * 3 for i in range(QUERIES * DOCS_PER_QUERY)]})
+    queries = pd.DataFrame({"query_id": [f"q{i:02d}" for i in range(QUERIES)],
+                            "text": [f"topic {i}" for i in range(QUERIES)],
+                            "description": [f"about topic {i}" for i in range(QUERIES)],
+                            "tags": [{"risk": "high"} if i < 10 else {"risk": "low"} for i in range(QUERIES)]})
+    pairs = pd.DataFrame({"query_id": [f"q{i // DOCS_PER_QUERY:02d}" for i in range(len(docs))],
+                          "doc_id": docs["doc_id"], "chunk_id": None,
+                          "priority": [i % DOCS_PER_QUERY + 1 for i in range(len(docs))],
+                          "rrf_score": 1.0})
+    truth = rng.choice(4, size=len(pairs), p=[0.35, 0.25, 0.2, 0.2])
+    noisy = np.where(rng.random(len(pairs)) < judge_noise, rng.integers(0, 4, len(pairs)), truth)
+    judgments = pd.DataFrame({"query_id": pairs["query_id"], "doc_id": pairs["doc_id"], "start": 0,
+                              "end": docs["text"].str.len(), "grade": noisy, "source": "llm",
+                              "assessor": "judge", "model": "m1", "reason": "because", "status": "ok"})
+    failed = judgments.head(5).assign(grade=None, status="failed", reason=None)
+    with db.transaction() as tx:
+        write_documents(tx, docs)
+        write_queries(tx, queries)
+        create_pool(tx, "p", level="doc", chunking=None, depth=20, runs=["r"])
+        insert_frame(tx, "pool_pairs", pairs.assign(pool="p"))
+        write_judgments(tx, failed)  # failed LLM calls are not grades
+        write_judgments(tx, judgments)
+    key = {(q, d): int(t) for q, d, t in zip(pairs["query_id"], pairs["doc_id"], truth)}
+    return db, key
+
+
+@pytest.fixture
+def project(db_path):
+    db, truth = build_project(db_path)
+    yield db, truth
+    db.close()
+
+
+def label_all(db, sample, truth, annotator="ann", flip: float = 0.0, seed: int = 0, part: str | None = None):
+    rng = np.random.default_rng(seed)
+    items = db.query_df("SELECT position, query_id, doc_id, part FROM calibration_items WHERE sample = ?", [sample])
+    for row in items.itertuples():
+        if part is not None and row.part != part:
+            continue
+        grade = truth[(row.query_id, row.doc_id)]
+        if rng.random() < flip:
+            grade = int(rng.integers(0, 4))
+        cal.save_label(db, sample, annotator, int(row.position), grade, seconds=3.0)
+
+
+def test_sample_is_stored_with_seed_split_and_weights(project):
+    db, _ = project
+    summary = cal.create_sample(db, "s1", "p", size=200, seed=7)
+    assert summary["size"] == 200 and summary["holdout"] == 150 and summary["tuning"] == 50
+    items = db.query_df("SELECT * FROM calibration_items WHERE sample = 's1'")
+    assert len(items) == 200 and items["weight"].sum() == pytest.approx(360)
+    info = db.query_all("SELECT seed, pool_size FROM calibration_samples WHERE name = 's1'")
+    assert info == [(7, 360)]
+    with pytest.raises(InputError, match="exists already"):
+        cal.create_sample(db, "s1", "p", seed=8)
+    assert db.query_value("SELECT count(*) FROM calibration_items WHERE sample = 's1'") == 200
+    with pytest.raises(InputError, match="no pool named 'nope'"):
+        cal.create_sample(db, "s2", "nope")
+    with pytest.raises(InputError, match="at least 100 pairs"):
+        cal.create_sample(db, "s3", "p", model="other-model")
+
+
+def test_labelling_flow_blind_undo_and_reload(project):
+    db, truth = project
+    cal.create_sample(db, "s", "p", seed=1)
+    first = cal.next_item(db, "s", "ann")
+    assert first["position"] == 0
+    assert "grade" not in first and "reason" not in first and "judge_grade" not in first
+    with pytest.raises(InputError, match="only after you submit"):
+        cal.judge_output(db, "s", "ann", 0)
+    cal.save_label(db, "s", "ann", 0, 2, comment="ok", evidence=[[0, 5]], seconds=4.5, reveal=True)
+    out = cal.judge_output(db, "s", "ann", 0)
+    assert out["grade"] in (0, 1, 2, 3) and out["reason"] == "because"
+    # another annotator still cannot see it
+    with pytest.raises(InputError):
+        cal.judge_output(db, "s", "bob", 0)
+    human = db.query_df("SELECT * FROM judgments WHERE source = 'human'")
+    assert len(human) == 1 and human.iloc[0]["assessor"] == "ann" and human.iloc[0]["grade"] == 2
+    # relabel replaces the judgment row; history stays in label_events
+    cal.save_label(db, "s", "ann", 0, 3, seconds=1.0)
+    assert db.query_all("SELECT grade FROM judgments WHERE source = 'human'") == [(3,)]
+    cal.skip(db, "s", "ann", 1)
+    cal.cant_judge(db, "s", "ann", 2)
+    assert cal.next_item(db, "s", "ann")["position"] == 3
+    # undo the can't-judge, then the skip, then the relabel (back to grade 2)
+    assert cal.undo(db, "s", "ann") == 2
+    assert cal.my_state(db, "s", "ann", 2) is None
+    assert cal.undo(db, "s", "ann") == 1
+    assert cal.undo(db, "s", "ann") == 0
+    assert cal.my_state(db, "s", "ann", 0)["grade"] == 2
+    assert db.query_all("SELECT grade FROM judgments WHERE source = 'human'") == [(2,)]
+    assert cal.undo(db, "s", "ann") == 0
+    assert cal.my_state(db, "s", "ann", 0) is None
+    assert db.query_value("SELECT count(*) FROM judgments WHERE source = 'human'") == 0
+    assert cal.undo(db, "s", "ann") is None
+    assert db.query_value("SELECT count(*) FROM label_events") == 8
+    # a reopened database (a reload) sees the same state
+    path = db.path
+    cal.save_label(db, "s", "ann", 5, 1)
+    db.close()
+    db2 = Database(path)
+    try:
+        assert cal.my_state(db2, "s", "ann", 5)["grade"] == 1
+        assert cal.progress(db2, "s", "ann")["labelled"] == 1
+    finally:
+        db2.close()
+
+
+def test_bad_labels_refused(project):
+    db, _ = project
+    cal.create_sample(db, "s", "p", seed=1)
+    with pytest.raises(InputError, match="not one of 0, 1, 2, 3"):
+        cal.save_label(db, "s", "ann", 0, 4)
+    with pytest.raises(InputError, match="annotator id"):
+        cal.save_label(db, "s", " ", 0, 1)
+    with pytest.raises(InputError, match="no item at position 999"):
+        cal.save_label(db, "s", "ann", 999, 1)
+    with pytest.raises(InputError, match="need evidence"):
+        cal.save_label(db, "s", "ann", 0, 3, require_evidence=True)
+    with pytest.raises(InputError, match="not inside the document"):
+        cal.save_label(db, "s", "ann", 0, 3, evidence=[[0, 10_000]])
+    assert db.query_value("SELECT count(*) FROM label_events") == 0
+
+
+def test_report_uses_the_held_out_part_reweighted(project):
+    db, truth = project
+    cal.create_sample(db, "s", "p", seed=3)
+    label_all(db, "s", truth)
+    body = cal.report(db, "s", options=cal.ReportOptions(seed=5, n_boot=500))
+    items = db.query_df("SELECT * FROM calibration_items WHERE sample = 's' AND part = 'holdout'")
+    ref = np.array([truth[(q, d)] for q, d in zip(items["query_id"], items["doc_id"])])
+    judge = items["judge_grade"].to_numpy()
+    expected = agreement(ref, judge, weights=items["weight"].to_numpy(), query_ids=items["query_id"].to_numpy(),
+                         seed=5, n_boot=500)
+    a = body["agreement"]
+    assert a["n"] == 150 == body["labelled_in_part"]
+    for k in ("tpr", "tnr", "precision", "kappa", "kappa_quadratic", "msd"):
+        assert a[k] == pytest.approx(expected.figures[k])
+        assert a["ci"][k] == pytest.approx(list(expected.ci[k]))
+    unweighted = cal.report(db, "s", options=cal.ReportOptions(seed=5, n_boot=500, weighted=False))["agreement"]
+    assert unweighted["kappa_graded"] == pytest.approx(cohen_kappa_score(ref, judge))
+    assert body["gate"]["verdict"] in ("pass", "fail", "inconclusive")
+    assert {s["tag"] for s in body["slices"]} == {"risk=high", "risk=low"}
+    risky = cal.report(db, "s", options=cal.ReportOptions(seed=5, n_boot=300, high_risk_tags=("risk=high",)))
+    high = next(s for s in risky["slices"] if s["tag"] == "risk=high")
+    assert high["high_risk"] and high["min_rate"] == 0.90
+    assert all(d["sme_grade"] != d["judge_grade"] for d in body["disagreements"])
+    cp = body["corrected_prevalence"]
+    assert cp["n_observed"] == 360 and 0 <= cp["estimate"] <= 1
+
+
+def test_gate_verdicts_on_stored_labels(tmp_path):
+    # A near-perfect judge with 200 held-out labels passes; a random one fails.
+    db, truth = build_project(tmp_path / "good.duckdb", judge_noise=0.02)
+    try:
+        cal.create_sample(db, "s", "p", seed=0, size=300, holdout_share=1.0)
+        label_all(db, "s", truth)
+        assert cal.gate(db, options=cal.ReportOptions(n_boot=500))["gate"]["verdict"] == "pass"
+    finally:
+        db.close()
+    db, truth = build_project(tmp_path / "bad.duckdb", judge_noise=1.0)
+    try:
+        cal.create_sample(db, "s", "p", seed=0)
+        label_all(db, "s", truth)
+        assert cal.gate(db, "s", options=cal.ReportOptions(n_boot=500))["gate"]["verdict"] == "fail"
+    finally:
+        db.close()
+
+
+def test_several_smes_agreement_and_reference(project):
+    db, truth = project
+    cal.create_sample(db, "s", "p", seed=2)
+    label_all(db, "s", truth, "ann")
+    label_all(db, "s", truth, "bob", flip=0.3, seed=1)
+    sme = cal.report(db, "s", options=cal.ReportOptions(n_boot=200))["sme_agreement"]
+    assert sme["annotators"] == ["ann", "bob"]
+    pair = sme["pairwise_kappa"][0]
+    labels = db.query_df("""SELECT e.position, e.annotator, e.grade FROM label_events e""")
+    wide = labels.pivot(index="position", columns="annotator", values="grade")
+    assert pair["n"] == 200
+    assert pair["kappa"] == pytest.approx(cohen_kappa_score(wide["ann"], wide["bob"], labels=[0, 1, 2, 3]))
+    assert 0 < sme["alpha_ordinal"] < 1
+
+
+def test_no_held_out_pair_reaches_the_tuning_set(project):
+    db, truth = project
+    cal.create_sample(db, "s", "p", seed=4)
+    label_all(db, "s", truth)
+    tuning = cal.tuning_pairs(db, "s")
+    held = db.query_df("SELECT query_id, doc_id FROM calibration_items WHERE sample = 's' AND part = 'holdout'")
+    assert len(tuning) == 50
+    assert set(zip(tuning["query_id"], tuning["doc_id"])).isdisjoint(set(zip(held["query_id"], held["doc_id"])))
+    assert set(tuning["part"]) == {"tuning"}
+
+
+def test_report_before_any_label(project):
+    db, _ = project
+    cal.create_sample(db, "s", "p", seed=1)
+    body = cal.report(db)
+    assert body["agreement"] is None and body["gate"]["verdict"] == "inconclusive"
+    with pytest.raises(InputError, match="no calibration sample named 'x'"):
+        cal.report(db, "x")

@@ -1,0 +1,266 @@
+"""``workbench agree`` and ``workbench calibrate sample|report|gate``: the judge against the SMEs.
+
+``workbench agree REFERENCE CANDIDATE [--threshold 2] [--seed N] [--format table|json]
+[--scale 0-3|0-4] [--clip]`` compares two label files (TREC qrels or judgment/span JSONL; the
+reference is the human side). ``--format json`` prints one object with the keys ``n, tpr, tnr,
+precision, kappa, kappa_graded, kappa_linear, kappa_quadratic, confusion`` (rows = reference
+grade, columns = candidate grade), ``ci`` (``{name: [lo, hi]}``), ``gate`` (``{"verdict",
+"reasons", "more_labels_needed"}``), ``only_reference``, ``only_candidate``, and also ``msd``
+(candidate − reference, leniency), ``exact``, ``threshold``, ``levels``, ``scale``, ``clipped``,
+``not_labels``, ``bootstrap`` (seed, resamples, resampling unit, interval method) and ``notes``.
+NaN is written as null.
+
+``workbench calibrate sample --pool P [--size N] [--seed S]`` draws and stores a calibration
+sample; ``calibrate report [--format json]`` reports the judge's agreement with the SMEs on the
+held-out part; ``calibrate gate`` prints the verdict and exits 0 (pass), 1 (fail) or
+2 (inconclusive); errors exit 3 or more (argparse usage errors exit 2 as well, so CI scripts
+should also check that the verdict line was printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from workbench.cli.common import (
+    add_format_option,
+    open_project_from_args,
+    print_json,
+    settings_from_args,
+)
+
+def _scale(text: str) -> int:
+    if text not in ("0-3", "0-4"):
+        raise argparse.ArgumentTypeError("expected 0-3 or 0-4")
+    return int(text[-1])
+
+
+def _thresholds(args):
+    from workbench.core.gate import GateThresholds
+
+    return GateThresholds.from_settings(settings_from_args(args))
+
+
+def _threshold(args) -> int:
+    if args.threshold is not None:
+        return args.threshold
+    return int(settings_from_args(args).get("calibration", "relevant_min_grade"))
+
+
+def _f(x) -> str:
+    return "n/a" if x is None or x != x else f"{x:.3f}"
+
+
+def _print_agreement(body: dict, header: list[str]) -> None:
+    for line in header:
+        print(line)
+    names = [("TPR (recall of relevant)", "tpr"), ("TNR (specificity)", "tnr"), ("precision", "precision"),
+             ("kappa (binary)", "kappa"), ("kappa (4-level)" if len(body["levels"]) == 4 else "kappa (graded)",
+                                           "kappa_graded"),
+             ("kappa linear", "kappa_linear"), ("kappa quadratic", "kappa_quadratic"),
+             ("mean signed difference", "msd"), ("exact agreement", "exact")]
+    ci_pct = int(round(body["bootstrap"]["confidence"] * 100))
+    print(f"{'figure':<26}{'value':>8}   {ci_pct}% interval")
+    for label, key in names:
+        lo, hi = body["ci"][key]
+        print(f"{label:<26}{_f(body[key]):>8}   [{_f(lo)}, {_f(hi)}]")
+    levels = body["levels"]
+    print("confusion (rows = reference grade, columns = candidate grade)")
+    print("      " + "".join(f"{g:>8}" for g in levels))
+    for g, row in zip(levels, body["confusion"]):
+        print(f"{g:>6}" + "".join(f"{x:>8}" if isinstance(x, int) else f"{x:>8.1f}" for x in row))
+    gate = body["gate"]
+    print(f"gate: {gate['verdict'].upper()}")
+    for reason in gate["reasons"]:
+        print(f"  - {reason}")
+    if gate["verdict"] == "inconclusive":
+        more = gate["more_labels_needed"]
+        print(f"  about {more} more labelled pairs needed to decide" if more is not None
+              else "  more labels are not expected to decide it")
+    b = body["bootstrap"]
+    unit = f"queries ({b['queries']})" if b["resampling"] == "queries" else "pairs"
+    print(f"intervals: {b['resamples']} BCa bootstrap resamples by {unit}, seed {b['seed']}")
+    for note in body["notes"]:
+        print(f"note: {note}")
+
+
+def _agree(args: argparse.Namespace) -> int:
+    from workbench.services.calibration import agree_files
+
+    body = agree_files(args.reference, args.candidate, threshold=_threshold(args), seed=args.seed,
+                       scale_max=args.scale, clip=args.clip, n_boot=args.resamples,
+                       thresholds=_thresholds(args))
+    if args.format == "json":
+        print_json(body)
+        return 0
+    header = [
+        f"reference {body['reference']} vs candidate {body['candidate']}",
+        f"{body['n']} paired labels (only in reference: {body['only_reference']}, only in candidate: "
+        f"{body['only_candidate']}); scale {body['scale']}; relevant = grade >= {body['threshold']}",
+    ]
+    _print_agreement(body, header)
+    return 0
+
+
+def _sample(args: argparse.Namespace) -> int:
+    from workbench.services.calibration import create_sample
+
+    settings = settings_from_args(args)
+    name = args.name or f"{args.pool}-seed{args.seed}"
+    with open_project_from_args(args) as db:
+        summary = create_sample(
+            db, name, args.pool, size=args.size, seed=args.seed, holdout_share=args.holdout_share,
+            threshold=int(settings.get("calibration", "relevant_min_grade")), model=args.model,
+            prompt_hash=args.prompt_hash)
+    if args.format == "json":
+        print_json(summary)
+        return 0
+    grades = ", ".join(f"{g}: {c}" for g, c in summary["by_judge_grade"].items())
+    print(f"calibration sample {summary['name']!r} from pool {summary['pool']!r} (seed {summary['seed']}): "
+          f"{summary['size']} pairs over {summary['queries']} queries; {summary['holdout']} held out "
+          f"(feed the gate), {summary['tuning']} for tuning; by judge grade {grades}")
+    for note in summary["notes"]:
+        print(f"note: {note}")
+    return 0
+
+
+def _options(args):
+    from workbench.services.calibration import ReportOptions
+
+    return ReportOptions(threshold=int(settings_from_args(args).get("calibration", "relevant_min_grade")),
+                         seed=args.seed, part=getattr(args, "part", "holdout"),
+                         weighted=not getattr(args, "unweighted", False),
+                         high_risk_tags=tuple(t.strip() for t in (args.high_risk or "").split(",") if t.strip()))
+
+
+def _report(args: argparse.Namespace) -> int:
+    from workbench.services.calibration import report
+
+    with open_project_from_args(args) as db:
+        body = report(db, args.sample, thresholds=_thresholds(args), options=_options(args))
+    if args.format == "json":
+        print_json(body)
+        return 0
+    print(f"calibration sample {body['sample']!r} (pool {body['pool']!r}): {body['labelled']} of "
+          f"{body['items']} items labelled, {body['labelled_in_part']} in the {body['part']} part")
+    if body["agreement"] is None:
+        print(f"gate: INCONCLUSIVE: no SME labels on the {body['part']} part yet")
+        return 0
+    _print_agreement(body["agreement"], [
+        "figures re-weighted to the pool" if body["weighted"] else "figures on the sample as drawn (unweighted)"])
+    if body["slices"]:
+        print("by query tag:")
+        for s in body["slices"]:
+            risk = " (high risk)" if s["high_risk"] else ""
+            print(f"  {s['tag']}{risk}: n={s['n']} TPR {_f(s['tpr'])} TNR {_f(s['tnr'])} "
+                  f"kappa {_f(s['kappa'])} -> {s['verdict']}")
+    if body["disagreements"]:
+        print("worst disagreements (position, query, item, SME grade, judge grade):")
+        for d in body["disagreements"]:
+            print(f"  {d['position']}  {d['query_id']}  {d['chunk_id'] or d['doc_id']}  "
+                  f"{d['sme_grade']}  {d['judge_grade']}")
+    sme = body["sme_agreement"]
+    if sme:
+        print(f"agreement among SMEs: Krippendorff alpha (ordinal) {_f(sme['alpha_ordinal'])}")
+    corrected = body["corrected_prevalence"]
+    if corrected:
+        lo, hi = corrected["ci"]
+        print(f"relevant share of the pool: judge says {_f(corrected['observed'])}, corrected "
+              f"{_f(corrected['estimate'])} [{_f(lo)}, {_f(hi)}]")
+    return 0
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from workbench.core.gate import EXIT_CODES
+    from workbench.services.calibration import gate
+
+    with open_project_from_args(args) as db:
+        body = gate(db, args.sample, thresholds=_thresholds(args), options=_options(args))
+    verdict = body["gate"]
+    if args.format == "json":
+        print_json(body)
+    else:
+        print(f"{verdict['verdict']}: sample {body['sample']!r}, {body['n']} held-out labels")
+        for reason in verdict["reasons"]:
+            print(f"  - {reason}")
+        if verdict["verdict"] == "inconclusive" and verdict["more_labels_needed"] is not None:
+            print(f"  about {verdict['more_labels_needed']} more labelled pairs needed to decide")
+    return EXIT_CODES[verdict["verdict"]]
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share in (0, 1], got {value}")
+    return value
+
+
+def _report_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sample", metavar="NAME", help="the calibration sample (default: the newest)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0; stored in the output)")
+    p.add_argument("--high-risk", metavar="TAGS",
+                   help="comma-separated query tags whose slices need TPR and TNR >= 0.90")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "agree", help="agreement of a candidate label file (the judge) with a reference (the SMEs)",
+        description="TPR, TNR, precision, Cohen's kappa (binary, 4-level, linear, quadratic), the "
+        "confusion matrix and the trust gate, with seeded bootstrap 95%% intervals.",
+    )
+    p.add_argument("reference", metavar="REFERENCE", help="the human labels: TREC qrels or JSONL")
+    p.add_argument("candidate", metavar="CANDIDATE", help="the labels to check (e.g. the LLM judge's)")
+    p.add_argument("--threshold", type=int, default=None, metavar="G",
+                   help="relevant <=> grade >= G (default: [calibration] relevant_min_grade, 2)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--resamples", type=_positive, default=2000, metavar="B",
+                   help="bootstrap resamples (default 2000)")
+    p.add_argument("--scale", type=_scale, default=3, metavar="0-3|0-4",
+                   help="grade scale of both files (default 0-3; 0-4 for UMBRELA-style files)")
+    p.add_argument("--clip", action="store_true",
+                   help="lower grades above the scale to its top grade (counted in the output)")
+    add_format_option(p)
+    p.set_defaults(handler=_agree)
+
+    cal = sub.add_parser("calibrate", help="calibration samples, the agreement report and the gate",
+                         description="Check the LLM judge against SME labels stored in the project.")
+    cal_sub = cal.add_subparsers(dest="calibrate_command", metavar="SUBCOMMAND", required=True)
+
+    s = cal_sub.add_parser("sample", help="draw a calibration sample from a judged pool")
+    s.add_argument("--pool", required=True, metavar="P", help="the judged pool to sample from")
+    s.add_argument("--size", type=_positive, default=200, metavar="N", help="pairs to draw (default 200)")
+    s.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed (default 0; stored)")
+    s.add_argument("--name", metavar="NAME", help="sample name (default POOL-seedS)")
+    s.add_argument("--holdout-share", type=_share, default=0.75, metavar="X",
+                   help="share held out for the gate (default 0.75; the rest is for tuning the judge)")
+    s.add_argument("--model", metavar="M", help="use only LLM judgments of this model")
+    s.add_argument("--prompt-hash", metavar="H", help="use only LLM judgments of this prompt")
+    add_format_option(s)
+    s.set_defaults(handler=_sample)
+
+    r = cal_sub.add_parser("report", help="the judge's agreement with the SMEs on the held-out part")
+    _report_flags(r)
+    r.add_argument("--part", choices=("holdout", "tuning", "all"), default="holdout",
+                   help="which part of the sample (default holdout: the only part that gates)")
+    r.add_argument("--unweighted", action="store_true",
+                   help="figures on the sample as drawn instead of re-weighted to the pool")
+    add_format_option(r)
+    r.set_defaults(handler=_report)
+
+    g = cal_sub.add_parser("gate", help="the trust gate; exit 0 pass, 1 fail, 2 inconclusive")
+    _report_flags(g)
+    add_format_option(g)
+    g.set_defaults(handler=_gate)
+

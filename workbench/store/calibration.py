@@ -1,0 +1,287 @@
+"""Tables ``calibration_samples``, ``calibration_items`` and ``label_events`` (migration 5).
+
+A calibration sample is drawn from a judged pool (the judge's labels are ``judgments`` rows
+with source ``llm``); SME labels are ``judgments`` rows with source ``human`` and the SME as
+``assessor``, plus one ``label_events`` row per action with what the judgments table does not
+hold (time on task, skipped / can't judge, comment, evidence spans, whether the judge's output
+was revealed after submitting). Events are append-only: an item's current state for an
+annotator is its latest event, and an undo appends the state before the undone event.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from workbench.store.database import Cursor, Database, insert_frame
+
+ITEM_COLUMNS = ["position", "query_id", "doc_id", "chunk_id", "start", "end", "judge_judgment_id",
+                "judge_grade", "stratum", "part", "weight"]
+STATE_COLUMNS = ["event_id", "position", "annotator", "action", "grade", "judgment_id", "comment",
+                 "evidence", "seconds", "revealed", "undoes", "created_at"]
+
+
+# -- samples ---------------------------------------------------------------------------------
+
+def sample_exists(cur: Cursor, name: str) -> bool:
+    return bool(cur.execute("SELECT count(*) FROM calibration_samples WHERE name = ?", [name]).fetchone()[0])
+
+
+def write_sample(cur: Cursor, *, name: str, pool: str, seed: int, threshold: int, spec: dict, judge: dict,
+                 pool_size: int, notes: list[str], items: pd.DataFrame) -> int:
+    """Record a sample and its items (columns :data:`ITEM_COLUMNS`) in ``cur``'s transaction."""
+    cur.execute(
+        """INSERT INTO calibration_samples (name, pool, seed, threshold, spec, judge, pool_size, notes)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+        [name, pool, int(seed), int(threshold), json.dumps(spec), json.dumps(judge), int(pool_size),
+         json.dumps(list(notes))],
+    )
+    out = items[ITEM_COLUMNS].copy()
+    out.insert(0, "sample", name)
+    return insert_frame(cur, "calibration_items", out)
+
+
+def read_sample(db: Database, name: str) -> dict | None:
+    rows = db.query_all(
+        """SELECT name, pool, seed, threshold, spec::VARCHAR, judge::VARCHAR, pool_size, notes::VARCHAR,
+                  created_at FROM calibration_samples WHERE name = ?""",
+        [name],
+    )
+    if not rows:
+        return None
+    name, pool, seed, threshold, spec, judge, pool_size, notes, created = rows[0]
+    return {"name": name, "pool": pool, "seed": int(seed), "threshold": int(threshold),
+            "spec": json.loads(spec), "judge": json.loads(judge), "pool_size": int(pool_size),
+            "notes": json.loads(notes), "created_at": created}
+
+
+def read_samples(db: Database) -> pd.DataFrame:
+    """Every sample with its item count, newest first."""
+    return db.query_df(
+        """SELECT s.name, s.pool, s.seed, s.created_at, count(i.position) AS items,
+                  count(i.position) FILTER (WHERE i.part = 'holdout') AS holdout
+           FROM calibration_samples s LEFT JOIN calibration_items i ON i.sample = s.name
+           GROUP BY ALL ORDER BY s.created_at DESC, s.name"""
+    )
+
+
+def read_sample_items(db: Database, name: str) -> pd.DataFrame:
+    return db.query_df(
+        f"""SELECT {', '.join(chr(34) + c + chr(34) for c in ITEM_COLUMNS)} FROM calibration_items
+            WHERE sample = ? ORDER BY position""",
+        [name],
+    )
+
+
+def judged_pool_pairs(db: Database, pool: str, *, model: str | None = None,
+                      prompt_hash: str | None = None) -> pd.DataFrame:
+    """The pool's pairs that carry an ``ok`` LLM judgment, with the latest such judgment
+    (optionally of one model / prompt hash) matched on (query_id, doc_id, chunk_id):
+    ``query_id, doc_id, chunk_id, start, end, judge_judgment_id, judge_grade``."""
+    return db.query_df(
+        """SELECT p.query_id, p.doc_id, p.chunk_id, arg_max(j.start, j.judgment_id) AS start,
+                  arg_max(j."end", j.judgment_id) AS "end", max(j.judgment_id) AS judge_judgment_id,
+                  arg_max(j.grade, j.judgment_id)::BIGINT AS judge_grade
+           FROM pool_pairs p
+           JOIN judgments j ON j.query_id = p.query_id AND j.doc_id = p.doc_id
+                AND j.chunk_id IS NOT DISTINCT FROM p.chunk_id
+           WHERE p.pool = ? AND j.source = 'llm' AND j.status = 'ok' AND j.grade IS NOT NULL
+             AND (?::VARCHAR IS NULL OR j.model = ?) AND (?::VARCHAR IS NULL OR j.prompt_hash = ?)
+           GROUP BY p.query_id, p.doc_id, p.chunk_id
+           ORDER BY p.query_id, p.doc_id, p.chunk_id""",
+        [pool, model, model, prompt_hash, prompt_hash],
+    )
+
+
+def count_pool_pairs(db: Database, pool: str) -> int:
+    return int(db.query_value("SELECT count(*) FROM pool_pairs WHERE pool = ?", [pool]))
+
+
+def count_judge_relevant(db: Database, sample: str) -> tuple[int, int]:
+    """``(judge-relevant, judged)`` pairs of the sample's pool with the sample's judge filter,
+    relevant meaning grade ≥ the sample's threshold (the observed share Rogan–Gladen corrects)."""
+    info = read_sample(db, sample)
+    frame = judged_pool_pairs(db, info["pool"], model=info["judge"].get("model"),
+                              prompt_hash=info["judge"].get("prompt_hash"))
+    return int((frame["judge_grade"] >= info["threshold"]).sum()), len(frame)
+
+
+# -- what an annotator sees ------------------------------------------------------------------
+
+def read_item(db: Database, sample: str, position: int) -> dict | None:
+    """The pair at ``position`` with everything needed to label it, and nothing from the judge:
+    query text/description/tags, document title and text, the span to judge."""
+    rows = db.query_all(
+        """SELECT i.position, i.query_id, i.doc_id, i.chunk_id, i.start, i."end", i.part,
+                  q.text, q.description, q.tags::VARCHAR, d.title, d.text
+           FROM calibration_items i
+           LEFT JOIN queries q ON q.query_id = i.query_id
+           LEFT JOIN documents d ON d.doc_id = i.doc_id
+           WHERE i.sample = ? AND i.position = ?""",
+        [sample, int(position)],
+    )
+    if not rows:
+        return None
+    (position, query_id, doc_id, chunk_id, start, end, part, qtext, qdesc, tags, title, text) = rows[0]
+    return {"position": int(position), "query_id": query_id, "doc_id": doc_id, "chunk_id": chunk_id,
+            "start": int(start), "end": int(end), "part": part, "query": qtext, "description": qdesc,
+            "tags": json.loads(tags) if tags else [], "title": title, "text": text}
+
+
+def read_judge_output(db: Database, sample: str, position: int) -> dict | None:
+    """The judge's label of the item (grade, reason, model): shown only after an SME submitted."""
+    rows = db.query_all(
+        """SELECT j.grade, j.reason, j.model, j.prompt_hash FROM calibration_items i
+           JOIN judgments j ON j.judgment_id = i.judge_judgment_id
+           WHERE i.sample = ? AND i.position = ?""",
+        [sample, int(position)],
+    )
+    if not rows:
+        return None
+    grade, reason, model, prompt_hash = rows[0]
+    return {"grade": None if grade is None else int(grade), "reason": reason, "model": model,
+            "prompt_hash": prompt_hash}
+
+
+def count_items(db: Database, sample: str) -> int:
+    return int(db.query_value("SELECT count(*) FROM calibration_items WHERE sample = ?", [sample]))
+
+
+# -- label events ----------------------------------------------------------------------------
+
+_CURRENT = """
+    SELECT e.event_id, e.position, e.annotator, e.action, e.grade, e.judgment_id, e.comment,
+           e.evidence::VARCHAR AS evidence, e.seconds, e.revealed, e.undoes, e.created_at
+    FROM label_events e
+    WHERE e.sample = ? {extra}
+    QUALIFY row_number() OVER (PARTITION BY e.position, e.annotator ORDER BY e.event_id DESC) = 1
+"""
+
+
+def current_states(db_or_cur, sample: str, annotator: str | None = None) -> pd.DataFrame:
+    """The latest event per (position, annotator) (``clear`` included), by position."""
+    extra, params = ("AND e.annotator = ?", [sample, annotator]) if annotator is not None else ("", [sample])
+    sql = _CURRENT.format(extra=extra) + " ORDER BY e.position, e.annotator"
+    if isinstance(db_or_cur, Database):
+        return db_or_cur.query_df(sql, params)
+    return db_or_cur.execute(sql, params).df()
+
+
+def current_state(cur: Cursor, sample: str, annotator: str, position: int) -> dict | None:
+    row = cur.execute(
+        """SELECT event_id, action, grade, judgment_id FROM label_events
+           WHERE sample = ? AND annotator = ? AND position = ? ORDER BY event_id DESC LIMIT 1""",
+        [sample, annotator, int(position)],
+    ).fetchall()
+    if not row:
+        return None
+    event_id, action, grade, judgment_id = row[0]
+    return {"event_id": int(event_id), "action": action, "grade": grade, "judgment_id": judgment_id}
+
+
+def write_event(cur: Cursor, *, sample: str, position: int, annotator: str, action: str,
+                grade: int | None = None, judgment_id: int | None = None, comment: str | None = None,
+                evidence: list | None = None, seconds: float | None = None, revealed: bool = False,
+                undoes: int | None = None) -> int:
+    row = cur.execute(
+        """INSERT INTO label_events (sample, position, annotator, action, grade, judgment_id, comment,
+                                     evidence, seconds, revealed, undoes)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING event_id""",
+        [sample, int(position), annotator, action, grade, judgment_id, comment,
+         None if evidence is None else json.dumps(evidence), seconds, bool(revealed), undoes],
+    ).fetchone()
+    return int(row[0])
+
+
+def write_human_judgment(cur: Cursor, *, query_id: str, doc_id: str, chunk_id: str | None, start: int,
+                         end: int, grade: int, assessor: str, reason: str | None) -> int:
+    row = cur.execute(
+        """INSERT INTO judgments (query_id, doc_id, chunk_id, start, "end", grade, source, assessor, reason)
+           VALUES (?, ?, ?, ?, ?, ?, 'human', ?, ?) RETURNING judgment_id""",
+        [query_id, doc_id, chunk_id, int(start), int(end), int(grade), assessor, reason],
+    ).fetchone()
+    return int(row[0])
+
+
+def delete_human_judgment(cur: Cursor, judgment_id: int) -> None:
+    """Remove a human judgment this module wrote (a label that was changed or undone)."""
+    cur.execute("DELETE FROM judgments WHERE judgment_id = ? AND source = 'human'", [int(judgment_id)])
+
+
+def item_keys(cur: Cursor, sample: str, position: int) -> dict | None:
+    row = cur.execute(
+        """SELECT query_id, doc_id, chunk_id, start, "end" FROM calibration_items
+           WHERE sample = ? AND position = ?""",
+        [sample, int(position)],
+    ).fetchall()
+    if not row:
+        return None
+    q, d, c, s, e = row[0]
+    return {"query_id": q, "doc_id": d, "chunk_id": c, "start": int(s), "end": int(e)}
+
+
+def last_undoable_event(cur: Cursor, sample: str, annotator: str) -> dict | None:
+    """The annotator's latest own action (not an undo) that no undo has reverted yet."""
+    row = cur.execute(
+        """SELECT event_id, position FROM label_events e
+           WHERE sample = ? AND annotator = ? AND undoes IS NULL
+             AND NOT EXISTS (SELECT 1 FROM label_events u WHERE u.undoes = e.event_id)
+           ORDER BY event_id DESC LIMIT 1""",
+        [sample, annotator],
+    ).fetchall()
+    return None if not row else {"event_id": int(row[0][0]), "position": int(row[0][1])}
+
+
+def event_before(cur: Cursor, sample: str, annotator: str, position: int, event_id: int) -> dict | None:
+    """The item's state just before ``event_id`` (None when it had none)."""
+    row = cur.execute(
+        """SELECT action, grade, comment, evidence::VARCHAR, seconds, revealed FROM label_events
+           WHERE sample = ? AND annotator = ? AND position = ? AND event_id < ?
+           ORDER BY event_id DESC LIMIT 1""",
+        [sample, annotator, int(position), int(event_id)],
+    ).fetchall()
+    if not row:
+        return None
+    action, grade, comment, evidence, seconds, revealed = row[0]
+    return {"action": action, "grade": grade, "comment": comment,
+            "evidence": None if evidence is None else json.loads(evidence), "seconds": seconds,
+            "revealed": bool(revealed)}
+
+
+def next_open_position(db: Database, sample: str, annotator: str, *, after: int = -1) -> int | None:
+    """The first position after ``after`` the annotator has not labelled (no state, or
+    ``clear``); then, wrapping around, skipped items come back; None when all are done."""
+    rows = db.query_all(
+        """WITH cur AS (
+               SELECT position, action FROM label_events WHERE sample = ? AND annotator = ?
+               QUALIFY row_number() OVER (PARTITION BY position ORDER BY event_id DESC) = 1)
+           SELECT i.position, coalesce(c.action, 'clear') AS action FROM calibration_items i
+           LEFT JOIN cur c ON c.position = i.position
+           WHERE i.sample = ? AND coalesce(c.action, 'clear') IN ('clear', 'skip')
+           ORDER BY (coalesce(c.action, 'clear') = 'skip'), (i.position <= ?), i.position
+           LIMIT 1""",
+        [sample, annotator, sample, int(after)],
+    )
+    return None if not rows else int(rows[0][0])
+
+
+def label_table(db: Database, sample: str) -> pd.DataFrame:
+    """Every item with every annotator's current label (one row per item and annotator that
+    labelled it; items nobody labelled are absent): the items' columns, the query's ``tags``
+    (JSON text), ``annotator``, ``action``, ``grade``, ``seconds``, ``revealed``."""
+    return db.query_df(
+        """WITH cur AS (
+               SELECT position, annotator, action, grade, seconds, revealed FROM label_events
+               WHERE sample = ?
+               QUALIFY row_number() OVER (PARTITION BY position, annotator ORDER BY event_id DESC) = 1)
+           SELECT i.position, i.query_id, i.doc_id, i.chunk_id, i.start, i."end", i.part, i.weight,
+                  i.judge_grade::BIGINT AS judge_grade, i.stratum, q.tags::VARCHAR AS tags,
+                  c.annotator, c.action, c.grade::BIGINT AS grade, c.seconds, c.revealed
+           FROM calibration_items i
+           JOIN cur c ON c.position = i.position
+           LEFT JOIN queries q ON q.query_id = i.query_id
+           WHERE i.sample = ? AND c.action <> 'clear'
+           ORDER BY i.position, c.annotator""",
+        [sample, sample],
+    )
