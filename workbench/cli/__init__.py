@@ -22,12 +22,13 @@ Handler = Callable[[argparse.Namespace], int]
 # Command groups in pipeline order; each module exposes register(subparsers) and sets
 # `handler` on its parsers. The list is explicit: a module that fails to import is an error,
 # never a command that silently disappears.
-from workbench.cli import data, evaluation, project, retrieval, stages  # noqa: E402
+from workbench.cli import data, evaluation, judge, project, retrieval, stages  # noqa: E402
 
 COMMAND_GROUPS = (
     project,     # init, status, app
     data,        # import, export
     retrieval,   # chunk, retrieve, pool, pool-stats
+    judge,       # judge
     evaluation,  # eval, compare
     stages,      # stages
 )

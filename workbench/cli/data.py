@@ -46,6 +46,17 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_judgments(args: argparse.Namespace) -> int:
+    from workbench.services.judgment_export import export_judgments
+    from workbench.services.project import open_project
+
+    settings = settings_from_args(args)
+    with open_project(settings.db_path) as db:
+        result = export_judgments(db, args.out, pool=args.pool, source=args.source)
+    print(result.summary())
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, EXPORT_SOURCES, IMPORT_FORMATS
 
@@ -94,3 +105,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--iteration", default="Q0", help="second column of TREC qrels (default Q0; trec_eval ignores it)")
     q.add_argument("--out", required=True, metavar="FILE", help="file to write")
     q.set_defaults(handler=_export)
+    j = what.add_parser("judgments", help="every judgment as JSON lines (grade, status, model, prompt version, "
+                                          "tokens, latency, cost)")
+    j.add_argument("--out", required=True, metavar="FILE", help="JSONL file to write")
+    j.add_argument("--pool", metavar="P", help="only the judgments of this pool")
+    j.add_argument("--source", choices=("llm", "human", "imported", "all"), default="all",
+                   help="which labels (default all)")
+    j.set_defaults(handler=_export_judgments)

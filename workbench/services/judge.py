@@ -157,8 +157,7 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
     if offline:
         from workbench.core import offline_judge
 
-        settings_text = json.dumps(offline_judge.DEFAULT_SETTINGS.__dict__, sort_keys=True)
-        prompt_hash = hashlib.sha256(f"{OFFLINE_MODEL}\x1f{settings_text}".encode()).hexdigest()
+        prompt_hash = offline_judge.settings_fingerprint()
         return JudgeSpec(model=OFFLINE_MODEL, base_url=None, prompt_id=OFFLINE_MODEL, prompt_hash=prompt_hash,
                          output="offline", params={}, samples=1, aggregate="majority",
                          concurrency=1, price=(0.0, 0.0), batch_discount=1.0, settings=j)
@@ -338,7 +337,8 @@ class JobReport:
             f"  pairs     {j['judged']:,} of {j['total']:,} judged: {j['ok']:,} ok, {j['invalid']:,} invalid, "
             f"{j['failed']:,} failed",
             f"  this run  {self.units_run:,} judgments in {self.elapsed:,.1f} s ({self.rate:,.1f}/s); "
-            f"{self.sent:,} sent, {self.cached:,} from the cache",
+            + ("graded offline, no requests" if self.spec.offline else f"{self.sent:,} requests")
+            + f", {self.cached:,} from the cache",
             f"  tokens    {j['prompt_tokens']:,} prompt + {j['completion_tokens']:,} completion; "
             f"HTTP calls {j['http_calls']:,}; cost {cost}"
             + (f" of budget ${j['budget_usd']:,.2f}" if j.get("budget_usd") else ""),

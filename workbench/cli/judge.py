@@ -1,0 +1,90 @@
+"""``workbench judge --pool P ...``: grade a pool's pairs with the LLM judge (or the offline one).
+
+Thin over :mod:`workbench.services.judge` (jobs, cache, resume, budget, batch mode are documented
+there). Exit codes: 0 the job finished (failed or invalid pairs are reported, and
+``--retry-failed`` judges them again); 6 the job stopped before the end (budget reached,
+cancelled, or a batch still running on the server): run the same command again to continue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench.cli.common import add_progress_option, settings_from_args
+
+STOPPED_EXIT = 6
+
+
+def _progress(args: argparse.Namespace):
+    """A callback drawing done/total, rate, ETA, cost and failures on stderr (on a terminal or
+    with --progress), and a function closing the bar."""
+    if getattr(args, "no_progress", False):
+        return None, lambda: None
+    from tqdm import tqdm
+
+    state: dict = {}
+
+    def on_progress(p) -> None:
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = tqdm(total=p.total, desc="judging", unit=" pairs", file=sys.stderr,
+                                      disable=None if not args.progress else False, dynamic_ncols=True,
+                                      mininterval=0.5)
+        bar.total = p.total
+        bar.n = p.done
+        cost = "?" if p.cost_usd is None else f"${p.cost_usd:,.4f}"
+        bar.set_postfix_str(f"cost {cost}, failed {p.failed}, invalid {p.invalid}, cached {p.cached}",
+                            refresh=False)
+        bar.refresh()
+
+    def close() -> None:
+        if state.get("bar") is not None:
+            state["bar"].close()
+
+    return on_progress, close
+
+
+def _judge(args: argparse.Namespace) -> int:
+    from workbench.services.judge import estimate, resolve_spec, run_job
+
+    settings = settings_from_args(args, **{
+        "judge.model": args.model, "judge.base_url": args.base_url, "judge.prompt": args.prompt,
+        "judge.concurrency": args.concurrency, "judge.samples": args.samples,
+    })
+    spec = resolve_spec(settings)
+    if spec.offline and args.model != "offline-lexical":
+        print("workbench judge: no OPENAI_API_KEY and the OpenAI base URL: grading with the offline-lexical "
+              "baseline (not an LLM); set OPENAI_API_KEY or --base-url for an LLM judge", file=sys.stderr)
+    if args.estimate:
+        print(estimate(settings.db_path, args.pool, spec, limit=args.limit, batch=args.batch).summary())
+        return 0
+    on_progress, close = _progress(args)
+    try:
+        report = run_job(settings.db_path, args.pool, spec, limit=args.limit, budget_usd=args.budget,
+                         retry_failed=args.retry_failed, batch=args.batch, on_progress=on_progress)
+    finally:
+        close()
+    print(report.summary())
+    return 0 if report.state == "finished" else STOPPED_EXIT
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "judge", help="grade a pool's pairs with the LLM judge (resumable, cached, cost-capped)",
+        description="Grade every pair of a pool 0-3 with an OpenAI-compatible LLM (OPENAI_API_KEY, --base-url), "
+                    "or with the offline-lexical baseline when no key and no server are configured. Running it "
+                    "again resumes; answers are cached by text, so nothing is paid for twice.")
+    p.add_argument("--pool", required=True, metavar="P", help="the pool to judge (see `workbench status`)")
+    p.add_argument("--model", metavar="M", help="model name (default [judge] model); offline-lexical for the baseline")
+    p.add_argument("--base-url", metavar="U", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    p.add_argument("--prompt", metavar="ID", help="prompt template id or .md path (default [judge] prompt)")
+    p.add_argument("--concurrency", type=int, metavar="C", help="requests in flight (default [judge] concurrency)")
+    p.add_argument("--limit", type=int, metavar="N", help="judge only the first N pairs in priority order")
+    p.add_argument("--budget", type=float, metavar="USD", help="stop cleanly before spending more than this")
+    p.add_argument("--samples", type=int, metavar="N", help="answers per pair, aggregated (self-consistency)")
+    p.add_argument("--retry-failed", action="store_true", help="judge the failed and invalid pairs again")
+    p.add_argument("--estimate", action="store_true", help="print requests, tokens and cost, send nothing")
+    p.add_argument("--batch", action="store_true", help="use the Batch API (submit, poll, collect; resumable)")
+    add_progress_option(p)
+    p.set_defaults(handler=_judge)
