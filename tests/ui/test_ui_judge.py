@@ -142,3 +142,79 @@ def test_finished_job_shows_counts_and_failures_with_raw_replies(demo_db):
     assert (table.loc[table["status"] == "failed", "error"].str.len() > 0).all()
     buttons = {b.label: b for b in at.button}
     assert buttons["Retry failed"].disabled is False and buttons["Start"].disabled is True
+
+
+@pytest.mark.browser
+def test_browser_starts_the_offline_judge_and_sees_it_finish(tmp_path, monkeypatch):
+    """A real app and chromium: Start on the demo pool, progress reaches done, the page stays live."""
+    from tests.support.live_app import browser_page, serve
+    from workbench.services.judge import list_jobs
+
+    db = tmp_path / "demo.duckdb"
+    init_project(db, demo=True)
+    with Database(db) as handle:
+        pairs = len(read_pool_pairs(handle, "demo"))
+    env = {"OPENAI_API_KEY": ""}  # the offline judge, whatever the machine has set
+    with serve(db, env) as url, browser_page() as page:
+        page.goto(f"{url}/judge")
+        page.get_by_text("What the judge sees").wait_for(timeout=60_000)
+        page.get_by_role("button", name="Start").click()
+        # the fragment refreshes on its own: no reload, no click, until the job is finished
+        page.get_by_text(f"{pairs:,} of {pairs:,} judged").first.wait_for(timeout=120_000)
+        # the job's end reruns the whole page: the buttons follow the stored state
+        page.get_by_text("fully judged with this judge").wait_for(timeout=30_000)
+        body = page.inner_text("body")
+        assert "Job 1: finished" in body
+        assert page.get_by_role("button", name="Start").is_disabled()
+        assert page.get_by_role("button", name="Stop").is_disabled()
+        page.screenshot(path=str(tmp_path / "judge.png"), full_page=True)
+    jobs = list_jobs(db, "demo")
+    assert [(j["state"], j["judged"], j["ok"], j["model"]) for j in jobs] == [("finished", pairs, pairs, "offline-lexical")]
+
+
+def test_start_stop_and_resume_a_job_in_its_own_process(demo_db):
+    """Start launches `workbench judge` in another process; Stop cancels it through the project;
+    the page then offers Resume, and resuming continues the same job."""
+    import time
+
+    from workbench.services.judge import list_jobs
+
+    def wait_for(predicate, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            jobs = list_jobs(demo_db, "demo")
+            if jobs and predicate(jobs[-1]):
+                return jobs[-1]
+            time.sleep(0.2)
+        raise AssertionError(f"job did not reach the expected state: {list_jobs(demo_db, 'demo')}")
+
+    with running_server(latency=0.2) as server:
+        at = _run()
+        at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
+        at.text_input(key="judge_model").set_value("test-judge").run()
+        at.text_input(key="judge_url").set_value(server.base_url).run()
+        at.number_input(key="judge_conc").set_value(1).run()
+        next(b for b in at.button if b.label == "Start").click().run()
+        assert not at.exception, at.exception
+        job = wait_for(lambda j: j["state"] == "running" and j["judged"] >= 1)
+        at.run()
+        buttons = {b.label: b for b in at.button}
+        assert buttons["Stop"].disabled is False and buttons["Start"].disabled is True
+        buttons["Stop"].click().run()
+        stopped = wait_for(lambda j: j["state"] == "cancelled", timeout=30)
+        assert stopped["job_id"] == job["job_id"] and 0 < stopped["judged"] < stopped["total"]
+        sent_at_stop = server.control.count("/v1/chat/completions")
+        at.run()
+        buttons = {b.label: b for b in at.button}
+        assert "Resume" in buttons and buttons["Resume"].disabled is False
+        time.sleep(1.0)
+        assert server.control.count("/v1/chat/completions") == sent_at_stop  # nothing runs after Stop
+        # resume, then stop again: the same job continues from where it stopped
+        buttons["Resume"].click().run()
+        resumed = wait_for(lambda j: j["state"] == "running" and j["judged"] > stopped["judged"])
+        assert resumed["job_id"] == job["job_id"]
+        at.run()
+        next(b for b in at.button if b.label == "Stop").click().run()
+        wait_for(lambda j: j["state"] == "cancelled", timeout=30)
+    attempts = server.control.attempts_by_prompt()
+    assert max(attempts.values()) == 1  # no pair was sent twice across stop and resume
