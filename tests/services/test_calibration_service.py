@@ -4,53 +4,14 @@ gate, re-weighting, SME agreement and the tuning/held-out boundary."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from tests.support.calibration_project import build_project, label_all
 from workbench.core.agreement import agreement
 from workbench.errors import InputError
 from workbench.services import calibration as cal
-from workbench.store.corpus import write_documents, write_queries
-from workbench.store.database import Database, insert_frame
-from workbench.store.judgments import write_judgments
-from workbench.store.pools import create_pool
-
-QUERIES = 30
-DOCS_PER_QUERY = 12
-
-
-def build_project(path, *, seed: int = 0, judge_noise: float = 0.3) -> tuple[Database, dict]:
-    """A project with a document-level pool of 360 pairs, an LLM grade on every pair, and the
-    'true' SME grade of each pair (returned, for simulated SMEs)."""
-    rng = np.random.default_rng(seed)
-    db = Database(path)
-    docs = pd.DataFrame({"doc_id": [f"d{i}" for i in range(QUERIES * DOCS_PER_QUERY)],
-                         "title": [f"Title {i}" for i in range(QUERIES * DOCS_PER_QUERY)],
-                         "text": [f"Document {i} about topic {i % QUERIES}. " * 3 for i in range(QUERIES * DOCS_PER_QUERY)]})
-    queries = pd.DataFrame({"query_id": [f"q{i:02d}" for i in range(QUERIES)],
-                            "text": [f"topic {i}" for i in range(QUERIES)],
-                            "description": [f"about topic {i}" for i in range(QUERIES)],
-                            "tags": [{"risk": "high"} if i < 10 else {"risk": "low"} for i in range(QUERIES)]})
-    pairs = pd.DataFrame({"query_id": [f"q{i // DOCS_PER_QUERY:02d}" for i in range(len(docs))],
-                          "doc_id": docs["doc_id"], "chunk_id": None,
-                          "priority": [i % DOCS_PER_QUERY + 1 for i in range(len(docs))],
-                          "rrf_score": 1.0})
-    truth = rng.choice(4, size=len(pairs), p=[0.35, 0.25, 0.2, 0.2])
-    noisy = np.where(rng.random(len(pairs)) < judge_noise, rng.integers(0, 4, len(pairs)), truth)
-    judgments = pd.DataFrame({"query_id": pairs["query_id"], "doc_id": pairs["doc_id"], "start": 0,
-                              "end": docs["text"].str.len(), "grade": noisy, "source": "llm",
-                              "assessor": "judge", "model": "m1", "reason": "because", "status": "ok"})
-    failed = judgments.head(5).assign(grade=None, status="failed", reason=None)
-    with db.transaction() as tx:
-        write_documents(tx, docs)
-        write_queries(tx, queries)
-        create_pool(tx, "p", level="doc", chunking=None, depth=20, runs=["r"])
-        insert_frame(tx, "pool_pairs", pairs.assign(pool="p"))
-        write_judgments(tx, failed)  # failed LLM calls are not grades
-        write_judgments(tx, judgments)
-    key = {(q, d): int(t) for q, d, t in zip(pairs["query_id"], pairs["doc_id"], truth)}
-    return db, key
+from workbench.store.database import Database
 
 
 @pytest.fixture
@@ -58,18 +19,6 @@ def project(db_path):
     db, truth = build_project(db_path)
     yield db, truth
     db.close()
-
-
-def label_all(db, sample, truth, annotator="ann", flip: float = 0.0, seed: int = 0, part: str | None = None):
-    rng = np.random.default_rng(seed)
-    items = db.query_df("SELECT position, query_id, doc_id, part FROM calibration_items WHERE sample = ?", [sample])
-    for row in items.itertuples():
-        if part is not None and row.part != part:
-            continue
-        grade = truth[(row.query_id, row.doc_id)]
-        if rng.random() < flip:
-            grade = int(rng.integers(0, 4))
-        cal.save_label(db, sample, annotator, int(row.position), grade, seconds=3.0)
 
 
 def test_sample_is_stored_with_seed_split_and_weights(project):
