@@ -68,6 +68,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "min_tpr": 0.85,
         "min_tnr": 0.85,
         "min_kappa": 0.60,
+        "sample_size": 200,
+        "holdout_share": 0.75,
+        "bootstrap_resamples": 2000,
+        "high_risk_tags": "",
+        "high_risk_min_rate": 0.90,
     },
     "app": {"host": "127.0.0.1", "port": 8501},
 }

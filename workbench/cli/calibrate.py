@@ -40,6 +40,12 @@ def _thresholds(args):
     return GateThresholds.from_settings(settings_from_args(args))
 
 
+def _resamples(args) -> int:
+    if getattr(args, "resamples", None) is not None:
+        return args.resamples
+    return int(settings_from_args(args).get("calibration", "bootstrap_resamples"))
+
+
 def _threshold(args) -> int:
     if args.threshold is not None:
         return args.threshold
@@ -87,7 +93,7 @@ def _agree(args: argparse.Namespace) -> int:
     from workbench.services.calibration import agree_files
 
     body = agree_files(args.reference, args.candidate, threshold=_threshold(args), seed=args.seed,
-                       scale_max=args.scale, clip=args.clip, n_boot=args.resamples,
+                       scale_max=args.scale, clip=args.clip, n_boot=_resamples(args),
                        thresholds=_thresholds(args))
     if args.format == "json":
         print_json(body)
@@ -108,7 +114,10 @@ def _sample(args: argparse.Namespace) -> int:
     name = args.name or f"{args.pool}-seed{args.seed}"
     with open_project_from_args(args) as db:
         summary = create_sample(
-            db, name, args.pool, size=args.size, seed=args.seed, holdout_share=args.holdout_share,
+            db, name, args.pool, seed=args.seed,
+            size=args.size if args.size is not None else int(settings.get("calibration", "sample_size")),
+            holdout_share=(args.holdout_share if args.holdout_share is not None
+                           else float(settings.get("calibration", "holdout_share"))),
             threshold=int(settings.get("calibration", "relevant_min_grade")), model=args.model,
             prompt_hash=args.prompt_hash)
     if args.format == "json":
@@ -126,10 +135,13 @@ def _sample(args: argparse.Namespace) -> int:
 def _options(args):
     from workbench.services.calibration import ReportOptions
 
-    return ReportOptions(threshold=int(settings_from_args(args).get("calibration", "relevant_min_grade")),
-                         seed=args.seed, part=getattr(args, "part", "holdout"),
+    settings = settings_from_args(args)
+    tags = args.high_risk if args.high_risk is not None else settings.get("calibration", "high_risk_tags")
+    return ReportOptions(threshold=int(settings.get("calibration", "relevant_min_grade")),
+                         seed=args.seed, n_boot=_resamples(args), part=getattr(args, "part", "holdout"),
                          weighted=not getattr(args, "unweighted", False),
-                         high_risk_tags=tuple(t.strip() for t in (args.high_risk or "").split(",") if t.strip()))
+                         high_risk_tags=tuple(t.strip() for t in tags.split(",") if t.strip()),
+                         high_risk_rate=float(settings.get("calibration", "high_risk_min_rate")))
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -211,7 +223,10 @@ def _report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sample", metavar="NAME", help="the calibration sample (default: the newest)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0; stored in the output)")
     p.add_argument("--high-risk", metavar="TAGS",
-                   help="comma-separated query tags whose slices need TPR and TNR >= 0.90")
+                   help="comma-separated query tags whose slices need TPR and TNR >= 0.90 "
+                        "(default: [calibration] high_risk_tags)")
+    p.add_argument("--resamples", type=_positive, default=None, metavar="B",
+                   help="bootstrap resamples (default: [calibration] bootstrap_resamples, 2000)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -225,8 +240,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=int, default=None, metavar="G",
                    help="relevant <=> grade >= G (default: [calibration] relevant_min_grade, 2)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--resamples", type=_positive, default=2000, metavar="B",
-                   help="bootstrap resamples (default 2000)")
+    p.add_argument("--resamples", type=_positive, default=None, metavar="B",
+                   help="bootstrap resamples (default: [calibration] bootstrap_resamples, 2000)")
     p.add_argument("--scale", type=_scale, default=3, metavar="0-3|0-4",
                    help="grade scale of both files (default 0-3; 0-4 for UMBRELA-style files)")
     p.add_argument("--clip", action="store_true",
@@ -240,11 +255,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = cal_sub.add_parser("sample", help="draw a calibration sample from a judged pool")
     s.add_argument("--pool", required=True, metavar="P", help="the judged pool to sample from")
-    s.add_argument("--size", type=_positive, default=200, metavar="N", help="pairs to draw (default 200)")
+    s.add_argument("--size", type=_positive, default=None, metavar="N",
+                   help="pairs to draw (default: [calibration] sample_size, 200)")
     s.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed (default 0; stored)")
     s.add_argument("--name", metavar="NAME", help="sample name (default POOL-seedS)")
-    s.add_argument("--holdout-share", type=_share, default=0.75, metavar="X",
-                   help="share held out for the gate (default 0.75; the rest is for tuning the judge)")
+    s.add_argument("--holdout-share", type=_share, default=None, metavar="X",
+                   help="share held out for the gate (default: [calibration] holdout_share, 0.75; "
+                        "the rest is for tuning the judge)")
     s.add_argument("--model", metavar="M", help="use only LLM judgments of this model")
     s.add_argument("--prompt-hash", metavar="H", help="use only LLM judgments of this prompt")
     add_format_option(s)
