@@ -1,0 +1,61 @@
+"""Shared by the judge's tests: a demo project copied per test, and reads of what the judge stored."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from tests.conftest import run_cli
+from workbench.config import load_settings
+from workbench.store.database import Database
+
+_BUILT: dict[str, Path] = {}
+
+
+def demo_project(target: Path) -> Path:
+    """A copy of a demo project (pool ``demo``: 880 chunk pairs), built once per test process."""
+    if "demo" not in _BUILT:
+        folder = Path(tempfile.mkdtemp(prefix="judge-demo-"))
+        path = folder / "demo.duckdb"
+        done = run_cli("--config", str(empty_config(folder)), "--db", str(path), "init", "--demo")
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr)
+        _BUILT["demo"] = path
+    shutil.copyfile(_BUILT["demo"], target)
+    return target
+
+
+def empty_config(folder: Path) -> Path:
+    """An empty configuration file: commands under test use the built-in defaults, whatever the
+    repository's config/workbench.toml says."""
+    path = Path(folder) / "empty.toml"
+    path.write_text("", encoding="utf-8")
+    return path
+
+
+def judge_settings(base_url: str | None = None, **judge):
+    """Settings with [judge] overrides (fast retries for tests); no config file, no environment."""
+    values = {"backoff_initial": 0.01, "backoff_max": 0.5, "flush_seconds": 0.2, "db_wait": 20.0, "timeout": 5.0}
+    if base_url:
+        values["base_url"] = base_url
+    values.update(judge)
+    return load_settings(None, {"judge": values}, env={})
+
+
+def query(path: Path, sql: str, params=None) -> pd.DataFrame:
+    db = Database(path)
+    try:
+        return db.query_df(sql, params)
+    finally:
+        db.close()
+
+
+def pair_texts(path: Path, pool: str = "demo") -> pd.DataFrame:
+    """query_id, doc_id, chunk_id, passage text of every pair of ``pool`` (read independently)."""
+    return query(path, """SELECT p.query_id, p.doc_id, p.chunk_id,
+                                 substr(d.text, k.start + 1, k."end" - k.start) AS passage
+                          FROM pool_pairs p JOIN chunks k ON k.chunk_id = p.chunk_id
+                          JOIN documents d ON d.doc_id = k.doc_id WHERE p.pool = ?""", [pool])

@@ -1,0 +1,135 @@
+"""The judge client against a real local OpenAI-compatible server over HTTP (real openai SDK)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+import pytest
+
+from tests.support.openai_server import expected_default_grade, running_server
+from workbench.llm.client import ClientConfig, JudgeClient, retry_after_seconds
+from workbench.llm.prompts import load_prompt
+
+RUBRIC = load_prompt("relevance_v1")
+TOKEN = load_prompt("relevance_token_v1")
+PASSAGE = "Engineering laptops are refreshed every 36 months."
+
+
+def _judge(server, template=RUBRIC, passage=PASSAGE, key="sk-test", **config):
+    async def go():
+        client = JudgeClient(ClientConfig(base_url=server.base_url, model="gpt-4o-mini", backoff_initial=0.01,
+                                          backoff_max=2.0, timeout=config.pop("timeout", 5.0), **config), key)
+        try:
+            return await client.judge(template, template.render("laptop refresh?", passage))
+        finally:
+            await client.aclose()
+    return asyncio.run(go())
+
+
+def test_ok_reply_gives_the_servers_grade_reason_and_usage():
+    with running_server() as server:
+        out = _judge(server)
+        assert out.status == "ok"
+        assert out.grade == expected_default_grade(PASSAGE)
+        assert out.reason.startswith("Deterministic test grade")
+        assert out.prompt_tokens > 0 and out.completion_tokens > 0 and out.http_calls == 1
+        body = server.control.chat_calls()[0].body
+        assert body["response_format"]["type"] == "json_schema"
+        assert server.control.count("/v1/chat/completions") == 1
+
+
+def test_429_honours_retry_after_then_succeeds():
+    with running_server(retry_after=0.4) as server:
+        server.control.script("429", "ok")
+        started = time.monotonic()
+        out = _judge(server)
+        assert out.status == "ok" and out.http_calls == 2
+        assert time.monotonic() - started >= 0.4  # waited what the server asked, not the 0.01 s backoff
+
+
+@pytest.mark.parametrize("fault", ["500", "drop", "malformed_body"])
+def test_transient_faults_are_retried(fault):
+    with running_server() as server:
+        server.control.script(fault, fault, "ok")
+        out = _judge(server)
+        assert out.status == "ok" and out.http_calls == 3
+        assert server.control.count("/v1/chat/completions") == 3
+
+
+def test_exhausted_retries_fail_with_the_error_and_no_grade():
+    with running_server() as server:
+        server.control.fault_rates = {"500": 1.0}
+        out = _judge(server, max_attempts=3)
+        assert (out.status, out.grade) == ("failed", None)
+        assert "HTTP 500" in out.error
+        assert out.http_calls == 3 == server.control.count("/v1/chat/completions")
+
+
+def test_a_hang_past_the_timeout_is_a_timeout_failure():
+    with running_server(hang_seconds=5) as server:
+        server.control.fault_rates = {"hang": 1.0}
+        started = time.monotonic()
+        out = _judge(server, timeout=0.3, max_attempts=2)
+        assert out.status == "failed" and "timeout" in out.error and out.http_calls == 2
+        assert time.monotonic() - started < 4
+
+
+def test_malformed_output_gets_one_repair_attempt():
+    with running_server() as server:
+        server.control.script("malformed", "ok")
+        out = _judge(server)
+        assert out.status == "ok" and out.http_calls == 2
+        repair = server.control.chat_calls()[1].body["messages"]
+        assert repair[-2]["role"] == "assistant" and repair[-1]["role"] == "user"
+        assert "not usable" in repair[-1]["content"]
+
+
+def test_out_of_range_twice_is_invalid_with_the_raw_text_kept():
+    with running_server() as server:
+        server.control.script("out_of_range", "out_of_range")
+        out = _judge(server)
+        assert (out.status, out.grade) == ("invalid", None)
+        assert '"grade": 7' in out.raw_response and "repair attempt" in out.raw_response
+        assert "grade 7" in out.error
+        assert out.http_calls == 2
+
+
+def test_single_token_prompt_stores_grade_probabilities():
+    with running_server() as server:
+        out = _judge(server, template=TOKEN)
+        grade = expected_default_grade(PASSAGE)
+        body = server.control.chat_calls()[0].body
+        assert body["max_tokens"] == 1 and body["logprobs"] is True and "response_format" not in body
+        # The server's rule: weight 0.7 on the grade, 0.3 / 2^|g - grade| elsewhere, normalised.
+        weights = {g: 0.7 if g == grade else 0.3 / 2 ** abs(g - grade) for g in range(4)}
+        total = sum(weights.values())
+        assert out.grade == grade
+        assert out.probabilities == pytest.approx({g: w / total for g, w in weights.items()})
+        assert out.expected_grade == pytest.approx(sum(g * w / total for g, w in weights.items()))
+        assert math.isclose(sum(out.probabilities.values()), 1.0)
+
+
+def test_the_api_key_never_appears_in_an_outcome():
+    key = "sk-proj-SECRETSECRETSECRET-0123456789abcdef"
+    with running_server(api_key="sk-the-right-one") as server:
+        out = _judge(server, key=key)
+        assert out.status == "failed" and "HTTP 401" in out.error
+        for text in (out.error, out.raw_response, out.reason):
+            assert text is None or (key not in text and key[8:20] not in text)
+
+
+def test_retry_after_parsing():
+    class Resp:
+        def __init__(self, headers):
+            self.headers = headers
+
+    class Exc(Exception):
+        def __init__(self, headers):
+            self.response = Resp(headers)
+
+    assert retry_after_seconds(Exc({"retry-after": "3"})) == 3.0
+    assert retry_after_seconds(Exc({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
+    assert retry_after_seconds(Exc({})) is None
+    assert retry_after_seconds(Exc({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})) == 0.0
