@@ -77,7 +77,11 @@ def test_same_stem_gets_a_suffix(files, tmp_path):
     (other / "system_a.run").write_text(RUN)
     proc = run_cli("eval", str(files / "qrels.txt"), str(files / "system_a.run"), str(other / "system_a.run"),
                    "-m", "P@5", "--format", "json")
-    assert list(json.loads(proc.stdout)) == ["system_a", "system_a#2"]
+    # the shortest distinguishing path suffix, as compare and stages name runs
+    assert list(json.loads(proc.stdout)) == [f"{files.name}/system_a", "other/system_a"]
+    same = run_cli("eval", str(files / "qrels.txt"), str(files / "system_a.run"), str(files / "system_a.run"),
+                   "-m", "P@5", "--format", "json")
+    assert list(json.loads(same.stdout)) == ["system_a", "system_a#2"]
 
 
 def test_unknown_measure_is_a_clean_error(files):

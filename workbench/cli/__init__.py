@@ -22,15 +22,20 @@ Handler = Callable[[argparse.Namespace], int]
 # Command groups in pipeline order; each module exposes register(subparsers) and sets
 # `handler` on its parsers. The list is explicit: a module that fails to import is an error,
 # never a command that silently disappears.
-from workbench.cli import data, evaluation, judge, project, retrieval, stages  # noqa: E402
+from workbench.cli import (  # noqa: E402
+    calibrate, citations, compare, data, evaluation, judge, project, retrieval, stages,
+)
 
 COMMAND_GROUPS = (
     project,     # init, status, app
     data,        # import, export
     retrieval,   # chunk, retrieve, pool, pool-stats
     judge,       # judge
-    evaluation,  # eval, compare
+    calibrate,   # agree, calibrate sample|report|gate
+    evaluation,  # eval
+    compare,     # compare
     stages,      # stages
+    citations,   # citations
 )
 
 

@@ -1,6 +1,10 @@
 """What every command shares: settings from the global flags, opening the project, progress
-bars, list-valued options and JSON output. Command modules import from here, never from each
-other.
+bars, list-valued options, the measure options, number and JSON output. Command modules import
+from here, never from each other.
+
+Building the parser must stay cheap (``workbench --help`` in well under 0.3 s): this module
+imports only the standard library at the top; anything heavier is imported inside the function
+that needs it, when a command runs.
 """
 
 from __future__ import annotations
@@ -12,14 +16,35 @@ import math
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workbench.config import Settings, load_settings
 from workbench.errors import InputError
+
+if TYPE_CHECKING:
+    from workbench.config import Settings
+
+#: Exit codes every command keeps (a CI script may rely on them); the values come from
+#: :mod:`workbench.errors` and argparse.
+EXIT_CODES = (
+    (0, "success"),
+    (1, "unexpected failure"),
+    (2, "bad command line: unknown option, missing argument or invalid option value"),
+    (3, "bad input: a file is missing, unreadable or malformed, or gives nothing to evaluate"),
+    (4, "the project database cannot be used as asked"),
+    (5, "the project database is locked by another process"),
+    (130, "interrupted (Ctrl-C)"),
+)
+
+
+def exit_codes_epilog() -> str:
+    """The exit codes as a help epilog paragraph."""
+    return "exit status:\n" + "\n".join(f"  {code:<4} {text}" for code, text in EXIT_CODES)
 
 
 def settings_from_args(args: argparse.Namespace, **overrides) -> Settings:
     """Settings for a command: defaults < file < environment < the global flags and ``overrides``."""
+    from workbench.config import load_settings
+
     layered: dict[str, dict] = {"project": {"db": getattr(args, "db", None)}}
     for dotted, value in overrides.items():
         section, key = dotted.split(".", 1)
@@ -75,10 +100,59 @@ def names_option(text: str | None, flag: str) -> list[str]:
     return names
 
 
+_FORMAT_HELP = {
+    "table": "aligned text for people",
+    "tsv": "tab-separated rows for scripts",
+    "json": "one JSON document on stdout",
+}
+
+
 def add_format_option(parser: argparse.ArgumentParser, choices: tuple[str, ...] = ("table", "json"),
                       default: str = "table") -> None:
+    described = "; ".join(f"{c}: {_FORMAT_HELP[c]}" if c in _FORMAT_HELP else c for c in choices)
     parser.add_argument("--format", choices=choices, default=default,
-                        help=f"output format: {', '.join(choices)} (default: {default})")
+                        help=f"output format ({described}; default: {default})")
+
+
+def add_measure_options(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """``-m/--measure`` (repeatable) and ``--rel``, as eval, compare and stages take them."""
+    parser.add_argument(
+        "-m", "--measure", action="append", default=[], metavar="MEASURE",
+        help="a measure, repeatable, e.g. ndcg@10, P@10, R(rel=2)@100, AP, RR@10, RBP(p=0.8), "
+             "judged@10" + ("" if required else " (optional)"),
+    )
+    parser.add_argument(
+        "--rel", type=int, default=1, metavar="N",
+        help="relevance threshold: a document is relevant when its grade is >= N; a measure's "
+             "own (rel=N) overrides it (default: 1)",
+    )
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (argparse turns the ValueError into a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def number(x: float | None, signed: bool = False, digits: int = 4) -> str:
+    """A score for a table: fixed decimals, ``-`` when undefined (None or NaN)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
+
+def aligned(rows: list[list[str]], *, text_columns: int = 1) -> list[str]:
+    """Rows of cells as aligned lines: the first ``text_columns`` left-aligned, numbers right."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(c.ljust(w) if i < text_columns else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        for r in rows
+    ]
 
 
 def jsonable(value: Any) -> Any:

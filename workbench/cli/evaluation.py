@@ -1,197 +1,163 @@
-"""``workbench eval``: score runs against qrels with the bundled metric engine.
+"""``workbench eval``: score run files against qrels (:mod:`workbench.services.evaluation`).
 
-``workbench eval QRELS RUN [RUN ...] -m MEASURE [-m MEASURE ...] [--rel N] [--per-query]
-[--distribution] [--format table|tsv|json]`` plus the convention switches ``--condensed``,
-``--include-no-relevant``, ``--drop-missing`` and ``--keep-first-duplicate`` (see
-:mod:`workbench.evaluation`).
-
-Runs are named by file stem (``bm25.run`` -> ``bm25``); a repeated stem gets ``#2``, ``#3``
-(same rule as ``compare``). Measures are echoed exactly as given. RBP also reports
-``<measure>.residual``.
-
-``--format json`` prints::
+``--format json`` prints, per run::
 
     {RUN_NAME: {"aggregate": {MEASURE: value},
                 "per_query": {QUERY_ID: {MEASURE: value}},
                 "counts": {"queries_evaluated": n, "excluded_no_relevant": n,
-                           "missing_from_run": n, "only_in_run": n}}}
+                           "missing_from_run": n, "only_in_run": n},
+                "counts_by_measure": {MEASURE: {"rel": n, "queries_evaluated": n,   # only with
+                                                "excluded_no_relevant": n,          # several
+                                                "missing_from_run": n}},            # thresholds
+                "distribution": {MEASURE: {"mean", "median", "p10", "zeros", "n"}}}}  # --distribution
 
-The JSON shape is a contract (users' CI scripts read it), so it always carries ``per_query``;
-``--per-query`` only adds per-query rows to the table and tsv formats. NaN is written as ``null``. ``table`` prints one aligned block per run; ``tsv`` prints
-``run<TAB>measure<TAB>query_id<TAB>value`` rows with query ``all`` for the mean (like trec_eval).
-
-``--distribution`` adds, per run and measure, the per-query distribution of
-:func:`workbench.core.distribution.summarize` (NaN scores left out): ``mean``, ``median``,
-``p10`` (10th percentile, linear interpolation), ``zeros`` (share of queries scoring exactly 0,
-in [0, 1]) and ``n`` (queries with a defined score). JSON gets one more key per run,
-``"distribution": {MEASURE: {"mean", "median", "p10", "zeros", "n"}}`` (the other keys are
-unchanged); ``tsv`` gets rows ``run<TAB>MEASURE:STAT<TAB>all<TAB>value`` (e.g.
-``ndcg@10:median``; ``n`` as an integer) after each measure's mean; ``table`` gets a
-``distribution`` block per run.
+The JSON shape is a contract (users' CI scripts read it): ``per_query`` is always there. When
+every measure uses the same relevance threshold (the usual case) the keys are exactly
+``aggregate``, ``per_query``, ``counts`` (+ ``distribution``), as before per-measure thresholds
+existed. When measures use different thresholds (``-m AP -m "AP(rel=2)"``), ``counts`` counts
+the union (a query scored by any measure; excluded = excluded by every measure) and
+``counts_by_measure`` gives each measure's own counts; a measure's value for a query it
+excludes is ``null``.
+``tsv`` prints ``run<TAB>measure<TAB>query_id<TAB>value`` rows with query ``all`` for the mean
+(like trec_eval), and ``MEASURE:STAT`` rows for ``--distribution``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
-from pathlib import Path
 
-from workbench.errors import ConfigError
+from workbench.cli.common import add_format_option, add_measure_options, exit_codes_epilog, number, print_json
 
+CONVENTIONS = """\
+conventions:
+  ranking      Documents are ranked by score, highest first; ties (equal scores) are broken
+               by document id, descending (as trec_eval). The rank column of the run is ignored.
+  relevance    A document is relevant when its grade is at least the threshold (--rel, or a
+               measure's own rel=N as in P(rel=2)@10). nDCG and ERR use the grades themselves.
+               A grade below 0 means "pooled but not judged".
+  queries      A query of the qrels without any relevant document (at the measure's
+               threshold) is left out of that measure's mean and counted as excluded; with
+               --include-no-relevant it is scored (0 for most measures), as trec_eval does.
+               A query of the qrels that the run does not answer scores 0 (trec_eval -c);
+               with --drop-missing it is left out instead. Queries only in the run are ignored
+               and counted.
+  cutoffs      P@k divides by k even when fewer documents were returned; recall@k and AP
+               divide by the number of relevant documents; nDCG's ideal ranking uses every
+               judged grade of the query. RR without @k looks at the whole ranking.
+  duplicates   A document listed twice for one query is an error naming the line, unless
+               --keep-first-duplicate.
+  run names    Each run is named by its file name without extension; runs with the same
+               name get parent folders added until the names differ (x/a/run.txt,
+               x/b/run.txt -> a/run, b/run); the same file twice becomes NAME, NAME#2.
+  files        QRELS: TREC (query_id iteration doc_id grade), BEIR (tab-separated query-id,
+               corpus-id, score) or JSONL. RUN: TREC (query_id Q0 doc_id rank score tag).
+               Lines starting with # are comments; a UTF-8 byte-order mark is ignored.
+  refused      An empty run, a run with no query in common with the qrels, a threshold that
+               excludes every query, a non-finite score (nan, inf) and anything that is not a
+               regular file end with exit status 3 and one line naming the file and line.
 
-def _run_names(paths: list[str]) -> list[str]:
-    names: list[str] = []
-    for path in paths:
-        stem = Path(path).stem or path
-        name, k = stem, 1
-        while name in names:
-            k += 1
-            name = f"{stem}#{k}"
-        names.append(name)
-    return names
-
-
-def _clean(x: float) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) else x
+"""
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from workbench.core.measures import parse_measures
-    from workbench.core.readers import read_qrels, read_trec_run
-    from workbench.core.evaluation import evaluate
+    from workbench.services.evaluation import distributions, evaluate_files
 
-    if not args.measure:
-        raise ConfigError("give at least one measure, e.g. -m ndcg@10 -m recall@100")
-    parse_measures(args.measure)  # fail on a bad name before reading any file
-    qrels = read_qrels(args.qrels)
-    results = {}
-    for name, path in zip(_run_names(args.runs), args.runs):
-        results[name] = evaluate(
-            qrels,
-            read_trec_run(path, name=name),
-            args.measure,
-            rel=args.rel,
-            condensed=args.condensed,
-            include_no_relevant=args.include_no_relevant,
-            missing_as_zero=not args.drop_missing,
-            duplicates="first" if args.keep_first_duplicate else "error",
-        )
+    results = evaluate_files(
+        args.qrels, args.runs, args.measure, rel=args.rel, condensed=args.condensed,
+        include_no_relevant=args.include_no_relevant, missing_as_zero=not args.drop_missing,
+        duplicates="first" if args.keep_first_duplicate else "error",
+    )
+    dists = {name: distributions(res) for name, res in results.items()} if args.distribution else {}
     if args.format == "json":
-        out = {}
-        for name, res in results.items():
-            entry: dict = {"aggregate": {m: _clean(v) for m, v in res.aggregate.items()}}
-            entry["per_query"] = {
-                qid: {m: _clean(v) for m, v in row.items()}
-                for qid, row in res.per_query.to_dict(orient="index").items()
-            }
-            entry["counts"] = res.counts()
-            if args.distribution:
-                entry["distribution"] = {
-                    m: {k: _clean(v) if k != "n" else v for k, v in row.items()}
-                    for m, row in _distribution(res).items()
-                }
-            out[name] = entry
-        print(json.dumps(out, indent=2))
+        print_json({name: _json_entry(res, dists.get(name)) for name, res in results.items()})
     elif args.format == "tsv":
-        lines = ["run\tmeasure\tquery_id\tvalue"]
-        for name, res in results.items():
-            dist = _distribution(res) if args.distribution else {}
-            for m in res.per_query.columns:
-                if args.per_query:
-                    lines += [f"{name}\t{m}\t{q}\t{v:.6f}" for q, v in res.per_query[m].items()]
-                lines.append(f"{name}\t{m}\tall\t{res.aggregate[m]:.6f}")
-                if args.distribution:
-                    for stat, v in dist[m].items():
-                        value = str(v) if stat == "n" else f"{v:.6f}"
-                        lines.append(f"{name}\t{m}:{stat}\tall\t{value}")
-        print("\n".join(lines))
+        print("\n".join(_tsv(results, dists, args.per_query)))
     else:
-        print(_table(results, args.per_query, args.distribution))
+        print("\n\n".join(_table(name, res, dists.get(name), args.per_query) for name, res in results.items()))
     return 0
 
 
-DISTRIBUTION_STATS = ("mean", "median", "p10", "zeros", "n")
-
-
-def _distribution(res) -> dict[str, dict[str, float | int]]:
-    """{measure: {mean, median, p10, zeros, n}} of the per-query scores (NaN left out)."""
-    from workbench.core.distribution import summarize_table
-
-    table = summarize_table(res.per_query)
-    return {
-        str(m): {"mean": float(row["mean"]), "median": float(row["median"]),
-                 "p10": float(row["p10"]), "zeros": float(row["share_zero"]),
-                 "n": int(row["count"])}  # fmt: skip
-        for m, row in table.iterrows()
+def _json_entry(res, dist: dict | None) -> dict:
+    columns = list(res.scores)
+    entry: dict = {
+        "aggregate": dict(res.aggregate),
+        "per_query": {qid: {m: float(res.scores[m][i]) for m in columns}
+                      for i, qid in enumerate(res.query_ids.tolist())},
+        "counts": res.counts(),
     }
+    if not res.single_threshold:
+        entry["counts_by_measure"] = res.counts_by_measure()
+    if dist is not None:
+        entry["distribution"] = dist
+    return entry
 
 
-def _table(results: dict, per_query: bool, distribution: bool = False) -> str:
-    blocks = []
+def _tsv(results: dict, dists: dict, per_query: bool) -> list[str]:
+    lines = ["run\tmeasure\tquery_id\tvalue"]
     for name, res in results.items():
-        c = res.counts()
-        head = (
-            f"run: {name}   queries: {c['queries_evaluated']}   "
-            f"excluded (no relevant): {c['excluded_no_relevant']}   "
-            f"missing from run: {c['missing_from_run']}   only in run: {c['only_in_run']}"
-        )
-        width = max(len(m) for m in res.per_query.columns)
-        rows = [f"  {m:<{width}}  {res.aggregate[m]:.4f}" for m in res.per_query.columns]
-        if per_query:
-            for qid, row in res.per_query.iterrows():
-                rows += [f"  {m:<{width}}  {v:.4f}  {qid}" for m, v in row.items()]
-        if distribution:
-            rows += _distribution_rows(_distribution(res))
-        blocks.append("\n".join([head, *rows]))
-    return "\n\n".join(blocks)
+        qids = res.query_ids.tolist()
+        for m, values in res.scores.items():
+            if per_query:
+                lines += [f"{name}\t{m}\t{q}\t{v:.6f}" for q, v in zip(qids, values.tolist())]
+            lines.append(f"{name}\t{m}\tall\t{res.aggregate[m]:.6f}")
+            for stat, v in (dists.get(name) or {}).get(m, {}).items():
+                lines.append(f"{name}\t{m}:{stat}\tall\t{v if stat == 'n' else f'{v:.6f}'}")
+    return lines
 
 
-def _distribution_rows(dist: dict[str, dict[str, float | int]]) -> list[str]:
-    width = max([len("distribution"), *(len(m) for m in dist)])
-    rows = ["", f"  {'distribution':<{width}}  " + "  ".join(f"{s:>6}" for s in DISTRIBUTION_STATS)]
-    for m, stats in dist.items():
-        cells = [f"{v:>6}" if s == "n" else f"{v:.4f}" for s, v in stats.items()]
-        rows.append(f"  {m:<{width}}  " + "  ".join(cells))
-    return rows
+def _table(name: str, res, dist: dict | None, per_query: bool) -> str:
+    c = res.counts()
+    lines = [
+        f"run: {name}   queries: {c['queries_evaluated']}   "
+        f"excluded (no relevant): {c['excluded_no_relevant']}   "
+        f"missing from run: {c['missing_from_run']}   only in run: {c['only_in_run']}"
+    ]
+    if not res.single_threshold:
+        for m, mc in res.counts_by_measure().items():
+            lines.append(f"  note: {m} (rel {mc['rel']}): {mc['queries_evaluated']} queries, "
+                         f"{mc['excluded_no_relevant']} excluded (no relevant)")
+    width = max(len(m) for m in res.scores)
+    lines += [f"  {m:<{width}}  {number(res.aggregate[m])}" for m in res.scores]
+    if per_query:
+        qids = res.query_ids.tolist()
+        for i, qid in enumerate(qids):
+            lines += [f"  {m:<{width}}  {number(float(v[i]))}  {qid}" for m, v in res.scores.items()]
+    if dist:
+        stats = ("mean", "median", "p10", "zeros", "n")
+        w = max([len("distribution"), *(len(m) for m in dist)])
+        lines += ["", f"  {'distribution':<{w}}  " + "  ".join(f"{s:>6}" for s in stats)]
+        for m, row in dist.items():
+            cells = [f"{row[s]:>6}" if s == "n" else number(row[s]) for s in stats]
+            lines.append(f"  {m:<{w}}  " + "  ".join(cells))
+    return "\n".join(lines)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "eval",
-        help="score runs against qrels (trec_eval-compatible measures)",
-        description="Score TREC runs against qrels. Conventions: see workbench.evaluation.",
+        help="score run files against qrels (trec_eval-compatible measures)",
+        description="Score one or more TREC run files against qrels: the mean of each measure "
+                    "per run, and optionally per-query values and distributions.",
+        epilog=CONVENTIONS + exit_codes_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("qrels", metavar="QRELS", help="qrels: TREC, BEIR TSV or JSONL")
-    p.add_argument("runs", metavar="RUN", nargs="+", help="TREC run file(s)")
-    p.add_argument(
-        "-m", "--measure", action="append", default=[], metavar="MEASURE",
-        help="measure, repeatable: ndcg@10, P@10, R(rel=2)@100, AP, RR@10, RBP(p=0.8), ...",
-    )
-    p.add_argument("--rel", type=int, default=1, metavar="N", help="relevant <=> grade >= N (default 1)")
-    p.add_argument("--per-query", action="store_true", help="also print per-query values")
-    p.add_argument(
-        "--distribution", action="store_true",
-        help="also print each measure's per-query distribution: mean, median, p10, share of zeros, n",
-    )
-    p.add_argument("--format", choices=["table", "tsv", "json"], default="table")
-    p.add_argument("--condensed", action="store_true", help="drop unjudged docs first (trec_eval -J)")
-    p.add_argument(
-        "--include-no-relevant", action="store_true",
-        help="score queries without relevant docs (0) instead of excluding them (trec_eval default)",
-    )
-    p.add_argument(
-        "--drop-missing", action="store_true",
-        help="average over queries in both qrels and run (pytrec_eval) instead of scoring missing ones 0",
-    )
-    p.add_argument(
-        "--keep-first-duplicate", action="store_true",
-        help="keep the first of a repeated doc in a query instead of failing",
-    )
+    p.add_argument("qrels", metavar="QRELS", help="judgments: TREC qrels, BEIR TSV or JSONL")
+    p.add_argument("runs", metavar="RUN", nargs="+", help="one or more TREC run files")
+    add_measure_options(p)
+    p.add_argument("--per-query", action="store_true",
+                   help="also print each query's values (table and tsv; json always has them)")
+    p.add_argument("--distribution", action="store_true",
+                   help="also print each measure's per-query distribution: mean, median, 10th "
+                        "percentile, share of zeros, number of queries")
+    add_format_option(p, ("table", "tsv", "json"))
+    p.add_argument("--condensed", action="store_true",
+                   help="drop unjudged documents from each ranking before scoring (trec_eval -J)")
+    p.add_argument("--include-no-relevant", action="store_true",
+                   help="score queries without a relevant document (0 for most measures) instead "
+                        "of leaving them out (trec_eval's default)")
+    p.add_argument("--drop-missing", action="store_true",
+                   help="leave out queries the run does not answer (pytrec_eval) instead of "
+                        "scoring them 0")
+    p.add_argument("--keep-first-duplicate", action="store_true",
+                   help="keep the first of a document listed twice for a query instead of failing")
     p.set_defaults(handler=_eval)
-    try:
-        from workbench.cli.compare import register_compare
-    except ImportError:
-        return
-    register_compare(sub)

@@ -29,9 +29,9 @@ NaN is written as ``null``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
+from workbench.cli.common import add_format_option, add_measure_options, aligned, exit_codes_epilog, print_json
 from workbench.errors import ConfigError
 
 
@@ -87,7 +87,7 @@ def _stages(args: argparse.Namespace) -> int:
         raise ConfigError("give at least one measure, e.g. -m recall@5 -m ndcg@10")
     result = evaluate_stages(args.qrels, stages, args.measure, rel=args.rel, lift=lift)
     if args.format == "json":
-        print(json.dumps(_json(result, args), indent=2))
+        print_json(_json(result, args))
     else:
         print(_table(result, args.rel))
     return 0
@@ -139,11 +139,7 @@ def _table(result, rel: int) -> str:
                          f"{shown}")  # fmt: skip
     header = ["stage", *report.table.columns]
     body = [[str(stage), *(_num(v) for v in row)] for stage, row in report.table.iterrows()]
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    lines.append("")
-    for r in [header, *body]:
-        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
-        lines.append("  ".join(cells).rstrip())
+    lines += ["", *aligned([header, *body])]
     if result.lift is not None:
         spec, lift = result.lift_spec, result.lift
         lines.append("")
@@ -165,22 +161,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         "stages",
         help="the same measures at every pipeline stage, and the reranker lift",
         description="Score each stage's run on the same queries (means per stage, in the order "
-        "given) and optionally the reranker lift (post - pre) / (pool - pre).",
+                    "given; a query a stage's run does not answer scores 0) and optionally the "
+                    "reranker lift (post - pre) / (pool - pre).",
+        epilog=exit_codes_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("qrels", metavar="QRELS", help="qrels: TREC, BEIR TSV or JSONL")
+    p.add_argument("qrels", metavar="QRELS", help="judgments: TREC qrels, BEIR TSV or JSONL")
     p.add_argument(
         "--stage", action="append", default=[], required=True, metavar="NAME=RUNFILE",
         help="a stage and its TREC run file, repeatable, in pipeline order",
     )
-    p.add_argument(
-        "-m", "--measure", action="append", default=[], metavar="MEASURE",
-        help="measure, repeatable: recall@50, ndcg@10, ...",
-    )
-    p.add_argument("--rel", type=int, default=1, metavar="N", help="relevant <=> grade >= N (default 1)")
+    add_measure_options(p)
     p.add_argument(
         "--lift", metavar="POOL_MEASURE,PRE_STAGE,POST_STAGE,MEASURE",
         help="reranker lift: pool = POOL_MEASURE at PRE_STAGE, pre = MEASURE at PRE_STAGE, "
-        "post = MEASURE at POST_STAGE, e.g. recall@50,fusion,reranker,recall@5",
+        "post = MEASURE at POST_STAGE, e.g. recall@50,fusion,reranker,recall@5 (default: none)",
     )
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    add_format_option(p)
     p.set_defaults(handler=_stages)

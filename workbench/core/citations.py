@@ -29,11 +29,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal
 
 from workbench.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Resolve = Literal["id", "position"]
 
@@ -218,6 +219,8 @@ def evaluate_batch(
         relevant = record.get("relevant_ids")
         report = evaluate_citations(answer, context, pat, relevant_ids=relevant)
         rows.append({"query_id": str(record.get("query_id", number)), **report.as_dict()})
+    import pandas as pd  # here only: the CLI lists PRESETS without loading pandas
+
     frame = pd.DataFrame(rows, columns=["query_id", *CitationReport.__dataclass_fields__])
     total = int(frame["total_citations"].sum())
     valid = int(frame["valid_citations"].sum())

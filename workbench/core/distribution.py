@@ -9,9 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ def summarize(values: Iterable[float]) -> DistributionSummary:
 
 def summarize_table(per_query: pd.DataFrame) -> pd.DataFrame:
     """One :func:`summarize` row per column of a per-query table (index: measure name)."""
+    import pandas as pd  # only here: summarize() serves processes that never load pandas
+
     rows = {str(c): summarize(per_query[c].to_numpy(dtype=float)).as_dict() for c in per_query}
     columns = ["count", "n_nan", "mean", "median", "p10", "share_zero"]
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)

@@ -72,8 +72,7 @@ def evaluate_stages(
     and :class:`InputError` for a missing file.
     """
     from workbench.core.measures import parse_measures
-    from workbench.core.readers import read_qrels
-    from workbench.core.evaluation import evaluate
+    from workbench.services.evaluation import evaluate_files
 
     if not stages:
         raise ConfigError("give at least one stage, e.g. --stage fusion=fusion.run")
@@ -95,8 +94,7 @@ def evaluate_stages(
     for path in [qrels, *(p for _, p in stages)]:
         if not Path(path).is_file():
             raise InputError("no such file", path=str(path))
-    q = read_qrels(qrels)
-    results = {name: evaluate(q, str(path), wanted, rel=rel) for name, path in stages}
+    results = evaluate_files(qrels, [str(p) for _, p in stages], wanted, rel=rel, names=names)
     report = stage_report({name: res.per_query for name, res in results.items()}, wanted)
     value = None
     if lift is not None:
