@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.ui.html_tables import html_tables
 from workbench.services.project import init_project
 from workbench.store.database import Database
 from workbench.store.meta import table_counts
@@ -63,7 +64,7 @@ def test_upload_imports_clears_the_form_and_shows_counts_ledger_and_escaped_text
     body = "".join(json.dumps(d) + "\n" for d in DOCS).encode()
     _upload(at, "corpus.jsonl", body)
     assert not at.error, [e.value for e in at.error]
-    assert any("imported 2 documents from corpus.jsonl" in s.value for s in at.success)
+    assert any("Imported 2 documents from corpus.jsonl" in s.value for s in at.success)
     assert _counts(project)["documents"] == 2
     assert {m.label: m.value for m in at.metric}["Documents"] == "2"
     # The form is cleared after success: the uploader no longer holds the file.
@@ -157,8 +158,7 @@ def test_more_documents_show_how_many_each_chunking_covers(demo, tmp_path):
         total = table_counts(db)["documents"]
         covered = db.query_value("SELECT count(DISTINCT doc_id) FROM chunks WHERE chunking = 'sections'")
     assert total == 45
-    table = next(d.value for d in at.dataframe if "chunking" in d.value.columns)
-    row = table.set_index("chunking").loc["sections"]
+    row = {r["chunking"]: r for r in html_tables(at)["chunkings"]}["sections"]
     assert row["documents"] == f"{covered:,} of {total:,}"
     # The success message says the same.
     assert any(f"covers {covered:,} of {total:,} documents" in s.value for s in at.success)

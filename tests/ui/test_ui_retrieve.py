@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.ui.html_tables import html_tables
 from workbench.services.project import init_project
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
@@ -147,9 +148,14 @@ def test_tables_show_no_none_nan_or_dict_text(demo_db):
         text = frame.astype(str)
         assert not text.isin(["None", "nan", "NaN", "<NA>"]).any().any(), frame
         assert not text.apply(lambda col: col.str.contains(r"^\{|\{'", regex=True)).any().any(), frame
-    runs = next(d.value for d in at.dataframe if "retriever" in d.value.columns)
-    assert "k1 = 1.5" in runs.set_index("run").loc["bm25", "parameters"]
-    assert runs.set_index("run").loc["bm25", "documents"] == "41 of 41"
+    tables = html_tables(at)
+    runs = {r["run"]: r for r in tables["runs"]}
+    assert "k1 = 1.5" in runs["bm25"]["parameters"] and "{" not in runs["bm25"]["parameters"]
+    assert runs["bm25"]["documents"] == "41 of 41"
+    assert {r["pool"]: r["runs"] for r in tables["pools"]} == {"demo": "bm25"}
+    for rows in tables.values():
+        for row in rows:
+            assert not {"None", "nan", "<NA>"} & set(row.values()), row
 
 
 def test_dense_tab_without_the_extra_says_how_to_install_it(demo_db, monkeypatch):

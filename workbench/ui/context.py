@@ -154,3 +154,23 @@ def progress(description: str, total: int | None = None, unit: str = "it") -> It
         yield advance
     finally:
         bar.empty()
+
+
+def table(rows: list[dict], *, key: str | None = None) -> None:
+    """A small static table as escaped HTML: every cell through ``html.escape`` (names and ids
+    are user data), readable in screenshots and by assistive tools. Large tables use
+    ``st.dataframe``."""
+    if not rows:
+        return
+    columns = list(rows[0])
+    cell_css = ("text-align: left; padding: 0.35rem 0.6rem; vertical-align: top; "
+                "border-bottom: 1px solid rgba(49, 51, 63, 0.12)")
+    head = "".join(f'<th style="{cell_css}; font-weight: 600; color: rgba(49, 51, 63, 0.75)">'
+                   f"{html.escape(str(c))}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f'<td style="{cell_css}">{html.escape(str(row.get(c, "")))}</td>' for c in columns)
+        + "</tr>"
+        for row in rows)
+    marker = f' data-table="{html.escape(key)}"' if key else ""
+    st.html(f'<table{marker} style="border-collapse: collapse; width: 100%; font-size: 0.9rem">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")

@@ -55,6 +55,15 @@ def render() -> None:
                                          format_func=lambda s: SOURCE_WORDS.get(s, s))
 
     shown = queries if chosen == ALL else queries.loc[queries["query_id"] == chosen]
+    if chosen != ALL:
+        q = shown.iloc[0]
+        tags = params_text(q["tags"])
+        st.html(
+            f'<div style="font-size: 1.15em; font-weight: 600">{html.escape(str(q["text"]))}</div>'
+            + (f'<div style="margin-top: 0.3em">{html.escape(str(cell(q["description"])))}</div>'
+               if cell(q["description"]) != "" else "")
+            + (f'<div style="margin-top: 0.3em; color: rgba(49, 51, 63, 0.7); font-size: 0.9em">'
+               f'tags: {html.escape(tags)}</div>' if tags else ""))
     st.subheader("Query" if chosen != ALL else f"Queries ({len(queries):,})")
     st.dataframe(
         [{"query": q.query_id, "text": q.text, "description": cell(q.description),

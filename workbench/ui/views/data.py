@@ -137,7 +137,8 @@ def _import_form() -> None:
             f"{result.path} was already imported on {when} ({earlier['rows']:,} rows); nothing to do."), "info")
     else:
         note = _coverage_note() if kind == "corpus" else ""
-        context.flash("data", context.plain(page_message(result.summary(), FIELDS, uploaded=uploaded) + note))
+        summary = page_message(result.summary(), FIELDS, uploaded=uploaded)
+        context.flash("data", context.plain(summary[:1].upper() + summary[1:] + "." + note))
     _clear_form()
     st.rerun()
 
@@ -162,11 +163,10 @@ def render() -> None:
         column.metric(label, f"{counts.get(table, 0):,}")
     if len(status.chunkings):
         st.markdown("**Chunkings** (documents each one covers)")
-        st.dataframe(
-            [{"chunking": c.name, "strategy": c.strategy, "chunks": int(c.chunks),
+        context.table(
+            [{"chunking": c.name, "strategy": c.strategy, "chunks": f"{int(c.chunks):,}",
               "documents": f"{int(c.documents):,} of {int(c.total_documents):,}"}
-             for c in status.chunkings.itertuples(index=False)],
-            hide_index=True, width="stretch", key="data_chunkings")
+             for c in status.chunkings.itertuples(index=False)], key="chunkings")
     for warning in status.warnings:
         st.warning(context.plain(warning[0].upper() + warning[1:] + "."))
 

@@ -62,7 +62,7 @@ def render() -> None:
         state = "next" if nxt is not None and step.key == nxt.key else _state_in_app(step)
         rows.append({"#": number, "step": step.title, "state": state, "what the project holds": step.detail,
                      "page": page.title if page else ""})
-    st.dataframe(rows, hide_index=True, width="stretch")
+    context.table(rows, key="pipeline")
     for warning in status.warnings:
         st.warning(context.plain(warning[0].upper() + warning[1:] + "."))
     if nxt is not None:
@@ -82,23 +82,21 @@ def render() -> None:
     with left:
         st.markdown("**Chunkings**")
         if len(status.chunkings):
-            st.dataframe(
+            context.table(
                 [{"chunking": c.name, "strategy": c.strategy, "parameters": params_text(c.params),
-                  "chunks": int(c.chunks), "documents": f"{int(c.documents):,} of {int(c.total_documents):,}"}
-                 for c in status.chunkings.itertuples(index=False)],
-                hide_index=True, width="stretch")
+                  "chunks": f"{int(c.chunks):,}", "documents": f"{int(c.documents):,} of {int(c.total_documents):,}"}
+                 for c in status.chunkings.itertuples(index=False)], key="chunkings")
         else:
             st.caption("No chunking yet.")
     with right:
         st.markdown("**Runs**")
         if len(status.runs):
-            st.dataframe(
+            context.table(
                 [{"run": r.name, "retriever": r.retriever, "chunking": r.chunking or "",
                   "documents": (f"{int(r.documents):,} of {int(r.total_documents):,}" if r.level == "chunk"
                                 else "document level (imported)"),
-                  "queries": int(r.queries)}
-                 for r in status.runs.itertuples(index=False)],
-                hide_index=True, width="stretch")
+                  "queries": f"{int(r.queries):,}"}
+                 for r in status.runs.itertuples(index=False)], key="runs")
         else:
             st.caption("No run yet.")
 

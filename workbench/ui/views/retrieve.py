@@ -97,11 +97,10 @@ def _chunk_section(state: dict) -> None:
     st.subheader("1. Chunk")
     frame = state["chunkings"]
     if len(frame):
-        st.dataframe(
+        context.table(
             [{"chunking": c.name, "strategy": c.strategy, "parameters": params_text(c.params),
-              "chunks": int(c.chunks), "documents": f"{int(c.documents):,} of {int(c.total_documents):,}"}
-             for c in frame.itertuples(index=False)],
-            hide_index=True, width="stretch")
+              "chunks": f"{int(c.chunks):,}", "documents": f"{int(c.documents):,} of {int(c.total_documents):,}"}
+             for c in frame.itertuples(index=False)], key="chunkings")
         for c in frame.itertuples(index=False):
             if not c.complete:
                 st.warning(context.plain(f"Chunking {c.name} covers {int(c.documents):,} of "
@@ -139,14 +138,13 @@ def _run_done(s) -> str:
 
 
 def _runs_table(runs) -> None:
-    st.dataframe(
+    context.table(
         [{"run": r.name, "retriever": r.retriever, "chunking": cell(r.chunking),
           "parameters": params_text(r.params, skip=("retriever", "chunking")),
-          "queries": int(r.queries), "rows": int(r.rows),
+          "queries": f"{int(r.queries):,}", "rows": f"{int(r.rows):,}",
           "documents": (f"{int(r.documents):,} of {int(r.total_documents):,}" if r.level == "chunk"
                         else "document level")}
-         for r in runs.itertuples(index=False)],
-        hide_index=True, width="stretch")
+         for r in runs.itertuples(index=False)], key="runs")
     for r in runs.itertuples(index=False):
         if not r.complete:
             st.warning(context.plain(
@@ -264,12 +262,10 @@ def _pool_section(state: dict) -> None:
     st.subheader("3. Pool")
     pools = state["pools"]
     if len(pools):
-        st.dataframe(
+        context.table(
             [{"pool": p.name, "level": p.level, "chunking": cell(p.chunking), "depth": int(p.depth),
-              "runs": params_text(p.runs) if isinstance(p.runs, dict) else ", ".join(_json_list(p.runs)),
-              "pairs": int(p.pairs), "queries": int(p.queries)}
-             for p in pools.itertuples(index=False)],
-            hide_index=True, width="stretch")
+              "runs": ", ".join(_json_list(p.runs)), "pairs": f"{int(p.pairs):,}", "queries": f"{int(p.queries):,}"}
+             for p in pools.itertuples(index=False)], key="pools")
     else:
         st.info("No pool yet. Build one below from one or more runs.")
     run_names = _names(state["runs"])
@@ -352,28 +348,34 @@ def _stats_section(state: dict) -> None:
     with left:
         st.markdown("**Contributions per run** (pooled, and found by this run only)")
         st.bar_chart(stats.contributions.set_index("run_id")[["pooled", "unique"]], stack=False)
-        st.dataframe(_clean(stats.contributions), hide_index=True, width="stretch")
+        st.dataframe(_clean(stats.contributions, stats.k), hide_index=True, width="stretch")
     with right:
         st.markdown(f"**judged@{stats.k} per run** (share of the top {stats.k} with a label)")
         st.bar_chart(stats.judged.set_index("run_id")["judged_at_k"])
-        st.dataframe(_clean(stats.judged), hide_index=True, width="stretch")
+        st.dataframe(_clean(stats.judged, stats.k), hide_index=True, width="stretch")
     st.markdown("**Pairwise overlap of pooled pairs**")
     if len(stats.overlap):
-        st.dataframe(_clean(stats.overlap), hide_index=True, width="stretch")
+        st.dataframe(_clean(stats.overlap, stats.k), hide_index=True, width="stretch")
     else:
         st.caption("One run only: no overlap to show.")
     st.markdown(f"**Leave-one-run-out** (P@{stats.k} with and without the run's unique pairs judged)")
-    st.dataframe(_clean(stats.leave_one_out), hide_index=True, width="stretch")
+    st.dataframe(_clean(stats.leave_one_out, stats.k), hide_index=True, width="stretch")
 
     with st.expander("Peek at a query's pool (what a judge sees, in judging order)"):
         _peek(pool, stats.sizes["query_id"].tolist())
 
 
-def _clean(frame) -> list[dict]:
-    """Rows without NaN/None (empty cells); numbers stay numbers."""
+COLUMN_WORDS = {"run_id": "run", "run_a": "run A", "run_b": "run B", "judged_at_k": "judged@k",
+                "unique_pairs": "unique pairs", "unique_judged": "unique pairs labelled",
+                "metric_with": "P@k with", "metric_without": "P@k without", "jaccard": "Jaccard"}
+
+
+def _clean(frame, k: int | None = None) -> list[dict]:
+    """Rows without NaN/None (empty cells) and with column names in words; numbers stay numbers."""
     from workbench.ui.words import clean_rows
 
-    return clean_rows(frame, params=())
+    words = {c: COLUMN_WORDS.get(c, c.replace("_", " ")).replace("@k", f"@{k}" if k else "@k") for c in frame.columns}
+    return clean_rows(frame.rename(columns=words), params=())
 
 
 def _peek(pool: str, query_ids: list[str]) -> None:
