@@ -11,17 +11,19 @@ from __future__ import annotations
 MAX_SHOWN = 80
 
 
-def clip(value: object, limit: int = MAX_SHOWN) -> str:
-    """``repr`` of ``value`` for an error message, cut to about ``limit`` characters.
+def clip(value: object, limit: int = MAX_SHOWN, *, quote: bool = True) -> str:
+    """``value`` for an error message, cut to about ``limit`` characters.
 
     A message quotes what it refuses, but an id of 50 MB must not make a 50 MB line: the
     head of the value is kept, then ``...`` and the full length, e.g.
-    ``'aaaaaaaa...' (52428800 characters)``. Short values are quoted as ``repr`` does.
+    ``'aaaaaaaa'... (52428800 characters)``. Strings are quoted as ``repr`` does (``quote=False``
+    shows them as they are); other values are shown with ``str``.
     """
     text = value if isinstance(value, str) else str(value)
+    show = repr if isinstance(value, str) and quote else str
     if len(text) <= limit:
-        return repr(value) if isinstance(value, str) else text
-    return f"{text[:limit]!r}... ({len(text)} characters)"
+        return show(text)
+    return f"{show(text[:limit])}... ({len(text)} characters)"
 
 
 class WorkbenchError(Exception):

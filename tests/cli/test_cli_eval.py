@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,71 @@ def test_distribution_flag(tmp_path):
     assert table[-3].split() == ["distribution", "mean", "median", "p10", "zeros", "n"]
     assert table[-2].split() == ["P@2", "0.5000", "0.5000", "0.1500", "0.2500", "4"]
     assert table[-1].split() == ["RR", "0.7500", "1.0000", "0.3000", "0.2500", "4"]
+
+
+# --- issue 8: bad input is refused with one line and exit status 3 (documented in --help) ----
+@pytest.mark.parametrize(
+    "qrels_text, run_text, extra, fragment",
+    [
+        (QRELS, "", [], "the run has no result lines"),
+        (QRELS, "z1 Q0 d1 1 1.0 r\n", [], "no query in common with the qrels"),
+        (QRELS, RUN, ["--rel", "99"], "nothing to evaluate"),
+        (QRELS, "q1 Q0 d1\nq1 Q0 d3\n", [], "three fields"),
+        ("q1 Q0 7\nq1 Q0 8\n", RUN, [], "3 tab-separated fields"),
+        ("q1 0 d1 99999999999999999999999\n", RUN, [], "too large"),
+        (QRELS, "q1 Q0 d1 1 inf r\n", [], "must be a finite number, got 'inf'"),
+        (QRELS, "q1 Q0 d1 1 2.0 r\nq1 Q0 d3 2 1e400 r\n", [], "qrels_or_run:2:"),
+    ],
+)
+def test_bad_input_exits_3_with_one_line(tmp_path, qrels_text, run_text, extra, fragment):
+    (tmp_path / "qrels.txt").write_text(qrels_text)
+    (tmp_path / "r.run").write_text(run_text)
+    proc = run_cli("eval", str(tmp_path / "qrels.txt"), str(tmp_path / "r.run"), "-m", "P@5", *extra)
+    assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert fragment.replace("qrels_or_run", "r.run") in lines[0] or fragment in lines[0], lines[0]
+    assert proc.stdout == ""
+
+
+def test_a_device_or_fifo_is_refused_at_once(files, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for qrels, run in ((str(files / "qrels.txt"), "/dev/zero"), (str(fifo), str(files / "system_a.run"))):
+        proc = run_cli("eval", qrels, run, "-m", "P@5", timeout=30)  # it used to hang at full CPU
+        assert proc.returncode == 3 and "expected a regular file" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_bom_is_ignored(files, tmp_path):
+    (tmp_path / "bom.txt").write_text("\ufeff" + QRELS)
+    (tmp_path / "bom.run").write_text("\ufeff" + RUN)
+    plain = json.loads(run_cli("eval", str(files / "qrels.txt"), str(files / "system_a.run"), "-m", "P@5",
+                               "--format", "json").stdout)["system_a"]
+    bom = run_cli("eval", str(tmp_path / "bom.txt"), str(tmp_path / "bom.run"), "-m", "P@5", "--format", "json")
+    assert bom.returncode == 0, bom.stderr
+    assert json.loads(bom.stdout)["bom"]["per_query"] == plain["per_query"]
+
+
+def test_a_50mb_id_gives_a_short_message(tmp_path):
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "r.run").write_text(f"q1 Q0 {'x' * 50_000_000} 1 1.0\n")
+    proc = run_cli("eval", str(tmp_path / "q.txt"), str(tmp_path / "r.run"), "-m", "P@5")
+    assert proc.returncode == 3 and len(proc.stderr) < 500
+
+
+def test_measure_rel_and_flag_rel_agree_end_to_end(tmp_path):
+    # the issue's example: q1 has a grade-2 document, q2 only grade 1 (0.5 against 1.0 before)
+    (tmp_path / "q.txt").write_text("q1 0 a 2\nq2 0 b 1\n")
+    (tmp_path / "r.run").write_text("q1 Q0 a 1 2.0 r\nq2 Q0 b 1 2.0 r\n")
+    own = json.loads(run_cli("eval", str(tmp_path / "q.txt"), str(tmp_path / "r.run"), "-m", "AP(rel=2)",
+                             "--format", "json").stdout)["r"]
+    flag = json.loads(run_cli("eval", str(tmp_path / "q.txt"), str(tmp_path / "r.run"), "--rel", "2", "-m", "AP",
+                              "--format", "json").stdout)["r"]
+    assert own["aggregate"]["AP(rel=2)"] == flag["aggregate"]["AP"] == 1.0
+    assert own["counts"] == flag["counts"] and own["counts"]["excluded_no_relevant"] == 1
+    assert list(own) == ["aggregate", "per_query", "counts"]  # one threshold: the contract's keys
+    mixed = json.loads(run_cli("eval", str(tmp_path / "q.txt"), str(tmp_path / "r.run"), "-m", "AP(rel=2)",
+                               "-m", "AP", "--format", "json").stdout)["r"]
+    assert mixed["per_query"]["q2"] == {"AP(rel=2)": None, "AP": 1.0}
+    assert mixed["counts_by_measure"]["AP(rel=2)"]["excluded_no_relevant"] == 1

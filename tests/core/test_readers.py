@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -222,3 +223,89 @@ def test_dict_inputs_errors_have_no_line():
     with pytest.raises(InputError) as err:
         evaluate({"q1": {"d1": 1.5}}, {"q1": {"d1": 1.0}}, ["P@1"])
     assert err.value.line is None and err.value.path is None
+
+
+# --- bad input from issue 8: each of these misbehaved before -------------------------------
+BOM = "\ufeff"
+
+
+def test_bom_is_stripped_from_trec_qrels_and_runs(tmp_path):
+    q = write(tmp_path, "q.txt", BOM + "q1 0 d1 1\nq2 0 d2 1\n")
+    r = write(tmp_path, "r.run", BOM + "q1 Q0 d1 1 2.0 t\nq2 Q0 d2 1 1.0 t\n")
+    assert read_trec_qrels(q).to_dict() == {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    assert read_qrels(q).to_dict() == {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    assert both_paths(r).to_dict() == {"q1": {"d1": 2.0}, "q2": {"d2": 1.0}}
+    assert evaluate(q, r, ["P@1"]).aggregate["P@1"] == 1.0  # q1 matched, not "\ufeffq1"
+    b = write(tmp_path, "q.tsv", BOM + "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    assert read_qrels(b).to_dict() == {"q1": {"d1": 1}}
+
+
+@pytest.mark.parametrize("reader", [read_trec_run, read_trec_qrels, read_qrels, read_beir_qrels, read_jsonl_qrels])
+def test_a_device_is_refused_at_once(reader):
+    with pytest.raises(InputError, match="is a device, expected a regular file"):
+        reader("/dev/zero")
+
+
+@pytest.mark.parametrize("reader", [read_trec_run, read_qrels])
+def test_a_fifo_is_refused_without_blocking(tmp_path, reader):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes
+    with pytest.raises(InputError, match="is a FIFO, expected a regular file"):
+        reader(fifo)
+
+
+def test_a_symlink_loop_is_named(tmp_path):
+    loop = tmp_path / "loop.run"
+    loop.symlink_to(loop)
+    with pytest.raises(InputError, match="symlink loop"):
+        read_trec_run(loop)
+
+
+@pytest.mark.parametrize("careful", [False, True])
+def test_a_huge_grade_is_one_clear_error(tmp_path, careful):
+    p = write(tmp_path, "q.txt", "q1 0 d1 1\nq1 0 d2 99999999999999999999999\n")
+    with pytest.raises(InputError, match="too large") as err:
+        read_trec_qrels(p, careful=careful)
+    assert err.value.line == 2
+    j = write(tmp_path, "q.jsonl", json.dumps({"query_id": "q1", "relevant": {"d": 10**30}}) + "\n")
+    with pytest.raises(InputError, match="too large"):
+        read_jsonl_qrels(j)
+    with pytest.raises(InputError, match="integers"):
+        qrels_from_dict({"q1": {"d": 10**30}})
+
+
+@pytest.mark.parametrize("text", ["q1 Q0 d1\nq1 Q0 d2\n", "q1 Q0 17\nq1 Q0 18\n", "q1 0 17\n"])
+def test_three_space_separated_columns_are_not_beir(tmp_path, text):
+    # read as BEIR, "q1 Q0 17" gave doc "Q0" the grade 17 and every score was 0.0
+    p = write(tmp_path, "qrels.txt", text)
+    with pytest.raises(InputError, match="3 tab-separated fields") as err:
+        read_qrels(p)
+    assert err.value.line == 1
+
+
+def test_jsonl_query_id_null_is_refused(tmp_path):
+    p = write(tmp_path, "q.jsonl", json.dumps({"query_id": None, "relevant": {"d": 1}}) + "\n")
+    with pytest.raises(InputError, match='"query_id" must be a non-empty string, got null') as err:
+        read_jsonl_qrels(p)
+    assert err.value.line == 1
+
+
+def test_long_values_are_cut_in_messages(tmp_path):
+    long_id = "x" * 5_000_000
+    p = write(tmp_path, "r.run", f"q1 Q0 {long_id} 1 2.0\n")  # five fields: the line is quoted
+    with pytest.raises(InputError) as err:
+        read_trec_run(p)
+    assert len(str(err.value)) < 400 and "... (" in str(err.value)
+    d = write(tmp_path, "d.run", f"q1 Q0 {long_id} 1 2.0 t\nq1 Q0 {long_id} 2 1.0 t\n")
+    q = write(tmp_path, "q.txt", "q1 0 a 1\n")
+    with pytest.raises(InputError, match="appears twice") as err:
+        evaluate(q, d, ["P@1"])
+    assert len(str(err.value)) < 400
+
+
+def test_non_finite_scores_in_dicts_are_refused():
+    for bad in (float("inf"), float("-inf"), float("nan")):
+        with pytest.raises(InputError, match="finite"):
+            evaluate({"q": {"a": 1}}, {"q": {"a": bad}}, ["P@1"])
+        with pytest.raises(InputError, match="finite"):
+            run_from_dict({"q": {"a": bad}})

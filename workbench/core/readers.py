@@ -416,7 +416,7 @@ def read_jsonl_qrels(path: str | Path) -> Qrels:
             )
         qid = row["query_id"]
         if isinstance(qid, bool) or not isinstance(qid, (str, int)) or qid == "":
-            raise InputError(f'"query_id" must be a non-empty string, got {clip(json.dumps(qid))}',
+            raise InputError(f'"query_id" must be a non-empty string, got {clip(json.dumps(qid), quote=False)}',
                              path=str(path), line=lineno)
         qid = str(qid)
         for doc, grade in row["relevant"].items():
