@@ -50,13 +50,13 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.config import DEFAULTS
-from workbench.core.spans import chunk_qrels, doc_qrels
+from workbench.core.spans import chunk_qrels
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.imports import read_imports
 from workbench.store.judgments import read_judgments
 from workbench.store.meta import read_meta, table_counts
-from workbench.store.pools import count_pool_pairs_among
+from workbench.store.pools import read_pool_pairs
 
 DONE, PARTIAL, TODO, UNAVAILABLE = "done", "partial", "to do", "not available yet"
 # Tables whose presence means a later feature is installed (its migration has run).
@@ -155,23 +155,29 @@ def run_coverage(db: Database, documents: int | None = None) -> pd.DataFrame:
 
 def _labelled_pool_pairs(db: Database, pools: pd.DataFrame, judgments: pd.DataFrame,
                          min_overlap: float) -> dict[str, int]:
-    """Per pool: how many of its pairs carry a label from ``judgments`` (ok, graded spans)."""
+    """Per pool: how many of its pairs carry a label from ``judgments`` (ok, graded spans).
+
+    Only the pairs whose (query, document) has a graded span can be labelled, so only their
+    chunks are read (a status page must not read every chunk of a large corpus).
+    """
     spans = judgments.loc[judgments["grade"].notna(), ["query_id", "doc_id", "start", "end", "grade"]]
     spans = spans.astype({"grade": "float64"})
+    judged_keys = spans[["query_id", "doc_id"]].drop_duplicates()
     out: dict[str, int] = {}
     for pool in pools.itertuples(index=False):
         if spans.empty or not pool.pairs:
             out[pool.name] = 0
             continue
-        if pool.level == "chunk":
-            labels = chunk_qrels(read_chunks(db, pool.chunking), spans, min_overlap=min_overlap)
-            item = "chunk_id"
-        else:
-            labels = doc_qrels(spans)
-            item = "doc_id"
-        keys = (labels[["query_id", item]].astype(str).drop_duplicates()
-                .set_axis(["query_id", "item"], axis=1))
-        out[pool.name] = count_pool_pairs_among(db, pool.name, pool.level, keys)
+        pairs = read_pool_pairs(db, pool.name)[["query_id", "doc_id", "chunk_id"]]
+        pairs = pairs.merge(judged_keys, on=["query_id", "doc_id"])
+        if pool.level != "chunk" or pairs.empty:  # document pools: any graded span of the document
+            out[pool.name] = int(len(pairs))
+            continue
+        chunks = read_chunks(db, pool.chunking, chunk_ids=pairs["chunk_id"].unique().tolist())
+        labels = chunk_qrels(chunks, spans.merge(pairs[["query_id", "doc_id"]].drop_duplicates()),
+                             min_overlap=min_overlap)
+        out[pool.name] = int(len(pairs.merge(labels[["query_id", "chunk_id"]].drop_duplicates(),
+                                             on=["query_id", "chunk_id"])))
     return out
 
 

@@ -121,9 +121,9 @@ def _import_form() -> None:
                 path = Path(tmp) / Path(upload.name).name
                 uploaded = {str(path): upload.name, str(tmp): "(upload)"}
                 path.write_bytes(upload.getvalue())
-                result = import_file(db, kind, path, label=upload.name, **arguments)
+                result = import_file(db, kind, path, label=upload.name, progress=context.progress, **arguments)
             else:
-                result = import_file(db, kind, server_path, **arguments)
+                result = import_file(db, kind, server_path, progress=context.progress, **arguments)
     except WorkbenchError as exc:
         context.error(exc, FIELDS, uploaded=uploaded)
         return
