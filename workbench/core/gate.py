@@ -112,11 +112,15 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
         value = result.figures[name]
         lo, hi = result.ci[name]
         label = LABELS[name]
-        if not (math.isfinite(value) and math.isfinite(lo) and math.isfinite(hi)):
+        # κ of labels where the reference has one class only is 0 on every resample: its interval
+        # would collapse to [0, 0] and "fail" a judge nobody could measure. Undecided instead.
+        one_class = name == "kappa" and (rel == 0 or non == 0)
+        if one_class or not (math.isfinite(value) and math.isfinite(lo) and math.isfinite(hi)):
             status = "undecided"
             unknown = True
             why = {"tpr": "no reference-relevant pairs" if rel == 0 else None,
-                   "tnr": "no reference-non-relevant pairs" if non == 0 else None}.get(name)
+                   "tnr": "no reference-non-relevant pairs" if non == 0 else None,
+                   "kappa": "the reference labels hold one class only" if one_class else None}.get(name)
             reasons.append(f"{label} cannot be estimated from these labels "
                            f"({why or 'one side uses a single label'})")
         elif lo >= threshold:

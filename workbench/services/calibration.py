@@ -85,6 +85,18 @@ def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: 
             "notes": list(drawn.notes)}
 
 
+def list_samples(db: Database) -> pd.DataFrame:
+    """Every calibration sample (name, pool, seed, created_at, items, holdout), newest first."""
+    return store.read_samples(db)
+
+
+def list_pools(db: Database) -> list[str]:
+    """Names of the pools a sample could be drawn from."""
+    from workbench.store.pools import read_pools
+
+    return read_pools(db)["name"].tolist()
+
+
 def _sample(db: Database, name: str | None) -> dict:
     if name is None:
         samples = store.read_samples(db)
@@ -237,6 +249,28 @@ def judge_output(db: Database, sample: str, annotator: str, position: int) -> di
     if state is None or state["action"] != "label":
         raise InputError("the judge's label is shown only after you submit yours")
     return store.read_judge_output(db, sample, position) or {}
+
+
+def judge_reason(db: Database, sample: str, position: int) -> dict:
+    """The judge's output for an item, for the report's drill-down into disagreements (items
+    an SME has labelled already; the labelling page uses :func:`judge_output`)."""
+    return store.read_judge_output(db, sample, position) or {}
+
+
+def report_json(body: dict) -> str:
+    """A report as JSON text: NaN and infinities as null, numpy numbers as numbers."""
+    def clean(value):
+        if isinstance(value, dict):
+            return {str(k): clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+            value = value.item()
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
+
+    return json.dumps(clean(body), indent=2, ensure_ascii=False, default=str)
 
 
 def progress(db: Database, sample: str, annotator: str) -> dict:
@@ -451,5 +485,5 @@ def agree_files(reference: str | Path, candidate: str | Path, *, threshold: int 
     return out
 
 
-__all__ = ["create_sample", "next_item", "item", "save_label", "skip", "cant_judge", "undo", "progress",
+__all__ = ["create_sample", "list_samples", "list_pools", "next_item", "item", "save_label", "skip", "cant_judge", "undo", "progress",
            "judge_output", "report", "gate", "agree_files", "tuning_pairs", "ReportOptions"]

@@ -34,6 +34,8 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("Queries & Labels", "labels", "browse", ":material/fact_check:"),
     PageSpec("Retrieve & Pool", "retrieve", "retrieve", ":material/manage_search:", ("chunks", "runs", "pool")),
     PageSpec("Judge", "judge", "judge", ":material/gavel:", ("judgments",)),
+    PageSpec("Label", "label", "label", ":material/edit_note:"),
+    PageSpec("Calibration", "calibration", "calibration", ":material/verified:", ("calibration",)),
 )
 
 

@@ -1,0 +1,221 @@
+"""Calibration: can the LLM judge be trusted to label the rest of the pool?
+
+The verdict comes first (pass / fail / inconclusive, with its reasons and the labels still
+needed), then the figures with their 95% intervals, the confusion matrix as a heatmap, the
+per-tag slices, the worst disagreements with the pair behind each, agreement among SMEs and the
+corrected share of relevant pairs. The report reads only the sample's held-out part (the tuning
+part may have shaped the prompt) and re-weights it to the pool. Export as JSON (the shape of
+``workbench calibrate report --format json``) and CSV.
+
+Drawing a sample is on this page too (a pool whose pairs the judge has graded).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+
+import pandas as pd
+import streamlit as st
+
+from workbench.errors import WorkbenchError
+from workbench.ui import context
+from workbench.ui.words import Field
+
+FIGURE_NAMES = [
+    ("tpr", "TPR: relevant pairs the judge finds"),
+    ("tnr", "TNR: non-relevant pairs the judge rejects"),
+    ("precision", "Precision of the judge's 'relevant'"),
+    ("kappa", "Cohen's κ (relevant / not relevant)"),
+    ("kappa_graded", "Cohen's κ (grades 0–3)"),
+    ("kappa_linear", "Linear weighted κ"),
+    ("kappa_quadratic", "Quadratic weighted κ"),
+    ("msd", "Leniency: judge minus SME, mean grade"),
+    ("exact", "Same grade"),
+]
+FIELDS = {"--pool": Field("Pool", "choice"), "--size": Field("Pairs to draw", "number"),
+          "--seed": Field("Seed", "number")}
+
+
+def _fmt(x) -> str:
+    return "–" if x is None or x != x else f"{x:.3f}"
+
+
+def render() -> None:
+    from workbench.services import calibration as cal
+
+    st.title("Calibration")
+    st.caption("SME labels against the LLM judge: the judge may label the rest of the pool only when the "
+               "lower confidence bounds clear the bar.")
+    with context.project() as db:
+        context.show_flash("calibration")
+        _draw_form(db, cal)
+        samples = cal.list_samples(db)
+        if samples.empty:
+            st.info("No calibration sample yet. Draw one above from a judged pool, then label it on the "
+                    "Label page.")
+            return
+        sample = st.selectbox("Calibration sample", samples["name"].tolist(), key="calibration_sample")
+        try:
+            body = cal.report(db, sample, thresholds=_thresholds(), options=_options(cal))
+        except WorkbenchError as exc:
+            context.error(exc, FIELDS)
+            return
+    _report(body)
+
+
+def _thresholds():
+    from workbench.config import load_settings
+    from workbench.core.gate import GateThresholds
+
+    return GateThresholds.from_settings(load_settings())
+
+
+def _options(cal):
+    from workbench.config import load_settings
+
+    settings = load_settings()
+    tags = settings.get("calibration", "high_risk_tags")
+    return cal.ReportOptions(threshold=int(settings.get("calibration", "relevant_min_grade")),
+                             n_boot=int(settings.get("calibration", "bootstrap_resamples")),
+                             high_risk_tags=tuple(t.strip() for t in tags.split(",") if t.strip()),
+                             high_risk_rate=float(settings.get("calibration", "high_risk_min_rate")))
+
+
+def _draw_form(db, cal) -> None:
+    pools = cal.list_pools(db)
+    with st.expander("Draw a calibration sample", expanded=cal.list_samples(db).empty):
+        if not pools:
+            st.info("There is no pool yet: build one on the Retrieve & Pool page, then judge it on the Judge page.")
+            return
+        with st.form("calibration_draw"):
+            pool = st.selectbox("Pool", pools)
+            size = st.number_input("Pairs to draw", min_value=100, max_value=5000, value=200, step=50)
+            seed = st.number_input("Seed", min_value=0, value=0, step=1,
+                                   help="The same seed draws the same sample; it is stored with it.")
+            share = st.slider("Share held out for the gate", 0.5, 1.0, 0.75, 0.05,
+                              help="Only held-out labels decide the gate; the rest may be used to tune the judge.")
+            name = st.text_input("Sample name", value="", placeholder="default: POOL-seedSEED")
+            if st.form_submit_button("Draw sample"):
+                chosen = name.strip() or f"{pool}-seed{int(seed)}"
+                try:
+                    out = cal.create_sample(db, chosen, pool, size=int(size), seed=int(seed), holdout_share=float(share))
+                except WorkbenchError as exc:
+                    context.error(exc, FIELDS)
+                    return
+                context.flash("calibration", context.plain(
+                    f"Drew sample {out['name']}: {out['size']} pairs over {out['queries']} queries, "
+                    f"{out['holdout']} held out. " + " ".join(out["notes"])))
+                st.rerun()
+
+
+def _verdict(body: dict) -> None:
+    gate = body["gate"]
+    verdict = gate["verdict"]
+    text = {"pass": "PASS: the judge may label the rest of the pool",
+            "fail": "FAIL: the judge is not good enough yet",
+            "inconclusive": "INCONCLUSIVE: not enough evidence either way"}[verdict]
+    reasons = "\n".join(f"- {context.plain(r)}" for r in gate["reasons"])
+    more = ""
+    if verdict == "inconclusive":
+        n = gate["more_labels_needed"]
+        more = (f"\n\nAbout **{n}** more held-out labels would decide it (if the rates stay as they are)."
+                if n is not None else "\n\nMore labels are not expected to decide it.")
+    kind = {"pass": st.success, "fail": st.error, "inconclusive": st.warning}[verdict]
+    kind(f"**{text}**\n\n{reasons}{more}")
+
+
+def _report(body: dict) -> None:
+    st.subheader("Verdict")
+    st.html(f'<div data-testid="calibration-verdict" data-verdict="{html.escape(body["gate"]["verdict"])}"></div>')
+    _verdict(body)
+    st.caption(f"{body['labelled']} of {body['items']} pairs labelled; {body['labelled_in_part']} in the held-out "
+               f"part. Relevant means grade {body['threshold']} or higher. "
+               + ("Figures are re-weighted to the pool." if body["weighted"] else ""))
+    a = body["agreement"]
+    if a is None:
+        st.info("No SME labels on the held-out part yet. Label pairs on the Label page.")
+        context.page_link("label", "Go to Label", ":material/edit_note:")
+        return
+    st.subheader("Figures with 95% intervals")
+    context.table([{"figure": label, "value": _fmt(a[key]),
+                    "95% interval": f"{_fmt(a['ci'][key][0])} – {_fmt(a['ci'][key][1])}"}
+                   for key, label in FIGURE_NAMES], key="calibration-figures")
+    b = a["bootstrap"]
+    st.caption(f"{b['resamples']} bootstrap resamples by {b['resampling']}, seed {b['seed']}.")
+    _heatmap(a)
+    if body["slices"]:
+        st.subheader("By query tag")
+        context.table([{"tag": s["tag"] + (" (high risk)" if s["high_risk"] else ""), "pairs": s["n"],
+                        "TPR": _fmt(s["tpr"]), "TNR": _fmt(s["tnr"]), "κ": _fmt(s["kappa"]),
+                        "needs": f"TPR, TNR ≥ {s['min_rate']:.2f}", "verdict": s["verdict"]}
+                       for s in body["slices"]], key="calibration-slices")
+    if body["disagreements"]:
+        st.subheader("Worst disagreements")
+        rows = body["disagreements"]
+        context.table([{"pair": d["position"] + 1, "query": d["query_id"], "item": d["chunk_id"] or d["doc_id"],
+                        "SME": d["sme_grade"], "judge": d["judge_grade"]} for d in rows], key="calibration-disagreements")
+        _drill_down(body["sample"], rows)
+    sme = body["sme_agreement"]
+    if sme:
+        st.subheader("Agreement among SMEs")
+        st.write(f"Krippendorff's α (ordinal): {_fmt(sme['alpha_ordinal'])}")
+        context.table([{"SMEs": f"{p['a']} / {p['b']}", "shared pairs": p["n"], "κ": _fmt(p["kappa"])}
+                       for p in sme["pairwise_kappa"]], key="calibration-sme")
+    cp = body["corrected_prevalence"]
+    if cp:
+        st.subheader("Relevant share of the pool")
+        st.write(f"The judge calls {_fmt(cp['observed'])} of the {cp['n_observed']} judged pairs relevant; "
+                 f"corrected for its measured error rates: {_fmt(cp['estimate'])} "
+                 f"(95% interval {_fmt(cp['ci'][0])} – {_fmt(cp['ci'][1])}).")
+        if cp["note"]:
+            st.caption(context.plain(cp["note"]))
+    _exports(body)
+
+
+def _heatmap(a: dict) -> None:
+    import altair as alt
+
+    levels = a["levels"]
+    rows = [{"SME grade": str(r), "judge grade": str(c), "pairs": float(a["confusion"][i][j])}
+            for i, r in enumerate(levels) for j, c in enumerate(levels)]
+    frame = pd.DataFrame(rows)
+    base = alt.Chart(frame).encode(
+        x=alt.X("judge grade:O", title="Judge grade"), y=alt.Y("SME grade:O", title="SME grade"))
+    chart = base.mark_rect().encode(color=alt.Color("pairs:Q", scale=alt.Scale(scheme="blues"))) + \
+        base.mark_text().encode(text=alt.Text("pairs:Q", format=".0f"))
+    st.subheader("Confusion matrix")
+    st.altair_chart(chart.properties(width=320, height=280))
+
+
+def _drill_down(sample: str, rows: list[dict]) -> None:
+    from workbench.services import calibration as cal
+
+    labels = [f"pair {d['position'] + 1}: SME {d['sme_grade']}, judge {d['judge_grade']}" for d in rows]
+    pick = st.selectbox("Look at a pair", range(len(rows)), format_func=lambda i: labels[i],
+                        key="calibration_drill", index=None, placeholder="choose a disagreement")
+    if pick is None:
+        return
+    d = rows[pick]
+    with context.project() as db:
+        item = cal.item(db, sample, d["position"])
+        judge = cal.judge_reason(db, sample, d["position"])
+    st.html(f'<div style="font-weight: 600">{html.escape(item["query"] or item["query_id"])}</div>'
+            f'<div style="font-weight: 600; margin-top: 0.4rem">{html.escape(item["title"] or item["doc_id"])}</div>'
+            f'<div style="white-space: pre-wrap">{html.escape((item["text"] or "")[item["start"]:item["end"]])}</div>')
+    st.html(f"<div><b>Judge's reason:</b> {html.escape(judge.get('reason') or '—')}</div>")
+
+
+def _exports(body: dict) -> None:
+    st.subheader("Export")
+    a = body["agreement"]
+    csv = io.StringIO()
+    pd.DataFrame([{"figure": k, "value": a[k], "lo": a["ci"][k][0], "hi": a["ci"][k][1]}
+                  for k, _ in FIGURE_NAMES]).to_csv(csv, index=False)
+    from workbench.services.calibration import report_json
+
+    cols = st.columns(2)
+    cols[0].download_button("Download report (JSON)", report_json(body),
+                            file_name=f"calibration-{body['sample']}.json", mime="application/json")
+    cols[1].download_button("Download figures (CSV)", csv.getvalue(), file_name=f"calibration-{body['sample']}.csv",
+                            mime="text/csv")

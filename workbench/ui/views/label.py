@@ -1,0 +1,253 @@
+"""Label: an SME grades a calibration sample's pairs, one at a time, blind to the judge.
+
+The page shows the query (and its description), the document's title and the judged passage
+highlighted inside its document with the text around it, query terms marked. Grade buttons 0–3
+(keys 0–3), Skip (S), Can't judge (X), Undo (U), Previous / Next (← / →). Every action is
+stored the moment it is taken (:mod:`workbench.services.calibration`), so a reload loses nothing:
+the page reopens on the first pair not labelled yet.
+
+Blind by default: nothing the judge produced (grade, reason, model output) is read for the page
+until this SME's label is in. With "Show the judge's label after I submit" ticked, the judge's
+grade and reason appear after submitting, and the label records that they did.
+
+Evidence: the passage's sentences are offered as evidence; the chosen ones are stored as
+document character spans. They are required for grades 2 and 3 (the guide's rule).
+
+All corpus text is escaped (``html.escape``) before it reaches the page.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+
+import streamlit as st
+
+from workbench.errors import WorkbenchError
+from workbench.ui import context
+
+GRADE_LABELS = {
+    0: "0 · Not relevant",
+    1: "1 · Related, does not help",
+    2: "2 · Partly answers",
+    3: "3 · Fully answers",
+}
+CONTEXT_CHARS = 600
+_STOP = {"the", "and", "for", "with", "what", "how", "are", "does", "from", "that", "this", "which",
+         "who", "why", "when", "where", "into", "can", "you", "your", "our", "was", "were", "has", "have"}
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's words worth marking in the text (3+ letters, no stop words)."""
+    words = {w.lower() for w in re.findall(r"\w+", query or "") if len(w) >= 3}
+    return sorted(words - _STOP, key=len, reverse=True)
+
+
+def marked(text: str, terms: list[str]) -> str:
+    """``text`` as safe HTML with the query terms in ``<mark>``: the text is split on the terms
+    first and each piece escaped on its own, so a term can never match inside an HTML entity."""
+    if not terms:
+        return html.escape(text)
+    pattern = re.compile(r"\b(" + "|".join(re.escape(t) for t in terms) + r")\b", re.IGNORECASE)
+    out, last = [], 0
+    for m in pattern.finditer(text):
+        out.append(html.escape(text[last:m.start()]))
+        out.append(f"<mark>{html.escape(m.group(0))}</mark>")
+        last = m.end()
+    out.append(html.escape(text[last:]))
+    return "".join(out)
+
+
+def passage_html(item: dict, terms: list[str]) -> str:
+    """The document around the judged span, the span highlighted (all pieces escaped)."""
+    text = item["text"] or ""
+    start, end = item["start"], min(item["end"], len(text))
+    before_start = max(0, start - CONTEXT_CHARS)
+    after_end = min(len(text), end + CONTEXT_CHARS)
+    before = ("… " if before_start > 0 else "") + text[before_start:start]
+    after = text[end:after_end] + (" …" if after_end < len(text) else "")
+    return (
+        '<div data-testid="label-document" style="white-space: pre-wrap; line-height: 1.55; '
+        'border: 1px solid rgba(49,51,63,0.2); border-radius: 0.5rem; padding: 0.8rem; max-height: 28rem; '
+        'overflow-y: auto">'
+        f'<span style="color: rgba(49,51,63,0.6)">{marked(before, terms)}</span>'
+        f'<span data-testid="label-passage" style="background: rgba(255, 214, 102, 0.35); '
+        f'border-left: 3px solid #f0a500; padding: 0 0.2rem">{marked(text[start:end], terms)}</span>'
+        f'<span style="color: rgba(49,51,63,0.6)">{marked(after, terms)}</span></div>'
+    )
+
+
+def sentences(item: dict) -> list[tuple[int, int, str]]:
+    """The passage's sentences as ``(start, end, text)`` document spans (evidence choices)."""
+    text = item["text"] or ""
+    start, end = item["start"], min(item["end"], len(text))
+    out = []
+    for m in _SENTENCE.finditer(text[start:end]):
+        piece = m.group(0)
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            s = start + m.start() + lead
+            out.append((s, start + m.end(), piece.strip()))
+    return out
+
+
+def _key(*parts) -> str:
+    return "label_" + "_".join(str(p) for p in parts)
+
+
+def _go(sample: str, position: int | None) -> None:
+    st.session_state[_key("position", sample)] = position
+    st.session_state.pop(_key("shown_at", sample), None)
+
+
+def render() -> None:
+    from workbench.services import calibration as cal
+
+    st.title("Label")
+    st.caption("Grade each pair as a subject-matter expert. Your labels check whether the LLM judge "
+               "can be trusted; the judge's grade stays hidden until you submit yours.")
+    with context.project() as db:
+        samples = cal.list_samples(db)
+        if samples.empty:
+            st.info("There is no calibration sample to label yet. Once the pool has been judged, draw one "
+                    "on the Calibration page.")
+            context.page_link("calibration", "Go to Calibration", ":material/verified:")
+            return
+        names = samples["name"].tolist()
+        sample = st.selectbox("Calibration sample", names, key="label_sample")
+        annotator = context.annotator()
+        if not annotator:
+            st.warning("Enter your annotator id in the sidebar first: every label is recorded with it.")
+            return
+        reveal = st.checkbox("Show the judge's label after I submit", key="label_reveal",
+                             help="Off by default, so the judge cannot anchor your grade. When on, "
+                                  "each label records that the judge's output was shown afterwards.")
+        _labelling(db, cal, sample, annotator, reveal)
+
+
+def _labelling(db, cal, sample: str, annotator: str, reveal: bool) -> None:
+    pos_key = _key("position", sample)
+    context.show_flash("label")
+    if st.session_state.get(pos_key) is None:
+        nxt = cal.next_item(db, sample, annotator)
+        st.session_state[pos_key] = None if nxt is None else nxt["position"]
+    position = st.session_state.get(pos_key)
+    done = cal.progress(db, sample, annotator)
+    st.progress(min(1.0, (done["total"] - done["open"]) / max(done["total"], 1)),
+                text=f"{done['labelled']} labelled, {done['skipped']} skipped, {done['cant_judge']} can't judge "
+                     f"of {done['total']} pairs")
+    if position is None:
+        st.success("You have labelled every pair of this sample. Thank you! The Calibration page shows "
+                   "how the judge compares.")
+        if st.button("Undo my last action", key=_key("undo_end", sample), shortcut="U"):
+            _undo(db, cal, sample, annotator)
+        return
+    total = done["total"]
+    item = cal.item(db, sample, position)
+    shown_key = _key("shown_at", sample)
+    if st.session_state.get(shown_key, (None,))[0] != position:
+        st.session_state[shown_key] = (position, time.monotonic())
+    state = cal.my_state(db, sample, annotator, position)
+
+    terms = query_terms(item["query"] or "")
+    st.markdown(f"**Pair {position + 1} of {total}**")
+    st.html(f'<div data-testid="label-query" style="font-size: 1.25rem; font-weight: 600">'
+            f'{marked(item["query"] or item["query_id"], terms)}</div>')
+    if item["description"]:
+        st.html(f'<div style="color: rgba(49,51,63,0.75)">{html.escape(item["description"])}</div>')
+    st.html(f'<div data-testid="label-title" style="font-weight: 600; margin-top: 0.6rem">'
+            f'{html.escape(item["title"] or item["doc_id"])}</div>')
+    st.html(passage_html(item, terms))
+
+    if state is not None:
+        word = {"label": f"your grade: {state['grade']}", "skip": "skipped", "cant_judge": "marked can't judge"}
+        st.info(f"You already answered this pair ({word[state['action']]}). Choosing again replaces it.")
+
+    choices = sentences(item)
+    evidence = st.multiselect(
+        "Evidence: the sentence(s) that support your grade (needed for grades 2 and 3)",
+        options=list(range(len(choices))), format_func=lambda i: choices[i][2][:120],
+        key=_key("evidence", sample, position),
+    )
+    comment = st.text_input("Comment (optional)", key=_key("comment", sample, position))
+
+    cols = st.columns(4)
+    for grade, col in zip(range(4), cols):
+        with col:
+            if st.button(GRADE_LABELS[grade], key=_key("grade", sample, grade), shortcut=str(grade),
+                         use_container_width=True, type="primary" if state and state.get("grade") == grade else "secondary"):
+                spans = [[choices[i][0], choices[i][1]] for i in evidence]
+                if grade >= 2 and not spans:
+                    st.warning("Grades 2 and 3 need evidence: choose the sentence(s) that support the grade first.")
+                else:
+                    _submit(db, cal, sample, annotator, position, grade, spans, comment, reveal)
+    nav = st.columns(5)
+    with nav[0]:
+        if st.button("Previous", key=_key("prev", sample), shortcut="Left", disabled=position == 0):
+            _go(sample, position - 1)
+            st.rerun()
+    with nav[1]:
+        if st.button("Next", key=_key("next", sample), shortcut="Right", disabled=position >= total - 1):
+            _go(sample, position + 1)
+            st.rerun()
+    with nav[2]:
+        if st.button("Skip", key=_key("skip", sample), shortcut="S"):
+            _act(db, cal, sample, annotator, position, "skip", comment)
+    with nav[3]:
+        if st.button("Can't judge", key=_key("cant", sample), shortcut="X"):
+            _act(db, cal, sample, annotator, position, "cant_judge", comment)
+    with nav[4]:
+        if st.button("Undo", key=_key("undo", sample), shortcut="U"):
+            _undo(db, cal, sample, annotator)
+    st.caption("Keys: 0–3 grade · S skip · X can't judge · U undo · ← previous · → next")
+
+
+def _seconds(sample: str, position: int) -> float | None:
+    shown = st.session_state.get(_key("shown_at", sample))
+    if not shown or shown[0] != position:
+        return None
+    return round(time.monotonic() - shown[1], 3)
+
+
+def _submit(db, cal, sample, annotator, position, grade, spans, comment, reveal) -> None:
+    try:
+        cal.save_label(db, sample, annotator, position, grade, comment=comment or None, evidence=spans or None,
+                       seconds=_seconds(sample, position), reveal=reveal)
+    except WorkbenchError as exc:
+        context.error(exc)
+        return
+    message = f"Saved grade {grade} for pair {position + 1}."
+    if reveal:
+        judge = cal.judge_output(db, sample, annotator, position)
+        reason = judge.get("reason") or "no reason given"
+        message += f" The judge said {judge.get('grade')}: {reason}"
+    context.flash("label", context.plain(message))
+    nxt = cal.next_item(db, sample, annotator, after=position)
+    _go(sample, None if nxt is None else nxt["position"])
+    st.rerun()
+
+
+def _act(db, cal, sample, annotator, position, action, comment) -> None:
+    try:
+        fn = cal.skip if action == "skip" else cal.cant_judge
+        fn(db, sample, annotator, position, seconds=_seconds(sample, position), comment=comment or None)
+    except WorkbenchError as exc:
+        context.error(exc)
+        return
+    word = "Skipped" if action == "skip" else "Marked can't judge:"
+    context.flash("label", f"{word} pair {position + 1}.", "info")
+    nxt = cal.next_item(db, sample, annotator, after=position)
+    _go(sample, None if nxt is None else nxt["position"])
+    st.rerun()
+
+
+def _undo(db, cal, sample, annotator) -> None:
+    position = cal.undo(db, sample, annotator)
+    if position is None:
+        context.flash("label", "Nothing to undo.", "info")
+    else:
+        context.flash("label", f"Undid your last action on pair {position + 1}.", "info")
+        _go(sample, position)
+    st.rerun()
