@@ -229,6 +229,7 @@ class ServerControl:
         self.stopping = threading.Event()
         self.in_flight = 0
         self.connections = 0  # TCP connections accepted: keep-alive reuses them
+        self.connection_errors = 0  # connections a client reset or abandoned mid-request
         self.max_in_flight = 0
 
     # -- configuration -------------------------------------------------------------------------
@@ -732,6 +733,11 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 1024  # a 32-way client opens connections in bursts
     allow_reuse_address = True
     control: ServerControl
+
+    def handle_error(self, request, client_address) -> None:
+        # a client that goes away mid-request (killed, timed out) is expected here: count it quietly
+        with self.control._lock:
+            self.control.connection_errors += 1
 
 
 @dataclass
