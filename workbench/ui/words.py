@@ -77,6 +77,8 @@ _FLAG = r"--[a-z][a-z0-9-]*"
 _PASS = re.compile(rf"\b(?:pass|use|give|add|set)\s+({_FLAG})(?:\s+(?:[A-Z][A-Z0-9_,.]*|\S*[,=]\S*))?")
 _COMMAND = re.compile(r"\(?`workbench\s+([a-z-]+)[^`]*`\)?")
 _BARE_FLAG = re.compile(_FLAG)
+_LIST_REPR = re.compile(r"\[((?:'[^'\[\]]*'(?:, )?)*)\]")
+_DICT_REPR = re.compile(r"\{((?:'[^'{}]*': [^,{}]+(?:, )?)+)\}")
 
 
 def page_message(message: str | Exception, fields: Mapping[str, Field] | None = None, *,
@@ -103,9 +105,13 @@ def page_message(message: str | Exception, fields: Mapping[str, Field] | None = 
 
     def as_page(match: re.Match) -> str:
         page = COMMAND_PAGES.get(match.group(1))
-        inner = f"on the {page} page" if page else "outside the app"
+        inner = f"on the {page} page" if page else "on the command line"
         return f"({inner})" if match.group(0).startswith("(") else inner
 
+    # Python list/dict text from the service ("runs ['a', 'b']") as words ("runs a, b").
+    text = _LIST_REPR.sub(lambda m: ", ".join(re.findall(r"'([^']*)'", m.group(1))), text)
+    text = _DICT_REPR.sub(lambda m: ", ".join(f"{k} = {v.strip()}" for k, v in
+                                              re.findall(r"'([^']*)': ([^,{}]+)", m.group(1))), text)
     text = _PASS.sub(as_action, text)
     text = _COMMAND.sub(as_page, text)
     text = _BARE_FLAG.sub(lambda m: field_of(m.group(0)).quoted, text)
