@@ -180,9 +180,11 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
 
 # -- opening the project briefly -------------------------------------------------------------
 
-def open_briefly(db_path, wait: float = 30.0) -> Database:
+def open_briefly(db_path, wait: float = 30.0, *, migrate: bool = True) -> Database:
     """Open the project, waiting with backoff (bounded by ``wait`` seconds) while another process
-    holds it; then the last :class:`StoreLockedError` (which names the holder) is raised."""
+    holds it; then the last :class:`StoreLockedError` (which names the holder) is raised.
+    ``migrate=False`` skips the schema check (a write) for the runner's batch writes, whose
+    project was migrated when the job started."""
     path = Path(db_path)
     if not path.exists():
         raise StoreError(f"no project database at {path}; create one with `workbench --db {path} init`")
@@ -190,7 +192,7 @@ def open_briefly(db_path, wait: float = 30.0) -> Database:
     delay = 0.05
     while True:
         try:
-            return Database(path)
+            return Database(path, migrate=migrate)
         except StoreLockedError:
             if time.monotonic() >= deadline:
                 raise
@@ -201,14 +203,14 @@ def open_briefly(db_path, wait: float = 30.0) -> Database:
 class _Use:
     """``with _Use(target) as db``: an open Database as is, or a path opened briefly."""
 
-    def __init__(self, target, wait: float = 30.0):
-        self.target, self.wait, self.db, self.owned = target, wait, None, False
+    def __init__(self, target, wait: float = 30.0, *, migrate: bool = True):
+        self.target, self.wait, self.migrate, self.db, self.owned = target, wait, migrate, None, False
 
     def __enter__(self) -> Database:
         if isinstance(self.target, Database):
             self.db = self.target
         else:
-            self.db, self.owned = open_briefly(self.target, self.wait), True
+            self.db, self.owned = open_briefly(self.target, self.wait, migrate=self.migrate), True
         return self.db
 
     def __exit__(self, *exc):
@@ -463,7 +465,7 @@ class _Runner:
         """One transaction: the samples, the judgments of the pairs they complete, the counters.
         Returns the job's state as stored (to notice a cancel from another process)."""
         frame = pd.DataFrame(rows, columns=store.SAMPLE_COLUMNS)
-        with _Use(self.db_path, self.wait) as db, db.transaction() as tx:
+        with _Use(self.db_path, self.wait, migrate=False) as db, db.transaction() as tx:
             state = store.job_state(tx, self.job["job_id"])
             if frame.empty:
                 return state
@@ -591,7 +593,7 @@ class _Runner:
         info = self.pool_info
 
         def load():
-            with _Use(self.db_path, self.wait) as db:
+            with _Use(self.db_path, self.wait, migrate=False) as db:
                 texts = store.unit_texts(db, pool=info["name"], level=info["level"], keys=page)
                 hits = store.cache_hits(db, page)
             return texts, hits

@@ -1,0 +1,219 @@
+"""``workbench judge`` and ``workbench export judgments`` as real processes against a local server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from tests.llm.judge_project import demo_project, query
+from tests.support.openai_server import running_server
+from tests.support.prerequisites import REPO
+
+KEY = "sk-cli-test-0123456789abcdef"
+COLUMNS = ["query_id", "doc_id", "chunk_id", "start", "end", "grade", "status", "reason", "error", "source",
+           "assessor", "model", "prompt_hash", "prompt_tokens", "completion_tokens", "cost_usd"]
+
+
+def _config(tmp_path, **judge) -> str:
+    values = {"backoff_initial": 0.01, "backoff_max": 0.5, "flush_seconds": 0.2, "poll_seconds": 0.2,
+              "timeout": 5.0, **judge}
+    lines = ["[judge]"] + [f"{k} = {json.dumps(v)}" for k, v in values.items()]
+    path = tmp_path / "judge.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def _env():
+    env = dict(os.environ)
+    env.pop("WORKBENCH_DB", None)
+    env["OPENAI_API_KEY"] = KEY
+    return env
+
+
+def _judge_cmd(config, db, *args):
+    return [sys.executable, "-m", "workbench", "--config", config, "--db", str(db), "judge", "--pool", "demo", *args]
+
+
+def _run(cmd, timeout=300):
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=_env(), timeout=timeout)
+
+
+def _table(path) -> pd.DataFrame:
+    cols = ", ".join(f'"{c}"' for c in COLUMNS)
+    return query(path, f"SELECT {cols} FROM judgments WHERE source = 'llm' ORDER BY query_id, doc_id, chunk_id")
+
+
+def _wait_for(predicate, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_sigkill_mid_job_then_resume_gives_exactly_the_uninterrupted_table(tmp_path):
+    killed, reference = tmp_path / "killed.duckdb", tmp_path / "reference.duckdb"
+    demo_project(killed)
+    demo_project(reference)
+    with running_server(latency=0.02) as server:
+        config = _config(tmp_path, concurrency=8, batch_size=25)
+        done = _run(_judge_cmd(config, reference, "--base-url", server.base_url, "--limit", "400"))
+        assert done.returncode == 0, done.stderr
+        calls = server.control.count("/v1/chat/completions")
+        assert calls == 400
+
+        proc = subprocess.Popen(_judge_cmd(config, killed, "--base-url", server.base_url, "--limit", "400"),
+                                cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert _wait_for(lambda: server.control.count("/v1/chat/completions") >= calls + 150)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        sent_before_kill = server.control.count("/v1/chat/completions") - calls
+        assert proc.returncode == -signal.SIGKILL and sent_before_kill < 400
+        partial = _table(killed)
+        assert 0 < len(partial) < 400  # some batches were written before the kill
+
+        done = _run(_judge_cmd(config, killed, "--base-url", server.base_url, "--limit", "400"))
+        assert done.returncode == 0, done.stderr
+        resent = server.control.count("/v1/chat/completions") - calls - sent_before_kill
+        # Only what was not stored is sent again: at most the unstored plus the in-flight ones.
+        assert resent == 400 - len(partial)
+    final, expected = _table(killed), _table(reference)
+    assert len(final) == 400 and not final.duplicated(["query_id", "doc_id", "chunk_id"]).any()
+    pd.testing.assert_frame_equal(final, expected)
+
+
+def test_the_project_stays_writable_while_a_job_runs(tmp_path):
+    project = demo_project(tmp_path / "project.duckdb")
+    writer = tmp_path / "writer.py"
+    writer.write_text(
+        "import sys, time\n"
+        "import pandas as pd\n"
+        "from workbench.services.judge import open_briefly\n"
+        "from workbench.store.judgments import write_judgments\n"
+        "for i in range(int(sys.argv[2])):\n"
+        "    db = open_briefly(sys.argv[1], wait=20)\n"
+        "    with db.transaction() as tx:\n"
+        "        write_judgments(tx, pd.DataFrame([{'query_id': 'q001', 'doc_id': 'it-laptops', 'start': i,\n"
+        "            'end': i + 10, 'grade': 2, 'source': 'human', 'assessor': 'sme-during-job', 'status': 'ok'}]))\n"
+        "    db.close()\n"
+        "    time.sleep(0.3)\n"
+        "print('saved', flush=True)\n"
+    )
+    with running_server(latency=0.1) as server:
+        config = _config(tmp_path, concurrency=4, batch_size=50, flush_seconds=1.0)
+        job = subprocess.Popen(_judge_cmd(config, project, "--base-url", server.base_url, "--limit", "500"),
+                               cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert _wait_for(lambda: server.control.count("/v1/chat/completions") >= 20)
+        labels = subprocess.run([sys.executable, str(writer), str(project), "8"], cwd=REPO, env=_env(),
+                                capture_output=True, text=True, timeout=120)
+        still_running = job.poll() is None
+        out, err = job.communicate(timeout=300)
+    assert labels.returncode == 0 and "saved" in labels.stdout, labels.stderr
+    assert still_running  # the labels were saved while the job was running
+    assert job.returncode == 0, err
+    saved = query(project, "SELECT count(*) AS n FROM judgments WHERE assessor = 'sme-during-job'")["n"][0]
+    assert saved == 8
+    assert query(project, "SELECT count(*) AS n FROM judgments WHERE source = 'llm'")["n"][0] == 500
+
+
+def test_estimate_sends_nothing_and_the_summary_fits_one_screen(tmp_path):
+    project = demo_project(tmp_path / "project.duckdb")
+    with running_server() as server:
+        config = _config(tmp_path)
+        done = _run(_judge_cmd(config, project, "--base-url", server.base_url, "--limit", "30", "--estimate"))
+        assert done.returncode == 0, done.stderr
+        assert "30 pairs" in done.stdout and "estimated cost $" in done.stdout
+        assert server.control.count("/v1/chat/completions") == 0
+        done = _run(_judge_cmd(config, project, "--base-url", server.base_url, "--limit", "30", "--progress"))
+        assert done.returncode == 0, done.stderr
+        assert "judging" in done.stderr and "30/30" in done.stderr and "cost $" in done.stderr
+        lines = done.stdout.strip().splitlines()
+        assert lines[0].startswith("judge job 1 on pool demo: finished") and len(lines) <= 12
+        assert "30 of 30 judged: 30 ok" in done.stdout
+        assert server.control.count("/v1/chat/completions") == 30
+        # Not a terminal and no --progress: no bar.
+        done = _run(_judge_cmd(config, project, "--base-url", server.base_url, "--limit", "30"))
+        assert "judging" not in done.stderr and server.control.count("/v1/chat/completions") == 30
+
+
+def test_budget_stop_exits_6_and_says_so(tmp_path):
+    project = demo_project(tmp_path / "project.duckdb")
+    with running_server() as server:
+        config = _config(tmp_path, concurrency=1)
+        done = _run(_judge_cmd(config, project, "--base-url", server.base_url, "--budget", "0.0005"))
+        assert done.returncode == 6, done.stderr
+        assert "budget of $0.00 is reached" in done.stdout or "budget" in done.stdout
+        assert 0 < server.control.count("/v1/chat/completions") < 880
+
+
+@pytest.mark.parametrize("args,needle,code", [
+    (["--pool", "nope"], "no pool named 'nope'", 3),
+    (["--pool", "demo", "--prompt", "nope"], "unknown prompt 'nope'", 3),
+    (["--pool", "demo", "--limit", "0"], "--limit", 3),
+    (["--pool", "demo", "--samples", "0"], "judge.samples", 2),
+    (["--pool", "demo", "--model", "my-llama", "--budget", "1"], "judge.prices", 2),
+])
+def test_bad_input_is_one_line_and_an_exit_code(tmp_path, args, needle, code):
+    project = demo_project(tmp_path / "project.duckdb")
+    with running_server() as server:
+        cmd = [sys.executable, "-m", "workbench", "--config", _config(tmp_path), "--db", str(project), "judge",
+               "--base-url", server.base_url, *args]
+        done = _run(cmd)
+        assert done.returncode == code, done.stderr
+        assert needle in done.stderr and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert server.control.count("/v1/chat/completions") == 0
+
+
+def test_batch_mode_submits_once_and_resumes_by_batch_id(tmp_path):
+    project = demo_project(tmp_path / "project.duckdb")
+    with running_server(batch_seconds=2.0) as server:
+        config = _config(tmp_path)
+        cmd = _judge_cmd(config, project, "--base-url", server.base_url, "--limit", "40", "--batch")
+        proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert _wait_for(lambda: server.control.count("/v1/batches") >= 1 and
+                         server.control.count() >= 3, timeout=60)
+        time.sleep(0.5)  # the batch id is stored right after it is created
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        stored = query(project, "SELECT batch_id, state FROM judge_jobs")
+        assert stored["batch_id"][0] and stored["state"][0] == "batch"
+        done = _run(cmd)
+        assert done.returncode == 0, done.stderr
+        assert "40 of 40 judged: 40 ok" in done.stdout
+        creates = [r for r in server.control.requests if r.method == "POST" and r.path == "/v1/batches"]
+        assert len(creates) == 1  # resumed by its id, not submitted again
+        assert server.control.count("/v1/chat/completions") == 0
+        table = _table(project)
+        assert len(table) == 40 and set(table["status"]) == {"ok"}
+        assert query(project, "SELECT batch_id FROM judge_jobs")["batch_id"].isna().all()
+        # Re-running sends nothing more.
+        done = _run(cmd)
+        assert done.returncode == 0 and len([r for r in server.control.requests
+                                             if r.method == "POST" and r.path == "/v1/batches"]) == 1
+
+
+def test_export_judgments_cli(tmp_path):
+    project = demo_project(tmp_path / "project.duckdb")
+    with running_server() as server:
+        config = _config(tmp_path)
+        assert _run(_judge_cmd(config, project, "--base-url", server.base_url, "--limit", "12")).returncode == 0
+    out = tmp_path / "judgments.jsonl"
+    base = [sys.executable, "-m", "workbench", "--config", config, "--db", str(project), "export", "judgments"]
+    done = _run(base + ["--out", str(out), "--pool", "demo", "--source", "llm"])
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 12 and {r["source"] for r in rows} == {"llm"}
+    assert list(rows[0]) == ["query_id", "doc_id", "chunk_id", "start", "end", "grade", "status", "source",
+                             "assessor", "model", "prompt_version", "reason", "error", "prompt_tokens",
+                             "completion_tokens", "latency_ms", "cost_usd"]
+    done = _run(base + ["--out", str(project)])
+    assert done.returncode == 3 and "database" in done.stderr and "Traceback" not in done.stderr
