@@ -1,0 +1,116 @@
+"""The Label and Calibration pages in Streamlit's AppTest: empty states name the next step, a
+label given with the grade buttons is stored at once, the judge stays off the page until then,
+and the Calibration page puts the verdict first and draws samples."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.support.calibration_project import build_project, label_all
+from workbench.services import calibration as cal
+from workbench.services.project import init_project
+from workbench.store.database import Database
+
+MARKER = "JUDGE-SAYS-"
+
+
+def _label_page():
+    from workbench.ui.views import label
+
+    label.render()
+
+
+def _calibration_page():
+    from workbench.ui.views import calibration
+
+    calibration.render()
+
+
+def _run(page, annotator: str | None = None) -> AppTest:
+    at = AppTest.from_function(page, default_timeout=60)
+    if annotator is not None:
+        at.session_state["annotator"] = annotator
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _texts(at: AppTest) -> str:
+    parts = [h.proto.body for h in at.get("html")]
+    for kind in ("info", "success", "warning", "error", "caption", "markdown"):
+        parts += [m.value for m in getattr(at, kind)]
+    return "\n".join(parts)
+
+
+@pytest.fixture
+def judged(tmp_path, monkeypatch):
+    path = tmp_path / "p.duckdb"
+    db, truth = build_project(path)
+    with db.transaction() as tx:
+        tx.execute("UPDATE judgments SET reason = ? || grade WHERE source = 'llm'", [MARKER])
+    db.close()
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    return path, truth
+
+
+def test_empty_project_pages_name_the_next_step(tmp_path, monkeypatch):
+    path = tmp_path / "empty.duckdb"
+    init_project(path)
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    text = _texts(_run(_label_page, "sme"))
+    assert "no calibration sample to label yet" in text and "Calibration page" in text
+    text = _texts(_run(_calibration_page))
+    assert "No calibration sample yet" in text
+    assert "There is no pool yet" in text
+
+
+def test_label_page_asks_for_the_annotator_then_stores_a_grade(judged):
+    path, _ = judged
+    with Database(path) as db:
+        cal.create_sample(db, "s", "p", seed=1)
+    at = _run(_label_page)
+    assert "Enter your annotator id" in _texts(at)
+    at = _run(_label_page, "sme")
+    text = _texts(at)
+    assert "Pair 1 of 200" in text and MARKER not in text
+    at.button(key="label_grade_s_0").click().run()
+    assert not at.exception
+    text = _texts(at)
+    assert "Saved grade 0 for pair 1" in text and MARKER not in text
+    with Database(path) as db:
+        assert db.query_all("SELECT position, grade FROM label_events") == [(0, 0)]
+        assert db.query_all("SELECT assessor, grade FROM judgments WHERE source = 'human'") == [("sme", 0)]
+    # grade 3 without evidence is refused and nothing is stored
+    at.button(key="label_grade_s_3").click().run()
+    assert "need evidence" in _texts(at)
+    with Database(path) as db:
+        assert db.query_value("SELECT count(*) FROM label_events") == 1
+    # with evidence and the reveal option the judge's reason appears after submitting
+    at.checkbox(key="label_reveal").check().run()
+    at.multiselect(key="label_evidence_s_1").select(0).run()
+    assert MARKER not in _texts(at)
+    at.button(key="label_grade_s_3").click().run()
+    text = _texts(at)
+    assert "Saved grade 3 for pair 2" in text and MARKER in text
+    with Database(path) as db:
+        row = db.query_all("SELECT grade, revealed, evidence::VARCHAR FROM label_events WHERE position = 1")
+    assert row[0][0] == 3 and row[0][1] is True and row[0][2].startswith("[[")
+
+
+def test_calibration_page_verdict_first_and_draws_a_sample(judged):
+    path, truth = judged
+    at = _run(_calibration_page)
+    at.number_input[1].set_value(5)  # the seed
+    form_button = [b for b in at.button if b.label == "Draw sample"][0]
+    form_button.click().run()
+    assert not at.exception
+    assert "Drew sample p-seed5" in _texts(at)
+    with Database(path) as db:
+        label_all(db, "p-seed5", truth)
+    at = _run(_calibration_page)
+    text = _texts(at)
+    verdict_pos = min(text.find(w) for w in ("PASS", "FAIL", "INCONCLUSIVE") if w in text)
+    assert verdict_pos >= 0
+    assert "Figures with 95% intervals" not in text[:verdict_pos]
+    assert len(at.get("vega_lite_chart")) == 1  # the confusion heatmap (Altair)
