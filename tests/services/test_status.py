@@ -32,7 +32,7 @@ def test_empty_project(tmp_path):
         status = project_status(db)
     assert _states(status) == {
         "corpus": "to do", "chunks": "to do", "runs": "to do", "pool": "to do", "judgments": "to do",
-        "calibration": "not available yet", "qrels": "to do", "evaluation": "not available yet"}
+        "calibration": "to do", "qrels": "to do", "evaluation": "not available yet"}
     assert status.next_step.key == "corpus"
     # A front end that offers no step for the corpus points further on, never at it.
     assert status.next_step_among({"runs"}).key == "runs"
@@ -111,20 +111,31 @@ def test_documents_imported_later_are_flagged_for_runs_made_before(demo, tmp_pat
     assert bool(chunking["complete"]) == (covered == 45)
 
 
-def test_calibration_turns_on_when_its_table_is_counted(demo, monkeypatch):
-    from workbench.store import meta
+def test_calibration_and_qrels_follow_the_sme_labelling_of_a_sample(demo, tmp_path, cli):
+    """Judge the demo pool offline, draw a calibration sample, label its held-out part."""
+    import shutil
 
-    with open_project(demo) as db:
-        counted = "calibration_samples" in meta.table_counts(db)
-        if counted:  # registered by the calibration feature: available, nothing sampled yet
-            assert _states(project_status(db))["calibration"] == "to do"
-        monkeypatch.setattr(meta, "EXTRA_COUNTED_TABLES",
-                            tuple(t for t in meta.EXTRA_COUNTED_TABLES if t != "calibration_samples"))
-        monkeypatch.setattr(meta, "COUNTED_TABLES",
-                            tuple(t for t in meta.COUNTED_TABLES if t != "calibration_samples"))
-        assert _states(project_status(db))["calibration"] == "not available yet"
-        if not counted:
-            monkeypatch.setattr(meta, "EXTRA_COUNTED_TABLES", (*meta.EXTRA_COUNTED_TABLES, "calibration_samples"))
-            tables = meta.table_counts(db)
-            if "calibration_samples" in tables:  # the migration created it
-                assert _states(project_status(db))["calibration"] == "to do"
+    from workbench.services import calibration
+    from workbench.store.calibration import read_sample_items
+
+    path = tmp_path / "calib.duckdb"
+    shutil.copy(demo, path)
+    judged = cli("--db", str(path), "judge", "--pool", "demo", "--model", "offline-lexical")
+    assert judged.returncode == 0, judged.stderr
+    with open_project(path) as db:
+        states = _states(project_status(db))
+        assert states["judgments"] == "done" and states["calibration"] == "to do"
+        # LLM labels do not count for qrels before calibration.
+        assert states["qrels"] == "partial"
+        calibration.create_sample(db, "s1", "demo", size=100, seed=3, min_per_class=10)
+        items = read_sample_items(db, "s1")
+        assert _states(project_status(db))["calibration"] == "partial"
+        holdout = items.loc[items["part"] == "holdout", "position"].tolist()
+        for position in holdout[:-1]:
+            calibration.save_label(db, "s1", "sme-a", int(position), 2)
+        step = next(s for s in project_status(db).steps if s.key == "calibration")
+        assert step.state == "partial" and f"{len(holdout) - 1} of {len(holdout)} held-out" in step.detail
+        calibration.save_label(db, "s1", "sme-a", int(holdout[-1]), 1)
+        states = _states(project_status(db))
+        assert states["calibration"] == "done"
+        assert states["qrels"] == "done"  # every pool pair has a label once LLM labels count

@@ -40,6 +40,8 @@ def _cli_actions(status) -> dict[str, str]:
     complete = status.chunkings.loc[status.chunkings["complete"], "name"].tolist() if chunkings else []
     chunking = (complete or chunkings or ["sections"])[0]
     runs = status.runs["name"].tolist() if len(status.runs) else []
+    pool = next((s.detail.split(":", 1)[0] for s in status.steps if s.key == "pool" and s.done), "POOL")
+    calibration = next(s for s in status.steps if s.key == "calibration")
     hints = {
         "corpus": ("import", "import documents and queries: `workbench import corpus FILE`, "
                              "`workbench import queries FILE`"),
@@ -52,8 +54,12 @@ def _cli_actions(status) -> dict[str, str]:
                  f"run a retriever again so a run covers every document: "
                  f"`workbench retrieve bm25 --chunking {chunking} --name bm25-all`"),
         "pool": ("pool", f"pool the runs: `workbench pool --name main --runs {','.join(runs[:3]) or 'bm25'} --depth 20`"),
-        "judgments": ("judge", "grade the pool's pairs with the LLM judge: `workbench judge --help`"),
-        "calibration": ("calibrate", "compare the judge with SME labels: `workbench calibrate --help`"),
+        "judgments": ("judge", f"grade the pool's pairs with the LLM judge: `workbench judge --pool {pool}`"),
+        "calibration": ("calibrate", f"draw a calibration sample for SMEs to label: "
+                                     f"`workbench calibrate sample --pool {pool}`"
+                        if calibration.state == "to do" else
+                        "SMEs label the calibration sample on the app's Label page; then "
+                        "`workbench calibrate report`"),
         "qrels": ("export", "export the qrels the labels give (pool pairs without a label count as "
                             "unjudged): `workbench export qrels --format trec --out qrels.txt`"),
         "evaluation": ("eval", "evaluate runs: `workbench eval --help`"),

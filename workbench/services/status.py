@@ -24,14 +24,15 @@ runs           runs                         done: at least one run covers every 
 pool           pools                        done: a pool with pairs exists; to do otherwise.
 judgments      successful LLM labels        done: the LLM judge labelled every pair of at least
                                             one pool; partial: it labelled some; to do: none.
-calibration    calibration samples          not available yet: the project has no calibration
-                                            table (the feature is not installed); done: SMEs
-                                            labelled every held-out item of a sample; partial:
-                                            some; to do: no sample or no label.
+calibration    calibration samples          done: SMEs labelled every held-out pair of a
+                                            calibration sample; partial: a sample exists and
+                                            is not fully labelled; to do: no sample.
 qrels          labelled pool pairs          done: every pair of at least one pool carries a
-                                            label (any source); partial: some pairs of a pool
-                                            do; to do: no pool pair is labelled. Labels outside
-                                            every pool (imported qrels) do not make qrels done.
+                                            label; partial: some pairs of a pool do; to do: no
+                                            pool pair is labelled. Human and imported labels
+                                            count; LLM labels count once calibration is done.
+                                            Labels outside every pool (imported qrels) do not
+                                            make qrels done.
 evaluation     stored evaluations           not available yet: the project has no
                                             ``evaluations`` table; done: one is stored; to do
                                             otherwise.
@@ -59,8 +60,8 @@ from workbench.store.meta import read_meta, table_counts
 from workbench.store.pools import read_pool_pairs
 
 DONE, PARTIAL, TODO, UNAVAILABLE = "done", "partial", "to do", "not available yet"
-# Tables whose presence means a later feature is installed (its migration has run).
-CALIBRATION_TABLE = "calibration_samples"
+# A table whose presence means a later feature is installed (its migration has run and its
+# table is registered in store.meta's counted tables).
 EVALUATION_TABLE = "evaluations"
 
 
@@ -200,27 +201,25 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (plural or word + 's')}"
 
 
-def _calibration_step(db: Database, counts: dict[str, int]) -> PipelineStep:
+def _calibration_step(db: Database) -> PipelineStep:
     """Calibration: samples drawn for SMEs to label, and how much of their held-out part is labelled."""
-    if CALIBRATION_TABLE not in counts:
-        return PipelineStep("calibration", "Calibration", 0, UNAVAILABLE,
-                            "comparing the judge with SME labels is not in this version yet")
-    if not counts[CALIBRATION_TABLE]:
-        return PipelineStep("calibration", "Calibration", 0, TODO, "no calibration sample yet")
-    # The calibration tables ship with their store module (migration 5 and store.calibration).
     from workbench.store.calibration import label_table, read_samples
 
     samples = read_samples(db)
+    if samples.empty:
+        return PipelineStep("calibration", "Calibration", 0, TODO, "no calibration sample yet")
     parts, state = [], TODO
     for sample in samples.itertuples(index=False):
         labels = label_table(db, sample.name)
         holdout = int(sample.holdout)
         done = int(labels.loc[(labels["action"] == "label") & (labels["part"] == "holdout"), "position"].nunique())
-        parts.append(f"{sample.name}: {done:,} of {holdout:,} held-out items labelled")
+        parts.append(f"{sample.name}: {done:,} of {holdout:,} held-out pairs labelled by SMEs")
         if holdout and done >= holdout:
             state = DONE
         elif done and state != DONE:
             state = PARTIAL
+    if state == TODO:  # samples exist, nobody labelled yet: the labelling has started in all but name
+        state = PARTIAL
     return PipelineStep("calibration", "Calibration", len(samples), state, "; ".join(parts))
 
 
@@ -274,10 +273,15 @@ def project_status(db: Database, *, min_overlap: float = DEFAULTS["evaluation"][
         llm_detail += f"; {_plural(failed, 'failed call')}"
     steps.append(PipelineStep("judgments", "LLM judgments", len(llm), llm_state, llm_detail))
 
-    steps.append(_calibration_step(db, counts))
+    steps.append(_calibration_step(db))
 
-    labelled = _labelled_pool_pairs(db, pools, judgments, min_overlap)
+    # LLM labels count towards qrels only once SMEs have checked the judge (calibration done).
+    calibrated = steps[-1].state == DONE
+    trusted = judgments if calibrated else judgments.loc[judgments["source"] != "llm"]
+    labelled = _labelled_pool_pairs(db, pools, trusted, min_overlap)
     qrels_state, qrels_detail = _labelled_state(labelled, pools)
+    if not calibrated and len(llm) and len(pools):
+        qrels_detail += " by people (LLM labels count once calibration is done)"
     outside = "" if len(pools) else f"; {_plural(len(judgments), 'label')} outside any pool"
     steps.append(PipelineStep("qrels", "Qrels", max(labelled.values(), default=0), qrels_state,
                               qrels_detail + outside))

@@ -12,7 +12,7 @@ import streamlit as st
 
 from workbench.services.project import DEMO_READY, project_status
 from workbench.ui import context
-from workbench.ui.pages import page_for_step
+from workbench.ui.pages import PAGES, page_for_step
 from workbench.ui.words import params_text
 
 # What to do on the step's page, in the page's words.
@@ -22,11 +22,15 @@ ACTIONS = {
     "runs": "Run a retriever (section 2, Retrieve)",
     "pool": "Build a pool from your runs (section 3, Pool)",
     "judgments": "Grade the pool's pairs with the LLM judge",
-    "calibration": "Compare the judge with SME labels",
+    "calibration": "Draw a calibration sample so SMEs can check the judge",
     "qrels": "Label the pool's pairs that have no label yet",
     "evaluation": "Evaluate your runs against the qrels",
 }
+# A partly done step may be taken forward on another page than the one that starts it.
+PARTIAL_PAGE = {"calibration": "label"}
 REPAIR = {
+    "calibration": "Label the calibration sample's pairs (blind to the judge), then read the verdict "
+                   "on the Calibration page",
     "chunks": "Create a chunking that covers every document (section 1, Chunk): "
               "a chunking made before documents were imported misses them",
     "runs": "Run a retriever again so a run covers every document (section 2, Retrieve)",
@@ -67,6 +71,8 @@ def render() -> None:
         st.warning(context.plain(warning[0].upper() + warning[1:] + "."))
     if nxt is not None:
         page = page_for_step(nxt.key)
+        if nxt.state == "partial" and nxt.key in PARTIAL_PAGE:
+            page = next((p for p in PAGES if p.url_path == PARTIAL_PAGE[nxt.key]), page)
         action = REPAIR.get(nxt.key, ACTIONS[nxt.key]) if nxt.state == "partial" else ACTIONS[nxt.key]
         st.info(context.plain(f"Next step: {nxt.title}. {action} on the {page.title} page."))
         context.page_link(page.url_path, f"Go to {page.title}", icon=":material/arrow_forward:")
