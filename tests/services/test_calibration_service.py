@@ -178,3 +178,38 @@ def test_report_before_any_label(project):
     assert body["agreement"] is None and body["gate"]["verdict"] == "inconclusive"
     with pytest.raises(InputError, match="no calibration sample named 'x'"):
         cal.report(db, "x")
+
+
+def test_five_smes_labelling_at_once_lose_no_label(project):
+    """Five sessions of one server (threads, each with its own handle on the same file) label
+    the same 60 items at the same time: every label is stored once, with its own judgment."""
+    import threading
+
+    db, _ = project
+    cal.create_sample(db, "s", "p", seed=1)
+    path = db.path
+    errors: list[str] = []
+
+    def session(name: str, offset: int) -> None:
+        handle = Database(path)
+        try:
+            for position in range(60):
+                cal.save_label(handle, "s", name, position, (position + offset) % 2)
+        except Exception as exc:  # collected and asserted below
+            errors.append(repr(exc))
+        finally:
+            handle.close()
+
+    threads = [threading.Thread(target=session, args=(f"sme{i}", i)) for i in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert db.query_value("SELECT count(*) FROM label_events") == 300
+    counts = db.query_df("SELECT assessor, count(*) AS n, sum(grade) AS s FROM judgments "
+                         "WHERE source = 'human' GROUP BY assessor ORDER BY assessor")
+    assert counts["n"].tolist() == [60] * 5
+    assert counts["s"].tolist() == [30] * 5
+    sme = cal.report(db, "s", options=cal.ReportOptions(n_boot=100))["sme_agreement"]
+    assert sme["annotators"] == [f"sme{i}" for i in range(5)] and len(sme["pairwise_kappa"]) == 10
