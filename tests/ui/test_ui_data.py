@@ -170,3 +170,39 @@ def test_page_is_registered_in_the_app(project):
     from workbench.ui.pages import page_specs
 
     assert "Data" in [spec.title for spec in page_specs()]
+
+
+def test_export_qrels_download_parses_and_matches_the_labels(demo):
+    at = _page()
+    at.selectbox(key="export_format").select("trec").run()
+    at.selectbox(key="export_source").select("human").run()
+    at.button(key="export_prepare").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    name, data, rows, queries = at.session_state["export_file"]
+    assert name == "qrels-doc-human.txt"
+    lines = [line.split() for line in data.decode().splitlines()]
+    assert all(len(parts) == 4 for parts in lines) and len(lines) == rows
+    # Oracle: the demo labels, max grade per (query, document), read without the workbench.
+    demo_dir = Path(__file__).parents[2] / "data" / "demo"
+    expected: dict = {}
+    for line in (demo_dir / "labels.jsonl").read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            key = (r["query_id"], r["doc_id"])
+            expected[key] = max(expected.get(key, -1), r["grade"])
+    assert {(q, d): int(g) for q, _, d, g in lines} == expected
+    assert len(expected) == 109 and queries == 44
+
+    # Chunk level of the demo chunking: one row per labelled chunk.
+    at.selectbox(key="export_level").select("chunk").run()
+    at.button(key="export_prepare").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert at.session_state["export_file"][0] == "qrels-chunk-sections-human.txt"
+
+
+def test_export_chunk_level_without_a_chunking_is_refused_in_the_pages_words(project):
+    at = _page()
+    at.selectbox(key="export_level").select("chunk").run()
+    at.button(key="export_prepare").click().run()
+    assert any("“Chunking”" in e.value for e in at.error), [e.value for e in at.error]
+    assert not any("--" in e.value for e in at.error)

@@ -143,6 +143,47 @@ def _import_form() -> None:
     st.rerun()
 
 
+EXPORT_FORMATS = {"trec": "TREC qrels (.txt)", "beir": "BEIR qrels (.tsv)", "jsonl": "JSONL, one row per query",
+                  "spans": "Span labels (.jsonl, re-importable)"}
+EXPORT_SOURCES = {"merged": "People's labels, else the LLM judge's", "human": "People's labels only (SME and imported)",
+                  "llm": "The LLM judge's labels only"}
+EXPORT_EXTENSIONS = {"trec": "txt", "beir": "tsv", "jsonl": "jsonl", "spans": "jsonl"}
+
+
+def _export_section(chunkings: list[str]) -> None:
+    from workbench.services.export import export_qrels
+
+    st.subheader("Export qrels")
+    cols = st.columns(4)
+    fmt = cols[0].selectbox("Format", list(EXPORT_FORMATS), format_func=EXPORT_FORMATS.get, key="export_format")
+    by_chunk = cols[1].selectbox("Level", ["doc", "chunk"], key="export_level", disabled=fmt == "spans",
+                                 format_func={"doc": "Documents", "chunk": "Chunks of a chunking"}.get) == "chunk"
+    chunking = cols[2].selectbox("Chunking", chunkings, key="export_chunking",
+                                 disabled=fmt == "spans" or not by_chunk, placeholder="no chunking yet")
+    source = cols[3].selectbox("Labels", list(EXPORT_SOURCES), format_func=EXPORT_SOURCES.get, key="export_source")
+    level = "chunk" if by_chunk and fmt != "spans" else "doc"
+    if st.button("Prepare the file", key="export_prepare"):
+        if level == "chunk" and not chunking:
+            st.error("Choose a “Chunking” for chunk-level qrels, or choose the Documents level.")
+            return
+        name = f"qrels-{level}{'-' + chunking if level == 'chunk' else ''}-{source}.{EXPORT_EXTENSIONS[fmt]}"
+        try:
+            with context.project() as db, tempfile.TemporaryDirectory() as tmp:
+                result = export_qrels(db, Path(tmp) / name, format=fmt, level=level,
+                                      chunking=chunking if level == "chunk" else None, source=source)
+                data = result.path.read_bytes()
+        except WorkbenchError as exc:
+            context.error(exc, {"--format": Field("Format", "choice"), "--level": Field("Level", "choice"),
+                                "--chunking": Field("Chunking", "choice"), "--source": Field("Labels", "choice")})
+            return
+        st.session_state["export_file"] = (name, data, result.rows, result.queries)
+    prepared = st.session_state.get("export_file")
+    if prepared:
+        name, data, rows, queries = prepared
+        st.download_button(f"Download {name} ({rows:,} rows, {queries:,} queries)", data, file_name=name,
+                           key="export_download", icon=":material/download:")
+
+
 def render() -> None:
     st.title("Data")
     st.caption("Import documents, queries, qrels and runs. Every import is all or nothing; "
@@ -169,6 +210,8 @@ def render() -> None:
              for c in status.chunkings.itertuples(index=False)], key="chunkings")
     for warning in status.warnings:
         st.warning(context.plain(warning[0].upper() + warning[1:] + "."))
+
+    _export_section(status.chunkings["name"].tolist() if len(status.chunkings) else [])
 
     st.subheader("Recent imports")
     if imports.empty:
