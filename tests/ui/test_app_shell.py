@@ -98,3 +98,21 @@ def test_real_server_serves_the_overview(demo_db, tmp_path):
         assert "Relevance Workbench" in body
         assert "Next step" in body
         page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
+
+
+def test_overview_sends_a_half_labelled_sample_to_the_label_page(monkeypatch, demo_db, cli):
+    from workbench.services import calibration
+    from workbench.services.project import open_project
+
+    judged = cli("--db", str(demo_db), "judge", "--pool", "demo", "--model", "offline-lexical")
+    assert judged.returncode == 0, judged.stderr
+    at = _app(monkeypatch, demo_db)
+    info = [i.value for i in at.info]
+    assert any("Next step: Calibration" in i and "Calibration page" in i for i in info), info
+    with open_project(demo_db) as db:
+        calibration.create_sample(db, "s1", "demo", size=100, seed=1, min_per_class=10)
+    at = _app(monkeypatch, demo_db)
+    info = [i.value for i in at.info]
+    assert any("Next step: Calibration" in i and "Label page" in i for i in info), info
+    states = {row["step"]: row["state"] for row in html_tables(at)["pipeline"]}
+    assert states["LLM judgments"] == "done" and states["Calibration"] == "next"
