@@ -213,3 +213,25 @@ def test_five_smes_labelling_at_once_lose_no_label(project):
     assert counts["s"].tolist() == [30] * 5
     sme = cal.report(db, "s", options=cal.ReportOptions(n_boot=100))["sme_agreement"]
     assert sme["annotators"] == [f"sme{i}" for i in range(5)] and len(sme["pairwise_kappa"]) == 10
+
+
+def test_judge_configurations_compared_on_the_tuning_part(project):
+    db, truth = project
+    # a second configuration (another model) that agrees with the SMEs everywhere
+    items = db.query_df("SELECT query_id, doc_id, start, \"end\" FROM judgments WHERE source = 'llm' AND status = 'ok'")
+    from workbench.store.judgments import write_judgments
+
+    with db.transaction() as tx:
+        write_judgments(tx, items.assign(grade=[truth[(q, d)] for q, d in zip(items["query_id"], items["doc_id"])],
+                                         source="llm", assessor="judge2", model="m2", prompt_hash="h2", status="ok"))
+    cal.create_sample(db, "s", "p", seed=6, model="m1")
+    label_all(db, "s", truth)
+    configs = cal.compare_judges(db, "s", options=cal.ReportOptions(n_boot=300, seed=1))
+    assert [(c["model"], c["prompt_hash"]) for c in configs] == [("m2", "h2"), ("m1", None)]
+    assert configs[0]["kappa"] == pytest.approx(1.0) and configs[0]["n"] == 50
+    tuning = db.query_df("SELECT * FROM calibration_items WHERE sample = 's' AND part = 'tuning' ORDER BY position")
+    ref = np.array([truth[(q, d)] for q, d in zip(tuning["query_id"], tuning["doc_id"])])
+    expected = agreement(ref, tuning["judge_grade"].to_numpy(), weights=tuning["weight"].to_numpy(),
+                         query_ids=tuning["query_id"].to_numpy(), seed=1, n_boot=300)
+    assert configs[1]["kappa"] == pytest.approx(expected.figures["kappa"])
+    assert configs[1]["ci"]["tpr"] == pytest.approx(list(expected.ci["tpr"]))

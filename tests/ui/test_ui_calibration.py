@@ -114,3 +114,4 @@ def test_calibration_page_verdict_first_and_draws_a_sample(judged):
     assert verdict_pos >= 0
     assert "Figures with 95% intervals" not in text[:verdict_pos]
     assert len(at.get("vega_lite_chart")) == 1  # the confusion heatmap (Altair)
+    assert 'data-table="calibration-configurations"' in text and "m1" in text

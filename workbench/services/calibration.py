@@ -404,6 +404,34 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
             "corrected_prevalence": corrected}
 
 
+def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNING,
+                   options: ReportOptions = ReportOptions(),
+                   thresholds: GateThresholds = GateThresholds()) -> list[dict]:
+    """Every judge configuration (model × prompt) that graded the sample's pairs, against the
+    SMEs on ``part`` (the tuning part by default: compare and choose there, then gate the chosen
+    one on the held-out part once), each with its figures, intervals and the verdict the gate
+    would give. Sorted by binary κ, best first; configurations with no labelled pair are left out."""
+    info = _sample(db, sample)
+    labels = _reference_labels(db, info["name"])
+    if part != "all":
+        labels = labels[labels["part"] == part]
+    grades = store.judge_grades_for_sample(db, info["name"])
+    out = []
+    for (model, prompt_hash), rows in grades.groupby(["model", "prompt_hash"], sort=True):
+        merged = labels.merge(rows[["position", "grade"]].rename(columns={"grade": "config_grade"}), on="position")
+        if merged.empty:
+            continue
+        r = agreement(merged["grade"].to_numpy(), merged["config_grade"].to_numpy(), threshold=options.threshold,
+                      query_ids=merged["query_id"].astype(str).to_numpy(),
+                      weights=merged["weight"].to_numpy() if options.weighted else None,
+                      seed=options.seed, n_boot=options.n_boot)
+        out.append({"model": model or None, "prompt_hash": prompt_hash or None, "n": r.n,
+                    **{k: r.figures[k] for k in ("tpr", "tnr", "precision", "kappa", "kappa_graded", "msd")},
+                    "ci": {k: list(r.ci[k]) for k in ("tpr", "tnr", "precision", "kappa", "kappa_graded", "msd")},
+                    "verdict": decide(r, thresholds).verdict})
+    return sorted(out, key=lambda d: -(d["kappa"] if d["kappa"] == d["kappa"] else -2.0))
+
+
 def _sme_agreement(db: Database, sample: str) -> dict | None:
     """Agreement among SMEs on items several of them labelled: Krippendorff's α (ordinal) and
     pairwise Cohen's κ. None with fewer than two SMEs."""
@@ -485,5 +513,5 @@ def agree_files(reference: str | Path, candidate: str | Path, *, threshold: int 
     return out
 
 
-__all__ = ["create_sample", "list_samples", "list_pools", "next_item", "item", "save_label", "skip", "cant_judge", "undo", "progress",
+__all__ = ["create_sample", "list_samples", "list_pools", "compare_judges", "next_item", "item", "save_label", "skip", "cant_judge", "undo", "progress",
            "judge_output", "report", "gate", "agree_files", "tuning_pairs", "ReportOptions"]

@@ -285,3 +285,18 @@ def label_table(db: Database, sample: str) -> pd.DataFrame:
            ORDER BY i.position, c.annotator""",
         [sample, sample],
     )
+
+
+def judge_grades_for_sample(db: Database, sample: str) -> pd.DataFrame:
+    """Every judge configuration's latest ``ok`` grade of each sample item:
+    ``position, model, prompt_hash, grade`` (items matched on query_id, doc_id, chunk_id)."""
+    return db.query_df(
+        """SELECT i.position, coalesce(j.model, '') AS model, coalesce(j.prompt_hash, '') AS prompt_hash,
+                  arg_max(j.grade, j.judgment_id)::BIGINT AS grade
+           FROM calibration_items i
+           JOIN judgments j ON j.query_id = i.query_id AND j.doc_id = i.doc_id
+                AND j.chunk_id IS NOT DISTINCT FROM i.chunk_id
+           WHERE i.sample = ? AND j.source = 'llm' AND j.status = 'ok' AND j.grade IS NOT NULL
+           GROUP BY ALL ORDER BY model, prompt_hash, i.position""",
+        [sample],
+    )

@@ -58,10 +58,27 @@ def render() -> None:
         sample = st.selectbox("Calibration sample", samples["name"].tolist(), key="calibration_sample")
         try:
             body = cal.report(db, sample, thresholds=_thresholds(), options=_options(cal))
+            configs = cal.compare_judges(db, sample, options=_options(cal), thresholds=_thresholds())
         except WorkbenchError as exc:
             context.error(exc, FIELDS)
             return
     _report(body)
+    _configurations(configs)
+
+
+def _configurations(configs: list[dict]) -> None:
+    st.subheader("Judge configurations on the tuning part")
+    if not configs:
+        st.info("No SME labels on the tuning part yet. Compare judge configurations there, choose one, "
+                "then gate it on the held-out part once.")
+        return
+    st.caption("Compare and choose on the tuning part; only the held-out part decides the verdict above.")
+    context.table([{"model": c["model"] or "–", "prompt": (c["prompt_hash"] or "–")[:12], "pairs": c["n"],
+                    "TPR": f"{_fmt(c['tpr'])} ({_fmt(c['ci']['tpr'][0])}–{_fmt(c['ci']['tpr'][1])})",
+                    "TNR": f"{_fmt(c['tnr'])} ({_fmt(c['ci']['tnr'][0])}–{_fmt(c['ci']['tnr'][1])})",
+                    "κ": f"{_fmt(c['kappa'])} ({_fmt(c['ci']['kappa'][0])}–{_fmt(c['ci']['kappa'][1])})",
+                    "leniency": _fmt(c["msd"]), "would be": c["verdict"]} for c in configs],
+                  key="calibration-configurations")
 
 
 def _thresholds():
