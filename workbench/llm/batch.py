@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import io
 import json
-from types import SimpleNamespace
 
-from workbench.llm.client import CallOutcome, JudgeClient
+from workbench.llm.client import CallOutcome, JudgeClient, read_completion
 from workbench.llm.prompts import PromptTemplate
 
 ENDPOINT = "/v1/chat/completions"
@@ -60,20 +59,7 @@ def read_output(client: JudgeClient, template: PromptTemplate, row: dict) -> Cal
         return CallOutcome(status="failed", error=client.scrub(f"batch request failed: HTTP {code}: {message}"),
                            http_calls=0)
     outcome = CallOutcome(status="failed", http_calls=0)
-    message = SimpleNamespace(**((body.get("choices") or [{}])[0].get("message") or {"content": None}))
-    choice = (body.get("choices") or [{}])[0]
-    logprobs = choice.get("logprobs") or {}
-    content = logprobs.get("content") or []
-    top = None
-    if content:
-        top = [(c.get("token"), c.get("logprob")) for c in (content[0].get("top_logprobs") or [])]
-    usage = body.get("usage") or {}
-    outcome.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-    outcome.completion_tokens = int(usage.get("completion_tokens") or 0)
-    from workbench.llm.parse import parse_reply
-
-    raw = getattr(message, "content", None)
-    parsed = parse_reply(template, raw, top)
+    parsed, raw = read_completion(template, body, outcome)
     outcome.raw_response = client.scrub(raw)
     if parsed.grade is None:
         outcome.status = "invalid"

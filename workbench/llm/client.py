@@ -232,7 +232,13 @@ class JudgeClient:
                 self.http_calls += 1
                 calls[0] += 1
                 started = time.perf_counter()
-                response = await self._client.chat.completions.create(**body)
+                # The SDK's generic POST (its HTTP client, errors, timeout) with the JSON body as
+                # built here and the reply as a plain dict: `chat.completions.create` would walk
+                # the request and build pydantic models for every reply, which costs more CPU per
+                # judgment than everything else together at high concurrency.
+                response = await self._client.post("/chat/completions", body=body, cast_to=dict)
+                if not isinstance(response, dict):
+                    raise json.JSONDecodeError("the reply is not a JSON object", str(response)[:200], 0)
                 return response, (time.perf_counter() - started) * 1000.0
         return None  # unreachable: reraise=True
 
@@ -282,26 +288,32 @@ class JudgeClient:
         finally:
             outcome.http_calls = calls[0]
 
-    def _read(self, template: PromptTemplate, response, outcome: CallOutcome) -> tuple[Parsed, str | None]:
-        usage = getattr(response, "usage", None)
-        if usage is not None:
-            outcome.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-            outcome.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
-        choices = getattr(response, "choices", None) or []
-        if not choices:
-            return Parsed(None, problem="the response has no choices"), None
-        message = choices[0].message
-        raw = getattr(message, "content", None)
-        if raw is None and getattr(message, "refusal", None):
-            return Parsed(None, problem=f"the model refused: {message.refusal}"), message.refusal
-        top = None
-        logprobs = getattr(choices[0], "logprobs", None)
-        content = getattr(logprobs, "content", None) if logprobs is not None else None
-        if content:
-            top = [(c.token, c.logprob) for c in (content[0].top_logprobs or [])]
-            if not top:
-                top = [(content[0].token, content[0].logprob)]
-        return parse_reply(template, raw, top), raw
+    def _read(self, template: PromptTemplate, response: dict, outcome: CallOutcome) -> tuple[Parsed, str | None]:
+        return read_completion(template, response, outcome)
+
+
+def read_completion(template: PromptTemplate, body: dict, outcome: CallOutcome) -> tuple[Parsed, str | None]:
+    """Validate a chat.completion JSON object (online reply or batch output line); adds its usage
+    to ``outcome``; returns the parsed reply and the raw message text."""
+    usage = body.get("usage") or {}
+    outcome.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+    outcome.completion_tokens += int(usage.get("completion_tokens") or 0)
+    choices = body.get("choices") or []
+    if not choices or not isinstance(choices[0], dict):
+        return Parsed(None, problem="the response has no choices"), None
+    message = choices[0].get("message") or {}
+    raw = message.get("content")
+    if not isinstance(raw, str):
+        if message.get("refusal"):
+            return Parsed(None, problem=f"the model refused: {message['refusal']}"), str(message["refusal"])
+        raw = None if raw is None else json.dumps(raw)
+    top = None
+    content = (choices[0].get("logprobs") or {}).get("content") or []
+    if content and isinstance(content[0], dict):
+        top = [(c.get("token"), c.get("logprob")) for c in (content[0].get("top_logprobs") or [])]
+        if not top:
+            top = [(content[0].get("token"), content[0].get("logprob"))]
+    return parse_reply(template, raw, top), raw
 
 
 def describe_error(exc: BaseException) -> str:
