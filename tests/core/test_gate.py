@@ -126,3 +126,12 @@ def test_labels_needed_estimate_is_roughly_right(n):
     assert g.more_labels_needed == pytest.approx(3 * n, rel=0.02)
     bigger = agreement(np.tile(ref, 4), np.tile(cand, 4), seed=2, n_boot=1000)
     assert bigger.ci["kappa"][0] == pytest.approx(threshold, abs=0.25 * (res.figures["kappa"] - lo))
+
+
+def test_impractical_label_counts_say_so():
+    # TPR 0.855 [0.72, 0.93] vs 0.85: (0.135 / 0.005)^2 = 729 times the pairs behind it.
+    r = _result({"tpr": (0.72, 0.93), "tnr": (0.86, 0.93), "kappa": (0.65, 0.8)},
+                {"tpr": 0.855, "tnr": 0.9, "kappa": 0.72})
+    g = decide(r)
+    assert g.verdict == "inconclusive" and g.more_labels_needed == 400 * 728
+    assert any("over ten times" in x for x in g.reasons)

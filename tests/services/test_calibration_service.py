@@ -235,3 +235,26 @@ def test_judge_configurations_compared_on_the_tuning_part(project):
                          query_ids=tuning["query_id"].to_numpy(), seed=1, n_boot=300)
     assert configs[1]["kappa"] == pytest.approx(expected.figures["kappa"])
     assert configs[1]["ci"]["tpr"] == pytest.approx(list(expected.ci["tpr"]))
+
+
+def test_runs_precision_corrected_with_the_judges_error_rates(project):
+    from tests.support.calibration_project import DOCS_PER_QUERY, QUERIES, judge_grades
+
+    db, truth = project
+    cal.create_sample(db, "s", "p", seed=2)
+    label_all(db, "s", truth)
+    body = cal.report(db, "s", options=cal.ReportOptions(n_boot=400, seed=3, precision_k=5))
+    runs = {r["run"]: r for r in body["corrected_precision"]}
+    assert set(runs) == {"r1", "r2"}
+    grades = judge_grades(db)
+    a = body["agreement"]
+    for run, ranks in (("r1", range(1, 6)), ("r2", range(DOCS_PER_QUERY - 4, DOCS_PER_QUERY + 1))):
+        # pairs of query q are d{q*12 + priority - 1}; r1 ranks by priority, r2 reversed
+        top = [(f"q{q:02d}", f"d{q * DOCS_PER_QUERY + p - 1}") for q in range(QUERIES) for p in ranks]
+        observed = np.mean([grades[k] >= 2 for k in top])
+        assert runs[run]["judged"] == QUERIES * 5
+        assert runs[run]["observed"] == pytest.approx(observed)
+        expected = (observed + a["tnr"] - 1) / (a["tpr"] + a["tnr"] - 1)
+        assert runs[run]["estimate"] == pytest.approx(min(max(expected, 0.0), 1.0))
+        lo, hi = runs[run]["ci"]
+        assert lo <= runs[run]["estimate"] <= hi

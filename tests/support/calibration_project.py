@@ -43,10 +43,20 @@ def build_project(path, *, seed: int = 0, judge_noise: float = 0.3) -> tuple[Dat
         write_queries(tx, queries)
         create_pool(tx, "p", level="doc", chunking=None, depth=20, runs=["r"])
         insert_frame(tx, "pool_pairs", pairs.assign(pool="p"))
+        # two runs put the pairs in the pool: r1 ranks them by priority, r2 in reverse
+        provenance = pairs[["query_id", "doc_id", "chunk_id"]].assign(pool="p")
+        insert_frame(tx, "pool_provenance", provenance.assign(run="r1", rank=pairs["priority"]))
+        insert_frame(tx, "pool_provenance", provenance.assign(run="r2", rank=DOCS_PER_QUERY + 1 - pairs["priority"]))
         write_judgments(tx, failed)  # failed LLM calls are not grades
         write_judgments(tx, judgments)
     key = {(q, d): int(t) for q, d, t in zip(pairs["query_id"], pairs["doc_id"], truth)}
     return db, key
+
+
+def judge_grades(db) -> dict:
+    """The stored LLM grade of each (query_id, doc_id)."""
+    rows = db.query_all("SELECT query_id, doc_id, grade FROM judgments WHERE source = 'llm' AND status = 'ok'")
+    return {(q, d): int(g) for q, d, g in rows}
 
 
 def label_all(db, sample, truth, annotator="ann", flip: float = 0.0, seed: int = 0, part: str | None = None):

@@ -178,6 +178,10 @@ def _report(args: argparse.Namespace) -> int:
         lo, hi = corrected["ci"]
         print(f"relevant share of the pool: judge says {_f(corrected['observed'])}, corrected "
               f"{_f(corrected['estimate'])} [{_f(lo)}, {_f(hi)}]")
+    for r in body["corrected_precision"]:
+        lo, hi = r["ci"]
+        print(f"run {r['run']}: precision of its judged top {r['k']} ({r['judged']} pairs): judge says "
+              f"{_f(r['observed'])}, corrected {_f(r['estimate'])} [{_f(lo)}, {_f(hi)}]")
     return 0
 
 

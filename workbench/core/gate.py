@@ -162,4 +162,7 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
         else:
             # (the small tolerance keeps float noise such as 1200.0000001 from adding a label)
             more = int(math.ceil(max(candidates) - 1e-9)) if candidates else 0
+            if more > 10 * max(n, 1):
+                reasons.append(f"{more} more labels is over ten times the {n} so far: a figure sits close "
+                               f"to its threshold; improving the judge is likelier to decide than labelling")
     return GateResult(verdict, tuple(reasons), more, tuple(checks))

@@ -13,7 +13,8 @@ Shared by ``workbench agree`` / ``workbench calibrate`` and the app's Label and 
 - :func:`report` and :func:`gate`: agreement of the judge with the SMEs on the **held-out**
   part only (the tuning part may have shaped the prompt), re-weighted to the pool with the
   sample's inclusion weights, plus per-slice figures, the worst disagreements, agreement among
-  SMEs and the Rogan–Gladen corrected share of relevant pairs in the pool.
+  SMEs and the Rogan–Gladen corrected share of relevant pairs in the pool and of each pooled
+  run's precision over its judged top-k items (micro-averaged: relevant / judged).
 - :func:`agree_files` compares two label files (``workbench agree``).
 
 Reference labels when several SMEs labelled an item: the lower median of their grades (so one
@@ -343,6 +344,8 @@ class ReportOptions:
     high_risk_tags: tuple[str, ...] = ()
     high_risk_rate: float = HIGH_RISK_RATE
     disagreements: int = 20
+    # Runs' precision is corrected over their top-k pooled items with a judge grade.
+    precision_k: int = 10
 
 
 def report(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
@@ -360,7 +363,8 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
         verdict = GateResult("inconclusive", (f"no SME labels on the {options.part} part yet",),
                              None, ())
         return {**base, "agreement": None, "gate": verdict.as_dict(), "slices": [], "disagreements": [],
-                "sme_agreement": _sme_agreement(db, name), "corrected_prevalence": None}
+                "sme_agreement": _sme_agreement(db, name), "corrected_prevalence": None,
+                "corrected_precision": []}
     result = agreement(part["grade"].to_numpy(), part["judge_grade"].to_numpy(), threshold=options.threshold,
                        query_ids=part["query_id"].astype(str).to_numpy(),
                        weights=part["weight"].to_numpy() if options.weighted else None,
@@ -399,9 +403,17 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
         share = core_agreement.corrected_share(relevant, judged, result, seed=options.seed)
         corrected = {"observed": share.observed, "n_observed": share.n_observed, "estimate": share.estimate,
                      "ci": list(share.ci), "clipped": share.clipped, "note": share.note}
+    runs = []
+    for row in store.run_judged_shares(db, name, options.precision_k).itertuples(index=False):
+        if int(row.judged) == 0:
+            continue
+        share = core_agreement.corrected_share(int(row.relevant), int(row.judged), result, seed=options.seed)
+        runs.append({"run": row.run, "k": options.precision_k, "judged": int(row.judged),
+                     "observed": share.observed, "estimate": share.estimate, "ci": list(share.ci),
+                     "note": share.note})
     return {**base, "agreement": body, "gate": verdict.as_dict(), "slices": slices,
             "disagreements": disagreements, "sme_agreement": _sme_agreement(db, name),
-            "corrected_prevalence": corrected}
+            "corrected_prevalence": corrected, "corrected_precision": runs}
 
 
 def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNING,

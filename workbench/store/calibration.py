@@ -300,3 +300,24 @@ def judge_grades_for_sample(db: Database, sample: str) -> pd.DataFrame:
            GROUP BY ALL ORDER BY model, prompt_hash, i.position""",
         [sample],
     )
+
+
+def run_judged_shares(db: Database, sample: str, k: int) -> pd.DataFrame:
+    """Per run of the sample's pool: ``run, judged, relevant`` over its top-``k`` pooled items
+    that carry the sample's judge grade (relevant: grade ≥ the sample's threshold)."""
+    info = read_sample(db, sample)
+    model, prompt_hash = info["judge"].get("model"), info["judge"].get("prompt_hash")
+    return db.query_df(
+        """WITH g AS (
+               SELECT query_id, doc_id, chunk_id, arg_max(grade, judgment_id) AS grade FROM judgments
+               WHERE source = 'llm' AND status = 'ok' AND grade IS NOT NULL
+                 AND (?::VARCHAR IS NULL OR model = ?) AND (?::VARCHAR IS NULL OR prompt_hash = ?)
+               GROUP BY ALL)
+           SELECT pv.run, count(*) AS judged, count(*) FILTER (WHERE g.grade >= ?) AS relevant
+           FROM pool_provenance pv
+           JOIN g ON g.query_id = pv.query_id AND g.doc_id = pv.doc_id
+                AND g.chunk_id IS NOT DISTINCT FROM pv.chunk_id
+           WHERE pv.pool = ? AND pv.rank <= ?
+           GROUP BY pv.run ORDER BY pv.run""",
+        [model, model, prompt_hash, prompt_hash, info["threshold"], info["pool"], int(k)],
+    )

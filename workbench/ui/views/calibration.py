@@ -187,6 +187,14 @@ def _report(body: dict) -> None:
                  f"(95% interval {_fmt(cp['ci'][0])} – {_fmt(cp['ci'][1])}).")
         if cp["note"]:
             st.caption(context.plain(cp["note"]))
+    if body["corrected_precision"]:
+        st.subheader("Runs' precision, corrected")
+        st.caption("Share of each run's top results (those the judge graded) that the judge calls relevant, "
+                   "and the same share corrected for the judge's measured error rates.")
+        context.table([{"run": r["run"], "top k": r["k"], "judged": r["judged"], "judge says": _fmt(r["observed"]),
+                        "corrected": _fmt(r["estimate"]),
+                        "95% interval": f"{_fmt(r['ci'][0])} – {_fmt(r['ci'][1])}"}
+                       for r in body["corrected_precision"]], key="calibration-runs")
     _exports(body)
 
 
