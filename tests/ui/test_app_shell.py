@@ -40,7 +40,7 @@ def test_overview_shows_counts_states_and_coverage(monkeypatch, demo_db):
         counts = table_counts(db)
     assert metrics["Documents"] == f"{counts['documents']:,}"
     assert metrics["Queries"] == f"{counts['queries']:,}"
-    assert metrics["Labels"] == f"{counts['judgments']:,}"
+    assert metrics["Labels"] == f"{counts['judgments.human.ok']:,}" == "209"
     assert metrics["Chunkings"] == "1" and "Chunks" not in metrics  # never summed over chunkings
     tables = html_tables(at)
     pipeline = tables["pipeline"]

@@ -107,6 +107,11 @@ class ProjectStatus:
         return next((s for s in self.steps if s.actionable and (offered is None or s.key in offered)), None)
 
     @property
+    def labels(self) -> int:
+        """Labels with a grade (status ok), every source; failed LLM calls are not labels."""
+        return sum(n for key, n in self.counts.items() if key.startswith("judgments.") and key.endswith(".ok"))
+
+    @property
     def warnings(self) -> list[str]:
         return [w for s in self.steps for w in s.warnings]
 

@@ -198,10 +198,11 @@ def render() -> None:
 
     st.subheader("In the project")
     counts = status.counts
-    headline = [("Documents", "documents"), ("Queries", "queries"), ("Labels", "judgments"),
-                ("Runs", "runs"), ("Chunkings", "chunkings"), ("Imports", "imports")]
-    for column, (label, table) in zip(st.columns(len(headline)), headline):
-        column.metric(label, f"{counts.get(table, 0):,}")
+    headline = [("Documents", counts.get("documents", 0)), ("Queries", counts.get("queries", 0)),
+                ("Labels", status.labels), ("Runs", counts.get("runs", 0)),
+                ("Chunkings", counts.get("chunkings", 0)), ("Imports", counts.get("imports", 0))]
+    for column, (label, value) in zip(st.columns(len(headline)), headline):
+        column.metric(label, f"{value:,}")
     if len(status.chunkings):
         st.markdown("**Chunkings** (documents each one covers)")
         context.table(

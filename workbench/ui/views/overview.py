@@ -53,7 +53,7 @@ def render() -> None:
     counts = status.counts
     headline = [("Documents", counts.get("documents", 0)), ("Queries", counts.get("queries", 0)),
                 ("Chunkings", counts.get("chunkings", 0)), ("Runs", counts.get("runs", 0)),
-                ("Pools", counts.get("pools", 0)), ("Labels", counts.get("judgments", 0))]
+                ("Pools", counts.get("pools", 0)), ("Labels", status.labels)]
     for column, (label, value) in zip(st.columns(len(headline)), headline):
         column.metric(label, f"{value:,}")
 
