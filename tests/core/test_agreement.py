@@ -196,3 +196,14 @@ def test_corrected_share_carries_calibration_uncertainty():
     assert hi - lo > 0.04
     with pytest.raises(AgreementInputError, match="keep_boot"):
         corrected_share(1, 10, agreement(r, c, seed=1, n_boot=10))
+
+
+def test_small_counts_get_at_least_the_wilson_interval():
+    # 7 reference-non-relevant pairs, 5 rejected: TNR 5/7.
+    r = np.array([0] * 7 + [3] * 100)
+    c = np.array([0] * 5 + [3] * 2 + [3] * 90 + [0] * 10)
+    res = agreement(r, c, seed=0, n_boot=500)
+    wlo, whi = wilson_interval(5, 7)
+    lo, hi = res.ci["tnr"]
+    assert lo <= wlo and hi >= whi
+    assert any("tnr rests on 7 pairs" in n for n in res.notes)

@@ -34,7 +34,9 @@ of every result.
 Degenerate proportions: when every reference-relevant pair is a hit (TPR = 1) every resample
 says 1 too and the percentile interval collapses to [1, 1], which would let a gate pass on 20
 lucky pairs. For ``tpr``, ``tnr`` and ``precision`` an all-or-nothing count therefore widens the
-collapsed end to the Wilson score bound of the same count (documented, tested).
+collapsed end to the Wilson score bound of the same count, and a proportion resting on fewer than
+:data:`SMALL_COUNT` pairs gets at least its Wilson interval (a bootstrap of a handful of pairs is
+itself unreliable).
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ DEFAULT_BOOTSTRAP = 2000
 CONFIDENCE = 0.95
 # Below this many distinct queries the bootstrap resamples pairs instead of query clusters.
 MIN_CLUSTERS = 20
+# Proportions resting on fewer pairs than this get at least the Wilson interval.
+SMALL_COUNT = 30
 
 # The figures every agreement report carries, in display order.
 FIGURES = ("tpr", "tnr", "precision", "kappa", "kappa_graded", "kappa_linear", "kappa_quadratic",
@@ -371,12 +375,19 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
     # pairs behind it is unweighted (weights are positive, so all-or-nothing is the same).
     raw = C if w is None else confusion(reference, candidate, levels)
     for name, (k, m) in _proportion_counts(raw, levels, threshold).items():
-        if m <= 0 or not (k == 0 or k == m):
+        if m <= 0:
             continue
-        wlo, whi = wilson_interval(k, m, confidence)
         lo, hi = ci[name]
-        ci[name] = (min(lo, wlo), hi) if k == m else (lo, max(hi, whi))
-        notes.append(f"{name} is {point[name]:.0f} on all {int(m)} pairs: its interval uses the Wilson bound")
+        if k == 0 or k == m:
+            wlo, whi = wilson_interval(k, m, confidence)
+            ci[name] = (min(lo, wlo), hi) if k == m else (lo, max(hi, whi))
+            notes.append(f"{name} is {point[name]:.0f} on all {int(m)} pairs: its interval uses the Wilson bound")
+        elif m < SMALL_COUNT:
+            # A bootstrap of a handful of pairs is itself unreliable: take at least the Wilson
+            # interval of the same share over the same number of pairs.
+            wlo, whi = wilson_interval(point[name] * m, m, confidence)
+            ci[name] = (min(lo, wlo), max(hi, whi))
+            notes.append(f"{name} rests on {int(m)} pairs only: its interval is at least the Wilson interval")
     return AgreementResult(
         n=int(reference.size), levels=levels, threshold=int(threshold), confusion=C, figures=point,
         ci=ci, seed=seed_int, n_boot=int(n_boot), resampling=resampling, n_queries=n_queries,
