@@ -329,7 +329,7 @@ def result_dict(result: AgreementResult, verdict: GateResult) -> dict:
     out["threshold"] = result.threshold
     out["levels"] = list(result.levels)
     out["bootstrap"] = {"seed": result.seed, "resamples": result.n_boot, "resampling": result.resampling,
-                        "interval": "bca", "confidence": result.confidence, "queries": result.n_queries}
+                        "interval": result.interval, "confidence": result.confidence, "queries": result.n_queries}
     out["notes"] = list(result.notes)
     return out
 
