@@ -79,6 +79,9 @@ def test_sigkill_mid_job_then_resume_gives_exactly_the_uninterrupted_table(tmp_p
         assert proc.returncode == -signal.SIGKILL and sent_before_kill < 400
         partial = _table(killed)
         assert 0 < len(partial) < 400  # some batches were written before the kill
+        from workbench.services.judge import list_jobs
+
+        assert list_jobs(killed)[0]["state"] == "interrupted"  # stored "running", its process is gone
 
         done = _run(_judge_cmd(config, killed, "--base-url", server.base_url, "--limit", "400"))
         assert done.returncode == 0, done.stderr
@@ -217,3 +220,27 @@ def test_export_judgments_cli(tmp_path):
                              "completion_tokens", "latency_ms", "cost_usd"]
     done = _run(base + ["--out", str(project)])
     assert done.returncode == 3 and "database" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_sigterm_cancels_cleanly_and_the_job_resumes(tmp_path):
+    from workbench.services.judge import list_jobs
+
+    project = demo_project(tmp_path / "project.duckdb")
+    with running_server(latency=0.05) as server:
+        config = _config(tmp_path, concurrency=4, batch_size=20)
+        cmd = _judge_cmd(config, project, "--base-url", server.base_url, "--limit", "300")
+        proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert _wait_for(lambda: server.control.count("/v1/chat/completions") >= 60)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 6, err
+        assert "cancelled" in out and "run the same command again" in out
+        job = list_jobs(project)[0]
+        assert job["state"] == "cancelled" and 0 < job["judged"] < 300
+        # Everything answered before the stop was written: only the rest is sent again.
+        sent = server.control.count("/v1/chat/completions")
+        assert job["judged"] >= sent - 4 - 1
+        done = _run(cmd)
+        assert done.returncode == 0, done.stderr
+        assert "300 of 300 judged: 300 ok" in done.stdout
+        assert server.control.count("/v1/chat/completions") == sent + 300 - job["judged"]

@@ -133,3 +133,73 @@ def test_retry_after_parsing():
     assert retry_after_seconds(Exc({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
     assert retry_after_seconds(Exc({})) is None
     assert retry_after_seconds(Exc({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})) == 0.0
+
+
+def test_requests_per_minute_limit_spaces_the_requests():
+    # 120 per minute = 2 per second with a burst of 10 (five seconds' worth): 16 requests need at
+    # least (16 - 10) / 2 = 3 s, however fast the server is.
+    with running_server() as server:
+        async def go():
+            client = JudgeClient(ClientConfig(base_url=server.base_url, model="gpt-4o-mini",
+                                              requests_per_minute=120), "sk-test")
+            try:
+                started = time.monotonic()
+                outs = await asyncio.gather(*(client.judge(RUBRIC, RUBRIC.render("q", f"p{i}")) for i in range(16)))
+                return time.monotonic() - started, outs
+            finally:
+                await client.aclose()
+        elapsed, outs = asyncio.run(go())
+        assert all(o.status == "ok" for o in outs)
+        assert elapsed >= 2.9
+        assert server.control.count("/v1/chat/completions") == 16
+
+
+def test_a_server_refusing_json_schema_gets_json_mode_then_plain_text():
+    # A real HTTP server (not the SDK mocked) that refuses response formats as some servers do.
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = _json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((body.get("response_format") or {}).get("type"))
+            if body.get("response_format"):
+                code, payload = 400, {"error": {"message": f"response_format {body['response_format']['type']} "
+                                                           "is not supported by this server"}}
+            else:
+                code, payload = 200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                                      "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                          "role": "assistant", "content": 'Here: {"reason": "ok", "grade": 1}'}}],
+                                      "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
+            data = _json.dumps(payload).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        async def go():
+            client = JudgeClient(ClientConfig(base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1",
+                                              model="m"), None)
+            try:
+                first = await client.judge(RUBRIC, RUBRIC.render("q", "p"))
+                second = await client.judge(RUBRIC, RUBRIC.render("q", "p2"))
+                return first, second
+            finally:
+                await client.aclose()
+        first, second = asyncio.run(go())
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert (first.status, first.grade, second.grade) == ("ok", 1, 1)
+    # json_schema refused, JSON mode refused, plain text read; the next request starts plain.
+    assert seen == ["json_schema", "json_object", None, None]

@@ -285,3 +285,19 @@ def test_export_judgments_has_exactly_the_keys_and_refuses_foreign_files(project
             assert path.exists()
         with pytest.raises(InputError, match="not a regular file"):
             export_judgments(db, tmp_path)
+
+
+def test_an_ensemble_of_judge_configurations_takes_the_majority_and_keeps_the_spread(project):
+    with running_server() as server:
+        ids = []
+        for model, grade in (("gpt-4o-mini", 1), ("gpt-4o", 3), ("gpt-4.1-mini", 1)):
+            server.control.grade_rule = lambda call, g=grade: g
+            ids.append(judge.run_job(project, "demo", _spec(server, model=model), limit=8).job_id)
+    combined = judge.ensemble(project, ids)
+    assert len(combined) == 8
+    assert (combined["grade"] == 1).all() and (combined["spread"] == 2.0).all()
+    assert list(combined.columns[-3:]) == [f"grade_{i}" for i in ids]
+    mean = judge.ensemble(project, ids, method="mean")
+    assert (mean["grade"] == 2).all()  # (1 + 3 + 1) / 3 = 1.67 -> 2
+    with pytest.raises(InputError):
+        judge.ensemble(project, ids[:1])

@@ -26,6 +26,14 @@ Service API (shared by ``workbench judge`` and the app's Judge page)
 ``list_failures(db_path, job_id, limit=None) -> DataFrame``  failed and invalid samples with
     their error and raw reply.
 ``job_judgments(db_path, job_id) -> DataFrame``  the job's judgments.
+``ensemble(db_path, job_ids, method="majority") -> DataFrame``  several judge configurations
+    combined per pair (grade, spread, each job's grade); computed, not stored.
+
+Job states: ``running``, ``batch`` (a batch is on the server), ``cancelling``, ``cancelled``,
+``budget`` (stopped at the budget), ``stopped`` (work left, e.g. a batch that ended early),
+``finished``; the reads show a running job whose process is gone as ``interrupted``. A run
+stops on ``cancel``, SIGINT or SIGTERM: it waits up to 5 s for the requests in flight, writes
+what it has, and ends ``cancelled``.
 
 ``db_path`` may also be an open :class:`~workbench.store.database.Database` for the reads.
 
@@ -73,6 +81,7 @@ from workbench.store.pools import read_pool
 
 OFFLINE_MODEL = "offline-lexical"
 PAGE_UNITS = 2000
+CANCEL_GRACE_SECONDS = 5.0
 STATES_ACTIVE = ("running", "batch", "cancelling")
 
 
@@ -622,7 +631,10 @@ class _Runner:
         queue: asyncio.Queue = asyncio.Queue()
         for members in groups.values():
             queue.put_nowait(members)
-        per_request = 1 if self.spec.output == "single_token" else 60
+        # The budget check uses an upper bound of a request's cost: characters / 3 prompt tokens
+        # (denser than the estimate's / 4) and the longest reply allowed, so that the requests in
+        # flight when the cap is reached cannot carry the spend past it.
+        per_request = 1 if self.spec.output == "single_token" else int(self.spec.settings["max_tokens"])
         sys_chars = _system_chars(self.spec)
 
         async def worker():
@@ -635,7 +647,7 @@ class _Runner:
                 text = texts.get((unit["query_id"], unit["doc_id"], _nan_none(unit["chunk_id"])))
                 if text is None:  # the pair left the pool or its chunk was deleted meanwhile
                     continue
-                guess = self.spec.cost((int(unit["text_chars"]) + sys_chars) // 4, per_request) or 0.0
+                guess = self.spec.cost((int(unit["text_chars"]) + sys_chars) // 3 + 1, per_request) or 0.0
                 if self.budget and self.spec.price is not None and \
                         self.spent + self.inflight_cost + guess > self.budget:
                     self.stop_reason = "budget"
@@ -653,7 +665,24 @@ class _Runner:
                     self.request_flush()
 
         n = max(1, min(self.spec.concurrency, queue.qsize()))
-        await asyncio.gather(*(worker() for _ in range(n)))
+        tasks = [asyncio.create_task(worker()) for _ in range(n)]
+        grace_until = None
+        while True:
+            done, pending = await asyncio.wait(tasks, timeout=0.2)
+            if not pending:
+                break
+            if self._should_stop() and self.stop_reason == "cancelled":
+                # A cancel waits a little for the requests in flight, then abandons them (they
+                # are judged again on resume, as after a kill).
+                grace_until = grace_until or time.monotonic() + CANCEL_GRACE_SECONDS
+                if time.monotonic() >= grace_until:
+                    for task in pending:
+                        task.cancel()
+                    await asyncio.gather(*pending, return_exceptions=True)
+                    break
+        for task in tasks:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()
         await self.flush()
 
 
@@ -759,11 +788,17 @@ async def _run_with_close(runner: _Runner, units: pd.DataFrame, grader) -> None:
     loop = asyncio.get_running_loop()
     installed = []
     if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM,):
+        def stop(sig):
+            if runner.stop_reason == "cancelled":  # asked twice: the next one ends the process
+                loop.remove_signal_handler(sig)
+                installed.remove(sig)
+            runner.stop_reason = "cancelled"
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
             try:
-                loop.add_signal_handler(sig, lambda: setattr(runner, "stop_reason", "cancelled"))
+                loop.add_signal_handler(sig, stop, sig)
                 installed.append(sig)
-            except (NotImplementedError, RuntimeError):
+            except (NotImplementedError, RuntimeError, ValueError):
                 pass
     try:
         await runner.run(units, grader)
@@ -789,17 +824,51 @@ def cancel_job(db_path, job_id: int) -> dict:
         return store.read_job(db, job_id)
 
 
+def _live(job: dict) -> dict:
+    """The job with ``alive`` (its process runs) and a ``running``/``cancelling`` job whose process
+    is gone shown as ``interrupted`` (resume it by running it again)."""
+    job["alive"] = _pid_alive(job.get("pid")) if job["state"] in STATES_ACTIVE else False
+    if job["state"] in ("running", "cancelling") and not job["alive"]:
+        job["state"] = "interrupted"
+    return job
+
+
 def job_status(db_path, job_id: int) -> dict:
     with _Use(db_path) as db:
         job = store.read_job(db, job_id)
     if job is None:
         raise InputError(f"no judge job {job_id}")
-    return job
+    return _live(job)
 
 
 def list_jobs(db_path, pool: str | None = None) -> list[dict]:
     with _Use(db_path) as db:
-        return store.read_jobs(db, pool)
+        return [_live(job) for job in store.read_jobs(db, pool)]
+
+
+def ensemble(db_path, job_ids: list[int], method: str = "majority") -> pd.DataFrame:
+    """Several judge configurations' judgments of the same pairs combined: per pair (present in
+    every job) ``grade`` by ``method`` over the ok grades (see :mod:`judge_ensemble`), ``spread``,
+    and one ``grade_<job_id>`` column per job (null when not ok). Computed, not stored: the
+    stored judgments stay one per job."""
+    from workbench.services.judge_ensemble import aggregate_grades
+
+    if len(job_ids) < 2:
+        raise InputError("an ensemble needs at least two judge jobs")
+    key = ["query_id", "doc_id", "chunk_id"]
+    merged = None
+    with _Use(db_path) as db:
+        for job_id in job_ids:
+            frame = store.job_judgments(db, job_id)
+            frame = frame.assign(**{f"grade_{job_id}": frame["grade"].where(frame["status"] == "ok")})
+            frame = frame[key + [f"grade_{job_id}"]]
+            merged = frame if merged is None else merged.merge(frame, on=key, how="inner")
+    columns = [f"grade_{j}" for j in job_ids]
+    results = [aggregate_grades([None if pd.isna(v) else int(v) for v in row], method)
+               for row in merged[columns].itertuples(index=False)]
+    merged["grade"] = pd.array([g for g, _ in results], dtype="Int8")
+    merged["spread"] = [s for _, s in results]
+    return merged[key + ["grade", "spread"] + columns]
 
 
 def list_failures(db_path, job_id: int, limit: int | None = None) -> pd.DataFrame:
