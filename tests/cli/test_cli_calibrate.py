@@ -121,3 +121,27 @@ def test_calibrate_sample_report_gate(cli, tmp_path):
     assert strict.returncode == 1 and strict.stdout.startswith("fail")
     missing = cli("--db", str(path), "calibrate", "gate", "--sample", "nope")
     assert missing.returncode == 3 and "no calibration sample named 'nope'" in missing.stderr
+
+
+def test_agree_reads_the_workbench_judgment_exports(cli, tmp_path):
+    path = tmp_path / "project.duckdb"
+    db, truth = build_project(path)
+    try:
+        from workbench.services import calibration as cal
+
+        cal.create_sample(db, "s", "p", seed=2)
+        label_all(db, "s", truth, flip=0.2)
+        stored = db.query_df("""SELECT h.grade AS human, l.grade AS llm FROM judgments h
+                                JOIN judgments l ON l.query_id = h.query_id AND l.doc_id = h.doc_id
+                                WHERE h.source = 'human' AND l.source = 'llm' AND l.status = 'ok'""")
+    finally:
+        db.close()
+    for source in ("human", "llm"):
+        out = cli("--db", str(path), "export", "judgments", "--source", source, "--out", str(tmp_path / f"{source}.jsonl"))
+        assert out.returncode == 0, out.stderr
+    out = cli("agree", str(tmp_path / "human.jsonl"), str(tmp_path / "llm.jsonl"), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    body = json.loads(out.stdout)
+    assert body["n"] == 200 == len(stored)
+    assert body["only_candidate"] == 160 and body["not_labels"] == {"reference": 0, "candidate": 5}
+    assert body["kappa_graded"] == pytest.approx(cohen_kappa_score(stored["human"], stored["llm"]))
