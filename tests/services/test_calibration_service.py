@@ -258,3 +258,22 @@ def test_runs_precision_corrected_with_the_judges_error_rates(project):
         assert runs[run]["estimate"] == pytest.approx(min(max(expected, 0.0), 1.0))
         lo, hi = runs[run]["ci"]
         assert lo <= runs[run]["estimate"] <= hi
+
+
+def test_few_shot_examples_come_from_the_tuning_part_only(project):
+    db, truth = project
+    cal.create_sample(db, "s", "p", seed=4)
+    with pytest.raises(InputError, match="no SME labels on its tuning part"):
+        cal.few_shot_examples(db, "s")
+    label_all(db, "s", truth)  # every pair labelled, held-out ones included
+    held = db.query_df("SELECT query_id, doc_id FROM calibration_items WHERE sample = 's' AND part = 'holdout'")
+    held_keys = set(zip(held["query_id"], held["doc_id"]))
+    seen = set()
+    for seed in range(25):
+        examples = cal.few_shot_examples(db, "s", per_grade=3, seed=seed)
+        assert {e["grade"] for e in examples} == {0, 1, 2, 3}
+        for e in examples:
+            assert e["part"] == "tuning" and (e["query_id"], e["doc_id"]) not in held_keys
+            assert e["grade"] == truth[(e["query_id"], e["doc_id"])] and e["passage"]
+            seen.add((e["query_id"], e["doc_id"]))
+    assert len(seen) > 12  # the seeds really vary the choice

@@ -118,6 +118,29 @@ def tuning_pairs(db: Database, sample: str) -> pd.DataFrame:
     return labels[labels["part"] == TUNING].reset_index(drop=True)
 
 
+def few_shot_examples(db: Database, sample: str, *, per_grade: int = 1, seed: int = 0) -> list[dict]:
+    """Labelled examples for a judge prompt, drawn only from the sample's **tuning** part:
+    up to ``per_grade`` pairs per SME grade (seeded), each with the query, its description, the
+    passage text and the SME grade. The held-out part never reaches a prompt, so the gate
+    measures the judge on pairs it was not tuned on."""
+    tuning = tuning_pairs(db, sample)
+    if tuning.empty:
+        raise InputError(f"sample {sample!r} has no SME labels on its tuning part yet; label some of its "
+                         f"tuning pairs first (only those may become examples)")
+    rng = np.random.default_rng(int(seed))
+    out = []
+    for grade, rows in tuning.groupby("grade", sort=True):
+        pick = rows.iloc[np.sort(rng.choice(len(rows), size=min(per_grade, len(rows)), replace=False))]
+        for row in pick.itertuples(index=False):
+            found = store.read_item(db, sample, int(row.position))
+            text = found["text"] or ""
+            out.append({"query_id": found["query_id"], "doc_id": found["doc_id"], "chunk_id": found["chunk_id"],
+                        "query": found["query"], "description": found["description"],
+                        "passage": text[found["start"]:found["end"]], "grade": int(grade),
+                        "position": int(row.position), "part": found["part"]})
+    return out
+
+
 # -- labelling -------------------------------------------------------------------------------
 
 def _annotator(annotator: str) -> str:
@@ -525,5 +548,5 @@ def agree_files(reference: str | Path, candidate: str | Path, *, threshold: int 
     return out
 
 
-__all__ = ["create_sample", "list_samples", "list_pools", "compare_judges", "next_item", "item", "save_label", "skip", "cant_judge", "undo", "progress",
+__all__ = ["create_sample", "list_samples", "list_pools", "compare_judges", "few_shot_examples", "next_item", "item", "save_label", "skip", "cant_judge", "undo", "progress",
            "judge_output", "report", "gate", "agree_files", "tuning_pairs", "ReportOptions"]
