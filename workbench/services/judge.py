@@ -496,6 +496,22 @@ class _Runner:
 
         if samples.empty:
             return pd.DataFrame()
+        if self.spec.samples == 1:
+            # One sample per pair: the judgment is the sample (columns copied, no per-pair loop).
+            ok = samples["status"] == "ok"
+            return pd.DataFrame({
+                "query_id": samples["query_id"], "doc_id": samples["doc_id"], "chunk_id": samples["chunk_id"],
+                "start": samples["start"], "end": samples["end"], "grade": samples["grade"].where(ok),
+                "source": "llm", "assessor": self.spec.model, "prompt_hash": self.spec.prompt_hash,
+                "model": self.spec.model, "reason": samples["reason"], "raw_response": samples["raw_response"],
+                "status": samples["status"], "error": samples["error"].where(~ok),
+                "prompt_tokens": samples["prompt_tokens"].fillna(0).astype("int64"),
+                "completion_tokens": samples["completion_tokens"].fillna(0).astype("int64"),
+                "cost_usd": samples["cost_usd"].fillna(0.0).astype("float64"), "latency_ms": samples["latency_ms"],
+                "job_id": int(self.job["job_id"]), "samples": None, "grade_spread": None,
+                "probabilities": samples["probabilities"], "expected_grade": samples["expected_grade"],
+                "cached": samples["from_cache"].astype("int64"),
+            })
         out = []
         for _, group in samples.groupby(["query_id", "doc_id", "chunk_id"], dropna=False, sort=True):
             group = group.sort_values("sample")
