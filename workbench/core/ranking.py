@@ -95,14 +95,43 @@ def _descending_key(score: np.ndarray) -> np.ndarray:
     return ~ascending
 
 
-def _sort_rows(qidx: np.ndarray, score: np.ndarray, n_queries: int) -> np.ndarray:
-    """Row order for (query ascending, score descending); ties in any order.
+def _sort_rows(qidx: np.ndarray, score: np.ndarray, n_queries: int, grouped: bool) -> np.ndarray:
+    """Row order for (query ascending within the grouping, score descending); ties in any order.
 
-    One argsort of a packed 64-bit key instead of a two-key lexsort (about 2.5x faster on a
-    million rows): the query number in the high bits, the top bits of the score's descending
-    key below it. Rows whose packed keys are equal (true ties, or distinct scores that differ
-    only in the dropped low bits) are then put in full score order.
+    Rows are first grouped by query (nothing to do when they already are; else a stable radix
+    sort of 16-bit query numbers), then each group is sorted by score as one row of a padded
+    2-D array (``argsort(axis=1)``: many small sorts that stay in cache, ~4x faster than one
+    sort of a million keys). Too many queries or too ragged groups fall back to one argsort of
+    a packed 64-bit (query, score) key.
     """
+    n = len(qidx)
+    if grouped:
+        group = np.arange(n)
+        qs = qidx
+    elif n_queries <= 1 << 16:
+        group = np.argsort(qidx.astype(np.uint16), kind="stable")  # numpy: radix sort for 16 bits
+        qs = qidx[group]
+    else:
+        return _sort_packed(qidx, score, n_queries)
+    starts = np.flatnonzero(np.r_[True, qs[1:] != qs[:-1]])
+    glen = np.diff(np.r_[starts, n])
+    width = int(glen.max())
+    if width * len(glen) > 4 * n + 4096:
+        return _sort_packed(qidx, score, n_queries)
+    gid = np.repeat(np.arange(len(glen)), glen)
+    pos = np.arange(n) - np.repeat(starts, glen)
+    padded = np.full((len(glen), width), np.inf)
+    padded[gid, pos] = -score[group]  # + inf pads sort last in every row
+    within = np.argsort(padded, axis=1)
+    real = np.arange(width)[None, :] < glen[:, None]
+    return group[(starts[:, None] + within)[real]]
+
+
+def _sort_packed(qidx: np.ndarray, score: np.ndarray, n_queries: int) -> np.ndarray:
+    """Row order for (query ascending, score descending) by one argsort of a packed 64-bit
+    key: the query number in the high bits, the top bits of the score's descending key below
+    it. Rows whose packed keys are equal (true ties, or distinct scores that differ only in the
+    dropped low bits) are then put in full score order."""
     desc = _descending_key(score)
     qbits = max(1, int(n_queries - 1).bit_length())
     if qbits > 32:
@@ -133,7 +162,7 @@ def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
         same_q = qidx[1:] == qidx[:-1]
         grouped = np.count_nonzero(~same_q) + 1 == np.count_nonzero(np.bincount(qidx))
         if not grouped or np.any(same_q & (score[1:] > score[:-1])):
-            order = _sort_rows(qidx, score, n_queries)
+            order = _sort_rows(qidx, score, n_queries, grouped)
             qidx, score = qidx[order], score[order]
             same_q = qidx[1:] == qidx[:-1]
         tied = same_q & (score[1:] == score[:-1])
@@ -297,19 +326,10 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
             universe.append(qid)
         rcodes[i] = j
     n_rows = int(rcounts.sum())
-    empty: dict = {}
-    nan = float("nan")
     try:
         qgrade_arr = np.fromiter(chain.from_iterable(map(qvalues, qrels.values())), np.float64,
                                  count=int(qcounts.sum()))
-        # one dict look-up per run row; missing -> NaN (unjudged)
-        grade = np.fromiter(
-            chain.from_iterable(
-                map(qrels.get(q, empty).get, inner, repeat(nan)) for q, inner in run.items()
-            ),
-            np.float64,
-            count=n_rows,
-        )
+        hits = _judged_hits(qrels, run)
     except (TypeError, ValueError, OverflowError):
         raise InputError("qrels grades must be integers") from None
     check_grades(qgrade_arr)
@@ -337,7 +357,74 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
         # code-point order of str equals the byte order of their UTF-8 (trec_eval's strcmp)
         return np.unique(docs_at(rows), return_inverse=True)[1]
 
-    return np.array(universe, dtype=object), qq, qgrade_arr.astype(np.int64), rq, score, grade, doc_rank
+    def place(order: np.ndarray | None) -> np.ndarray:
+        return _place_hits(hits, rq if order is None else rq[order], score if order is None else score[order],
+                           order, rcodes, starts, inners, len(universe))
+
+    return np.array(universe, dtype=object), qq, qgrade_arr.astype(np.int64), rq, score, place, doc_rank
+
+
+def _judged_hits(qrels: Mapping, run: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """The (query, doc) pairs in both: run query ordinal, score, grade and doc of each.
+
+    Only these pairs are visited, through a set intersection of the two dicts' keys per query
+    (in C), so the cost follows the judged docs retrieved, not every run row (a dict look-up
+    per run row was ~3x slower on 1M rows)."""
+    which: list[int] = []
+    scores: list = []
+    grades: list = []
+    docs: list = []
+    for i, (q, inner) in enumerate(run.items()):
+        judged = qrels.get(q)
+        if judged:
+            common = inner.keys() & judged.keys()
+            if common:
+                which.extend(repeat(i, len(common)))
+                docs.extend(common)
+                scores.extend(map(inner.__getitem__, common))
+                grades.extend(map(judged.__getitem__, common))
+    return (np.array(which, dtype=np.int64), np.array(scores, dtype=np.float64),
+            np.array(grades, dtype=np.float64), docs)
+
+
+def _place_hits(hits: tuple, sq: np.ndarray, ss: np.ndarray, order: np.ndarray | None, rcodes: np.ndarray,
+                starts: np.ndarray, inners: list, n_queries: int) -> np.ndarray:
+    """Grades of the ranked rows (NaN: no label) from the judged pairs of :func:`_judged_hits`.
+
+    A pair's row is found by its score: a vectorised binary search inside its query's block
+    of the ranked scores (descending). Only when that score occurs more than once in the block
+    is the doc looked up among the run's keys (then the tie order decides)."""
+    which, hscore, hgrade, hdocs = hits
+    n = len(sq)
+    grade = np.full(n, np.nan)
+    if not len(which):
+        return grade
+    bounds = np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]]) if n else np.zeros(0, dtype=np.int64)
+    first = np.zeros(n_queries, dtype=np.int64)
+    length = np.zeros(n_queries, dtype=np.int64)
+    first[sq[bounds]] = bounds
+    length[sq[bounds]] = np.diff(np.r_[bounds, n])
+    q = rcodes[which]
+    lo, hi = first[q].copy(), first[q] + length[q]
+    # first position in the block whose score is <= the pair's score (scores descend)
+    for _ in range(int(length.max()).bit_length() + 1):
+        active = lo < hi
+        if not active.any():
+            break
+        mid = (lo + hi) // 2
+        right = active & (ss[np.minimum(mid, n - 1)] > hscore)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(active & ~right, mid, hi)
+    end = first[q] + length[q]
+    tied = (lo + 1 < end) & (ss[np.minimum(lo + 1, n - 1)] == hscore)
+    if tied.any():
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order if order is not None else np.arange(n)] = np.arange(n)
+        for k in np.flatnonzero(tied).tolist():
+            w = int(which[k])
+            lo[k] = inverse[starts[w] + list(inners[w]).index(hdocs[k])]
+    grade[lo] = hgrade
+    return grade
 
 
 def _values(mapping: Mapping):
@@ -364,7 +451,11 @@ def rank_run(
         joined = _join_columns(q, r, duplicates)
     universe, qq, qgrades, rq, score, grade, doc_rank = joined
     order = _order(rq, score, len(universe), doc_rank)
-    if order is not None:
+    if callable(grade):  # the dict path places its judged pairs once the rows are ranked
+        grade = grade(order)
+        if order is not None:
+            rq = rq[order]
+    elif order is not None:
         rq, grade = rq[order], grade[order]
     grade[grade < 0] = np.nan  # pooled but unjudged: neither relevant nor judged
     n = len(universe)
