@@ -227,9 +227,10 @@ def test_the_api_key_never_reaches_the_database_or_the_output(project, capsys, c
         print(report.summary())
         assert report.job["ok"] == 10
         wrong = judge.resolve_spec(judge_settings(server.base_url, model="gpt-4.1-mini"), api_key=KEY + "x")
-        report = judge.run_job(project, "demo", wrong, limit=3)
-        print(report.summary())
-        assert report.job["failed"] == 3
+        with pytest.raises(ConfigError, match="refused the API key") as err:
+            judge.run_job(project, "demo", wrong, limit=3)
+        print(err.value)
+        assert server.control.count("/v1/chat/completions") == 10  # refused before any judgment request
     captured = capsys.readouterr()
     data = project.read_bytes()
     wal = project.with_name(project.name + ".wal")
@@ -301,3 +302,25 @@ def test_an_ensemble_of_judge_configurations_takes_the_majority_and_keeps_the_sp
     assert (mean["grade"] == 2).all()  # (1 + 3 + 1) / 3 = 1.67 -> 2
     with pytest.raises(InputError):
         judge.ensemble(project, ids[:1])
+
+
+def test_an_unreachable_server_is_named_before_anything_is_sent(project):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    spec = judge.resolve_spec(judge_settings(f"http://127.0.0.1:{port}/v1", max_attempts=2), api_key=KEY)
+    with pytest.raises(ConfigError, match=f"cannot reach the judge server at http://127.0.0.1:{port}/v1"):
+        judge.run_job(project, "demo", spec, limit=5)
+    assert judge.list_jobs(project)[0]["judged"] == 0
+
+
+def test_a_run_of_failures_stops_the_job_instead_of_failing_every_pair(project):
+    with running_server() as server:
+        server.control.fault_rates = {"500": 1.0}
+        spec = _spec(server, max_attempts=1, concurrency=2)
+        report = judge.run_job(project, "demo", spec, limit=200)
+        assert report.state == "stopped" and "all failed" in report.message and "HTTP 500" in report.message
+        assert 20 <= report.job["failed"] < 30
+        assert server.control.count("/v1/chat/completions") < 30

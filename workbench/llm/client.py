@@ -183,6 +183,30 @@ class JudgeClient:
     async def aclose(self) -> None:
         await self._client.close()
 
+    async def check_server(self) -> str | None:
+        """Before a run: can the server be reached, and does it accept the key? ``GET /models``
+        (with the retry rules above); None when fine or when the server has no such endpoint,
+        else one line saying what is wrong."""
+        try:
+            await self._create_get("/models")
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            return self.scrub(f"the judge server at {self.config.base_url} refused the API key "
+                              f"(HTTP {exc.status_code}); check OPENAI_API_KEY")
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            return self.scrub(f"cannot reach the judge server at {self.config.base_url} "
+                              f"({describe_error(exc)}); check --base-url and that the server runs")
+        except openai.APIStatusError:
+            return None  # no /models endpoint (or not allowed): the requests will tell
+        return None
+
+    async def _create_get(self, path: str):
+        retrying = AsyncRetrying(stop=stop_after_attempt(max(1, min(self.config.max_attempts, 3))),
+                                 wait=self._wait, retry=retry_if_exception(_transient), reraise=True)
+        async for attempt in retrying:
+            with attempt:
+                return await self._client.get(path, cast_to=dict)
+        return None
+
     # -- one request -----------------------------------------------------------------------
     def _wait(self, state) -> float:
         exc = state.outcome.exception() if state.outcome else None

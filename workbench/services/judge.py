@@ -82,6 +82,7 @@ from workbench.store.pools import read_pool
 OFFLINE_MODEL = "offline-lexical"
 PAGE_UNITS = 2000
 CANCEL_GRACE_SECONDS = 5.0
+FAILURE_RUN = 20
 STATES_ACTIVE = ("running", "batch", "cancelling")
 
 
@@ -437,6 +438,7 @@ class _Runner:
         self.batch_message = ""
         self._finished = False
         self._flush_scheduled = False
+        self.consecutive_failed = 0
 
     # -- recording ------------------------------------------------------------------------
     def _sample_row(self, unit: dict, outcome, *, from_cache=False, cached_from=None) -> dict:
@@ -467,6 +469,15 @@ class _Runner:
                 self.errors[kind] = self.errors.get(kind, 0) + 1
             if row["cost_usd"]:
                 self.spent += row["cost_usd"]
+            if not row["from_cache"]:
+                # Circuit breaker: a run of failures with nothing answered in between means the
+                # server is down or refusing us; stop instead of failing every remaining pair.
+                self.consecutive_failed = self.consecutive_failed + 1 if status == "failed" else 0
+                if self.consecutive_failed >= max(FAILURE_RUN, 2 * self.spec.concurrency) and not self.stop_reason:
+                    self.stop_reason = "failing"
+                    self.batch_message = (
+                        f"stopped: the last {self.consecutive_failed} requests all failed ({row['error']}); "
+                        f"check the server, then run again (--retry-failed also re-judges the failed pairs)")
         self.buffer.extend(rows)
 
     # -- writing ---------------------------------------------------------------------------
@@ -769,7 +780,8 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
 
             asyncio.run(run_batch(runner, units, grader))
         else:
-            asyncio.run(_run_with_close(runner, units, grader))
+            if len(units):
+                asyncio.run(_run_with_close(runner, units, grader))
     except KeyboardInterrupt:
         runner.stop_reason = "cancelled"
     finally:
@@ -781,6 +793,8 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
             state, message = "cancelled", "cancelled; run the same command again to resume"
         elif runner.stop_reason == "batch-pending":
             state, message = "batch", runner.batch_message
+        elif runner.stop_reason == "failing":
+            state, message = "stopped", runner.batch_message
         with _Use(db_path, runner.wait) as db:
             with db.transaction() as tx:
                 store.recount_job(tx, job["job_id"])
@@ -817,6 +831,10 @@ async def _run_with_close(runner: _Runner, units: pd.DataFrame, grader) -> None:
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
     try:
+        if isinstance(grader, _LLMGrader):
+            problem = await grader.client.check_server()
+            if problem:
+                raise ConfigError(problem)
         await runner.run(units, grader)
     finally:
         for sig in installed:
