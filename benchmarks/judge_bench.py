@@ -142,6 +142,11 @@ def judge(db: Path, base_url: str, *, env: dict | None = None, kill_when=None) -
                         out.read(), err.read())
 
 
+# the peer sends prompts as long as the judge's (about 1,600 characters), so both cost the server alike
+SYSTEM_LIKE = "You grade how useful a passage is for a query on a 0-3 scale. " * 12
+FILLER = "lorem ipsum dolor sit amet " * 30
+
+
 def bare_client(base_url: str, n: int) -> None:
     """Worker: n chat calls with a bare AsyncOpenAI loop at CONCURRENCY (the peer, no storage)."""
     import asyncio
@@ -154,8 +159,9 @@ def bare_client(base_url: str, n: int) -> None:
 
         async def one(i: int) -> None:
             async with gate:
-                reply = await client.chat.completions.create(
-                    model="test-judge", messages=[{"role": "user", "content": f"Passage:\npair {i}\n\nGrades:"}])
+                reply = await client.chat.completions.create(model="test-judge", messages=[
+                    {"role": "system", "content": SYSTEM_LIKE},
+                    {"role": "user", "content": f"Passage:\npair {i} {FILLER}\n\nGrades:"}])
                 json.loads(reply.choices[0].message.content)
 
         started = time.perf_counter()
@@ -169,17 +175,20 @@ def bare_client(base_url: str, n: int) -> None:
 def peer(n: int) -> dict:
     """The bare SDK loop as its own process: the most a Python client gets from this server here."""
     with running_server(latency=LATENCY, record_bodies=False) as server:
+        server_cpu = time.process_time()
         started = time.perf_counter()
         process = subprocess.Popen([sys.executable, __file__, "--bare-client", server.base_url, "--pairs", str(n)],
                                    cwd=ROOT, stdout=subprocess.PIPE, text=True)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
         inner = float(process.stdout.read().strip() or 0)
+        server_cpu = time.process_time() - server_cpu
     ceiling = CONCURRENCY / LATENCY
     return {"scenario": f"bare AsyncOpenAI loop (peer), {n:,} calls", "pairs": n, "calls": n, "wall_s": wall,
             "end_to_end_per_s": n / wall, "share_end_to_end": n / wall / ceiling, "inner_per_s": inner,
             "share_inner": inner / ceiling, "cpu_ms_per_judgment": 1000 * (usage.ru_utime + usage.ru_stime) / n,
-            "peak_rss_mb": usage.ru_maxrss / 1024, "max_in_flight": CONCURRENCY, "ok": n}
+            "peak_rss_mb": usage.ru_maxrss / 1024, "max_in_flight": CONCURRENCY, "ok": n,
+            "server_cpu_ms": 1000 * server_cpu / n}
 
 
 def job_table(db: Path):
@@ -202,7 +211,9 @@ def pool_size(db: Path) -> int:
 
 def throughput(db: Path, label: str) -> dict:
     with running_server(latency=LATENCY, record_bodies=False) as server:
+        server_cpu = time.process_time()
         run = judge(db, server.base_url)
+        server_cpu = time.process_time() - server_cpu
         calls = server.control.count("/v1/chat/completions")
         in_flight = server.control.max_in_flight
     if run.returncode != 0:
@@ -214,7 +225,7 @@ def throughput(db: Path, label: str) -> dict:
             "end_to_end_per_s": n / run.wall, "share_end_to_end": n / run.wall / ceiling,
             "inner_per_s": run.inner_rate, "share_inner": (run.inner_rate or 0) / ceiling,
             "cpu_ms_per_judgment": 1000 * run.cpu / max(n, 1), "peak_rss_mb": run.max_rss_mb,
-            "max_in_flight": in_flight, "ok": job["ok"]}
+            "max_in_flight": in_flight, "ok": job["ok"], "server_cpu_ms": 1000 * server_cpu / max(calls, 1)}
 
 
 def faults(db: Path) -> dict:
@@ -306,12 +317,13 @@ def main(argv: list[str] | None = None) -> None:
         for key, value in k.items():
             print(f"  {key:22} {value}")
         print(f"\nsummary (load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
-        print(f"| scenario | pairs | end-to-end /s | share of 320/s | in-job /s | share | CPU ms/judgment | peak RSS MB |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| scenario | pairs | end-to-end /s | share of 320/s | in-job /s | share | client CPU ms/judgment "
+              "| peak RSS MB | server CPU ms/request |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in rows:
             print(f"| {r['scenario']} | {r['pairs']:,} | {r['end_to_end_per_s']:.0f} | {r['share_end_to_end']:.0%} | "
                   f"{r['inner_per_s'] or 0:.0f} | {r['share_inner']:.0%} | {r['cpu_ms_per_judgment']:.2f} | "
-                  f"{r['peak_rss_mb']:.0f} |")
+                  f"{r['peak_rss_mb']:.0f} | {r['server_cpu_ms']:.2f} |")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -320,7 +332,8 @@ def _row(r: dict) -> str:
     return (f"{r['scenario']}: {r['pairs']:,} judged in {r['wall_s']:.1f} s end to end = "
             f"{r['end_to_end_per_s']:.0f}/s ({r['share_end_to_end']:.0%} of {CONCURRENCY / LATENCY:.0f}/s); "
             f"in-job {r['inner_per_s'] or 0:.0f}/s ({r['share_inner']:.0%}); CPU {r['cpu_ms_per_judgment']:.2f} ms"
-            f"/judgment; peak RSS {r['peak_rss_mb']:.0f} MB; {r['calls']:,} calls; max in flight {r['max_in_flight']}")
+            f"/judgment; peak RSS {r['peak_rss_mb']:.0f} MB; {r['calls']:,} calls; max in flight {r['max_in_flight']}; "
+            f"server CPU {r['server_cpu_ms']:.2f} ms/request")
 
 
 if __name__ == "__main__":

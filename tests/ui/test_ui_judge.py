@@ -142,6 +142,10 @@ def test_finished_job_shows_counts_and_failures_with_raw_replies(demo_db):
     assert (table.loc[table["status"] == "failed", "error"].str.len() > 0).all()
     buttons = {b.label: b for b in at.button}
     assert buttons["Retry failed"].disabled is False and buttons["Start"].disabled is True
+    # with the offline judge chosen, the LLM job is listed among the pool's other jobs
+    at.radio[0].set_value(at.radio[0].options[0]).run()
+    others = next(d.value for d in at.dataframe if "prompt" in d.value.columns)
+    assert others[["job", "model", "state"]].values.tolist() == [[job["job_id"], "test-judge", "finished"]]
 
 
 @pytest.mark.browser

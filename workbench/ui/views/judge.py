@@ -382,3 +382,21 @@ def render() -> None:
     st.fragment(run_every=LIVE_SECONDS if live else None)(_progress)(choices["pool"], spec.config_key, active)
     if job:
         _failures(job)
+    _other_jobs(choices["pool"], spec.config_key)
+
+
+def _other_jobs(pool: str, config_key: str) -> None:
+    """Every judge job of the pool (other judges, prompts or settings), for the record."""
+    from workbench.services.judge import list_jobs
+
+    try:
+        jobs = [j for j in list_jobs(context.db_path(), pool) if j["config_key"] != config_key]
+    except WorkbenchError:
+        return
+    if not jobs:
+        return
+    with st.expander(f"Other judge jobs on this pool ({len(jobs)})"):
+        rows = [{"job": j["job_id"], "model": j["model"], "prompt": j["prompt_id"], "state": j["state"],
+                 "judged": f"{j['judged']:,} of {j['total']:,}", "ok": j["ok"], "invalid": j["invalid"],
+                 "failed": j["failed"], "cost (USD)": round(float(j["cost_usd"] or 0), 4)} for j in jobs]
+        st.dataframe(rows, hide_index=True, width="stretch")
