@@ -105,11 +105,11 @@ def test_report_uses_the_held_out_part_reweighted(project):
     cal.create_sample(db, "s", "p", seed=3)
     label_all(db, "s", truth)
     body = cal.report(db, "s", options=cal.ReportOptions(seed=5, n_boot=500))
-    items = db.query_df("SELECT * FROM calibration_items WHERE sample = 's' AND part = 'holdout'")
+    items = db.query_df("SELECT * FROM calibration_items WHERE sample = 's' AND part = 'holdout' ORDER BY position")
     ref = np.array([truth[(q, d)] for q, d in zip(items["query_id"], items["doc_id"])])
     judge = items["judge_grade"].to_numpy()
     expected = agreement(ref, judge, weights=items["weight"].to_numpy(), query_ids=items["query_id"].to_numpy(),
-                         seed=5, n_boot=500)
+                         strata=items["stratum"].to_numpy(), seed=5, n_boot=500)
     a = body["agreement"]
     assert a["n"] == 150 == body["labelled_in_part"]
     for k in ("tpr", "tnr", "precision", "kappa", "kappa_quadratic", "msd"):
@@ -232,7 +232,8 @@ def test_judge_configurations_compared_on_the_tuning_part(project):
     tuning = db.query_df("SELECT * FROM calibration_items WHERE sample = 's' AND part = 'tuning' ORDER BY position")
     ref = np.array([truth[(q, d)] for q, d in zip(tuning["query_id"], tuning["doc_id"])])
     expected = agreement(ref, tuning["judge_grade"].to_numpy(), weights=tuning["weight"].to_numpy(),
-                         query_ids=tuning["query_id"].to_numpy(), seed=1, n_boot=300)
+                         query_ids=tuning["query_id"].to_numpy(), strata=tuning["stratum"].to_numpy(),
+                         seed=1, n_boot=300)
     assert configs[1]["kappa"] == pytest.approx(expected.figures["kappa"])
     assert configs[1]["ci"]["tpr"] == pytest.approx(list(expected.ci["tpr"]))
 

@@ -282,6 +282,7 @@ class AgreementResult:
     confidence: float = CONFIDENCE
     notes: tuple[str, ...] = field(default_factory=tuple)
     interval: str = "bca"
+    stratified: bool = False
     boot: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -315,13 +316,17 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
               levels: Sequence[int] = GRADE_LEVELS, threshold: int = DEFAULT_THRESHOLD,
               query_ids: Sequence[str] | None = None, weights: Sequence[float] | None = None,
               seed: SeedLike = 0, n_boot: int = DEFAULT_BOOTSTRAP, confidence: float = CONFIDENCE,
-              resampling: str = "auto", interval: str = "bca", keep_boot: bool = False) -> AgreementResult:
+              resampling: str = "auto", interval: str = "bca", strata: Sequence | None = None,
+              keep_boot: bool = False) -> AgreementResult:
     """Figures of :data:`FIGURES` with bootstrap intervals for paired labels.
 
     ``weights`` (one per pair, e.g. inverse inclusion probabilities of a stratified calibration
     sample) re-weight every figure to the population the sample was drawn from.
     ``resampling``: ``"auto"`` (queries when ``query_ids`` span ≥ :data:`MIN_CLUSTERS` queries,
-    else pairs), ``"queries"`` or ``"pairs"``.
+    else pairs), ``"queries"`` or ``"pairs"``. ``strata`` (one per pair, e.g. the judge grade a
+    stratified calibration sample was drawn by) makes the bootstrap resample within each stratum,
+    keeping its size fixed as the design did; without it, re-weighted figures get needlessly wide
+    intervals (by simulation TNR's 95% interval covered 99.5% instead of 95%).
     """
     reference = np.asarray(reference)
     candidate = np.asarray(candidate)
@@ -364,8 +369,26 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
         raise AgreementInputError(f"unknown resampling {resampling!r}; expected auto, queries or pairs")
 
     rng, seed_int = _rng(seed)
-    units = _units(ref_idx, cand_idx, L, w, clusters)
-    boots, distinct, multiplicity = _bootstrap(units, n_boot, rng)
+    if strata is None:
+        units = _units(ref_idx, cand_idx, L, w, clusters)
+        boots, distinct, multiplicity = _bootstrap(units, n_boot, rng)
+    else:
+        # Resample within each stratum (its size fixed, as the sampling design fixed it);
+        # clusters, when used, are nested in strata (a query's pairs of one stratum).
+        sarr = np.asarray(strata)
+        if sarr.shape != reference.shape:
+            raise AgreementInputError("strata must hold one stratum per pair")
+        boots = np.zeros((n_boot, L, L))
+        distinct_parts, mult_parts = [], []
+        for value in np.unique(sarr):
+            members = sarr == value
+            units = _units(ref_idx[members], cand_idx[members], L, None if w is None else w[members],
+                           None if clusters is None else clusters[members])
+            b, d, m = _bootstrap(units, n_boot, rng)
+            boots += b
+            distinct_parts.append(d)
+            mult_parts.append(m)
+        distinct, multiplicity = np.concatenate(distinct_parts), np.concatenate(mult_parts)
     stats = figures_from_confusion(boots, levels, threshold)
     if interval == "bca":
         jack = figures_from_confusion(C[None, :, :] - distinct, levels, threshold)
@@ -396,6 +419,7 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
         n=int(reference.size), levels=levels, threshold=int(threshold), confusion=C, figures=point,
         ci=ci, seed=seed_int, n_boot=int(n_boot), resampling=resampling, n_queries=n_queries,
         confidence=confidence, notes=tuple(notes), boot=stats if keep_boot else None, interval=interval,
+        stratified=strata is not None,
     )
 
 

@@ -352,6 +352,7 @@ def result_dict(result: AgreementResult, verdict: GateResult) -> dict:
     out["threshold"] = result.threshold
     out["levels"] = list(result.levels)
     out["bootstrap"] = {"seed": result.seed, "resamples": result.n_boot, "resampling": result.resampling,
+                        "stratified": result.stratified,
                         "interval": result.interval, "confidence": result.confidence, "queries": result.n_queries}
     out["notes"] = list(result.notes)
     return out
@@ -391,6 +392,7 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
     result = agreement(part["grade"].to_numpy(), part["judge_grade"].to_numpy(), threshold=options.threshold,
                        query_ids=part["query_id"].astype(str).to_numpy(),
                        weights=part["weight"].to_numpy() if options.weighted else None,
+                       strata=part["stratum"].to_numpy() if options.weighted else None,
                        seed=options.seed, n_boot=options.n_boot, keep_boot=True)
     verdict = decide(result, thresholds)
     body = result_dict(result, verdict)
@@ -404,6 +406,7 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
             r = agreement(sub["grade"].to_numpy(), sub["judge_grade"].to_numpy(), threshold=options.threshold,
                           query_ids=sub["query_id"].astype(str).to_numpy(),
                           weights=sub["weight"].to_numpy() if options.weighted else None,
+                          strata=sub["stratum"].to_numpy() if options.weighted else None,
                           seed=options.seed, n_boot=options.n_boot)
         except core_agreement.AgreementInputError:
             continue
@@ -459,6 +462,7 @@ def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNIN
         r = agreement(merged["grade"].to_numpy(), merged["config_grade"].to_numpy(), threshold=options.threshold,
                       query_ids=merged["query_id"].astype(str).to_numpy(),
                       weights=merged["weight"].to_numpy() if options.weighted else None,
+                      strata=merged["stratum"].to_numpy() if options.weighted else None,
                       seed=options.seed, n_boot=options.n_boot)
         out.append({"model": model or None, "prompt_hash": prompt_hash or None, "n": r.n,
                     **{k: r.figures[k] for k in ("tpr", "tnr", "precision", "kappa", "kappa_graded", "msd")},
