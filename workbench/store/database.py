@@ -1,18 +1,31 @@
-"""Opening the project database.
+"""Opening the project database, units of work, and what the user is told when either fails.
 
-DuckDB lets one process hold a database file for writing. When another process (say, a running
-``workbench app``) holds it, opening fails with an IO error; we turn that into
-:class:`~workbench.errors.StoreLockedError` naming the file and what to do.
+Locks: DuckDB lets one process hold a database file for writing. When another process (say, a
+running ``workbench app``) holds it, opening fails; :class:`Database` retries with backoff for up
+to ``wait`` seconds, then raises :class:`~workbench.errors.StoreLockedError` naming the holder
+(its PID and command line when the system tells them). The CLI opens with ``wait=0`` (a command
+should say at once that the project is busy); long-running writers such as the judge job and
+the app pass a few seconds (:data:`WRITER_WAIT`) so that a short command in between does not
+fail them.
 
 Units of work: :meth:`Database.cursor` gives a fresh cursor for one unit of work (duckdb 2.0
 refuses a new query on a connection whose last result was not read), and
 :meth:`Database.transaction` wraps a unit of work in BEGIN/COMMIT, rolling back on any error so
 that an import is all or nothing.
+
+Failures become one line (:class:`~workbench.errors.StoreError`), never a traceback: a damaged
+or truncated file, a folder that cannot be written, and Ctrl-C. Ctrl-C inside a unit of work
+rolls it back and says nothing was stored; Ctrl-C while COMMIT runs is held until the commit
+has finished, and the message then says everything was stored (:class:`StoreInterrupted`).
+Errors raised inside ``with Database(...) as db:`` are translated when the block exits.
 """
 
 from __future__ import annotations
 
 import re
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,20 +34,104 @@ from typing import TypeAlias
 import duckdb
 import pandas as pd
 
-from workbench.errors import StoreError, StoreLockedError
+from workbench.errors import StoreError, StoreLockedError, WorkbenchError, clip
 
 #: A cursor: one unit of work on the project database. Store functions that take ``cur`` run
 #: inside the caller's transaction (:meth:`Database.transaction`); those taking ``db`` open
 #: their own cursor for one read.
 Cursor: TypeAlias = duckdb.DuckDBPyConnection
 
+#: Seconds a long-running writer (judge job, app) waits for another process's lock.
+WRITER_WAIT = 5.0
+
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
+_DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+
+
+class StoreInterrupted(StoreError):
+    """Ctrl-C stopped work on the project database; ``stored`` says whether it was committed."""
+
+    exit_code = 130
+
+    def __init__(self, message: str, *, stored: bool):
+        super().__init__(message)
+        self.stored = stored
+
+
+def is_duckdb_file(path: str | Path) -> bool:
+    """Whether ``path`` is a regular file that starts like a DuckDB database (its magic bytes)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(12)
+    except OSError:
+        return False
+    return head[8:12] == _DUCKDB_MAGIC
+
+
+def _holder(message: str) -> str:
+    """``process 1234 (workbench app ...)`` from DuckDB's lock message, as far as it says."""
+    found = _LOCK_PID.search(message)
+    if not found:
+        return "another process"
+    pid = found.group(1)
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        command = ""
+    return f"process {pid}" + (f" ({clip(command, 120)[1:-1]})" if command else "")
+
+
+def _is_interrupt(exc: BaseException) -> bool:
+    # duckdb stops a running statement on SIGINT and raises RuntimeError("Query interrupted").
+    return isinstance(exc, KeyboardInterrupt) or (
+        isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower())
+
+
+def storage_error(path: Path, exc: BaseException) -> StoreError:
+    """One line for a failure of the database file itself (not of our SQL)."""
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    lowered = message.lower()
+    if any(word in lowered for word in ("could not read enough bytes", "corrupt", "checksum", "not a valid",
+                                        "invalid database", "unable to read")):
+        return StoreError(
+            f"project database {path} is damaged or truncated ({clip(message, 160)}); restore it "
+            f"from a copy, or create a new project with `workbench --db NEW.duckdb init`")
+    if any(word in lowered for word in ("permission denied", "not permitted", "read-only", "read only")):
+        return StoreError(
+            f"cannot write to project database {path} ({clip(message, 160)}); make the file and its "
+            f"folder writable, or copy the project somewhere writable and pass --db")
+    if "no space left" in lowered:
+        return StoreError(f"the disk holding {path} is full ({clip(message, 160)}); nothing more was stored")
+    return StoreError(f"project database {path}: {clip(message, 200)}")
+
+
+@contextmanager
+def _sigint_held() -> Iterator[list[int]]:
+    """Hold Ctrl-C (SIGINT) for the duration of the block; the list tells whether one came.
+
+    Only the main thread may set signal handlers (the app runs pages in other threads, where
+    Ctrl-C is not delivered anyway), so elsewhere the block runs unprotected.
+    """
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class Database:
-    """A project database file, opened once per process and closed with :meth:`close`."""
+    """A project database file, opened once per process and closed with :meth:`close`.
 
-    def __init__(self, path: str | Path, *, read_only: bool = False, migrate: bool = True):
+    ``wait``: seconds to keep retrying (with backoff) while another process holds the file's
+    lock; 0 (the CLI's choice) fails at once. See :data:`WRITER_WAIT`.
+    """
+
+    def __init__(self, path: str | Path, *, read_only: bool = False, migrate: bool = True,
+                 wait: float = 0.0):
         self.path = Path(path)
         self.read_only = read_only
         if read_only and not self.path.exists():
@@ -42,30 +139,57 @@ class Database:
                 f"project database {self.path} does not exist; create it with "
                 f"`workbench --db {self.path} init`"
             )
+        if self.path.exists() and not self.path.is_file():
+            raise StoreError(f"{self.path} is not a regular file; point --db at a workbench project (.duckdb)")
         if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.IOException as exc:
-            message = str(exc)
-            if "lock" in message.lower():
-                pid = _LOCK_PID.search(message)
-                holder = f"process {pid.group(1)}" if pid else "another process"
-                raise StoreLockedError(
-                    f"project database {self.path} is in use by {holder} (probably a running "
-                    f"`workbench app` or another command); stop that process or wait for it "
-                    f"to finish, then try again"
-                ) from None
-            raise StoreError(f"cannot open project database {self.path}: {message}") from None
-        except duckdb.Error as exc:
-            raise StoreError(
-                f"{self.path} is not a usable DuckDB project database ({exc}); "
-                f"point --db at a workbench project or create one with `workbench init`"
-            ) from None
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder of project database {self.path}: "
+                                 f"{exc.strerror}; pass --db with a writable location") from None
+        self._con = self._connect(read_only, float(wait))
         if migrate and not read_only:
             from workbench.store.migrations import migrate as run_migrations
 
-            run_migrations(self)
+            try:
+                run_migrations(self)
+            except WorkbenchError:
+                self._con.close()
+                raise
+            except (duckdb.Error, RuntimeError, KeyboardInterrupt) as exc:
+                self._con.close()
+                raise self._translate(exc) from None
+
+    def _connect(self, read_only: bool, wait: float) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + max(wait, 0.0)
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=read_only)
+            except duckdb.IOException as exc:
+                message = str(exc)
+                if "not a valid duckdb database" in message.lower():
+                    raise StoreError(
+                        f"{self.path} is not a usable DuckDB project database (it is some other kind of "
+                        f"file); point --db at a workbench project or create one with `workbench init`"
+                    ) from None
+                if "lock" not in message.lower():
+                    raise storage_error(self.path, exc) from None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    waited = f" (waited {wait:g} s)" if wait > 0 else ""
+                    raise StoreLockedError(
+                        f"project database {self.path} is in use by {_holder(message)}{waited}; "
+                        f"stop that process (a running `workbench app` or another command) or wait "
+                        f"for it to finish, then try again"
+                    ) from None
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 1.0)
+            except duckdb.Error as exc:
+                raise StoreError(
+                    f"{self.path} is not a usable DuckDB project database ({clip(str(exc), 160)}); "
+                    f"point --db at a workbench project or create one with `workbench init`"
+                ) from None
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
@@ -74,8 +198,16 @@ class Database:
     def __enter__(self) -> Database:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
         self.close()
+        if exc is not None and not isinstance(exc, WorkbenchError) and (
+                isinstance(exc, duckdb.Error) or _is_interrupt(exc) and not isinstance(exc, KeyboardInterrupt)):
+            raise self._translate(exc) from None
+
+    def _translate(self, exc: BaseException) -> StoreError:
+        if _is_interrupt(exc):
+            return StoreInterrupted("interrupted; nothing was changed", stored=False)
+        return storage_error(self.path, exc)
 
     # -- units of work ---------------------------------------------------------------------
     def cursor(self) -> Cursor:
@@ -83,19 +215,55 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[Cursor]:
-        """One all-or-nothing unit of work on a fresh cursor."""
+        """One all-or-nothing unit of work on a fresh cursor.
+
+        Any error rolls it back. Ctrl-C during the work becomes :class:`StoreInterrupted`
+        (``stored=False``); during COMMIT it is held until the commit ends, so the message can
+        say truthfully that everything was stored (``stored=True``). Failures of the file
+        (damaged, not writable, disk full) become one-line :class:`StoreError`.
+        """
         if self.read_only:
             raise StoreError(f"project database {self.path} is open read-only; cannot write")
         cur = self._con.cursor()
-        cur.execute("BEGIN TRANSACTION")
+        try:
+            cur.execute("BEGIN TRANSACTION")
+        except duckdb.Error as exc:
+            cur.close()
+            raise storage_error(self.path, exc) from None
         try:
             yield cur
-        except BaseException:
-            cur.execute("ROLLBACK")
-            cur.close()
+        except BaseException as exc:
+            self._rollback(cur)
+            if isinstance(exc, WorkbenchError):
+                raise
+            if _is_interrupt(exc):
+                raise StoreInterrupted("interrupted; nothing was stored (the unit of work was rolled back)",
+                                       stored=False) from None
+            if isinstance(exc, duckdb.IOException | duckdb.InternalException):
+                raise storage_error(self.path, exc) from None
             raise
-        cur.execute("COMMIT")
-        cur.close()
+        with _sigint_held() as interrupted:
+            try:
+                cur.execute("COMMIT")
+            except duckdb.Error as exc:
+                self._rollback(cur)
+                raise StoreError(f"{storage_error(self.path, exc)}; nothing was stored") from None
+            finally:
+                cur.close()
+        if interrupted:
+            raise StoreInterrupted("interrupted while storing; the commit had already started and finished, "
+                                   "so everything was stored", stored=True)
+
+    @staticmethod
+    def _rollback(cur: Cursor) -> None:
+        # A failed ROLLBACK (the file went away, the transaction was already aborted) must not
+        # hide the error that caused it.
+        try:
+            cur.execute("ROLLBACK")
+        except (duckdb.Error, RuntimeError):
+            pass
+        finally:
+            cur.close()
 
     def query_df(self, sql: str, params: list | tuple | None = None) -> pd.DataFrame:
         """Run one read query and return its whole result as a DataFrame."""

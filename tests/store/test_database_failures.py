@@ -1,0 +1,173 @@
+"""The project database under trouble: a lock held by another process, Ctrl-C during a
+statement, a damaged file, a folder that cannot be written. Each ends in one line that tells
+the truth about what was stored, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import run_cli
+from tests.support.read_only import read_only_dir
+from workbench.errors import StoreError, StoreLockedError
+from workbench.store.corpus import write_documents
+from workbench.store.database import (
+    Database,
+    StoreInterrupted,
+    _sigint_held,
+    is_duckdb_file,
+)
+
+HOLDER = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1])
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+con.close()
+print("released", flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """Start a second process that opens the database for writing and holds it for N seconds."""
+    started = []
+
+    def start(path: Path, seconds: float) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(seconds)],
+                                stdout=subprocess.PIPE, text=True)
+        started.append(proc)
+        assert proc.stdout.readline().strip() == "held"
+        return proc
+
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait()
+
+
+def _new_db(path: Path) -> Path:
+    Database(path).close()
+    return path
+
+
+def test_a_lock_is_reported_at_once_naming_the_holder(tmp_path, holder):
+    path = _new_db(tmp_path / "p.duckdb")
+    proc = holder(path, 60)
+    began = time.monotonic()
+    with pytest.raises(StoreLockedError, match=rf"in use by process {proc.pid} \(.*python") as caught:
+        Database(path)
+    assert time.monotonic() - began < 2
+    assert "\n" not in str(caught.value)
+
+
+def test_wait_retries_until_the_deadline(tmp_path, holder):
+    path = _new_db(tmp_path / "p.duckdb")
+    holder(path, 60)
+    began = time.monotonic()
+    with pytest.raises(StoreLockedError, match=r"waited 0\.8 s"):
+        Database(path, wait=0.8)
+    assert 0.8 <= time.monotonic() - began < 3
+
+
+def test_wait_opens_once_the_holder_lets_go(tmp_path, holder):
+    path = _new_db(tmp_path / "p.duckdb")
+    proc = holder(path, 1.0)
+    with Database(path, wait=20) as db:
+        assert db.query_value("SELECT 1") == 1
+    assert proc.stdout.readline().strip() == "released"
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C raises KeyboardInterrupt even when the test runner was started with SIGINT ignored
+    (a background job), as it does for a user at a terminal."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt_soon(seconds: float) -> threading.Timer:
+    timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def test_ctrl_c_during_a_statement_rolls_back_and_says_so(tmp_path, ctrl_c_raises):
+    with Database(tmp_path / "p.duckdb") as db:
+        timer = _interrupt_soon(0.5)
+        try:
+            with pytest.raises(StoreInterrupted, match="nothing was stored") as caught:
+                with db.transaction() as cur:
+                    write_documents(cur, pd.DataFrame({"doc_id": ["d1"], "text": ["x"]}))
+                    # a statement that runs for minutes unless interrupted
+                    cur.execute("SELECT sum(hash(range)) FROM range(100000000000)").fetchall()
+        finally:
+            timer.cancel()
+        assert caught.value.stored is False and caught.value.exit_code == 130
+        assert db.query_value("SELECT count(*) FROM documents") == 0
+
+
+def test_ctrl_c_held_while_committing(ctrl_c_raises):
+    with _sigint_held() as received:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # a KeyboardInterrupt would be raised here if the signal were not held
+    assert received == [signal.SIGINT]
+    with pytest.raises(KeyboardInterrupt):  # the handler is back afterwards
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+
+
+def _truncated_copy(tmp_path: Path, size: int) -> Path:
+    source = tmp_path / "full.duckdb"
+    if not source.exists():
+        assert run_cli("--db", str(source), "init", "--demo").returncode == 0
+    damaged = tmp_path / f"cut{size}.duckdb"
+    damaged.write_bytes(source.read_bytes()[:size])
+    return damaged
+
+
+@pytest.mark.parametrize("size", [5_000, 300_000, 3_000_000])
+def test_a_truncated_database_is_one_line(tmp_path, size):
+    damaged = _truncated_copy(tmp_path, size)
+    for args in (["status"], ["export", "qrels", "--out", str(tmp_path / "q.txt")]):
+        done = run_cli("--db", str(damaged), *args)
+        assert done.returncode == StoreError.exit_code, done.stderr
+        assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+        assert "damaged or truncated" in done.stderr or "cannot open" in done.stderr
+
+
+def test_a_database_in_a_read_only_folder_is_one_line(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = folder / "p.duckdb"
+    assert run_cli("--db", str(db), "init", "--demo").returncode == 0
+    corpus = tmp_path / "more.jsonl"
+    corpus.write_text('{"_id": "new-doc", "text": "hello"}\n')
+    with read_only_dir(folder):
+        done = run_cli("--db", str(db), "import", "corpus", str(corpus))
+        assert done.returncode == StoreError.exit_code, done.stderr
+        assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+        assert "cannot write to project database" in done.stderr and "nothing was stored" in done.stderr
+        created = run_cli("--db", str(folder / "sub" / "new.duckdb"), "init")
+        assert created.returncode != 0 and "Traceback" not in created.stderr
+    with Database(db) as project:
+        assert project.query_value("SELECT count(*) FROM documents WHERE doc_id = 'new-doc'") == 0
+
+
+def test_magic_bytes_tell_a_database(tmp_path):
+    path = _new_db(tmp_path / "p.duckdb")
+    assert is_duckdb_file(path)
+    other = tmp_path / "notes.txt"
+    other.write_text("a text file that mentions DUCK databases")
+    assert not is_duckdb_file(other)
+    assert not is_duckdb_file(tmp_path / "missing")
