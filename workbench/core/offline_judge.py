@@ -21,7 +21,8 @@ Features (all in [0, 1] except the phrase length):
   contain), when one is given; otherwise it is not used and its weight moves to ``coverage``.
 - ``longest_phrase``: the longest run of consecutive query terms that also occurs consecutively in
   the passage (both after stopword removal), in words; ``phrase = min(longest_phrase, 4) / 4``.
-- ``embedding``: ``max(0, embedding_similarity)``, the caller's cosine similarity of the two texts.
+- ``embedding``: the caller's cosine similarity of the two texts clipped to [0, 1] (a negative
+  cosine counts as 0).
 
 Score and grade::
 
