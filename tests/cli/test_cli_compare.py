@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from scipy import stats
 
+from tests.conftest import run_cli
 from tests.support.trec_files import write_run
 
 # Hand-made collection: 4 queries, binary grades.
@@ -43,13 +42,7 @@ def files(tmp_path):
 
 
 def workbench(*argv, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *map(str, argv)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
+    return run_cli(*map(str, argv), cwd=cwd)
 
 
 def by_run_measure(payload):

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from workbench.cli.common import add_format_option, exit_codes_epilog, number, print_json
+from workbench.cli.common import add_format_option, exit_codes_epilog, number, print_json, wrapped
 
 
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
@@ -53,9 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser(
         "citations",
         help="check the citations of generated answers against their context",
-        description="Per answer: citations that point into the context (faithfulness) and the "
+        description=wrapped("Per answer: citations that point into the context (faithfulness) and the "
                     "share of the context cited (coverage). Input: JSONL with answer, "
-                    "context_ids and optionally query_id, relevant_ids.",
+                    "context_ids and optionally query_id, relevant_ids."),
         epilog=exit_codes_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

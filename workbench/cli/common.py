@@ -36,6 +36,14 @@ EXIT_CODES = (
 )
 
 
+def wrapped(text: str) -> str:
+    """A help description wrapped to 78 columns (the commands use a raw formatter so that their
+    epilogs keep their layout, which also stops argparse from wrapping the description)."""
+    import textwrap
+
+    return textwrap.fill(" ".join(text.split()), 78)
+
+
 def exit_codes_epilog() -> str:
     """The exit codes as a help epilog paragraph."""
     return "exit status:\n" + "\n".join(f"  {code:<4} {text}" for code, text in EXIT_CODES)
@@ -119,7 +127,7 @@ def add_measure_options(parser: argparse.ArgumentParser, *, required: bool = Tru
     parser.add_argument(
         "-m", "--measure", action="append", default=[], metavar="MEASURE",
         help="a measure, repeatable, e.g. ndcg@10, P@10, R(rel=2)@100, AP, RR@10, RBP(p=0.8), "
-             "judged@10" + ("" if required else " (optional)"),
+             "judged@10" + ("" if required else " (optional with --lift)"),
     )
     parser.add_argument(
         "--rel", type=int, default=1, metavar="N",

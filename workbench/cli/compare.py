@@ -26,7 +26,7 @@ import argparse
 import math
 
 from workbench.cli.common import (
-    add_format_option, add_measure_options, aligned, exit_codes_epilog, number, positive_int, print_json,
+    add_format_option, add_measure_options, aligned, exit_codes_epilog, number, positive_int, print_json, wrapped,
 )
 
 DEFAULT_RESAMPLES = 10_000
@@ -93,10 +93,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare",
         help="paired significance tests of runs against a baseline",
-        description="Compare runs per query against the first run (the baseline): mean delta, "
+        description=wrapped("Compare runs per query against the first run (the baseline): mean delta, "
                     "bootstrap confidence interval, paired test p-value (Benjamini-Hochberg "
                     "adjusted across all comparisons) and per-query wins/ties/losses. Queries "
-                    "are scored as by eval (a query the run does not answer scores 0).",
+                    "are scored as by eval (a query the run does not answer scores 0)."),
         epilog=exit_codes_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

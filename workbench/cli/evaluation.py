@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.common import add_format_option, add_measure_options, exit_codes_epilog, number, print_json
+from workbench.cli.common import (
+    add_format_option, add_measure_options, exit_codes_epilog, number, print_json, wrapped,
+)
 
 CONVENTIONS = """\
 conventions:
@@ -136,8 +138,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "eval",
         help="score run files against qrels (trec_eval-compatible measures)",
-        description="Score one or more TREC run files against qrels: the mean of each measure "
-                    "per run, and optionally per-query values and distributions.",
+        description=wrapped("Score one or more TREC run files against qrels: the mean of each measure "
+                    "per run, and optionally per-query values and distributions."),
         epilog=CONVENTIONS + exit_codes_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

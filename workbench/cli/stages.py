@@ -31,7 +31,9 @@ from __future__ import annotations
 import argparse
 import math
 
-from workbench.cli.common import add_format_option, add_measure_options, aligned, exit_codes_epilog, print_json
+from workbench.cli.common import (
+    add_format_option, add_measure_options, aligned, exit_codes_epilog, print_json, wrapped,
+)
 from workbench.errors import ConfigError
 
 
@@ -160,9 +162,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "stages",
         help="the same measures at every pipeline stage, and the reranker lift",
-        description="Score each stage's run on the same queries (means per stage, in the order "
+        description=wrapped("Score each stage's run on the same queries (means per stage, in the order "
                     "given; a query a stage's run does not answer scores 0) and optionally the "
-                    "reranker lift (post - pre) / (pool - pre).",
+                    "reranker lift (post - pre) / (pool - pre)."),
         epilog=exit_codes_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -171,7 +173,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--stage", action="append", default=[], required=True, metavar="NAME=RUNFILE",
         help="a stage and its TREC run file, repeatable, in pipeline order",
     )
-    add_measure_options(p)
+    add_measure_options(p, required=False)
     p.add_argument(
         "--lift", metavar="POOL_MEASURE,PRE_STAGE,POST_STAGE,MEASURE",
         help="reranker lift: pool = POOL_MEASURE at PRE_STAGE, pre = MEASURE at PRE_STAGE, "
