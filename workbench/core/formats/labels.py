@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.core.formats.lines import Tick, read_json_objects, split_lines, string_value
-from workbench.core.readers import Qrels, Run
+from workbench.core.qrels_and_runs import Qrels, Run
 from workbench.errors import InputError
 
 GRADES = (0, 3)
