@@ -115,3 +115,17 @@ def test_calibration_page_verdict_first_and_draws_a_sample(judged):
     assert "Figures with 95% intervals" not in text[:verdict_pos]
     assert len(at.get("vega_lite_chart")) == 1  # the confusion heatmap (Altair)
     assert 'data-table="calibration-configurations"' in text and "m1" in text
+
+
+def test_one_annotator_never_sees_another_annotators_label(judged):
+    path, _ = judged
+    with Database(path) as db:
+        cal.create_sample(db, "s", "p", seed=1)
+        cal.save_label(db, "s", "first", 0, 3, comment="FIRST-SME-COMMENT", evidence=[[0, 5]])
+    at = _run(_label_page, "second")
+    text = _texts(at)
+    assert "Pair 1 of 200" in text
+    assert "already answered" not in text and "FIRST-SME-COMMENT" not in text and MARKER not in text
+    assert all(b.proto.type != "primary" for b in at.button)  # no grade button marked as chosen
+    at = _run(_label_page, "first")
+    assert "Pair 2 of 200" in _texts(at)  # the first SME moves on to their next open pair

@@ -177,7 +177,7 @@ def _labelling(db, cal, sample: str, annotator: str, reveal: bool) -> None:
     for grade, col in zip(range(4), cols):
         with col:
             if st.button(GRADE_LABELS[grade], key=_key("grade", sample, grade), shortcut=str(grade),
-                         use_container_width=True, type="primary" if state and state.get("grade") == grade else "secondary"):
+                         width="stretch", type="primary" if state and state.get("grade") == grade else "secondary"):
                 spans = [[choices[i][0], choices[i][1]] for i in evidence]
                 if grade >= 2 and not spans:
                     st.warning("Grades 2 and 3 need evidence: choose the sentence(s) that support the grade first.")
