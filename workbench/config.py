@@ -73,6 +73,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "bootstrap_resamples": 2000,
         "high_risk_tags": "",
         "high_risk_min_rate": 0.90,
+        "overlap": 0,
     },
     "app": {"host": "127.0.0.1", "port": 8501},
 }

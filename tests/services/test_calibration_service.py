@@ -278,3 +278,29 @@ def test_few_shot_examples_come_from_the_tuning_part_only(project):
             assert e["grade"] == truth[(e["query_id"], e["doc_id"])] and e["passage"]
             seen.add((e["query_id"], e["doc_id"]))
     assert len(seen) > 12  # the seeds really vary the choice
+
+
+def test_overlap_hands_each_item_to_k_smes(project):
+    db, truth = project
+    cal.create_sample(db, "s", "p", seed=1)
+    answered: dict[int, set] = {}
+    # three SMEs take turns, overlap 2: every item gets exactly two answers, nobody answers twice
+    smes = ["a", "b", "c"]
+    turn = 0
+    while True:
+        progressed = False
+        for sme in smes:
+            nxt = cal.next_item(db, "s", sme, overlap=2)
+            if nxt is None:
+                continue
+            cal.save_label(db, "s", sme, nxt["position"], 1)
+            assert sme not in answered.setdefault(nxt["position"], set())
+            answered[nxt["position"]].add(sme)
+            progressed = True
+        turn += 1
+        if not progressed:
+            break
+    assert len(answered) == 200 and all(len(v) == 2 for v in answered.values())
+    assert turn <= 140
+    with pytest.raises(InputError, match="overlap"):
+        cal.next_item(db, "s", "a", overlap=-1)

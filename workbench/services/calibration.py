@@ -149,9 +149,14 @@ def _annotator(annotator: str) -> str:
     return annotator.strip()
 
 
-def next_item(db: Database, sample: str, annotator: str, *, after: int = -1) -> dict | None:
-    """The next item the annotator has not labelled (skipped ones come back last), or None."""
-    position = store.next_open_position(db, sample, _annotator(annotator), after=after)
+def next_item(db: Database, sample: str, annotator: str, *, after: int = -1,
+              overlap: int | None = None) -> dict | None:
+    """The next item the annotator has not labelled (skipped ones come back last), or None.
+    ``overlap = k``: only items fewer than ``k`` other SMEs have answered (0 or None: all)."""
+    if overlap is not None and overlap < 0:
+        raise InputError(f"the overlap must be 0 (every SME labels every pair) or more, got {overlap}")
+    position = store.next_open_position(db, sample, _annotator(annotator), after=after,
+                                        overlap=overlap or None)
     return None if position is None else item(db, sample, position)
 
 

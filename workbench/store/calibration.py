@@ -249,19 +249,28 @@ def event_before(cur: Cursor, sample: str, annotator: str, position: int, event_
             "revealed": bool(revealed)}
 
 
-def next_open_position(db: Database, sample: str, annotator: str, *, after: int = -1) -> int | None:
+def next_open_position(db: Database, sample: str, annotator: str, *, after: int = -1,
+                       overlap: int | None = None) -> int | None:
     """The first position after ``after`` the annotator has not labelled (no state, or
-    ``clear``); then, wrapping around, skipped items come back; None when all are done."""
+    ``clear``); then, wrapping around, skipped items come back; None when all are done.
+
+    ``overlap = k`` hands out only items that fewer than ``k`` *other* annotators have answered
+    (labelled or marked can't judge), so each item collects about ``k`` answers."""
     rows = db.query_all(
-        """WITH cur AS (
-               SELECT position, action FROM label_events WHERE sample = ? AND annotator = ?
-               QUALIFY row_number() OVER (PARTITION BY position ORDER BY event_id DESC) = 1)
-           SELECT i.position, coalesce(c.action, 'clear') AS action FROM calibration_items i
-           LEFT JOIN cur c ON c.position = i.position
+        """WITH latest AS (
+               SELECT position, annotator, action FROM label_events WHERE sample = ?
+               QUALIFY row_number() OVER (PARTITION BY position, annotator ORDER BY event_id DESC) = 1),
+           mine AS (SELECT position, action FROM latest WHERE annotator = ?),
+           others AS (SELECT position, count(*) AS answered FROM latest
+                      WHERE annotator <> ? AND action IN ('label', 'cant_judge') GROUP BY position)
+           SELECT i.position FROM calibration_items i
+           LEFT JOIN mine c ON c.position = i.position
+           LEFT JOIN others o ON o.position = i.position
            WHERE i.sample = ? AND coalesce(c.action, 'clear') IN ('clear', 'skip')
+             AND (?::INTEGER IS NULL OR coalesce(o.answered, 0) < ?)
            ORDER BY (coalesce(c.action, 'clear') = 'skip'), (i.position <= ?), i.position
            LIMIT 1""",
-        [sample, annotator, sample, int(after)],
+        [sample, annotator, annotator, sample, overlap, overlap, int(after)],
     )
     return None if not rows else int(rows[0][0])
 

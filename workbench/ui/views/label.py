@@ -93,6 +93,13 @@ def sentences(item: dict) -> list[tuple[int, int, str]]:
     return out
 
 
+def _overlap() -> int:
+    """SMEs per pair (``[calibration] overlap``; 0: every SME labels every pair)."""
+    from workbench.config import load_settings
+
+    return int(load_settings().get("calibration", "overlap"))
+
+
 def _key(*parts) -> str:
     return "label_" + "_".join(str(p) for p in parts)
 
@@ -131,7 +138,7 @@ def _labelling(db, cal, sample: str, annotator: str, reveal: bool) -> None:
     pos_key = _key("position", sample)
     context.show_flash("label")
     if st.session_state.get(pos_key) is None:
-        nxt = cal.next_item(db, sample, annotator)
+        nxt = cal.next_item(db, sample, annotator, overlap=_overlap())
         st.session_state[pos_key] = None if nxt is None else nxt["position"]
     position = st.session_state.get(pos_key)
     done = cal.progress(db, sample, annotator)
@@ -224,7 +231,7 @@ def _submit(db, cal, sample, annotator, position, grade, spans, comment, reveal)
         reason = judge.get("reason") or "no reason given"
         message += f" The judge said {judge.get('grade')}: {reason}"
     context.flash("label", context.plain(message))
-    nxt = cal.next_item(db, sample, annotator, after=position)
+    nxt = cal.next_item(db, sample, annotator, after=position, overlap=_overlap())
     _go(sample, None if nxt is None else nxt["position"])
     st.rerun()
 
@@ -238,7 +245,7 @@ def _act(db, cal, sample, annotator, position, action, comment) -> None:
         return
     word = "Skipped" if action == "skip" else "Marked can't judge:"
     context.flash("label", f"{word} pair {position + 1}.", "info")
-    nxt = cal.next_item(db, sample, annotator, after=position)
+    nxt = cal.next_item(db, sample, annotator, after=position, overlap=_overlap())
     _go(sample, None if nxt is None else nxt["position"])
     st.rerun()
 
