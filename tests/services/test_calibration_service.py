@@ -304,3 +304,33 @@ def test_overlap_hands_each_item_to_k_smes(project):
     assert turn <= 140
     with pytest.raises(InputError, match="overlap"):
         cal.next_item(db, "s", "a", overlap=-1)
+
+
+def test_adjudication_resolves_sme_disagreements(project):
+    db, truth = project
+    cal.create_sample(db, "s", "p", seed=1)
+    for position in range(6):
+        cal.save_label(db, "s", "ann", position, 1)
+        cal.save_label(db, "s", "bob", position, 1 if position % 2 else 3)
+    cal.save_label(db, "s", "cy", 0, 2)
+    found = cal.sme_disagreements(db, "s")
+    assert [d["position"] for d in found] == [0, 2, 4]
+    assert found[0]["grades"] == {"ann": 1, "bob": 3, "cy": 2} and found[0]["resolved"] is None
+    with pytest.raises(InputError, match="no disagreement"):
+        cal.adjudicate(db, "s", 1, 2, lead="lead")
+    with pytest.raises(InputError, match="reserved"):
+        cal.save_label(db, "s", "adjudication", 3, 2)
+    # lower median of (1, 3) is 1; the resolution makes it 3, and records who resolved it
+    before = cal.report(db, "s", options=cal.ReportOptions(part="all", n_boot=50))
+    cal.adjudicate(db, "s", 2, 3, lead="lead", comment="bob is right")
+    cal.adjudicate(db, "s", 2, 2, lead="lead2")  # a later resolution replaces the earlier one
+    found = {d["position"]: d for d in cal.sme_disagreements(db, "s")}
+    assert found[2]["resolved"] == 2 and found[2]["resolved_by"] == "lead2"
+    labels = cal._reference_labels(db, "s").set_index("position")
+    assert labels.loc[2, "grade"] == 2 and bool(labels.loc[2, "adjudicated"])
+    assert labels.loc[4, "grade"] == 1 and not bool(labels.loc[4, "adjudicated"])
+    assert db.query_all("SELECT assessor, grade FROM judgments WHERE source = 'human' AND assessor LIKE 'lead%'") == \
+        [("lead2", 2)]
+    after = cal.report(db, "s", options=cal.ReportOptions(part="all", n_boot=50))
+    assert after["sme_agreement"]["annotators"] == ["ann", "bob", "cy"]
+    assert after["labelled"] == before["labelled"] == 6

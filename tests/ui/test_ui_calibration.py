@@ -129,3 +129,21 @@ def test_one_annotator_never_sees_another_annotators_label(judged):
     assert all(b.proto.type != "primary" for b in at.button)  # no grade button marked as chosen
     at = _run(_label_page, "first")
     assert "Pair 2 of 200" in _texts(at)  # the first SME moves on to their next open pair
+
+
+def test_calibration_page_resolves_sme_disagreements(judged):
+    path, _ = judged
+    with Database(path) as db:
+        cal.create_sample(db, "s", "p", seed=1)
+        cal.save_label(db, "s", "ann", 0, 0)
+        cal.save_label(db, "s", "bob", 0, 3)
+    at = _run(_calibration_page, "lead")
+    text = _texts(at)
+    assert 'data-table="calibration-sme-disagreements"' in text
+    form_button = [b for b in at.button if b.label == "Record resolved label"][0]
+    at.radio[0].set_value(3)
+    form_button.click().run()
+    assert not at.exception
+    assert "Recorded grade 3 for pair 1, resolved by lead" in _texts(at)
+    with Database(path) as db:
+        assert cal.sme_disagreements(db, "s")[0]["resolved_by"] == "lead"

@@ -44,6 +44,9 @@ from workbench.store.pools import read_pool
 GRADES = (0, 1, 2, 3)
 HIGH_RISK_RATE = 0.90
 ACTIONS = ("label", "skip", "cant_judge")
+# The reserved annotator id of resolved (adjudicated) labels; who resolved one is the assessor
+# of its judgments row.
+ADJUDICATION = "adjudication"
 
 
 # -- the sample ------------------------------------------------------------------------------
@@ -146,6 +149,8 @@ def few_shot_examples(db: Database, sample: str, *, per_grade: int = 1, seed: in
 def _annotator(annotator: str) -> str:
     if not isinstance(annotator, str) or not annotator.strip():
         raise InputError("labels need an annotator id; enter yours first")
+    if annotator.strip() == ADJUDICATION:
+        raise InputError(f"{ADJUDICATION!r} is reserved for resolved labels; choose another annotator id")
     return annotator.strip()
 
 
@@ -200,7 +205,8 @@ def _check_evidence(evidence, doc_len: int | None) -> list[list[int]] | None:
 
 
 def _record(db: Database, sample: str, annotator: str, position: int, action: str, *, grade=None,
-            comment=None, evidence=None, seconds=None, reveal=False, undoes=None) -> int:
+            comment=None, evidence=None, seconds=None, reveal=False, undoes=None,
+            assessor: str | None = None) -> int:
     with db.transaction() as tx:
         keys = store.item_keys(tx, sample, position)
         if keys is None:
@@ -211,7 +217,7 @@ def _record(db: Database, sample: str, annotator: str, position: int, action: st
         judgment_id = None
         if action == "label":
             judgment_id = store.write_human_judgment(
-                tx, **keys, grade=int(grade), assessor=annotator, reason=comment)
+                tx, **keys, grade=int(grade), assessor=assessor or annotator, reason=comment)
         return store.write_event(
             tx, sample=sample, position=position, annotator=annotator, action=action,
             grade=None if grade is None else int(grade), judgment_id=judgment_id, comment=comment,
@@ -280,6 +286,40 @@ def judge_output(db: Database, sample: str, annotator: str, position: int) -> di
     return store.read_judge_output(db, sample, position) or {}
 
 
+def sme_disagreements(db: Database, sample: str) -> list[dict]:
+    """Items two or more SMEs graded differently, their grades side by side, and the resolved
+    label (with who resolved it) when a lead adjudicated the item."""
+    table = store.label_table(db, sample)
+    labelled = table[table["action"] == "label"]
+    smes = labelled[labelled["annotator"] != ADJUDICATION]
+    resolved = store.resolutions(db, sample)
+    out = []
+    for position, rows in smes.groupby("position", sort=True):
+        grades = {str(a): int(g) for a, g in zip(rows["annotator"], rows["grade"])}
+        if len(set(grades.values())) < 2:
+            continue
+        first = rows.iloc[0]
+        r = resolved.get(int(position))
+        out.append({"position": int(position), "query_id": str(first["query_id"]), "doc_id": str(first["doc_id"]),
+                    "grades": grades, "resolved": None if r is None else r["grade"],
+                    "resolved_by": None if r is None else r["by"]})
+    return out
+
+
+def adjudicate(db: Database, sample: str, position: int, grade: int, *, lead: str,
+               comment: str | None = None) -> int:
+    """Record the resolved label of an item the SMEs disagree on (replacing an earlier
+    resolution); it becomes the item's reference grade. ``lead`` is who resolved it.
+    (Roles are not enforced yet: whoever runs this is trusted to be a lead.)"""
+    lead = _annotator(lead)
+    if isinstance(grade, bool) or grade not in GRADES:
+        raise InputError(f"grade {grade!r} is not one of 0, 1, 2, 3")
+    if not any(d["position"] == int(position) for d in sme_disagreements(db, sample)):
+        raise InputError(f"pair {position + 1} has no disagreement between SMEs to resolve")
+    return _record(db, sample, ADJUDICATION, int(position), "label", grade=grade, comment=comment or None,
+                   assessor=lead)
+
+
 def judge_reason(db: Database, sample: str, position: int) -> dict:
     """The judge's output for an item, for the report's drill-down into disagreements (items
     an SME has labelled already; the labelling page uses :func:`judge_output`)."""
@@ -316,20 +356,30 @@ def progress(db: Database, sample: str, annotator: str) -> dict:
 # -- the report ------------------------------------------------------------------------------
 
 def _reference_labels(db: Database, sample: str) -> pd.DataFrame:
-    """One reference grade per labelled item (lower median of its SMEs' grades)."""
+    """One reference grade per labelled item: the resolved label when a lead adjudicated it,
+    else the lower median of its SMEs' grades."""
     table = store.label_table(db, sample)
     labelled = table[table["action"] == "label"].copy()
     if labelled.empty:
         return labelled.assign(n_sme=pd.Series(dtype="int64"))
     labelled["grade"] = labelled["grade"].astype("int64")
+    resolved = labelled[labelled["annotator"] == ADJUDICATION].set_index("position")["grade"]
+    labelled = labelled[labelled["annotator"] != ADJUDICATION]
+    if labelled.empty:
+        return labelled.assign(n_sme=pd.Series(dtype="int64"))
     keep = ["position", "query_id", "doc_id", "chunk_id", "start", "end", "part", "weight", "judge_grade",
             "stratum", "tags"]
     grouped = labelled.groupby("position", sort=True)
     ref = grouped["grade"].apply(lambda g: int(np.sort(g.to_numpy())[(len(g) - 1) // 2])).rename("grade")
     n_sme = grouped["annotator"].nunique().rename("n_sme")
     first = grouped[keep[1:]].first()
-    out = first.join(ref).join(n_sme).reset_index()
+    out = first.join(ref).join(n_sme)
+    adjudicated = out.index.isin(resolved.index)
+    out.loc[adjudicated, "grade"] = resolved.reindex(out.index[adjudicated]).to_numpy()
+    out["adjudicated"] = adjudicated
+    out = out.reset_index()
     out["judge_grade"] = out["judge_grade"].astype("int64")
+    out["grade"] = out["grade"].astype("int64")
     return out
 
 
@@ -480,7 +530,7 @@ def _sme_agreement(db: Database, sample: str) -> dict | None:
     """Agreement among SMEs on items several of them labelled: Krippendorff's α (ordinal) and
     pairwise Cohen's κ. None with fewer than two SMEs."""
     table = store.label_table(db, sample)
-    labelled = table[table["action"] == "label"]
+    labelled = table[(table["action"] == "label") & (table["annotator"] != ADJUDICATION)]
     annotators = sorted(labelled["annotator"].unique().tolist())
     if len(annotators) < 2:
         return None
@@ -557,5 +607,5 @@ def agree_files(reference: str | Path, candidate: str | Path, *, threshold: int 
     return out
 
 
-__all__ = ["create_sample", "list_samples", "list_pools", "compare_judges", "few_shot_examples", "next_item", "item", "save_label", "skip", "cant_judge", "undo", "progress",
+__all__ = ["sme_disagreements", "adjudicate", "create_sample", "list_samples", "list_pools", "compare_judges", "few_shot_examples", "next_item", "item", "save_label", "skip", "cant_judge", "undo", "progress",
            "judge_output", "report", "gate", "agree_files", "tuning_pairs", "ReportOptions"]

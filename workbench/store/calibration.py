@@ -330,3 +330,16 @@ def run_judged_shares(db: Database, sample: str, k: int) -> pd.DataFrame:
            GROUP BY pv.run ORDER BY pv.run""",
         [model, model, prompt_hash, prompt_hash, info["threshold"], info["pool"], int(k)],
     )
+
+
+def resolutions(db: Database, sample: str) -> dict[int, dict]:
+    """``{position: {"grade", "by"}}``: the current resolved label of adjudicated items and who
+    resolved it (the assessor of its judgments row)."""
+    rows = db.query_all(
+        """SELECT e.position, e.grade, j.assessor FROM label_events e
+           LEFT JOIN judgments j ON j.judgment_id = e.judgment_id
+           WHERE e.sample = ? AND e.annotator = 'adjudication'
+           QUALIFY row_number() OVER (PARTITION BY e.position ORDER BY e.event_id DESC) = 1""",
+        [sample],
+    )
+    return {int(p): {"grade": int(g), "by": who} for p, g, who in rows if g is not None}

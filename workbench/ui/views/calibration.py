@@ -59,11 +59,47 @@ def render() -> None:
         try:
             body = cal.report(db, sample, thresholds=_thresholds(), options=_options(cal))
             configs = cal.compare_judges(db, sample, options=_options(cal), thresholds=_thresholds())
+            disagreements = cal.sme_disagreements(db, sample)
         except WorkbenchError as exc:
             context.error(exc, FIELDS)
             return
     _report(body)
     _configurations(configs)
+    _adjudication(sample, disagreements)
+
+
+def _adjudication(sample: str, found: list[dict]) -> None:
+    """SMEs who graded a pair differently, side by side; a lead records the resolved label."""
+    from workbench.services import calibration as cal
+
+    st.subheader("Where SMEs disagree")
+    if not found:
+        st.caption("No pair has two SMEs with different grades.")
+        return
+    smes = sorted({name for d in found for name in d["grades"]})
+    context.table([{"pair": d["position"] + 1, "query": d["query_id"], "document": d["doc_id"],
+                    **{name: d["grades"].get(name, "–") for name in smes},
+                    "resolved": "–" if d["resolved"] is None else f"{d['resolved']} by {d['resolved_by']}"}
+                   for d in found], key="calibration-sme-disagreements")
+    lead = context.annotator()
+    if not lead:
+        st.caption("Enter your annotator id in the sidebar to resolve a disagreement; it is recorded with "
+                   "the resolved label.")
+        return
+    with st.form("calibration_adjudicate"):
+        pick = st.selectbox("Pair", range(len(found)), format_func=lambda i: f"pair {found[i]['position'] + 1}")
+        grade = st.radio("Resolved grade", [0, 1, 2, 3], horizontal=True)
+        note = st.text_input("Why (optional)")
+        if st.form_submit_button("Record resolved label"):
+            try:
+                with context.project() as db:
+                    cal.adjudicate(db, sample, found[pick]["position"], int(grade), lead=lead, comment=note)
+            except WorkbenchError as exc:
+                context.error(exc, FIELDS)
+                return
+            context.flash("calibration", context.plain(
+                f"Recorded grade {grade} for pair {found[pick]['position'] + 1}, resolved by {lead}."))
+            st.rerun()
 
 
 def _configurations(configs: list[dict]) -> None:
