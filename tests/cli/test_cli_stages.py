@@ -151,7 +151,7 @@ def test_bad_lift_is_one_line(files, lift, message):
 
 def test_missing_file_and_bad_measure(files, tmp_path):
     proc = run_cli("stages", str(files[0]), "--stage", f"a={tmp_path / 'nope.run'}", "-m", "recall@2")
-    assert proc.returncode == 3 and "nope.run: no such file" in proc.stderr
+    assert proc.returncode == 3 and "nope.run: file not found" in proc.stderr
     assert "Traceback" not in proc.stderr
     proc = stages(files, "-m", "recal@2")
     assert proc.returncode == 3 and "unknown measure" in proc.stderr

@@ -69,7 +69,7 @@ def test_run_empty_file(tmp_path):
     "text,line,fragment",
     [
         ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 1 2.0\n", 2, "expected 6 fields"),
-        ("q1 Q0 d1 1 2.0 t\n\nq1 Q0 d2 1 high t\n", 3, "score (5th field) must be a finite number, got 'high'"),
+        ("q1 Q0 d1 1 2.0 t\n\nq1 Q0 d2 1 high t\n", 3, "score (5th field) must be a number, got 'high'"),
         ("q1 Q0 d1 1 nan t\n", 1, "must be a finite number"),
         # issue 8: infinities and overflowing scores were accepted while nan was refused
         ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 inf t\n", 2, "must be a finite number, got 'inf'"),

@@ -257,8 +257,10 @@ def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = 
         try:
             score = float(fields[4])
         except ValueError:
-            score = math.nan
-        if not math.isfinite(score):
+            raise InputError(
+                f"score (5th field) must be a number, got {clip(fields[4])}", path=str(path), line=lineno
+            ) from None
+        if not math.isfinite(score):  # nan, inf, -inf, 1e400: no rank can be given to them
             raise InputError(
                 f"score (5th field) must be a finite number, got {clip(fields[4])}", path=str(path), line=lineno
             )

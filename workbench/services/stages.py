@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.core.stages import Lift, StageReport, stage_lift, stage_report
-from workbench.errors import ConfigError, InputError
+from workbench.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,10 @@ def evaluate_stages(
 
     The lift's measures are evaluated too when not among ``measures``. Raises
     :class:`ConfigError` for no stage, a repeated stage name or a lift naming an unknown stage,
-    and :class:`InputError` for a missing file.
+    and :class:`~workbench.errors.InputError` for a missing, non-regular or malformed file.
     """
     from workbench.core.measures import parse_measures
+    from workbench.core.readers import check_regular_file
     from workbench.services.evaluation import evaluate_files
 
     if not stages:
@@ -92,8 +93,7 @@ def evaluate_stages(
         raise ConfigError("give at least one measure, e.g. -m recall@5 -m ndcg@10")
     parse_measures(wanted)  # fail on a bad name before reading any file
     for path in [qrels, *(p for _, p in stages)]:
-        if not Path(path).is_file():
-            raise InputError("no such file", path=str(path))
+        check_regular_file(path)  # every file before reading any: one clear line, never a hang
     results = evaluate_files(qrels, [str(p) for _, p in stages], wanted, rel=rel, names=names)
     report = stage_report({name: res.per_query for name, res in results.items()}, wanted)
     value = None
