@@ -82,7 +82,8 @@ def _nothing_to_evaluate(result: EvaluationResult, qrels, run, rel: int, run_pat
     over, saying why."""
     import pyarrow.compute as pc
 
-    if result.n_only_in_run == pc.count_distinct(run.query_ids).as_py():
+    # every run query only in the run (counted only then: a pass over the run's ids)
+    if result.n_only_in_run and result.n_only_in_run == pc.count_distinct(run.query_ids).as_py():
         run_queries = pc.unique(run.query_ids).to_pylist()
         qrels_queries = pc.unique(qrels.query_ids).to_pylist()
         raise InputError(
