@@ -599,16 +599,22 @@ class _Runner:
             return True
         return False
 
-    async def run(self, units: pd.DataFrame, grader) -> None:
+    async def run(self, next_page, total: int, grader) -> None:
+        """Judge page after page (``next_page()`` reads the next ``PAGE_UNITS`` pending units), so
+        memory stays flat however large the pool is."""
         self.flush_lock = asyncio.Lock()
-        self.total = len(units)
+        self.total = total
         self._report()
         flusher = asyncio.create_task(self._flusher())
         try:
-            for start in range(0, len(units), PAGE_UNITS):
-                if self._should_stop():
+            while not self._should_stop():
+                page = await asyncio.to_thread(next_page)
+                if page.empty:
                     break
-                await self._page(units.iloc[start:start + PAGE_UNITS], grader)
+                before = self.done
+                await self._page(page, grader)
+                if self.done == before:  # nothing of the page could be judged (its pairs are gone)
+                    break
         finally:
             self._finished = True
             flusher.cancel()
@@ -626,16 +632,14 @@ class _Runner:
             await self.flush(check_state=True)
 
     async def _page(self, page: pd.DataFrame, grader) -> None:
-        info = self.pool_info
-
+        """Judge one page of units (with their texts): cache hits first, then the rest, each
+        distinct (cache key, sample) sent once by ``concurrency`` workers."""
         def load():
             with _Use(self.db_path, self.wait, migrate=False) as db:
-                texts = store.unit_texts(db, pool=info["name"], level=info["level"], keys=page)
-                hits = store.cache_hits(db, page)
-            return texts, hits
+                return store.cache_hits(db, page)
 
-        texts, hits = await asyncio.to_thread(load)
-        texts = {(r.query_id, r.doc_id, _nan_none(r.chunk_id)): r for r in texts.itertuples(index=False)}
+        hits = await asyncio.to_thread(load)
+        texts = {(r.query_id, r.doc_id, _nan_none(r.chunk_id)): r for r in page.itertuples(index=False)}
         hit_map = {(r.cache_key, int(r.sample)): r for r in hits.itertuples(index=False)}
         groups: dict[tuple, list[dict]] = {}
         cached_rows = []
@@ -769,19 +773,26 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
     job, info = _prepare(db_path, pool, spec, limit=limit, budget=budget, retry_failed=retry_failed, batch=batch)
     runner = _Runner(db_path, job, info, spec, limit=limit, budget=budget, on_progress=on_progress,
                      cancel=cancel, batch=batch)
+    unit_args = dict(job_id=job["job_id"], pool=pool, level=info["level"], samples=spec.samples, limit=limit)
+
+    def next_page() -> pd.DataFrame:
+        with _Use(db_path, runner.wait, migrate=False) as db:
+            return store.pending_units(db, prefix=spec.cache_prefix, page=PAGE_UNITS, with_text=True, **unit_args)
+
     with _Use(db_path, runner.wait) as db:
-        units = store.pending_units(db, job_id=job["job_id"], pool=pool, level=info["level"],
-                                    prefix=spec.cache_prefix, samples=spec.samples, limit=limit)
-    grader = _OfflineGrader() if spec.offline else _LLMGrader(spec)
+        total = store.count_pending_units(db, **unit_args)
+        units = store.pending_units(db, prefix=spec.cache_prefix, **unit_args) if batch else None
     state, message = "finished", ""
     try:
-        if batch:
+        if not total:
+            pass  # nothing to judge: no client is made, nothing is sent
+        elif batch:
             from workbench.services.judge_batch import run_batch
 
-            asyncio.run(run_batch(runner, units, grader))
+            asyncio.run(run_batch(runner, units, _LLMGrader(spec)))
         else:
-            if len(units):
-                asyncio.run(_run_with_close(runner, units, grader))
+            grader = _OfflineGrader() if spec.offline else _LLMGrader(spec)
+            asyncio.run(_run_with_close(runner, next_page, total, grader))
     except KeyboardInterrupt:
         runner.stop_reason = "cancelled"
     finally:
@@ -798,10 +809,9 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
         with _Use(db_path, runner.wait) as db:
             with db.transaction() as tx:
                 store.recount_job(tx, job["job_id"])
-                remaining = store.pending_units(db, job_id=job["job_id"], pool=pool, level=info["level"],
-                                                prefix=spec.cache_prefix, samples=spec.samples, limit=limit)
-                if state == "finished" and len(remaining):
-                    state, message = "stopped", f"{len(remaining):,} judgments still to make; run again to resume"
+                remaining = store.count_pending_units(db, **unit_args)
+                if state == "finished" and remaining:
+                    state, message = "stopped", f"{remaining:,} judgments still to make; run again to resume"
                 store.update_job(tx, job["job_id"], state=state, message=message or None,
                                  finished=state in ("finished", "cancelled", "budget", "stopped"))
             final = store.read_job(db, job["job_id"])
@@ -814,7 +824,7 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
                      elapsed=time.monotonic() - runner.started, errors=errors)
 
 
-async def _run_with_close(runner: _Runner, units: pd.DataFrame, grader) -> None:
+async def _run_with_close(runner: _Runner, next_page, total: int, grader) -> None:
     loop = asyncio.get_running_loop()
     installed = []
     if threading.current_thread() is threading.main_thread():
@@ -835,7 +845,7 @@ async def _run_with_close(runner: _Runner, units: pd.DataFrame, grader) -> None:
             problem = await grader.client.check_server()
             if problem:
                 raise ConfigError(problem)
-        await runner.run(units, grader)
+        await runner.run(next_page, total, grader)
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)

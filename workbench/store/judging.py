@@ -139,51 +139,67 @@ def recount_job(cur: Cursor, job_id: int) -> None:
 # -- work: pending units, texts, cache ------------------------------------------------------
 
 def _pairs_sql(level: str, limit: int | None) -> str:
-    """Pool pairs with their span, passage text and cache key, best priority first."""
+    """The job's pool pairs (ids, span, priority; no texts), best priority first. A pair whose
+    query, chunk or document is gone is left out."""
     if level == "chunk":
-        span = """JOIN chunks k ON k.chunk_id = p.chunk_id
-                  JOIN documents d ON d.doc_id = p.doc_id"""
+        span = "JOIN chunks k ON k.chunk_id = p.chunk_id"
         start, end = "k.start", 'k."end"'
     else:
         span = "JOIN documents d ON d.doc_id = p.doc_id"
         start, end = "0", "length(d.text)"
     lim = f"LIMIT {int(limit)}" if limit is not None else ""
     return f"""
-        SELECT p.query_id, p.doc_id, p.chunk_id, {start} AS start, {end} AS "end",
-               p.priority, q.text AS query_text, q.description AS description,
-               substr(d.text, {start} + 1, {end} - {start}) AS passage
-        FROM pool_pairs p JOIN queries q ON q.query_id = p.query_id {span}
-        WHERE p.pool = ?
+        SELECT p.query_id, p.doc_id, p.chunk_id, {start} AS start, {end} AS "end", p.priority
+        FROM pool_pairs p {span}
+        WHERE p.pool = ? AND p.query_id IN (SELECT query_id FROM queries)
+          AND p.doc_id IN (SELECT doc_id FROM documents)
         ORDER BY p.priority, p.query_id, p.doc_id, p.chunk_id
         {lim}"""
 
 
-def _units_sql(level: str, limit: int | None, with_text: bool) -> str:
-    texts = ", u.query_text, u.description, u.passage" if with_text else ""
-    return f"""
-        WITH pairs AS ({_pairs_sql(level, limit)}),
-        units AS (
-            SELECT pairs.*, s.sample,
-                   sha256(? || sha256(coalesce(query_text, '') || chr(31) || coalesce(description, ''))
-                          || chr(31) || sha256(passage)) AS cache_key
-            FROM pairs CROSS JOIN range(?) s(sample))
-        SELECT u.query_id, u.doc_id, u.chunk_id, u.start, u."end", u.priority, u.sample::INTEGER AS sample,
-               u.cache_key,
-               length(coalesce(u.query_text, '')) + length(coalesce(u.description, '')) + length(u.passage)
-                   AS text_chars{texts}
-        FROM units u
-        ANTI JOIN (SELECT query_id, doc_id, chunk_id, sample FROM judge_samples WHERE job_id = ?) done
+_DONE = """ANTI JOIN (SELECT query_id, doc_id, chunk_id, sample FROM judge_samples WHERE job_id = ?) done
             ON done.query_id = u.query_id AND done.doc_id = u.doc_id
-           AND done.chunk_id IS NOT DISTINCT FROM u.chunk_id AND done.sample = u.sample
-        ORDER BY u.priority, u.query_id, u.doc_id, u.chunk_id, u.sample"""
+           AND done.chunk_id IS NOT DISTINCT FROM u.chunk_id AND done.sample = s.sample"""
+
+
+def _units_sql(level: str, limit: int | None, with_text: bool, page: int | None) -> str:
+    """Pending units, at most ``page``; texts are read and hashed for those rows only."""
+    texts = ", query_text, description, passage" if with_text else ""
+    cut = f"LIMIT {int(page)}" if page is not None else ""
+    return f"""
+        WITH todo AS (
+            SELECT u.*, s.sample::INTEGER AS sample
+            FROM ({_pairs_sql(level, limit)}) u CROSS JOIN range(?) s(sample)
+            {_DONE}
+            ORDER BY u.priority, u.query_id, u.doc_id, u.chunk_id, s.sample {cut}),
+        texts AS (
+            SELECT t.*, q.text AS query_text, q.description AS description,
+                   substr(d.text, t.start + 1, t."end" - t.start) AS passage
+            FROM todo t JOIN queries q ON q.query_id = t.query_id JOIN documents d ON d.doc_id = t.doc_id)
+        SELECT query_id, doc_id, chunk_id, start, "end", priority, sample,
+               sha256(? || sha256(coalesce(query_text, '') || chr(31) || coalesce(description, ''))
+                      || chr(31) || sha256(passage)) AS cache_key,
+               length(coalesce(query_text, '')) + length(coalesce(description, '')) + length(passage)
+                   AS text_chars{texts}
+        FROM texts
+        ORDER BY priority, query_id, doc_id, chunk_id, sample"""
 
 
 def pending_units(db: Database, *, job_id: int, pool: str, level: str, prefix: str, samples: int,
-                  limit: int | None, with_text: bool = False) -> pd.DataFrame:
+                  limit: int | None, with_text: bool = False, page: int | None = None) -> pd.DataFrame:
     """Units (pair x sample) of the job's first ``limit`` pool pairs that have no stored sample in
-    the job: ``query_id, doc_id, chunk_id, start, end, priority, sample, cache_key, text_chars``
-    (plus ``query_text, description, passage`` when ``with_text``)."""
-    return db.query_df(_units_sql(level, limit, with_text), [pool, prefix, int(samples), int(job_id)])
+    the job, in priority order (at most ``page`` of them): ``query_id, doc_id, chunk_id, start,
+    end, priority, sample, cache_key, text_chars`` (plus ``query_text, description, passage`` when
+    ``with_text``)."""
+    return db.query_df(_units_sql(level, limit, with_text, page), [pool, int(samples), int(job_id), prefix])
+
+
+def count_pending_units(db: Database, *, job_id: int, pool: str, level: str, samples: int,
+                        limit: int | None) -> int:
+    """How many units :func:`pending_units` would return (no texts or keys computed)."""
+    return int(db.query_value(
+        f"""SELECT count(*) FROM ({_pairs_sql(level, limit)}) u CROSS JOIN range(?) s(sample) {_DONE}""",
+        [pool, int(samples), int(job_id)]))
 
 
 def count_pool_pairs_for_job(db: Database, pool: str, level: str, limit: int | None) -> int:
@@ -191,16 +207,15 @@ def count_pool_pairs_for_job(db: Database, pool: str, level: str, limit: int | N
 
 
 def unit_texts(db: Database, *, pool: str, level: str, keys: pd.DataFrame) -> pd.DataFrame:
-    """``query_id, doc_id, chunk_id, query_text, description, passage`` for the pairs in ``keys``."""
+    """``query_id, doc_id, chunk_id, query_text, description, passage`` for the units in ``keys``
+    (which carry ``start`` and ``end``)."""
     cur = db.cursor()
     try:
-        cur.register("_unit_keys", keys[PAIR].drop_duplicates())
+        cur.register("_unit_keys", keys[PAIR + ["start", "end"]].drop_duplicates())
         return cur.execute(
-            f"""SELECT x.query_id, x.doc_id, x.chunk_id, x.query_text, x.description, x.passage
-                FROM ({_pairs_sql(level, None)}) x
-                SEMI JOIN _unit_keys k ON k.query_id = x.query_id AND k.doc_id = x.doc_id
-                     AND k.chunk_id IS NOT DISTINCT FROM x.chunk_id""",
-            [pool],
+            """SELECT k.query_id, k.doc_id, k.chunk_id, q.text AS query_text, q.description AS description,
+                      substr(d.text, k.start + 1, k."end" - k.start) AS passage
+               FROM _unit_keys k JOIN queries q ON q.query_id = k.query_id JOIN documents d ON d.doc_id = k.doc_id"""
         ).df()
     finally:
         cur.close()
