@@ -244,62 +244,67 @@ def _raise_duplicate(kind: str, source: str | None, lines: np.ndarray | None, ro
                      path=source, line=line)
 
 
+def _shared_codes(first: pa.Array, second: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """Integer codes of two string columns over one dictionary (first-appearance order, the
+    first column's values first): one hash pass instead of two plus a look-up between them."""
+    if not len(second):
+        codes, dictionary = _encode(first)
+        return codes, np.zeros(0, dtype=np.int32), dictionary
+    codes, dictionary = _encode(pa.concat_arrays([first, second]) if len(first) else second)
+    return codes[: len(first)], codes[len(first):], dictionary
+
+
 def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
     """Join columnar qrels and run through integer codes (pyarrow dictionary encoding).
 
-    Query numbers: the qrels' queries first, then the run's other queries. Every per-row step
-    is a vectorised numpy or pyarrow kernel; no Python object is made per row.
+    Query numbers: the qrels' queries first, then the run's other queries. Query ids and doc ids
+    are each encoded once over both inputs, so a (query, doc) pair has one integer key in the
+    qrels and in the run. Every per-row step is a vectorised numpy or pyarrow kernel; no Python
+    object is made per row.
     """
-    qq, qq_dict = _encode(qrels.query_ids)
-    rq_codes, rq_dict = _encode(run.query_ids)
-    run_map = _positions(rq_dict, qq_dict)
-    new = np.flatnonzero(run_map < 0)
-    run_map[new] = len(qq_dict) + np.arange(len(new), dtype=np.int32)
-    universe = np.array(qq_dict.to_pylist() + _take(rq_dict, new).to_pylist(), dtype=object)
-    rq = run_map[rq_codes]
-    del rq_codes, run_map
+    qq, rq, q_dict = _shared_codes(qrels.query_ids, run.query_ids)
+    universe = np.array(q_dict.to_pylist(), dtype=object)
+    qd, rd, d_dict = _shared_codes(qrels.doc_ids, run.doc_ids)
+    nq, nd = max(len(universe), 1), max(len(d_dict), 1)
 
     # qrels: one key per (query, doc); a repeated pair is an error
-    qd_codes, qd_dict = _encode(qrels.doc_ids)
-    nqd = max(len(qd_dict), 1)
-    nq = max(len(universe), 1)
-    qkey = _pair_keys(qq, qd_codes, nq, nqd)
+    qkey = _pair_keys(qq, qd, nq, nd)
     if _repeated(qkey):
         row = int(_duplicate_rows(qkey)[0])
         first_row = int(np.flatnonzero(qkey == qkey[row])[0])
         _raise_duplicate("qrels", qrels.source, qrels.lines, row, first_row, universe[qq[row]],
-                         qd_dict[qd_codes[row]].as_py(),
+                         d_dict[qd[row]].as_py(),
                          lambda: read_trec_qrels(qrels.source, careful=True).lines if qrels.source else None)
 
-    # run: one key per (query, doc); repeated pairs are an error or dropped after the first
-    rd_codes, rd_dict = _encode(run.doc_ids)
+    # run: the same keys; repeated pairs are an error or dropped after the first
     score = run.scores
-    rkey = _pair_keys(rq, rd_codes, nq, max(len(rd_dict), 1))
+    rkey = _pair_keys(rq, rd, nq, nd)
     if _repeated(rkey):
         dup = _duplicate_rows(rkey)
         if duplicates != "first":
             row = int(dup[0])
             first_row = int(np.flatnonzero(rkey == rkey[row])[0])
             _raise_duplicate("run", run.source, run.lines, row, first_row, universe[rq[row]],
-                             rd_dict[rd_codes[row]].as_py(),
+                             d_dict[rd[row]].as_py(),
                              lambda: read_trec_run(run.source, careful=True).lines if run.source else None)
         keep = np.ones(len(rq), dtype=bool)
         keep[dup] = False
-        rq, score, rd_codes = rq[keep], score[keep], rd_codes[keep]
-    del rkey
+        rq, score, rd, rkey = rq[keep], score[keep], rd[keep], rkey[keep]
 
-    # grade of each run row: its doc's code in the qrels, then its (query, doc) key there
-    run_qd = _positions(rd_dict, qd_dict)[rd_codes]
+    # grade of each run row: look its key up among the qrels' keys (only rows whose doc is
+    # labelled for some query can hit)
     grade = np.full(len(rq), np.nan)
-    cand = np.flatnonzero(run_qd >= 0)  # only docs that occur in the qrels at all
-    if len(cand) and len(qkey):
-        at = _positions(from_numpy(_pair_keys(rq[cand], run_qd[cand], nq, nqd)), from_numpy(qkey))
+    labelled = np.zeros(nd, dtype=bool)
+    labelled[qd] = True
+    cand = np.flatnonzero(labelled[rd])
+    if len(cand):
+        at = _positions(from_numpy(rkey[cand]), from_numpy(qkey))
         hit = at >= 0
         grade[cand[hit]] = qrels.grades[at[hit]]
-    del run_qd, cand
+    del rkey, cand
 
     def doc_rank(rows: np.ndarray) -> np.ndarray:
-        docs = _take(rd_dict, rd_codes[rows])
+        docs = _take(d_dict, rd[rows])
         return to_numpy(pc.rank(docs, sort_keys="ascending", tiebreaker="dense"), np.uint64)
 
     return universe, qq, qrels.grades, rq, score, grade, doc_rank
