@@ -222,3 +222,37 @@ def test_start_stop_and_resume_a_job_in_its_own_process(demo_db):
         wait_for(lambda j: j["state"] == "cancelled", timeout=30)
     attempts = server.control.attempts_by_prompt()
     assert max(attempts.values()) == 1  # no pair was sent twice across stop and resume
+
+
+def test_retry_failed_judges_only_the_failed_and_invalid_pairs_again(demo_db):
+    import time
+
+    from workbench.services.judge import list_jobs
+
+    with running_server() as server:
+        server.control.fault_rule = lambda call: "500" if int(call.prompt_sha[:6], 16) % 5 == 0 else None
+        overrides = {"model": "test-judge", "base_url": server.base_url, "max_attempts": 1}
+        spec = resolve_spec(load_settings(overrides={"judge": overrides}), api_key="sk-test")
+        first = run_job(demo_db, "demo", spec, limit=30).job
+        assert first["failed"] > 0 and first["ok"] + first["failed"] == 30
+        server.control.fault_rule = None
+        sent_before = server.control.count("/v1/chat/completions")
+
+        at = _run()
+        at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
+        at.text_input(key="judge_model").set_value("test-judge").run()
+        at.text_input(key="judge_url").set_value(server.base_url).run()
+        at.number_input(key="judge_limit").set_value(30).run()
+        next(b for b in at.button if b.label == "Retry failed").click().run()
+        assert not at.exception, at.exception
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            job = list_jobs(demo_db, "demo")[-1]
+            if job["state"] == "finished" and job["failed"] == 0:
+                break
+            time.sleep(0.3)
+        assert (job["job_id"], job["ok"], job["failed"], job["invalid"]) == (first["job_id"], 30, 0, 0)
+        # only the failed pairs were sent again, once each
+        assert server.control.count("/v1/chat/completions") - sent_before == first["failed"]
+        at.run()
+        assert any("fully judged" in m for m in _messages(at))
