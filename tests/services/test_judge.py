@@ -324,3 +324,37 @@ def test_a_run_of_failures_stops_the_job_instead_of_failing_every_pair(project):
         assert report.state == "stopped" and "all failed" in report.message and "HTTP 500" in report.message
         assert 20 <= report.job["failed"] < 30
         assert server.control.count("/v1/chat/completions") < 30
+
+
+def test_a_document_level_pool_is_judged_on_whole_documents(project, tmp_path, cli):
+    docs = query(project, "SELECT doc_id, text FROM documents ORDER BY doc_id LIMIT 6")
+    queries = query(project, "SELECT query_id FROM queries ORDER BY query_id LIMIT 2")["query_id"].tolist()
+    run = tmp_path / "docs.run"
+    run.write_text("".join(f"{q} Q0 {d} {r + 1} {10 - r} doc-run\n" for q in queries
+                           for r, d in enumerate(docs["doc_id"])))
+    config = str(empty_config(tmp_path))
+    for args in (["import", "run", str(run), "--name", "docrun"],
+                 ["pool", "--name", "docs", "--runs", "docrun", "--depth", "6"]):
+        done = cli("--config", config, "--db", str(project), *args)
+        assert done.returncode == 0, done.stderr
+    with running_server() as server:
+        report = judge.run_job(project, "docs", _spec(server))
+    stored = _judgments(project, report.job_id)
+    assert len(stored) == 12 and stored["chunk_id"].isna().all() and (stored["start"] == 0).all()
+    text = docs.set_index("doc_id")["text"]
+    for row in stored.itertuples():
+        assert row.end == len(text[row.doc_id])
+        assert row.grade == expected_default_grade(text[row.doc_id])
+
+
+def test_preview_prompt_renders_the_first_pair_exactly_as_sent(project):
+    with running_server() as server:
+        spec = _spec(server)
+        preview = judge.preview_prompt(project, "demo", spec)
+        judge.run_job(project, "demo", spec, limit=1)
+        sent = server.control.chat_calls()[0].body["messages"]
+    assert preview["messages"] == sent
+    first = query(project, "SELECT query_id, chunk_id FROM pool_pairs WHERE pool = 'demo' "
+                           "ORDER BY priority, query_id, doc_id, chunk_id LIMIT 1")
+    assert (preview["query_id"], preview["chunk_id"]) == (first["query_id"][0], first["chunk_id"][0])
+    assert judge.preview_prompt(project, "demo", judge.resolve_spec(judge_settings(), api_key="")) is None

@@ -26,6 +26,7 @@ Service API (shared by ``workbench judge`` and the app's Judge page)
 ``list_failures(db_path, job_id, limit=None) -> DataFrame``  failed and invalid samples with
     their error and raw reply.
 ``job_judgments(db_path, job_id) -> DataFrame``  the job's judgments.
+``preview_prompt(db_path, pool, spec) -> dict | None``  the messages for the pool's first pair.
 ``ensemble(db_path, job_ids, method="majority") -> DataFrame``  several judge configurations
     combined per pair (grade, spread, each job's grade); computed, not stored.
 
@@ -850,6 +851,23 @@ async def _run_with_close(runner: _Runner, next_page, total: int, grader) -> Non
         for sig in installed:
             loop.remove_signal_handler(sig)
         await grader.aclose()
+
+
+def preview_prompt(db_path, pool: str, spec: JudgeSpec) -> dict | None:
+    """The messages the judge would send for the pool's first pair (by priority), with the pair's
+    ids: ``{"query_id", "doc_id", "chunk_id", "messages"}``; None for the offline judge or an
+    empty pool. For the Judge page's "rendered prompt" view."""
+    if spec.offline or spec.template is None:
+        return None
+    with _Use(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
+        info = _pool_info(db, pool)
+        units = store.pending_units(db, job_id=-1, pool=pool, level=info["level"], prefix=spec.cache_prefix,
+                                    samples=1, limit=1, with_text=True)
+    if units.empty:
+        return None
+    row = units.iloc[0]
+    return {"query_id": row["query_id"], "doc_id": row["doc_id"], "chunk_id": _nan_none(row["chunk_id"]),
+            "messages": spec.template.render(row["query_text"], row["passage"], _nan_none(row["description"]))}
 
 
 def cancel_job(db_path, job_id: int) -> dict:
