@@ -48,8 +48,9 @@ def _sign_in(page, url: str) -> None:
     box.fill("sme1")
     box.press("Enter")
     page.get_by_text(re.compile(r"Pair \d+ of 200")).wait_for(timeout=60_000)
+    page.get_by_role("button", name=re.compile("Not relevant")).wait_for(timeout=60_000)
     _wait_idle(page)
-    page.keyboard.press("Tab")  # leave the text box: grade keys act on the page
+    page.get_by_role("heading", name="Label").click()  # leave the text box: grade keys act on the page
 
 
 def _press_grade(page, grade: int, n_done: int) -> None:
@@ -88,16 +89,19 @@ def test_keyboard_labelling_survives_a_reload_and_stays_blind(tmp_path):
         page.get_by_text("Show the judge's label after I submit").click()
         _wait_idle(page)
         assert MARKER not in page.content()
-        page.keyboard.press("Tab")
+        page.get_by_role("heading", name="Label").click()
         page.keyboard.press("1")
         page.get_by_text(re.compile(MARKER + r"\d")).wait_for(timeout=60_000)
         page.goto(f"{url}/calibration")
         page.locator("[data-testid='calibration-verdict']").wait_for(state="attached", timeout=60_000)
+        # the last section: the whole report has been drawn
+        page.get_by_text("Where SMEs disagree").wait_for(timeout=60_000)
         _wait_idle(page)
         verdict = page.locator("[data-testid='calibration-verdict']").get_attribute("data-verdict")
         body = page.inner_text("body")
         assert verdict in ("pass", "fail", "inconclusive"), body
         # the verdict (with its reasons) comes before the figures
+        assert verdict.upper() in body and "Figures with 95% intervals" in body, body
         assert body.index(verdict.upper()) < body.index("Figures with 95% intervals"), body
     db = Database(path)
     try:
