@@ -222,3 +222,24 @@ def test_measure_rel_and_flag_rel_agree_end_to_end(tmp_path):
                                "-m", "AP", "--format", "json").stdout)["r"]
     assert mixed["per_query"]["q2"] == {"AP(rel=2)": None, "AP": 1.0}
     assert mixed["counts_by_measure"]["AP(rel=2)"]["excluded_no_relevant"] == 1
+
+
+def test_eval_loads_only_what_it_needs(files):
+    # pandas, scipy and pyarrow.compute's wrappers cost 0.1-1 s per process: eval needs none.
+    # Only the eval command is registered here: what other command groups import while the
+    # parser is built is checked per group in test_cli_startup.py.
+    code = (
+        "import argparse, sys\nfrom workbench.cli import evaluation\n"
+        "parser = argparse.ArgumentParser(); evaluation.register(parser.add_subparsers())\n"
+        f"args = parser.parse_args(['eval', {str(files / 'qrels.txt')!r}, {str(files / 'system_a.run')!r},"
+        " '-m', 'P@5', '-m', 'ndcg@10', '--format', 'json'])\n"
+        "rc = args.handler(args)\n"
+        "heavy = ['pandas', 'scipy', 'pyarrow.compute', 'sklearn']\n"
+        "print(rc, sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+    )
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stderr.strip().splitlines()[-1] == "0 []", proc.stderr
+    assert json.loads(proc.stdout)["system_a"]["aggregate"]["P@5"] == 0.6

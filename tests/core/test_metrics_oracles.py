@@ -456,6 +456,7 @@ def test_aggregate_from_files_does_not_import_pandas(tmp_path):
         "import sys; from workbench import evaluate\n"
         f"r = evaluate({str(tmp_path / 'q.txt')!r}, {str(tmp_path / 'r.txt')!r}, ['ndcg@10', 'map', 'mrr@10'])\n"
         "agg = r.aggregate; assert 'pandas' not in sys.modules, 'pandas imported'\n"
+        "assert 'pyarrow.compute' not in sys.modules, 'pyarrow.compute imported'\n"
         "pq = r.per_query; assert 'pandas' in sys.modules\n"
         "assert list(pq.index) == ['1', '2'] and pq.index.name == 'query_id'\n"
         "assert all(abs(pq[c].mean() - agg[c]) < 1e-15 for c in agg), (pq, agg)\n"

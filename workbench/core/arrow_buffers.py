@@ -45,3 +45,48 @@ def from_numpy(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(kind[values.dtype], len(values), [None, pa.py_buffer(values)])
 
 
+
+
+# --- compute kernels without importing pyarrow.compute ------------------------------------
+# ``import pyarrow.compute`` builds a Python wrapper (with a parsed docstring) for each of its
+# hundreds of kernels: 40-100 ms per process, a tenth of a whole `workbench eval`. The kernels
+# themselves live in pyarrow._compute and are called by name here.
+try:
+    from pyarrow._compute import RankOptions, SetLookupOptions, call_function
+except ImportError:  # pragma: no cover - a pyarrow that moved its private module
+    from pyarrow.compute import RankOptions, SetLookupOptions, call_function
+
+
+def dictionary_encode(arr: pa.Array, memory_pool: pa.MemoryPool | None = None) -> pa.DictionaryArray:
+    """pyarrow's ``dictionary_encode``: codes in first-appearance order and the dictionary."""
+    return call_function("dictionary_encode", [arr], None, memory_pool)
+
+
+def index_in(values: pa.Array, value_set: pa.Array, memory_pool: pa.MemoryPool | None = None) -> pa.Array:
+    """pyarrow's ``index_in``: each value's position in ``value_set`` (null when absent)."""
+    return call_function("index_in", [values], SetLookupOptions(value_set=value_set), memory_pool)
+
+
+def dense_rank(arr: pa.Array) -> np.ndarray:
+    """1-based dense ranks of the values in ascending order (strings compare as bytes)."""
+    ranks = call_function("rank", [arr], RankOptions(sort_keys="ascending", tiebreaker="dense"))
+    return to_numpy(ranks, np.uint64)
+
+
+def has_empty_string(column: pa.Array | pa.ChunkedArray) -> bool:
+    """True when some value of a string column is "" (read from its offsets, no kernel)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    for chunk in chunks:
+        if not len(chunk):
+            continue
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width, count=len(chunk) + 1,
+                                offset=chunk.offset * np.dtype(width).itemsize)
+        if np.any(offsets[1:] == offsets[:-1]):
+            return True
+    return False
+
+
+def take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
+    """``arr[rows]`` (``Array.take`` would import pyarrow.compute)."""
+    return call_function("take", [arr, from_numpy(np.asarray(rows, dtype=np.int64))])

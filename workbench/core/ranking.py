@@ -32,9 +32,10 @@ from typing import Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from workbench.core.arrow_buffers import from_numpy, to_numpy, valid_mask
+from workbench.core.arrow_buffers import (
+    dense_rank, dictionary_encode, from_numpy, index_in, take, to_numpy, valid_mask,
+)
 from workbench.core.qrels_and_runs import (
     Qrels, Run, check_grades, check_scores, qrels_from_dict, run_from_dict,
 )
@@ -187,7 +188,7 @@ def _encode(arr: pa.Array) -> tuple[np.ndarray, pa.Array]:
         return np.zeros(0, dtype=np.int32), arr
     # glibc's pool: the hash table freed here is reused by the numpy arrays that follow
     # (mimalloc would keep it to itself and raise the peak memory)
-    enc = pc.dictionary_encode(arr, memory_pool=_POOL)
+    enc = dictionary_encode(arr, _POOL)
     # int32 codes: half the memory of int64; widened only where keys are combined
     return to_numpy(enc.indices, np.int32), enc.dictionary
 
@@ -196,16 +197,12 @@ def _positions(values: pa.Array, value_set: pa.Array) -> np.ndarray:
     """Position of each value in ``value_set`` (a hash look-up in pyarrow), -1 when absent."""
     if not len(values):
         return np.zeros(0, dtype=np.int32)
-    found = pc.index_in(values, value_set=value_set, memory_pool=_POOL)
+    found = index_in(values, value_set, _POOL)
     out = to_numpy(found, np.int32)
     valid = valid_mask(found)
     if valid is not None:
         out[~valid] = -1
     return out
-
-
-def _take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
-    return arr.take(from_numpy(np.asarray(rows, dtype=np.int64)))
 
 
 def _pair_keys(a: np.ndarray, b: np.ndarray, na: int, nb: int) -> np.ndarray:
@@ -304,8 +301,8 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
     del rkey, cand
 
     def doc_rank(rows: np.ndarray) -> np.ndarray:
-        docs = _take(d_dict, rd[rows])
-        return to_numpy(pc.rank(docs, sort_keys="ascending", tiebreaker="dense"), np.uint64)
+        docs = take(d_dict, rd[rows])
+        return dense_rank(docs)
 
     return universe, qq, qrels.grades, rq, score, grade, doc_rank
 

@@ -36,10 +36,9 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from workbench.core.arrow_buffers import to_numpy
+from workbench.core.arrow_buffers import has_empty_string, to_numpy
 from workbench.core.qrels_and_runs import Qrels, Run
 from workbench.errors import InputError, clip
 
@@ -110,12 +109,7 @@ def _plain_file(path: Path) -> bool:
 
 
 def _has_empty_field(table: pa.Table, types: dict[int, pa.DataType]) -> bool:
-    return any(
-        # min length, not any(length == 0): a Python scalar operand would import pandas
-        table.num_rows and pc.min(pc.binary_length(table.column(f"f{i}"))).as_py() == 0
-        for i, t in types.items()
-        if t == pa.string()
-    )
+    return any(has_empty_string(table.column(f"f{i}")) for i, t in types.items() if t == pa.string())
 
 
 def _streamed_table(path: Path, types: dict[int, pa.DataType]) -> pa.Table | None:

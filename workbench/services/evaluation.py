@@ -80,12 +80,12 @@ def _check_measures(measures: Sequence[str]) -> None:
 def _nothing_to_evaluate(result: EvaluationResult, qrels, run, rel: int, run_path: str) -> None:
     """Refuse a run sharing no query with the qrels, and a result with no query to average
     over, saying why."""
-    import pyarrow.compute as pc
+    from workbench.core.arrow_buffers import dictionary_encode
 
     # every run query only in the run (counted only then: a pass over the run's ids)
-    if result.n_only_in_run and result.n_only_in_run == pc.count_distinct(run.query_ids).as_py():
-        run_queries = pc.unique(run.query_ids).to_pylist()
-        qrels_queries = pc.unique(qrels.query_ids).to_pylist()
+    if result.n_only_in_run and result.n_only_in_run == len(dictionary_encode(run.query_ids).dictionary):
+        run_queries = dictionary_encode(run.query_ids).dictionary.to_pylist()
+        qrels_queries = dictionary_encode(qrels.query_ids).dictionary.to_pylist()
         raise InputError(
             f"no query in common with the qrels {clip(str(qrels.source))}: the run has "
             f"{len(run_queries)} queries (e.g. {clip(min(run_queries))}), the qrels "
