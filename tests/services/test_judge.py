@@ -147,6 +147,9 @@ def test_budget_stops_cleanly_and_a_larger_budget_resumes(project):
         job = judge.job_status(project, report.job_id)
         assert 0 < job["judged"] < 100
         assert job["cost_usd"] <= estimate.cost_usd / 4
+        # Resumed without --budget, the job keeps its budget: it stops again at once.
+        again = judge.run_job(project, "demo", spec, limit=100)
+        assert again.state == "budget" and again.job["judged"] <= job["judged"] + 1
         report = judge.run_job(project, "demo", spec, limit=100, budget_usd=estimate.cost_usd * 10)
         assert report.state == "finished" and report.job["judged"] == 100
         assert server.control.count("/v1/chat/completions") == 100

@@ -14,7 +14,9 @@ Service API (shared by ``workbench judge`` and the app's Judge page)
 
 ``run_job(db_path, pool, spec, *, limit, budget_usd, retry_failed, batch, on_progress, cancel) -> JobReport``
     Start or resume the pool's job for this configuration and run it until every unit is
-    judged, the budget is reached, or it is cancelled. Blocking; call it in a thread or a
+    judged, the budget is reached, or it is cancelled. One run per job at a time: a job running
+    in another live process or in another thread is refused. Without ``budget_usd`` (and no
+    ``[judge] budget_usd``) a resumed job keeps the budget it was started with. Blocking; call it in a thread or a
     subprocess from the app. Re-running a finished job sends nothing; ``retry_failed`` first
     drops the job's failed and invalid samples so they are judged again. ``on_progress(p)``
     gets a :class:`Progress` after every batch write; ``cancel`` is a ``threading.Event``.
@@ -84,6 +86,8 @@ OFFLINE_MODEL = "offline-lexical"
 PAGE_UNITS = 2000
 CANCEL_GRACE_SECONDS = 5.0
 FAILURE_RUN = 20
+_ACTIVE: set[int] = set()  # jobs running in this process (the app may start runs in threads)
+_ACTIVE_LOCK = threading.Lock()
 STATES_ACTIVE = ("running", "batch", "cancelling")
 
 
@@ -747,13 +751,20 @@ def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed
                 if job["state"] in STATES_ACTIVE and job["pid"] != os.getpid() and _pid_alive(job["pid"]):
                     raise StoreError(f"judge job {job_id} on pool {pool} is running in process {job['pid']}; "
                                      f"wait for it or cancel it first")
+            effective = budget if budget is not None else (job or {}).get("budget_usd")
+            if effective and spec.price is None:
+                raise ConfigError(
+                    f"a budget needs the price of {spec.model}: add it to [judge.prices] in the configuration "
+                    f'("{spec.model}" = [input USD per 1M tokens, output USD per 1M tokens])')
             if retry_failed:
                 store.delete_retryable(tx, job_id)
                 store.recount_job(tx, job_id)
         total = store.count_pool_pairs_for_job(db, pool, info["level"], limit)
         with db.transaction() as tx:
-            store.update_job(tx, job_id, state="batch" if batch else "running", total=total, budget_usd=budget,
-                             pid=os.getpid(), message=None, base_url=spec.base_url, started=True, heartbeat=True)
+            # No budget given: the job keeps the one it was started with.
+            kept = {"budget_usd": budget} if budget is not None else {}
+            store.update_job(tx, job_id, state="batch" if batch else "running", total=total, pid=os.getpid(),
+                             message=None, base_url=spec.base_url, started=True, heartbeat=True, **kept)
         return store.read_job(db, job_id), info
 
 
@@ -766,12 +777,23 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
     budget = budget_usd if budget_usd is not None else (float(spec.settings.get("budget_usd") or 0.0) or None)
     if budget is not None and budget <= 0:
         raise InputError(f"--budget must be a positive amount in USD, got {budget}")
-    if budget is not None and spec.price is None:
-        raise ConfigError(f"a budget needs the price of {spec.model}: add it to [judge.prices] in the configuration "
-                          f'("{spec.model}" = [input USD per 1M tokens, output USD per 1M tokens])')
     if batch and spec.offline:
         raise InputError("--batch sends requests to an OpenAI-compatible server; the offline judge needs none")
     job, info = _prepare(db_path, pool, spec, limit=limit, budget=budget, retry_failed=retry_failed, batch=batch)
+    budget = job.get("budget_usd") or None
+    with _ACTIVE_LOCK:
+        if job["job_id"] in _ACTIVE:
+            raise StoreError(f"judge job {job['job_id']} on pool {pool} is already running in this process")
+        _ACTIVE.add(job["job_id"])
+    try:
+        return _run_prepared(db_path, pool, spec, job, info, limit=limit, budget=budget, batch=batch,
+                             on_progress=on_progress, cancel=cancel)
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE.discard(job["job_id"])
+
+
+def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_progress, cancel) -> JobReport:
     runner = _Runner(db_path, job, info, spec, limit=limit, budget=budget, on_progress=on_progress,
                      cancel=cancel, batch=batch)
     unit_args = dict(job_id=job["job_id"], pool=pool, level=info["level"], samples=spec.samples, limit=limit)
