@@ -203,3 +203,23 @@ def test_a_server_refusing_json_schema_gets_json_mode_then_plain_text():
     assert (first.status, first.grade, second.grade) == ("ok", 1, 1)
     # json_schema refused, JSON mode refused, plain text read; the next request starts plain.
     assert seen == ["json_schema", "json_object", None, None]
+
+
+def test_a_429_holds_the_other_requests_until_retry_after():
+    with running_server(retry_after=0.6) as server:
+        server.control.script("429")
+
+        async def go():
+            client = JudgeClient(ClientConfig(base_url=server.base_url, model="gpt-4o-mini"), "sk-test")
+            try:
+                first = asyncio.create_task(client.judge(RUBRIC, RUBRIC.render("q", "first")))
+                await asyncio.sleep(0.3)  # the 429 has arrived; the pause runs until about 0.6 s
+                started = time.monotonic()
+                second = await client.judge(RUBRIC, RUBRIC.render("q", "second"))
+                return await first, second, time.monotonic() - started
+            finally:
+                await client.aclose()
+
+        first, second, waited = asyncio.run(go())
+        assert first.status == second.status == "ok" and first.http_calls == 2
+        assert waited >= 0.2  # held back instead of hitting the rate-limited server at once

@@ -56,6 +56,9 @@ def _judge(args: argparse.Namespace) -> int:
     if spec.offline and args.model != "offline-lexical":
         print("workbench judge: no OPENAI_API_KEY and the OpenAI base URL: grading with the offline-lexical "
               "baseline (not an LLM); set OPENAI_API_KEY or --base-url for an LLM judge", file=sys.stderr)
+    if spec.samples > 1 and not spec.offline and float(spec.settings["temperature"]) == 0.0:
+        print("workbench judge: note: --samples with temperature 0 usually gives the same answer each time; "
+              "set [judge] temperature (e.g. 0.7) for self-consistency", file=sys.stderr)
     if args.estimate:
         print(estimate(settings.db_path, args.pool, spec, limit=args.limit, batch=args.batch).summary())
         return 0

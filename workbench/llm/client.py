@@ -4,7 +4,8 @@ One retry layer, here: the SDK's own retries are off (``max_retries=0``) and ten
 transient failures — HTTP 429, 408, 409 and 5xx, timeouts and dropped connections — with
 exponential backoff and full jitter (``wait = uniform(0, min(backoff_max, backoff_initial *
 2**attempt))``), except that a ``Retry-After`` header (seconds or an HTTP date, capped at
-``backoff_max``) is honoured as given. After ``max_attempts`` calls the pair is ``failed`` with
+``backoff_max``) is honoured as given, and after a 429 that carries one no new request starts
+before that time. After ``max_attempts`` calls the pair is ``failed`` with
 the last error. Other errors (400, 401, 404...) fail at once: retrying cannot fix them.
 
 A reply that cannot be validated (see :mod:`workbench.llm.parse`) gets one repair attempt (the
@@ -165,6 +166,7 @@ class JudgeClient:
         self._limiter = RateLimiter(config.requests_per_minute, config.tokens_per_minute)
         self._rng = rng or random.Random()
         self.http_calls = 0
+        self._paused_until = 0.0
 
     # -- secrets ---------------------------------------------------------------------------
     def scrub(self, text: str | None) -> str | None:
@@ -212,7 +214,12 @@ class JudgeClient:
         exc = state.outcome.exception() if state.outcome else None
         asked = retry_after_seconds(exc) if exc is not None else None
         if asked is not None:
-            return min(asked, self.config.backoff_max)
+            asked = min(asked, self.config.backoff_max)
+            if isinstance(exc, openai.RateLimitError):
+                # The server is rate limiting this client, not one request: hold every new
+                # request until the time it asked for has passed.
+                self._paused_until = max(self._paused_until, time.monotonic() + asked)
+            return asked
         ceiling = min(self.config.backoff_max, self.config.backoff_initial * 2 ** (state.attempt_number - 1))
         return self._rng.uniform(0, ceiling)
 
@@ -275,6 +282,9 @@ class JudgeClient:
         body = self.request_body(template, messages)
         calls = [0]
         try:
+            pause = self._paused_until - time.monotonic()
+            if pause > 0:
+                await asyncio.sleep(pause)
             await self._limiter.acquire(estimated_tokens)
             response, outcome.latency_ms = await self._create(body, calls)
             parsed, raw = self._read(template, response, outcome)
