@@ -42,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.openai_server import running_server  # noqa: E402
+from tests.support.openai_server import running_server
 
 LATENCY = 0.1
 CONCURRENCY = 32
@@ -57,7 +57,7 @@ UNFRIENDLY = [
 
 
 def cli(db: Path, *args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], cwd=ROOT, check=False,
                             capture_output=True, text=True, env={**os.environ, **(env or {})})
     if check and result.returncode != 0:
         raise SystemExit(f"workbench {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()[-400:]}")
@@ -78,8 +78,7 @@ def build_project(folder: Path, pairs: int, seed: int = 7) -> Path:
                 words += " " + UNFRIENDLY[(d // 20) % len(UNFRIENDLY)]
             out.write(json.dumps({"doc_id": f"d{d:06d}", "title": f"Doc {d}", "text": f"Doc {d}. {words}"}) + "\n")
     with open(folder / "queries.jsonl", "w") as out:
-        for q in range(queries):
-            out.write(json.dumps({"query_id": f"q{q:05d}", "text": f"q{q} " + " ".join(rng.choice(vocab, 6))}) + "\n")
+        out.writelines(json.dumps({"query_id": f"q{q:05d}", "text": f"q{q} " + " ".join(rng.choice(vocab, 6))}) + "\n" for q in range(queries))
     with open(folder / "run.trec", "w") as out:
         for q in range(queries):
             for rank, d in enumerate(rng.choice(docs, size=DEPTH, replace=False), start=1):
@@ -179,7 +178,7 @@ def peer(n: int) -> dict:
         started = time.perf_counter()
         process = subprocess.Popen([sys.executable, __file__, "--bare-client", server.base_url, "--pairs", str(n)],
                                    cwd=ROOT, stdout=subprocess.PIPE, text=True)
-        _, status, usage = os.wait4(process.pid, 0)
+        _, _status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
         inner = float(process.stdout.read().strip() or 0)
         server_cpu = time.process_time() - server_cpu

@@ -21,7 +21,6 @@ import argparse
 import itertools
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,17 +29,17 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workbench.core.offline_judge import (  # noqa: E402
+from workbench.core.offline_judge import (
     OfflineJudgeSettings,
     default_settings,
     grade_pair,
 )
-from workbench.resources import DEMO_DIR  # noqa: E402
+from workbench.resources import DEMO_DIR
 
 
 def load_pairs(demo: Path = DEMO_DIR) -> list[dict]:
     """One dict per SME label: query_id, query, description, passage, sme grade."""
-    read = lambda name: [json.loads(x) for x in (demo / name).read_text().splitlines() if x.strip()]  # noqa: E731
+    read = lambda name: [json.loads(x) for x in (demo / name).read_text().splitlines() if x.strip()]
     queries = {q["query_id"]: q for q in read("queries.jsonl")}
     docs = {d["doc_id"]: d["text"] for d in read("documents.jsonl")}
     pairs = []

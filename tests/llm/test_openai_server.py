@@ -20,10 +20,17 @@ from tests.support.openai_server import (
     OUT_OF_RANGE_GRADE,
     expected_default_grade,
     extract_passage,
-    openai_server,  # noqa: F401 - pytest fixture
     running_server,
     sha256_text,
 )
+
+
+@pytest.fixture
+def openai_server():
+    """A fresh server per test (the module's own fixture, so no import shadows it)."""
+    with running_server() as server:
+        yield server
+
 
 PROMPT = "Query:\n{query}\n\nPassage:\n{passage}\n\nGrades:\n3 = ...\nReply with JSON."
 
@@ -138,9 +145,9 @@ def test_logprobs_with_json_answer_mark_the_grade_token(openai_server):
 
 
 def test_each_fault_kind_is_observable_through_the_sdk():
-    with running_server(hang_seconds=10, retry_after=2.5) as server:
+    with running_server(hang_seconds=60, retry_after=2.5) as server:
         c = client(server, timeout=0.5)
-        send = lambda: c.chat.completions.create(model="m", messages=prompt_for("q", "p"))  # noqa: E731
+        send = lambda: c.chat.completions.create(model="m", messages=prompt_for("q", "p"))
         server.control.script("429")
         with pytest.raises(openai.RateLimitError) as caught:
             send()
@@ -153,7 +160,7 @@ def test_each_fault_kind_is_observable_through_the_sdk():
         started = time.monotonic()
         with pytest.raises(openai.APITimeoutError):
             send()
-        assert time.monotonic() - started < 5  # the client's timeout ended it, not the server
+        assert time.monotonic() - started < 30  # the client's timeout ended it, not the server's 60 s hang
         server.control.script("drop")
         with pytest.raises(openai.APIConnectionError) as dropped:
             send()
@@ -245,11 +252,8 @@ def test_keep_alive_reuses_connections_and_serves_32_concurrently():
             )
             await ac.close()
 
-        started = time.monotonic()
         asyncio.run(burst())
-        elapsed = time.monotonic() - started
-        assert server.control.max_in_flight == 32  # all 32 were held open at the same time
-        assert elapsed < 32 * 0.2 / 2  # not serialised (a generous bound, not a benchmark)
+        assert server.control.max_in_flight == 32  # all 32 were held open at the same time: not serialised
 
 
 def test_api_key_is_checked_and_never_recorded():

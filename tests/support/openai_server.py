@@ -54,7 +54,6 @@ import contextlib
 import hashlib
 import json
 import math
-import random
 import re
 import socket
 import struct
@@ -71,10 +70,10 @@ OUT_OF_RANGE_GRADE = 7
 CHAT_PATH = "/v1/chat/completions"
 
 _PASSAGE_PATTERNS = (
-    re.compile(r"<passage>\n?(.*?)\n?</passage>", re.S),
+    re.compile(r"<passage>\n?(.*?)\n?</passage>", re.DOTALL),
     # the judge's fences carry a code derived from the text, so the closing one must repeat it
-    re.compile(r"<<<PASSAGE( [0-9a-f]+|)>>>\n(.*?)\n<<<END PASSAGE\1>>>", re.S),
-    re.compile(r"Passage:\n(.*?)\n\n(?:Grades?:|Rubric|Answer|Reply|Think)", re.S),
+    re.compile(r"<<<PASSAGE( [0-9a-f]+|)>>>\n(.*?)\n<<<END PASSAGE\1>>>", re.DOTALL),
+    re.compile(r"Passage:\n(.*?)\n\n(?:Grades?:|Rubric|Answer|Reply|Think)", re.DOTALL),
 )
 
 
@@ -442,7 +441,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # small answers must not wait for the peer's delayed ACK
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def setup(self) -> None:
@@ -495,13 +494,13 @@ class _Handler(BaseHTTPRequestHandler):
         return self.headers.get("Authorization") == f"Bearer {control.api_key}"
 
     # -- dispatch ------------------------------------------------------------------------------
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._dispatch("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._dispatch("POST")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
     def _dispatch(self, method: str) -> None:
@@ -557,7 +556,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw)
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-                raise ValueError("messages must be a list")
+                raise ValueError("messages must be a list")  # noqa: TRY004 - reported as a 400 below
         except ValueError as exc:
             record.body = raw
             record.status = self._json(400, _error(f"Invalid request body: {exc}", "invalid_request_error"))
@@ -663,7 +662,7 @@ def _settle(control: ServerControl, batch: _Batch) -> None:
             item = json.loads(line)
             custom_id, body = item["custom_id"], item["body"]
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-                raise ValueError("body.messages must be a list")
+                raise ValueError("body.messages must be a list")  # noqa: TRY004 - an error line, as above
         except (ValueError, KeyError, TypeError) as exc:
             batch.counts["failed"] += 1
             err_lines.append({"id": f"batch_req_{uuid.uuid4().hex[:16]}", "custom_id": None,

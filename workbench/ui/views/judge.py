@@ -81,7 +81,7 @@ def _api_key() -> str | None:
         return key
     try:
         return st.secrets.get("OPENAI_API_KEY") or None
-    except Exception:  # Streamlit raises when there is no secrets file at all
+    except Exception:  # noqa: BLE001 - Streamlit raises several kinds when there is no secrets file
         return None
 
 
