@@ -23,7 +23,7 @@ Handler = Callable[[argparse.Namespace], int]
 # `handler` on its parsers. The list is explicit: a module that fails to import is an error,
 # never a command that silently disappears.
 from workbench.cli import (  # noqa: E402
-    calibrate, citations, compare, data, evaluation, judge, project, retrieval, stages,
+    calibrate, citations, compare, data, evaluation, judge, labels, project, retrieval, stages,
 )
 
 COMMAND_GROUPS = (
@@ -32,6 +32,7 @@ COMMAND_GROUPS = (
     retrieval,   # chunk, retrieve, pool, pool-stats
     judge,       # judge
     calibrate,   # agree, calibrate sample|report|gate
+    labels,      # synth, labels propagate|unpropagate|budget
     evaluation,  # eval
     compare,     # compare
     stages,      # stages

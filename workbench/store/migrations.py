@@ -316,6 +316,81 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX label_events_by_item ON label_events (sample, annotator, position);
         """,
     ),
+    Migration(
+        8,
+        "near_duplicates_propagation_synthetic_queries",
+        """
+        -- Label propagation between near-duplicate chunks (workbench/core/near_duplicates.py).
+        -- One row per propagation run; reverted_at set when its labels were removed.
+        CREATE SEQUENCE propagation_ids START 1;
+        CREATE TABLE propagations (
+            propagation_id BIGINT PRIMARY KEY DEFAULT nextval('propagation_ids'),
+            chunking VARCHAR NOT NULL,
+            source VARCHAR NOT NULL,
+            threshold DOUBLE NOT NULL,
+            shingle INTEGER NOT NULL,
+            num_perm INTEGER NOT NULL,
+            seed BIGINT NOT NULL,
+            pairs INTEGER NOT NULL,
+            clusters INTEGER NOT NULL,
+            labels INTEGER NOT NULL,
+            report JSON,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            reverted_at TIMESTAMP
+        );
+        -- The near-duplicate pairs a propagation found (exact Jaccard of word shingles).
+        CREATE TABLE near_duplicate_pairs (
+            propagation_id BIGINT NOT NULL,
+            chunk_a VARCHAR NOT NULL,
+            chunk_b VARCHAR NOT NULL,
+            similarity DOUBLE NOT NULL
+        );
+        -- Propagated labels: kept apart from judgments (never a direct label); the target
+        -- chunk's span, the similarity to the source chunk and the source's grade and side.
+        CREATE TABLE propagated_labels (
+            propagation_id BIGINT NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            chunk_id VARCHAR NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            grade TINYINT NOT NULL CHECK (grade BETWEEN 0 AND 3),
+            similarity DOUBLE NOT NULL,
+            source_chunk_id VARCHAR NOT NULL,
+            source_grade TINYINT NOT NULL
+        );
+        CREATE INDEX propagated_by_run ON propagated_labels (propagation_id, query_id);
+        -- Synthetic questions written from a chunk (workbench/core/synthetic_queries.py): the
+        -- question before and after the rewrite step, lexical overlap with the source, flag.
+        CREATE TABLE synthetic_questions (
+            query_id VARCHAR PRIMARY KEY,
+            chunking VARCHAR NOT NULL,
+            chunk_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            generator VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            seed BIGINT NOT NULL,
+            original VARCHAR NOT NULL,
+            rewritten VARCHAR NOT NULL,
+            overlap_before DOUBLE NOT NULL,
+            overlap_after DOUBLE NOT NULL,
+            flagged BOOLEAN NOT NULL,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        -- Generation replies by cache key (model, prompt hash, parameters, sha256 of the chunk
+        -- text), the judge's key scheme: the same text is never sent twice.
+        CREATE TABLE generation_cache (
+            cache_key VARCHAR PRIMARY KEY,
+            model VARCHAR NOT NULL,
+            reply VARCHAR NOT NULL,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        """,
+    ),
 )
 
 
