@@ -11,7 +11,10 @@ braces, ``{query}``, fake fences and instructions, non-ASCII):
 1. Throughput: 100 ms server latency, concurrency 32, so the ceiling is 32 / 0.1 = 320
    judgments/s. Share of the ceiling end to end (process start to exit, storage included) and
    inside the job (first to last judgment, from the summary line); CPU seconds per judgment of the
-   judge process (user + system, from ``wait4``); its peak RSS. At 5,000 and 50,000 pairs.
+   judge process (user + system, from ``wait4``); its peak RSS. At 5,000 and 50,000 pairs. Peers
+   in the same run: a bare ``AsyncOpenAI`` loop with prompts of the same size (the most a Python
+   client gets from this server on this machine), and the offline-lexical judge on the same pools
+   (no HTTP: the runner and storage alone, which separates their memory from the client's).
 2. Faults: 10 % of responses faulty, mixed (429 with Retry-After, 500, dropped connection, hang
    past the client timeout, malformed JSON, out-of-range grade). Checks: no pair lost, no
    duplicate judgment, every pair ok/invalid/failed, HTTP calls per prompt within the retry
@@ -190,6 +193,23 @@ def peer(n: int) -> dict:
             "server_cpu_ms": 1000 * server_cpu / n}
 
 
+def offline(db: Path, label: str) -> dict:
+    """The offline-lexical judge on the same pool: no HTTP, so what is left is the runner and storage."""
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "workbench", "--db", str(db), "judge", "--pool", "bench",
+                                "--model", "offline-lexical", "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "OPENAI_API_KEY": ""})
+    _, _status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    stdout = process.stdout.read()
+    inner = JudgeRun(0, wall, 0, 0, stdout, "").inner_rate
+    n = len(job_table(db)[1])
+    return {"scenario": label, "pairs": n, "calls": 0, "wall_s": wall, "end_to_end_per_s": n / wall,
+            "share_end_to_end": float("nan"), "inner_per_s": inner, "share_inner": float("nan"),
+            "cpu_ms_per_judgment": 1000 * (usage.ru_utime + usage.ru_stime) / max(n, 1),
+            "peak_rss_mb": usage.ru_maxrss / 1024, "max_in_flight": 0, "ok": n, "server_cpu_ms": float("nan")}
+
+
 def job_table(db: Path):
     from workbench.services.judge import job_judgments, list_jobs
 
@@ -303,8 +323,12 @@ def main(argv: list[str] | None = None) -> None:
         print(_row(rows[-1]), flush=True)
         rows.append(throughput(copy_project(small, "throughput"), f"workbench judge, {args.pairs:,} pairs"))
         print(_row(rows[-1]), flush=True)
+        rows.append(offline(copy_project(small, "offline"), f"offline-lexical judge, {args.pairs:,} pairs"))
+        print(_row(rows[-1]), flush=True)
         if not args.skip_big:
             big = build_project(work / "big", args.big)
+            rows.append(offline(copy_project(big, "offline"), f"offline-lexical judge, {args.big:,} pairs"))
+            print(_row(rows[-1]), flush=True)
             rows.append(throughput(big, f"workbench judge, {args.big:,} pairs"))
             print(_row(rows[-1]), flush=True)
         print("\nfaults (10 % of responses, mixed kinds):", flush=True)
@@ -320,19 +344,27 @@ def main(argv: list[str] | None = None) -> None:
               "| peak RSS MB | server CPU ms/request |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in rows:
-            print(f"| {r['scenario']} | {r['pairs']:,} | {r['end_to_end_per_s']:.0f} | {r['share_end_to_end']:.0%} | "
-                  f"{r['inner_per_s'] or 0:.0f} | {r['share_inner']:.0%} | {r['cpu_ms_per_judgment']:.2f} | "
-                  f"{r['peak_rss_mb']:.0f} | {r['server_cpu_ms']:.2f} |")
+            print(f"| {r['scenario']} | {r['pairs']:,} | {r['end_to_end_per_s']:.0f} | {_pct(r['share_end_to_end'])} | "
+                  f"{r['inner_per_s'] or 0:.0f} | {_pct(r['share_inner'])} | {r['cpu_ms_per_judgment']:.2f} | "
+                  f"{r['peak_rss_mb']:.0f} | {_ms(r['server_cpu_ms'])} |")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _pct(x: float) -> str:
+    return "–" if x != x else f"{x:.0%}"  # nan: no ceiling (the offline judge sends nothing)
+
+
+def _ms(x: float) -> str:
+    return "–" if x != x else f"{x:.2f}"
+
+
 def _row(r: dict) -> str:
     return (f"{r['scenario']}: {r['pairs']:,} judged in {r['wall_s']:.1f} s end to end = "
-            f"{r['end_to_end_per_s']:.0f}/s ({r['share_end_to_end']:.0%} of {CONCURRENCY / LATENCY:.0f}/s); "
-            f"in-job {r['inner_per_s'] or 0:.0f}/s ({r['share_inner']:.0%}); CPU {r['cpu_ms_per_judgment']:.2f} ms"
+            f"{r['end_to_end_per_s']:.0f}/s ({_pct(r['share_end_to_end'])} of {CONCURRENCY / LATENCY:.0f}/s); "
+            f"in-job {r['inner_per_s'] or 0:.0f}/s ({_pct(r['share_inner'])}); CPU {r['cpu_ms_per_judgment']:.2f} ms"
             f"/judgment; peak RSS {r['peak_rss_mb']:.0f} MB; {r['calls']:,} calls; max in flight {r['max_in_flight']}; "
-            f"server CPU {r['server_cpu_ms']:.2f} ms/request")
+            f"server CPU {_ms(r['server_cpu_ms'])} ms/request")
 
 
 if __name__ == "__main__":
