@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -352,11 +353,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _pct(x: float) -> str:
-    return "–" if x != x else f"{x:.0%}"  # nan: no ceiling (the offline judge sends nothing)
+    return "–" if math.isnan(x) else f"{x:.0%}"  # nan: no ceiling (the offline judge sends nothing)
 
 
 def _ms(x: float) -> str:
-    return "–" if x != x else f"{x:.2f}"
+    return "–" if math.isnan(x) else f"{x:.2f}"
 
 
 def _row(r: dict) -> str:
