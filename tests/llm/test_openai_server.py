@@ -323,3 +323,17 @@ def test_unknown_fault_kind_is_rejected(openai_server):
     with pytest.raises(ValueError, match="unknown fault kind"):
         openai_server.control.script("teapot")
     assert "ok" in FAULT_KINDS
+
+
+def test_refused_response_format_is_a_400_naming_it(openai_server):
+    openai_server.control.refused_formats = {"json_schema"}
+    c = client(openai_server)
+    schema = {"name": "j", "schema": {"type": "object", "properties": {"grade": {"type": "integer"}}}}
+    with pytest.raises(openai.BadRequestError, match="response_format type 'json_schema'"):
+        c.chat.completions.create(model="m", messages=prompt_for("q", "p"),
+                                  response_format={"type": "json_schema", "json_schema": schema})
+    # JSON mode still works, and the refused call was recorded but not graded (no attempt counted)
+    done = c.chat.completions.create(model="m", messages=prompt_for("q", "p"), response_format={"type": "json_object"})
+    assert grade_of(done) == expected_default_grade("p")
+    assert [r.status for r in openai_server.control.chat_calls()] == [400, 200]
+    assert list(openai_server.control.attempts_by_prompt().values()) == [1]

@@ -28,6 +28,10 @@ through), ``control.grades_by_passage_sha[sha256(passage)]`` (the passage found 
 prompt), and finally ``default_grade``: ``int(sha256(passage or prompt)[:8], 16) % 4``, a stable
 rule that tests can recompute with ``expected_default_grade``.
 
+Structured output: ``response_format`` json_schema and json_object are honoured (the answer is JSON
+either way); ``control.refused_formats = {"json_schema"}`` makes the server refuse a type with HTTP
+400 naming it, as servers without structured output do.
+
 Faults (per chat request). Kinds: ``ok``, ``429`` (with Retry-After and retry-after-ms), ``500``,
 ``hang`` (no answer until ``hang_seconds`` pass or the server stops; longer than any client
 timeout), ``drop`` (the connection is closed without a response), ``malformed`` (HTTP 200 whose
@@ -214,6 +218,8 @@ class ServerControl:
         self.grade_rule: Callable[[ChatCall], int | None] | None = None
         self.grades_by_passage_sha: dict[str, int] = {}
         self.grades_by_text: dict[str, int] = {}
+        # response_format types this server refuses with HTTP 400 (as older vLLM/llama.cpp builds do)
+        self.refused_formats: set[str] = set()
         self.fault_rule: Callable[[ChatCall], str | None] | None = None
         self.fault_rates: dict[str, float] = {}
         self.batch_fault_rates: dict[str, float] = {}  # only "malformed"/"out_of_range" per line
@@ -560,6 +566,12 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             record.body = raw
             record.status = self._json(400, _error(f"Invalid request body: {exc}", "invalid_request_error"))
+            return
+        wanted = (body.get("response_format") or {}).get("type") if isinstance(body.get("response_format"), dict) else None
+        if wanted in control.refused_formats:
+            record.body = body
+            record.status = self._json(400, _error(f"response_format type '{wanted}' is not supported by this server",
+                                                   "invalid_request_error", "unsupported_response_format"))
             return
         call = control._register_chat(body)
         fault = control._choose_fault(call)
