@@ -23,7 +23,8 @@ Handler = Callable[[argparse.Namespace], int]
 # `handler` on its parsers. The list is explicit: a module that fails to import is an error,
 # never a command that silently disappears.
 from workbench.cli import (  # noqa: E402
-    calibrate, citations, compare, data, evaluation, judge, labels, project, retrieval, stages,
+    calibrate, citations, compare, data, evaluation, judge, labels, project, query_kinds, retrieval,
+    stages,
 )
 
 COMMAND_GROUPS = (
@@ -37,6 +38,7 @@ COMMAND_GROUPS = (
     compare,     # compare
     stages,      # stages
     citations,   # citations
+    query_kinds,  # abstention, rbac-check, multihop, answerability
 )
 
 

@@ -111,6 +111,9 @@ def init_project(db_path: str | Path, *, demo: bool = False, settings: Settings 
 
         settings = settings if settings is not None else load_settings()
         loaded.update(prepare_demo(db, depth=int(settings.get("pool", "depth"))))
+        from workbench.services.query_kinds import prepare_query_kinds_demo
+
+        prepare_query_kinds_demo(db)  # restricted documents, evidence chains, trajectories, answers
         if meta.get("demo") != DEMO_READY:
             with db.transaction() as tx:
                 set_meta(tx, "demo", DEMO_READY)

@@ -317,6 +317,57 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
     Migration(
+        7,
+        "query_kinds_answerability_chains_trajectories",
+        """
+        -- SME decisions on whether the corpus answers a query, append-only: the latest row of a
+        -- query wins over its tags (see workbench/core/abstention.py).
+        CREATE SEQUENCE answerability_ids START 1;
+        CREATE TABLE answerability (
+            decision_id BIGINT PRIMARY KEY DEFAULT nextval('answerability_ids'),
+            query_id VARCHAR NOT NULL,
+            answerable BOOLEAN NOT NULL,
+            annotator VARCHAR NOT NULL,
+            comment VARCHAR,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        -- Gold evidence chains of multi-hop queries: spans, each with the hop that should find it.
+        CREATE TABLE evidence_chains (
+            query_id VARCHAR NOT NULL,
+            hop INTEGER NOT NULL CHECK (hop >= 1),
+            doc_id VARCHAR NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL,
+            CHECK (start >= 0 AND "end" > start)
+        );
+        -- Agent trajectories (named sets): one row per hop, and the ranked results of its search.
+        CREATE TABLE trajectory_hops (
+            trajectory VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            hop INTEGER NOT NULL,
+            searched BOOLEAN NOT NULL,
+            sub_query VARCHAR
+        );
+        CREATE TABLE trajectory_results (
+            trajectory VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            hop INTEGER NOT NULL,
+            rank INTEGER NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            chunk_id VARCHAR,
+            start INTEGER,
+            "end" INTEGER
+        );
+        -- Generated answers (named sets) with their abstention flag, for abstention metrics.
+        CREATE TABLE answers (
+            name VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            answer VARCHAR,
+            abstained BOOLEAN NOT NULL
+        );
+        """,
+    ),
+    Migration(
         8,
         "near_duplicates_propagation_synthetic_queries",
         """
