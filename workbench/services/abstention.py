@@ -126,12 +126,17 @@ def read_answers_file(path: str | Path, pattern: str = core.ABSTENTION_PATTERN) 
     """``query_id, answer, abstained`` from an answers JSONL file: each line has ``query_id`` and
     an ``abstained`` flag (true/false) or an ``answer`` text (abstains when empty or matching
     ``pattern``)."""
-    from workbench.core.formats.lines import decode_utf8, read_json_objects
     from workbench.core.readers import check_regular_file
 
-    file = check_regular_file(path)
+    return read_answers(check_regular_file(path).read_bytes(), str(path), pattern)
+
+
+def read_answers(data: bytes, path: str, pattern: str = core.ABSTENTION_PATTERN) -> pd.DataFrame:
+    """:func:`read_answers_file` on bytes (an upload); ``path`` names it in messages."""
+    from workbench.core.formats.lines import decode_utf8, read_json_objects
+
     rows, seen = [], {}
-    for line, rec in read_json_objects(decode_utf8(file.read_bytes(), str(path)), str(path)):
+    for line, rec in read_json_objects(decode_utf8(data, str(path)), str(path)):
         qid = rec.get("query_id")
         if qid is None or str(qid) == "":
             raise InputError("each answer needs a query_id", path=str(path), line=line)

@@ -128,3 +128,25 @@ def report_json(report: core.TrajectoryReport) -> dict:
         per_query[q] = {**{k: v[k] for k in v if k != "hop_recall"},
                         "hop_recall": {str(h): x for h, x in v["hop_recall"].items()}}
     return {"k": report.k, "aggregate": report.aggregate, "per_query": per_query, "counts": report.counts}
+
+
+def _records_from_bytes(data: bytes, source: str) -> list[tuple[int, dict]]:
+    from workbench.core.formats.lines import decode_utf8, read_json_objects
+
+    records = read_json_objects(decode_utf8(data, source), source)
+    if not records:
+        raise InputError("the file has no JSON object", path=source)
+    return records
+
+
+def import_chains(db: Database, data: bytes, source: str) -> int:
+    """Store the evidence chains of an uploaded JSONL file (replacing those of its queries)."""
+    return store_chains(db, core.parse_chains(_records_from_bytes(data, source), source))
+
+
+def import_trajectories(db: Database, name: str, data: bytes, source: str) -> int:
+    """Store an uploaded trajectories JSONL file as set ``name`` (chunk ids resolved here)."""
+    if not name.strip():
+        raise InputError("give the trajectories a name")
+    parsed = resolve_chunks(core.parse_trajectories(_records_from_bytes(data, source), source), db, source)
+    return store_trajectories(db, name.strip(), parsed)

@@ -36,6 +36,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("Judge", "judge", "judge", ":material/gavel:", ("judgments",)),
     PageSpec("Label", "label", "label", ":material/edit_note:"),
     PageSpec("Calibration", "calibration", "calibration", ":material/verified:", ("calibration",)),
+    PageSpec("Query kinds", "query-kinds", "query_kinds", ":material/alt_route:"),
 )
 
 
