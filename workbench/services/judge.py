@@ -66,7 +66,6 @@ import asyncio
 import hashlib
 import json
 import os
-import random
 import signal
 import threading
 import time
@@ -197,22 +196,13 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
 
 def open_briefly(db_path, wait: float = 30.0, *, migrate: bool = True) -> Database:
     """Open the project, waiting with backoff (bounded by ``wait`` seconds) while another process
-    holds it; then the last :class:`StoreLockedError` (which names the holder) is raised.
+    holds it (:class:`Database`'s ``wait``); then :class:`StoreLockedError` names the holder.
     ``migrate=False`` skips the schema check (a write) for the runner's batch writes, whose
-    project was migrated when the job started."""
+    project was migrated when the job started. A missing project is an error, never created."""
     path = Path(db_path)
     if not path.exists():
         raise StoreError(f"no project database at {path}; create one with `workbench --db {path} init`")
-    deadline = time.monotonic() + max(0.0, wait)
-    delay = 0.05
-    while True:
-        try:
-            return Database(path, migrate=migrate)
-        except StoreLockedError:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(min(delay, max(0.0, deadline - time.monotonic())) * random.uniform(0.5, 1.0))
-            delay = min(delay * 2, 1.0)
+    return Database(path, migrate=migrate, wait=max(0.0, wait))
 
 
 class _Use:
