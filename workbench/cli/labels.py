@@ -52,6 +52,9 @@ def _synth(args: argparse.Namespace) -> int:
                         max_overlap=args.max_overlap,
                         on_note=lambda line: print(f"workbench synth: {line}", file=sys.stderr))
     if args.format == "json":
+        if report.failed:
+            print(f"workbench synth: {report.failed} chunks failed (no question made): "
+                  + "; ".join(report.errors[:3]), file=sys.stderr)
         print(json.dumps({"created": report.created, "overlap_before": report.overlap_before,
                           "overlap_after": report.overlap_after, "flagged": report.flagged}))
     else:
