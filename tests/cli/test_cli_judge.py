@@ -23,7 +23,7 @@ COLUMNS = ["query_id", "doc_id", "chunk_id", "start", "end", "grade", "status", 
 
 def _config(tmp_path, **judge) -> str:
     values = {"backoff_initial": 0.01, "backoff_max": 0.5, "flush_seconds": 0.2, "poll_seconds": 0.2,
-              "timeout": 5.0, **judge}
+              "timeout": 30.0, **judge}
     lines = ["[judge]"] + [f"{k} = {json.dumps(v)}" for k, v in values.items()]
     path = tmp_path / "judge.toml"
     path.write_text("\n".join(lines) + "\n")

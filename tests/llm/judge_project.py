@@ -38,7 +38,7 @@ def empty_config(folder: Path) -> Path:
 
 def judge_settings(base_url: str | None = None, **judge):
     """Settings with [judge] overrides (fast retries for tests); no config file, no environment."""
-    values = {"backoff_initial": 0.01, "backoff_max": 0.5, "flush_seconds": 0.2, "db_wait": 20.0, "timeout": 5.0}
+    values = {"backoff_initial": 0.01, "backoff_max": 0.5, "flush_seconds": 0.2, "db_wait": 20.0, "timeout": 30.0}
     if base_url:
         values["base_url"] = base_url
     values.update(judge)
