@@ -361,3 +361,32 @@ def test_preview_prompt_renders_the_first_pair_exactly_as_sent(project):
                            "ORDER BY priority, query_id, doc_id, chunk_id LIMIT 1")
     assert (preview["query_id"], preview["chunk_id"]) == (first["query_id"][0], first["chunk_id"][0])
     assert judge.preview_prompt(project, "demo", judge.resolve_spec(judge_settings(), api_key="")) is None
+
+
+def test_batch_mode_validates_every_line_like_online_replies(project):
+    with running_server() as server:
+        server.control.batch_fault_rates = {"out_of_range": 0.2, "malformed": 0.1}
+        spec = _spec(server, poll_seconds=0.05)
+        report = judge.run_job(project, "demo", spec, limit=60, batch=True)
+        stored = _judgments(project, report.job_id)
+        assert len(stored) == 60 and report.state == "finished"
+        invalid = stored[stored["status"] == "invalid"]
+        assert 0 < len(invalid) < 60 and invalid["grade"].isna().all()
+        assert invalid["error"].str.contains("batch mode: no repair attempt").all()
+        assert server.control.count("/v1/chat/completions") == 0
+        texts = pair_texts(project).set_index(["query_id", "doc_id", "chunk_id"])["passage"]
+        for row in stored[stored["status"] == "ok"].itertuples():
+            assert row.grade == expected_default_grade(texts[(row.query_id, row.doc_id, row.chunk_id)])
+        # The invalid ones are judged again online with --retry-failed.
+        server.control.batch_fault_rates = {}
+        again = judge.run_job(project, "demo", spec, limit=60, retry_failed=True)
+        assert server.control.count("/v1/chat/completions") == len(invalid)
+        assert again.job["ok"] == 60
+
+
+def test_batch_budget_is_checked_before_submitting(project):
+    with running_server() as server:
+        spec = _spec(server, poll_seconds=0.05)
+        estimate = judge.estimate(project, "demo", spec, limit=50, batch=True)
+        report = judge.run_job(project, "demo", spec, limit=50, batch=True, budget_usd=estimate.cost_usd / 10)
+        assert report.state == "budget" and server.control.count("/v1/batches") == 0
