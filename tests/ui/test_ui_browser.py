@@ -34,7 +34,9 @@ def _wait_idle(page, timeout: float = 60_000) -> None:
     """Until Streamlit has finished the current script run (no running indicator)."""
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout)
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=timeout)
+    page.wait_for_timeout(800)  # let charts and grids paint before a screenshot
 
 
 def test_importing_documents_on_the_data_page_extends_the_existing_chunking(tmp_path):

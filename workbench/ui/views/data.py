@@ -145,8 +145,8 @@ def _import_form() -> None:
 
 EXPORT_FORMATS = {"trec": "TREC qrels (.txt)", "beir": "BEIR qrels (.tsv)", "jsonl": "JSONL, one row per query",
                   "spans": "Span labels (.jsonl, re-importable)"}
-EXPORT_SOURCES = {"merged": "People's labels, else the LLM judge's", "human": "People's labels only (SME and imported)",
-                  "llm": "The LLM judge's labels only"}
+EXPORT_SOURCES = {"merged": "People's, else the judge's", "human": "People's only",
+                  "llm": "The LLM judge's only"}
 EXPORT_EXTENSIONS = {"trec": "txt", "beir": "tsv", "jsonl": "jsonl", "spans": "jsonl"}
 
 
@@ -160,7 +160,9 @@ def _export_section(chunkings: list[str]) -> None:
                                  format_func={"doc": "Documents", "chunk": "Chunks of a chunking"}.get) == "chunk"
     chunking = cols[2].selectbox("Chunking", chunkings, key="export_chunking",
                                  disabled=fmt == "spans" or not by_chunk, placeholder="no chunking yet")
-    source = cols[3].selectbox("Labels", list(EXPORT_SOURCES), format_func=EXPORT_SOURCES.get, key="export_source")
+    source = cols[3].selectbox("Labels", list(EXPORT_SOURCES), format_func=EXPORT_SOURCES.get, key="export_source",
+                               help="People's labels are SME labels and imported qrels. With “People's, else the "
+                                    "judge's”, a person's label wins where both labelled the same item.")
     level = "chunk" if by_chunk and fmt != "spans" else "doc"
     if st.button("Prepare the file", key="export_prepare"):
         if level == "chunk" and not chunking:
