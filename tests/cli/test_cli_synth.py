@@ -119,9 +119,13 @@ def test_llm_failures_are_reported_never_made_into_questions(project, cli, monke
 def test_offline_template_baseline_is_named_and_flags_copies(project, cli):
     env = {"OPENAI_API_KEY": "", "WORKBENCH_JUDGE_BASE_URL": "https://api.openai.com/v1"}
     done = cli("--db", str(project), "synth", "--chunking", "sections", "--per-chunk", "2", "--limit", "8",
-               "--max-overlap", "0.01", env=env)
+               "--max-overlap", "0.01", "--baseline", env=env)
     assert done.returncode == 0, done.stderr
     assert "offline template baseline (not an LLM)" in done.stdout
+    hit = re.search(r"hit@10 ([\d.]+) -> ([\d.]+), MRR@10 ([\d.]+) -> ([\d.]+)", done.stdout)
+    assert hit, done.stdout
+    # the rewrite removes copied words, so BM25 finds the source chunk less often
+    assert float(hit.group(1)) >= float(hit.group(2)) and float(hit.group(3)) >= float(hit.group(4))
     assert "offline-template baseline (not an LLM)" in done.stderr
     with Database(project) as db:
         rows = db.query_df("SELECT generator, model, overlap_after, flagged FROM synthetic_questions")

@@ -59,6 +59,15 @@ def _synth(args: argparse.Namespace) -> int:
                           "overlap_after": report.overlap_after, "flagged": report.flagged}))
     else:
         print(report.summary())
+        if args.baseline:
+            from workbench.services.synthetic_queries import bm25_baseline
+
+            with open_project_from_args(args) as db:
+                b = bm25_baseline(db, args.chunking, k=10)
+            if b["questions"]:
+                print(f"BM25 baseline over the {b['questions']:,} synthetic questions of {args.chunking} (each against "
+                      f"its chunk): hit@10 {b['before']['hit']:.3f} -> {b['after']['hit']:.3f}, MRR@10 "
+                      f"{b['before']['mrr']:.3f} -> {b['after']['mrr']:.3f} (original -> rewritten)")
     return 0
 
 
@@ -130,6 +139,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the chunk sample and generation")
     p.add_argument("--max-overlap", type=_fraction, default=0.3, metavar="X",
                    help="flag questions copying more than this share of n-grams after rewriting (default 0.3)")
+    p.add_argument("--baseline", action="store_true",
+                   help="also print BM25 hit@10 and MRR@10 of the chunking's synthetic questions, original and "
+                        "rewritten (table format)")
     add_format_option(p)
     p.set_defaults(handler=_synth)
 

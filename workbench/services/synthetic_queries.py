@@ -306,3 +306,36 @@ def synthesize(settings: Settings, chunking: str, *, per_chunk: int, limit: int 
     report.created = len(frame)
     return report
 
+
+
+def bm25_baseline(db, chunking: str, *, k: int = 10) -> dict:
+    """The fast first baseline synthetic queries give: BM25 over ``chunking``'s chunks, each
+    synthetic question (made from this chunking) against its own chunk (grade 3), as hit@k and
+    MRR@k (the metric engine's ``success@k`` is not used so that a question's one relevant chunk
+    is the whole qrels: hit@k = share of questions whose chunk is in the top k, MRR@k = mean of
+    1/rank within k). Computed for the questions before and after rewriting: the drop is how
+    much the original wording favoured BM25. Only synthetic queries take part."""
+    from workbench.core.evaluation import evaluate
+    from workbench.retrieval.bm25 import build_index, search
+
+    questions = store.read_questions(db, chunking)
+    if questions.empty:
+        return {"questions": 0}
+    chunks = read_chunks(db, chunking, with_text=True)
+    index = build_index(chunks["text"].astype(str).tolist())
+    ids = chunks["chunk_id"].astype(str).to_numpy()
+    qrels = {q: {c: 3} for q, c in zip(questions["query_id"], questions["chunk_id"])}
+    out: dict = {"questions": len(questions), "k": k}
+    for label, column in (("before", "original"), ("after", "rewritten")):
+        qi, di, sc = search(index, questions[column].astype(str).tolist(), k)
+        run: dict[str, dict[str, float]] = {q: {} for q in questions["query_id"]}
+        qids = questions["query_id"].to_numpy()
+        for a, b, s in zip(qi, di, sc):
+            run[qids[a]][ids[b]] = float(s)
+        run = {q: r for q, r in run.items() if r}
+        if not run:
+            out[label] = {"hit": 0.0, "mrr": 0.0}
+            continue
+        result = evaluate(qrels, run, [f"success@{k}", f"RR@{k}"])
+        out[label] = {"hit": result.aggregate[f"success@{k}"], "mrr": result.aggregate[f"RR@{k}"]}
+    return out
