@@ -452,7 +452,10 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
     verdict = decide(result, thresholds)
     body = result_dict(result, verdict)
     slices = []
-    members = core_agreement.slice_members([_tags(t) for t in part["tags"]])
+    from workbench.services.rbac import restricted_slice_tags  # pairs of restricted documents: slice "restricted"
+
+    members = core_agreement.slice_members([_tags(t) + extra for t, extra in
+                                            zip(part["tags"], restricted_slice_tags(db, part["doc_id"]))])
     for tag, idx in members.items():
         sub = part.iloc[idx]
         risky = tag in options.high_risk_tags
