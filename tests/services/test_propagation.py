@@ -127,3 +127,22 @@ def test_cli_propagate_and_unpropagate(project, db_path, cli):
     assert again.returncode == 3 and "Traceback" not in again.stderr and len(again.stderr.strip().splitlines()) == 1
     bad = cli("--db", str(db_path), "labels", "propagate", "--chunking", "whole", "--threshold", "1.5")
     assert bad.returncode == 2
+
+
+def test_cli_qrels_export_opt_in_and_query_sets(project, db_path, tmp_path, cli):
+    project.close()
+    assert cli("--db", str(db_path), "labels", "propagate", "--chunking", "whole").returncode == 0
+    out = tmp_path / "with.txt"
+    done = cli("--db", str(db_path), "labels", "qrels", "--chunking", "whole", "--out", str(out), "--source", "human")
+    assert done.returncode == 0, done.stderr
+    assert "wrote 7 chunk qrels (2 propagated) for 2 queries" in done.stdout
+    lines = out.read_text().splitlines()
+    assert len(lines) == 7 and all(len(line.split()) == 4 for line in lines)
+    plain = tmp_path / "without.txt"
+    assert "wrote 5 chunk qrels (0 propagated)" in cli(
+        "--db", str(db_path), "labels", "qrels", "--chunking", "whole", "--out", str(plain), "--no-propagated").stdout
+    synth = tmp_path / "synthetic.txt"
+    assert "wrote 0 chunk qrels" in cli("--db", str(db_path), "labels", "qrels", "--chunking", "whole", "--out",
+                                        str(synth), "--queries", "synthetic").stdout
+    again = cli("--db", str(db_path), "labels", "qrels", "--chunking", "whole", "--out", str(out))
+    assert again.returncode == 3 and "exists" in again.stderr and out.read_text().splitlines() == lines

@@ -96,6 +96,17 @@ def _unpropagate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _qrels(args: argparse.Namespace) -> int:
+    from workbench.services.propagation import export_qrels_with_propagated
+
+    with open_project_from_args(args) as db:
+        counts = export_qrels_with_propagated(db, args.chunking, args.out, source=args.source, queries=args.queries,
+                                              propagated=not args.no_propagated)
+    print(f"wrote {counts['rows']:,} chunk qrels ({counts['propagated']:,} propagated) for {counts['queries']:,} "
+          f"{'' if args.queries == 'all' else args.queries + ' '}queries to {args.out}")
+    return 0
+
+
 def _budget(args: argparse.Namespace) -> int:
     from workbench.services.budgeted_judging import plan_budget
 
@@ -170,6 +181,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     unprop = lsub.add_parser("unpropagate", help="remove a chunking's propagated labels")
     unprop.add_argument("--chunking", required=True, metavar="N")
     unprop.set_defaults(handler=_unpropagate)
+
+    qr = lsub.add_parser("qrels", help="chunk qrels with propagated labels (opt-in), real or synthetic queries",
+                         description=wrapped(
+                             "Write TREC qrels of a chunking: the direct labels of --source, plus the propagated "
+                             "labels of items without a direct label (unless --no-propagated); --queries keeps "
+                             "real queries only, synthetic ones only (workbench synth), or all."))
+    qr.add_argument("--chunking", required=True, metavar="N")
+    qr.add_argument("--out", required=True, metavar="FILE", help="a new file (never overwritten)")
+    qr.add_argument("--source", choices=("human", "llm", "merged"), default="merged")
+    qr.add_argument("--queries", choices=("all", "real", "synthetic"), default="all")
+    qr.add_argument("--no-propagated", action="store_true", help="direct labels only")
+    qr.set_defaults(handler=_qrels)
 
     bud = lsub.add_parser(
         "budget", help="choose the pool pairs to judge first within a budget",

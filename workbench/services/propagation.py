@@ -190,3 +190,43 @@ def qrels_with_propagated(db: Database, chunking: str, source: str = "merged") -
     out = pd.concat([direct, copied[keep]], ignore_index=True)
     out["grade"] = out["grade"].astype(np.int64)
     return out.sort_values(["query_id", "item_id"], kind="stable").reset_index(drop=True)
+
+
+QUERY_SETS = ("all", "real", "synthetic")
+
+
+def export_qrels_with_propagated(db: Database, chunking: str, out, *, source: str = "merged",
+                                 queries: str = "all", propagated: bool = True) -> dict:
+    """Write TREC chunk qrels of ``chunking`` (direct labels of ``source``, plus propagated labels
+    of unlabelled items when ``propagated``) to a new file ``out``; ``queries`` keeps all
+    queries, only real ones, or only synthetic ones (``workbench synth``). All or nothing: the
+    file is written next to ``out`` and renamed when complete. Returns the counts."""
+    from pathlib import Path
+
+    from workbench.store.synthetic_queries import synthetic_query_ids
+
+    if queries not in QUERY_SETS:
+        raise InputError(f"unknown query set {queries!r}; expected one of {', '.join(QUERY_SETS)}")
+    out = Path(out)
+    if out.exists():
+        raise InputError("exists; choose a new file name (this command never overwrites a file)", path=str(out))
+    if not chunking_exists(db, chunking):
+        raise InputError(f"no chunking named {chunking!r} in the project; see `workbench status`")
+    table = qrels_with_propagated(db, chunking, source) if propagated else \
+        _direct_labels(db, chunking, source).assign(propagated=False)
+    synthetic = synthetic_query_ids(db)
+    if queries != "all":
+        keep = table["query_id"].astype(str).isin(synthetic)
+        table = table[keep if queries == "synthetic" else ~keep]
+    partial = out.with_name(f".{out.name}.partial")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with partial.open("w", encoding="utf-8", newline="\n") as handle:
+            handle.writelines(f"{q} Q0 {i} {int(g)}\n" for q, i, g in
+                              zip(table["query_id"], table["item_id"], table["grade"]))
+        partial.replace(out)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return {"rows": int(len(table)), "propagated": int(table["propagated"].sum()),
+            "queries": int(table["query_id"].nunique())}
