@@ -128,13 +128,15 @@ def render() -> None:
         if not annotator:
             st.warning("Enter your annotator id in the sidebar first: every label is recorded with it.")
             return
-        reveal = st.checkbox("Show the judge's label after I submit", key="label_reveal",
+        st.checkbox("Show the judge's label after I submit", key="label_reveal",
                              help="Off by default, so the judge cannot anchor your grade. When on, "
                                   "each label records that the judge's output was shown afterwards.")
-        _labelling(db, cal, sample, annotator, reveal)
+        _labelling(db, cal, sample, annotator)
 
 
-def _labelling(db, cal, sample: str, annotator: str, reveal: bool) -> None:
+def _labelling(db, cal, sample: str, annotator: str) -> None:
+    # Buttons act in on_click callbacks, which run before the page is drawn again: one script
+    # run per key press, the new pair drawn straight from the stored state.
     pos_key = _key("position", sample)
     context.show_flash("label")
     if st.session_state.get(pos_key) is None:
@@ -148,8 +150,8 @@ def _labelling(db, cal, sample: str, annotator: str, reveal: bool) -> None:
     if position is None:
         st.success("You have labelled every pair of this sample. Thank you! The Calibration page shows "
                    "how the judge compares.")
-        if st.button("Undo my last action", key=_key("undo_end", sample), shortcut="U"):
-            _undo(db, cal, sample, annotator)
+        st.button("Undo my last action", key=_key("undo_end", sample), shortcut="U",
+                  on_click=_on_undo, args=(sample, annotator))
         return
     total = done["total"]
     item = cal.item(db, sample, position)
@@ -173,41 +175,35 @@ def _labelling(db, cal, sample: str, annotator: str, reveal: bool) -> None:
         st.info(f"You already answered this pair ({word[state['action']]}). Choosing again replaces it.")
 
     choices = sentences(item)
-    evidence = st.multiselect(
+    st.multiselect(
         "Evidence: the sentence(s) that support your grade (needed for grades 2 and 3)",
         options=list(range(len(choices))), format_func=lambda i: choices[i][2][:120],
         key=_key("evidence", sample, position),
     )
-    comment = st.text_input("Comment (optional)", key=_key("comment", sample, position))
+    st.text_input("Comment (optional)", key=_key("comment", sample, position))
+    spans = [[s, e] for s, e, _ in choices]
 
     cols = st.columns(4)
     for grade, col in zip(range(4), cols):
         with col:
-            if st.button(GRADE_LABELS[grade], key=_key("grade", sample, grade), shortcut=str(grade),
-                         width="stretch", type="primary" if state and state.get("grade") == grade else "secondary"):
-                spans = [[choices[i][0], choices[i][1]] for i in evidence]
-                if grade >= 2 and not spans:
-                    st.warning("Grades 2 and 3 need evidence: choose the sentence(s) that support the grade first.")
-                else:
-                    _submit(db, cal, sample, annotator, position, grade, spans, comment, reveal)
+            st.button(GRADE_LABELS[grade], key=_key("grade", sample, grade), shortcut=str(grade), width="stretch",
+                      type="primary" if state and state.get("grade") == grade else "secondary",
+                      on_click=_on_grade, args=(sample, annotator, position, grade, spans))
     nav = st.columns(5)
     with nav[0]:
-        if st.button("Previous", key=_key("prev", sample), shortcut="Left", disabled=position == 0):
-            _go(sample, position - 1)
-            st.rerun()
+        st.button("Previous", key=_key("prev", sample), shortcut="Left", disabled=position == 0,
+                  on_click=_go, args=(sample, position - 1))
     with nav[1]:
-        if st.button("Next", key=_key("next", sample), shortcut="Right", disabled=position >= total - 1):
-            _go(sample, position + 1)
-            st.rerun()
+        st.button("Next", key=_key("next", sample), shortcut="Right", disabled=position >= total - 1,
+                  on_click=_go, args=(sample, position + 1))
     with nav[2]:
-        if st.button("Skip", key=_key("skip", sample), shortcut="S"):
-            _act(db, cal, sample, annotator, position, "skip", comment)
+        st.button("Skip", key=_key("skip", sample), shortcut="S", on_click=_on_act,
+                  args=(sample, annotator, position, "skip"))
     with nav[3]:
-        if st.button("Can't judge", key=_key("cant", sample), shortcut="X"):
-            _act(db, cal, sample, annotator, position, "cant_judge", comment)
+        st.button("Can't judge", key=_key("cant", sample), shortcut="X", on_click=_on_act,
+                  args=(sample, annotator, position, "cant_judge"))
     with nav[4]:
-        if st.button("Undo", key=_key("undo", sample), shortcut="U"):
-            _undo(db, cal, sample, annotator)
+        st.button("Undo", key=_key("undo", sample), shortcut="U", on_click=_on_undo, args=(sample, annotator))
     st.caption("Keys: 0–3 grade · S skip · X can't judge · U undo · ← previous · → next")
 
 
@@ -218,43 +214,75 @@ def _seconds(sample: str, position: int) -> float | None:
     return round(time.monotonic() - shown[1], 3)
 
 
-def _submit(db, cal, sample, annotator, position, grade, spans, comment, reveal) -> None:
+def _acting(work) -> None:
+    """Run one stored action on its own project handle (inside a button callback); an error the
+    user can act on is shown on the next draw instead of a traceback."""
+    from workbench.services.project import open_project
+
     try:
-        cal.save_label(db, sample, annotator, position, grade, comment=comment or None, evidence=spans or None,
+        db = open_project(context.db_path())
+    except WorkbenchError as exc:
+        context.flash("label", context.plain(str(exc)), "error")
+        return
+    try:
+        work(db)
+    except WorkbenchError as exc:
+        context.flash("label", context.plain(str(exc)), "error")
+    finally:
+        db.close()
+
+
+def _on_grade(sample, annotator, position, grade, spans) -> None:
+    from workbench.services import calibration as cal
+
+    # Read at the key press, not when the buttons were drawn: the box may have just been ticked.
+    reveal = bool(st.session_state.get("label_reveal", False))
+    chosen = [spans[i] for i in st.session_state.get(_key("evidence", sample, position), [])]
+    if grade >= 2 and not chosen:
+        context.flash("label", "Grades 2 and 3 need evidence: choose the sentence(s) that support the grade "
+                               "first.", "warning")
+        return
+    comment = st.session_state.get(_key("comment", sample, position)) or None
+
+    def work(db) -> None:
+        cal.save_label(db, sample, annotator, position, grade, comment=comment, evidence=chosen or None,
                        seconds=_seconds(sample, position), reveal=reveal)
-    except WorkbenchError as exc:
-        context.error(exc)
-        return
-    message = f"Saved grade {grade} for pair {position + 1}."
-    if reveal:
-        judge = cal.judge_output(db, sample, annotator, position)
-        reason = judge.get("reason") or "no reason given"
-        message += f" The judge said {judge.get('grade')}: {reason}"
-    context.flash("label", context.plain(message))
-    nxt = cal.next_item(db, sample, annotator, after=position, overlap=_overlap())
-    _go(sample, None if nxt is None else nxt["position"])
-    st.rerun()
+        message = f"Saved grade {grade} for pair {position + 1}."
+        if reveal:
+            judge = cal.judge_output(db, sample, annotator, position)
+            message += f" The judge said {judge.get('grade')}: {judge.get('reason') or 'no reason given'}"
+        context.flash("label", context.plain(message))
+        nxt = cal.next_item(db, sample, annotator, after=position, overlap=_overlap())
+        _go(sample, None if nxt is None else nxt["position"])
+
+    _acting(work)
 
 
-def _act(db, cal, sample, annotator, position, action, comment) -> None:
-    try:
+def _on_act(sample, annotator, position, action) -> None:
+    from workbench.services import calibration as cal
+
+    comment = st.session_state.get(_key("comment", sample, position)) or None
+
+    def work(db) -> None:
         fn = cal.skip if action == "skip" else cal.cant_judge
-        fn(db, sample, annotator, position, seconds=_seconds(sample, position), comment=comment or None)
-    except WorkbenchError as exc:
-        context.error(exc)
-        return
-    word = "Skipped" if action == "skip" else "Marked can't judge:"
-    context.flash("label", f"{word} pair {position + 1}.", "info")
-    nxt = cal.next_item(db, sample, annotator, after=position, overlap=_overlap())
-    _go(sample, None if nxt is None else nxt["position"])
-    st.rerun()
+        fn(db, sample, annotator, position, seconds=_seconds(sample, position), comment=comment)
+        word = "Skipped" if action == "skip" else "Marked can't judge:"
+        context.flash("label", f"{word} pair {position + 1}.", "info")
+        nxt = cal.next_item(db, sample, annotator, after=position, overlap=_overlap())
+        _go(sample, None if nxt is None else nxt["position"])
+
+    _acting(work)
 
 
-def _undo(db, cal, sample, annotator) -> None:
-    position = cal.undo(db, sample, annotator)
-    if position is None:
-        context.flash("label", "Nothing to undo.", "info")
-    else:
-        context.flash("label", f"Undid your last action on pair {position + 1}.", "info")
-        _go(sample, position)
-    st.rerun()
+def _on_undo(sample, annotator) -> None:
+    from workbench.services import calibration as cal
+
+    def work(db) -> None:
+        position = cal.undo(db, sample, annotator)
+        if position is None:
+            context.flash("label", "Nothing to undo.", "info")
+        else:
+            context.flash("label", f"Undid your last action on pair {position + 1}.", "info")
+            _go(sample, position)
+
+    _acting(work)
