@@ -116,3 +116,13 @@ def test_answerability_records_a_decision(demo):
     assert out["q022"] == {"unanswerable": True, "decided_by": "tag"}
     r = run_cli("--db", demo, "answerability", "q001", "unanswerable")
     assert r.returncode == 2 and "annotator" in r.stderr
+
+
+def test_abstention_reports_ranking_over_answerable_queries(demo):
+    r = run_cli("--db", demo, "abstention", "--runs", "bm25", "--ranking-measures", "recall@10,mrr",
+                "--format", "json")
+    assert r.returncode == 0, r.stderr
+    ranking = json.loads(r.stdout)["bm25"]["ranking_answerable"]
+    assert ranking["excluded_unanswerable"] == ["q022", "q027", "q041", "q042"]
+    assert ranking["counts"]["queries_evaluated"] + ranking["counts"]["excluded_no_relevant"] == 40
+    assert set(ranking["aggregate"]) == {"recall@10", "mrr"}

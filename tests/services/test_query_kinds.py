@@ -140,3 +140,27 @@ def test_summary(demo):
     s = summary(demo)
     assert s["unanswerable"] == 4 and s["chain_queries"] == 7 and s["trajectory_sets"] == [DEMO_TRAJECTORIES]
     assert s["answer_sets"] == [DEMO_ANSWERS] and len(s["restricted"]) == 4
+
+
+def test_ranking_measures_leave_unanswerable_queries_out(demo):
+    from workbench.core.evaluation import evaluate
+    from workbench.services.export import qrels_table
+
+    r = abstention.answerable_ranking(demo, "bm25", ["recall@10", "mrr"])
+    assert r.excluded_unanswerable == UNANSWERABLE
+    assert r.counts()["excluded_unanswerable"] == 4
+    assert not set(UNANSWERABLE) & set(r.result.query_ids.tolist())
+    # the same numbers as the engine on qrels without those queries, computed here directly
+    table = qrels_table(demo, level="chunk", chunking="sections", source="merged")
+    table = table[~table["query_id"].isin(UNANSWERABLE)]
+    qrels = {}
+    for q, i, g in zip(table["query_id"], table["item_id"], table["grade"]):
+        qrels.setdefault(q, {})[i] = int(g)
+    rows = read_run_rows(demo, "bm25")
+    run = {}
+    for q, c, s in zip(rows["query_id"], rows["chunk_id"], rows["score"]):
+        run.setdefault(q, {})[c] = float(s)
+    direct = evaluate(qrels, run, ["recall@10", "mrr"])
+    assert r.result.aggregate == pytest.approx(direct.aggregate)
+    # every one of the 40 answerable queries is scored or counted; none of the 4 others
+    assert r.result.n_queries + r.result.n_excluded_no_relevant == 40

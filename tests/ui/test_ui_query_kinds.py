@@ -60,6 +60,7 @@ def test_the_three_reports_on_the_demo(demo_db):
         "hr-performance-reviews", "sec-access-reviews", "sec-vendor-review", "eng-production-access"}
     assert len(tables["trajectories"]) == 7
     assert {r["hop"] for r in tables["hop_recall"]} == {"1", "2"}
+    assert [r["measure"] for r in tables["answerable_ranking"]] == ["recall@10", "mrr", "ndcg@10"]
     # both abstention rates are shown together with balanced accuracy
     labels = [m.label for m in at.metric]
     assert {"Abstains on unanswerable", "Abstains on answerable", "Balanced accuracy"} <= set(labels)

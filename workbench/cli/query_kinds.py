@@ -50,10 +50,13 @@ def _tsv_value(v) -> str:
 def _abstention(args: argparse.Namespace) -> int:
     from workbench.services import abstention as service
 
-    reports = []
+    reports, ranking = [], {}
     with open_project_from_args(args) as db:
         for run in names_option(args.runs, "--runs") if args.runs else []:
             reports.append(service.run_abstention(db, run, args.threshold))
+            if args.ranking_measures:
+                ranking[run] = service.answerable_ranking(
+                    db, run, names_option(args.ranking_measures, "--ranking-measures"))
         for path in args.answers or []:
             from workbench.services.evaluation import run_names
 
@@ -66,18 +69,36 @@ def _abstention(args: argparse.Namespace) -> int:
 
         raise ConfigError("give --runs RUN[,RUN...], --answers FILE or --stored-answers NAME")
     if args.format == "json":
-        print_json({r.name: service.report_json(r) for r in reports})
+        out = {r.name: service.report_json(r) for r in reports}
+        for run, rk in ranking.items():
+            out[run]["ranking_answerable"] = {"aggregate": dict(rk.result.aggregate), "counts": rk.counts(),
+                                              "excluded_unanswerable": rk.excluded_unanswerable}
+        print_json(out)
     elif args.format == "tsv":
         lines = ["run\tmeasure\tquery_id\tvalue"]
         for r in reports:
             for m, v in r.aggregate().items():
                 lines.append(f"{r.name}\t{m}\tall\t{_tsv_value(v)}")
+            if r.name in ranking and r.kind == "run":
+                for m, v in ranking[r.name].result.aggregate.items():
+                    lines.append(f"{r.name}\t{m}\tall\t{_tsv_value(v)}")
             if args.per_query:
                 for row in r.per_query.itertuples(index=False):
                     lines.append(f"{r.name}\tabstained\t{row.query_id}\t{_tsv_value(bool(row.abstained))}")
         print("\n".join(lines))
     else:
-        print("\n\n".join(_abstention_table(r, args.per_query) for r in reports))
+        blocks = []
+        for r in reports:
+            block = _abstention_table(r, args.per_query)
+            rk = ranking.get(r.name) if r.kind == "run" else None
+            if rk is not None:
+                c = rk.counts()
+                block += (f"\n  ranking over answerable queries: {c['queries_evaluated']} scored, "
+                          f"{c['excluded_unanswerable']} unanswerable left out, "
+                          f"{c['excluded_no_relevant']} without a relevant item")
+                block += "".join(f"\n    {m:<12} {number(v)}" for m, v in rk.result.aggregate.items())
+            blocks.append(block)
+        print("\n\n".join(blocks))
     return 0
 
 
@@ -246,6 +267,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--stored-answers", metavar="NAME[,NAME...]", help="answer sets stored in the project")
     a.add_argument("--pattern", default=None, metavar="REGEX",
                    help="abstention phrases for answers without a flag (default: a built-in list)")
+    a.add_argument("--ranking-measures", metavar="M[,M...]",
+                   help="also these ranking measures of each run (e.g. recall@10,mrr,ndcg@10) against the "
+                        "project's labels, over the answerable queries only (the unanswerable ones counted)")
     a.add_argument("--per-query", action="store_true", help="also each query (table and tsv; json always has them)")
     add_format_option(a, ("table", "tsv", "json"))
     a.set_defaults(handler=_abstention_with_pattern)

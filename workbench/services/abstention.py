@@ -206,3 +206,50 @@ def report_json(report: AbstentionReport) -> dict:
         out["threshold_source"] = report.threshold_source
         out["curve"] = report.curve.to_dict(orient="records")
     return out
+
+
+@dataclass(frozen=True)
+class AnswerableRanking:
+    """Ranking measures of a stored run over the answerable queries only: the
+    :class:`~workbench.core.evaluation.EvaluationResult` and the unanswerable queries left out."""
+
+    run: str
+    result: object  # EvaluationResult
+    excluded_unanswerable: list[str]
+
+    def counts(self) -> dict[str, int]:
+        return {**self.result.counts(), "excluded_unanswerable": len(self.excluded_unanswerable)}
+
+
+RANKING_MEASURES = ("recall@10", "mrr", "ndcg@10")
+
+
+def answerable_ranking(db: Database, run: str, measures: Sequence[str] = RANKING_MEASURES, *,
+                       source: str = "merged", rel: int = 1) -> AnswerableRanking:
+    """recall@k, MRR, nDCG (or ``measures``) of a stored run against the project's qrels (at
+    the run's level and chunking, from the span labels of ``source``), with the unanswerable
+    queries dropped from the qrels first and counted: nothing to recall, so no score."""
+    from workbench.core.evaluation import evaluate
+    from workbench.services.export import qrels_table
+    from workbench.store.runs import read_run_info, read_run_rows
+
+    info = read_run_info(db, [run])
+    if info.empty:
+        raise InputError(f"no run {clip(run)} in the project")
+    level = str(info["level"].iloc[0])
+    chunking = info["chunking"].iloc[0]
+    table = qrels_table(db, level=level, chunking=None if pd.isna(chunking) else str(chunking), source=source)
+    qrels: dict[str, dict[str, int]] = {}
+    for q, item, g in zip(table["query_id"], table["item_id"], table["grade"]):
+        qrels.setdefault(str(q), {})[str(item)] = int(g)
+    kept, dropped = answerable_only(qrels, unanswerable_ids(db))
+    if not kept:
+        raise InputError("no answerable query has labels to evaluate against; label some pairs first")
+    rows = read_run_rows(db, run)
+    key = "chunk_id" if level == "chunk" else "doc_id"
+    ranked: dict[str, dict[str, float]] = {}
+    for q, item, s in zip(rows["query_id"], rows[key], rows["score"]):
+        ranked.setdefault(str(q), {})[str(item)] = float(s)
+    # the run's answers to unanswerable queries are not ranking results to score
+    ranked = {q: docs for q, docs in ranked.items() if q not in set(dropped)}
+    return AnswerableRanking(run, evaluate(kept, ranked, list(measures), rel=rel), dropped)

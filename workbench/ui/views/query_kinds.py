@@ -94,6 +94,7 @@ def _unanswerable(info: dict) -> None:
             _rates(report, key="qk_run_rates")
             _curve(report.curve)
             _per_query(report, marks, key="abstention_run")
+            _answerable_ranking(run)
 
     st.subheader("Generated answers: the abstained flag")
     names = info["answer_sets"]
@@ -123,6 +124,23 @@ def _unanswerable(info: dict) -> None:
             else:
                 context.flash("query_kinds", f"Stored {n} answers as {context.plain(label.strip())}.")
                 st.rerun()
+
+
+def _answerable_ranking(run: str) -> None:
+    from workbench.services import abstention
+
+    try:
+        with context.project() as db:
+            ranking = abstention.answerable_ranking(db, run)
+    except WorkbenchError as exc:
+        st.caption(f"Ranking measures over the answerable queries are not available: {context.plain(str(exc))}")
+        return
+    c = ranking.counts()
+    st.caption(f"Ranking measures of this run over the answerable queries: {c['queries_evaluated']} scored, "
+               f"{c['excluded_unanswerable']} unanswerable left out (nothing to recall), "
+               f"{c['excluded_no_relevant']} without a relevant passage.")
+    context.table([{"measure": m, "mean": _num(v)} for m, v in ranking.result.aggregate.items()],
+                  key="answerable_ranking")
 
 
 def _decision_form(marks: pd.DataFrame) -> None:
