@@ -129,8 +129,8 @@ def test_merged_prefers_human_labels_per_item(db, tmp_path):
     ])
     lines = {}
     for source in ("human", "llm", "merged"):
-        export_qrels(db, tmp_path / f"{source}.txt", source=source)
-        lines[source] = sorted_lines(tmp_path / f"{source}.txt")
+        export_qrels(db, tmp_path / f"{source}.out", source=source)
+        lines[source] = sorted_lines(tmp_path / f"{source}.out")
     assert lines["human"] == ["q1 Q0 d1 3", "q2 Q0 d2 1"]
     assert lines["llm"] == ["q1 Q0 d1 0", "q1 Q0 d2 2", "q2 Q0 d2 3"]
     assert lines["merged"] == ["q1 Q0 d1 3", "q1 Q0 d2 2", "q2 Q0 d2 1"]
@@ -180,7 +180,7 @@ def test_chunk_level_needs_an_existing_chunking(db, tmp_path):
 
 
 def test_a_failed_write_leaves_no_half_written_file(tmp_path):
-    from workbench.services.export import _write_lines
+    from workbench.services.output_file import write_lines
 
     out = tmp_path / "qrels.txt"
     out.write_text("q0 Q0 d0 1\n")
@@ -189,7 +189,7 @@ def test_a_failed_write_leaves_no_half_written_file(tmp_path):
         yield "q1 Q0 d1 2\n"
         raise OSError("disk full")
 
-    with pytest.raises(OSError, match="disk full"):
-        _write_lines(out, lines())
+    with pytest.raises(InputError, match="cannot write: disk full; nothing was written"):
+        write_lines(out, lines(), force=True)
     assert out.read_text() == "q0 Q0 d0 1\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["qrels.txt"]

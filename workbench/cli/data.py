@@ -1,7 +1,8 @@
-"""``workbench import corpus|queries|qrels|run FILE`` and ``workbench export qrels``.
+"""``workbench import corpus|queries|qrels|run FILE``, ``workbench export qrels|run`` and
+``workbench delete run|pool|chunking NAME``.
 
-Thin over :mod:`workbench.services.ingest` and :mod:`workbench.services.export`; formats, checks
-and decisions are documented there.
+Thin over :mod:`workbench.services.ingest`, :mod:`workbench.services.export` and
+:mod:`workbench.services.deletion`; formats, checks and decisions are documented there.
 """
 
 from __future__ import annotations
@@ -41,8 +42,35 @@ def _export(args: argparse.Namespace) -> int:
     min_overlap = args.min_overlap if args.min_overlap is not None else settings.get("evaluation", "min_overlap")
     with open_project(settings.db_path) as db:
         result = export_qrels(db, args.out, format=args.format, level=args.level, chunking=args.chunking,
-                              source=args.source, min_overlap=min_overlap, iteration=args.iteration)
+                              source=args.source, min_overlap=min_overlap, iteration=args.iteration,
+                              force=args.force)
     print(result.summary())
+    return 0
+
+
+def _export_run(args: argparse.Namespace) -> int:
+    from workbench.services.export import export_run
+    from workbench.services.project import open_project
+
+    with open_project(settings_from_args(args).db_path) as db:
+        result = export_run(db, args.name, args.out, force=args.force)
+    print(result.summary())
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from workbench.services.deletion import delete, plan_deletion
+    from workbench.services.project import open_project
+
+    with open_project(settings_from_args(args).db_path) as db:
+        plan = plan_deletion(db, args.kind, args.name)
+        if not args.yes:
+            print("\n".join(plan.lines()))
+            print(f"nothing was deleted; run again with --yes to delete {args.kind} {args.name!r} and what is "
+                  f"listed above")
+            return 1
+        delete(db, args.kind, args.name, expected=plan)
+    print("\n".join(plan.lines()).replace("removes:", "removed:", 1).replace("and keeps", "and kept", 1))
     return 0
 
 
@@ -58,7 +86,12 @@ def _export_judgments(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, EXPORT_SOURCES, IMPORT_FORMATS
+    from workbench.core.formats import (
+        EXPORT_FORMATS,
+        EXPORT_LEVELS,
+        EXPORT_SOURCES,
+        IMPORT_FORMATS,
+    )
 
     p = sub.add_parser("import", help="import a corpus, queries, qrels or a run (all or nothing)")
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
@@ -91,7 +124,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             k.set_defaults(title_field=None)
         k.set_defaults(handler=_import)
 
-    p = sub.add_parser("export", help="export qrels built from the judgments")
+    p = sub.add_parser("export", help="export qrels built from the judgments, judgments, or a stored run")
     what = p.add_subparsers(dest="what", metavar="WHAT", required=True)
     q = what.add_parser("qrels", help="qrels as TREC, BEIR, JSONL rows or span JSONL")
     q.add_argument("--format", choices=EXPORT_FORMATS, default="trec")
@@ -103,8 +136,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--min-overlap", type=float, default=None,
                    help="span rule for chunk level: overlap / shorter span (default [evaluation] min_overlap)")
     q.add_argument("--iteration", default="Q0", help="second column of TREC qrels (default Q0; trec_eval ignores it)")
-    q.add_argument("--out", required=True, metavar="FILE", help="file to write")
+    q.add_argument("--out", required=True, metavar="FILE", help="file to write (never a database, link or device)")
+    q.add_argument("--force", action="store_true", help="replace FILE if it exists (a regular file only)")
     q.set_defaults(handler=_export)
+    r = what.add_parser("run", help="a stored run as a TREC run file (query_id Q0 id rank score name)",
+                        description="Write a stored run as a TREC run file; `workbench import run` reads it back.")
+    r.add_argument("name", metavar="NAME", help="run name (see `workbench status`)")
+    r.add_argument("--out", required=True, metavar="FILE", help="file to write (never a database, link or device)")
+    r.add_argument("--force", action="store_true", help="replace FILE if it exists (a regular file only)")
+    r.set_defaults(handler=_export_run)
     j = what.add_parser("judgments", help="every judgment as JSON lines (grade, status, model, prompt version, "
                                           "tokens, latency, cost)")
     j.add_argument("--out", required=True, metavar="FILE", help="JSONL file to write")
@@ -112,3 +152,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--source", choices=("llm", "human", "imported", "all"), default="all",
                    help="which labels (default all)")
     j.set_defaults(handler=_export_judgments)
+
+    d = sub.add_parser("delete", help="delete a run, pool or chunking and what depends on it (labels stay)",
+                       description="Delete a run, a pool or a chunking. What depends on it (pools built from a run; "
+                                   "runs and pools over a chunking) is listed and deleted with it. Labels are "
+                                   "never deleted. Without --yes the list is printed, nothing is deleted and "
+                                   "the exit code is 1.")
+    d.add_argument("kind", choices=("run", "pool", "chunking"), help="what to delete")
+    d.add_argument("name", metavar="NAME", help="its name")
+    d.add_argument("--yes", action="store_true", help="delete it and everything listed (default: only list)")
+    d.set_defaults(handler=_delete)

@@ -114,12 +114,19 @@ def _pool(args: argparse.Namespace) -> int:
             print(f"pool {s.name!r}: added runs {runs} at depth {s.depth}: {s.pairs_added:,} new pairs, "
                   f"{s.provenance_added:,} provenance rows; {s.pairs_total:,} pairs over {s.queries:,} queries "
                   f"in {s.seconds:.2f}s")
+            _print_notes(s.notes)
         else:
             s = build_pool(db, args.name, runs, int(settings.get("pool", "depth")), progress=_progress(args))
             print(f"pool {s.name!r} ({s.level}, depth {s.depth}, runs {', '.join(s.runs)}): "
                   f"{s.pairs_total:,} pairs over {s.queries:,} queries, {s.provenance_added:,} "
                   f"provenance rows in {s.seconds:.2f}s")
+            _print_notes(s.notes)
     return 0
+
+
+def _print_notes(notes) -> None:
+    for note in notes:
+        print(f"note: {note}")
 
 
 def _pool_stats(args: argparse.Namespace) -> int:
@@ -147,6 +154,7 @@ def _pool_stats(args: argparse.Namespace) -> int:
     print(f"  {s['pairs']:,} pairs over {s['queries']:,} queries (per query min {s['min_pool_size']}, "
           f"mean {s['mean_pool_size']:.1f}, max {s['max_pool_size']}); judged {s['judged_pairs']:,}, "
           f"unjudged {s['unjudged_pairs']:,}")
+    _print_notes(s["coverage_notes"])
     sections = [
         ("contributions per run (pooled pairs, only this run)", st.contributions),
         ("pairwise overlap of pooled pairs", st.overlap),

@@ -1,8 +1,12 @@
-"""Chunk the whole corpus under a new, named chunking.
+"""Chunk the whole corpus under a new, named chunking, and keep every chunking covering it.
 
-A chunking is immutable: re-chunking means creating a chunking with another name. Labels are
-never touched, because judgments are anchored to character spans of documents, not to chunk
-ids; :func:`workbench.core.spans.chunk_qrels` maps them onto any chunking later.
+A chunking is a definition (strategy and parameters) applied to every document of the project:
+documents imported later are chunked into every existing chunking in the same transaction as
+the import (:func:`chunk_into_existing`), so BM25 or dense retrieval on a chunking never skips
+them silently. A chunking's definition is immutable: re-chunking means creating a chunking with
+another name. Labels are never touched, because judgments are anchored to character spans of
+documents, not to chunk ids; :func:`workbench.core.spans.chunk_qrels` maps them onto any
+chunking later.
 
 Default parameters per strategy (used when the caller passes ``size``/``overlap`` = None):
 
@@ -18,15 +22,24 @@ sentences     sentences per window                   5, overlap 0
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
+
+import pandas as pd
 
 from workbench.core.chunking import STRATEGIES, ChunkingSpec, chunk_documents
 from workbench.errors import InputError, StoreError
 from workbench.services.progress import ProgressFactory, no_progress
-from workbench.store.chunks import chunking_exists, read_chunkings, write_chunking
+from workbench.store.chunks import (
+    chunking_definitions,
+    chunking_exists,
+    read_chunkings,
+    write_chunking,
+    write_chunks,
+)
 from workbench.store.corpus import read_documents
-from workbench.store.database import Database
+from workbench.store.database import Cursor, Database
 
 DEFAULT_SIZE = {"fixed": 1000, "section": 2000, "sentences": 5}
 
@@ -98,6 +111,20 @@ def create_chunking(db: Database, name: str, strategy: str, *, size: int | None 
     )
 
 
-def list_chunkings(db: Database):
-    """Every chunking with its strategy, params and chunk count."""
+def chunk_into_existing(cur: Cursor, documents: pd.DataFrame) -> dict[str, int]:
+    """Chunk ``documents`` (``doc_id, text``; new to the project) into every existing chunking,
+    inside the caller's transaction (the import's, so documents and their chunks are stored
+    together or not at all). Returns ``{chunking: chunks written}``."""
+    written: dict[str, int] = {}
+    if documents.empty:
+        return written
+    for name, strategy, params in chunking_definitions(cur):
+        spec = ChunkingSpec(name, strategy, json.loads(params) if params else {})
+        written[name] = write_chunks(cur, name, chunk_documents(spec, documents[["doc_id", "text"]]))
+    return written
+
+
+def list_chunkings(db: Database) -> pd.DataFrame:
+    """Every chunking: ``name, strategy, params, created_at, chunks, documents, documents_now``
+    (``documents``: how many documents it covers; ``documents_now``: how many the project holds)."""
     return read_chunkings(db)

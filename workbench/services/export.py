@@ -1,4 +1,4 @@
-"""Exporting qrels from the project's span-anchored judgments.
+"""Exporting qrels from the project's span-anchored judgments, and stored runs as TREC runs.
 
 Formats (``format``):
 
@@ -28,7 +28,6 @@ Several judgments of one item from the same side take the maximum grade (the rul
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,10 +36,12 @@ import pandas as pd
 from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, EXPORT_SOURCES
 from workbench.core.spans import chunk_qrels, doc_qrels
 from workbench.errors import InputError
+from workbench.services.output_file import check_output, write_lines
 from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.corpus import query_texts
 from workbench.store.database import Database
 from workbench.store.judgments import graded_judgments
+from workbench.store.runs import read_run_info, read_run_rows
 
 FORMATS = EXPORT_FORMATS
 LEVELS = EXPORT_LEVELS
@@ -57,12 +58,14 @@ class ExportResult:
     rows: int
     queries: int
     chunking: str | None = None
+    replaced: bool = False
 
     def summary(self) -> str:
         at = f"chunk level ({self.chunking})" if self.level == "chunk" else f"{self.level} level"
         unit = "judgments" if self.format == "spans" else "qrels"
         return (f"wrote {self.rows:,} {unit} for {self.queries:,} queries to {self.path} "
-                f"(format {self.format}, {at}, source {self.source})")
+                f"(format {self.format}, {at}, source {self.source})"
+                + ("; replaced the file that was there (--force)" if self.replaced else ""))
 
 
 def _check(format: str, level: str, source: str, chunking: str | None) -> None:
@@ -133,41 +136,31 @@ def span_table(db: Database, *, source: str = "merged") -> pd.DataFrame:
     return out.sort_values(["query_id", "doc_id", "start", "end", "assessor"], kind="stable").reset_index(drop=True)
 
 
-def _write_lines(path: Path, lines) -> None:
-    """Write ``lines`` to ``path`` all or nothing: into a temporary file next to it, renamed over
-    ``path`` only when every line is written (a failure leaves no half-written export)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        with partial.open("w", encoding="utf-8", newline="\n") as handle:
-            handle.writelines(lines)
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-
-
 def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: str = "doc",
                  chunking: str | None = None, source: str = "merged", min_overlap: float = 0.5,
-                 iteration: str = "Q0") -> ExportResult:
-    """Write qrels to ``out`` (see the module docstring); returns what was written."""
+                 iteration: str = "Q0", force: bool = False) -> ExportResult:
+    """Write qrels to ``out`` (see the module docstring); returns what was written.
+
+    ``out`` follows :mod:`workbench.services.output_file`: never a database, link or device,
+    an existing file only with ``force``.
+    """
     _check(format, level, source, chunking)
     out = Path(out)
-    if out.is_dir():
-        raise InputError("is a directory; --out needs a file name such as qrels.txt", path=str(out))
+    check_output(out, force=force)
     if format == "spans":
         table = span_table(db, source=source)
-        _write_lines(out, (json.dumps({"query_id": q, "doc_id": d, "start": int(s), "end": int(e),
-                                       "grade": int(g), "assessor": a}, ensure_ascii=False) + "\n"
-                           for q, d, s, e, g, a in table.itertuples(index=False)))
-        return ExportResult(out, format, "doc", source, len(table), table["query_id"].nunique())
+        replaced = write_lines(out, (json.dumps({"query_id": q, "doc_id": d, "start": int(s), "end": int(e),
+                                                 "grade": int(g), "assessor": a}, ensure_ascii=False) + "\n"
+                                     for q, d, s, e, g, a in table.itertuples(index=False)), force=force)
+        return ExportResult(out, format, "doc", source, len(table), table["query_id"].nunique(), replaced=replaced)
 
     table = qrels_table(db, level=level, chunking=chunking, source=source, min_overlap=min_overlap)
     if format == "trec":
-        _write_lines(out, (f"{q} {iteration} {i} {g}\n" for q, i, g in table.itertuples(index=False)))
+        replaced = write_lines(out, (f"{q} {iteration} {i} {g}\n" for q, i, g in table.itertuples(index=False)),
+                               force=force)
     elif format == "beir":
-        _write_lines(out, ["query-id\tcorpus-id\tscore\n"]
-                     + [f"{q}\t{i}\t{g}\n" for q, i, g in table.itertuples(index=False)])
+        replaced = write_lines(out, ["query-id\tcorpus-id\tscore\n"]
+                               + [f"{q}\t{i}\t{g}\n" for q, i, g in table.itertuples(index=False)], force=force)
     else:
         queries = query_texts(db).set_index("query_id")
         lines = []
@@ -180,6 +173,48 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
                 "relevant": {i: int(g) for i, g in zip(group["item_id"], group["grade"])},
                 "tags": None if tags is None or pd.isna(tags) else json.loads(tags),
             }, ensure_ascii=False) + "\n")
-        _write_lines(out, lines)
+        replaced = write_lines(out, lines, force=force)
     return ExportResult(out, format, level, source, len(table), table["query_id"].nunique(),
-                        chunking if level == "chunk" else None)
+                        chunking if level == "chunk" else None, replaced)
+
+
+@dataclass
+class RunExportResult:
+    path: Path
+    run: str
+    level: str
+    chunking: str | None
+    rows: int
+    queries: int
+    replaced: bool = False
+
+    def summary(self) -> str:
+        scope = f"chunks of {self.chunking!r}" if self.level == "chunk" else "documents"
+        return (f"wrote run {self.run!r} ({scope}): {self.rows:,} rows for {self.queries:,} queries to "
+                f"{self.path} (TREC format)"
+                + ("; replaced the file that was there (--force)" if self.replaced else ""))
+
+
+def export_run(db: Database, name: str, out: str | Path, *, force: bool = False) -> RunExportResult:
+    """Write stored run ``name`` as a TREC run: ``query_id Q0 item_id rank score name``.
+
+    ``item_id`` is the chunk id for a chunk-level run, else the doc id; scores are written with
+    every digit Python needs to read the same float back, so ``workbench import run`` of the
+    file gives the same rows. ``out`` follows :mod:`workbench.services.output_file`.
+    """
+    info = read_run_info(db, [name])
+    if info.empty:
+        known = ", ".join(read_run_info(db)["name"]) or "none yet"
+        raise InputError(f"no run named {name!r} in the project; known runs: {known}")
+    out = Path(out)
+    check_output(out, force=force)
+    rows = read_run_rows(db, name)
+    level = str(info["level"].iloc[0])
+    chunking = info["chunking"].iloc[0]
+    items = rows["chunk_id"].where(rows["chunk_id"].notna(), rows["doc_id"]) if level == "chunk" else rows["doc_id"]
+    replaced = write_lines(out, (
+        f"{q} Q0 {i} {int(r)} {float(s)!r} {name}\n"
+        for q, i, r, s in zip(rows["query_id"], items, rows["rank"], rows["score"], strict=True)
+    ), force=force)
+    return RunExportResult(out, name, level, None if pd.isna(chunking) else str(chunking), len(rows),
+                           int(rows["query_id"].nunique()), replaced)

@@ -31,9 +31,11 @@ import pandas as pd
 
 from workbench.config import DEFAULTS
 from workbench.core import pooling as core_pooling
+from workbench.core.formats.names import check_name
 from workbench.core.fusion import check_run_summary, duplicate_pair_error, fuse_wide
 from workbench.core.spans import chunk_qrels, doc_qrels
 from workbench.errors import InputError, StoreError
+from workbench.services.coverage import coverage_notes
 from workbench.services.progress import ProgressFactory, no_progress
 from workbench.services.retrieval import read_runs_checked, same_scope
 from workbench.store.chunks import read_chunks
@@ -76,6 +78,8 @@ class PoolSummary:
     provenance_added: int
     pairs_total: int
     seconds: float
+    #: A sentence per pooled run that does not cover every document (see services.coverage).
+    notes: tuple[str, ...] = ()
 
 
 def _check_depth(depth) -> int:
@@ -119,8 +123,7 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
     and ranks reach numpy, where :func:`core.fusion.fuse_wide` gives the RRF priorities.
     """
     depth = _check_depth(depth)
-    if not isinstance(name, str) or not name.strip():
-        raise InputError("a pool needs a non-empty --name")
+    check_name(name, "pool", "choose another --name")
     if read_pool(db, name) is not None:
         raise StoreError(
             f"pool {name!r} already exists in {db.path}; add runs to it with "
@@ -148,7 +151,8 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
         n_prov = write_pool_provenance_from_runs(tx, name, list(runs), depth)
         advance(1)
     return PoolSummary(name, level, chunking, depth, list(runs), staged.queries,
-                       n_pairs, n_prov, n_pairs, time.perf_counter() - started)
+                       n_pairs, n_prov, n_pairs, time.perf_counter() - started,
+                       tuple(coverage_notes(db, list(runs))))
 
 
 def _pool_record(db: Database, name: str) -> dict:
@@ -197,7 +201,8 @@ def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
         update_pool_runs(tx, name, record["runs"] + list(runs))
         total, queries = count_pool_pairs(tx, name)
     return PoolSummary(name, level, chunking, depth, record["runs"] + list(runs), queries,
-                       n_pairs, n_prov, total, time.perf_counter() - started)
+                       n_pairs, n_prov, total, time.perf_counter() - started,
+                       tuple(coverage_notes(db, record["runs"] + list(runs))))
 
 
 @dataclass(frozen=True)
@@ -280,6 +285,7 @@ def pool_stats(db: Database, name: str, *, k: int = 10,
         "min_pool_size": int(sizes["pool_size"].min()) if len(sizes) else 0,
         "mean_pool_size": float(sizes["pool_size"].mean()) if len(sizes) else 0.0,
         "max_pool_size": int(sizes["pool_size"].max()) if len(sizes) else 0,
+        "coverage_notes": coverage_notes(db, list(record["runs"])),
     }
     return PoolStats(record, int(k), sizes, contributions, overlap, judged, loo,
                      n_pairs, judged_pairs, summary)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from workbench.core.formats.names import check_name
 from workbench.core.fusion import rank_within
 from workbench.errors import InputError, StoreError
 from workbench.retrieval import bm25 as bm25_mod
@@ -65,8 +66,7 @@ def _check_k(k) -> int:
 
 
 def _check_new_run(db: Database, name: str) -> None:
-    if not isinstance(name, str) or not name.strip():
-        raise InputError("a run needs a non-empty --name")
+    check_name(name, "run", "choose another --name")
     if run_exists(db, name):
         raise StoreError(
             f"run {name!r} already exists in {db.path}; choose another --name (runs are kept so "

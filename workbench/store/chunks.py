@@ -50,12 +50,21 @@ def chunking_exists(db: Database, name: str) -> bool:
 
 
 def read_chunkings(db: Database) -> pd.DataFrame:
-    """``name, strategy, params, created_at, chunks`` of every chunking, oldest first."""
+    """``name, strategy, params, created_at, chunks, documents, documents_now`` of every
+    chunking, oldest first: ``documents`` is how many documents have chunks in it,
+    ``documents_now`` how many the project holds."""
     return db.query_df(
-        """SELECT c.name, c.strategy, c.params, c.created_at, count(k.chunk_id) AS chunks
+        """SELECT c.name, c.strategy, c.params, c.created_at, count(k.chunk_id) AS chunks,
+                  count(DISTINCT k.doc_id) AS documents, (SELECT count(*) FROM documents) AS documents_now
            FROM chunkings c LEFT JOIN chunks k ON k.chunking = c.name
            GROUP BY ALL ORDER BY c.created_at, c.name"""
     )
+
+
+def chunking_definitions(cur: Cursor) -> list[tuple[str, str, str]]:
+    """``(name, strategy, params as JSON text)`` of every chunking, on the caller's cursor."""
+    return [tuple(r) for r in cur.execute(
+        "SELECT name, strategy, params::VARCHAR FROM chunkings ORDER BY created_at, name").fetchall()]
 
 
 def read_chunks(db: Database, chunking: str, *, with_text: bool = False,
@@ -70,3 +79,13 @@ def read_chunks(db: Database, chunking: str, *, with_text: bool = False,
             WHERE k.chunking = ? {only} ORDER BY k.doc_id, k.seq""",
         params,
     )
+
+
+def delete_chunking(cur: Cursor, name: str) -> int:
+    """Delete a chunking, its chunks and its cached embeddings; returns the chunks deleted.
+    Judgments keep their spans (their ``chunk_id`` only says what the assessor was shown)."""
+    cur.execute("DELETE FROM embeddings WHERE chunking = ?", [name])
+    cur.execute("DELETE FROM chunks WHERE chunking = ?", [name])
+    chunks = int(cur.fetchone()[0])
+    cur.execute("DELETE FROM chunkings WHERE name = ?", [name])
+    return chunks

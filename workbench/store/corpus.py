@@ -61,10 +61,6 @@ def stored_queries(cur: Cursor, query_ids) -> pd.DataFrame:
                       "JOIN _wanted_queries w ON q.query_id = w.id")
 
 
-def count_documents(cur: Cursor) -> int:
-    return int(cur.execute("SELECT count(*) FROM documents").fetchone()[0])
-
-
 # --- reads ---------------------------------------------------------------------------------------
 def read_documents(db: Database, doc_ids: list[str] | None = None, *, with_text: bool = True) -> pd.DataFrame:
     cols = "doc_id, title, text, metadata" if with_text else "doc_id, title, length(text) AS length, metadata"

@@ -317,6 +317,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
     Migration(
+        6,
+        "run_corpus_coverage",
+        """
+        -- How many documents the project held when the run was made (or imported). Documents
+        -- are never deleted, so a run with fewer than today's count does not cover the
+        -- documents imported since. NULL: a run made before this migration (unknown).
+        ALTER TABLE runs ADD COLUMN corpus_documents INTEGER;
+        """,
+    ),
+    Migration(
         7,
         "query_kinds_answerability_chains_trajectories",
         """

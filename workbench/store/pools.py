@@ -335,3 +335,31 @@ def read_unique_pool_pairs_among(db: Database, pool: str, level: str, keys: pd.D
             ORDER BY ALL""",
         [pool], frame=True,
     )
+
+
+# -- Deletion ---------------------------------------------------------------------------------
+
+def pools_using(db: Database, *, runs: list[str] | None = None, chunking: str | None = None) -> list[str]:
+    """Pools that pooled any of ``runs`` or hold items of ``chunking``."""
+    names: set[str] = set()
+    if runs:
+        names.update(r[0] for r in db.query_all(
+            "SELECT name FROM pools WHERE list_has_any(CAST(runs AS VARCHAR[]), ?::VARCHAR[])", [list(runs)]))
+    if chunking is not None:
+        names.update(r[0] for r in db.query_all("SELECT name FROM pools WHERE chunking = ?", [chunking]))
+    return sorted(names)
+
+
+def count_pool_rows(db: Database, names: list[str]) -> tuple[int, int]:
+    """``(pairs, provenance rows)`` of the pools ``names``."""
+    pairs = db.query_value("SELECT count(*) FROM pool_pairs WHERE pool IN (SELECT unnest(?::VARCHAR[]))",
+                           [list(names)])
+    prov = db.query_value("SELECT count(*) FROM pool_provenance WHERE pool IN (SELECT unnest(?::VARCHAR[]))",
+                          [list(names)])
+    return int(pairs), int(prov)
+
+
+def delete_pools(cur: Cursor, names: list[str]) -> None:
+    """Delete pools with their pairs and provenance (judgments are not touched)."""
+    for table, column in (("pool_provenance", "pool"), ("pool_pairs", "pool"), ("pools", "name")):
+        cur.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT unnest(?::VARCHAR[]))", [list(names)])

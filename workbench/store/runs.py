@@ -19,9 +19,14 @@ RUN_ROW_COLUMNS = ["query_id", "doc_id", "chunk_id", "rank", "score"]
 # --- writes (inside the caller's transaction) --------------------------------------------------
 def write_run(cur: Cursor, name: str, retriever: str, rows: pd.DataFrame, *, stage: str | None = None,
               params: dict | None = None) -> int:
-    """Record a run and its rows (query_id, doc_id, chunk_id or missing, rank, score)."""
+    """Record a run and its rows (query_id, doc_id, chunk_id or missing, rank, score).
+
+    The run also records how many documents the project holds now (``corpus_documents``), so
+    that documents imported later can be reported as not covered by it.
+    """
     cur.execute(
-        "INSERT INTO runs (name, retriever, stage, params) VALUES (?, ?, ?, ?)",
+        "INSERT INTO runs (name, retriever, stage, params, corpus_documents) "
+        "VALUES (?, ?, ?, ?, (SELECT count(*) FROM documents))",
         [name, retriever, stage, json.dumps(params or {}, sort_keys=True)],
     )
     out = rows.reindex(columns=RUN_ROW_COLUMNS)
@@ -54,10 +59,12 @@ def run_exists(db: Database, name: str) -> bool:
 
 
 def read_run_info(db: Database, names: list[str] | None = None) -> pd.DataFrame:
-    """``name, retriever, stage, level, chunking, params (dict), created_at, rows, queries``.
+    """``name, retriever, stage, level, chunking, params (dict), created_at, rows, queries,
+    corpus_documents, documents_now``.
 
     ``level`` NULL (a run written before migration 3 set a default) reads as 'chunk' when the
-    run has chunk ids, else 'doc'.
+    run has chunk ids, else 'doc'. ``corpus_documents``: documents in the project when the run
+    was made (NA for runs made before migration 6); ``documents_now``: documents today.
     """
     where = "WHERE r.name IN (SELECT unnest(?::VARCHAR[]))" if names is not None else ""
     frame = db.query_df(
@@ -68,7 +75,8 @@ def read_run_info(db: Database, names: list[str] | None = None) -> pd.DataFrame:
             SELECT r.name, r.retriever, r.stage,
                    coalesce(r.level, CASE WHEN coalesce(c.chunk_rows, 0) > 0 THEN 'chunk' ELSE 'doc' END) AS level,
                    r.chunking, r.params::VARCHAR AS params, r.created_at,
-                   coalesce(c.rows, 0) AS rows, coalesce(c.queries, 0) AS queries
+                   coalesce(c.rows, 0) AS rows, coalesce(c.queries, 0) AS queries,
+                   r.corpus_documents, (SELECT count(*) FROM documents) AS documents_now
             FROM runs r LEFT JOIN counts c ON c.run = r.name
             {where}
             ORDER BY r.created_at, r.name""",
@@ -108,3 +116,21 @@ def read_run_rows_many(db: Database, names: list[str], *, depth: int | None = No
             ORDER BY run, query_id, rank""",
         params,
     )
+
+
+def runs_on_chunking(db: Database, chunking: str) -> list[str]:
+    """Names of the runs that rank chunks of ``chunking``."""
+    return [r[0] for r in db.query_all("SELECT name FROM runs WHERE chunking = ? ORDER BY name", [chunking])]
+
+
+def count_run_rows(db: Database, names: list[str]) -> int:
+    return int(db.query_value("SELECT count(*) FROM run_rows WHERE run IN (SELECT unnest(?::VARCHAR[]))",
+                              [list(names)]))
+
+
+def delete_runs(cur: Cursor, names: list[str]) -> int:
+    """Delete runs and their rows; returns the rows deleted."""
+    cur.execute("DELETE FROM run_rows WHERE run IN (SELECT unnest(?::VARCHAR[]))", [list(names)])
+    rows = int(cur.fetchone()[0])
+    cur.execute("DELETE FROM runs WHERE name IN (SELECT unnest(?::VARCHAR[]))", [list(names)])
+    return rows

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from workbench.errors import InputError
+from workbench.errors import InputError, clip
 from workbench.services.ingest.result import ImportResult
 
 EXAMPLES = 3
@@ -26,6 +26,31 @@ def locations(group: pd.DataFrame) -> str:
     return "lines " + ", ".join(str(int(x)) for x in group["line"].head(3))
 
 
+def reject_unwritable_ids(frame: pd.DataFrame, columns: list[str], path: str) -> None:
+    """Ids holding a space, tab or newline (or empty) are refused at ``file:line``.
+
+    TREC and BEIR files separate columns by whitespace and cannot quote, so such an id would be
+    exported raw and could not be read back (by us or by trec_eval).
+    """
+    for column in columns:
+        values = frame[column].astype(str)
+        bad = values.str.contains(r"\s", regex=True) | (values.str.len() == 0)
+        if not bad.any():
+            continue
+        row = frame[bad.to_numpy()].iloc[0]
+        value = str(row[column])
+        what = "is empty" if not value else "contains a space, tab or newline"
+        where_file = ""
+        if "line" not in frame or not int(row["line"] or 0):
+            meta = row.get("metadata") if hasattr(row, "get") else None
+            where_file = f" (file {meta.get('file')})" if isinstance(meta, dict) and meta.get("file") else ""
+        raise InputError(
+            f"{column} {clip(value)}{where_file} {what}; ids are written unquoted in TREC and BEIR files, "
+            f"so they must be non-empty and hold no whitespace: rename it ({int(bad.sum()):,} such rows)",
+            path=path, line=int(row["line"]) if "line" in frame and int(row["line"] or 0) else None,
+        )
+
+
 def reject_duplicates(frame: pd.DataFrame, key: list[str], what: str, path: str) -> None:
     """Any key twice in one file is an error naming the first repeats and where they are."""
     dup = frame[frame.duplicated(key, keep=False)]
@@ -35,7 +60,7 @@ def reject_duplicates(frame: pd.DataFrame, key: list[str], what: str, path: str)
     examples = []
     for values, group in list(groups)[:EXAMPLES]:
         values = values if isinstance(values, tuple) else (values,)
-        examples.append(f"{'/'.join(map(str, values))} at {locations(group)}")
+        examples.append(f"{'/'.join(clip(str(v))[1:-1] for v in values)} at {locations(group)}")
     second = int(dup[dup.duplicated(key)]["line"].iloc[0])
     raise InputError(
         f"{groups.ngroups:,} duplicate {what} (first: {'; '.join(examples)}); each must appear once in the "
@@ -54,7 +79,7 @@ def drop_unknown(frame: pd.DataFrame, unknown: pd.Series, column: str, what: str
         result.skipped[f"unknown {what}"] = result.skipped.get(f"unknown {what}", 0) + len(bad)
         return frame[~unknown]
     distinct = bad.drop_duplicates(column)
-    examples = ", ".join(f"{r[column]!r}{where(r)}" for _, r in distinct.head(EXAMPLES).iterrows())
+    examples = ", ".join(f"{clip(r[column])}{where(r)}" for _, r in distinct.head(EXAMPLES).iterrows())
     raise InputError(
         f"{len(bad):,} rows name {len(distinct):,} {what} that are not in the project (first: {examples}); "
         f"{hint}, or pass --skip-unknown to drop these rows",
@@ -66,7 +91,7 @@ def conflict(rows: pd.DataFrame, key: str, describe: Callable[[pd.Series], str],
               fix: str) -> None:
     if rows.empty:
         return
-    examples = "; ".join(f"{r[key]!r}{where(r)}: {describe(r)}" for _, r in rows.head(EXAMPLES).iterrows())
+    examples = "; ".join(f"{clip(r[key])}{where(r)}: {describe(r)}" for _, r in rows.head(EXAMPLES).iterrows())
     raise InputError(
         f"conflicts with the stored {what}: {len(rows):,} have the same id but different content "
         f"(first: {examples}); nothing was imported. {fix}",

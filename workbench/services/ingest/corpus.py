@@ -7,8 +7,15 @@ import pandas as pd
 from workbench.core.formats import corpus as corpus_formats
 from workbench.core.formats.lines import decode_utf8
 from workbench.errors import InputError
+from workbench.services.chunking import chunk_into_existing
 from workbench.services.ingest import ledger
-from workbench.services.ingest.checks import conflict, differs, reject_duplicates, short
+from workbench.services.ingest.checks import (
+    conflict,
+    differs,
+    reject_duplicates,
+    reject_unwritable_ids,
+    short,
+)
 from workbench.services.ingest.source import Source, parse_with_bar
 from workbench.services.progress import ProgressFactory
 from workbench.store.corpus import DOCUMENT_COLUMNS, stored_documents, write_documents
@@ -29,6 +36,7 @@ def parse_documents(source: Source, fmt: str, progress: ProgressFactory, fields:
 
 def import_corpus(db, source, result, *, progress, fields, **_):
     docs = parse_documents(source, result.format, progress, fields)
+    reject_unwritable_ids(docs, ["doc_id"], source.label)
     reject_duplicates(docs, ["doc_id"], "doc ids", source.label)
     result.name = result.name or source.path.stem
     with db.transaction() as cur:
@@ -51,4 +59,6 @@ def import_corpus(db, source, result, *, progress, fields, **_):
         new = merged.loc[~exists, DOCUMENT_COLUMNS]
         result.present = int(exists.sum())
         result.rows = write_documents(cur, new)
+        # A chunking covers every document: new documents join each existing chunking now.
+        result.chunked = chunk_into_existing(cur, new)
         ledger.record(cur, source, result)

@@ -9,7 +9,12 @@ from workbench.core.formats import labels as label_formats
 from workbench.core.readers import read_beir_qrels, read_jsonl_qrels, read_trec_qrels
 from workbench.errors import InputError
 from workbench.services.ingest import ledger
-from workbench.services.ingest.checks import conflict, drop_unknown, reject_duplicates
+from workbench.services.ingest.checks import (
+    conflict,
+    drop_unknown,
+    reject_duplicates,
+    reject_unwritable_ids,
+)
 from workbench.services.ingest.queries import store_queries
 from workbench.services.ingest.source import Source, named_as_label
 from workbench.store.corpus import document_lengths, stored_queries
@@ -47,6 +52,7 @@ def import_qrels(db, source, result, *, assessor, skip, **_):
     else:
         frame["assessor"] = default_assessor
         key = ["query_id", "doc_id"]
+    reject_unwritable_ids(frame, ["query_id", "doc_id"], path)
     reject_duplicates(frame, key, "judgments (same query and document" + (" span" if "start" in frame else "")
                        + ")", path)
 

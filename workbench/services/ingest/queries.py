@@ -6,7 +6,13 @@ import pandas as pd
 
 from workbench.core.formats import corpus as corpus_formats
 from workbench.services.ingest import ledger
-from workbench.services.ingest.checks import conflict, differs, reject_duplicates, short
+from workbench.services.ingest.checks import (
+    conflict,
+    differs,
+    reject_duplicates,
+    reject_unwritable_ids,
+    short,
+)
 from workbench.services.ingest.source import Source, parse_with_bar
 from workbench.services.progress import ProgressFactory
 from workbench.store.corpus import QUERY_COLUMNS, stored_queries, write_queries
@@ -43,6 +49,7 @@ def store_queries(cur, queries: pd.DataFrame, path: str) -> tuple[int, int]:
 
 def import_queries(db, source, result, *, progress, fields, **_):
     queries = parse_queries(source, result.format, progress, fields)
+    reject_unwritable_ids(queries, ["query_id"], source.label)
     reject_duplicates(queries, ["query_id"], "query ids", source.label)
     result.name = result.name or source.path.stem
     with db.transaction() as cur:

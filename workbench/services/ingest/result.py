@@ -21,6 +21,7 @@ class ImportResult:
     level: str | None = None
     chunking: str | None = None
     queries_added: int = 0
+    chunked: dict[str, int] = field(default_factory=dict)  # chunking -> chunks of the new documents
     seconds: float = 0.0
 
     @property
@@ -40,6 +41,9 @@ class ImportResult:
                   f"(format {self.format})")]
         if self.queries_added:
             parts.append(f"registered {self.queries_added:,} queries from the rows")
+        if self.chunked:
+            parts.append("chunked the new documents into " + ", ".join(
+                f"{name!r} ({n:,} chunks)" for name, n in self.chunked.items()))
         if self.present:
             parts.append(f"{self.present:,} rows were already stored")
         if self.excluded:

@@ -5,10 +5,15 @@ from __future__ import annotations
 import pandas as pd
 
 from workbench.core.formats import labels as label_formats
+from workbench.core.formats.names import check_name
 from workbench.core.readers import read_trec_run
 from workbench.errors import InputError
 from workbench.services.ingest import ledger
-from workbench.services.ingest.checks import drop_unknown, reject_duplicates
+from workbench.services.ingest.checks import (
+    drop_unknown,
+    reject_duplicates,
+    reject_unwritable_ids,
+)
 from workbench.services.ingest.source import named_as_label
 from workbench.store.chunks import stored_chunks
 from workbench.store.corpus import document_lengths, stored_queries
@@ -17,16 +22,19 @@ from workbench.store.runs import set_run_scope, stored_run, stored_run_scores, w
 
 def import_run(db, source, result, *, skip, **_):
     path = source.label
+    given = result.name
+    name = given or source.path.stem
+    # One rule for run names (import, retrieve, pool): `a,b` would be accepted, then unusable.
+    check_name(name, "run", "choose another --name" if given else
+               f"the file name {source.path.name!r} does not give one; pass --name NAME")
     source.text()  # UTF-8 check with byte offset
     with named_as_label(source):
         frame = label_formats.run_frame(read_trec_run(source.path, careful=True))
     if frame.empty:
         raise InputError("holds no run rows", path=path)
+    reject_unwritable_ids(frame, ["query_id", "item_id"], path)
     reject_duplicates(frame, ["query_id", "item_id"], "results (same query and id)", path)
-    name = result.name or source.path.stem
     result.name = name
-    if ":" in name:
-        raise InputError(f"run name {name!r} may not contain ':'; pass --name", path=path)
 
     with db.transaction() as cur:
         docs = document_lengths(cur, frame["item_id"])["doc_id"]

@@ -6,7 +6,9 @@ name messages and the ledger give it, and its sha256 (the ledger key).
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,9 +57,20 @@ def read_source(path: Path, label: str) -> Source:
             digest.update(rel.encode() + b"\0" + data + b"\0")
             files.append((rel, data))
         return Source(path, label, None, digest.hexdigest(), files)
-    if not path.exists():
-        raise InputError("file not found; check the path (relative paths start at the current directory)",
-                         path=label)
+    try:
+        info = path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError("is a symbolic link loop (it points back at itself); give the real file",
+                             path=label) from None
+        if exc.errno == errno.ENOENT:
+            dangling = " (a symbolic link to a missing file)" if path.is_symlink() else ""
+            raise InputError(f"file not found{dangling}; check the path (relative paths start at the current "
+                             f"directory)", path=label) from None
+        raise InputError(f"cannot read: {exc.strerror}", path=label) from None
+    if not stat.S_ISREG(info.st_mode):
+        # Reading a FIFO or /dev/zero would wait or run forever.
+        raise InputError("is not a regular file (a device, FIFO or socket); give a file", path=label)
     try:
         data = path.read_bytes()
     except OSError as exc:

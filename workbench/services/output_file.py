@@ -1,0 +1,87 @@
+"""Writing a file the user named (``export ... --out FILE``) without destroying anything.
+
+Rules, checked before anything is written:
+
+* a DuckDB database (recognised by its magic bytes, whatever its name) is never overwritten:
+  it may be this project or another one;
+* a path that is not a regular file is refused: a symbolic link (it would write somewhere
+  else), a directory, a device, a FIFO or a socket; a symbolic link loop is reported as such;
+* an existing regular file is replaced only when the caller passes ``force`` (the CLI's
+  ``--force``), and the result says it was replaced.
+
+The file is written next to its final place under a temporary name and renamed over it only
+when complete, so a failure (disk full, Ctrl-C) never leaves half a file. Failures to write
+(read-only folder, no such folder) are one-line :class:`~workbench.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from workbench.errors import InputError
+from workbench.store.database import is_duckdb_file
+
+
+def check_output(path: str | Path, *, force: bool = False) -> bool:
+    """Refuse what must not be written over; return whether ``path`` exists (and will be replaced)."""
+    path = Path(path)
+    label = str(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise InputError(f"cannot check the output path: {exc.strerror}", path=label) from None
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        try:
+            path.stat()
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise InputError("is a symbolic link loop; give --out a plain file name", path=label) from None
+        raise InputError("is a symbolic link; refusing to write through it (it points elsewhere); give --out "
+                         "a plain file name", path=label)
+    if info is None:
+        parent = path.parent
+        if not parent.exists():
+            raise InputError(f"the folder {parent} does not exist; create it or choose another --out", path=label)
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError("is a directory; --out needs a file name such as run.trec", path=label)
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode)
+                or stat.S_ISBLK(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file")
+        raise InputError(f"is {kind}; refusing to write to it; give --out a regular file name", path=label)
+    if is_duckdb_file(path):
+        raise InputError("is a DuckDB database (a workbench project?); refusing to overwrite it; choose "
+                         "another --out", path=label)
+    if not force:
+        raise InputError("already exists; choose another --out, or pass --force to replace it", path=label)
+    return True
+
+
+def write_lines(path: str | Path, lines: Iterable[str], *, force: bool = False) -> bool:
+    """Write ``lines`` to ``path`` all or nothing after :func:`check_output`; return whether an
+    existing file was replaced."""
+    path = Path(path)
+    replaced = check_output(path, force=force)
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        with partial.open("x", encoding="utf-8", newline="\n") as handle:
+            handle.writelines(lines)
+        os.replace(partial, path)
+    except FileExistsError:
+        raise InputError(f"a temporary file {partial.name} is in the way (another export running?); "
+                         f"remove it or wait", path=str(path)) from None
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise InputError(f"cannot write: {exc.strerror or exc}; nothing was written; choose a writable "
+                         f"location for --out",
+                         path=str(path)) from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return replaced
