@@ -164,3 +164,20 @@ def test_ranking_measures_leave_unanswerable_queries_out(demo):
     assert r.result.aggregate == pytest.approx(direct.aggregate)
     # every one of the 40 answerable queries is scored or counted; none of the 4 others
     assert r.result.n_queries + r.result.n_excluded_no_relevant == 40
+
+
+def test_uploads_never_overwrite_what_exists(demo):
+    from workbench.resources import DEMO_DIR
+
+    data = (DEMO_DIR / "trajectories.jsonl").read_bytes()
+    with pytest.raises(Exception, match="trajectories named 'demo-agent' already exist"):
+        trajectories.import_trajectories(demo, "demo-agent", data, "t.jsonl")
+    trajectories.import_trajectories(demo, "agent-2", data, "t.jsonl")
+    assert trajectories.trajectory_names(demo) == ["agent-2", "demo-agent"]
+    chains = (DEMO_DIR / "chains.jsonl").read_bytes()
+    with pytest.raises(Exception, match="c.jsonl: 7 of its queries already have an evidence chain"):
+        trajectories.import_chains(demo, chains, "c.jsonl")
+    assert trajectories.import_chains(demo, chains, "c.jsonl", replace=True) == 20
+    answers = abstention.read_answers((DEMO_DIR / "answers.jsonl").read_bytes(), "a.jsonl")
+    with pytest.raises(Exception, match="answers named 'demo-answers' already exist"):
+        abstention.store_answers(demo, DEMO_ANSWERS, answers)

@@ -181,6 +181,9 @@ def stored_answers_abstention(db: Database, name: str) -> AbstentionReport:
 
 
 def store_answers(db: Database, name: str, answers: pd.DataFrame) -> int:
+    """Store an answer set under a new ``name`` (an existing set is never replaced)."""
+    if name in store.answer_set_names(db):
+        raise InputError(f"answers named {clip(name)} already exist; choose another name")
     with db.transaction() as tx:
         return store.write_answers(tx, name, answers)
 

@@ -139,14 +139,23 @@ def _records_from_bytes(data: bytes, source: str) -> list[tuple[int, dict]]:
     return records
 
 
-def import_chains(db: Database, data: bytes, source: str) -> int:
-    """Store the evidence chains of an uploaded JSONL file (replacing those of its queries)."""
-    return store_chains(db, core.parse_chains(_records_from_bytes(data, source), source))
+def import_chains(db: Database, data: bytes, source: str, *, replace: bool = False) -> int:
+    """Store the evidence chains of an uploaded JSONL file. A query that already has a chain is
+    refused (nothing stored) unless ``replace``, which replaces the chains of the file's queries."""
+    chains = core.parse_chains(_records_from_bytes(data, source), source)
+    if not replace:
+        existing = sorted(set(chains) & set(store.read_chains(db)["query_id"].astype(str)))
+        if existing:
+            raise InputError(f"{len(existing)} of its queries already have an evidence chain (e.g. "
+                             f"{clip(existing[0])}); nothing was stored; choose to replace them", path=source)
+    return store_chains(db, chains)
 
 
 def import_trajectories(db: Database, name: str, data: bytes, source: str) -> int:
     """Store an uploaded trajectories JSONL file as set ``name`` (chunk ids resolved here)."""
     if not name.strip():
         raise InputError("give the trajectories a name")
+    if name.strip() in store.trajectory_names(db):
+        raise InputError(f"trajectories named {clip(name.strip())} already exist; choose another name")
     parsed = resolve_chunks(core.parse_trajectories(_records_from_bytes(data, source), source), db, source)
     return store_trajectories(db, name.strip(), parsed)

@@ -353,10 +353,11 @@ def _multihop_uploads() -> None:
 
     with st.expander("Upload evidence chains or trajectories"):
         chains = st.file_uploader("Evidence chains (JSONL)", type=["jsonl", "json"], key="qk_chains_file")
+        replace = st.checkbox("Replace the chains of queries that already have one", key="qk_chains_replace")
         if st.button("Store the chains", key="qk_chains_store", disabled=chains is None):
             try:
                 with context.project() as db:
-                    n = trajectories.import_chains(db, chains.getvalue(), chains.name)
+                    n = trajectories.import_chains(db, chains.getvalue(), chains.name, replace=replace)
             except WorkbenchError as exc:
                 context.error(exc)
             else:
