@@ -88,6 +88,7 @@ def test_llm_synth_stores_synthetic_queries_with_grade_3_labels(project, cli, mo
         labels = db.query_df("SELECT j.query_id, j.doc_id, j.start, j.\"end\", j.grade, j.source, j.assessor, j.model "
                              "FROM judgments j JOIN synthetic_questions s USING (query_id)")
         chunk = db.query_df("SELECT chunk_id, doc_id, start, \"end\" FROM chunks WHERE chunking = 'sections'")
+    assert b"sk-test-synth" not in project.read_bytes()  # the API key never reaches the database
     assert len(rows) == 10 and rows["seed"].eq(3).all() and rows["model"].eq("test-judge").all()
     # each original copies the chunk's words; its overlap was measured against that chunk
     assert (rows["overlap_before"] > 0.5).all() and rows["rewritten"].str.contains("zorbly").all()

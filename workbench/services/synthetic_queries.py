@@ -52,9 +52,11 @@ from workbench.errors import ConfigError, InputError
 from workbench.store import synthetic_queries as store
 from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.corpus import write_queries
+from workbench.store.database import Database
 from workbench.store.judgments import write_judgments
 
 OFFLINE_MODELS = (sq.OFFLINE_GENERATOR, "offline-lexical")
+WRITE_WAIT = 30.0
 
 
 @dataclass
@@ -176,6 +178,7 @@ async def _llm_questions(chunks: pd.DataFrame, k: int, seed: int, judge: dict, k
             return cache[ck], None
         async with gate:
             reply, p_tok, c_tok = await client.complete(messages, max_tokens=max_tokens, seed=seed)
+        reply = client.scrub(reply)  # a server echoing the key never puts it in the project
         report.sent += 1
         return reply, {"cache_key": ck, "model": config.model, "reply": reply, "prompt_tokens": p_tok,
                        "completion_tokens": c_tok}
@@ -279,7 +282,9 @@ def synthesize(settings: Settings, chunking: str, *, per_chunk: int, limit: int 
         report.overlap_before = round(float(frame["overlap_before"].mean()), 4)
         report.overlap_after = round(float(frame["overlap_after"].mean()), 4)
         report.flagged = int(frame["flagged"].sum())
-    with open_project(settings.db_path) as db, db.transaction() as cur:
+    # The model calls may take long: an app may have opened the project meanwhile, so the write
+    # waits (bounded, with backoff) for its lock instead of losing the questions at once.
+    with Database(settings.db_path, wait=WRITE_WAIT) as db, db.transaction() as cur:
         if len(new_cache):
             store.write_cache(cur, pd.DataFrame(new_cache))
         if len(frame):
