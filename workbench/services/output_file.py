@@ -10,8 +10,9 @@ Rules, checked before anything is written:
   ``--force``), and the result says it was replaced.
 
 The file is written next to its final place under a temporary name and renamed over it only
-when complete, so a failure (disk full, Ctrl-C) never leaves half a file. Failures to write
-(read-only folder, no such folder) are one-line :class:`~workbench.errors.InputError`.
+when complete, so a failure (disk full, Ctrl-C) never leaves half a file. Missing folders on
+the way are created. Failures to write
+(a read-only folder, a disk full) are one-line :class:`~workbench.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -45,9 +46,6 @@ def check_output(path: str | Path, *, force: bool = False) -> bool:
         raise InputError("is a symbolic link; refusing to write through it (it points elsewhere); give --out "
                          "a plain file name", path=label)
     if info is None:
-        parent = path.parent
-        if not parent.exists():
-            raise InputError(f"the folder {parent} does not exist; create it or choose another --out", path=label)
         return False
     if stat.S_ISDIR(info.st_mode):
         raise InputError("is a directory; --out needs a file name such as run.trec", path=label)
@@ -70,6 +68,7 @@ def write_lines(path: str | Path, lines: Iterable[str], *, force: bool = False) 
     replaced = check_output(path, force=force)
     partial = path.with_name(f".{path.name}.partial")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # a new folder overwrites nothing
         with partial.open("x", encoding="utf-8", newline="\n") as handle:
             handle.writelines(lines)
         os.replace(partial, path)
