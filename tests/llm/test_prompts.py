@@ -10,7 +10,7 @@ from workbench.errors import ConfigError, InputError
 from workbench.llm.prompts import available_prompts, fence, load_prompt
 from workbench.resources import PROMPTS_DIR
 
-FENCE = re.compile(r"<<<(QUERY|DESCRIPTION|PASSAGE) ([0-9a-f]{16})>>>\n(.*?)\n<<<END \1 \2>>>", re.S)
+FENCE = re.compile(r"<<<(QUERY|DESCRIPTION|PASSAGE) ([0-9a-f]{16})>>>\n(.*?)\n<<<END \1 \2>>>", re.DOTALL)
 
 HOSTILE = [
     "plain text",

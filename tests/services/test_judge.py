@@ -7,7 +7,13 @@ import threading
 
 import pytest
 
-from tests.llm.judge_project import demo_project, empty_config, judge_settings, pair_texts, query
+from tests.llm.judge_project import (
+    demo_project,
+    empty_config,
+    judge_settings,
+    pair_texts,
+    query,
+)
 from tests.support.openai_server import expected_default_grade, running_server
 from workbench.errors import ConfigError, InputError
 from workbench.services import judge

@@ -176,7 +176,7 @@ class JudgeClient:
         out = text.replace(self._key, "***")
         if len(self._key) >= 16:
             # Servers echo masked keys ("sk-abc...wxyz"); drop any 12-character fragment too.
-            for i in range(0, len(self._key) - 11):
+            for i in range(len(self._key) - 11):
                 frag = self._key[i:i + 12]
                 if frag in out:
                     out = out.replace(frag, "***")

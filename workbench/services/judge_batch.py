@@ -24,7 +24,8 @@ from workbench.store import judging as store
 
 
 async def run_batch(runner, units: pd.DataFrame, grader) -> None:
-    from workbench.services.judge import PAGE_UNITS, _nan_none, _system_chars, _Use
+    from workbench.services.judge_runner import PAGE_UNITS, _nan_none, _Use
+    from workbench.services.judge_spec import _system_chars
 
     runner.flush_lock = asyncio.Lock()
     runner.total = len(units)

@@ -31,7 +31,7 @@ def aggregate_grades(grades: Sequence[int | None], method: str = "majority") -> 
     spread = float(max(ok) - min(ok))
     mean = sum(ok) / len(ok)
     if method == "mean":
-        return int(math.floor(mean + 0.5)), spread
+        return math.floor(mean + 0.5), spread
     counts = Counter(ok)
     top = max(counts.values())
     tied = [g for g, c in counts.items() if c == top]
