@@ -218,8 +218,12 @@ def test_export_judgments_cli(tmp_path):
     assert list(rows[0]) == ["query_id", "doc_id", "chunk_id", "start", "end", "grade", "status", "source",
                              "assessor", "model", "prompt_version", "reason", "error", "prompt_tokens",
                              "completion_tokens", "latency_ms", "cost_usd"]
-    done = _run(base + ["--out", str(project)])
-    assert done.returncode == 3 and "database" in done.stderr and "Traceback" not in done.stderr
+    done = _run(base + ["--out", str(out)])
+    assert done.returncode == 3 and "--force" in done.stderr and "Traceback" not in done.stderr
+    assert _run(base + ["--out", str(out), "--force", "--source", "human"]).returncode == 0
+    assert {json.loads(line)["source"] for line in out.read_text().splitlines()} == {"human"}
+    done = _run(base + ["--out", str(project), "--force"])
+    assert done.returncode == 3 and "DuckDB database" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_sigterm_cancels_cleanly_and_the_job_resumes(tmp_path):

@@ -285,16 +285,17 @@ def test_export_judgments_has_exactly_the_keys_and_refuses_foreign_files(project
         assert len(llm) == 15
         assert all((r["grade"] is None) == (r["status"] != "ok") for r in rows)
         assert {r["source"] for r in rows} == {"llm", "human"}
-        assert export_judgments(db, out, source="llm").rows == 15  # overwrites its own earlier export
+        with pytest.raises(InputError, match="already exists"):
+            export_judgments(db, out, source="llm")
+        again = export_judgments(db, out, source="llm", force=True)
+        assert again.rows == 15 and again.replaced
         assert sum(r["status"] == "failed" for r in llm) == failing
-        for foreign in ("notes.txt", "project.duckdb"):
-            path = tmp_path / foreign
-            path.write_text("keep me\n") if foreign.endswith(".txt") else path.write_bytes(project.read_bytes()[:4096])
-            with pytest.raises(InputError):
-                export_judgments(db, path)
-            assert path.exists()
-        with pytest.raises(InputError, match="not a regular file"):
-            export_judgments(db, tmp_path)
+        database = tmp_path / "other.duckdb"
+        database.write_bytes(project.read_bytes()[:4096])
+        for target, needle in ((database, "DuckDB database"), (tmp_path, "directory")):
+            with pytest.raises(InputError, match=needle):
+                export_judgments(db, target, force=True)
+        assert database.read_bytes() == project.read_bytes()[:4096]
 
 
 def test_an_ensemble_of_judge_configurations_takes_the_majority_and_keeps_the_spread(project):

@@ -80,7 +80,7 @@ def _export_judgments(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     with open_project(settings.db_path) as db:
-        result = export_judgments(db, args.out, pool=args.pool, source=args.source)
+        result = export_judgments(db, args.out, pool=args.pool, source=args.source, force=args.force)
     print(result.summary())
     return 0
 
@@ -151,6 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--pool", metavar="P", help="only the judgments of this pool")
     j.add_argument("--source", choices=("llm", "human", "imported", "all"), default="all",
                    help="which labels (default all)")
+    j.add_argument("--force", action="store_true", help="replace FILE if it exists (a regular file only)")
     j.set_defaults(handler=_export_judgments)
 
     d = sub.add_parser("delete", help="delete a run, pool or chunking and what depends on it (labels stay)",
