@@ -158,17 +158,17 @@ def bare_client(base_url: str, n: int) -> None:
 
     async def go() -> None:
         client = AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
-        gate = asyncio.Semaphore(CONCURRENCY)
+        pending = iter(range(n))
 
-        async def one(i: int) -> None:
-            async with gate:
+        async def worker() -> None:  # CONCURRENCY workers pulling from one iterator, as the judge does
+            for i in pending:
                 reply = await client.chat.completions.create(model="test-judge", messages=[
                     {"role": "system", "content": SYSTEM_LIKE},
                     {"role": "user", "content": f"Passage:\npair {i} {FILLER}\n\nGrades:"}])
                 json.loads(reply.choices[0].message.content)
 
         started = time.perf_counter()
-        await asyncio.gather(*(one(i) for i in range(n)))
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
         print(f"{n / (time.perf_counter() - started):.3f}")
         await client.close()
 
