@@ -110,10 +110,14 @@ def test_names_and_pool_items_are_shown_literally(demo_db):
     assert not any(first["chunk_id"] in c.value for c in at.caption)
     # A name with markdown characters comes back escaped, so `*` and `_` render as typed.
     at.selectbox(key="bm25_chunking").select("sections")
-    at.text_input(key="bm25_name").input("b*m*_25_")
+    at.text_input(key="bm25_name").input("b_m_25_")
     at.number_input(key="bm25_k").set_value(5)
     _submit(at, "Run BM25")
-    assert any(r"b\*m\*\_25\_" in s.value for s in at.success), [e.value for e in at.error]
+    assert any(r"b\_m\_25\_" in s.value for s in at.success), [e.value for e in at.error]
+    # A name outside the naming rule is refused in the page's words.
+    at.text_input(key="bm25_name").input("b*m")
+    _submit(at, "Run BM25")
+    assert any("“Run name”" in e.value and "--" not in e.value for e in at.error), [e.value for e in at.error]
 
 
 def test_forms_clear_and_selectors_follow_what_was_built(demo_db):

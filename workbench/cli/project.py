@@ -87,7 +87,7 @@ def _status(args: argparse.Namespace) -> int:
                                "total_documents": int(c.total_documents)}
                               for c in status.chunkings.itertuples(index=False)],
                 "runs": [{"name": r.name, "level": r.level,
-                          "documents": None if r.level != "chunk" else int(r.documents),
+                          "documents": int(r.documents) if r.known else None,
                           "total_documents": int(r.total_documents)}
                          for r in status.runs.itertuples(index=False)],
             },

@@ -11,16 +11,20 @@ step           count                        state
 =============  ===========================  ==================================================
 corpus         documents                    done: documents and queries exist; partial: only one
                                             of the two; to do: neither.
-chunks         chunkings                    done: at least one chunking covers every document;
-                                            partial: chunkings exist but none covers every
-                                            document; to do: no chunking. Every chunking that
-                                            misses documents is named in ``warnings``.
+chunks         chunkings                    done: at least one chunking covers every document
+                                            (has a chunk of it; documents imported later are
+                                            chunked into every chunking); partial: chunkings
+                                            exist but none covers every document; to do: no
+                                            chunking. Every chunking that misses documents is
+                                            named in ``warnings``.
 runs           runs                         done: at least one run covers every document;
                                             partial: runs exist but none does; to do: no run. A
-                                            run covers the documents that existed when it was
-                                            made (documents imported later are not in it); runs
-                                            that miss documents are named in ``warnings``.
-                                            Imported document-level runs count as covering.
+                                            run covers the documents the project held when it
+                                            was made or imported (documents imported later are
+                                            not in it); runs that miss documents are named in
+                                            ``warnings``. A run whose coverage was not recorded
+                                            (made before migration 6) counts as covering, with
+                                            a warning.
 pool           pools                        done: a pool with pairs exists; to do otherwise.
 judgments      successful LLM labels        done: the LLM judge labelled every pair of at least
                                             one pool; partial: it labelled some; to do: none.
@@ -54,7 +58,6 @@ from workbench.config import DEFAULTS
 from workbench.core.spans import chunk_qrels
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
-from workbench.store.imports import read_imports
 from workbench.store.judgments import read_judgments
 from workbench.store.meta import read_meta, table_counts
 from workbench.store.pools import read_pool_pairs
@@ -119,44 +122,37 @@ class ProjectStatus:
 def chunking_coverage(db: Database, documents: int | None = None) -> pd.DataFrame:
     """Every chunking with ``name, strategy, params, chunks, documents, total_documents, complete``.
 
-    ``documents`` is how many distinct documents have at least one chunk in the chunking.
+    ``documents`` is how many documents have at least one chunk in the chunking (the rule of
+    :mod:`workbench.services.coverage`); ``total_documents`` how many the project holds.
     """
     from workbench.services.chunking import list_chunkings
+    from workbench.services.coverage import chunking_coverage as coverage
 
-    frame = list_chunkings(db)
-    total = table_counts(db).get("documents", 0) if documents is None else documents
-    covered = [int(read_chunks(db, name)["doc_id"].nunique()) for name in frame["name"]]
-    out = frame.assign(documents=pd.Series(covered, index=frame.index, dtype="int64"),
-                       total_documents=int(total))
-    out["complete"] = out["documents"] >= out["total_documents"]
-    return out
+    cov = coverage(db).rename(columns={"documents_now": "total_documents"})
+    params = list_chunkings(db)[["name", "params"]]
+    out = cov.merge(params, on="name", how="left")
+    out = out.astype({"documents": "int64", "total_documents": "int64", "complete": bool})
+    return out[["name", "strategy", "params", "chunks", "documents", "total_documents", "complete"]]
 
 
 def run_coverage(db: Database, documents: int | None = None) -> pd.DataFrame:
     """Every run with ``name, retriever, level, chunking, params, rows, queries, documents,
-    total_documents, complete``.
+    total_documents, complete, known``.
 
-    A run made by a retriever covers the documents that existed when it was made: the project's
-    documents minus those of corpus imports recorded after the run's creation time. Document-level
-    runs (imported from another system) have ``documents`` = NA and count as complete.
+    A run covers the documents the project held when it was made or imported (the rule of
+    :mod:`workbench.services.coverage`); ``documents`` is NA when that was not recorded (runs made
+    before migration 6): ``known`` is then False and the run counts as complete, with a warning.
     """
-    total = table_counts(db).get("documents", 0) if documents is None else int(documents)
+    from workbench.services.coverage import runs_coverage_table
     from workbench.services.retrieval import list_runs
 
-    runs = list_runs(db)
-    imports = read_imports(db, limit=1_000_000)
-    corpus = imports.loc[imports["kind"] == "corpus", ["imported_at", "rows"]]
-    covered = []
-    for row in runs.itertuples(index=False):
-        if row.level != "chunk":
-            covered.append(pd.NA)
-            continue
-        later = int(corpus.loc[corpus["imported_at"] > row.created_at, "rows"].sum())
-        covered.append(max(total - later, 0))
-    out = runs.assign(documents=pd.array(covered, dtype="Int64"), total_documents=total)
-    out["complete"] = out["documents"].isna() | (out["documents"].fillna(0) >= total)
-    out["complete"] = out["complete"].astype(bool)
-    return out
+    cov = runs_coverage_table(db).rename(columns={"documents_now": "total_documents"})
+    extra = list_runs(db)[["name", "retriever", "params"]]
+    out = cov.merge(extra, on="name", how="left")
+    out["known"] = out["documents"].notna()
+    out["complete"] = out["complete"].fillna(True).astype(bool)
+    return out[["name", "retriever", "level", "chunking", "params", "rows", "queries", "documents",
+                "total_documents", "complete", "known"]]
 
 
 def _labelled_pool_pairs(db: Database, pools: pd.DataFrame, judgments: pd.DataFrame,
@@ -252,13 +248,15 @@ def project_status(db: Database, *, min_overlap: float = DEFAULTS["evaluation"][
     runs = run_coverage(db, n_docs)
     run_warnings = tuple(
         f"run {r.name} covers {int(r.documents):,} of {r.total_documents:,} documents "
-        f"(documents imported after it was made are not in it)"
-        for r in runs.itertuples(index=False) if not r.complete)
+        f"(documents imported after it was made are not in it)" if r.known else
+        f"run {r.name} was made before the workbench recorded coverage; it may not cover all "
+        f"{r.total_documents:,} documents"
+        for r in runs.itertuples(index=False) if not r.complete or not r.known)
     run_state = TODO if runs.empty else (DONE if runs["complete"].any() else PARTIAL)
     steps.append(PipelineStep(
         "runs", "Runs", len(runs), run_state,
-        "; ".join(f"{r.name}: {int(r.documents):,} of {r.total_documents:,} documents" if r.level == "chunk"
-                  else f"{r.name}: imported, document level" for r in runs.itertuples(index=False))
+        "; ".join(f"{r.name}: {int(r.documents):,} of {r.total_documents:,} documents" if r.known
+                  else f"{r.name}: coverage not recorded" for r in runs.itertuples(index=False))
         or "no run yet", run_warnings))
 
     from workbench.services.pooling import list_pools

@@ -99,8 +99,8 @@ def render() -> None:
         if len(status.runs):
             context.table(
                 [{"run": r.name, "retriever": r.retriever, "chunking": r.chunking or "",
-                  "documents": (f"{int(r.documents):,} of {int(r.total_documents):,}" if r.level == "chunk"
-                                else "document level (imported)"),
+                  "documents": (f"{int(r.documents):,} of {int(r.total_documents):,}" if r.known
+                                else "not recorded"),
                   "queries": f"{int(r.queries):,}"}
                  for r in status.runs.itertuples(index=False)], key="runs")
         else:

@@ -142,8 +142,8 @@ def _runs_table(runs) -> None:
         [{"run": r.name, "retriever": r.retriever, "chunking": cell(r.chunking),
           "parameters": params_text(r.params, skip=("retriever", "chunking")),
           "queries": f"{int(r.queries):,}", "rows": f"{int(r.rows):,}",
-          "documents": (f"{int(r.documents):,} of {int(r.total_documents):,}" if r.level == "chunk"
-                        else "document level")}
+          "documents": (f"{int(r.documents):,} of {int(r.total_documents):,}" if r.known
+                        else "not recorded")}
          for r in runs.itertuples(index=False)], key="runs")
     for r in runs.itertuples(index=False):
         if not r.complete:
