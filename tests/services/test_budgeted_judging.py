@@ -68,3 +68,32 @@ def test_cli_budget(demo, tmp_path, cli):
     assert again.returncode == 3 and "exists" in again.stderr
     bad = cli("--db", str(demo), "labels", "budget", "--pool", "demo", "--budget", "-3")
     assert bad.returncode == 2
+
+
+def test_disagreement_comes_from_stored_judgments_of_several_judges(demo, tmp_path):
+    import pandas as pd
+
+    from workbench.store.judgments import write_judgments
+
+    path = tmp_path / "copy.duckdb"
+    path.write_bytes(demo.read_bytes())
+    with Database(path) as db:
+        # two pairs SMEs have not labelled (candidates for SME time), well down the priority order
+        later = plan_budget(db, "demo", budget=1, unit="hours", seconds_per_pair=1, strategy="priority").pairs
+        wanted = later["chunk_id"].iloc[[200, 300]].tolist()
+        pair = db.query_df("""SELECT doc_id, chunk_id, start, "end" FROM chunks WHERE chunk_id IN
+                              (SELECT unnest(?::VARCHAR[]))""", [wanted])
+        pair = pair.set_index("chunk_id").loc[wanted].reset_index()
+        pair.insert(0, "query_id", later["query_id"].iloc[[200, 300]].tolist())
+        pair = pair[["query_id", "doc_id", "chunk_id", "start", "end"]]
+        rows = []
+        for (q, d, c, s, e), grades in zip(pair.itertuples(index=False), ([0, 3], [1, 2])):
+            for assessor, g in zip(("judge-a", "judge-b"), grades):
+                rows.append({"query_id": q, "doc_id": d, "start": int(s), "end": int(e), "grade": g,
+                             "source": "llm", "assessor": assessor, "status": "ok", "chunk_id": c})
+        with db.transaction() as cur:
+            write_judgments(cur, pd.DataFrame(rows))
+        plan = plan_budget(db, "demo", budget=2, unit="hours", seconds_per_pair=3600, strategy="disagreement")
+    # the pair judged 0 and 3 comes first (spread 3), then the one judged 1 and 2 (spread 1)
+    assert plan.pairs["chunk_id"].tolist() == pair["chunk_id"].tolist()
+    assert plan.pairs["score"].tolist() == [3.0, 1.0]
