@@ -181,3 +181,14 @@ def test_uploads_never_overwrite_what_exists(demo):
     answers = abstention.read_answers((DEMO_DIR / "answers.jsonl").read_bytes(), "a.jsonl")
     with pytest.raises(Exception, match="answers named 'demo-answers' already exist"):
         abstention.store_answers(demo, DEMO_ANSWERS, answers)
+
+
+def test_a_run_is_recorded_as_a_role(demo):
+    rbac.record_role_run(demo, "hr", "bm25")
+    assert rbac.recorded_role_runs(demo) == {"hr": "bm25"}
+    from workbench.store.runs import read_run_info
+
+    assert read_run_info(demo, ["bm25"])["params"].iloc[0]["role"] == "hr"  # other params kept
+    assert len(read_run_info(demo, ["bm25"])["params"].iloc[0]) > 1
+    with pytest.raises(Exception, match="no run 'nope'"):
+        rbac.record_role_run(demo, "hr", "nope")

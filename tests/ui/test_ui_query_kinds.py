@@ -115,3 +115,18 @@ def test_a_project_without_query_kind_data_says_what_to_do(tmp_path, monkeypatch
     assert row["text"] == "Q " + CANARY
     bodies = "".join(e.proto.body for e in at.get("html"))
     assert "<script>" not in bodies and html.escape("<script>") in bodies
+
+
+def test_a_run_checked_and_recorded_as_a_role(demo_db):
+    at = _run()
+    at.selectbox(key="qk_rbac_run").set_value("bm25").run()
+    at.text_input(key="qk_rbac_role").input("hr").run()
+    tables = html_tables(at)
+    [row] = tables["rbac_roles"]
+    # hr may see hr-performance-reviews but not the three other restricted documents
+    assert row["role"] == "hr" and int(row["leaks"]) > 0
+    assert "hr-performance-reviews" not in {r["document"] for r in tables["rbac_leaks_hr"]}
+    at.button(key="qk_rbac_record").click().run()
+    assert not at.exception
+    at = _run()  # a fresh visit: the recorded pair is checked without typing it again
+    assert [r["role"] for r in html_tables(at)["rbac_roles"]] == ["hr"]

@@ -91,3 +91,13 @@ def restricted_slice_tags(db: Database, doc_ids, field: str = core.DEFAULT_FIELD
     docs = store.document_metadata(db)
     restricted = core.document_roles(dict(zip(docs["doc_id"], docs["metadata"])), field)
     return [[RESTRICTED_TAG] if str(d) in restricted else [] for d in doc_ids]
+
+
+def record_role_run(db: Database, role: str, run: str) -> None:
+    """Record that ``run`` retrieved as ``role`` (shown and checked on the Query kinds page)."""
+    role = role.strip()
+    if not role:
+        raise ConfigError("give the role the run retrieved for")
+    with db.transaction() as tx:
+        if not store.set_run_role(tx, run, role):
+            raise InputError(f"no run {clip(run)} in the project")

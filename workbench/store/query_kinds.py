@@ -124,3 +124,11 @@ def chunk_spans(db: Database, chunk_ids: list[str]) -> pd.DataFrame:
     """``chunk_id, doc_id, start, end`` of the stored chunks among ``chunk_ids``."""
     return db.query_df('SELECT chunk_id, doc_id, start, "end" FROM chunks '
                        "WHERE chunk_id IN (SELECT unnest(?::VARCHAR[]))", [list(chunk_ids)])
+
+
+def set_run_role(cur: Cursor, run: str, role: str) -> int:
+    """Record that run ``run`` retrieved as ``role`` (its params' ``role``); 1 when the run exists."""
+    cur.execute(
+        "UPDATE runs SET params = json_merge_patch(coalesce(params, '{}'::JSON), ?::JSON) WHERE name = ?",
+        [json.dumps({"role": role}), run])
+    return int(cur.execute("SELECT count(*) FROM runs WHERE name = ?", [run]).fetchone()[0])

@@ -256,6 +256,16 @@ def _access(info: dict) -> None:
         role = cols[1].text_input("Role the run retrieved for", key="qk_rbac_role", placeholder="e.g. employee")
         if role.strip() and run:
             role_runs[role.strip()] = run
+            if st.button("Record this run as the role", key="qk_rbac_record",
+                         help="Remember the pair, so the check runs every time this page opens."):
+                try:
+                    with context.project() as db:
+                        rbac.record_role_run(db, role, run)
+                except WorkbenchError as exc:
+                    context.error(exc)
+                else:
+                    context.flash("query_kinds", f"Recorded {context.plain(run)} as role {context.plain(role.strip())}.")
+                    st.rerun()
     if not role_runs:
         return
     depth = st.number_input("Results looked at per query (0 = all)", min_value=0, value=0, step=1, key="qk_rbac_k")
