@@ -15,7 +15,11 @@ Why MinHash, and why ``datasketch``
     candidates: every candidate is verified with the **exact** Jaccard of its shingle sets, so a
     stored similarity is never a sketch estimate, and a false positive of the sketch can never
     create a pair (the sketch can still miss a pair, with a probability that shrinks as
-    ``num_perm`` grows).
+    ``num_perm`` grows). ``benchmarks/near_duplicates_bench.py`` measures the recall against an
+    exact all-pairs search (recall 1.000 on DL19 passages at Jaccard 0.7-0.9). An inverted index
+    of shingles is exact and, on ten thousand short passages, faster; but it compares every pair
+    of chunks sharing a shingle, which is quadratic in a boilerplate shingle's chunk count, while
+    LSH work stays bounded by the bucket sizes of near-identical texts.
 
 Definitions
     ``tokens(text)``: lower-cased ``\\w+`` runs. ``shingles(text, w)``: the set of w-word
