@@ -232,7 +232,10 @@ def answerable_ranking(db: Database, run: str, measures: Sequence[str] = RANKING
     """recall@k, MRR, nDCG (or ``measures``) of a stored run against the project's qrels (at
     the run's level and chunking, from the span labels of ``source``), with the unanswerable
     queries dropped from the qrels first and counted: nothing to recall, so no score."""
+    import pyarrow as pa
+
     from workbench.core.evaluation import evaluate
+    from workbench.core.qrels_and_runs import Qrels, Run
     from workbench.services.export import qrels_table
     from workbench.store.runs import read_run_info, read_run_rows
 
@@ -242,17 +245,18 @@ def answerable_ranking(db: Database, run: str, measures: Sequence[str] = RANKING
     level = str(info["level"].iloc[0])
     chunking = info["chunking"].iloc[0]
     table = qrels_table(db, level=level, chunking=None if pd.isna(chunking) else str(chunking), source=source)
-    qrels: dict[str, dict[str, int]] = {}
-    for q, item, g in zip(table["query_id"], table["item_id"], table["grade"]):
-        qrels.setdefault(str(q), {})[str(item)] = int(g)
-    kept, dropped = answerable_only(qrels, unanswerable_ids(db))
-    if not kept:
+    unanswerable = set(unanswerable_ids(db))
+    out = table["query_id"].isin(unanswerable)
+    dropped = sorted(set(table.loc[out, "query_id"].astype(str)))
+    table = table[~out]
+    if table.empty:
         raise InputError("no answerable query has labels to evaluate against; label some pairs first")
     rows = read_run_rows(db, run)
-    key = "chunk_id" if level == "chunk" else "doc_id"
-    ranked: dict[str, dict[str, float]] = {}
-    for q, item, s in zip(rows["query_id"], rows[key], rows["score"]):
-        ranked.setdefault(str(q), {})[str(item)] = float(s)
     # the run's answers to unanswerable queries are not ranking results to score
-    ranked = {q: docs for q, docs in ranked.items() if q not in set(dropped)}
-    return AnswerableRanking(run, evaluate(kept, ranked, list(measures), rel=rel), dropped)
+    rows = rows[~rows["query_id"].isin(unanswerable)]
+    key = "chunk_id" if level == "chunk" else "doc_id"
+    qrels = Qrels(pa.array(table["query_id"].astype(str).tolist()), pa.array(table["item_id"].astype(str).tolist()),
+                  table["grade"].to_numpy(dtype=np.int64))
+    ranked = Run(pa.array(rows["query_id"].astype(str).tolist()), pa.array(rows[key].astype(str).tolist()),
+                 rows["score"].to_numpy(dtype=np.float64), name=run)
+    return AnswerableRanking(run, evaluate(qrels, ranked, list(measures), rel=rel), dropped)
