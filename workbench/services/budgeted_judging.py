@@ -61,7 +61,9 @@ class BudgetPlan:
         unit = {"calls": "judge calls", "usd": "USD", "hours": "SME hours"}[self.unit]
         lines = [f"pool {self.pool}: {self.selected:,} of {self.candidates:,} unlabelled pairs fit a budget of "
                  f"{self.budget:g} {unit} (spent {self.spent:.4g}; {self.cost_per_pair:.4g} per pair), "
-                 f"strategy {self.strategy}"]
+                 f"strategy {self.strategy}"
+                 + (" (the configured judge costs nothing per pair: the offline baseline or a free model)"
+                    if self.unit == "usd" and self.cost_per_pair == 0 else "")]
         if len(self.effect):
             lines.append(f"expected effect on P@{self.k} per run (interval from missing labels: mean width, "
                          f"95% half-width) before -> after:")
@@ -157,7 +159,11 @@ def plan_budget(db: Database, pool: str, *, budget: float, unit: str = "calls", 
     cost = _cost_per_pair(db, pool, unit, settings, seconds_per_pair)
     ordered = bj.order_pairs(todo, strategy, k=k, seed=seed)
     chosen = bj.select_within_budget(ordered, float(budget), cost)
-    known = {(q, i): int(g) for q, i, g in zip(labels["query_id"], labels["item_id"], labels["grade"])}
+    # the relevance rate behind the half-widths comes from this pool's labelled pairs only (labels of
+    # other queries, synthetic ones included, say nothing about this pool)
+    in_pool = set(zip(pairs["query_id"], pairs["item_id"]))
+    known = {(q, i): int(g) for q, i, g in zip(labels["query_id"], labels["item_id"], labels["grade"])
+             if (q, i) in in_pool}
     effect = bj.interval_effect(pairs, known, set(zip(chosen["query_id"], chosen["item_id"])), k=k,
                                 threshold=threshold)
     chosen = chosen.rename(columns={"item_id": item})
