@@ -192,3 +192,44 @@ def test_peek_shows_query_title_whole_chunk_and_grade(demo_db):
     assert html_mod.escape(whole) in shown  # the whole chunk, not cut
     # q001's first pair is the labelled refresh-cycle section (grade 3 in the demo labels).
     assert f"{first['chunk_id']} · grade 3" in shown
+
+
+def test_delete_lists_dependents_then_deletes_and_keeps_labels(demo_db):
+    from workbench.store.meta import table_counts
+
+    at = _run()
+    with Database(demo_db) as db:
+        before = table_counts(db)
+    at.selectbox(key="delete_kind").select("run").run()
+    at.selectbox(key="delete_name_run").select("bm25").run()
+    at.button(key="delete_plan").click().run()
+    plan = [w.value for w in at.warning if "Deleting the run bm25" in w.value]
+    assert plan, [w.value for w in at.warning]
+    # The pool built from the run is listed, with the rows that go; labels stay.
+    assert "the pool demo" in plan[0] and f"{before['run_rows']:,} run rows" in plan[0]
+    assert f"All {before['judgments']:,} labels stay" in plan[0]
+    with Database(demo_db) as db:
+        assert table_counts(db)["runs"] == 1  # listing deletes nothing
+    at.button(key="delete_confirm").click().run()
+    assert not at.exception, at.exception
+    assert any("Deleted the run bm25 and 1 item that depended on it" in s.value for s in at.success), \
+        [s.value for s in at.success]
+    with Database(demo_db) as db:
+        after = table_counts(db)
+    assert after["runs"] == 0 and after["pools"] == 0 and after["run_rows"] == 0
+    assert after["judgments"] == before["judgments"] and after["chunks"] == before["chunks"]
+
+
+def test_export_a_run_downloads_the_trec_file(demo_db):
+    at = _run()
+    at.selectbox(key="export_run_name").select("bm25").run()
+    at.button(key="export_run_prepare").click().run()
+    assert not at.error, [e.value for e in at.error]
+    name, data, rows, queries = at.session_state["_export_run_file"]
+    lines = [line.split() for line in data.decode().splitlines()]
+    with Database(demo_db) as db:
+        run = read_run_rows(db, "bm25")
+    assert name == "bm25.txt" and len(lines) == rows == len(run) and queries == 44
+    got = {(q, i): (int(r), float(s)) for q, _, i, r, s, _ in lines}
+    want = {(q, c): (int(r), float(s)) for q, c, r, s in run[["query_id", "chunk_id", "rank", "score"]].itertuples(index=False)}
+    assert got == want

@@ -404,6 +404,103 @@ def _peek(pool: str, query_ids: list[str]) -> None:
         )
 
 
+KIND_WORDS = {"chunking": "chunking", "run": "run", "pool": "pool"}
+# Selectors that may hold the name of something deleted: reset after a deletion.
+SELECTOR_KEYS = ("bm25_chunking", "dense_chunking", "hybrid_runs", "pool_runs", "pool_add_name", "pool_add_runs",
+                 "stats_pool", "peek_query", "export_run_name", "_export_run_file", "delete_name_chunking",
+                 "delete_name_run", "delete_name_pool")
+
+
+def _plan_words(plan) -> str:
+    """A deletion plan (:class:`workbench.services.deletion.DeletionPlan`) in the page's words."""
+    removed = []
+    for what, names in (("chunking", plan.chunkings), ("run", plan.runs), ("pool", plan.pools)):
+        if names:
+            removed.append(f"the {what}{'s' if len(names) > 1 else ''} {', '.join(names)}")
+    counts = [f"{n:,} {what}" for what, n in plan.rows.items() if n]
+    text = f"Deleting the {plan.kind} {plan.name} removes " + "; ".join(removed)
+    if counts:
+        text += " (" + ", ".join(counts) + ")"
+    return text + (f". All {plan.labels_kept:,} labels stay: labels are passages of documents, "
+                   f"not of chunks, runs or pools.")
+
+
+def _export_run(runs: list[str]) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from workbench.services.export import export_run
+
+    st.markdown("**Export a run** (TREC run file: query, Q0, item, rank, score, run name)")
+    cols = st.columns([2, 1])
+    name = cols[0].selectbox("Run", runs, key="export_run_name", placeholder="no run yet")
+    if cols[1].button("Prepare the file", key="export_run_prepare", disabled=name is None):
+        try:
+            with context.project() as db, tempfile.TemporaryDirectory() as tmp:
+                result = export_run(db, name, Path(tmp) / f"{name}.txt")
+                st.session_state["_export_run_file"] = (f"{name}.txt", result.path.read_bytes(), result.rows,
+                                                       result.queries)
+        except WorkbenchError as exc:
+            context.error(exc, RUN_FIELDS)
+            return
+    prepared = st.session_state.get("_export_run_file")
+    if prepared and prepared[0] == f"{name}.txt":
+        file_name, data, rows, queries = prepared
+        st.download_button(f"Download {file_name} ({rows:,} rows, {queries:,} queries)", data,
+                           file_name=file_name, key="export_run_download", icon=":material/download:")
+
+
+def _delete(state: dict) -> None:
+    from workbench.services.deletion import delete, plan_deletion
+
+    st.markdown("**Delete** a chunking, run or pool, with what depends on it")
+    cols = st.columns([1, 2, 1])
+    kind = cols[0].selectbox("What", list(KIND_WORDS), key="delete_kind",
+                             format_func=lambda k: KIND_WORDS[k].capitalize())
+    names = _names(state[{"chunking": "chunkings", "run": "runs", "pool": "pools"}[kind]])
+    name = cols[1].selectbox("Name", names, key=f"delete_name_{kind}", placeholder=f"no {kind} yet")
+    if cols[2].button("List what it removes", key="delete_plan", disabled=name is None):
+        try:
+            with context.project() as db:
+                st.session_state["_delete_plan"] = plan_deletion(db, kind, name)
+        except WorkbenchError as exc:
+            context.error(exc)
+            return
+    plan = st.session_state.get("_delete_plan")
+    if plan is None or (plan.kind, plan.name) != (kind, name):
+        return
+    st.warning(context.plain(_plan_words(plan)))
+    confirm, cancel = st.columns([2, 1])
+    if cancel.button("Keep it", key="delete_cancel"):
+        st.session_state.pop("_delete_plan", None)
+        st.rerun()
+    if confirm.button(f"Delete the {kind} {name} and what depends on it", key="delete_confirm", type="primary"):
+        try:
+            with context.project() as db:
+                done = delete(db, kind, name, expected=plan)
+        except WorkbenchError as exc:
+            st.session_state.pop("_delete_plan", None)
+            context.error(exc)
+            return
+        st.session_state.pop("_delete_plan", None)
+        for key in SELECTOR_KEYS:
+            st.session_state.pop(key, None)
+        gone = len(done.chunkings) + len(done.runs) + len(done.pools)
+        context.flash("retrieve", context.plain(
+            f"Deleted the {kind} {name}" + (f" and {gone - 1} item{'s' if gone > 2 else ''} that depended on it"
+                                             if gone > 1 else "") + f"; all {done.labels_kept:,} labels kept."))
+        st.rerun()
+
+
+def _manage_section(state: dict) -> None:
+    st.subheader("5. Export and delete")
+    left, right = st.columns(2)
+    with left:
+        _export_run(_names(state["runs"]))
+    with right:
+        _delete(state)
+
+
 def render() -> None:
     st.title("Retrieve & Pool")
     _apply_selections()
@@ -413,3 +510,4 @@ def render() -> None:
     _retrieve_section(state)
     _pool_section(state)
     _stats_section(state)
+    _manage_section(state)
