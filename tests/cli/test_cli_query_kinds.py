@@ -126,3 +126,25 @@ def test_abstention_reports_ranking_over_answerable_queries(demo):
     assert ranking["excluded_unanswerable"] == ["q022", "q027", "q041", "q042"]
     assert ranking["counts"]["queries_evaluated"] + ranking["counts"]["excluded_no_relevant"] == 40
     assert set(ranking["aggregate"]) == {"recall@10", "mrr"}
+
+
+def test_files_are_stored_in_the_project_under_new_names(demo):
+    traj = str(DEMO_DIR / "trajectories.jsonl")
+    r = run_cli("--db", demo, "multihop", traj, "--store", "agent-2", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert "stored the trajectories" in r.stderr
+    again = run_cli("--db", demo, "multihop", traj, "--store", "agent-2")
+    assert again.returncode == 3 and "already exist" in again.stderr
+    stored = run_cli("--db", demo, "multihop", "--stored", "agent-2", "--format", "json")
+    assert json.loads(stored.stdout)["agent-2"]["aggregate"] == json.loads(r.stdout)["trajectories"]["aggregate"]
+    chains = str(DEMO_DIR / "chains.jsonl")
+    r = run_cli("--db", demo, "multihop", traj, "--chains", chains, "--store-chains")
+    assert r.returncode == 3 and "already have an evidence chain" in r.stderr
+    r = run_cli("--db", demo, "multihop", traj, "--chains", chains, "--store-chains", "--replace-chains")
+    assert r.returncode == 0 and "stored 20 evidence spans" in r.stderr
+    r = run_cli("--db", demo, "abstention", "--answers", str(DEMO_DIR / "answers.jsonl"), "--store", "rag-v2",
+                "--format", "json")
+    assert r.returncode == 0 and set(json.loads(r.stdout)) == {"rag-v2"}
+    listed = run_cli("--db", demo, "abstention", "--stored-answers", "rag-v2,demo-answers", "--format", "json")
+    out = json.loads(listed.stdout)
+    assert out["rag-v2"]["aggregate"] == out["demo-answers"]["aggregate"]

@@ -24,6 +24,12 @@ from workbench.cli.common import (
 )
 
 
+def _file_bytes(path: str) -> bytes:
+    from workbench.core.readers import check_regular_file
+
+    return check_regular_file(path).read_bytes()
+
+
 def _finite(text: str) -> float:
     import math
 
@@ -57,11 +63,20 @@ def _abstention(args: argparse.Namespace) -> int:
             if args.ranking_measures:
                 ranking[run] = service.answerable_ranking(
                     db, run, names_option(args.ranking_measures, "--ranking-measures"))
+        if args.store and len(args.answers or []) != 1:
+            from workbench.errors import ConfigError
+
+            raise ConfigError("--store NAME stores one answers file; give exactly one --answers FILE")
         for path in args.answers or []:
             from workbench.services.evaluation import run_names
 
             name = run_names([path])[0]
-            reports.append(service.answers_abstention(db, name, service.read_answers_file(path, args.pattern)))
+            frame = service.read_answers_file(path, args.pattern)
+            if args.store:
+                service.store_answers(db, args.store, frame)
+                print(f"stored {len(frame)} answers of {path} as {args.store}", file=sys.stderr)
+                name = args.store
+            reports.append(service.answers_abstention(db, name, frame))
         for name in names_option(args.stored_answers, "--stored-answers") if args.stored_answers else []:
             reports.append(service.stored_answers_abstention(db, name))
     if not reports:
@@ -173,8 +188,17 @@ def _multihop(args: argparse.Namespace) -> int:
     db = None
     try:
         # the project gives the chains, stored trajectories, and the spans of chunk ids
-        if args.chains is None or args.stored or settings_from_args(args).db_path.exists():
+        if (args.chains is None or args.stored or args.store or args.store_chains
+                or settings_from_args(args).db_path.exists()):
             db = open_project_from_args(args)
+        if args.store and len(args.trajectories or []) != 1:
+            from workbench.errors import ConfigError
+
+            raise ConfigError("--store NAME stores one trajectories file; give exactly one")
+        if args.store_chains and not args.chains:
+            from workbench.errors import ConfigError
+
+            raise ConfigError("--store-chains stores the file given with --chains; give --chains FILE")
         chains = service.read_chain_file(args.chains) if args.chains else service.stored_chains(db)
         for path in args.trajectories or []:
             from workbench.services.evaluation import run_names
@@ -183,6 +207,12 @@ def _multihop(args: argparse.Namespace) -> int:
             reports[name] = service.evaluate(service.read_trajectory_file(path, db), chains, k=args.k)
         for name in names_option(args.stored, "--stored") if args.stored else []:
             reports[name] = service.evaluate(service.stored_trajectories(db, name), chains, k=args.k)
+        if args.store_chains:
+            n = service.import_chains(db, _file_bytes(args.chains), args.chains, replace=args.replace_chains)
+            print(f"stored {n} evidence spans from {args.chains}", file=sys.stderr)
+        if args.store:
+            service.import_trajectories(db, args.store, _file_bytes(args.trajectories[0]), args.trajectories[0])
+            print(f"stored the trajectories of {args.trajectories[0]} as {args.store}", file=sys.stderr)
     finally:
         if db is not None:
             db.close()
@@ -265,6 +295,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--answers", action="append", metavar="FILE.jsonl",
                    help="generated answers: query_id and 'abstained' (true/false) or 'answer' text; repeatable")
     a.add_argument("--stored-answers", metavar="NAME[,NAME...]", help="answer sets stored in the project")
+    a.add_argument("--store", metavar="NAME", help="also store the --answers file in the project under a new name")
     a.add_argument("--pattern", default=None, metavar="REGEX",
                    help="abstention phrases for answers without a flag (default: a built-in list)")
     a.add_argument("--ranking-measures", metavar="M[,M...]",
@@ -306,6 +337,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--stored", metavar="NAME[,NAME...]", help="trajectory sets stored in the project")
     m.add_argument("--chains", metavar="CHAINS.jsonl", default=None, help="evidence chains (default: the project's)")
     m.add_argument("-k", "--k", type=positive_int, default=5, metavar="K", help="results looked at per hop (default: 5)")
+    m.add_argument("--store", metavar="NAME", help="also store the trajectories file in the project under a new name")
+    m.add_argument("--store-chains", action="store_true", help="also store the --chains file in the project")
+    m.add_argument("--replace-chains", action="store_true",
+                   help="with --store-chains: replace the chains of queries that already have one")
     m.add_argument("--per-query", action="store_true", help="also each query (table and tsv; json always has them)")
     add_format_option(m, ("table", "tsv", "json"))
     m.set_defaults(handler=_multihop)
