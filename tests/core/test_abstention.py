@@ -104,3 +104,23 @@ def test_answer_texts_that_abstain():
     assert answer_abstains(None)
     assert not answer_abstains("Engineering laptops are refreshed every 36 months.")
     assert not answer_abstains("No. Contractors use a loaner.")  # "No" is an answer, not an abstention
+
+
+def test_rates_equal_sklearn_recall_and_balanced_accuracy():
+    from sklearn.metrics import balanced_accuracy_score, recall_score
+
+    rng = np.random.default_rng(29)
+    checked = 0
+    for _ in range(80):
+        n = int(rng.integers(2, 80))
+        u = rng.random(n) < rng.uniform(0.05, 0.6)
+        if u.all() or not u.any():
+            continue
+        abstained = rng.random(n) < rng.uniform(0, 1)
+        r = rates(u, abstained)
+        # abstention rate = recall of "unanswerable"; 1 - false-abstention rate = recall of "answerable"
+        assert r.abstention_rate == pytest.approx(recall_score(u, abstained, pos_label=True))
+        assert 1 - r.false_abstention_rate == pytest.approx(recall_score(~u, ~abstained, pos_label=True))
+        assert r.balanced_accuracy == pytest.approx(balanced_accuracy_score(u, abstained))
+        checked += 1
+    assert checked >= 70
