@@ -168,9 +168,10 @@ def _pool_stats(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from workbench.core.chunking import STRATEGIES
-    from workbench.retrieval.dense import DEFAULT_MODEL
-    from workbench.retrieval.doc_mapping import RULES
+    # Choices from a module that imports nothing: building the parser must stay cheap.
+    from workbench.core.option_names import CHUNKING_STRATEGIES as STRATEGIES
+    from workbench.core.option_names import DEFAULT_DENSE_MODEL as DEFAULT_MODEL
+    from workbench.core.option_names import DOC_MAPPING_RULES as RULES
 
     p = sub.add_parser("chunk", help="chunk every document into a new named chunking")
     p.add_argument("--name", required=True, help="chunking name (letters, digits, _ - .)")

