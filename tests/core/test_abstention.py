@@ -124,3 +124,22 @@ def test_rates_equal_sklearn_recall_and_balanced_accuracy():
         assert r.balanced_accuracy == pytest.approx(balanced_accuracy_score(u, abstained))
         checked += 1
     assert checked >= 70
+
+
+def test_the_curve_equals_the_rates_at_each_of_its_thresholds():
+    rng = np.random.default_rng(5)
+    checked = 0
+    for _ in range(40):
+        n = int(rng.integers(1, 50))
+        u = rng.random(n) < 0.3
+        top = rng.integers(0, 8, n).astype(float)
+        top[rng.random(n) < 0.15] = np.nan
+        curve = threshold_curve(top, u)
+        for row in curve.itertuples(index=False):
+            r = rates(u, abstains_at(top, row.threshold))
+            for got, want in ((row.abstention_rate, r.abstention_rate),
+                              (row.false_abstention_rate, r.false_abstention_rate)):
+                assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+            assert row.abstained == r.abstained_unanswerable + r.abstained_answerable
+            checked += 1
+    assert checked >= 100

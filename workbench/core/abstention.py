@@ -138,18 +138,24 @@ def threshold_curve(top_scores: Sequence[float], unanswerable: Sequence[bool]) -
     every query abstains). At the lowest threshold only queries without results abstain."""
     top = np.asarray(top_scores, dtype=np.float64)
     u = np.asarray(unanswerable, dtype=bool)
-    finite = np.unique(top[~np.isnan(top)])
+    if top.shape != u.shape:
+        raise ValueError(f"{u.size} unanswerable marks for {top.size} top scores")
+    missing = np.isnan(top)
+    finite = np.unique(top[~missing])
     above = np.nextafter(finite[-1], np.inf) if finite.size else 0.0
     thresholds = np.append(finite, above)
-    rows = []
-    for t in thresholds:
-        r = rates(u, abstains_at(top, float(t)))
-        rows.append({"threshold": float(t), "abstention_rate": r.abstention_rate,
-                     "false_abstention_rate": r.false_abstention_rate,
-                     "balanced_accuracy": r.balanced_accuracy,
-                     "abstained": r.abstained_unanswerable + r.abstained_answerable})
-    return pd.DataFrame(rows, columns=["threshold", "abstention_rate", "false_abstention_rate",
-                                       "balanced_accuracy", "abstained"])
+    # abstained at t = no results + top < t: one sorted search per kind of query, no loop
+    tops_u = np.sort(top[u & ~missing])
+    tops_a = np.sort(top[~u & ~missing])
+    abst_u = int((u & missing).sum()) + np.searchsorted(tops_u, thresholds, side="left")
+    abst_a = int((~u & missing).sum()) + np.searchsorted(tops_a, thresholds, side="left")
+    n_u, n_a = int(u.sum()), int((~u).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate_u = abst_u / n_u if n_u else np.full(len(thresholds), np.nan)
+        rate_a = abst_a / n_a if n_a else np.full(len(thresholds), np.nan)
+    return pd.DataFrame({"threshold": thresholds.astype(np.float64), "abstention_rate": rate_u,
+                         "false_abstention_rate": rate_a, "balanced_accuracy": (rate_u + 1.0 - rate_a) / 2.0,
+                         "abstained": (abst_u + abst_a).astype(np.int64)})
 
 
 def curve_auc(curve: pd.DataFrame) -> float:
