@@ -66,6 +66,8 @@ def test_cli_budget(demo, tmp_path, cli):
     assert len(rows) == 12 and set(rows[0]) == {"query_id", "doc_id", "chunk_id", "priority", "score"}
     again = cli("--db", str(demo), "labels", "budget", "--pool", "demo", "--budget", "12", "--out", str(out))
     assert again.returncode == 3 and "exists" in again.stderr
+    onto_project = cli("--db", str(demo), "labels", "budget", "--pool", "demo", "--budget", "1", "--out", str(demo))
+    assert onto_project.returncode == 3 and "DuckDB database" in onto_project.stderr
     bad = cli("--db", str(demo), "labels", "budget", "--pool", "demo", "--budget", "-3")
     assert bad.returncode == 2
 

@@ -146,3 +146,5 @@ def test_cli_qrels_export_opt_in_and_query_sets(project, db_path, tmp_path, cli)
                                         str(synth), "--queries", "synthetic").stdout
     again = cli("--db", str(db_path), "labels", "qrels", "--chunking", "whole", "--out", str(out))
     assert again.returncode == 3 and "exists" in again.stderr and out.read_text().splitlines() == lines
+    onto_project = cli("--db", str(db_path), "labels", "qrels", "--chunking", "whole", "--out", str(db_path))
+    assert onto_project.returncode == 3 and "DuckDB database" in onto_project.stderr

@@ -110,20 +110,19 @@ def _qrels(args: argparse.Namespace) -> int:
 def _budget(args: argparse.Namespace) -> int:
     from workbench.services.budgeted_judging import plan_budget
 
+    if args.out:
+        from workbench.services.output_file import check_output
+
+        check_output(args.out)  # before any work: never a database, a link or an existing file
     settings = settings_from_args(args) if args.unit != "hours" else None
     with open_project_from_args(args) as db:
         plan = plan_budget(db, args.pool, budget=args.budget, unit=args.unit, strategy=args.strategy, k=args.k,
                            threshold=args.threshold, seed=args.seed, seconds_per_pair=args.seconds_per_pair,
                            settings=settings)
     if args.out:
-        from pathlib import Path
+        from workbench.services.output_file import write_lines
 
-        out = Path(args.out)
-        if out.exists():
-            print(f"workbench labels budget: error: {out} exists; choose a new --out file", file=sys.stderr)
-            return 3
-        rows = plan.as_dict()["pairs"]
-        out.write_text("".join(json.dumps(r, default=str) + "\n" for r in rows), encoding="utf-8")
+        write_lines(args.out, (json.dumps(r, default=str) + "\n" for r in plan.as_dict()["pairs"]))
     if args.format == "json":
         print_json({k: v for k, v in plan.as_dict().items() if k != "pairs" or not args.out})
     else:

@@ -200,16 +200,14 @@ def export_qrels_with_propagated(db: Database, chunking: str, out, *, source: st
     """Write TREC chunk qrels of ``chunking`` (direct labels of ``source``, plus propagated labels
     of unlabelled items when ``propagated``) to a new file ``out``; ``queries`` keeps all
     queries, only real ones, or only synthetic ones (``workbench synth``). All or nothing: the
-    file is written next to ``out`` and renamed when complete. Returns the counts."""
-    from pathlib import Path
-
+    file is written next to ``out`` and renamed when complete (:mod:`workbench.services.output_file`:
+    never over a database, a link or an existing file). Returns the counts."""
+    from workbench.services.output_file import check_output, write_lines
     from workbench.store.synthetic_queries import synthetic_query_ids
 
     if queries not in QUERY_SETS:
         raise InputError(f"unknown query set {queries!r}; expected one of {', '.join(QUERY_SETS)}")
-    out = Path(out)
-    if out.exists():
-        raise InputError("exists; choose a new file name (this command never overwrites a file)", path=str(out))
+    check_output(out)  # before any work: never a database, a link or an existing file
     if not chunking_exists(db, chunking):
         raise InputError(f"no chunking named {chunking!r} in the project; see `workbench status`")
     table = qrels_with_propagated(db, chunking, source) if propagated else \
@@ -218,15 +216,7 @@ def export_qrels_with_propagated(db: Database, chunking: str, out, *, source: st
     if queries != "all":
         keep = table["query_id"].astype(str).isin(synthetic)
         table = table[keep if queries == "synthetic" else ~keep]
-    partial = out.with_name(f".{out.name}.partial")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with partial.open("w", encoding="utf-8", newline="\n") as handle:
-            handle.writelines(f"{q} Q0 {i} {int(g)}\n" for q, i, g in
-                              zip(table["query_id"], table["item_id"], table["grade"]))
-        partial.replace(out)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    write_lines(out, (f"{q} Q0 {i} {int(g)}\n" for q, i, g in
+                      zip(table["query_id"], table["item_id"], table["grade"])))
     return {"rows": int(len(table)), "propagated": int(table["propagated"].sum()),
             "queries": int(table["query_id"].nunique())}
