@@ -432,7 +432,7 @@ def _export_run(runs: list[str]) -> None:
     from workbench.services.export import export_run
 
     st.markdown("**Export a run** (TREC run file: query, Q0, item, rank, score, run name)")
-    cols = st.columns([2, 1])
+    cols = st.columns([3, 1], vertical_alignment="bottom")
     name = cols[0].selectbox("Run", runs, key="export_run_name", placeholder="no run yet")
     if cols[1].button("Prepare the file", key="export_run_prepare", disabled=name is None):
         try:
@@ -454,7 +454,7 @@ def _delete(state: dict) -> None:
     from workbench.services.deletion import delete, plan_deletion
 
     st.markdown("**Delete** a chunking, run or pool, with what depends on it")
-    cols = st.columns([1, 2, 1])
+    cols = st.columns([1, 2, 1], vertical_alignment="bottom")
     kind = cols[0].selectbox("What", list(KIND_WORDS), key="delete_kind",
                              format_func=lambda k: KIND_WORDS[k].capitalize())
     names = _names(state[{"chunking": "chunkings", "run": "runs", "pool": "pools"}[kind]])
@@ -494,11 +494,8 @@ def _delete(state: dict) -> None:
 
 def _manage_section(state: dict) -> None:
     st.subheader("5. Export and delete")
-    left, right = st.columns(2)
-    with left:
-        _export_run(_names(state["runs"]))
-    with right:
-        _delete(state)
+    _export_run(_names(state["runs"]))
+    _delete(state)
 
 
 def render() -> None:
