@@ -193,7 +193,10 @@ def _rates(report, *, key: str) -> None:
 
 def _curve(curve: pd.DataFrame) -> None:
     import altair as alt
+    import numpy as np
 
+    if len(curve) > 400:  # a readable chart (and a light page) whatever the number of queries
+        curve = curve.iloc[np.unique(np.linspace(0, len(curve) - 1, 400).round().astype(int))]
     long = curve.melt(id_vars=["threshold"], value_vars=["abstention_rate", "false_abstention_rate"],
                       var_name="rate", value_name="share")
     long["rate"] = long["rate"].map({"abstention_rate": "abstains on unanswerable",
