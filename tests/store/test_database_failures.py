@@ -4,24 +4,22 @@ the truth about what was stored, never a traceback."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from tests.conftest import run_cli
+from tests.support.prerequisites import REPO
 from tests.support.read_only import read_only_dir
 from workbench.errors import StoreError, StoreLockedError
-from workbench.store.corpus import write_documents
 from workbench.store.database import (
     Database,
-    StoreInterrupted,
     _sigint_held,
     is_duckdb_file,
 )
@@ -96,24 +94,44 @@ def ctrl_c_raises():
     signal.signal(signal.SIGINT, previous)
 
 
-def _interrupt_soon(seconds: float) -> threading.Timer:
-    timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
-    return timer
+INTERRUPTED = """
+import json, sys
+import pandas as pd
+from workbench.store.corpus import write_documents
+from workbench.store.database import Database, StoreInterrupted
+with Database(sys.argv[1]) as db:
+    try:
+        with db.transaction() as cur:
+            write_documents(cur, pd.DataFrame({"doc_id": ["d1"], "text": ["x"]}))
+            print("ready", flush=True)
+            # a statement that runs for minutes unless interrupted
+            cur.execute("SELECT sum(hash(range)) FROM range(100000000000)").fetchall()
+    except StoreInterrupted as exc:
+        print(json.dumps({"stored": exc.stored, "message": str(exc), "code": exc.exit_code}), flush=True)
+"""
 
 
-def test_ctrl_c_during_a_statement_rolls_back_and_says_so(tmp_path, ctrl_c_raises):
-    with Database(tmp_path / "p.duckdb") as db:
-        timer = _interrupt_soon(0.5)
-        try:
-            with pytest.raises(StoreInterrupted, match="nothing was stored") as caught:
-                with db.transaction() as cur:
-                    write_documents(cur, pd.DataFrame({"doc_id": ["d1"], "text": ["x"]}))
-                    # a statement that runs for minutes unless interrupted
-                    cur.execute("SELECT sum(hash(range)) FROM range(100000000000)").fetchall()
-        finally:
-            timer.cancel()
-        assert caught.value.stored is False and caught.value.exit_code == 130
+def _as_at_a_terminal():
+    # A background test runner may start with SIGINT ignored; a user's shell does not.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_during_a_statement_rolls_back_and_says_so(tmp_path):
+    path = _new_db(tmp_path / "p.duckdb")
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO, preexec_fn=_as_at_a_terminal)  # noqa: PLW1509 (no threads yet)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert "Traceback" not in err, err
+    report = json.loads(out)
+    assert report["stored"] is False and report["code"] == 130
+    assert "nothing was stored" in report["message"]
+    with Database(path) as db:
         assert db.query_value("SELECT count(*) FROM documents") == 0
 
 
@@ -171,3 +189,68 @@ def test_magic_bytes_tell_a_database(tmp_path):
     other.write_text("a text file that mentions DUCK databases")
     assert not is_duckdb_file(other)
     assert not is_duckdb_file(tmp_path / "missing")
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_any_moment_of_an_import_tells_the_truth(tmp_path):
+    """A real `workbench import corpus` interrupted at several moments: one line on stderr, exit
+    130 (or 0 when it finished first), and the project holds all the documents exactly when the
+    message says they were stored, else none."""
+    corpus = tmp_path / "big.jsonl"
+    n = 100_000
+    with corpus.open("w") as handle:
+        for i in range(n):
+            handle.write(json.dumps({"_id": f"d{i}", "text": "word " * 40 + f"document {i}."}) + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_DB"}
+
+    def start(db: Path) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "workbench", "--db", str(db), "import", "corpus", str(corpus)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env,
+                                preexec_fn=_as_at_a_terminal)  # noqa: PLW1509 (no threads yet)
+
+    def fresh(name: str) -> Path:
+        db = tmp_path / name
+        assert run_cli("--db", str(db), "init").returncode == 0
+        return db
+
+    def reading(proc: subprocess.Popen) -> float:
+        """Wait until the command opened the corpus (so it is past start-up, inside its handler)."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if any(os.readlink(f"/proc/{proc.pid}/fd/{fd}") == str(corpus)
+                       for fd in os.listdir(f"/proc/{proc.pid}/fd")):
+                    return time.monotonic()
+            except OSError:
+                pass
+            if proc.poll() is not None:
+                return time.monotonic()
+            time.sleep(0.01)
+        raise AssertionError("the import never opened the corpus")
+
+    full = start(fresh("full.duckdb"))
+    opened = reading(full)
+    full.communicate(timeout=300)
+    assert full.returncode == 0
+    work = time.monotonic() - opened
+    outcomes = []
+    for i, fraction in enumerate((0.2, 0.5, 0.7, 0.78, 0.85, 0.9, 0.95)):
+        db = fresh(f"p{i}.duckdb")
+        proc = start(db)
+        reading(proc)
+        time.sleep(work * fraction)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+        assert "Traceback" not in err and err.count("\n") <= 1, err
+        with Database(db) as project:
+            stored = project.query_value("SELECT count(*) FROM documents")
+            ledger = project.query_value("SELECT count(*) FROM imports")
+        if proc.returncode == 0 or "everything was stored" in err:
+            assert (stored, ledger) == (n, 1), err
+        else:
+            assert proc.returncode == 130, err
+            assert (stored, ledger) == (0, 0), err
+            assert "nothing was stored" in err or err.strip().endswith("interrupted"), err
+        outcomes.append((fraction, proc.returncode, err.strip()))
+    assert len(outcomes) == 7
+    print(*outcomes, sep="\n")
