@@ -240,7 +240,7 @@ def test_ctrl_c_at_any_moment_of_an_import_tells_the_truth(tmp_path):
         reading(proc)
         time.sleep(work * fraction)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=300)
+        _, err = proc.communicate(timeout=300)
         assert "Traceback" not in err and err.count("\n") <= 1, err
         with Database(db) as project:
             stored = project.query_value("SELECT count(*) FROM documents")
