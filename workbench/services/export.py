@@ -202,19 +202,29 @@ def export_run(db: Database, name: str, out: str | Path, *, force: bool = False)
     every digit Python needs to read the same float back, so ``workbench import run`` of the
     file gives the same rows. ``out`` follows :mod:`workbench.services.output_file`.
     """
+    out = Path(out)
+    info = _run_info(db, name)
+    check_output(out, force=force)
+    lines = run_trec_lines(db, name)
+    replaced = write_lines(out, lines, force=force)
+    chunking = info["chunking"].iloc[0]
+    return RunExportResult(out, name, str(info["level"].iloc[0]), None if pd.isna(chunking) else str(chunking),
+                           len(lines), len({line.split(" ", 1)[0] for line in lines}), replaced)
+
+
+def _run_info(db: Database, name: str) -> pd.DataFrame:
     info = read_run_info(db, [name])
     if info.empty:
         known = ", ".join(read_run_info(db)["name"]) or "none yet"
         raise InputError(f"no run named {name!r} in the project; known runs: {known}")
-    out = Path(out)
-    check_output(out, force=force)
+    return info
+
+
+def run_trec_lines(db: Database, name: str) -> list[str]:
+    """Stored run ``name`` as TREC run lines (what :func:`export_run` writes; the app offers them
+    as a download): ``query_id Q0 item_id rank score name``, ordered by query then rank."""
+    level = str(_run_info(db, name)["level"].iloc[0])
     rows = read_run_rows(db, name)
-    level = str(info["level"].iloc[0])
-    chunking = info["chunking"].iloc[0]
     items = rows["chunk_id"].where(rows["chunk_id"].notna(), rows["doc_id"]) if level == "chunk" else rows["doc_id"]
-    replaced = write_lines(out, (
-        f"{q} Q0 {i} {int(r)} {float(s)!r} {name}\n"
-        for q, i, r, s in zip(rows["query_id"], items, rows["rank"], rows["score"], strict=True)
-    ), force=force)
-    return RunExportResult(out, name, level, None if pd.isna(chunking) else str(chunking), len(rows),
-                           int(rows["query_id"].nunique()), replaced)
+    return [f"{q} Q0 {i} {int(r)} {float(s)!r} {name}\n"
+            for q, i, r, s in zip(rows["query_id"], items, rows["rank"], rows["score"], strict=True)]
