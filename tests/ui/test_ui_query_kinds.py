@@ -130,3 +130,14 @@ def test_a_run_checked_and_recorded_as_a_role(demo_db):
     assert not at.exception
     at = _run()  # a fresh visit: the recorded pair is checked without typing it again
     assert [r["role"] for r in html_tables(at)["rbac_roles"]] == ["hr"]
+
+
+def test_a_role_name_with_markup_stays_text(demo_db):
+    at = _run()
+    at.selectbox(key="qk_rbac_run").set_value("bm25").run()
+    at.text_input(key="qk_rbac_role").input("*x* <b>r</b>").run()
+    assert not at.exception
+    [row] = html_tables(at)["rbac_roles"]
+    assert row["role"] == "*x* <b>r</b>"
+    [exp] = [e for e in at.expander if "Leaks of role" in e.label]
+    assert exp.label.startswith("Leaks of role \\*x\\* \\<b\\>r\\</b\\>")

@@ -290,7 +290,7 @@ def _access(info: dict) -> None:
     for role, r in report.items():
         if not r.n_leaks:
             continue
-        with st.expander(f"Leaks of role {role} ({r.n_leaks})"):
+        with st.expander(f"Leaks of role {context.plain(role)} ({r.n_leaks})"):
             per_query = r.per_query[r.per_query["leaks"] > 0].sort_values("rate", ascending=False)
             context.table([{"query": q.query_id, "retrieved": q.retrieved, "leaks": q.leaks,
                             "leakage rate": _pct(q.rate)} for q in per_query.itertuples(index=False)],
