@@ -104,3 +104,10 @@ def test_init_demo_status_and_eval_from_another_directory(installed, tmp_path):
     scored = _run([workbench, "eval", "qrels.txt", "perfect.run", "-m", "ndcg@10", "--format", "json"],
                   cwd=elsewhere)
     assert json.loads(scored.stdout)["perfect"]["aggregate"]["ndcg@10"] == pytest.approx(1.0), scored.stdout
+
+    # The demo's own BM25 run, exported from the project and scored against chunk-level qrels.
+    _run([workbench, "--db", str(db), "export", "run", "bm25", "--out", "bm25.trec"], cwd=elsewhere)
+    _run([workbench, "--db", str(db), "export", "qrels", "--level", "chunk", "--chunking", "sections",
+          "--out", "chunks.qrels"], cwd=elsewhere)
+    bm25 = _run([workbench, "eval", "chunks.qrels", "bm25.trec", "-m", "ndcg@10", "--format", "json"], cwd=elsewhere)
+    assert 0 < json.loads(bm25.stdout)["bm25"]["aggregate"]["ndcg@10"] < 1, bm25.stdout
