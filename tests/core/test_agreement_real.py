@@ -12,7 +12,12 @@ import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from tests.support.prerequisites import shared_path
-from workbench.core.agreement import confusion, figures_from_confusion, kappa_from_confusion, krippendorff_alpha
+from workbench.core.agreement import (
+    confusion,
+    figures_from_confusion,
+    kappa_from_confusion,
+    krippendorff_alpha,
+)
 from workbench.core.label_pairs import pair_files, parse_label_file
 
 pytestmark = pytest.mark.shared

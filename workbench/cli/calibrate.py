@@ -20,6 +20,7 @@ should also check that the verdict line was printed).
 from __future__ import annotations
 
 import argparse
+import math
 
 from workbench.cli.common import (
     add_format_option,
@@ -27,6 +28,7 @@ from workbench.cli.common import (
     print_json,
     settings_from_args,
 )
+
 
 def _scale(text: str) -> int:
     if text not in ("0-3", "0-4"):
@@ -53,7 +55,7 @@ def _threshold(args) -> int:
 
 
 def _f(x) -> str:
-    return "n/a" if x is None or x != x else f"{x:.3f}"
+    return "n/a" if x is None or math.isnan(x) else f"{x:.3f}"
 
 
 def _print_agreement(body: dict, header: list[str]) -> None:

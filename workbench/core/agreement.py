@@ -354,7 +354,7 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
         qarr = np.asarray(query_ids, dtype=object)
         if qarr.shape != reference.shape:
             raise AgreementInputError("query_ids must hold one query id per pair")
-        n_queries = int(len(set(qarr.tolist())))
+        n_queries = len(set(qarr.tolist()))
     notes: list[str] = []
     if resampling == "auto":
         resampling = "queries" if n_queries is not None and n_queries >= MIN_CLUSTERS else "pairs"

@@ -436,7 +436,7 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
     part = labels if options.part == "all" else labels[labels["part"] == options.part]
     total_items = store.count_items(db, name)
     base = {"sample": name, "pool": info["pool"], "seed": info["seed"], "part": options.part,
-            "items": total_items, "labelled": int(len(labels)), "labelled_in_part": int(len(part)),
+            "items": total_items, "labelled": len(labels), "labelled_in_part": len(part),
             "weighted": options.weighted, "threshold": options.threshold}
     if part.empty:
         verdict = GateResult("inconclusive", (f"no SME labels on the {options.part} part yet",),
@@ -452,7 +452,9 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
     verdict = decide(result, thresholds)
     body = result_dict(result, verdict)
     slices = []
-    from workbench.services.rbac import restricted_slice_tags  # pairs of restricted documents: slice "restricted"
+    from workbench.services.rbac import (
+        restricted_slice_tags,  # pairs of restricted documents: slice "restricted"
+    )
 
     members = core_agreement.slice_members([_tags(t) + extra for t, extra in
                                             zip(part["tags"], restricted_slice_tags(db, part["doc_id"]))])
@@ -610,5 +612,25 @@ def agree_files(reference: str | Path, candidate: str | Path, *, threshold: int 
     return out
 
 
-__all__ = ["sme_disagreements", "adjudicate", "create_sample", "list_samples", "list_pools", "compare_judges", "few_shot_examples", "next_item", "item", "save_label", "skip", "cant_judge", "undo", "progress",
-           "judge_output", "report", "gate", "agree_files", "tuning_pairs", "ReportOptions"]
+__all__ = [
+    "ReportOptions",
+    "adjudicate",
+    "agree_files",
+    "cant_judge",
+    "compare_judges",
+    "create_sample",
+    "few_shot_examples",
+    "gate",
+    "item",
+    "judge_output",
+    "list_pools",
+    "list_samples",
+    "next_item",
+    "progress",
+    "report",
+    "save_label",
+    "skip",
+    "sme_disagreements",
+    "tuning_pairs",
+    "undo",
+]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import io
+import math
 
 import pandas as pd
 import streamlit as st
@@ -38,7 +39,7 @@ FIELDS = {"--pool": Field("Pool", "choice"), "--size": Field("Pairs to draw", "n
 
 
 def _fmt(x) -> str:
-    return "–" if x is None or x != x else f"{x:.3f}"
+    return "–" if x is None or math.isnan(x) else f"{x:.3f}"
 
 
 def render() -> None:
