@@ -254,3 +254,10 @@ def test_ctrl_c_at_any_moment_of_an_import_tells_the_truth(tmp_path):
         outcomes.append((fraction, proc.returncode, err.strip()))
     assert len(outcomes) == 7
     print(*outcomes, sep="\n")
+
+
+def test_a_database_path_that_is_a_symlink_loop_says_so(tmp_path):
+    loop = tmp_path / "p.duckdb"
+    loop.symlink_to(loop)
+    with pytest.raises(StoreError, match="symbolic link loop"):
+        Database(loop)

@@ -22,6 +22,7 @@ Errors raised inside ``with Database(...) as db:`` are translated when the block
 
 from __future__ import annotations
 
+import errno
 import re
 import signal
 import threading
@@ -139,6 +140,12 @@ class Database:
                 f"project database {self.path} does not exist; create it with "
                 f"`workbench --db {self.path} init`"
             )
+        if self.path.is_symlink() and not self.path.exists():
+            try:
+                self.path.stat()
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise StoreError(f"{self.path} is a symbolic link loop; point --db at the project file itself") from None
         if self.path.exists() and not self.path.is_file():
             raise StoreError(f"{self.path} is not a regular file; point --db at a workbench project (.duckdb)")
         if not read_only:
