@@ -331,6 +331,11 @@ def test_adjudication_resolves_sme_disagreements(project):
     assert labels.loc[4, "grade"] == 1 and not bool(labels.loc[4, "adjudicated"])
     assert db.query_all("SELECT assessor, grade FROM judgments WHERE source = 'human' AND assessor LIKE 'lead%'") == \
         [("lead2", 2)]
+    from workbench.store.calibration import adjudicated_judgment_ids
+
+    ids = adjudicated_judgment_ids(db)
+    assert ids["resolved_by"].tolist() == ["lead2"] and ids["position"].tolist() == [2]
+    assert db.query_value("SELECT grade FROM judgments WHERE judgment_id = ?", [int(ids["judgment_id"][0])]) == 2
     after = cal.report(db, "s", options=cal.ReportOptions(part="all", n_boot=50))
     assert after["sme_agreement"]["annotators"] == ["ann", "bob", "cy"]
     assert after["labelled"] == before["labelled"] == 6

@@ -343,3 +343,15 @@ def resolutions(db: Database, sample: str) -> dict[int, dict]:
         [sample],
     )
     return {int(p): {"grade": int(g), "by": who} for p, g, who in rows if g is not None}
+
+
+def adjudicated_judgment_ids(db: Database) -> pd.DataFrame:
+    """The ``judgments`` rows that are resolved (adjudicated) labels, in every sample:
+    ``judgment_id, sample, position, resolved_by``. (In ``judgments`` they are ``human`` rows
+    whose assessor is the lead who resolved them; this is how to tell them from SME labels.)"""
+    return db.query_df(
+        """SELECT e.judgment_id, e.sample, e.position, j.assessor AS resolved_by FROM label_events e
+           JOIN judgments j ON j.judgment_id = e.judgment_id
+           WHERE e.annotator = 'adjudication' AND e.action = 'label'
+           ORDER BY e.judgment_id"""
+    )
