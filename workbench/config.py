@@ -75,6 +75,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "high_risk_min_rate": 0.90,
         "overlap": 0,
     },
+    "qrels": {
+        "order": "adjudicated,sme,imported,llm",
+        "sme_rule": "majority",
+        "ties": "higher",
+        "llm_labels": "passed_gate",
+        "propagated": False,
+        "synthetic": "exclude",
+    },
     "app": {"host": "127.0.0.1", "port": 8501},
 }
 

@@ -127,13 +127,18 @@ def test_merged_prefers_human_labels_per_item(db, tmp_path):
         ("q1", "d3", 0, 30, None, "failed"),  # failed call: never a label
         ("q2", "d2", 10, 20, 3, "ok"),   # a span of a human-judged document: human wins at doc level
     ])
+    from workbench.core.qrels_policy import QrelsPolicy
+
     lines = {}
-    for source in ("human", "llm", "merged"):
-        export_qrels(db, tmp_path / f"{source}.out", source=source)
+    for source in ("human", "llm", "merged"):  # opted in to LLM labels of an uncalibrated judge
+        export_qrels(db, tmp_path / f"{source}.out", source=source, policy=QrelsPolicy(llm_labels="all"))
         lines[source] = sorted_lines(tmp_path / f"{source}.out")
     assert lines["human"] == ["q1 Q0 d1 3", "q2 Q0 d2 1"]
     assert lines["llm"] == ["q1 Q0 d1 0", "q1 Q0 d2 2", "q2 Q0 d2 3"]
     assert lines["merged"] == ["q1 Q0 d1 3", "q1 Q0 d2 2", "q2 Q0 d2 1"]
+    # the default policy: the judge has not passed the gate, so merged = the human labels
+    export_qrels(db, tmp_path / "gated.out", source="merged")
+    assert sorted_lines(tmp_path / "gated.out") == lines["human"]
 
 
 def test_merged_spans_override_only_the_same_span(db, tmp_path):

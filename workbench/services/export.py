@@ -34,10 +34,8 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, EXPORT_SOURCES
-from workbench.core.spans import chunk_qrels, doc_qrels
 from workbench.errors import InputError
 from workbench.services.output_file import check_output, write_lines
-from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.corpus import query_texts
 from workbench.store.database import Database
 from workbench.store.judgments import graded_judgments
@@ -59,13 +57,15 @@ class ExportResult:
     queries: int
     chunking: str | None = None
     replaced: bool = False
+    policy: str = ""  # the qrels policy statement (services.qrels), empty for span exports
 
     def summary(self) -> str:
         at = f"chunk level ({self.chunking})" if self.level == "chunk" else f"{self.level} level"
         unit = "judgments" if self.format == "spans" else "qrels"
         return (f"wrote {self.rows:,} {unit} for {self.queries:,} queries to {self.path} "
                 f"(format {self.format}, {at}, source {self.source})"
-                + ("; replaced the file that was there (--force)" if self.replaced else ""))
+                + ("; replaced the file that was there (--force)" if self.replaced else "")
+                + (f"\n{self.policy}" if self.policy else ""))
 
 
 def _check(format: str, level: str, source: str, chunking: str | None) -> None:
@@ -90,36 +90,18 @@ def _merge(human: pd.DataFrame, llm: pd.DataFrame, key: list[str]) -> pd.DataFra
 
 
 def qrels_table(db: Database, *, level: str = "doc", chunking: str | None = None, source: str = "merged",
-                min_overlap: float = 0.5) -> pd.DataFrame:
-    """``query_id, item_id, grade`` for the chosen level and source (see the module docstring)."""
+                min_overlap: float = 0.5, policy=None) -> pd.DataFrame:
+    """``query_id, item_id, grade`` for the chosen level and source, by the project's one qrels
+    rule (:func:`workbench.services.qrels.project_qrels`; ``policy`` defaults to ``[qrels]``)."""
+    return _project_qrels(db, level, chunking, source, min_overlap, policy).table[["query_id", "item_id", "grade"]]
+
+
+def _project_qrels(db: Database, level: str, chunking: str | None, source: str, min_overlap: float, policy):
+    from workbench.services.qrels import default_policy, project_qrels, with_min_overlap
+
     _check("trec", level, source, chunking)
-    spans = graded_judgments(db, list(HUMAN_SOURCES) + ["llm"])
-    human = spans[spans["source"].isin(HUMAN_SOURCES)]
-    llm = spans[spans["source"] == "llm"]
-    if level == "doc":
-        def grade(s):
-            return doc_qrels(s).rename(columns={"doc_id": "item_id"})
-    else:
-        if not chunking_exists(db, chunking):
-            raise InputError(f"no chunking named {chunking!r} in the project; create it with `workbench chunk` "
-                             f"or pick one listed by `workbench status`")
-        chunks = read_chunks(db, chunking)
-
-        def grade(s):
-            return chunk_qrels(chunks, s, min_overlap=min_overlap).rename(columns={"chunk_id": "item_id"})
-
-    empty = pd.DataFrame({"query_id": pd.Series(dtype=str), "item_id": pd.Series(dtype=str),
-                          "grade": pd.Series(dtype="int64")})
-    parts = {
-        "human": grade(human) if len(human) else empty,
-        "llm": grade(llm) if len(llm) else empty,
-    }
-    if source == "merged":
-        out = _merge(parts["human"], parts["llm"], ["query_id", "item_id"])
-    else:
-        out = parts[source]
-    out = out.astype({"query_id": str, "item_id": str}).astype({"grade": "int64"})
-    return out.sort_values(["query_id", "item_id"], kind="stable").reset_index(drop=True)
+    pol = with_min_overlap(policy if policy is not None else default_policy(), min_overlap)
+    return project_qrels(db, level=level, chunking=chunking, source=source, policy=pol)
 
 
 def span_table(db: Database, *, source: str = "merged") -> pd.DataFrame:
@@ -138,7 +120,7 @@ def span_table(db: Database, *, source: str = "merged") -> pd.DataFrame:
 
 def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: str = "doc",
                  chunking: str | None = None, source: str = "merged", min_overlap: float = 0.5,
-                 iteration: str = "Q0", force: bool = False) -> ExportResult:
+                 iteration: str = "Q0", force: bool = False, policy=None) -> ExportResult:
     """Write qrels to ``out`` (see the module docstring); returns what was written.
 
     ``out`` follows :mod:`workbench.services.output_file`: never a database, link or device,
@@ -154,7 +136,8 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
                                      for q, d, s, e, g, a in table.itertuples(index=False)), force=force)
         return ExportResult(out, format, "doc", source, len(table), table["query_id"].nunique(), replaced=replaced)
 
-    table = qrels_table(db, level=level, chunking=chunking, source=source, min_overlap=min_overlap)
+    project = _project_qrels(db, level, chunking, source, min_overlap, policy)
+    table = project.table[["query_id", "item_id", "grade"]]
     if format == "trec":
         replaced = write_lines(out, (f"{q} {iteration} {i} {g}\n" for q, i, g in table.itertuples(index=False)),
                                force=force)
@@ -175,7 +158,8 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
             }, ensure_ascii=False) + "\n")
         replaced = write_lines(out, lines, force=force)
     return ExportResult(out, format, level, source, len(table), table["query_id"].nunique(),
-                        chunking if level == "chunk" else None, replaced)
+                        chunking if level == "chunk" else None, replaced,
+                        "; ".join([project.statement(), *project.notes]))
 
 
 @dataclass

@@ -238,6 +238,18 @@ def pool_labels(db: Database, level: str, chunking: str | None,
     return doc_qrels(spans)
 
 
+def qrels_labels(db: Database, level: str, chunking: str | None,
+                 min_overlap: float = DEFAULTS["evaluation"]["min_overlap"]) -> pd.DataFrame:
+    """The project's qrels at the pool's granularity by the one qrels rule
+    (:func:`workbench.services.qrels.project_qrels`, the same as ``workbench export qrels``):
+    ``query_id, <id>, grade``."""
+    from workbench.services.qrels import default_policy, project_qrels, with_min_overlap
+
+    table = project_qrels(db, level=level, chunking=chunking,
+                          policy=with_min_overlap(default_policy(), min_overlap)).table
+    return table[["query_id", "item_id", "grade"]].rename(columns={"item_id": _id_col(level)})
+
+
 def pool_stats(db: Database, name: str, *, k: int = 10,
                min_overlap: float = DEFAULTS["evaluation"]["min_overlap"],
                relevance_threshold: int = DEFAULTS["evaluation"]["relevance_threshold"]) -> PoolStats:
@@ -252,7 +264,7 @@ def pool_stats(db: Database, name: str, *, k: int = 10,
     record = _pool_record(db, name)
     level, runs = record["level"], record["runs"]
     col = _id_col(level)
-    labels = pool_labels(db, level, record["chunking"], min_overlap)
+    labels = qrels_labels(db, level, record["chunking"], min_overlap)
     runs_top = read_run_rows_many(db, runs, depth=int(k))[["run_id", "query_id", col, "rank"]]
     # Sizes, contributions and overlap from aggregates over the stored pool (no pool in pandas).
     sizes = read_pool_sizes(db, name)

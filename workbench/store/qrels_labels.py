@@ -1,0 +1,35 @@
+"""Labels as the qrels policy reads them (:mod:`workbench.services.qrels`).
+
+One row per graded ``ok`` judgment with its **tier**: ``adjudicated`` (a human judgment written
+by a lead's resolution of an SME disagreement: its label event's annotator is ``adjudication``),
+``sme`` (other human judgments), ``imported`` and ``llm``; and its **assessor**: the person or
+file for people's labels, ``model|prompt_hash`` (the judge configuration) for LLM labels.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from workbench.store.database import Database
+
+
+def labelled_spans(db: Database) -> pd.DataFrame:
+    """``query_id, doc_id, start, end, grade, tier, assessor, model, prompt_hash``."""
+    return db.query_df(
+        """SELECT j.query_id, j.doc_id, j.start::BIGINT AS start, j."end"::BIGINT AS "end",
+                  j.grade::BIGINT AS grade,
+                  CASE WHEN j.source = 'llm' THEN 'llm'
+                       WHEN j.source = 'imported' THEN 'imported'
+                       WHEN a.judgment_id IS NOT NULL THEN 'adjudicated'
+                       ELSE 'sme' END AS tier,
+                  CASE WHEN j.source = 'llm'
+                       THEN coalesce(j.model, '') || '|' || coalesce(j.prompt_hash, '')
+                       ELSE coalesce(j.assessor, '') END AS assessor,
+                  coalesce(j.model, '') AS model, coalesce(j.prompt_hash, '') AS prompt_hash
+           FROM judgments j
+           LEFT JOIN (SELECT DISTINCT judgment_id FROM label_events
+                      WHERE annotator = 'adjudication' AND judgment_id IS NOT NULL) a
+             ON a.judgment_id = j.judgment_id
+           WHERE j.status = 'ok' AND j.grade IS NOT NULL
+           ORDER BY j.judgment_id"""
+    )
