@@ -103,6 +103,15 @@ def test_llm_choice_shows_the_rendered_prompt_escaped(demo_db):
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Requests to send"].replace(",", "")) > 0
     assert any("No API key is available" in m for m in _messages(at))
+    # the configured prompt is the default; another one changes the preview
+    prompt = at.selectbox(key="judge_prompt")
+    assert prompt.value == load_settings().values["judge"]["prompt"]
+    assert {"relevance_v1", "relevance_binary_v1", "relevance_token_v1"} <= set(prompt.options)
+    prompt.set_value("relevance_token_v1").run()
+    token = resolve_spec(load_settings(overrides={"judge": {"model": "test-judge", "base_url": "http://127.0.0.1:9/v1",
+                                                            "prompt": "relevance_token_v1"}}))
+    _, user = token.template.render(peek["query"], passage, peek["description"])
+    assert html.escape(user["content"]) in _html(at) and token.prompt_hash[:12] in " ".join(_messages(at))
 
 
 def test_finished_job_shows_counts_and_failures_with_raw_replies(demo_db):
@@ -256,3 +265,44 @@ def test_retry_failed_judges_only_the_failed_and_invalid_pairs_again(demo_db):
         assert server.control.count("/v1/chat/completions") - sent_before == first["failed"]
         at.run()
         assert any("fully judged" in m for m in _messages(at))
+
+
+def test_a_killed_job_shows_as_interrupted_and_resumes(demo_db):
+    import os
+    import signal
+    import time
+
+    from workbench.services.judge import list_jobs
+
+    def latest(predicate, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            jobs = list_jobs(demo_db, "demo")
+            if jobs and predicate(jobs[-1]):
+                return jobs[-1]
+            time.sleep(0.2)
+        raise AssertionError(f"job did not reach the expected state: {list_jobs(demo_db, 'demo')}")
+
+    with running_server(latency=0.2) as server:
+        at = _run()
+        at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
+        at.text_input(key="judge_model").set_value("test-judge").run()
+        at.text_input(key="judge_url").set_value(server.base_url).run()
+        at.number_input(key="judge_conc").set_value(2).run()
+        next(b for b in at.button if b.label == "Start").click().run()
+        running = latest(lambda j: j["state"] == "running" and j["judged"] >= 2)
+        os.kill(int(running["pid"]), signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while not any("Press Resume" in m for m in _messages(at)) and time.monotonic() < deadline:
+            time.sleep(0.3)
+            at.run()  # the page collects its dead job process; the job then reads as interrupted
+        assert any("Press Resume" in m for m in _messages(at))
+        assert list_jobs(demo_db, "demo")[-1]["state"] == "interrupted"
+        resume = next(b for b in at.button if b.label == "Resume")
+        assert resume.disabled is False
+        resume.click().run()
+        again = latest(lambda j: j["state"] == "running" and j["judged"] > running["judged"])
+        assert again["job_id"] == running["job_id"] and again["pid"] != running["pid"]
+        at.run()
+        next(b for b in at.button if b.label == "Stop").click().run()
+        latest(lambda j: j["state"] == "cancelled", timeout=30)

@@ -90,7 +90,7 @@ def _prompt_ids(configured: str) -> list[str]:
 
     listing = getattr(service, "available_prompts", None)
     ids = list(listing()) if callable(listing) else []
-    return ids if configured in ids else [configured, *ids]
+    return [configured, *(i for i in ids if i != configured)]  # the configured prompt is the default
 
 
 # -- configuration -----------------------------------------------------------------------------
@@ -181,6 +181,14 @@ def _launch(choices: dict, config_key: str, *, retry_failed: bool = False) -> No
 
 
 _LAUNCHED: dict[int, subprocess.Popen] = {}
+
+
+def _reap() -> None:
+    """Collect the exit status of job processes this app started. Without it a job process that
+    died (killed, crashed) stays a zombie of the app's process, still "alive" to a pid check, and
+    the page would show its job as running forever instead of interrupted."""
+    for process in list(_LAUNCHED.values()):
+        process.poll()
 
 
 def _launch_problem() -> str | None:
@@ -279,6 +287,7 @@ def _job_line(job: dict) -> str:
 
 
 def _progress(pool: str, config_key: str, active_at_render: bool) -> None:
+    _reap()
     job = _job(pool, config_key)
     if job is None:
         problem = _launch_problem()
@@ -304,6 +313,9 @@ def _progress(pool: str, config_key: str, active_at_render: bool) -> None:
         st.caption(f"{_job_line(job)} · {job['judged'] / elapsed:,.1f} pairs/s since Start")
     else:
         st.caption(_job_line(job))
+    if state == "interrupted":
+        st.warning("The job's process ended before the job finished (the machine or the app stopped). "
+                   "Press Resume to continue where it stopped; nothing judged is lost.")
     if job.get("message"):
         context.escaped(_say(job["message"]))
     problem = _launch_problem()
@@ -334,6 +346,7 @@ def _failures(job: dict) -> None:
 
 def render() -> None:
     st.title("Judge")
+    _reap()
     from workbench.services.pooling import list_pools
 
     with _project() as db:
