@@ -1,0 +1,66 @@
+"""services/qrels on a real DuckDB project: the gate decides whether LLM labels count (unless
+the user opts in), and export and pool statistics apply the same rule."""
+
+from __future__ import annotations
+
+from workbench.core.qrels_policy import QrelsPolicy
+from workbench.services import calibration as cal
+from workbench.services.export import export_qrels
+from workbench.services.pooling import pool_stats
+from workbench.services.qrels import passed_judge_configurations, project_qrels
+
+from tests.support.calibration_project import build_project, label_all
+
+
+def _exported(db, tmp_path, name, **kw) -> set[tuple[str, str, int]]:
+    path = tmp_path / name
+    export_qrels(db, path, **kw)
+    return {(q, d, int(g)) for q, _, d, g in (line.split() for line in path.read_text().splitlines())}
+
+
+def test_llm_labels_count_only_after_the_gate_passed_or_by_opt_in(tmp_path):
+    db, truth = build_project(tmp_path / "p.duckdb", judge_noise=0.0)
+    try:
+        gated = project_qrels(db)
+        assert gated.table.empty and passed_judge_configurations(db) == ()
+        assert "left out" in gated.notes[0] and "none" in gated.statement()
+        opted = project_qrels(db, policy=QrelsPolicy(llm_labels="all"))
+        assert len(opted.table) == 360 and set(opted.table["tier"]) == {"llm"}
+        # export and pool statistics agree: nothing is judged under the gated rule
+        assert _exported(db, tmp_path, "before.txt") == set()
+        assert pool_stats(db, "p", k=5).judged_pairs == 0
+
+        cal.create_sample(db, "s", "p", size=200, seed=1)
+        label_all(db, "s", truth)
+        assert cal.gate(db, "s")["gate"]["verdict"] == "pass"
+        assert passed_judge_configurations(db) == (("m1", ""),)
+        after = project_qrels(db)
+        labelled = set(db.query_df("SELECT query_id, doc_id FROM judgments WHERE source = 'human'")
+                       .itertuples(index=False, name=None))
+        assert len(after.table) == 360
+        for q, d, grade, tier in after.table[["query_id", "item_id", "grade", "tier"]].itertuples(index=False):
+            assert tier == ("sme" if (q, d) in labelled else "llm")
+            if tier == "sme":
+                assert grade == truth[(q, d)]
+        exported = _exported(db, tmp_path, "after.txt")
+        assert exported == set(zip(after.table["query_id"], after.table["item_id"], after.table["grade"].astype(int)))
+        assert pool_stats(db, "p", k=5).judged_pairs == len(exported) == 360
+        assert "m1" in after.statement()
+    finally:
+        db.close()
+
+
+def test_a_failed_gate_keeps_llm_labels_out(tmp_path):
+    db, truth = build_project(tmp_path / "p.duckdb", judge_noise=1.0, seed=3)
+    try:
+        cal.create_sample(db, "s", "p", size=200, seed=1)
+        label_all(db, "s", truth)
+        assert cal.gate(db, "s")["gate"]["verdict"] != "pass"
+        table = project_qrels(db).table
+        n_human = db.query_value("SELECT count(DISTINCT (query_id, doc_id)) FROM judgments WHERE source = 'human'")
+        assert set(table["tier"]) == {"sme"} and len(table) == n_human
+        exported = _exported(db, tmp_path, "q.txt")
+        assert pool_stats(db, "p", k=5).judged_pairs == len(exported) == n_human
+        assert len(_exported(db, tmp_path, "llm.txt", source="llm")) == 360  # asking for LLM labels by name
+    finally:
+        db.close()
