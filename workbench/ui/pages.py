@@ -36,6 +36,8 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("Judge", "judge", "judge", ":material/gavel:", ("judgments",)),
     PageSpec("Label", "label", "label", ":material/edit_note:"),
     PageSpec("Calibration", "calibration", "calibration", ":material/verified:", ("calibration",)),
+    PageSpec("Qrels", "qrels", "qrels", ":material/checklist:"),
+    PageSpec("Evaluate", "evaluate", "evaluate", ":material/leaderboard:", ("evaluation",)),
     PageSpec("Query kinds", "query-kinds", "query_kinds", ":material/alt_route:"),
 )
 

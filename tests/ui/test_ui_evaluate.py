@@ -1,0 +1,91 @@
+"""The Qrels and Evaluate pages in Streamlit's AppTest on the demo project.
+
+Numbers on the pages are checked against an independent path: the qrels exported to a TREC
+file and the run exported to a TREC file, scored by pytrec_eval (the reference trec_eval
+implementation), and the qrels file's own line counts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.ui.html_tables import html_tables
+from workbench.services.export import export_qrels, export_run
+from workbench.services.project import init_project
+from workbench.store.database import Database
+
+
+@pytest.fixture
+def demo_db(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "demo.duckdb"
+    init_project(path, demo=True)
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    return path
+
+
+def _qrels_page():
+    from workbench.ui.views import qrels
+
+    qrels.render()
+
+
+def _evaluate_page():
+    from workbench.ui.views import evaluate
+
+    evaluate.render()
+
+
+def _run(page) -> AppTest:
+    at = AppTest.from_function(page, default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_qrels_page_counts_equal_the_exported_file(demo_db, tmp_path):
+    at = _run(_qrels_page)
+    tables = html_tables(at)
+    with Database(demo_db) as db:
+        export_qrels(db, tmp_path / "q.txt", format="trec")
+    lines = [line.split() for line in (tmp_path / "q.txt").read_text().splitlines()]
+    by_grade = Counter(int(g) for *_, g in lines)
+    shown = {int(r["grade"]): int(r["qrels"].replace(",", "")) for r in tables["qrels-grades"]}
+    assert shown == dict(by_grade)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Qrels"] == f"{len(lines):,}"
+    assert metrics["Queries"] == f"{len({q for q, *_ in lines}):,}"
+    coverage = tables["qrels-coverage"]
+    assert [r["pool"] for r in coverage] == ["demo"]
+    assert "policy" in " ".join(e.proto.body for e in at.get("html"))
+    assert at.get("download_button"), "a download button"
+
+
+def test_evaluate_page_means_equal_pytrec_eval(demo_db, tmp_path):
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    at = _run(_evaluate_page)
+    at.multiselect(key="evaluate_runs").set_value(["bm25"]).run()
+    assert not at.exception, at.exception
+    means = {(r["run"], r["measure"]): float(r["mean"]) for r in html_tables(at)["evaluate-means"]}
+    with Database(demo_db) as db:
+        chunking = db.query_value("SELECT chunking FROM runs WHERE name = 'bm25'")
+        export_qrels(db, tmp_path / "q.txt", format="trec", level="chunk", chunking=chunking)
+        export_run(db, "bm25", tmp_path / "r.txt")
+    qrels: dict = {}
+    for q, _, d, g in (line.split() for line in (tmp_path / "q.txt").read_text().splitlines()):
+        qrels.setdefault(q, {})[d] = int(g)
+    run: dict = {}
+    for q, _, d, _rank, s, _ in (line.split() for line in (tmp_path / "r.txt").read_text().splitlines()):
+        run.setdefault(q, {})[d] = float(s)
+    scores = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "recall_10"}).evaluate(run)
+    # queries with no relevant item are left out of the mean (the engine's default)
+    relevant = [q for q in scores if any(g >= 1 for g in qrels[q].values())]
+    checked = 0
+    for ours, theirs in (("ndcg@10", "ndcg_cut_10"), ("recall@10", "recall_10")):
+        expected = sum(scores[q][theirs] for q in relevant) / len(relevant)
+        assert means[("bm25", ours)] == pytest.approx(expected, abs=1e-3)
+        checked += 1
+    assert checked == 2

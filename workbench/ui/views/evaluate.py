@@ -1,0 +1,306 @@
+"""Evaluate: how good are the project's retrievers, measured with its qrels?
+
+Choose runs (or the stages of a pipeline), measures and a cutoff k. The page shows, in order:
+a warning for each run whose top k is too little judged (with one click to add it to a pool),
+the means with 95% intervals, the comparison of every run with the first (paired test,
+Benjamini–Hochberg), the per-query distribution with the share of queries at zero, the
+per-query drill-down worst first (the query, the run's top results with their grades, unjudged
+ones marked), the per-tag slices, quality against latency when runs record latencies, the
+stage report with reranker lift, and the stored evaluations and judge-vs-human ranking when
+the project has them. Every number comes from :mod:`workbench.services.evaluation_views`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import pandas as pd
+import streamlit as st
+
+from workbench.errors import WorkbenchError
+from workbench.ui import context
+from workbench.ui.words import Field
+
+MEASURES = {"nDCG": "ndcg@{k}", "Recall": "recall@{k}", "Precision": "P@{k}", "MRR": "recip_rank@{k}",
+            "MAP": "map@{k}"}
+SOURCES = {"Merged (the policy)": "merged", "People only": "human", "LLM judge only": "llm"}
+TESTS = {"Randomization (permutation)": "randomization", "Paired t-test": "t", "Bootstrap": "bootstrap"}
+FIELDS = {"--runs": Field("Runs", "choice"), "-m": Field("Measures", "choice")}
+LOW_JUDGED = 0.5  # below this share of judged top-k items, a run's score is not comparable
+
+
+def _num(x, digits: int = 3) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _measure_names(words: list[str], k: int) -> list[str]:
+    from workbench.core.measures import parse_measures
+
+    out = []
+    for word in words:
+        name = MEASURES[word].format(k=k)
+        try:
+            parse_measures([name])
+        except WorkbenchError:
+            name = name.split("@")[0]
+        out.append(name)
+    return out
+
+
+def render() -> None:
+    from workbench.services import evaluation_views as ev
+
+    st.title("Evaluate")
+    st.caption("Score the project's runs with its qrels; compare them with paired tests.")
+    context.show_flash("evaluate")
+    with context.project() as db:
+        runs = ev.run_table(db)
+        if runs.empty:
+            st.info("No run yet: run a retriever on Retrieve & Pool, then come back to evaluate it.")
+            context.page_link("retrieve", "Go to Retrieve & Pool", ":material/manage_search:")
+            return
+        choices = _choices(runs)
+        if not choices["runs"]:
+            st.info("Choose at least one run above.")
+            return
+        if not choices["measures"]:
+            st.info("Choose at least one measure above.")
+            return
+        try:
+            with st.spinner("Scoring the runs…"):
+                evaluation = ev.evaluate_runs(db, choices["runs"], choices["measures"], source=choices["source"])
+                judged = ev.judged_shares(db, evaluation, k=choices["k"])
+        except WorkbenchError as exc:
+            context.error(exc, FIELDS)
+            if "no labels" in str(exc):
+                context.page_link("judge", "Go to Judge", ":material/gavel:")
+            return
+        _judged_warning(db, ev, judged, choices["k"])
+        st.caption(context.plain(next(iter(evaluation.statements.values()))))
+        means = ev.means_with_ci(evaluation)
+        _means(means)
+        if len(choices["runs"]) > 1:
+            _comparison(ev, evaluation, choices)
+        measure = st.selectbox("Measure for the details below", choices["measures"], key="evaluate_detail_measure")
+        _distribution(ev, evaluation, means, measure)
+        _drilldown(db, ev, evaluation, choices, measure)
+        _slices(db, ev, evaluation, measure)
+        _latency(db, ev, means, choices["runs"], measure)
+        if len(choices["runs"]) > 1:
+            _stages(ev, evaluation, choices)
+        _history(db)
+        _rank_agreement(db, choices)
+
+
+def _choices(runs: pd.DataFrame) -> dict:
+    names = runs["name"].tolist()
+    left, right = st.columns([3, 2])
+    chosen = left.multiselect("Runs (the first is the baseline)", names, default=names[:2], key="evaluate_runs")
+    words = right.multiselect("Measures", list(MEASURES), default=["nDCG", "Recall"], key="evaluate_measures")
+    a, b, c = st.columns(3)
+    k = int(a.number_input("Cutoff k", min_value=1, max_value=1000, value=10, step=1, key="evaluate_k"))
+    source = SOURCES[b.selectbox("Labels", list(SOURCES), key="evaluate_source")]
+    test = TESTS[c.selectbox("Paired test", list(TESTS), key="evaluate_test")]
+    return {"runs": chosen, "measures": _measure_names(words, k), "k": k, "source": source, "test": test}
+
+
+def _judged_warning(db, ev, judged: pd.DataFrame, k: int) -> None:
+    for row in judged.itertuples(index=False):
+        if row.judged_at_k >= LOW_JUDGED:
+            continue
+        st.warning(context.plain(
+            f"Run {row.run}: only {row.judged_at_k:.0%} of its top {k} results are judged, so its score is "
+            f"not comparable yet. Add it to a pool, then judge the new pairs on the Judge page."))
+        pools = ev.pools_for_run(db, row.run)
+        if not pools:
+            st.caption(context.plain(f"No pool of the same kind takes run {row.run}: build one with it on "
+                                     "Retrieve & Pool."))
+            continue
+        cols = st.columns([2, 2, 3])
+        pool = cols[0].selectbox("Pool", pools, key=f"evaluate_pool_{row.run}", label_visibility="collapsed")
+        if cols[1].button(f"Add {row.run} to pool {pool}", key=f"evaluate_add_{row.run}"):
+            try:
+                with st.spinner(f"Adding {row.run} to pool {pool}…"):
+                    summary = ev.add_run_to_pool(db, pool, row.run)
+            except WorkbenchError as exc:
+                context.error(exc, FIELDS)
+                return
+            added = getattr(summary, "pairs_added", None)
+            context.flash("evaluate", context.plain(
+                f"Added run {row.run} to pool {pool}" + (f" ({added:,} new pairs)" if added is not None else "")
+                + ": judge the new pairs on the Judge page."))
+            st.rerun()
+        with cols[2]:
+            context.page_link("judge", "Judge the new pairs", ":material/gavel:")
+
+
+def _means(means: pd.DataFrame) -> None:
+    import altair as alt
+
+    st.subheader("Means with 95% intervals")
+    context.table([{"run": r.run, "measure": r.measure, "mean": _num(r.mean),
+                    "95% interval": f"{_num(r.ci_low)} – {_num(r.ci_high)}", "queries": r.queries,
+                    "queries at zero": f"{r.zero_share:.0%}"} for r in means.itertuples(index=False)],
+                  key="evaluate-means")
+    base = alt.Chart(means).encode(y=alt.Y("run:N", title=None, sort=None),
+                                   color=alt.Color("run:N", legend=None))
+    chart = (base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", title="mean (95% interval)"), x2="ci_high:Q")
+             + base.mark_point(filled=True, size=80).encode(x="mean:Q", tooltip=["run", "measure", "mean",
+                                                                                 "ci_low", "ci_high"]))
+    st.altair_chart(chart.properties(height=40 * means["run"].nunique() + 20)
+                    .facet(row=alt.Row("measure:N", title=None)), width="stretch")
+
+
+def _comparison(ev, evaluation, choices: dict) -> None:
+    st.subheader("Comparison with the baseline")
+    try:
+        with st.spinner("Running the paired tests…"):
+            result = ev.compare(evaluation, choices["measures"], test=choices["test"])
+    except WorkbenchError as exc:
+        context.error(exc, FIELDS)
+        return
+    st.caption(context.plain(
+        f"Baseline {result.baseline}; {result.n_common_queries} queries in common; two-sided {result.test} "
+        f"test (seed {result.seed}, {result.n_resamples:,} resamples); p adjusted by Benjamini–Hochberg "
+        "over every row."))
+    context.table([{"measure": r.measure, "run": r.run, "baseline": _num(r.baseline_mean), "run mean": _num(r.run_mean),
+                    "Δ": f"{r.delta:+.3f}", "95% interval of Δ": f"{r.ci_low:+.3f} – {r.ci_high:+.3f}",
+                    "p": _num(r.p_value, 4), "p adjusted": _num(r.p_adjusted, 4),
+                    "significant (5%)": "yes" if r.p_adjusted < 0.05 else "no",
+                    "wins / ties / losses": f"{r.wins} / {r.ties} / {r.losses}"}
+                   for r in result.table.itertuples(index=False)], key="evaluate-comparison")
+
+
+def _distribution(ev, evaluation, means: pd.DataFrame, measure: str) -> None:
+    import altair as alt
+
+    st.subheader("Per-query distribution")
+    values = ev.per_query(evaluation, measure)
+    zero = means[means["measure"] == measure]
+    st.caption(context.plain(" · ".join(f"{r.run}: mean {_num(r.mean)}, {r.zero_share:.0%} of queries at 0"
+                                        for r in zero.itertuples(index=False))))
+    chart = alt.Chart(values).mark_bar(opacity=0.7).encode(
+        x=alt.X("value:Q", bin=alt.Bin(maxbins=20), title=measure),
+        y=alt.Y("count():Q", title="queries", stack=None), color=alt.Color("run:N"))
+    st.altair_chart(chart.properties(height=220), width="stretch")
+
+
+def _drilldown(db, ev, evaluation, choices: dict, measure: str) -> None:
+    st.subheader("Worst queries")
+    run = st.selectbox("Run", choices["runs"], key="evaluate_drill_run")
+    worst = ev.worst_queries(db, evaluation, run, measure, limit=20)
+    if worst.empty:
+        st.info("No query scored for this measure.")
+        return
+    for row in worst.head(10).itertuples(index=False):
+        with st.expander(f"{row.query_id} · {measure} {_num(row.value)}"):
+            context.escaped(row.query, css="font-weight: 600")
+            top = ev.top_results(db, evaluation, run, row.query_id, k=choices["k"])
+            context.table([{"rank": t.rank, "item": t.item_id, "score": _num(t.score),
+                            "grade": "unjudged" if pd.isna(t.grade) else int(t.grade)}
+                           for t in top.itertuples(index=False)], key=f"evaluate-top-{row.query_id}")
+
+
+def _slices(db, ev, evaluation, measure: str) -> None:
+    import altair as alt
+
+    frame = ev.slices(db, evaluation, measure)
+    st.subheader("By query tag")
+    if frame.empty:
+        st.caption("The queries carry no tags: add tags to the queries file on the Data page to see slices.")
+        return
+    chart = alt.Chart(frame).mark_bar().encode(
+        y=alt.Y("tag:N", title=None), x=alt.X("mean:Q", title=f"mean {measure}"),
+        color=alt.Color("run:N"), yOffset="run:N", tooltip=["run", "tag", "queries", "mean"])
+    st.altair_chart(chart.properties(height=max(120, 22 * len(frame))), width="stretch")
+
+
+def _latency(db, ev, means: pd.DataFrame, runs: list[str], measure: str) -> None:
+    import altair as alt
+
+    latency = ev.latencies(db, runs)
+    if not latency:
+        return
+    st.subheader("Quality against latency")
+    points = means[(means["measure"] == measure) & means["run"].isin(latency)][["run", "mean"]].copy()
+    points = points.rename(columns={"mean": "quality"})
+    points["latency"] = points["run"].map(latency)
+    points["frontier"] = ev.pareto_frontier(points)
+    base = alt.Chart(points).encode(x=alt.X("latency:Q", title="latency (ms)"), y=alt.Y("quality:Q", title=measure))
+    chart = (base.mark_point(size=90, filled=True).encode(color="frontier:N", tooltip=["run", "quality", "latency"])
+             + base.transform_filter("datum.frontier").mark_line())
+    st.altair_chart(chart.properties(height=260), width="stretch")
+
+
+def _stages(ev, evaluation, choices: dict) -> None:
+    st.subheader("Stages")
+    st.caption("Read the runs in the order chosen as the stages of one pipeline (e.g. retriever, then reranker).")
+    try:
+        report = ev.stage_report(evaluation, choices["measures"])
+    except WorkbenchError as exc:
+        context.error(exc, FIELDS)
+        return
+    table = report.table.reset_index().rename(columns={"index": "stage"})
+    context.table([{c: (_num(v) if isinstance(v, float) else v) for c, v in row.items()}
+                   for row in table.to_dict("records")], key="evaluate-stages")
+    names = list(report.table.index)
+    cols = st.columns(4)
+    pre = cols[0].selectbox("Before reranking", names, index=0, key="evaluate_pre")
+    post = cols[1].selectbox("After reranking", names, index=len(names) - 1, key="evaluate_post")
+    pool_measure = cols[2].selectbox("Candidate pool measure", choices["measures"],
+                                     index=len(choices["measures"]) - 1, key="evaluate_pool_measure")
+    measure = cols[3].selectbox("Measure", choices["measures"], key="evaluate_lift_measure")
+    try:
+        lift = ev.stage_lift(report, pool_measure=pool_measure, pre_stage=pre, post_stage=post, measure=measure)
+    except WorkbenchError as exc:
+        context.error(exc, FIELDS)
+        return
+    if math.isnan(lift.value):
+        st.caption(context.plain(f"Reranker lift undefined: {getattr(lift, 'reason', '')}"))
+    else:
+        st.metric("Reranker lift (share of the recoverable gap closed)", f"{lift.value:.2f}")
+
+
+def _history(db) -> None:
+    if importlib.util.find_spec("workbench.store.evaluations") is None:
+        return
+    from workbench.services import evaluation as service
+
+    lister = getattr(service, "list_evaluations", None)
+    if lister is None:
+        return
+    try:
+        frame = lister(db)
+    except WorkbenchError as exc:
+        context.error(exc, FIELDS)
+        return
+    st.subheader("Stored evaluations")
+    if frame is None or len(frame) == 0:
+        st.caption("No stored evaluation yet.")
+        return
+    st.dataframe(frame, hide_index=True)
+
+
+def _rank_agreement(db, choices: dict) -> None:
+    if importlib.util.find_spec("workbench.core.rank_correlation") is None:
+        return
+    from workbench.services import evaluation as service
+
+    agreement = getattr(service, "rank_agreement", None)
+    if agreement is None or len(choices["runs"]) < 2:
+        return
+    st.subheader("Judge against people: do they rank the runs the same way?")
+    rows = []
+    for measure in choices["measures"]:
+        try:
+            result = agreement(db, choices["runs"], measure)
+        except WorkbenchError as exc:
+            st.caption(context.plain(str(exc)))
+            return
+        result = result if isinstance(result, dict) else getattr(result, "__dict__", {})
+        rows.append({"measure": measure, "runs": result.get("n_runs"), "Kendall τ": _num(result.get("tau")),
+                     "τ_AP": _num(result.get("tau_ap")),
+                     "ranking by people": ", ".join(map(str, result.get("ranking_human") or [])),
+                     "ranking by the judge": ", ".join(map(str, result.get("ranking_judge") or []))})
+    context.table(rows, key="evaluate-rank-agreement")

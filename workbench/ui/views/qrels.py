@@ -1,0 +1,103 @@
+"""Qrels: the labels the project evaluates with, under its one merge policy.
+
+The policy statement comes first (which labels win, how several SMEs are combined, whether the
+judge's labels count), then the qrels per grade and per source, the coverage of each pool
+(share of its pairs labelled, by people and by the judge) and a download in every export format,
+written by the same service as the command-line export.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from workbench.errors import WorkbenchError
+from workbench.ui import context
+from workbench.ui.words import Field
+
+FORMATS = {"TREC qrels": "trec", "BEIR (TSV)": "beir", "JSON lines (one query a line)": "jsonl",
+           "Span judgments (JSON lines)": "spans"}
+SOURCES = {"Merged (the policy)": "merged", "People only": "human", "LLM judge only": "llm"}
+FIELDS = {"--chunking": Field("Chunking", "choice"), "--level": Field("Level", "choice"),
+          "--source": Field("Labels", "choice"), "--format": Field("Format", "choice")}
+TIER_WORDS = {"adjudicated": "Resolved by a lead", "sme": "SME labels", "imported": "Imported qrels",
+              "llm": "LLM judge", "propagated": "Copied to near-duplicates"}
+
+
+def render() -> None:
+    from workbench.services import evaluation_views as ev
+    from workbench.services.chunking import list_chunkings
+
+    st.title("Qrels")
+    st.caption("The labels the project evaluates with: one rule decides which label wins for each pair.")
+    with context.project() as db:
+        chunkings = list_chunkings(db)
+        names = chunkings["name"].tolist() if "name" in getattr(chunkings, "columns", []) else []
+        cols = st.columns(3)
+        level_word = cols[0].radio("Level", ["Documents", "Chunks"], horizontal=True, key="qrels_level",
+                                   disabled=not names)
+        level = "chunk" if level_word == "Chunks" and names else "doc"
+        chunking = cols[1].selectbox("Chunking", names, key="qrels_chunking") if level == "chunk" else None
+        source = SOURCES[cols[2].selectbox("Labels", list(SOURCES), key="qrels_source")]
+        try:
+            overview = ev.qrels_overview(db, level=level, chunking=chunking, source=source)
+        except WorkbenchError as exc:
+            context.error(exc, FIELDS)
+            return
+        st.subheader("Merge policy")
+        context.escaped(overview.statement[0].upper() + overview.statement[1:] + ".")
+        for note in overview.notes:
+            st.warning(context.plain(note))
+        if not overview.rows:
+            st.info("No labels yet: judge a pool on the Judge page, or label pairs on the Label page.")
+            context.page_link("judge", "Go to Judge", ":material/gavel:")
+        else:
+            _counts(overview)
+        _coverage(overview.coverage)
+        if overview.rows:
+            _download(db, ev, level, chunking, source)
+
+
+def _counts(overview) -> None:
+    st.subheader("Counts")
+    a, b, c = st.columns(3)
+    a.metric("Qrels", f"{overview.rows:,}")
+    b.metric("Queries", f"{overview.queries:,}")
+    c.metric("Relevant (grade ≥ 1)", f"{sum(n for g, n in overview.by_grade.items() if g >= 1):,}")
+    left, right = st.columns(2)
+    with left:
+        st.caption("Per grade")
+        context.table([{"grade": g, "qrels": f"{n:,}"} for g, n in sorted(overview.by_grade.items())],
+                      key="qrels-grades")
+    with right:
+        st.caption("Per source (the label that won)")
+        context.table([{"source": TIER_WORDS.get(t, t), "qrels": f"{n:,}"} for t, n in overview.by_tier.items()],
+                      key="qrels-sources")
+
+
+def _coverage(coverage: pd.DataFrame) -> None:
+    st.subheader("Coverage of the pools")
+    if coverage.empty:
+        st.info("No pool yet: build one on Retrieve & Pool.")
+        context.page_link("retrieve", "Go to Retrieve & Pool", ":material/manage_search:")
+        return
+    context.table([{"pool": r.pool, "pairs": f"{r.pairs:,}", "labelled": f"{r.labelled:,}",
+                    "share labelled": f"{r.share:.0%}", "by people": f"{r.by_people:,}",
+                    "by the LLM judge": f"{r.by_llm:,}"} for r in coverage.itertuples(index=False)],
+                  key="qrels-coverage")
+
+
+def _download(db, ev, level: str, chunking: str | None, source: str) -> None:
+    st.subheader("Download")
+    format_word = st.selectbox("Format", list(FORMATS), key="qrels_format")
+    fmt = FORMATS[format_word]
+    try:
+        data, summary = ev.qrels_download(db, format=fmt, level="doc" if fmt == "spans" else level,
+                                          chunking=None if fmt == "spans" else chunking, source=source)
+    except WorkbenchError as exc:
+        context.error(exc, FIELDS)
+        return
+    suffix = {"trec": "txt", "beir": "tsv", "jsonl": "jsonl", "spans": "jsonl"}[fmt]
+    st.download_button(f"Download {format_word}", data, file_name=f"qrels-{fmt}.{suffix}",
+                       mime="text/plain", key="qrels_download", icon=":material/download:")
+    st.caption(context.plain(summary.splitlines()[0]))
