@@ -213,7 +213,10 @@ def test_cancel_from_another_thread_stops_and_resume_completes(project):
         assert 10 <= judged < 200
         report = judge.run_job(project, "demo", spec, limit=200)
         assert report.state == "finished" and report.job["judged"] == 200
-        assert server.control.count("/v1/chat/completions") == 200
+        # Every pair was asked once; only requests abandoned at the cancel (at most the two in
+        # flight, after the grace period under a loaded machine) may have been asked again.
+        assert len(server.control.attempts_by_prompt()) == 200
+        assert server.control.count("/v1/chat/completions") <= 200 + 2
 
 
 def test_cancel_job_marks_a_job_whose_process_is_gone(project):
