@@ -64,11 +64,18 @@ conventions:
 def _eval(args: argparse.Namespace) -> int:
     from workbench.services.evaluation import distributions, evaluate_files
 
-    results = evaluate_files(
-        args.qrels, args.runs, args.measure, rel=args.rel, condensed=args.condensed,
-        include_no_relevant=args.include_no_relevant, missing_as_zero=not args.drop_missing,
-        duplicates="first" if args.keep_first_duplicate else "error",
-    )
+    if args.stored_runs is not None:
+        results = _eval_project(args)
+    elif not args.qrels or not args.runs:
+        from workbench.errors import ConfigError
+
+        raise ConfigError("give a QRELS file and RUN files, or --runs NAMES to score the project's stored runs")
+    else:
+        results = evaluate_files(
+            args.qrels, args.runs, args.measure, rel=args.rel, condensed=args.condensed,
+            include_no_relevant=args.include_no_relevant, missing_as_zero=not args.drop_missing,
+            duplicates="first" if args.keep_first_duplicate else "error",
+        )
     dists = {name: distributions(res) for name, res in results.items()} if args.distribution else {}
     if args.format == "json":
         print_json({name: _json_entry(res, dists.get(name)) for name, res in results.items()})
@@ -77,6 +84,30 @@ def _eval(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(_table(name, res, dists.get(name), args.per_query) for name, res in results.items()))
     return 0
+
+
+def _eval_project(args: argparse.Namespace) -> dict:
+    """``eval --runs A,B``: stored runs against the project's qrels (services.evaluation).
+    The qrels policy and notes go to stderr so stdout keeps the file mode's shape."""
+    import sys
+
+    from workbench.cli.common import names_option, open_project_from_args
+    from workbench.errors import ConfigError
+    from workbench.services.evaluation import evaluate_project
+
+    if args.qrels or args.runs:
+        raise ConfigError("--runs scores the project's stored runs; give either --runs or QRELS RUN files, not both")
+    db = open_project_from_args(args)
+    try:
+        done = evaluate_project(db, names_option(args.stored_runs, "--runs"), args.measure, labels=args.labels,
+                                level=args.level, chunking=args.chunking, rel=args.rel, condensed=args.condensed,
+                                include_no_relevant=args.include_no_relevant, missing_as_zero=not args.drop_missing)
+    finally:
+        db.close()
+    lines = [done.qrels.statement(), *(f"note: {n}" for n in done.notes),
+             f"stored as evaluation {done.evaluation_id} (qrels fingerprint {done.qrels.fingerprint})"]
+    print("\n".join(lines), file=sys.stderr)
+    return done.results
 
 
 def _json_entry(res, dist: dict | None) -> dict:
@@ -143,8 +174,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=CONVENTIONS + exit_codes_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("qrels", metavar="QRELS", help="judgments: TREC qrels, BEIR TSV or JSONL")
-    p.add_argument("runs", metavar="RUN", nargs="+", help="one or more TREC run files")
+    p.add_argument("qrels", metavar="QRELS", nargs="?", help="judgments: TREC qrels, BEIR TSV or JSONL")
+    p.add_argument("runs", metavar="RUN", nargs="*", help="one or more TREC run files")
+    project = p.add_argument_group("stored runs (instead of files): the project's qrels, stored as an evaluation")
+    project.add_argument("--runs", dest="stored_runs", metavar="A,B",
+                         help="comma-separated names of runs stored in the project (see `workbench status`)")
+    project.add_argument("--labels", choices=("human", "llm", "merged"), default="merged",
+                         help="which labels make the qrels, by the [qrels] policy (default: merged)")
+    project.add_argument("--level", choices=("doc", "chunk"), default=None,
+                         help="score documents or chunks (default: the runs' own level)")
+    project.add_argument("--chunking", metavar="NAME", default=None,
+                         help="the chunking of chunk-level qrels (default: the runs' chunking)")
     add_measure_options(p)
     p.add_argument("--per-query", action="store_true",
                    help="also print each query's values (table and tsv; json always has them)")

@@ -197,3 +197,186 @@ def compare_files(
         run_files={name: str(path) for name, path in zip(results, runs)},
         missing_from_run={name: list(res.missing_from_run) for name, res in results.items()},
     )
+
+
+# -- stored runs against the project's qrels ------------------------------------------------
+
+LABELS = ("human", "llm", "merged")
+
+
+@dataclass(frozen=True)
+class ProjectEvaluation:
+    """Results of stored runs against the project's qrels (:func:`evaluate_project`).
+
+    ``qrels`` is the :class:`~workbench.services.qrels.ProjectQrels` scored against (its
+    ``statement()`` states the policy); ``notes`` says what the numbers do not cover (runs
+    missing documents, LLM labels left out, unanswerable queries dropped); ``evaluation_id`` is
+    the stored evaluation (None when not stored).
+    """
+
+    results: dict
+    qrels: object
+    labels: str
+    notes: tuple[str, ...] = ()
+    evaluation_id: int | None = None
+
+
+def _run_scope(info, level: str | None, chunking: str | None) -> tuple[str, str | None]:
+    """The level and chunking to evaluate at: the runs' own unless asked; chunk level needs
+    every run to be a chunk run of that chunking (chunk ids belong to one chunking)."""
+    import pandas as pd
+
+    levels = sorted(set(info["level"].astype(str)))
+    if level is None:
+        if len(levels) > 1:
+            raise ConfigError(f"the runs mix document and chunk runs ({', '.join(info['name'])}); "
+                              f"pass --level doc to score all of them by document")
+        level = levels[0]
+    if level not in ("doc", "chunk"):
+        raise ConfigError(f"unknown level {level!r}; expected doc or chunk")
+    if level == "doc":
+        return "doc", None
+    chunkings = {None if pd.isna(c) else str(c) for c in info["chunking"]}
+    doc_runs = info.loc[info["level"].astype(str) != "chunk", "name"].tolist()
+    if doc_runs:
+        raise ConfigError(f"run {doc_runs[0]!r} ranks documents, not chunks; evaluate it with --level doc")
+    if chunking is None:
+        if len(chunkings) > 1:
+            raise ConfigError("the runs use different chunkings; evaluate them with --level doc")
+        chunking = next(iter(chunkings))
+    elif chunkings != {chunking}:
+        raise ConfigError(f"the runs are chunk runs of {', '.join(sorted(map(str, chunkings)))}, not of "
+                          f"{chunking!r}; chunk qrels must use the runs' chunking (or pass --level doc)")
+    return "chunk", chunking
+
+
+def _stored_run(db, name: str, level: str):
+    """A stored run as the engine's :class:`Run` at ``level``: at document level a chunk run
+    gives each document its best-scoring chunk's score (the document's first appearance)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from workbench.core.qrels_and_runs import Run
+    from workbench.store.runs import read_run_rows
+
+    rows = read_run_rows(db, name)
+    if level == "chunk":
+        items = rows["chunk_id"].where(rows["chunk_id"].notna(), rows["doc_id"])
+        rows = rows.assign(item=items.astype(str))
+    else:
+        rows = (rows.assign(item=rows["doc_id"].astype(str))
+                .sort_values(["query_id", "score"], ascending=[True, False], kind="stable")
+                .drop_duplicates(["query_id", "item"]))
+    return Run(pa.array(rows["query_id"].astype(str).tolist(), type=pa.string()),
+               pa.array(rows["item"].tolist(), type=pa.string()),
+               rows["score"].to_numpy(dtype=np.float64), name=name, source=f"stored run {name}")
+
+
+def evaluate_project(
+    db,
+    runs: Sequence[str],
+    measures: Sequence[str],
+    *,
+    labels: str = "merged",
+    level: str | None = None,
+    chunking: str | None = None,
+    rel: int = 1,
+    condensed: bool = False,
+    include_no_relevant: bool = False,
+    missing_as_zero: bool = True,
+    policy=None,
+    store: bool = True,
+) -> ProjectEvaluation:
+    """Score stored ``runs`` against the project's qrels (the one rule of
+    :mod:`workbench.services.qrels`, narrowed to ``labels``) and store the evaluation.
+
+    Queries marked unanswerable (:mod:`workbench.services.abstention`) are dropped from the
+    qrels first (nothing to retrieve, so no ranking score). Same refusals as
+    :func:`evaluate_files` (an empty run, no query in common, every query excluded), plus
+    unknown run names and a level the runs cannot be scored at.
+    """
+    import pandas as pd
+
+    from workbench.core.evaluation import evaluate
+    from workbench.services.abstention import unanswerable_ids
+    from workbench.services.coverage import coverage_notes
+    from workbench.services.qrels import project_qrels
+    from workbench.store.runs import read_run_info
+
+    _check_measures(measures)
+    runs = list(dict.fromkeys(runs))
+    if not runs:
+        raise ConfigError("give at least one stored run, e.g. --runs bm25,dense")
+    if labels not in LABELS:
+        raise ConfigError(f"unknown labels {labels!r}; expected one of {', '.join(LABELS)}")
+    info = read_run_info(db, runs)
+    unknown = [r for r in runs if r not in set(info["name"])]
+    if unknown:
+        known = ", ".join(read_run_info(db)["name"]) or "none yet"
+        raise InputError(f"no run named {clip(unknown[0])} in the project; known runs: {known}")
+    info = info.set_index("name").loc[runs].reset_index()
+    level, chunking = _run_scope(info, level, chunking)
+    qrels = project_qrels(db, level=level, chunking=chunking, source=labels, policy=policy)
+    notes = list(qrels.notes)
+    table = qrels.table
+    unanswerable = set(map(str, unanswerable_ids(db)))
+    dropped = table["query_id"].isin(unanswerable)
+    if dropped.any():
+        notes.append(f"{table.loc[dropped, 'query_id'].nunique():,} unanswerable queries left out of ranking measures")
+        qrels = type(qrels)(table[~dropped].reset_index(drop=True), qrels.policy, qrels.level, qrels.chunking,
+                            qrels.passed_configurations, qrels.notes)
+    if qrels.table.empty:
+        raise InputError(f"the project has no qrels to evaluate against ({qrels.statement()}); label pairs "
+                         f"on the Label page, import qrels, or pass the calibration gate for LLM labels")
+    notes += coverage_notes(db, runs)
+    q = qrels.to_qrels()
+    results = {}
+    for name in runs:
+        run = _stored_run(db, name, level)
+        if not len(run):
+            raise InputError(f"run {clip(name)} has no rows")
+        result = evaluate(q, run, list(measures), rel=rel, condensed=condensed,
+                          include_no_relevant=include_no_relevant, missing_as_zero=missing_as_zero)
+        _nothing_to_evaluate(result, q, run, rel, f"run {name}")
+        results[name] = result
+    evaluation_id = None
+    if store:
+        import numpy as np
+
+        from workbench.store.evaluations import write_evaluation
+
+        means = pd.DataFrame([{"run": n, "measure": m, "value": float(v), "queries": int(r.counts()["queries_evaluated"])}
+                              for n, r in results.items() for m, v in r.aggregate.items()])
+        values = pd.concat([pd.DataFrame({"run": n, "measure": m, "query_id": r.query_ids.astype(str),
+                                          "value": np.asarray(v, dtype="float64")})
+                            for n, r in results.items() for m, v in r.scores.items()], ignore_index=True)
+        with db.transaction() as tx:
+            evaluation_id = write_evaluation(
+                tx, runs=runs, measures=list(measures), labels=labels, level=level, chunking=chunking,
+                policy=qrels.policy.as_dict(), fingerprint=qrels.fingerprint, qrels_rows=len(qrels.table),
+                settings={"rel": rel, "condensed": condensed, "include_no_relevant": include_no_relevant,
+                          "missing_as_zero": missing_as_zero},
+                notes=notes, means=means, values=values)
+    return ProjectEvaluation(results, qrels, labels, tuple(notes), evaluation_id)
+
+
+def stored_evaluations(db):
+    """Every stored evaluation, newest first, with its means in a column ``means``
+    (``{run: {measure: value}}``): the history the Evaluate page shows."""
+    from workbench.store.evaluations import read_evaluations, read_means
+
+    table = read_evaluations(db)
+    means = read_means(db, table["evaluation_id"].tolist()) if len(table) else None
+    nested: dict[int, dict] = {}
+    if means is not None:
+        for e, run, m, v in zip(means["evaluation_id"], means["run"], means["measure"], means["value"]):
+            nested.setdefault(int(e), {}).setdefault(str(run), {})[str(m)] = float(v)
+    table["means"] = [nested.get(int(e), {}) for e in table["evaluation_id"]]
+    return table
+
+
+def stored_evaluation_values(db, evaluation_id: int):
+    """Per-query values of one stored evaluation: ``run, measure, query_id, value``."""
+    from workbench.store.evaluations import read_values
+
+    return read_values(db, evaluation_id)

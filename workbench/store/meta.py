@@ -30,4 +30,4 @@ def table_counts(db: Database) -> dict[str, int]:
 
 
 # Tables added by later migrations register here so status shows them.
-EXTRA_COUNTED_TABLES: tuple[str, ...] = ("pools", "pool_pairs", "imports")
+EXTRA_COUNTED_TABLES: tuple[str, ...] = ("pools", "pool_pairs", "imports", "evaluations")

@@ -452,6 +452,44 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        9,
+        "stored_evaluations",
+        """
+        -- Evaluations of stored runs against the project's qrels (workbench/services/evaluation.py):
+        -- one row per evaluation (runs, the qrels policy and fingerprint, measures), its means per
+        -- run and measure, and every per-query value, so results can be compared across time.
+        CREATE SEQUENCE evaluation_ids START 1;
+        CREATE TABLE evaluations (
+            evaluation_id BIGINT PRIMARY KEY DEFAULT nextval('evaluation_ids'),
+            runs JSON NOT NULL,
+            measures JSON NOT NULL,
+            labels VARCHAR NOT NULL,
+            level VARCHAR NOT NULL,
+            chunking VARCHAR,
+            qrels_policy JSON NOT NULL,
+            qrels_fingerprint VARCHAR NOT NULL,
+            qrels_rows BIGINT NOT NULL,
+            settings JSON,
+            notes JSON,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+        );
+        CREATE TABLE evaluation_means (
+            evaluation_id BIGINT NOT NULL,
+            run VARCHAR NOT NULL,
+            measure VARCHAR NOT NULL,
+            value DOUBLE,
+            queries BIGINT NOT NULL
+        );
+        CREATE TABLE evaluation_values (
+            evaluation_id BIGINT NOT NULL,
+            run VARCHAR NOT NULL,
+            measure VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            value DOUBLE
+        );
+        """,
+    ),
 )
 
 
