@@ -1,0 +1,114 @@
+"""``workbench eval --runs``: stored runs against the project's qrels, in the file mode's JSON
+shape, checked against the file mode on the exported files and against ir_measures; each
+evaluation is stored and counted by status."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workbench.store.database import Database
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    from tests.conftest import run_cli
+
+    path = tmp_path_factory.mktemp("evalproject") / "demo.duckdb"
+    done = run_cli("--db", str(path), "init", "--demo")
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def _unanswerable(path) -> set[str]:
+    from workbench.services.abstention import unanswerable_ids
+    from workbench.services.project import open_project
+
+    db = open_project(path)
+    try:
+        return set(map(str, unanswerable_ids(db)))
+    finally:
+        db.close()
+
+
+def test_same_json_as_the_file_mode_on_the_exported_files(cli, demo, tmp_path):
+    measures = ["-m", "ndcg@10", "-m", "P@5", "-m", "AP"]
+    stored = cli("--db", str(demo), "eval", "--runs", "bm25", *measures, "--format", "json")
+    assert stored.returncode == 0, stored.stderr
+    assert "qrels policy: adjudicated > sme > imported > llm" in stored.stderr
+    assert "chunk level (sections)" in stored.stderr
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "bm25.txt"
+    assert cli("--db", str(demo), "export", "qrels", "--level", "chunk", "--chunking", "sections",
+               "--out", str(qrels)).returncode == 0
+    assert cli("--db", str(demo), "export", "run", "bm25", "--out", str(run)).returncode == 0
+    # the project mode leaves unanswerable queries out of ranking measures: do the same by hand
+    drop = _unanswerable(demo)
+    assert drop, "the demo marks some queries unanswerable"
+    kept = [line for line in qrels.read_text().splitlines() if line.split()[0] not in drop]
+    qrels.write_text("\n".join(kept) + "\n")
+    files = cli("eval", str(qrels), str(run), *measures, "--format", "json")
+    assert files.returncode == 0, files.stderr
+    a, b = json.loads(stored.stdout), json.loads(files.stdout)
+    assert list(a) == list(b) == ["bm25"]
+    assert a["bm25"].keys() == b["bm25"].keys() == {"aggregate", "per_query", "counts"}
+    assert a["bm25"]["counts"] == b["bm25"]["counts"]
+    assert a["bm25"]["per_query"].keys() == b["bm25"]["per_query"].keys()
+    for q, row in a["bm25"]["per_query"].items():
+        assert row == pytest.approx(b["bm25"]["per_query"][q])
+    assert a["bm25"]["aggregate"] == pytest.approx(b["bm25"]["aggregate"])
+
+
+def test_stored_values_match_ir_measures(cli, demo, tmp_path):
+    ir_measures = pytest.importorskip("ir_measures")
+    from ir_measures import AP, P, nDCG
+
+    done = cli("--db", str(demo), "eval", "--runs", "bm25", "--level", "doc", "-m", "ndcg@10", "-m", "P@5",
+               "-m", "AP", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    evaluation_id = int(done.stderr.split("stored as evaluation ")[1].split()[0])
+    with Database(demo) as db:
+        values = db.query_df("SELECT measure, query_id, value FROM evaluation_values WHERE evaluation_id = ?",
+                             [evaluation_id])
+        stored = db.query_df("SELECT labels, level, qrels_fingerprint, runs::VARCHAR AS runs FROM evaluations "
+                             "WHERE evaluation_id = ?", [evaluation_id]).iloc[0]
+    assert (stored["labels"], stored["level"], json.loads(stored["runs"])) == ("merged", "doc", ["bm25"])
+    qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
+    cli("--db", str(demo), "export", "qrels", "--out", str(qrels))
+    cli("--db", str(demo), "export", "run", "bm25", "--out", str(run))
+    drop = _unanswerable(demo)
+    qrels_rows = [ir_measures.Qrel(q, d, int(g)) for q, _, d, g in (x.split() for x in qrels.read_text().splitlines())
+                  if q not in drop]
+    # the document-level run: each document's best chunk score, as the service does
+    best: dict[tuple[str, str], float] = {}
+    with Database(demo) as db:
+        rows = db.query_df("SELECT query_id, doc_id, score FROM run_rows WHERE run = 'bm25'")
+    for q, d, s in rows.itertuples(index=False):
+        best[(q, d)] = max(best.get((q, d), float("-inf")), float(s))
+    run_rows = [ir_measures.ScoredDoc(q, d, s) for (q, d), s in best.items()]
+    names = {"ndcg@10": nDCG @ 10, "P@5": P @ 5, "AP": AP}
+    oracle = {(names_back, m.query_id): m.value
+              for names_back, measure in names.items()
+              for m in ir_measures.iter_calc([measure], qrels_rows, run_rows)}
+    checked = 0
+    for measure, q, value in values.itertuples(index=False):
+        if (measure, q) in oracle:
+            assert value == pytest.approx(oracle[(measure, q)], abs=1e-9), (measure, q)
+            checked += 1
+    assert checked == 3 * 40  # 40 answerable queries with labels, three measures
+
+
+def test_status_counts_stored_evaluations_and_bad_input_is_one_line(cli, demo, tmp_path):
+    with Database(demo) as db:
+        before = db.query_value("SELECT count(*) FROM evaluations")
+    assert cli("--db", str(demo), "eval", "--runs", "bm25", "-m", "P@5").returncode == 0
+    status = cli("--db", str(demo), "status").stdout
+    assert f"{before + 1} stored evaluations" in status
+    bad = cli("--db", str(demo), "eval", "--runs", "bm25,nope", "-m", "P@5")
+    assert bad.returncode == 3 and "no run named 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+    both = cli("--db", str(demo), "eval", "--runs", "bm25", str(tmp_path / "x"), "-m", "P@5")
+    assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1
+    wrong = cli("--db", str(demo), "eval", "--runs", "bm25", "--level", "chunk", "--chunking", "other", "-m", "P@5")
+    assert wrong.returncode == 2 and "sections" in wrong.stderr
+    with Database(demo) as db:
+        assert db.query_value("SELECT count(*) FROM evaluations") == before + 1  # refusals store nothing
