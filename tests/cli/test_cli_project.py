@@ -185,3 +185,16 @@ def test_init_demo_repairs_a_demo_marked_ready_without_its_pipeline(db_path):
     with Database(db_path) as db:
         assert table_counts(db)["chunks"] == added["chunks"] > 0
         assert read_pool(db, "demo")["runs"] == ["bm25"]
+
+
+def test_demo_refused_over_a_corpus_names_another_database(cli, tmp_path):
+    path = tmp_path / "demo.duckdb"
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"_id": "d1", "text": "mine"}\n')
+    assert cli("--db", str(path), "init").returncode == 0
+    assert cli("--db", str(path), "import", "corpus", str(corpus)).returncode == 0
+    result = cli("--db", str(path), "init", "--demo")
+    assert result.returncode == 4
+    line = result.stderr.strip()
+    assert "already holds a corpus" in line and str(tmp_path / "handbook-demo.duckdb") in line
+    assert f"--db {path} " not in line  # never suggests the database it just refused

@@ -102,9 +102,10 @@ def init_project(db_path: str | Path, *, demo: bool = False, settings: Settings 
         loaded: dict[str, int] = {}
         if meta.get("demo") not in (DEMO_LOADING, DEMO_READY):
             if table_counts(db).get("documents", 0):
+                other = Path(db.path).with_name("handbook-demo.duckdb")
                 raise StoreError(
                     f"{db.path} already holds a corpus; load the demo into a new database "
-                    f"(`workbench --db var/demo.duckdb init --demo`)"
+                    f"(`workbench --db {other} init --demo`, or `DB={other} make run`)"
                 )
             loaded = load_demo(db)
         from workbench.services.demo_pipeline import prepare_demo
