@@ -37,7 +37,9 @@ def _project(path):
 
 
 def _wait_idle(page, timeout: float = 60_000) -> None:
-    page.wait_for_selector("[data-testid='stApp']", timeout=timeout)
+    """Until Streamlit's script run has finished (the app root says ``notRunning``): a key
+    pressed during a run can be lost, so every key press waits for this first."""
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
 
 
@@ -54,19 +56,9 @@ def _sign_in(page, url: str) -> None:
 
 
 def _press_grade(page, grade: int, n_done: int) -> None:
-    """Press a grade key and wait until the label is stored. Under heavy load a key pressed while
-    Streamlit is still redrawing can be dropped by the browser side; the key is pressed again
-    only while the progress line still shows the previous count (so never labels twice)."""
-    for _ in range(4):
-        page.keyboard.press(str(grade))
-        try:
-            page.get_by_text(re.compile(rf"{n_done} labelled")).wait_for(timeout=15_000)
-            break
-        except Exception:
-            if page.get_by_text(re.compile(rf"{n_done} labelled")).count():
-                break
-            page.get_by_text(re.compile(rf"{n_done - 1} labelled")).wait_for(timeout=60_000)
-            _wait_idle(page)
+    _wait_idle(page)
+    page.keyboard.press(str(grade))
+    page.get_by_text(re.compile(rf"{n_done} labelled")).wait_for(timeout=60_000)
     page.get_by_text(f"Saved grade {grade}").wait_for(timeout=60_000)
     _wait_idle(page)
 
@@ -83,13 +75,8 @@ def test_keyboard_labelling_survives_a_reload_and_stays_blind(tmp_path):
         document = page.locator("[data-testid='label-document']").inner_text()
         assert "<script>window.__pwned = 1</script>" in document and "onerror" in document
         # a grade needing evidence is refused without it, and nothing is stored
-        for _ in range(4):  # pressing 2 again is harmless: without evidence nothing is stored
-            page.keyboard.press("2")
-            try:
-                page.get_by_text("Grades 2 and 3 need evidence").wait_for(timeout=15_000)
-                break
-            except Exception:
-                _wait_idle(page)
+        _wait_idle(page)
+        page.keyboard.press("2")
         page.get_by_text("Grades 2 and 3 need evidence").wait_for(timeout=60_000)
         _wait_idle(page)
         for i, grade in enumerate(grades[:3]):
@@ -107,6 +94,7 @@ def test_keyboard_labelling_survives_a_reload_and_stays_blind(tmp_path):
         _wait_idle(page)
         assert MARKER not in page.content()
         page.get_by_role("heading", name="Label").click()
+        _wait_idle(page)
         page.keyboard.press("1")
         page.get_by_text(re.compile(MARKER + r"\d")).wait_for(timeout=60_000)
         page.goto(f"{url}/calibration")
