@@ -41,7 +41,7 @@ def engine(rows):
     qrels = Qrels(pa.array(["q0"], pa.string()), pa.array(["a"], pa.string()), np.array([1]))
     run = Run(pa.array([r[0] for r in rows], pa.string()), pa.array([r[1] for r in rows], pa.string()),
               np.array([r[2] for r in rows], dtype=np.float64))
-    universe, qq, qg, rq, score, grade, doc_rank = ranking._join_columns(qrels, run, "error")
+    universe, _, _, rq, score, _, doc_rank = ranking._join_columns(qrels, run, "error")
     order = ranking._order(rq, score, len(universe), doc_rank)
     idx = np.arange(len(rows)) if order is None else order
     got = [(rows[i][0], rows[i][1]) for i in idx.tolist()]

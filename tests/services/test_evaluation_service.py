@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from workbench.errors import ConfigError, InputError
-from workbench.services.evaluation import compare_files, distributions, evaluate_files, run_names
+from workbench.services.evaluation import (
+    compare_files,
+    distributions,
+    evaluate_files,
+    run_names,
+)
 
 
 @pytest.mark.parametrize(

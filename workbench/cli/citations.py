@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 from typing import Any
 
-from workbench.cli.common import add_format_option, exit_codes_epilog, number, print_json, wrapped
+from workbench.cli.common import (
+    add_format_option,
+    exit_codes_epilog,
+    number,
+    print_json,
+    wrapped,
+)
 
 
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
@@ -48,7 +53,8 @@ def _citations(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from workbench.core.citations import PRESETS  # a light module: re and dataclasses only
+    # core.citations is a light module at import (re and dataclasses; pandas only when it runs)
+    from workbench.core.citations import PRESETS
 
     c = sub.add_parser(
         "citations",

@@ -26,7 +26,14 @@ import argparse
 import math
 
 from workbench.cli.common import (
-    add_format_option, add_measure_options, aligned, exit_codes_epilog, number, positive_int, print_json, wrapped,
+    add_format_option,
+    add_measure_options,
+    aligned,
+    exit_codes_epilog,
+    number,
+    positive_int,
+    print_json,
+    wrapped,
 )
 
 DEFAULT_RESAMPLES = 10_000
@@ -59,10 +66,10 @@ def _pval(p: float) -> str:
 
 def _format_table(result, missing: dict[str, list[str]]) -> str:
     level = round(result.confidence * 100)
-    lines = [
+    lines = [(
         f"baseline: {result.baseline}   queries: {result.n_common_queries}   "
-        f"test: {result.test}   resamples: {result.n_resamples}   seed: {result.seed}",
-    ]
+        f"test: {result.test}   resamples: {result.n_resamples}   seed: {result.seed}"
+    )]
     for run, dropped in result.dropped_queries.items():
         if dropped:
             shown = ", ".join(dropped[:5]) + (" ..." if len(dropped) > 5 else "")

@@ -27,7 +27,12 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.common import (
-    add_format_option, add_measure_options, exit_codes_epilog, number, print_json, wrapped,
+    add_format_option,
+    add_measure_options,
+    exit_codes_epilog,
+    number,
+    print_json,
+    wrapped,
 )
 
 CONVENTIONS = """\
@@ -140,11 +145,11 @@ def _tsv(results: dict, dists: dict, per_query: bool) -> list[str]:
 
 def _table(name: str, res, dist: dict | None, per_query: bool) -> str:
     c = res.counts()
-    lines = [
+    lines = [(
         f"run: {name}   queries: {c['queries_evaluated']}   "
         f"excluded (no relevant): {c['excluded_no_relevant']}   "
         f"missing from run: {c['missing_from_run']}   only in run: {c['only_in_run']}"
-    ]
+    )]
     if not res.single_threshold:
         for m, mc in res.counts_by_measure().items():
             lines.append(f"  note: {m} (rel {mc['rel']}): {mc['queries_evaluated']} queries, "

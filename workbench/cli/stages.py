@@ -32,7 +32,12 @@ import argparse
 import math
 
 from workbench.cli.common import (
-    add_format_option, add_measure_options, aligned, exit_codes_epilog, print_json, wrapped,
+    add_format_option,
+    add_measure_options,
+    aligned,
+    exit_codes_epilog,
+    print_json,
+    wrapped,
 )
 from workbench.errors import ConfigError
 

@@ -56,8 +56,8 @@ import numpy as np
 
 from workbench.core.measures import Measure, parse_measures
 from workbench.core.metrics import RESIDUAL_SUFFIX, compute
-from workbench.core.ranking import rank_run
 from workbench.core.qrels_and_runs import Qrels, Run
+from workbench.core.ranking import rank_run
 from workbench.core.readers import read_qrels, read_trec_run
 from workbench.errors import InputError
 

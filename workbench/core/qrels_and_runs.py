@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from workbench.errors import InputError, clip
 
+
 @dataclass(frozen=True, eq=False)
 class Qrels:
     """Judgments as parallel columns. ``lines`` holds 1-based source lines (None for dicts)."""

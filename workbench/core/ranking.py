@@ -15,29 +15,37 @@ A doc_id repeated within one query of a run is an error naming query, doc and li
 (``duplicates="first"`` keeps the first occurrence instead). Repeated (query, doc) pairs in
 qrels are an error too.
 
-Fast paths: two nested dicts are joined with plain dict look-ups; columnar inputs are joined
-through integer codes from pyarrow's dictionary encoding (hash look-ups in pyarrow, sorts and
-gathers in numpy; no Python object per row). A run whose rows are already grouped by query in
-descending score order (the usual case) is not re-sorted; otherwise one argsort of a packed
-64-bit (query, score) key orders it, and doc ids are compared only where scores tie.
+Fast paths: two nested dicts are joined with plain dict look-ups on the pairs they share;
+columnar inputs get integer codes from one pyarrow dictionary encoding per id column (over qrels
+and run together), then sorts, binary searches and gathers in numpy; no Python object per row.
+A run whose rows are already grouped by query in descending score order (the usual case) is
+not re-sorted; otherwise rows are grouped by query and each query sorted by score, and doc ids
+are compared only where scores tie.
 No pandas on these paths (see :mod:`workbench.core.arrow_buffers`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from itertools import chain, islice, repeat
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable
+from itertools import chain, islice, repeat
 
 import numpy as np
 import pyarrow as pa
 
 from workbench.core.arrow_buffers import (
-    dense_rank, dictionary_encode, from_numpy, index_in, take, to_numpy, valid_mask,
+    dense_rank,
+    dictionary_encode,
+    take,
+    to_numpy,
 )
 from workbench.core.qrels_and_runs import (
-    Qrels, Run, check_grades, check_scores, qrels_from_dict, run_from_dict,
+    Qrels,
+    Run,
+    check_grades,
+    check_scores,
+    qrels_from_dict,
+    run_from_dict,
 )
 from workbench.core.readers import read_trec_qrels, read_trec_run
 from workbench.errors import InputError, clip
@@ -193,18 +201,6 @@ def _encode(arr: pa.Array) -> tuple[np.ndarray, pa.Array]:
     return to_numpy(enc.indices, np.int32), enc.dictionary
 
 
-def _positions(values: pa.Array, value_set: pa.Array) -> np.ndarray:
-    """Position of each value in ``value_set`` (a hash look-up in pyarrow), -1 when absent."""
-    if not len(values):
-        return np.zeros(0, dtype=np.int32)
-    found = index_in(values, value_set, _POOL)
-    out = to_numpy(found, np.int32)
-    valid = valid_mask(found)
-    if valid is not None:
-        out[~valid] = -1
-    return out
-
-
 def _pair_keys(a: np.ndarray, b: np.ndarray, na: int, nb: int) -> np.ndarray:
     """One integer per (a, b) pair, ``a * nb + b`` (0 <= a < na, 0 <= b < nb): uint32 when
     every pair fits (sorts and hashes in about 60% of the int64 time), else int64."""
@@ -273,10 +269,13 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
                          d_dict[qd[row]].as_py(),
                          lambda: read_trec_qrels(qrels.source, careful=True).lines if qrels.source else None)
 
-    # run: the same keys; repeated pairs are an error or dropped after the first
+    # run: the same keys, sorted once: repeated pairs show as equal neighbours (an error, or
+    # dropped after the first), and each qrels key is found by a binary search among them
     score = run.scores
     rkey = _pair_keys(rq, rd, nq, nd)
-    if _repeated(rkey):
+    by_key = np.argsort(rkey)
+    sorted_keys = rkey[by_key]
+    if len(sorted_keys) > 1 and np.any(sorted_keys[1:] == sorted_keys[:-1]):
         dup = _duplicate_rows(rkey)
         if duplicates != "first":
             row = int(dup[0])
@@ -287,18 +286,17 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
         keep = np.ones(len(rq), dtype=bool)
         keep[dup] = False
         rq, score, rd, rkey = rq[keep], score[keep], rd[keep], rkey[keep]
+        by_key = np.argsort(rkey)
+        sorted_keys = rkey[by_key]
 
-    # grade of each run row: look its key up among the qrels' keys (only rows whose doc is
-    # labelled for some query can hit)
+    # grade of each run row: where its (query, doc) key is among the qrels' keys
     grade = np.full(len(rq), np.nan)
-    labelled = np.zeros(nd, dtype=bool)
-    labelled[qd] = True
-    cand = np.flatnonzero(labelled[rd])
-    if len(cand):
-        at = _positions(from_numpy(rkey[cand]), from_numpy(qkey))
-        hit = at >= 0
-        grade[cand[hit]] = qrels.grades[at[hit]]
-    del rkey, cand
+    if len(sorted_keys) and len(qkey):
+        at = np.searchsorted(sorted_keys, qkey)
+        at[at == len(sorted_keys)] = 0
+        hit = sorted_keys[at] == qkey
+        grade[by_key[at[hit]]] = qrels.grades[hit]
+    del rkey, by_key, sorted_keys
 
     def doc_rank(rows: np.ndarray) -> np.ndarray:
         docs = take(d_dict, rd[rows])
