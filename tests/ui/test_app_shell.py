@@ -80,12 +80,19 @@ def test_sidebar_keeps_the_annotator(monkeypatch, demo_db):
     assert at.session_state["annotator"] == "sme-ana"
 
 
-def test_missing_database_shows_how_to_create_it(monkeypatch, tmp_path):
-    monkeypatch.setenv("WORKBENCH_DB", str(tmp_path / "none.duckdb"))
-    at = AppTest.from_file(APP, default_timeout=60)
+def test_missing_database_offers_to_create_it_in_the_app(monkeypatch, tmp_path):
+    path = tmp_path / "none.duckdb"
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     assert not at.exception
-    assert any("init" in e.value for e in at.error)
+    assert any("No project database" in e.value for e in at.error)
+    assert not any("workbench " in e.value or "--" in e.value for e in at.error)  # no CLI words
+    assert not path.exists()
+    next(b for b in at.button if b.label == "Create the demo project").click().run()
+    assert not at.exception, at.exception
+    assert path.is_file()
+    assert {m.label: m.value for m in at.metric}["Documents"] == "41"
 
 
 @pytest.mark.browser

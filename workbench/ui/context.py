@@ -43,9 +43,7 @@ def project() -> Iterator:
     """
     path = db_path()
     if not path.exists():
-        st.error(f"No project database at {plain(str(path))}. Stop the app and create it with "
-                 f"`workbench --db {path} init --demo` (the demo) or `workbench --db {path} init` (empty), "
-                 f"or start the app on another project.")
+        _offer_to_create(path)
         st.stop()
     try:
         db = open_project(path)
@@ -56,6 +54,30 @@ def project() -> Iterator:
         yield db
     finally:
         db.close()
+
+
+def _offer_to_create(path: Path) -> None:
+    """The project file is missing (deleted, or the app started on a new path): offer to create it."""
+    from workbench.services.project import init_project
+
+    st.error(f"No project database at {plain(str(path))}.")
+    st.caption("Create it here, as the demo project (a small handbook with queries and SME labels, "
+               "chunked, retrieved and pooled) or as an empty project to import your own data into.")
+    demo, empty = st.columns(2)
+    choice = None
+    if demo.button("Create the demo project", key="create_demo", type="primary"):
+        choice = True
+    if empty.button("Create an empty project", key="create_empty"):
+        choice = False
+    if choice is None:
+        return
+    try:
+        with st.spinner("Creating the project…"):
+            init_project(path, demo=choice)
+    except WorkbenchError as exc:
+        st.error(plain(str(exc)))
+        return
+    st.rerun()
 
 
 _PAGES_KEY = "_workbench_pages"
