@@ -15,7 +15,7 @@ import pyarrow as pa
 def to_numpy(arr: pa.Array | pa.ChunkedArray, dtype) -> np.ndarray:
     """Values of a fixed-width pyarrow array (chunked or not) as a new, writable numpy array.
 
-    Null slots hold whatever the buffer holds: check :func:`valid_mask` where nulls can occur.
+    Null slots hold whatever the buffer holds: use it on null-free arrays only.
     """
     dtype = np.dtype(dtype)
     if arr.type.bit_width != 8 * dtype.itemsize or pa.types.is_boolean(arr.type):
@@ -27,14 +27,6 @@ def to_numpy(arr: pa.Array | pa.ChunkedArray, dtype) -> np.ndarray:
         if len(c)
     ]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
-
-def valid_mask(arr: pa.Array) -> np.ndarray | None:
-    """Boolean numpy mask of the non-null slots of ``arr``; None when it has no null."""
-    if arr.null_count == 0:
-        return None
-    bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
-    return np.unpackbits(bits, count=arr.offset + len(arr), bitorder="little")[arr.offset:].astype(bool)
 
 
 def from_numpy(values: np.ndarray) -> pa.Array:
@@ -52,19 +44,14 @@ def from_numpy(values: np.ndarray) -> pa.Array:
 # hundreds of kernels: 40-100 ms per process, a tenth of a whole `workbench eval`. The kernels
 # themselves live in pyarrow._compute and are called by name here.
 try:
-    from pyarrow._compute import RankOptions, SetLookupOptions, call_function
+    from pyarrow._compute import RankOptions, call_function
 except ImportError:  # pragma: no cover - a pyarrow that moved its private module
-    from pyarrow.compute import RankOptions, SetLookupOptions, call_function
+    from pyarrow.compute import RankOptions, call_function
 
 
 def dictionary_encode(arr: pa.Array, memory_pool: pa.MemoryPool | None = None) -> pa.DictionaryArray:
     """pyarrow's ``dictionary_encode``: codes in first-appearance order and the dictionary."""
     return call_function("dictionary_encode", [arr], None, memory_pool)
-
-
-def index_in(values: pa.Array, value_set: pa.Array, memory_pool: pa.MemoryPool | None = None) -> pa.Array:
-    """pyarrow's ``index_in``: each value's position in ``value_set`` (null when absent)."""
-    return call_function("index_in", [values], SetLookupOptions(value_set=value_set), memory_pool)
 
 
 def dense_rank(arr: pa.Array) -> np.ndarray:
