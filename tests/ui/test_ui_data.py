@@ -206,3 +206,22 @@ def test_export_chunk_level_without_a_chunking_is_refused_in_the_pages_words(pro
     at.button(key="export_prepare").click().run()
     assert any("“Chunking”" in e.value for e in at.error), [e.value for e in at.error]
     assert not any("--" in e.value for e in at.error)
+
+
+def test_an_imported_run_is_chosen_on_the_retrieve_page(demo, tmp_path):
+    script = ("import streamlit as st\nfrom workbench.ui.views import data, retrieve\n"
+              "(retrieve if st.session_state.get('page') == 'retrieve' else data).render()\n")
+    run = tmp_path / "mine.txt"
+    run.write_text("q001 Q0 sections:it-laptop-refresh:1 1 2.0 x\nq002 Q0 sections:it-laptop-refresh:0 1 1.0 x\n")
+    at = AppTest.from_string(script, default_timeout=60)
+    at.run()
+    at.selectbox(key="data_kind").select("run").run()
+    at.radio(key="data_source").set_value("Path on the server").run()
+    at.text_input(key="data_path").input(str(run)).run()
+    at.button(key="data_import").click().run()
+    assert not at.error, [e.value for e in at.error]
+    at.session_state["page"] = "retrieve"
+    at.run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="pool_runs").value == ["mine"]
+    assert at.selectbox(key="export_run_name").value == "mine"

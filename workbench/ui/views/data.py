@@ -139,6 +139,10 @@ def _import_form() -> None:
         note = _coverage_note() if kind == "corpus" else ""
         summary = page_message(result.summary(), FIELDS, uploaded=uploaded)
         context.flash("data", context.plain(summary[:1].upper() + summary[1:] + "." + note))
+    if kind == "run" and result.already_imported is None and result.name:
+        # The Retrieve & Pool page's selectors follow the run just imported.
+        st.session_state.setdefault("_retrieve_select", {}).update(
+            {"pool_runs": [result.name], "pool_add_runs": [result.name], "export_run_name": result.name})
     _clear_form()
     st.rerun()
 
