@@ -23,8 +23,8 @@ Handler = Callable[[argparse.Namespace], int]
 # `handler` on its parsers. The list is explicit: a module that fails to import is an error,
 # never a command that silently disappears.
 from workbench.cli import (  # noqa: E402
-    calibrate, citations, compare, data, evaluation, judge, labels, project, query_kinds, retrieval,
-    stages,
+    calibrate, citations, compare, data, evaluation, judge, labels, project, query_kinds, rank_agreement,
+    retrieval, stages,
 )
 
 COMMAND_GROUPS = (
@@ -39,6 +39,7 @@ COMMAND_GROUPS = (
     stages,      # stages
     citations,   # citations
     query_kinds,  # abstention, rbac-check, multihop, answerability
+    rank_agreement,  # rank-agreement
 )
 
 

@@ -105,7 +105,8 @@ class QrelsPolicy:
                "all": "LLM from every judge configuration (opt-in)", "none": "no LLM labels"}[self.llm_labels]
         several = (f"majority, ties to the {self.ties} grade" if self.sme_rule == "majority"
                    else self.sme_rule.replace("_", " "))
-        return (f"qrels policy: {' > '.join(self.order)}; several assessors: {several}; {llm}; "
+        llm = f"{llm}; " if "llm" in self.order else ""
+        return (f"qrels policy: {' > '.join(self.order)}; several assessors: {several}; {llm}"
                 f"propagated labels {'on' if self.propagated else 'off'}; synthetic queries "
                 + {"exclude": "excluded", "include": "included", "only": "only"}[self.synthetic])
 
