@@ -233,3 +233,24 @@ def test_export_a_run_downloads_the_trec_file(demo_db):
     got = {(q, i): (int(r), float(s)) for q, _, i, r, s, _ in lines}
     want = {(q, c): (int(r), float(s)) for q, c, r, s in run[["query_id", "chunk_id", "rank", "score"]].itertuples(index=False)}
     assert got == want
+
+
+def test_pooling_a_run_that_misses_documents_says_so(demo_db, tmp_path):
+    import json
+
+    from workbench.services.ingest import import_file
+    from workbench.services.project import open_project
+
+    extra = tmp_path / "more.jsonl"
+    extra.write_text("".join(json.dumps({"_id": f"n{i}", "text": f"## New\nnew text {i}"}) + "\n" for i in range(4)))
+    with open_project(demo_db) as db:
+        import_file(db, "corpus", extra)
+    at = _run()
+    # The stats of the existing pool warn, and so does the run table.
+    assert any("covers 41 of 45 documents" in w.value for w in at.warning), [w.value for w in at.warning]
+    at.text_input(key="pool_name").input("again")
+    at.multiselect(key="pool_runs").select("bm25")
+    at.number_input(key="pool_depth").set_value(2)
+    _submit(at, "Build pool")
+    message = next(s.value for s in at.success if "Pool again" in s.value)
+    assert "41 of 45 documents" in message and "--" not in message

@@ -285,7 +285,8 @@ def _pool_section(state: dict) -> None:
                 st.error("Choose one or more “Runs” to pool.")
             else:
                 _attempt(lambda db: build_pool(db, name, list(chosen), int(depth), progress=context.progress),
-                         lambda s: context.plain(f"Pool {s.name}: {s.pairs_total:,} pairs over {s.queries:,} queries."),
+                         lambda s: context.plain(f"Pool {s.name}: {s.pairs_total:,} pairs over {s.queries:,} queries."
+                                                 + _notes(s)),
                          fields=POOL_FIELDS, clear=("pool_name", "pool_runs"),
                          follow={"stats_pool": name, "pool_add_name": name})
     with add_tab, st.form("pool_add_form"):
@@ -299,9 +300,25 @@ def _pool_section(state: dict) -> None:
                 st.error("Choose one or more “Runs to add”.")
             else:
                 _attempt(lambda db: add_runs(db, pool, list(chosen)),
-                         lambda s: context.plain(f"Pool {s.name}: {s.pairs_added:,} new pairs; {s.pairs_total:,} in total."),
+                         lambda s: context.plain(f"Pool {s.name}: {s.pairs_added:,} new pairs; {s.pairs_total:,} in total."
+                                                 + _notes(s)),
                          fields={**POOL_FIELDS, "--runs": Field("Runs to add", "choice")}, clear=("pool_add_runs",),
                          follow={"stats_pool": pool})
+
+
+def _sentence(text: str) -> str:
+    from workbench.ui.words import page_message
+
+    text = page_message(text)
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+def _notes(summary) -> str:
+    """The pool service's coverage notes (runs that miss documents), as sentences in page words."""
+    from workbench.ui.words import page_message
+
+    notes = [page_message(n) for n in getattr(summary, "notes", ()) or ()]
+    return "".join(f" Note: {n[0].upper() + n[1:]}." for n in notes)
 
 
 def _json_list(value) -> list[str]:
@@ -336,6 +353,8 @@ def _stats_section(state: dict) -> None:
         context.error(exc)
         return
     s = stats.summary
+    for note in s.get("coverage_notes", ()) or ():
+        st.warning(context.plain(_sentence(note)))
     metrics = st.columns(4)
     metrics[0].metric("Pairs", f"{s['pairs']:,}")
     metrics[1].metric("Queries", f"{s['queries']:,}")
