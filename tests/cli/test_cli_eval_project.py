@@ -18,6 +18,9 @@ def demo(tmp_path_factory):
     path = tmp_path_factory.mktemp("evalproject") / "demo.duckdb"
     done = run_cli("--db", str(path), "init", "--demo")
     assert done.returncode == 0, done.stderr
+    done = run_cli("--db", str(path), "retrieve", "bm25", "--chunking", "sections", "--name", "flat", "--k1", "0.5",
+                   "--b", "0.3", "--no-progress")
+    assert done.returncode == 0, done.stderr
     return path
 
 
@@ -112,3 +115,25 @@ def test_status_counts_stored_evaluations_and_bad_input_is_one_line(cli, demo, t
     assert wrong.returncode == 2 and "sections" in wrong.stderr
     with Database(demo) as db:
         assert db.query_value("SELECT count(*) FROM evaluations") == before + 1  # refusals store nothing
+
+
+def test_compare_stored_runs_equals_compare_on_the_exported_files(cli, demo, tmp_path):
+    args = ["-m", "ndcg@10", "-m", "P@5", "--resamples", "500", "--seed", "3", "--format", "json"]
+    stored = cli("--db", str(demo), "compare", "--runs", "bm25,flat", *args)
+    assert stored.returncode == 0, stored.stderr
+    drop = _unanswerable(demo)
+    qrels = tmp_path / "qrels.txt"
+    cli("--db", str(demo), "export", "qrels", "--level", "chunk", "--chunking", "sections", "--out", str(qrels))
+    qrels.write_text("".join(x + "\n" for x in qrels.read_text().splitlines() if x.split()[0] not in drop))
+    files = []
+    for name in ("bm25", "flat"):
+        files.append(tmp_path / f"{name}.txt")
+        cli("--db", str(demo), "export", "run", name, "--out", str(files[-1]))
+    by_file = cli("compare", str(qrels), *map(str, files), *args)
+    assert by_file.returncode == 0, by_file.stderr
+    a, b = json.loads(stored.stdout)["comparisons"], json.loads(by_file.stdout)["comparisons"]
+    assert len(a) == len(b) == 2
+    for x, y in zip(a, b):
+        assert x.keys() == y.keys()
+        for key, value in x.items():
+            assert value == (pytest.approx(y[key]) if isinstance(value, float) else y[key]), key

@@ -45,8 +45,15 @@ TESTS = ("randomization", "bootstrap", "ttest")
 def _compare(args: argparse.Namespace) -> int:
     from workbench.services.evaluation import compare_files
 
-    report = compare_files(args.qrels, args.runs, args.measure, rel=args.rel, test=args.test,
-                           seed=args.seed, n_resamples=args.resamples)
+    if args.stored_runs is not None:
+        report = _compare_project(args)
+    elif not args.qrels or not args.runs:
+        from workbench.errors import ConfigError
+
+        raise ConfigError("give a QRELS file and RUN files, or --runs NAMES to compare the project's stored runs")
+    else:
+        report = compare_files(args.qrels, args.runs, args.measure, rel=args.rel, test=args.test,
+                               seed=args.seed, n_resamples=args.resamples)
     result = report.result
     if args.format == "json":
         meta = result.metadata()
@@ -56,6 +63,28 @@ def _compare(args: argparse.Namespace) -> int:
     else:
         print(_format_table(result, report.missing_from_run))
     return 0
+
+
+def _compare_project(args: argparse.Namespace):
+    """``compare --runs A,B``: stored runs against the project's qrels (policy on stderr)."""
+    import sys
+
+    from workbench.cli.common import names_option, open_project_from_args
+    from workbench.errors import ConfigError
+    from workbench.services.evaluation import compare_project
+
+    if args.qrels or args.runs:
+        raise ConfigError("--runs compares the project's stored runs; give either --runs or QRELS RUN files, not both")
+    db = open_project_from_args(args)
+    try:
+        report, done = compare_project(db, names_option(args.stored_runs, "--runs"), args.measure,
+                                       labels=args.labels, level=args.level, chunking=args.chunking, rel=args.rel,
+                                       test=args.test, seed=args.seed, n_resamples=args.resamples)
+    finally:
+        db.close()
+    print("\n".join([done.qrels.statement(), *(f"note: {n}" for n in done.notes),
+                     f"stored as evaluation {done.evaluation_id}"]), file=sys.stderr)
+    return report
 
 
 def _pval(p: float) -> str:
@@ -107,8 +136,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=exit_codes_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("qrels", metavar="QRELS", help="judgments: TREC qrels, BEIR TSV or JSONL")
-    p.add_argument("runs", metavar="RUN", nargs="+", help="two or more TREC run files; the first is the baseline")
+    p.add_argument("qrels", metavar="QRELS", nargs="?", help="judgments: TREC qrels, BEIR TSV or JSONL")
+    p.add_argument("runs", metavar="RUN", nargs="*", help="two or more TREC run files; the first is the baseline")
+    project = p.add_argument_group("stored runs (instead of files): the project's qrels, stored as an evaluation")
+    project.add_argument("--runs", dest="stored_runs", metavar="A,B",
+                         help="comma-separated names of stored runs; the first is the baseline")
+    project.add_argument("--labels", choices=("human", "llm", "merged"), default="merged",
+                         help="which labels make the qrels, by the [qrels] policy (default: merged)")
+    project.add_argument("--level", choices=("doc", "chunk"), default=None,
+                         help="score documents or chunks (default: the runs' own level)")
+    project.add_argument("--chunking", metavar="NAME", default=None,
+                         help="the chunking of chunk-level qrels (default: the runs' chunking)")
     add_measure_options(p)
     p.add_argument("--test", choices=TESTS, default="randomization",
                    help="paired test: randomization (sign flips), bootstrap, or ttest "

@@ -380,3 +380,35 @@ def stored_evaluation_values(db, evaluation_id: int):
     from workbench.store.evaluations import read_values
 
     return read_values(db, evaluation_id)
+
+
+def compare_project(
+    db,
+    runs: Sequence[str],
+    measures: Sequence[str],
+    *,
+    labels: str = "merged",
+    level: str | None = None,
+    chunking: str | None = None,
+    rel: int = 1,
+    test: str = "randomization",
+    seed: int = 0,
+    n_resamples: int = 10_000,
+    policy=None,
+) -> tuple[ComparisonReport, ProjectEvaluation]:
+    """:func:`compare_files` for stored runs (the first is the baseline), scored by
+    :func:`evaluate_project` (the evaluation is stored)."""
+    from workbench.core.comparison import compare_runs
+
+    if len(list(dict.fromkeys(runs))) < 2:
+        raise ConfigError("compare needs at least two runs (the baseline first)")
+    if n_resamples < 1:
+        raise ConfigError(f"the number of resamples must be at least 1, got {n_resamples}")
+    measures = list(dict.fromkeys(measures))
+    done = evaluate_project(db, runs, measures, labels=labels, level=level, chunking=chunking, rel=rel,
+                            policy=policy)
+    tables = {name: res.per_query for name, res in done.results.items()}
+    result = compare_runs(tables, measures, test=test, seed=seed, n_resamples=n_resamples)
+    report = ComparisonReport(result=result, run_files={name: f"stored run {name}" for name in done.results},
+                              missing_from_run={name: list(res.missing_from_run) for name, res in done.results.items()})
+    return report, done
