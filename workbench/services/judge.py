@@ -44,8 +44,10 @@ Storage and locking. The runner never keeps the project open: it opens the file,
 one batch, and closes it (writes every ``batch_size`` results or ``flush_seconds``). A writer that
 finds the file locked retries with backoff for up to ``db_wait`` seconds, then names the holder.
 Every batch write is one transaction (samples, judgments, counters), so a process killed at any
-moment loses only its in-flight requests; running again resumes with the units that have no
-stored sample, and ends with the same judgments as an uninterrupted run.
+moment loses only its in-flight requests and the answers of its unwritten batch (at most
+``batch_size`` results or ``flush_seconds`` of work); running again sends those again, resumes
+with the units that have no stored sample, and ends with the same judgments as an uninterrupted
+run.
 
 Jobs and the cache. A job is (pool, judge configuration); the configuration key is the cache
 prefix plus the samples and aggregate. Units are (pool pair, sample index). Cache key per unit:
