@@ -28,7 +28,9 @@ def test_llm_labels_count_only_after_the_gate_passed_or_by_opt_in(tmp_path):
         assert len(opted.table) == 360 and set(opted.table["tier"]) == {"llm"}
         # export and pool statistics agree: nothing is judged under the gated rule
         assert _exported(db, tmp_path, "before.txt") == set()
-        assert pool_stats(db, "p", k=5).judged_pairs == 0
+        stats = pool_stats(db, "p", k=5)
+        assert stats.judged_pairs == 0
+        assert stats.summary["qrels_policy"].startswith("qrels policy: adjudicated > sme > imported > llm")
 
         cal.create_sample(db, "s", "p", size=200, seed=1)
         label_all(db, "s", truth)

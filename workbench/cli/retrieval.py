@@ -154,6 +154,7 @@ def _pool_stats(args: argparse.Namespace) -> int:
     print(f"  {s['pairs']:,} pairs over {s['queries']:,} queries (per query min {s['min_pool_size']}, "
           f"mean {s['mean_pool_size']:.1f}, max {s['max_pool_size']}); judged {s['judged_pairs']:,}, "
           f"unjudged {s['unjudged_pairs']:,}")
+    print(f"  judged by the {s['qrels_policy']}")
     _print_notes(s["coverage_notes"])
     sections = [
         ("contributions per run (pooled pairs, only this run)", st.contributions),

@@ -36,6 +36,7 @@ from workbench.core.agreement import AgreementResult, agreement, worst_disagreem
 from workbench.core.calibration_sample import HOLDOUT, TUNING, SampleSpec, draw_sample
 from workbench.core.gate import GateResult, GateThresholds, decide
 from workbench.core.label_pairs import pair_files, parse_label_file
+from workbench.core.qrels_policy import combine_grades
 from workbench.errors import InputError
 from workbench.store import calibration as store
 from workbench.store.database import Database
@@ -370,7 +371,8 @@ def _reference_labels(db: Database, sample: str) -> pd.DataFrame:
     keep = ["position", "query_id", "doc_id", "chunk_id", "start", "end", "part", "weight", "judge_grade",
             "stratum", "tags"]
     grouped = labelled.groupby("position", sort=True)
-    ref = grouped["grade"].apply(lambda g: int(np.sort(g.to_numpy())[(len(g) - 1) // 2])).rename("grade")
+    # the qrels rule's combination of several assessors (core.qrels_policy), by the lower median
+    ref = grouped["grade"].apply(lambda g: combine_grades(g.to_numpy(), "lower_median")).rename("grade")
     n_sme = grouped["annotator"].nunique().rename("n_sme")
     first = grouped[keep[1:]].first()
     out = first.join(ref).join(n_sme)

@@ -245,9 +245,10 @@ def qrels_labels(db: Database, level: str, chunking: str | None,
     ``query_id, <id>, grade``."""
     from workbench.services.qrels import default_policy, project_qrels, with_min_overlap
 
-    table = project_qrels(db, level=level, chunking=chunking,
-                          policy=with_min_overlap(default_policy(), min_overlap)).table
-    return table[["query_id", "item_id", "grade"]].rename(columns={"item_id": _id_col(level)})
+    project = project_qrels(db, level=level, chunking=chunking, policy=with_min_overlap(default_policy(), min_overlap))
+    out = project.table[["query_id", "item_id", "grade"]].rename(columns={"item_id": _id_col(level)})
+    out.attrs["qrels_policy"] = "; ".join([project.statement(), *project.notes])
+    return out
 
 
 def pool_stats(db: Database, name: str, *, k: int = 10,
@@ -298,6 +299,7 @@ def pool_stats(db: Database, name: str, *, k: int = 10,
         "mean_pool_size": float(sizes["pool_size"].mean()) if len(sizes) else 0.0,
         "max_pool_size": int(sizes["pool_size"].max()) if len(sizes) else 0,
         "coverage_notes": coverage_notes(db, list(record["runs"])),
+        "qrels_policy": labels.attrs.get("qrels_policy", ""),
     }
     return PoolStats(record, int(k), sizes, contributions, overlap, judged, loo,
                      n_pairs, judged_pairs, summary)
