@@ -137,3 +137,23 @@ def test_compare_stored_runs_equals_compare_on_the_exported_files(cli, demo, tmp
         assert x.keys() == y.keys()
         for key, value in x.items():
             assert value == (pytest.approx(y[key]) if isinstance(value, float) else y[key]), key
+
+
+def test_stages_of_stored_runs_equal_stages_on_the_exported_files(cli, demo, tmp_path):
+    drop = _unanswerable(demo)
+    qrels = tmp_path / "qrels.txt"
+    cli("--db", str(demo), "export", "qrels", "--level", "chunk", "--chunking", "sections", "--out", str(qrels))
+    qrels.write_text("".join(x + "\n" for x in qrels.read_text().splitlines() if x.split()[0] not in drop))
+    for name in ("bm25", "flat"):
+        cli("--db", str(demo), "export", "run", name, "--out", str(tmp_path / f"{name}.txt"))
+    args = ["-m", "recall@10", "-m", "ndcg@10", "--format", "json"]
+    stored = cli("--db", str(demo), "stages", "--stage", "first=bm25", "--stage", "second=flat", *args)
+    files = cli("stages", str(qrels), "--stage", f"first={tmp_path / 'bm25.txt'}",
+                "--stage", f"second={tmp_path / 'flat.txt'}", *args)
+    assert stored.returncode == 0 and files.returncode == 0, stored.stderr + files.stderr
+    a, b = json.loads(stored.stdout), json.loads(files.stdout)
+    assert a.keys() == b.keys()
+    assert a["table"]["second"]["ndcg@10"] > 0
+    for key in a:
+        if key not in ("run_files", "qrels"):
+            assert json.dumps(a[key], sort_keys=True) == json.dumps(b[key], sort_keys=True), key

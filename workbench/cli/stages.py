@@ -92,7 +92,10 @@ def _stages(args: argparse.Namespace) -> int:
     lift = _parse_lift(args.lift) if args.lift else None
     if not args.measure and lift is None:
         raise ConfigError("give at least one measure, e.g. -m recall@5 -m ndcg@10")
-    result = evaluate_stages(args.qrels, stages, args.measure, rel=args.rel, lift=lift)
+    if args.qrels:
+        result = evaluate_stages(args.qrels, stages, args.measure, rel=args.rel, lift=lift)
+    else:
+        result = _stored_stages(args, stages, lift)
     if args.format == "json":
         print_json(_json(result, args))
     else:
@@ -163,6 +166,23 @@ def _table(result, rel: int) -> str:
     return "\n".join(lines)
 
 
+def _stored_stages(args: argparse.Namespace, stages, lift):
+    """Without QRELS: each stage names a stored run, scored against the project's qrels."""
+    import sys
+
+    from workbench.cli.common import open_project_from_args
+    from workbench.services.stages import evaluate_stored_stages
+
+    db = open_project_from_args(args)
+    try:
+        result, done = evaluate_stored_stages(db, stages, args.measure, rel=args.rel, lift=lift, labels=args.labels)
+    finally:
+        db.close()
+    print("\n".join([done.qrels.statement(), *(f"note: {n}" for n in done.notes),
+                     f"stored as evaluation {done.evaluation_id}"]), file=sys.stderr)
+    return result
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "stages",
@@ -173,11 +193,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=exit_codes_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("qrels", metavar="QRELS", help="judgments: TREC qrels, BEIR TSV or JSONL")
+    p.add_argument("qrels", metavar="QRELS", nargs="?",
+                   help="judgments: TREC qrels, BEIR TSV or JSONL; without it each stage names a run "
+                        "stored in the project, scored against the project's qrels")
     p.add_argument(
         "--stage", action="append", default=[], required=True, metavar="NAME=RUNFILE",
-        help="a stage and its TREC run file, repeatable, in pipeline order",
+        help="a stage and its TREC run file (or stored run name, without QRELS), repeatable, in pipeline order",
     )
+    p.add_argument("--labels", choices=("human", "llm", "merged"), default="merged",
+                   help="without QRELS: which labels make the project's qrels (default: merged)")
     add_measure_options(p, required=False)
     p.add_argument(
         "--lift", metavar="POOL_MEASURE,PRE_STAGE,POST_STAGE,MEASURE",

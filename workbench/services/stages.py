@@ -57,6 +57,57 @@ class StagesResult:
     lift: Lift | None = None
 
 
+def evaluate_stored_stages(
+    db,
+    stages: Sequence[tuple[str, str]],
+    measures: Sequence[str],
+    *,
+    rel: int = 1,
+    lift: LiftSpec | None = None,
+    labels: str = "merged",
+    level: str | None = None,
+    chunking: str | None = None,
+):
+    """:func:`evaluate_stages` for ``(stage name, stored run name)`` pairs, scored against the
+    project's qrels by :func:`workbench.services.evaluation.evaluate_project` (stored).
+    Returns ``(StagesResult, ProjectEvaluation)``."""
+    from workbench.core.measures import parse_measures
+    from workbench.services.evaluation import evaluate_project
+
+    wanted = _check_stages(stages, measures, lift)
+    parse_measures(wanted)
+    runs = [run for _, run in stages]
+    if len(set(runs)) != len(runs):
+        raise ConfigError("a stored run is given for two stages; give each stage its own run")
+    done = evaluate_project(db, runs, wanted, rel=rel, labels=labels, level=level, chunking=chunking)
+    by_stage = {name: done.results[run] for name, run in stages}
+    report = stage_report({name: res.per_query for name, res in by_stage.items()}, wanted)
+    value = stage_lift(report, pool=lift.pool, pre=lift.pre, post=lift.post) if lift is not None else None
+    return StagesResult(report=report, measures=wanted, run_files={name: f"stored run {run}" for name, run in stages},
+                        missing_from_run={name: list(res.missing_from_run) for name, res in by_stage.items()},
+                        lift_spec=lift, lift=value), done
+
+
+def _check_stages(stages, measures, lift) -> list[str]:
+    """The measures to evaluate (the lift's included), after checking the stage names."""
+    if not stages:
+        raise ConfigError("give at least one stage, e.g. --stage fusion=fusion.run")
+    names = [name for name, _ in stages]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"stage name(s) given more than once: {', '.join(repeated)}")
+    if lift is not None:
+        for role, stage in (("pre-rerank", lift.pre_stage), ("post-rerank", lift.post_stage)):
+            if stage not in names:
+                raise ConfigError(
+                    f"--lift: unknown {role} stage {stage!r}; stages are {', '.join(names)}"
+                )
+    wanted = list(dict.fromkeys(list(measures) + ([lift.pool_measure, lift.measure] if lift else [])))
+    if not wanted:
+        raise ConfigError("give at least one measure, e.g. -m recall@5 -m ndcg@10")
+    return wanted
+
+
 def evaluate_stages(
     qrels: str | Path,
     stages: Sequence[tuple[str, str | Path]],
