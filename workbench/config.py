@@ -83,7 +83,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "propagated": False,
         "synthetic": "exclude",
     },
-    "app": {"host": "127.0.0.1", "port": 8501},
+    "app": {"host": "127.0.0.1", "port": 8501, "auth": "none", "data_dirs": "data",
+            "allow_public_without_auth": False},
 }
 
 ENV_PREFIX = "WORKBENCH_"

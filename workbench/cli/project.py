@@ -136,6 +136,10 @@ def _app(args: argparse.Namespace) -> int:
     with open_project(settings.db_path):
         pass
     host, port = settings.get("app", "host"), settings.get("app", "port")
+    from workbench.services.access import check_serving
+
+    check_serving(host, settings.get("app", "auth"),
+                  allow_public_without_auth=settings.get("app", "allow_public_without_auth"))
     print(f"serving {settings.db_path} at http://{host}:{port}  (Ctrl+C stops)", flush=True)
     env = dict(os.environ, WORKBENCH_DB=str(settings.db_path))
     if getattr(args, "config", None):

@@ -38,6 +38,7 @@ from workbench.core.gate import GateResult, GateThresholds, decide
 from workbench.core.label_pairs import pair_files, parse_label_file
 from workbench.core.qrels_policy import combine_grades
 from workbench.errors import InputError
+from workbench.services import access
 from workbench.store import calibration as store
 from workbench.store.database import Database
 from workbench.store.pools import read_pool
@@ -55,10 +56,11 @@ ADJUDICATION = "adjudication"
 def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: int = 0,
                   holdout_share: float = 0.75, threshold: int = 2, min_per_class: int = 50,
                   model: str | None = None, prompt_hash: str | None = None) -> dict:
-    """Draw and store a calibration sample named ``name`` from ``pool``'s judged pairs.
+    """Draw and store a calibration sample named ``name`` from ``pool``'s judged pairs (leads only).
 
     Refuses an existing name (a sample is never overwritten: SMEs may have labelled it).
     """
+    access.require("sample")
     if not name or not name.strip():
         raise InputError("a calibration sample needs a name")
     if read_pool(db, pool) is None:
@@ -147,11 +149,20 @@ def few_shot_examples(db: Database, sample: str, *, per_grade: int = 1, seed: in
 
 # -- labelling -------------------------------------------------------------------------------
 
-def _annotator(annotator: str) -> str:
+def _annotator(annotator: str, action: str | None = None) -> str:
+    """The checked annotator id. ``action``: the permission the call needs
+    (:mod:`workbench.services.access`); an annotator acts and reads only as themselves, a lead or
+    viewer may read anyone's labels (``None``: a read)."""
     if not isinstance(annotator, str) or not annotator.strip():
         raise InputError("labels need an annotator id; enter yours first")
     if annotator.strip() == ADJUDICATION:
         raise InputError(f"{ADJUDICATION!r} is reserved for resolved labels; choose another annotator id")
+    actor = access.require(action) if action else access.current_actor()
+    # The local operator (CLI, scripts) may act for anyone; a signed-in person only as themselves.
+    if actor is not access.LOCAL_OPERATOR and actor.name != annotator.strip() and (
+            action == "label" or not access.allowed(actor, "see_all_labels")):
+        raise access.PermissionDenied(f"{actor.name} ({actor.role}) may only give and see their own labels, "
+                                      f"not {annotator.strip()}'s")
     return annotator.strip()
 
 
@@ -234,7 +245,7 @@ def save_label(db: Database, sample: str, annotator: str, position: int, grade: 
     ``require_evidence`` makes them mandatory for grades 2–3. ``reveal``: the judge's output
     will be shown now that the label is in (recorded with the label).
     """
-    annotator = _annotator(annotator)
+    annotator = _annotator(annotator, "label")
     if isinstance(grade, bool) or grade not in GRADES:
         raise InputError(f"grade {grade!r} is not one of 0, 1, 2, 3")
     found = store.read_item(db, sample, position)
@@ -249,19 +260,19 @@ def save_label(db: Database, sample: str, annotator: str, position: int, grade: 
 
 def skip(db: Database, sample: str, annotator: str, position: int, *, seconds: float | None = None,
          comment: str | None = None) -> int:
-    return _record(db, sample, _annotator(annotator), position, "skip", seconds=seconds, comment=comment or None)
+    return _record(db, sample, _annotator(annotator, "label"), position, "skip", seconds=seconds, comment=comment or None)
 
 
 def cant_judge(db: Database, sample: str, annotator: str, position: int, *, seconds: float | None = None,
                comment: str | None = None) -> int:
-    return _record(db, sample, _annotator(annotator), position, "cant_judge", seconds=seconds,
+    return _record(db, sample, _annotator(annotator, "label"), position, "cant_judge", seconds=seconds,
                    comment=comment or None)
 
 
 def undo(db: Database, sample: str, annotator: str) -> int | None:
     """Revert the annotator's latest action in the sample; returns the position it touched
     (None when there is nothing to undo). Stored as a new event: nothing is erased from history."""
-    annotator = _annotator(annotator)
+    annotator = _annotator(annotator, "label")
     cur = db.cursor()
     try:
         target = store.last_undoable_event(cur, sample, annotator)
@@ -290,6 +301,7 @@ def judge_output(db: Database, sample: str, annotator: str, position: int) -> di
 def sme_disagreements(db: Database, sample: str) -> list[dict]:
     """Items two or more SMEs graded differently, their grades side by side, and the resolved
     label (with who resolved it) when a lead adjudicated the item."""
+    access.require("see_all_labels")
     table = store.label_table(db, sample)
     labelled = table[table["action"] == "label"]
     smes = labelled[labelled["annotator"] != ADJUDICATION]
@@ -311,8 +323,11 @@ def adjudicate(db: Database, sample: str, position: int, grade: int, *, lead: st
                comment: str | None = None) -> int:
     """Record the resolved label of an item the SMEs disagree on (replacing an earlier
     resolution); it becomes the item's reference grade. ``lead`` is who resolved it.
-    (Roles are not enforced yet: whoever runs this is trusted to be a lead.)"""
+    Only a lead may (:mod:`workbench.services.access`); in the app ``lead`` is the signed-in user."""
+    actor = access.require("adjudicate")
     lead = _annotator(lead)
+    if actor is not access.LOCAL_OPERATOR and lead != actor.name:
+        raise access.PermissionDenied(f"{actor.name} may not record a resolution in {lead}'s name")
     if isinstance(grade, bool) or grade not in GRADES:
         raise InputError(f"grade {grade!r} is not one of 0, 1, 2, 3")
     if not any(d["position"] == int(position) for d in sme_disagreements(db, sample)):
@@ -432,6 +447,7 @@ class ReportOptions:
 def report(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
            options: ReportOptions = ReportOptions()) -> dict:
     """The calibration report of a sample (the latest one when ``sample`` is None)."""
+    access.require("see_all_labels")
     info = _sample(db, sample)
     name = info["name"]
     labels = _reference_labels(db, name)

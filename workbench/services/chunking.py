@@ -30,6 +30,7 @@ import pandas as pd
 
 from workbench.core.chunking import STRATEGIES, ChunkingSpec, chunk_documents
 from workbench.errors import InputError, StoreError
+from workbench.services import access
 from workbench.services.progress import ProgressFactory, no_progress
 from workbench.store.chunks import (
     chunking_definitions,
@@ -83,6 +84,7 @@ def create_chunking(db: Database, name: str, strategy: str, *, size: int | None 
     Raises :class:`StoreError` when the name is taken (chunkings are never overwritten, since
     runs and pools refer to their chunk ids) and :class:`InputError` for an empty corpus.
     """
+    access.require("build")
     spec = chunking_spec(name, strategy, size, overlap, unit)
     if chunking_exists(db, name):
         raise StoreError(

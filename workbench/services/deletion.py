@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.errors import InputError
+from workbench.services import access
 from workbench.store.chunks import chunking_exists, delete_chunking, read_chunkings
 from workbench.store.database import Database
 from workbench.store.embeddings import count_embeddings
@@ -103,6 +104,7 @@ def delete(db: Database, kind: str, name: str, *, expected: DeletionPlan | None 
     ``expected``: the plan the user confirmed; when what depends on the item changed since
     (a run or pool was made in between), nothing is deleted and an :class:`InputError` says so.
     """
+    access.require("delete")
     plan = plan_deletion(db, kind, name)
     if expected is not None and (plan.runs, plan.pools, plan.chunkings) != (
             expected.runs, expected.pools, expected.chunkings):

@@ -74,6 +74,7 @@ import pandas as pd
 
 from workbench.errors import ConfigError, InputError, StoreError
 from workbench.llm.prompts import available_prompts  # noqa: F401 - part of the service API (prompt ids)
+from workbench.services import access
 from workbench.services.judge_runner import (  # noqa: F401 - Progress and open_briefly are part of the API
     PAGE_UNITS,
     Progress,
@@ -263,6 +264,7 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
             retry_failed: bool = False, batch: bool = False, on_progress=None,
             cancel: threading.Event | None = None) -> JobReport:
     """Start or resume the pool's judge job (see the module doc) and return its report."""
+    access.require("judge")
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be a positive number of pairs, got {limit}")
     budget = budget_usd if budget_usd is not None else (float(spec.settings.get("budget_usd") or 0.0) or None)
@@ -359,6 +361,7 @@ def preview_prompt(db_path, pool: str, spec: JudgeSpec) -> dict | None:
 def cancel_job(db_path, job_id: int) -> dict:
     """Ask job ``job_id`` to stop (state ``cancelling``; the runner stops at its next write). A job
     whose process is gone is marked ``cancelled`` at once."""
+    access.require("judge")
     with _Use(db_path) as db:
         job = store.read_job(db, job_id)
         if job is None:

@@ -35,6 +35,7 @@ from workbench.core.formats.names import check_name
 from workbench.core.fusion import check_run_summary, duplicate_pair_error, fuse_wide
 from workbench.core.spans import chunk_qrels, doc_qrels
 from workbench.errors import InputError, StoreError
+from workbench.services import access
 from workbench.services.coverage import coverage_notes
 from workbench.services.progress import ProgressFactory, no_progress
 from workbench.services.retrieval import read_runs_checked, same_scope
@@ -122,6 +123,7 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
     The union is formed in DuckDB (a temporary table of the transaction); only integer codes
     and ranks reach numpy, where :func:`core.fusion.fuse_wide` gives the RRF priorities.
     """
+    access.require("build")
     depth = _check_depth(depth)
     check_name(name, "pool", "choose another --name")
     if read_pool(db, name) is not None:
@@ -169,6 +171,7 @@ def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
     New pairs are found with an anti-join against the stored pairs in DuckDB; only they (and
     their ranks) reach numpy, where their RRF order over all runs, old and new, is computed.
     """
+    access.require("build")
     started = time.perf_counter()
     record = _pool_record(db, name)
     already = [r for r in runs if r in record["runs"]]

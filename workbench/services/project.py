@@ -12,6 +12,7 @@ from workbench.config import Settings, load_settings
 from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError, StoreError
 from workbench.resources import DEMO_DIR
+from workbench.services import access
 from workbench.store.corpus import write_documents, write_queries
 from workbench.store.database import Database
 from workbench.store.judgments import write_judgments
@@ -91,6 +92,7 @@ def init_project(db_path: str | Path, *, demo: bool = False, settings: Settings 
     was interrupted is completed by running ``init --demo`` again (each step is skipped when its
     result exists, so a complete demo project is left as it is).
     """
+    access.require("import")
     with open_project(db_path, create=True) as db:
         meta = read_meta(db)
         with db.transaction() as tx:

@@ -24,6 +24,7 @@ from workbench.retrieval import bm25 as bm25_mod
 from workbench.retrieval import dense as dense_mod
 from workbench.retrieval.doc_mapping import doc_run_to_chunks
 from workbench.retrieval.hybrid import fuse
+from workbench.services import access
 from workbench.services.progress import ProgressFactory, no_progress
 from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.corpus import read_queries
@@ -121,6 +122,7 @@ def run_bm25(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
              params: bm25_mod.Bm25Params | None = None,
              progress: ProgressFactory = no_progress) -> RunSummary:
     """BM25 (formula in :mod:`workbench.retrieval.bm25`) over ``chunking``; top ``k`` per query."""
+    access.require("build")
     k = _check_k(k)
     params = params or bm25_mod.Bm25Params()
     _check_new_run(db, name)
@@ -149,6 +151,7 @@ def embed_chunks(db: Database, chunking: str, model: str = dense_mod.DEFAULT_MOD
     encoded; they are written every ``flush_every`` chunks in their own transaction, so an
     interrupted run keeps what it computed. Returns ``(matrix aligned with chunks, encoded)``.
     """
+    access.require("build")
     if chunks is None:
         chunks = _load_chunks(db, chunking)
     key = dense_mod.model_key(model)
@@ -189,6 +192,7 @@ def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
     ``encoder`` lets a caller pass an already loaded SentenceTransformer (any object with its
     ``encode``); by default the model is loaded offline by :func:`dense.load_encoder`.
     """
+    access.require("build")
     k = _check_k(k)
     _check_new_run(db, name)
     started = time.perf_counter()
@@ -248,6 +252,7 @@ def run_hybrid(db: Database, name: str, runs: list[str], *, k: int = DEFAULT_K, 
 
     ``chunking``, when given, must be the chunking every run ranks (a check, not a choice).
     """
+    access.require("build")
     k = _check_k(k)
     _check_new_run(db, name)
     started = time.perf_counter()
@@ -276,6 +281,7 @@ def run_hybrid(db: Database, name: str, runs: list[str], *, k: int = DEFAULT_K, 
 
 def map_doc_run(db: Database, source: str, chunking: str, name: str, *, rule: str = "first") -> RunSummary:
     """A chunk-level copy of document run ``source`` (rule in :mod:`workbench.retrieval.doc_mapping`)."""
+    access.require("build")
     _check_new_run(db, name)
     started = time.perf_counter()
     info = read_runs_checked(db, [source])

@@ -56,6 +56,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from workbench.services import access
 from workbench.services.ingest import ledger
 from workbench.services.ingest.corpus import import_corpus
 from workbench.services.ingest.qrels import import_qrels
@@ -103,6 +104,7 @@ def import_file(
     Returns an :class:`ImportResult`; raises :class:`InputError` and leaves the project unchanged
     when anything is wrong.
     """
+    access.require("import")
     started = time.perf_counter()
     path = Path(path)
     source = read_source(path, label or str(path))

@@ -1,0 +1,189 @@
+"""Who may do what: roles, the permission check every write calls, password hashes.
+
+Roles (``[app] auth`` in ``config/workbench.toml`` says how people sign in to the app):
+
+- ``annotator``: gives, skips and undoes their own labels; sees only their own human labels;
+- ``lead``: everything an annotator may do, plus draws calibration samples, starts, stops and
+  retries judge jobs, adjudicates, imports data, builds chunkings, runs and pools, deletes;
+- ``viewer``: reads only.
+
+Every service function that writes starts with :func:`require`, so a page that forgets to hide a
+button still cannot write (the check is on the server, not in the browser). The actor is passed
+explicitly (``actor=``) or, when omitted, comes from :func:`current_actor`: the app registers a
+source (:func:`set_actor_source`) that reads the signed-in user of the page session running the
+call; outside a page session (the CLI, scripts, the judge subprocess the app starts) the caller is
+the local operator, :data:`LOCAL_OPERATOR`, a lead: whoever can run commands on the server can
+already read and write the project file.
+
+Password hashes (``auth = "password"``) are scrypt (RFC 7914, standard library
+:func:`hashlib.scrypt`) with a random 16-byte salt, stored as
+``scrypt$<n>$<r>$<p>$<salt base64>$<hash base64>``; ``python -m workbench.services.access``
+prints one for a password typed without echo. No plaintext password is stored anywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from workbench.errors import ConfigError, WorkbenchError
+
+ROLES = ("annotator", "lead", "viewer")
+AUTH_MODES = ("none", "password", "oidc")
+
+#: action -> roles allowed to perform it.
+PERMISSIONS: dict[str, frozenset[str]] = {
+    "label": frozenset({"annotator", "lead"}),            # save / skip / can't judge / undo own labels
+    "sample": frozenset({"lead"}),                        # draw a calibration sample
+    "adjudicate": frozenset({"lead"}),                    # resolve SME disagreements
+    "judge": frozenset({"lead"}),                         # start / stop / retry judge jobs
+    "delete": frozenset({"lead"}),                        # delete runs, pools, chunkings
+    "import": frozenset({"lead"}),                        # import files; create the project
+    "build": frozenset({"lead"}),                         # chunkings, retrieval runs, pools
+    "see_all_labels": frozenset({"lead", "viewer"}),      # other people's human labels, judge output
+}
+
+#: What each action is called in a refusal (page words, not function names).
+ACTION_WORDS = {
+    "label": "give labels",
+    "sample": "draw a calibration sample",
+    "adjudicate": "resolve disagreements",
+    "judge": "start, stop or retry judge jobs",
+    "delete": "delete runs, pools or chunkings",
+    "import": "import data",
+    "build": "build chunkings, runs or pools",
+    "see_all_labels": "see other people's labels",
+}
+
+
+class PermissionDenied(WorkbenchError):
+    """The signed-in user's role does not allow the action."""
+
+    exit_code = 5
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who performs an action: a name (recorded with labels) and one of :data:`ROLES`."""
+
+    name: str
+    role: str
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ConfigError(f"unknown role {self.role!r} for {self.name!r}; use one of {', '.join(ROLES)}")
+
+
+#: The CLI and any code outside an app page session.
+LOCAL_OPERATOR = Actor("local operator", "lead")
+
+_source: Callable[[], Actor | None] | None = None
+
+
+def set_actor_source(source: Callable[[], Actor | None] | None) -> None:
+    """Register where :func:`current_actor` finds the actor (the app's page session); the
+    source returns ``None`` when the call does not come from a page session."""
+    global _source
+    _source = source
+
+
+def current_actor() -> Actor:
+    """The actor of the running call: the page session's user, else :data:`LOCAL_OPERATOR`."""
+    found = _source() if _source is not None else None
+    return LOCAL_OPERATOR if found is None else found
+
+
+def allowed(actor: Actor, action: str) -> bool:
+    """Whether ``actor``'s role permits ``action`` (an unknown action is a programming error)."""
+    if action not in PERMISSIONS:
+        raise KeyError(f"unknown action {action!r}")
+    return actor.role in PERMISSIONS[action]
+
+
+def require(action: str, actor: Actor | None = None) -> Actor:
+    """Raise :class:`PermissionDenied` unless the actor (default: :func:`current_actor`) may do
+    ``action``; return the actor."""
+    actor = current_actor() if actor is None else actor
+    if not allowed(actor, action):
+        who = f"{actor.name} ({actor.role})" if actor.name else f"this session ({actor.role})"
+        leads = " or ".join(sorted(PERMISSIONS[action]))
+        raise PermissionDenied(f"{who} may not {ACTION_WORDS[action]}; ask a {leads} to do it")
+    return actor
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def check_serving(host: str, auth: str, *, allow_public_without_auth: bool = False) -> None:
+    """Refuse to serve the app without sign-in on an address other people can reach."""
+    if auth not in AUTH_MODES:
+        raise ConfigError(f"[app] auth = {auth!r} is not one of {', '.join(AUTH_MODES)}")
+    if auth == "none" and host not in LOOPBACK and not allow_public_without_auth:
+        raise ConfigError(f"[app] host = {host!r} with auth = \"none\" lets anyone who reaches the app act as a "
+                          f"lead; set [app] auth to password or oidc, or allow_public_without_auth = true")
+
+
+# ---- password hashes -------------------------------------------------------------------------
+
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def hash_password(password: str, *, salt: bytes | None = None) -> str:
+    """A salted scrypt hash of ``password`` in the stored form (see the module docstring)."""
+    if not password:
+        raise ConfigError("an empty password cannot be used; choose a password")
+    salt = secrets.token_bytes(16) if salt is None else salt
+    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, dklen=32, **_SCRYPT)
+    return f"scrypt${_SCRYPT['n']}${_SCRYPT['r']}${_SCRYPT['p']}${_b64(salt)}${_b64(digest)}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    """Whether ``password`` matches ``stored`` (constant-time comparison); a malformed stored
+    hash never matches."""
+    try:
+        scheme, n, r, p, salt, digest = str(stored).split("$")
+        if scheme != "scrypt":
+            return False
+        expected = base64.b64decode(digest, validate=True)
+        got = hashlib.scrypt(password.encode("utf-8"), salt=base64.b64decode(salt, validate=True),
+                             n=int(n), r=int(r), p=int(p), dklen=len(expected), maxmem=2**26)
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(got, expected)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m workbench.services.access [NAME [ROLE]]``: read a password twice without echo
+    and print the secrets entry to paste into ``.streamlit/secrets.toml``."""
+    import getpass
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    name = args[0] if args else "name"
+    role = args[1] if len(args) > 1 else "annotator"
+    if role not in ROLES:
+        print(f"unknown role {role!r}; use one of {', '.join(ROLES)}", file=sys.stderr)
+        return 2
+    first = getpass.getpass("Password: ")
+    if first != getpass.getpass("Again: "):
+        print("the two passwords differ; nothing printed", file=sys.stderr)
+        return 2
+    try:
+        hashed = hash_password(first)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(f'[auth.users.{name}]\nrole = "{role}"\nhash = "{hashed}"')
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
