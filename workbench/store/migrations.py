@@ -490,6 +490,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        10,
+        "run_latencies",
+        """
+        -- Per-query latency of a run (workbench/services/sweep.py measures our retrievers; an
+        -- external run's JSONL sidecar {query_id, latency_ms} is imported): p50/p95 and the
+        -- quality-versus-latency frontier are computed from these rows.
+        CREATE TABLE run_latencies (
+            run VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            latency_ms DOUBLE NOT NULL
+        );
+        """,
+    ),
 )
 
 
