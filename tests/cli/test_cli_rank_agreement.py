@@ -55,3 +55,22 @@ def test_fewer_than_two_runs_is_refused_in_one_line(cli, judged_demo):
     assert "at least two runs" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     unknown = cli("--db", str(judged_demo), "rank-agreement", "--runs", "bm25,nope", "-m", "ndcg@10")
     assert unknown.returncode == 3 and "no run named 'nope'" in unknown.stderr
+
+
+def test_the_config_file_policy_reaches_eval_and_export(cli, judged_demo, tmp_path):
+    cfg = tmp_path / "optin.toml"
+    cfg.write_text('[qrels]\nllm_labels = "all"\n')
+    base = ("--db", str(judged_demo))
+    gated = cli(*base, "eval", "--runs", "bm25", "-m", "P@5")
+    opted = cli(*base, "--config", str(cfg), "eval", "--runs", "bm25", "-m", "P@5")
+    assert gated.returncode == opted.returncode == 0, gated.stderr + opted.stderr
+    assert "LLM only from a judge configuration that passed the gate" in gated.stderr
+    assert "LLM from every judge configuration (opt-in)" in opted.stderr
+    rows = {}
+    for name, extra in (("gated", ()), ("opted", ("--config", str(cfg)))):
+        out = tmp_path / f"{name}.txt"
+        done = cli(*base, *extra, "export", "qrels", "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        assert "qrels policy:" in done.stdout
+        rows[name] = len(out.read_text().splitlines())
+    assert rows["opted"] > rows["gated"]  # the offline judge's labels of unlabelled documents

@@ -69,7 +69,11 @@ def _compare_project(args: argparse.Namespace):
     """``compare --runs A,B``: stored runs against the project's qrels (policy on stderr)."""
     import sys
 
-    from workbench.cli.common import names_option, open_project_from_args
+    from workbench.cli.common import (
+        names_option,
+        open_project_from_args,
+        settings_from_args,
+    )
     from workbench.errors import ConfigError
     from workbench.services.evaluation import compare_project
 
@@ -79,7 +83,8 @@ def _compare_project(args: argparse.Namespace):
     try:
         report, done = compare_project(db, names_option(args.stored_runs, "--runs"), args.measure,
                                        labels=args.labels, level=args.level, chunking=args.chunking, rel=args.rel,
-                                       test=args.test, seed=args.seed, n_resamples=args.resamples)
+                                       test=args.test, seed=args.seed, n_resamples=args.resamples,
+                                       settings=settings_from_args(args))
     finally:
         db.close()
     print("\n".join([done.qrels.statement(), *(f"note: {n}" for n in done.notes),

@@ -37,13 +37,14 @@ def _import(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from workbench.services.export import export_qrels
     from workbench.services.project import open_project
+    from workbench.services.qrels import default_policy
 
     settings = settings_from_args(args)
     min_overlap = args.min_overlap if args.min_overlap is not None else settings.get("evaluation", "min_overlap")
     with open_project(settings.db_path) as db:
         result = export_qrels(db, args.out, format=args.format, level=args.level, chunking=args.chunking,
                               source=args.source, min_overlap=min_overlap, iteration=args.iteration,
-                              force=args.force)
+                              force=args.force, policy=default_policy(settings))
     print(result.summary())
     return 0
 

@@ -96,7 +96,11 @@ def _eval_project(args: argparse.Namespace) -> dict:
     The qrels policy and notes go to stderr so stdout keeps the file mode's shape."""
     import sys
 
-    from workbench.cli.common import names_option, open_project_from_args
+    from workbench.cli.common import (
+        names_option,
+        open_project_from_args,
+        settings_from_args,
+    )
     from workbench.errors import ConfigError
     from workbench.services.evaluation import evaluate_project
 
@@ -106,7 +110,8 @@ def _eval_project(args: argparse.Namespace) -> dict:
     try:
         done = evaluate_project(db, names_option(args.stored_runs, "--runs"), args.measure, labels=args.labels,
                                 level=args.level, chunking=args.chunking, rel=args.rel, condensed=args.condensed,
-                                include_no_relevant=args.include_no_relevant, missing_as_zero=not args.drop_missing)
+                                include_no_relevant=args.include_no_relevant, missing_as_zero=not args.drop_missing,
+                                settings=settings_from_args(args))
     finally:
         db.close()
     lines = [done.qrels.statement(), *(f"note: {n}" for n in done.notes),

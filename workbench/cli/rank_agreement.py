@@ -22,13 +22,19 @@ def _run(args: argparse.Namespace) -> int:
     import math
     import sys
 
-    from workbench.cli.common import names_option, number, open_project_from_args
+    from workbench.cli.common import (
+        names_option,
+        number,
+        open_project_from_args,
+        settings_from_args,
+    )
     from workbench.services.rank_agreement import rank_agreement
 
     runs = names_option(args.runs, "--runs")
     db = open_project_from_args(args)
     try:
-        out = rank_agreement(db, runs, args.measure, level=args.level, chunking=args.chunking, rel=args.rel)
+        out = rank_agreement(db, runs, args.measure, level=args.level, chunking=args.chunking, rel=args.rel,
+                             settings=settings_from_args(args))
     finally:
         db.close()
     print(out["policy"], file=sys.stderr)

@@ -170,12 +170,13 @@ def _stored_stages(args: argparse.Namespace, stages, lift):
     """Without QRELS: each stage names a stored run, scored against the project's qrels."""
     import sys
 
-    from workbench.cli.common import open_project_from_args
+    from workbench.cli.common import open_project_from_args, settings_from_args
     from workbench.services.stages import evaluate_stored_stages
 
     db = open_project_from_args(args)
     try:
-        result, done = evaluate_stored_stages(db, stages, args.measure, rel=args.rel, lift=lift, labels=args.labels)
+        result, done = evaluate_stored_stages(db, stages, args.measure, rel=args.rel, lift=lift, labels=args.labels,
+                                              settings=settings_from_args(args))
     finally:
         db.close()
     print("\n".join([done.qrels.statement(), *(f"note: {n}" for n in done.notes),

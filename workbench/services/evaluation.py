@@ -286,6 +286,7 @@ def evaluate_project(
     missing_as_zero: bool = True,
     policy=None,
     store: bool = True,
+    settings=None,
 ) -> ProjectEvaluation:
     """Score stored ``runs`` against the project's qrels (the one rule of
     :mod:`workbench.services.qrels`, narrowed to ``labels``) and store the evaluation.
@@ -316,7 +317,7 @@ def evaluate_project(
         raise InputError(f"no run named {clip(unknown[0])} in the project; known runs: {known}")
     info = info.set_index("name").loc[runs].reset_index()
     level, chunking = _run_scope(info, level, chunking)
-    qrels = project_qrels(db, level=level, chunking=chunking, source=labels, policy=policy)
+    qrels = project_qrels(db, level=level, chunking=chunking, source=labels, policy=policy, settings=settings)
     notes = list(qrels.notes)
     table = qrels.table
     unanswerable = set(map(str, unanswerable_ids(db)))
@@ -395,6 +396,7 @@ def compare_project(
     seed: int = 0,
     n_resamples: int = 10_000,
     policy=None,
+    settings=None,
 ) -> tuple[ComparisonReport, ProjectEvaluation]:
     """:func:`compare_files` for stored runs (the first is the baseline), scored by
     :func:`evaluate_project` (the evaluation is stored)."""
@@ -406,7 +408,7 @@ def compare_project(
         raise ConfigError(f"the number of resamples must be at least 1, got {n_resamples}")
     measures = list(dict.fromkeys(measures))
     done = evaluate_project(db, runs, measures, labels=labels, level=level, chunking=chunking, rel=rel,
-                            policy=policy)
+                            policy=policy, settings=settings)
     tables = {name: res.per_query for name, res in done.results.items()}
     result = compare_runs(tables, measures, test=test, seed=seed, n_resamples=n_resamples)
     report = ComparisonReport(result=result, run_files={name: f"stored run {name}" for name in done.results},

@@ -17,7 +17,7 @@ from workbench.errors import ConfigError
 
 
 def rank_agreement(db, runs: Sequence[str], measure: str, *, level: str | None = None,
-                   chunking: str | None = None, rel: int = 1, policy=None) -> dict:
+                   chunking: str | None = None, rel: int = 1, policy=None, settings=None) -> dict:
     """``{"measure", "n_runs", "tau", "tau_ap", "ranking_human", "ranking_judge"}`` plus
     ``scores_human``/``scores_judge`` (``{run: mean}``), ``reason`` (why τ is NaN, else None)
     and ``policy`` (the qrels policy statement)."""
@@ -32,7 +32,7 @@ def rank_agreement(db, runs: Sequence[str], measure: str, *, level: str | None =
     statement = None
     for side, labels in (("human", "human"), ("judge", "llm")):
         done = evaluate_project(db, runs, [measure], labels=labels, level=level, chunking=chunking, rel=rel,
-                                policy=policy, store=False)
+                                policy=policy, store=False, settings=settings)
         scores[side] = {name: float(next(iter(res.aggregate.values()))) for name, res in done.results.items()}
         statement = statement or done.qrels.statement()
     names = list(scores["human"])

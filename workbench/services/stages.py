@@ -67,6 +67,7 @@ def evaluate_stored_stages(
     labels: str = "merged",
     level: str | None = None,
     chunking: str | None = None,
+    settings=None,
 ):
     """:func:`evaluate_stages` for ``(stage name, stored run name)`` pairs, scored against the
     project's qrels by :func:`workbench.services.evaluation.evaluate_project` (stored).
@@ -79,7 +80,8 @@ def evaluate_stored_stages(
     runs = [run for _, run in stages]
     if len(set(runs)) != len(runs):
         raise ConfigError("a stored run is given for two stages; give each stage its own run")
-    done = evaluate_project(db, runs, wanted, rel=rel, labels=labels, level=level, chunking=chunking)
+    done = evaluate_project(db, runs, wanted, rel=rel, labels=labels, level=level, chunking=chunking,
+                            settings=settings)
     by_stage = {name: done.results[run] for name, run in stages}
     report = stage_report({name: res.per_query for name, res in by_stage.items()}, wanted)
     value = stage_lift(report, pool=lift.pool, pre=lift.pre, post=lift.post) if lift is not None else None
