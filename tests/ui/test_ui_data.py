@@ -24,6 +24,7 @@ def project(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "p.duckdb"
     init_project(path)
     monkeypatch.setenv("WORKBENCH_DB", str(path))
+    monkeypatch.setenv("WORKBENCH_APP_DATA_DIRS", str(tmp_path))  # server paths: files under tmp_path
     return path
 
 
@@ -32,6 +33,7 @@ def demo(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "demo.duckdb"
     init_project(path, demo=True)
     monkeypatch.setenv("WORKBENCH_DB", str(path))
+    monkeypatch.setenv("WORKBENCH_APP_DATA_DIRS", str(tmp_path))  # server paths: files under tmp_path
     return path
 
 

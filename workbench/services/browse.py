@@ -16,6 +16,7 @@ import pandas as pd
 
 from workbench.config import DEFAULTS
 from workbench.errors import StoreError
+from workbench.services import access
 from workbench.store.corpus import read_documents, read_queries
 from workbench.store.database import Database
 from workbench.store.judgments import read_judgments
@@ -35,8 +36,13 @@ def queries_table(db: Database) -> pd.DataFrame:
 def labels_table(db: Database, *, query_ids: Iterable[str] | None = None, grades: Iterable[int] | None = None,
                  sources: Iterable[str] | None = None) -> pd.DataFrame:
     """Labels (status ``ok``) with their document's title, oldest first; each filter keeps rows
-    whose value is among the given ones (None: no filter). Columns: :data:`LABEL_COLUMNS`."""
+    whose value is among the given ones (None: no filter). Columns: :data:`LABEL_COLUMNS`.
+    An annotator (:mod:`workbench.services.access`) gets only their own human labels: others'
+    labels and the judge's stay unseen, so nobody is swayed before labelling."""
     labels = read_judgments(db, status="ok")
+    actor = access.current_actor()
+    if not access.allowed(actor, "see_all_labels"):
+        labels = labels.loc[(labels["assessor"] == actor.name) & (labels["source"] != "llm")]
     if query_ids is not None:
         labels = labels.loc[labels["query_id"].isin(list(query_ids))]
     if grades is not None:

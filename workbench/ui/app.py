@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from workbench.ui import context
+from workbench.ui import auth, context
 from workbench.ui.pages import page_specs
 
 
 def main() -> None:
     st.set_page_config(page_title="Relevance Workbench", layout="wide")
+    auth.gate()  # the sign-in, when [app] auth is password or oidc
     context.db_path()
     pages = {
         spec.url_path: st.Page(spec.render, title=spec.title, url_path=spec.url_path, icon=spec.icon,

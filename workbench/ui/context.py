@@ -21,6 +21,7 @@ import streamlit as st
 from workbench.config import load_settings
 from workbench.errors import WorkbenchError
 from workbench.services.project import open_project
+from workbench.ui import auth  # registers the page session as the services' actor
 
 
 def db_path() -> Path:
@@ -106,6 +107,8 @@ def sidebar() -> None:
     with st.sidebar:
         st.caption("Project database")
         st.code(str(db_path()), language=None)
+        if auth.sidebar_user():  # signed in: the annotator id is the sign-in name
+            return
         st.text_input(
             "Annotator",
             key="annotator",

@@ -20,7 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from workbench.errors import WorkbenchError
-from workbench.ui import context
+from workbench.ui import auth, context
 from workbench.ui.words import Field
 
 FIGURE_NAMES = [
@@ -48,9 +48,16 @@ def render() -> None:
     st.title("Calibration")
     st.caption("SME labels against the LLM judge: the judge may label the rest of the pool only when the "
                "lower confidence bounds clear the bar.")
+    if not auth.may("see_all_labels"):
+        # The report shows other SMEs' labels and the judge's: an annotator labels blind.
+        st.info("The calibration report shows other people's labels and the judge's, so only leads and "
+                "viewers see it. Your labels are on the Label page.")
+        context.page_link("label", "Go to Label", ":material/edit_note:")
+        return
     with context.project() as db:
         context.show_flash("calibration")
-        _draw_form(db, cal)
+        if auth.may("sample"):
+            _draw_form(db, cal)
         samples = cal.list_samples(db)
         if samples.empty:
             st.info("No calibration sample yet. Draw one above from a judged pool, then label it on the "

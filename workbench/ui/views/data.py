@@ -14,7 +14,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from workbench.config import load_settings
 from workbench.errors import WorkbenchError
+from workbench.services.access import check_data_path
 from workbench.services.ingest import FORMATS, KINDS, import_file, preview_documents, recent_imports
 from workbench.services.project import project_status
 from workbench.ui import context
@@ -123,7 +125,9 @@ def _import_form() -> None:
                 path.write_bytes(upload.getvalue())
                 result = import_file(db, kind, path, label=upload.name, progress=context.progress, **arguments)
             else:
-                result = import_file(db, kind, server_path, progress=context.progress, **arguments)
+                # Only files inside [app] data_dirs (symlinks resolved): no page serves other server files.
+                allowed = check_data_path(server_path, load_settings().get("app", "data_dirs"))
+                result = import_file(db, kind, allowed, label=server_path, progress=context.progress, **arguments)
     except WorkbenchError as exc:
         context.error(exc, FIELDS, uploaded=uploaded)
         return

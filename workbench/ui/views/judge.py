@@ -165,7 +165,15 @@ def _command(choices: dict, *, retry_failed: bool = False) -> list[str]:
 
 
 def _launch(choices: dict, config_key: str, *, retry_failed: bool = False) -> None:
-    """Start the job's process, detached from the script run; remember it in the session."""
+    """Start the job's process, detached from the script run; remember it in the session.
+    The process is the CLI (the local operator), so the session's role is checked here first."""
+    from workbench.services.access import PermissionDenied, require
+
+    try:
+        require("judge")
+    except PermissionDenied as exc:
+        st.error(context.plain(str(exc)))
+        st.stop()
     log = Path(tempfile.gettempdir()) / f"workbench-judge-{os.getpid()}-{time.time_ns()}.log"
     env = dict(os.environ)
     key = _api_key()

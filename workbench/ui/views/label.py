@@ -25,7 +25,7 @@ import time
 import streamlit as st
 
 from workbench.errors import WorkbenchError
-from workbench.ui import context
+from workbench.ui import auth, context
 
 GRADE_LABELS = {
     0: "0 · Not relevant",
@@ -127,6 +127,9 @@ def render() -> None:
         annotator = context.annotator()
         if not annotator:
             st.warning("Enter your annotator id in the sidebar first: every label is recorded with it.")
+            return
+        if not auth.may("label"):
+            st.info("You can read this project but not label it; ask a lead for the annotator role.")
             return
         st.checkbox("Show the judge's label after I submit", key="label_reveal",
                              help="Off by default, so the judge cannot anchor your grade. When on, "

@@ -1,0 +1,154 @@
+"""Signing in to the app and the signed-in user's role (``[app] auth``; rules in
+:mod:`workbench.services.access`).
+
+- ``none`` (local use): no sign-in; whoever opens the app is a lead named by the "Annotator" field.
+- ``password``: a sign-in form checked against Streamlit secrets
+  ``[auth.users.<name>]`` (``role``, ``hash`` from ``python -m workbench.services.access``); the
+  password is never stored (the form clears it) and a wrong one gets one message that does not
+  say whether the name exists.
+- ``oidc``: ``st.login()`` with the identity provider configured in secrets ``[auth]``; the role
+  comes from ``[auth.roles]`` (``"alice@example.com" = "annotator"``); a signed-in address with
+  no role there may not use the app.
+
+The signed-in user is kept in the page session; :func:`session_actor` is registered with
+:func:`workbench.services.access.set_actor_source`, so every service the page calls checks the
+session's role itself.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from workbench.config import load_settings
+from workbench.services import access
+from workbench.services.access import Actor
+
+_ACTOR_KEY = "_auth_actor"
+
+
+def mode() -> str:
+    return str(load_settings().get("app", "auth"))
+
+
+def _secrets_auth() -> dict:
+    """The ``[auth]`` table of Streamlit secrets as plain dicts ({} when there are no secrets)."""
+    try:
+        found = st.secrets.get("auth", {})
+    except Exception:  # noqa: BLE001 - a missing or unreadable secrets file means "no users"
+        return {}
+    return _plain(found)
+
+
+def _plain(value):
+    if hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _oidc_actor() -> Actor | None:
+    if not st.user.get("is_logged_in"):
+        return None
+    email = str(st.user.get("email") or "")
+    role = _secrets_auth().get("roles", {}).get(email)
+    return Actor(email, role) if role in access.ROLES else None
+
+
+def session_actor() -> Actor | None:
+    """The actor of the page session running now; None outside a page session (the CLI, a
+    thread the app started), which :func:`access.current_actor` treats as the local operator."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return None
+    how = mode()
+    if how == "none":
+        return Actor(str(st.session_state.get("annotator", "")).strip(), "lead")
+    if how == "oidc":
+        return _oidc_actor() or Actor("", "viewer")
+    return st.session_state.get(_ACTOR_KEY) or Actor("", "viewer")
+
+
+access.set_actor_source(session_actor)
+
+
+def check_password(users: dict, name: str, password: str) -> Actor | None:
+    """The actor for ``name`` when ``password`` matches its stored hash, else None."""
+    entry = users.get(name.strip()) if name else None
+    if not isinstance(entry, dict) or not password:
+        return None
+    if not access.verify_password(password, str(entry.get("hash", ""))):
+        return None
+    role = entry.get("role")
+    return Actor(name.strip(), role) if role in access.ROLES else None
+
+
+def _password_form() -> None:
+    st.title("Sign in")
+    users = _secrets_auth().get("users", {})
+    if not users:
+        st.error("No users are set up for this app yet; ask whoever runs it to add you.")
+        return
+    with st.form("sign_in", clear_on_submit=True):
+        name = st.text_input("User name", key="sign_in_name")
+        password = st.text_input("Password", type="password", key="sign_in_password")
+        submitted = st.form_submit_button("Sign in", type="primary")
+    if not submitted:
+        return
+    actor = check_password(users, name, password)
+    del password  # only the hash comparison ever saw it
+    if actor is None:
+        st.error("That user name and password do not match; try again.")
+        return
+    st.session_state[_ACTOR_KEY] = actor
+    st.rerun()
+
+
+def gate() -> Actor:
+    """Call first on every run: shows the sign-in (and stops the page) until someone is signed
+    in; returns the actor. With auth ``none`` it returns the lead named by the Annotator field."""
+    how = mode()
+    if how == "none":
+        return session_actor() or access.LOCAL_OPERATOR
+    if how == "oidc":
+        if not st.user.get("is_logged_in"):
+            st.title("Sign in")
+            if st.button("Sign in", type="primary", key="oidc_login"):
+                st.login()
+            st.stop()
+        actor = _oidc_actor()
+        if actor is None:
+            st.error("Your account has no role in this app; ask a lead to add your address.")
+            if st.button("Sign out", key="oidc_logout"):
+                st.logout()
+            st.stop()
+    else:
+        actor = st.session_state.get(_ACTOR_KEY)
+        if actor is None:
+            _password_form()
+            st.stop()
+    # Labels are recorded under the signed-in name, never a name typed in the page.
+    st.session_state["annotator"] = actor.name
+    return actor
+
+
+def sidebar_user() -> bool:
+    """In the sidebar: who is signed in, their role and a sign-out button. False with auth
+    ``none`` (the sidebar then asks for the annotator id, as before)."""
+    how = mode()
+    if how == "none":
+        return False
+    actor = access.current_actor()
+    st.caption("Signed in as")
+    st.text(f"{actor.name} · {actor.role}")
+    if st.button("Sign out", key="sign_out"):
+        if how == "oidc":
+            st.logout()
+        st.session_state.pop(_ACTOR_KEY, None)
+        st.session_state.pop("annotator", None)
+        st.rerun()
+    return True
+
+
+def may(action: str) -> bool:
+    """Whether the session's user may ``action`` (to hide a button; services still check)."""
+    return access.allowed(access.current_actor(), action)
