@@ -38,6 +38,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("Calibration", "calibration", "calibration", ":material/verified:", ("calibration",)),
     PageSpec("Qrels", "qrels", "qrels", ":material/checklist:"),
     PageSpec("Evaluate", "evaluate", "evaluate", ":material/leaderboard:", ("evaluation",)),
+    PageSpec("Experiments", "experiments", "experiments", ":material/science:"),
     PageSpec("Query kinds", "query-kinds", "query_kinds", ":material/alt_route:"),
 )
 

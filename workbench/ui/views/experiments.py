@@ -1,0 +1,196 @@
+"""Experiments: chunkings × retrievers on the same span labels, compared at equal context budget.
+
+The page runs a sweep grid (:func:`workbench.services.sweep.run_sweep`, the same service as
+``workbench sweep``) with progress, then shows the table of cells, the winner at each budget,
+coverage against budget per configuration, quality against p95 latency with the Pareto
+frontier, the cells whose top 10 is little judged (with one click to pool them), and the
+per-tag slices of one configuration against another with a paired test.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from workbench.errors import WorkbenchError
+from workbench.ui import context
+
+CHUNKINGS = ["fixed:128", "fixed:256", "fixed:512", "fixed:1024", "fixed:2048", "fixed:512:64", "section",
+             "sentences", "document"]
+RETRIEVERS = {"BM25": "bm25", "Dense": "dense", "Hybrid (BM25 + dense)": "hybrid"}
+MEASURES = ["ndcg@10", "recall@10", "P@10", "recip_rank@10"]
+LABELS = {"Merged (the policy)": "merged", "People only": "human", "LLM judge only": "llm"}
+KEY = "experiments_result"
+
+
+def _num(x, digits: int = 3) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _form() -> dict | None:
+    with st.form("sweep"):
+        chunkings = st.multiselect("Chunkings", CHUNKINGS, default=["fixed:256", "fixed:512"],
+                                   help="fixed:SIZE is SIZE tokens per chunk; fixed:SIZE:OVERLAP overlaps windows")
+        retrievers = st.multiselect("Retrievers", list(RETRIEVERS), default=["BM25"])
+        measures = st.multiselect("Measures", MEASURES, default=["ndcg@10", "recall@10"])
+        budgets = st.text_input("Context budgets (tokens)", "1000,2000,4000,8000")
+        labels = st.selectbox("Labels", list(LABELS))
+        go = st.form_submit_button("Run the grid", type="primary")
+    if not go:
+        return None
+    return {"chunkings": chunkings, "retrievers": [RETRIEVERS[r] for r in retrievers], "measures": measures,
+            "budgets": budgets, "labels": LABELS[labels]}
+
+
+def _run(db, choice: dict) -> None:
+    from workbench.core.context_budget import parse_budgets
+    from workbench.services import sweep
+
+    if not choice["chunkings"] or not choice["retrievers"] or not choice["measures"]:
+        st.warning("Choose at least one chunking, one retriever and one measure, then run the grid.")
+        return
+    status = st.status("Running the grid…", expanded=True)
+    try:
+        result = sweep.run_sweep(db, ",".join(choice["chunkings"]), ",".join(choice["retrievers"]),
+                                 choice["measures"], budgets=parse_budgets(choice["budgets"]),
+                                 labels=choice["labels"], progress=context.progress,
+                                 notify=lambda line: status.text(line))
+    except WorkbenchError as exc:
+        status.update(label="The grid stopped", state="error")
+        context.error(exc)
+        return
+    status.update(label="Grid done", state="complete", expanded=False)
+    st.session_state[KEY] = result
+
+
+def _cells_frame(result) -> pd.DataFrame:
+    rows = []
+    for c in result.cells:
+        if c.skipped:
+            continue
+        row = {"configuration": f"{c.chunking} × {c.retriever}", "chunking": c.chunking, "retriever": c.retriever}
+        row.update({m: c.aggregate.get(m) for m in result.measures})
+        row.update({f"coverage@{b}": c.coverage.get(b) for b in result.budgets})
+        row.update({"judged@10": c.judged, "p50 ms": c.latency_p50, "p95 ms": c.latency_p95})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _charts(result, frame: pd.DataFrame) -> None:
+    import altair as alt
+
+    from workbench.core.pareto import pareto_frontier
+
+    long = pd.DataFrame([{"configuration": r["configuration"], "budget": b, "coverage": r[f"coverage@{b}"]}
+                         for r in frame.to_dict("records") for b in result.budgets])
+    st.subheader("Gold text covered at each context budget")
+    st.altair_chart(alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("budget:Q", title="context budget (tokens)", scale=alt.Scale(type="log")),
+        y=alt.Y("coverage:Q", title="share of gold characters", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("configuration:N"), tooltip=["configuration", "budget", "coverage"]), width="stretch")
+    measure = result.measures[0]
+    points = frame[["configuration", measure, "p95 ms"]].rename(columns={measure: "quality", "p95 ms": "latency"})
+    points = points.dropna()
+    if points.empty:
+        return
+    points["frontier"] = pareto_frontier(points["quality"], points["latency"])
+    st.subheader(f"{measure} against p95 latency")
+    base = alt.Chart(points).encode(x=alt.X("latency:Q", title="p95 latency (ms)"),
+                                    y=alt.Y("quality:Q", title=measure))
+    line = base.transform_filter(alt.datum.frontier).mark_line(strokeDash=[4, 3], color="gray")
+    dots = base.mark_point(filled=True, size=90).encode(
+        color=alt.Color("configuration:N"), shape=alt.Shape("frontier:N", title="on the Pareto frontier"),
+        tooltip=["configuration", "quality", "latency", "frontier"])
+    st.altair_chart(line + dots, width="stretch")
+    on = points.loc[points["frontier"], "configuration"].tolist()
+    st.caption("On the Pareto frontier (no other configuration is both better and faster): " + ", ".join(on))
+
+
+def _unjudged(db, result) -> None:
+    from workbench.services import sweep
+
+    low = [c for c in result.cells if not c.skipped and c.judged < sweep.LOW_JUDGED]
+    if not low:
+        return
+    st.subheader("Unjudged text")
+    st.warning(f"{len(low)} configurations have less than {sweep.LOW_JUDGED:.0%} of their top 10 judged: their "
+               "scores count unjudged chunks as not relevant. Pool them and judge the new pairs.")
+    rows = [{"configuration": f"{c.chunking} × {c.retriever}", "judged@10": _num(c.judged),
+             "unjudged pairs": len(c.unjudged)} for c in low]
+    context.table(rows, key="experiments-unjudged")
+    name = st.text_input("Pool name", "sweep-new")
+    if st.button("Add their top 10 to a pool"):
+        try:
+            added = sweep._pool_unjudged(db, name, low, sweep.JUDGED_K)
+        except WorkbenchError as exc:
+            context.error(exc)
+            return
+        st.success(context.plain("Added to " + ", ".join(f"{p} ({len(r)} runs)" for p, r in added.items())
+                                 + ": judge them on the Judge page." if added else "Nothing new to add."))
+
+
+def _slices(db, result) -> None:
+    from workbench.services import sweep
+
+    cells = [c for c in result.cells if not c.skipped]
+    tags = sweep.query_tags(db)
+    st.subheader("Slices by query tag")
+    if len(cells) < 2:
+        st.info("Run at least two configurations to compare them slice by slice.")
+        return
+    if tags.empty:
+        st.info("The queries carry no tags; import queries with a tags field to see slices.")
+        return
+    names = [f"{c.chunking} × {c.retriever}" for c in cells]
+    left, right = st.columns(2)
+    base = left.selectbox("Baseline", names, index=0)
+    other = right.selectbox("Compared configuration", names, index=len(names) - 1)
+    measure = st.selectbox("Measure for slices", result.measures)
+    if base == other:
+        st.info("Choose two different configurations.")
+        return
+    table = sweep.slice_lift(cells[names.index(base)], cells[names.index(other)], measure, tags)
+    context.table([{"tag": r.tag, "queries": r.queries, "baseline": _num(r.base), "compared": _num(r.other),
+                    "lift": f"{r.lift:+.3f}", "p-value": _num(r.p_value)} for r in table.itertuples()],
+                  key="experiments-slices")
+    st.caption("Paired randomization test over the queries of each slice (seed 0); small slices have little power.")
+
+
+def render() -> None:
+    st.title("Experiments")
+    st.caption("Compare chunkings and retrievers on the same labels, at the same context budget.")
+    with context.project() as db:
+        from workbench.store.corpus import read_queries
+        from workbench.store.qrels_labels import labelled_spans
+
+        if read_queries(db).empty:
+            st.info("No queries yet: add queries on the Data page, then come back to run experiments.")
+            return
+        if labelled_spans(db).empty:
+            st.info("No labels yet: label pairs on the Label page (or judge a pool on the Judge page) first.")
+            return
+        choice = _form()
+        if choice is not None:
+            _run(db, choice)
+        result = st.session_state.get(KEY)
+        if result is None:
+            st.info("Choose chunkings and retrievers above and run the grid to compare them.")
+            return
+        for c in result.cells:
+            if c.skipped:
+                st.warning(context.plain(f"{c.chunking} × {c.retriever}: {c.skipped}"))
+        frame = _cells_frame(result)
+        if frame.empty:
+            st.info("No configuration could run; see the reasons above.")
+            return
+        shown = frame.drop(columns=["chunking", "retriever"])
+        context.table([{k: (v if isinstance(v, str) else _num(v, 2 if "ms" in k else 3)) for k, v in row.items()}
+                       for row in shown.to_dict("records")], key="experiments-cells")
+        winners = result.winners()
+        context.table([{"budget (tokens)": b, "winner": f"{c.chunking} × {c.retriever}",
+                        "coverage": _num(c.coverage[b])} for b, c in winners.items()], key="experiments-winners")
+        _charts(result, frame)
+        _unjudged(db, result)
+        _slices(db, result)
