@@ -157,3 +157,17 @@ def test_stages_of_stored_runs_equal_stages_on_the_exported_files(cli, demo, tmp
     for key in a:
         if key not in ("run_files", "qrels"):
             assert json.dumps(a[key], sort_keys=True) == json.dumps(b[key], sort_keys=True), key
+
+
+def test_a_run_missing_documents_says_so(cli, demo, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy.duckdb"
+    shutil.copy(demo, copy)
+    extra = tmp_path / "more.jsonl"
+    extra.write_text(json.dumps({"doc_id": "late-doc", "title": "Late", "text": "imported after the run"}) + "\n")
+    done = cli("--db", str(copy), "import", "corpus", str(extra))
+    assert done.returncode == 0, done.stderr
+    ev = cli("--db", str(copy), "eval", "--runs", "bm25", "-m", "P@5")
+    assert ev.returncode == 0, ev.stderr
+    assert "note: run 'bm25' covers 41 of 42 documents" in ev.stderr
