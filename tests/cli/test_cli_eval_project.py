@@ -171,3 +171,26 @@ def test_a_run_missing_documents_says_so(cli, demo, tmp_path):
     ev = cli("--db", str(copy), "eval", "--runs", "bm25", "-m", "P@5")
     assert ev.returncode == 0, ev.stderr
     assert "note: run 'bm25' covers 41 of 42 documents" in ev.stderr
+
+
+def test_stored_evaluations_list_the_history_with_their_means(cli, demo):
+    from workbench.services.evaluation import stored_evaluation_values, stored_evaluations
+    from workbench.services.project import open_project
+
+    done = cli("--db", str(demo), "eval", "--runs", "bm25,flat", "-m", "ndcg@10", "--labels", "human", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    db = open_project(demo)
+    try:
+        history = stored_evaluations(db)
+        latest = history.iloc[0]
+        assert latest["runs"] == ["bm25", "flat"] and latest["labels"] == "human"
+        assert latest["qrels_policy"]["order"] == ["adjudicated", "sme", "imported"]
+        assert latest["means"] == {r: pytest.approx(body[r]["aggregate"]) for r in ("bm25", "flat")}
+        assert list(history["evaluation_id"]) == sorted(history["evaluation_id"], reverse=True)
+        values = stored_evaluation_values(db, int(latest["evaluation_id"]))
+        for run in ("bm25", "flat"):
+            mine = values[values["run"] == run].set_index("query_id")["value"].to_dict()
+            assert mine == pytest.approx({q: v["ndcg@10"] for q, v in body[run]["per_query"].items()})
+    finally:
+        db.close()
