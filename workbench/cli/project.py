@@ -62,7 +62,8 @@ def _cli_actions(status) -> dict[str, str]:
                         "`workbench calibrate report`"),
         "qrels": ("export", "export the qrels the labels give (pool pairs without a label count as "
                             "unjudged): `workbench export qrels --format trec --out qrels.txt`"),
-        "evaluation": ("eval", "evaluate runs: `workbench eval --help`"),
+        "evaluation": ("eval", f"evaluate runs against the project's qrels: "
+                               f"`workbench eval --runs {','.join(runs[:3]) or 'RUN'} -m nDCG@10`"),
     }
     return {key: text for key, (command, text) in hints.items() if command in commands}
 
