@@ -47,9 +47,10 @@ def acting():
     def set_actor(who: Actor | None) -> None:
         holder["who"] = who
 
+    previous = access._source  # the app's source, when a UI test imported it in this process
     access.set_actor_source(lambda: holder.get("who"))
     yield set_actor
-    access.set_actor_source(None)
+    access.set_actor_source(previous)
 
 
 def test_outside_a_session_the_caller_is_the_local_lead(acting):
@@ -117,7 +118,7 @@ def test_server_paths_outside_the_data_folders_are_refused(tmp_path):
 
 @pytest.fixture
 def project(db_path):
-    db, truth = build_project(db_path)
+    db, _ = build_project(db_path)
     yield db
     db.close()
 
@@ -128,10 +129,10 @@ def _counts(db) -> tuple:
 
 
 def test_write_services_refuse_an_annotator_called_directly(project, acting, tmp_path):
+    from workbench.config import load_settings
     from workbench.services.deletion import delete
     from workbench.services.ingest import import_file
     from workbench.services.judge import cancel_job, resolve_spec, run_job
-    from workbench.config import load_settings
     from workbench.services.pooling import build_pool
 
     db = project
@@ -145,7 +146,7 @@ def test_write_services_refuse_an_annotator_called_directly(project, acting, tmp
     for who in (ANN, VIEW):
         acting(who)
         refusals = [
-            lambda: cal.adjudicate(db, "s", 0, 2, lead=who.name),
+            lambda who=who: cal.adjudicate(db, "s", 0, 2, lead=who.name),
             lambda: cal.create_sample(db, "s2", "p", seed=2),
             lambda: delete(db, "pool", "p"),
             lambda: import_file(db, "qrels", qrels),

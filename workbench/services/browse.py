@@ -1,6 +1,7 @@
 """Read-only views of what the project holds, for the app's Queries & Labels page and pool peeks.
 
-* :func:`queries_table`: every query with its text, description, tags and how many labels it has.
+* :func:`queries_table`: every query with its text, description, tags and how many labels it has
+  (an annotator counts and sees only their own, see :func:`labels_table`).
 * :func:`labels_table`: labels (span judgments with status ``ok``) with the document title,
   filtered by query, grade and source.
 * :func:`label_document`: the text of a label's document, for showing the span in place.
@@ -25,10 +26,18 @@ LABEL_COLUMNS = ["judgment_id", "query_id", "doc_id", "title", "start", "end", "
                  "assessor", "created_at"]
 
 
+def _visible(labels: pd.DataFrame) -> pd.DataFrame:
+    """The labels the caller may see: all for a lead or viewer; an annotator's own human labels."""
+    actor = access.current_actor()
+    if access.allowed(actor, "see_all_labels"):
+        return labels
+    return labels.loc[(labels["assessor"] == actor.name) & (labels["source"] != "llm")]
+
+
 def queries_table(db: Database) -> pd.DataFrame:
     """``query_id, text, description, tags (dict or None), labels`` ordered by query_id."""
     queries = read_queries(db)
-    labels = read_judgments(db, status="ok").groupby("query_id").size()
+    labels = _visible(read_judgments(db, status="ok")).groupby("query_id").size()
     out = queries.assign(labels=queries["query_id"].map(labels).fillna(0).astype("int64"))
     return out.reset_index(drop=True)
 
@@ -39,10 +48,7 @@ def labels_table(db: Database, *, query_ids: Iterable[str] | None = None, grades
     whose value is among the given ones (None: no filter). Columns: :data:`LABEL_COLUMNS`.
     An annotator (:mod:`workbench.services.access`) gets only their own human labels: others'
     labels and the judge's stay unseen, so nobody is swayed before labelling."""
-    labels = read_judgments(db, status="ok")
-    actor = access.current_actor()
-    if not access.allowed(actor, "see_all_labels"):
-        labels = labels.loc[(labels["assessor"] == actor.name) & (labels["source"] != "llm")]
+    labels = _visible(read_judgments(db, status="ok"))
     if query_ids is not None:
         labels = labels.loc[labels["query_id"].isin(list(query_ids))]
     if grades is not None:

@@ -95,7 +95,9 @@ def _password_form() -> None:
     if not submitted:
         return
     actor = check_password(users, name, password)
-    del password  # only the hash comparison ever saw it
+    # Only the hash comparison ever sees the password: drop it from the session at once.
+    del password
+    st.session_state.pop("sign_in_password", None)
     if actor is None:
         st.error("That user name and password do not match; try again.")
         return
