@@ -195,12 +195,16 @@ def per_query(evaluation: RunEvaluation, measure: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "query_id", "value"])
 
 
-def worst_queries(db: Database, evaluation: RunEvaluation, run: str, measure: str, limit: int = 20) -> pd.DataFrame:
-    """``query_id, query, value`` of ``run`` sorted worst first (ties by query id)."""
+def worst_queries(db: Database, evaluation: RunEvaluation, run: str, measure: str,
+                  limit: int | None = 20) -> pd.DataFrame:
+    """``query_id, query, value`` of ``run`` sorted worst first (ties by query id); every
+    query when ``limit`` is None."""
     from workbench.store.corpus import query_texts
 
     values = per_query(evaluation, measure)
-    values = values[values["run"] == run].sort_values(["value", "query_id"], kind="stable").head(limit)
+    values = values[values["run"] == run].sort_values(["value", "query_id"], kind="stable")
+    if limit is not None:
+        values = values.head(limit)
     texts = query_texts(db).set_index("query_id")["text"]
     values["query"] = values["query_id"].map(texts).fillna("")
     return values[["query_id", "query", "value"]].reset_index(drop=True)

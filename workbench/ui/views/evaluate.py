@@ -189,17 +189,30 @@ def _distribution(ev, evaluation, means: pd.DataFrame, measure: str) -> None:
 def _drilldown(db, ev, evaluation, choices: dict, measure: str) -> None:
     st.subheader("Worst queries")
     run = st.selectbox("Run", choices["runs"], key="evaluate_drill_run")
-    worst = ev.worst_queries(db, evaluation, run, measure, limit=20)
-    if worst.empty:
+    ranked = ev.worst_queries(db, evaluation, run, measure, limit=None)
+    if ranked.empty:
         st.info("No query scored for this measure.")
         return
-    for row in worst.head(10).itertuples(index=False):
+    st.caption(context.plain(f"The run's top {choices['k']} for each query, with the grade of each result; "
+                             "unjudged results are marked, since they count as not relevant."))
+    for row in ranked.head(10).itertuples(index=False):
         with st.expander(f"{row.query_id} · {measure} {_num(row.value)}"):
-            context.escaped(row.query, css="font-weight: 600")
-            top = ev.top_results(db, evaluation, run, row.query_id, k=choices["k"])
-            context.table([{"rank": t.rank, "item": t.item_id, "score": _num(t.score),
-                            "grade": "unjudged" if pd.isna(t.grade) else int(t.grade)}
-                           for t in top.itertuples(index=False)], key=f"evaluate-top-{row.query_id}")
+            _query_detail(db, ev, evaluation, run, row, choices["k"])
+    labels = {r.query_id: f"{r.query_id} · {measure} {_num(r.value)}" for r in ranked.itertuples(index=False)}
+    chosen = st.selectbox("Any query (worst first)", list(labels), format_func=labels.get, index=None,
+                          placeholder="type a query id", key="evaluate_query")
+    if chosen is not None:
+        row = next(r for r in ranked.itertuples(index=False) if r.query_id == chosen)
+        with st.container(border=True, key="evaluate_query_detail"):
+            _query_detail(db, ev, evaluation, run, row, choices["k"])
+
+
+def _query_detail(db, ev, evaluation, run: str, row, k: int) -> None:
+    context.escaped(row.query, css="font-weight: 600")
+    top = ev.top_results(db, evaluation, run, row.query_id, k=k)
+    context.table([{"rank": t.rank, "item": t.item_id, "score": _num(t.score),
+                    "grade": "unjudged" if pd.isna(t.grade) else int(t.grade)}
+                   for t in top.itertuples(index=False)], key=f"evaluate-top-{row.query_id}")
 
 
 def _slices(db, ev, evaluation, measure: str) -> None:

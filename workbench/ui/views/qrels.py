@@ -47,7 +47,7 @@ def render() -> None:
         st.subheader("Merge policy")
         context.escaped(overview.statement[0].upper() + overview.statement[1:] + ".")
         for note in overview.notes:
-            st.warning(context.plain(note))
+            st.warning(context.plain(_page_words(note)))
         if not overview.rows:
             st.info("No labels yet: judge a pool on the Judge page, or label pairs on the Label page.")
             context.page_link("judge", "Go to Judge", ":material/gavel:")
@@ -56,6 +56,15 @@ def render() -> None:
         _coverage(overview.coverage)
         if overview.rows:
             _download(db, ev, level, chunking, source)
+
+
+def _page_words(note: str) -> str:
+    """A policy note in the page's words (the service's notes name commands and settings)."""
+    if "calibration gate" in note:
+        return (note.split(":")[0] + ": their judge configuration has not passed the calibration gate yet. "
+                "Label a calibration sample on the Label page and read the verdict on the Calibration page; "
+                "or look at the judge's labels alone with Labels = LLM judge only.")
+    return note
 
 
 def _counts(overview) -> None:
@@ -83,8 +92,10 @@ def _coverage(coverage: pd.DataFrame) -> None:
         return
     context.table([{"pool": r.pool, "pairs": f"{r.pairs:,}", "labelled": f"{r.labelled:,}",
                     "share labelled": f"{r.share:.0%}", "by people": f"{r.by_people:,}",
-                    "by the LLM judge": f"{r.by_llm:,}"} for r in coverage.itertuples(index=False)],
+                    "graded by the LLM judge": f"{r.by_llm:,}"} for r in coverage.itertuples(index=False)],
                   key="qrels-coverage")
+    st.caption("Labelled: the pairs with a label under the merge policy. Graded by the LLM judge counts every "
+               "judge grade, also those the policy leaves out until the judge passes calibration.")
 
 
 def _download(db, ev, level: str, chunking: str | None, source: str) -> None:
@@ -100,4 +111,4 @@ def _download(db, ev, level: str, chunking: str | None, source: str) -> None:
     suffix = {"trec": "txt", "beir": "tsv", "jsonl": "jsonl", "spans": "jsonl"}[fmt]
     st.download_button(f"Download {format_word}", data, file_name=f"qrels-{fmt}.{suffix}",
                        mime="text/plain", key="qrels_download", icon=":material/download:")
-    st.caption(context.plain(summary.splitlines()[0]))
+    st.caption(context.plain(summary.splitlines()[0].replace("wrote ", "").replace(" to the download", "")))
