@@ -29,6 +29,7 @@ import hmac
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from workbench.errors import ConfigError, WorkbenchError
 
@@ -125,6 +126,27 @@ def check_serving(host: str, auth: str, *, allow_public_without_auth: bool = Fal
     if auth == "none" and host not in LOOPBACK and not allow_public_without_auth:
         raise ConfigError(f"[app] host = {host!r} with auth = \"none\" lets anyone who reaches the app act as a "
                           f"lead; set [app] auth to password or oidc, or allow_public_without_auth = true")
+
+
+def data_folders(data_dirs: str, base: Path | None = None) -> list[Path]:
+    """The folders ``[app] data_dirs`` names (comma-separated; relative to ``base``, default the
+    working directory), symlinks resolved."""
+    base = Path.cwd() if base is None else base
+    return [(base / part.strip()).resolve() for part in str(data_dirs).split(",") if part.strip()]
+
+
+def check_data_path(path: str | Path, data_dirs: str, base: Path | None = None) -> Path:
+    """The resolved ``path`` when it lies inside one of the data folders; else
+    :class:`PermissionDenied`. Symlinks and ``..`` are resolved first, so a link inside a data
+    folder that points outside it is refused too."""
+    folders = data_folders(data_dirs, base)
+    given = Path(path).expanduser()
+    resolved = ((Path.cwd() if base is None else base) / given).resolve()
+    if not any(resolved == folder or resolved.is_relative_to(folder) for folder in folders):
+        # The allowed folders are not listed: the page must not map the server's file system.
+        raise PermissionDenied(f"{path} is outside the folders this app may import from; put the file in "
+                               f"the project's data folder, or upload it")
+    return resolved
 
 
 # ---- password hashes -------------------------------------------------------------------------
