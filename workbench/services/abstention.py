@@ -20,6 +20,7 @@ import pandas as pd
 
 from workbench.core import abstention as core
 from workbench.errors import ConfigError, InputError, clip
+from workbench.services import access
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
 
@@ -51,6 +52,7 @@ def unanswerable_ids(db: Database) -> list[str]:
 def mark_answerability(db: Database, query_id: str, *, answerable: bool, annotator: str,
                        comment: str | None = None) -> None:
     """Record an SME decision: the corpus answers ``query_id`` (``answerable``) or it does not."""
+    access.require("label")
     if not annotator or not annotator.strip():
         raise ConfigError("an SME decision needs the annotator's name or id")
     known = set(store.query_tags(db)["query_id"].astype(str))
@@ -182,6 +184,7 @@ def stored_answers_abstention(db: Database, name: str) -> AbstentionReport:
 
 def store_answers(db: Database, name: str, answers: pd.DataFrame) -> int:
     """Store an answer set under a new ``name`` (an existing set is never replaced)."""
+    access.require("import")
     if name in store.answer_set_names(db):
         raise InputError(f"answers named {clip(name)} already exist; choose another name")
     with db.transaction() as tx:

@@ -22,7 +22,7 @@ from pathlib import Path
 from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError
 from workbench.resources import DEMO_DIR
-from workbench.services import abstention, rbac, trajectories
+from workbench.services import abstention, access, rbac, trajectories
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
 from workbench.store.runs import read_run_rows, run_exists, set_run_scope, stored_run, write_run
@@ -81,6 +81,7 @@ def add_demo_role_runs(db: Database) -> dict[str, int]:
     """The demo's two runs recorded as roles (module doc), from its ``bm25`` run; each skipped
     when it exists. Kept out of ``init --demo`` so the demo starts with one run; the Query kinds
     page adds them with one click. Returns ``{run: rows}`` of the runs it made."""
+    access.require("build")
     if not run_exists(db, SOURCE_RUN):
         raise InputError(f"the project has no {SOURCE_RUN!r} run to filter; run BM25 first")
     if rbac.restricted_documents(db).empty:

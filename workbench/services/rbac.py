@@ -10,6 +10,7 @@ import pandas as pd
 
 from workbench.core import rbac as core
 from workbench.errors import ConfigError, InputError, clip
+from workbench.services import access
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
 
@@ -95,6 +96,7 @@ def restricted_slice_tags(db: Database, doc_ids, field: str = core.DEFAULT_FIELD
 
 def record_role_run(db: Database, role: str, run: str) -> None:
     """Record that ``run`` retrieved as ``role`` (shown and checked on the Query kinds page)."""
+    access.require("build")
     role = role.strip()
     if not role:
         raise ConfigError("give the role the run retrieved for")

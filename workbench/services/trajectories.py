@@ -12,6 +12,7 @@ import pandas as pd
 
 from workbench.core import trajectories as core
 from workbench.errors import InputError, clip
+from workbench.services import access
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
 
@@ -142,6 +143,7 @@ def _records_from_bytes(data: bytes, source: str) -> list[tuple[int, dict]]:
 def import_chains(db: Database, data: bytes, source: str, *, replace: bool = False) -> int:
     """Store the evidence chains of an uploaded JSONL file. A query that already has a chain is
     refused (nothing stored) unless ``replace``, which replaces the chains of the file's queries."""
+    access.require("import")
     chains = core.parse_chains(_records_from_bytes(data, source), source)
     if not replace:
         existing = sorted(set(chains) & set(store.read_chains(db)["query_id"].astype(str)))
@@ -153,6 +155,7 @@ def import_chains(db: Database, data: bytes, source: str, *, replace: bool = Fal
 
 def import_trajectories(db: Database, name: str, data: bytes, source: str) -> int:
     """Store an uploaded trajectories JSONL file as set ``name`` (chunk ids resolved here)."""
+    access.require("import")
     if not name.strip():
         raise InputError("give the trajectories a name")
     if name.strip() in store.trajectory_names(db):
