@@ -53,6 +53,9 @@ if page == "browse":
 elif page == "calibration":
     from workbench.ui.views.calibration import render
     render()
+elif page == "label":
+    from workbench.ui.views.label import render
+    render()
 '''
 
 
@@ -221,3 +224,22 @@ def test_server_path_import_refuses_files_outside_the_data_folders(tmp_path, mon
     assert not at.error, [e.value for e in at.error]
     with Database(path) as db:
         assert db.query_value("SELECT count(*) FROM queries") == 1
+
+
+def test_the_label_page_records_the_signed_in_name(project, users):
+    at = _signed_in(users, "ann")
+    at.session_state["page"] = "label"
+    at.run()
+    assert not at.exception, at.exception
+    at.button(key="label_grade_s_0").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    with Database(project) as db:
+        rows = db.query_all("SELECT assessor, grade FROM judgments WHERE source = 'human' AND assessor "
+                            "NOT IN ('cy', 'dee')")
+    assert rows == [("ann", 0)]
+    # A viewer signed in the same way gets no grade buttons and cannot label.
+    viewer = _signed_in(users, "vi")
+    viewer.session_state["page"] = "label"
+    viewer.run()
+    assert any("cannot label" in i.value or "not label" in i.value for i in viewer.info)
+    assert not [b for b in viewer.button if b.key and b.key.startswith("label_grade")]
