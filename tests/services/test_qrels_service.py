@@ -66,3 +66,26 @@ def test_a_failed_gate_keeps_llm_labels_out(tmp_path):
         assert len(_exported(db, tmp_path, "llm.txt", source="llm")) == 360  # asking for LLM labels by name
     finally:
         db.close()
+
+
+def test_synthetic_queries_are_kept_apart_unless_asked(tmp_path):
+    import pandas as pd
+
+    from workbench.store.database import insert_frame
+
+    db, _ = build_project(tmp_path / "p.duckdb", judge_noise=0.0)
+    try:
+        with db.transaction() as tx:
+            insert_frame(tx, "synthetic_questions", pd.DataFrame([{
+                "query_id": "q00", "chunking": "c", "chunk_id": "d0#0", "doc_id": "d0", "start": 0, "end": 10,
+                "generator": "g", "model": "m", "seed": 0, "original": "x", "rewritten": "x",
+                "overlap_before": 0.0, "overlap_after": 0.0, "flagged": False}]))
+        policy = QrelsPolicy(llm_labels="all")
+        every = project_qrels(db, policy=QrelsPolicy(llm_labels="all", synthetic="include")).table
+        default = project_qrels(db, policy=policy).table
+        only = project_qrels(db, policy=QrelsPolicy(llm_labels="all", synthetic="only")).table
+        assert "q00" in set(every["query_id"]) and "q00" not in set(default["query_id"])
+        assert set(only["query_id"]) == {"q00"} and len(only) + len(default) == len(every) == 360
+        assert "synthetic queries excluded" in project_qrels(db, policy=policy).statement()
+    finally:
+        db.close()
