@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.ui.html_tables import html_tables
+from workbench.services.abstention import unanswerable_ids
 from workbench.services.export import export_qrels, export_run
 from workbench.services.project import init_project
 from workbench.store.database import Database
@@ -74,9 +75,11 @@ def test_evaluate_page_means_equal_pytrec_eval(demo_db, tmp_path):
         chunking = db.query_value("SELECT chunking FROM runs WHERE name = 'bm25'")
         export_qrels(db, tmp_path / "q.txt", format="trec", level="chunk", chunking=chunking)
         export_run(db, "bm25", tmp_path / "r.txt")
+        unanswerable = set(map(str, unanswerable_ids(db)))
     qrels: dict = {}
     for q, _, d, g in (line.split() for line in (tmp_path / "q.txt").read_text().splitlines()):
-        qrels.setdefault(q, {})[d] = int(g)
+        if q not in unanswerable:  # nothing to retrieve: left out of ranking measures (page note)
+            qrels.setdefault(q, {})[d] = int(g)
     run: dict = {}
     for q, _, d, _rank, s, _ in (line.split() for line in (tmp_path / "r.txt").read_text().splitlines()):
         run.setdefault(q, {})[d] = float(s)
@@ -89,3 +92,19 @@ def test_evaluate_page_means_equal_pytrec_eval(demo_db, tmp_path):
         assert means[("bm25", ours)] == pytest.approx(expected, abs=1e-3)
         checked += 1
     assert checked == 2
+
+
+def test_evaluate_page_saves_an_evaluation_only_when_asked(demo_db):
+    from workbench.services.evaluation import stored_evaluations
+
+    at = _run(_evaluate_page)
+    at.multiselect(key="evaluate_runs").set_value(["bm25"]).run()
+    with Database(demo_db) as db:
+        assert len(stored_evaluations(db)) == 0  # showing scores stores nothing
+    next(b for b in at.button if b.label == "Save this evaluation").click().run()
+    assert not at.exception, at.exception
+    with Database(demo_db) as db:
+        stored = stored_evaluations(db)
+    assert len(stored) == 1 and list(stored["runs"].iloc[0]) == ["bm25"]
+    assert any("Saved evaluation" in s.value for s in at.success)
+    assert len(at.dataframe) == 1  # the history table

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.errors import InputError
+from workbench.errors import InputError, WorkbenchError
 from workbench.store.database import Database
 
 CONFIDENCE = 0.95
@@ -104,6 +104,8 @@ class RunEvaluation:
     statements: dict  # run name -> qrels policy statement it was scored under
     qrels: dict  # run name -> qrels table (query_id, item_id, grade)
     levels: dict  # run name -> (level, chunking)
+    notes: tuple = ()
+    evaluation_id: int | None = None
 
 
 def run_table(db: Database) -> pd.DataFrame:
@@ -113,57 +115,74 @@ def run_table(db: Database) -> pd.DataFrame:
     return read_run_info(db)
 
 
-def _run_object(db: Database, name: str, level: str):
-    import pyarrow as pa
-
-    from workbench.core.qrels_and_runs import Run
-    from workbench.store.runs import read_run_rows
-
-    rows = read_run_rows(db, name)
-    if rows.empty:
-        raise InputError(f"run {name!r} has no results; run it again on Retrieve & Pool")
-    items = rows["chunk_id"].where(rows["chunk_id"].notna(), rows["doc_id"]) if level == "chunk" else rows["doc_id"]
-    return Run(pa.array(rows["query_id"].astype(str).tolist(), type=pa.string()),
-               pa.array(items.astype(str).tolist(), type=pa.string()),
-               rows["score"].to_numpy(dtype=np.float64), name=name)
-
-
 def evaluate_runs(db: Database, runs: list[str], measures: list[str], *, source: str = "merged",
-                  rel: int = 1) -> RunEvaluation:
-    """Score each stored run at its own level (and chunking) against the project's qrels."""
-    from workbench.core.evaluation import evaluate
-    from workbench.core.measures import parse_measures
+                  rel: int = 1, store: bool = False) -> RunEvaluation:
+    """Score stored runs against the project's qrels through the one evaluation service
+    (:func:`workbench.services.evaluation.evaluate_project`), stored only when ``store``.
+
+    Runs of one level are scored at it (chunk runs of one chunking by chunk); runs mixing
+    documents and chunks, or chunkings, are scored by document (a chunk run's document takes
+    its best chunk's score), so that they can be compared at all.
+    """
+    from workbench.services.evaluation import evaluate_project
 
     if not runs:
         raise InputError("choose at least one run")
     if not measures:
         raise InputError("choose at least one measure")
-    parse_measures(list(measures))
     info = run_table(db).set_index("name")
     unknown = [r for r in runs if r not in info.index]
     if unknown:
         raise InputError(f"no run named {unknown[0]!r} in the project")
-    results, statements, tables, levels, cache = {}, {}, {}, {}, {}
-    for name in runs:
-        level = str(info.at[name, "level"])
-        chunking = info.at[name, "chunking"]
-        chunking = None if level != "chunk" or pd.isna(chunking) else str(chunking)
-        key = (level, chunking)
-        if key not in cache:
-            cache[key] = _project_qrels(db, level, chunking, source)
-        project = cache[key]
-        if project.table.empty:
-            raise InputError("no labels yet to evaluate with: judge the pool on the Judge page or "
-                             "label pairs on the Label page")
-        result = evaluate(project.to_qrels(), _run_object(db, name, level), list(measures), rel=rel)
-        if not result.n_queries:
-            raise InputError(f"run {name!r}: no labelled query has a relevant item (grade >= {rel}); "
-                             "label more pairs or lower the relevance threshold")
-        results[name] = result
-        statements[name] = project.statement()
-        tables[name] = project.table[["query_id", "item_id", "grade"]]
-        levels[name] = key
-    return RunEvaluation(results, statements, tables, levels)
+    scopes = {(str(info.at[r, "level"]), None if pd.isna(info.at[r, "chunking"]) else str(info.at[r, "chunking"]))
+              for r in runs}
+    level = None if len(scopes) == 1 else "doc"
+    done = evaluate_project(db, list(runs), list(measures), labels=source, level=level, rel=rel, store=store)
+    statement = done.qrels.statement()
+    if level == "doc":
+        statement += "; the runs mix documents and chunks (or chunkings), so every run is scored by document"
+    table = done.qrels.table[["query_id", "item_id", "grade"]]
+    scope = (done.qrels.level, done.qrels.chunking)
+    return RunEvaluation(done.results, {n: statement for n in done.results}, {n: table for n in done.results},
+                         {n: scope for n in done.results}, tuple(done.notes), done.evaluation_id)
+
+
+def stored_evaluations(db: Database) -> pd.DataFrame:
+    """The history of stored evaluations, newest first: ``when, runs, measures, labels, level,
+    qrels`` (fingerprint) and ``means`` as ``run measure=value`` text."""
+    from workbench.services.evaluation import stored_evaluations as stored
+
+    table = stored(db)
+    if table.empty:
+        return pd.DataFrame()
+    def text(value):
+        return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    rows = []
+    for row in table.to_dict("records"):
+        means = "; ".join(f"{run} " + ", ".join(f"{m}={v:.3f}" for m, v in ms.items())
+                          for run, ms in row.get("means", {}).items())
+        rows.append({"when": row.get("created_at"), "runs": text(row.get("runs", "")),
+                     "measures": text(row.get("measures", "")), "labels": row.get("labels"),
+                     "level": row.get("level"), "qrels": row.get("qrels_fingerprint"), "means": means})
+    return pd.DataFrame(rows)
+
+
+def rank_agreement(db: Database, runs: list[str], measures: list[str]) -> tuple[pd.DataFrame, str | None]:
+    """Per measure, Kendall's τ and τ_AP between the ranking of ``runs`` under the people's
+    qrels and under the judge's (:func:`workbench.services.rank_agreement.rank_agreement`);
+    ``(empty, reason)`` when the project lacks one of the two label kinds."""
+    from workbench.services.rank_agreement import rank_agreement as agreement
+
+    rows = []
+    for measure in measures:
+        try:
+            out = agreement(db, list(runs), measure)
+        except WorkbenchError as exc:
+            return pd.DataFrame(), str(exc)
+        rows.append({"measure": measure, "runs": out["n_runs"], "tau": out["tau"], "tau_ap": out["tau_ap"],
+                     "ranking_human": out["ranking_human"], "ranking_judge": out["ranking_judge"],
+                     "reason": out.get("reason")})
+    return pd.DataFrame(rows), None
 
 
 def means_with_ci(evaluation: RunEvaluation, *, seed: int = 0, n_resamples: int = 2000) -> pd.DataFrame:

@@ -12,7 +12,6 @@ the project has them. Every number comes from :mod:`workbench.services.evaluatio
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import pandas as pd
@@ -78,6 +77,8 @@ def render() -> None:
             return
         _judged_warning(db, ev, judged, choices["k"])
         st.caption(context.plain(next(iter(evaluation.statements.values()))))
+        for note in evaluation.notes:
+            st.caption(context.plain(note))
         means = ev.means_with_ci(evaluation)
         _means(means)
         if len(choices["runs"]) > 1:
@@ -89,8 +90,9 @@ def render() -> None:
         _latency(db, ev, means, choices["runs"], measure)
         if len(choices["runs"]) > 1:
             _stages(ev, evaluation, choices)
-        _history(db)
-        _rank_agreement(db, choices)
+        _rank_agreement(db, ev, choices)
+        _save(db, ev, choices)
+        _history(db, ev)
 
 
 def _choices(runs: pd.DataFrame) -> dict:
@@ -275,45 +277,45 @@ def _stages(ev, evaluation, choices: dict) -> None:
         st.metric("Reranker lift (share of the recoverable gap closed)", f"{lift.value:.2f}")
 
 
-def _history(db) -> None:
-    if importlib.util.find_spec("workbench.store.evaluations") is None:
-        return
-    from workbench.services import evaluation as service
+def _save(db, ev, choices: dict) -> None:
+    if st.button("Save this evaluation", key="evaluate_save",
+                 help="Stores the runs, the qrels policy and fingerprint, the measures and every per-query "
+                      "value, so results can be compared across time."):
+        try:
+            with st.spinner("Saving the evaluation…"):
+                saved = ev.evaluate_runs(db, choices["runs"], choices["measures"], source=choices["source"],
+                                         store=True)
+        except WorkbenchError as exc:
+            context.error(exc, FIELDS)
+            return
+        context.flash("evaluate", context.plain(f"Saved evaluation {saved.evaluation_id}."))
+        st.rerun()
 
-    lister = getattr(service, "list_evaluations", None)
-    if lister is None:
-        return
+
+def _history(db, ev) -> None:
+    st.subheader("Saved evaluations")
     try:
-        frame = lister(db)
+        frame = ev.stored_evaluations(db)
     except WorkbenchError as exc:
         context.error(exc, FIELDS)
         return
-    st.subheader("Stored evaluations")
-    if frame is None or len(frame) == 0:
-        st.caption("No stored evaluation yet.")
+    if frame.empty:
+        st.caption("No saved evaluation yet: press Save this evaluation to keep one.")
         return
-    st.dataframe(frame, hide_index=True)
+    st.dataframe(frame, hide_index=True, width="stretch")
 
 
-def _rank_agreement(db, choices: dict) -> None:
-    if importlib.util.find_spec("workbench.core.rank_correlation") is None:
-        return
-    from workbench.services import evaluation as service
-
-    agreement = getattr(service, "rank_agreement", None)
-    if agreement is None or len(choices["runs"]) < 2:
+def _rank_agreement(db, ev, choices: dict) -> None:
+    if len(choices["runs"]) < 2:
         return
     st.subheader("Judge against people: do they rank the runs the same way?")
-    rows = []
-    for measure in choices["measures"]:
-        try:
-            result = agreement(db, choices["runs"], measure)
-        except WorkbenchError as exc:
-            st.caption(context.plain(str(exc)))
-            return
-        result = result if isinstance(result, dict) else getattr(result, "__dict__", {})
-        rows.append({"measure": measure, "runs": result.get("n_runs"), "Kendall τ": _num(result.get("tau")),
-                     "τ_AP": _num(result.get("tau_ap")),
-                     "ranking by people": ", ".join(map(str, result.get("ranking_human") or [])),
-                     "ranking by the judge": ", ".join(map(str, result.get("ranking_judge") or []))})
-    context.table(rows, key="evaluate-rank-agreement")
+    with st.spinner("Scoring the runs under both kinds of labels…"):
+        frame, reason = ev.rank_agreement(db, choices["runs"], choices["measures"])
+    if reason:
+        st.caption(context.plain(f"Not available: {reason}. It needs labels from people and from the LLM judge "
+                                 "(judge the pool on the Judge page)."))
+        return
+    context.table([{"measure": r.measure, "runs": r.runs, "Kendall τ": _num(r.tau), "τ_AP": _num(r.tau_ap),
+                    "ranking by people": ", ".join(map(str, r.ranking_human)),
+                    "ranking by the judge": ", ".join(map(str, r.ranking_judge)),
+                    "note": r.reason or ""} for r in frame.itertuples(index=False)], key="evaluate-rank-agreement")
