@@ -16,13 +16,14 @@ Level: ``doc`` qrels grade a document by the maximum grade of its judged spans; 
 under the span rule of :func:`workbench.core.spans.chunk_qrels` (overlap / shorter span >=
 ``min_overlap``). Only matched (judged) items appear: an absent item is unjudged.
 
-Source: ``human`` = labels given by people, which includes ``imported`` qrels (they are human
-assessments such as NIST's in every collection we import; LLM labels are produced by the judge
-inside the workbench, so they are never "imported"). ``llm`` = the LLM judge's labels.
-``merged`` = human where a human judged the same item (document or chunk at the exported level;
-for ``spans`` the same span), else llm. Only judgments with status ``ok`` and a grade are used.
-Several judgments of one item from the same side take the maximum grade (the rule of
-:mod:`workbench.core.spans`). Rows are sorted by query_id, then item id (as strings).
+Source: qrels (``trec``, ``beir``, ``jsonl``) follow the project's one qrels rule,
+:mod:`workbench.services.qrels` (adjudicated > SME > imported > LLM from a judge configuration
+that passed the gate; several assessors by majority; the ``[qrels]`` policy, stated in the
+summary). ``human`` = that rule without the LLM tier; ``llm`` = the LLM judge's labels alone
+(asking for them by name is the opt-in to ungated ones); ``merged`` = the whole rule. ``spans``
+keeps the raw span judgments: ``merged`` = human spans, plus LLM spans no human judged the same
+span of. Only judgments with status ``ok`` and a grade are used. Rows are sorted by query_id,
+then item id (as strings).
 """
 
 from __future__ import annotations
