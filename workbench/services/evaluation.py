@@ -7,6 +7,9 @@ share.
   excluded).
 * :func:`distributions` - each measure's per-query distribution (median, p10, zeros).
 * :func:`compare_files` - paired significance tests of runs against a baseline.
+* :func:`evaluate_project` / :func:`compare_project` - the same for runs stored in the project,
+  scored against the project's qrels (:mod:`workbench.services.qrels`, one rule) and stored
+  (:mod:`workbench.store.evaluations`); :func:`stored_evaluations` lists them, newest first.
 
 Every failure is an :class:`~workbench.errors.InputError` (bad input, exit code 3 in the CLI)
 or a :class:`~workbench.errors.ConfigError` (bad option, exit code 2), naming the file.
