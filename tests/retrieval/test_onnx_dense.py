@@ -68,3 +68,35 @@ def test_unknown_precision_and_missing_cuda_are_clear_errors():
         with pytest.raises(ConfigError, match="CUDAExecutionProvider"):
             onnx_dense.providers("cuda")
         assert onnx_dense.providers("auto") == ["CPUExecutionProvider"]
+
+
+def test_service_keeps_backends_apart_in_the_cache(tmp_path, monkeypatch):
+    """Same chunking, two backends: each encodes its own vectors, under its own cache key."""
+    monkeypatch.setenv("WORKBENCH_ONNX_CACHE", str(tmp_path / "onnx"))
+    import pandas as pd
+
+    from workbench.services.chunking import create_chunking
+    from workbench.services.retrieval import dense_cache_key, run_dense
+    from workbench.store.corpus import write_documents, write_queries
+    from workbench.store.database import Database
+    from workbench.store.embeddings import count_embeddings
+    from workbench.store.runs import read_run_rows
+
+    docs = pd.DataFrame({"doc_id": ["d1", "d2", "d3"],
+                         "text": ["Paris is the capital of France.", "Bananas are yellow fruit.",
+                                  "BM25 ranks documents by term frequency."]})
+    with Database(tmp_path / "p.duckdb") as db:
+        with db.transaction() as tx:
+            write_documents(tx, docs)
+            write_queries(tx, pd.DataFrame({"query_id": ["q1"], "text": ["capital city of France"]}))
+        create_chunking(db, "docs", "document")
+        torch_run = run_dense(db, "docs", "t", k=3)
+        onnx_run = run_dense(db, "docs", "o", k=3, backend="onnx")
+        assert torch_run.stats["encoded"] == 3 and onnx_run.stats["encoded"] == 3
+        assert onnx_run.params["cache_key"] == dense_cache_key(dense.DEFAULT_MODEL, "onnx") != dense.DEFAULT_MODEL
+        assert count_embeddings(db, "docs", dense.DEFAULT_MODEL) == 3
+        assert count_embeddings(db, "docs", onnx_run.params["cache_key"]) == 3
+        assert run_dense(db, "docs", "o2", k=3, backend="onnx").stats["encoded"] == 0
+        t, o = read_run_rows(db, "t"), read_run_rows(db, "o")
+        assert t["chunk_id"].tolist() == o["chunk_id"].tolist()
+        assert np.allclose(t["score"], o["score"], atol=1e-4)

@@ -74,7 +74,8 @@ def _dense(args: argparse.Namespace) -> int:
 
     with _open(args) as db:
         _print_run(run_dense(db, args.chunking, args.name, k=args.k, model=args.model,
-                             batch_size=args.batch_size, progress=_progress(args)))
+                             batch_size=args.batch_size, progress=_progress(args),
+                             backend=args.backend, device=args.device, precision=args.precision))
     return 0
 
 
@@ -207,6 +208,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--model", default=DEFAULT_MODEL,
                    help=f"model name or local path (default {DEFAULT_MODEL}, bundled, offline)")
     q.add_argument("--batch-size", type=int, default=64, help="encoding batch size (default 64)")
+    q.add_argument("--backend", choices=("torch", "onnx"), default="torch",
+                   help="torch (sentence-transformers, default) or onnx (the onnx extra; exported once, cached)")
+    q.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu",
+                   help="cpu (default), cuda, or auto (cuda when available)")
+    q.add_argument("--precision", choices=("fp32", "int8"), default="fp32",
+                   help="onnx weights: fp32 (default, same vectors) or int8 (smaller, cosine ~0.975)")
     q.set_defaults(handler=_dense)
 
     q = rsub.add_parser("hybrid", help="reciprocal rank fusion of stored runs")

@@ -142,9 +142,44 @@ def run_bm25(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
                        "queries_without_hits": int(len(queries) - rows["query_id"].nunique())})
 
 
+def dense_cache_key(model: str, backend: str = "torch", precision: str = "fp32") -> str:
+    """The embeddings-cache key: the model key, suffixed ``#onnx-<precision>`` for the ONNX
+    backend so vectors of different backends are never mixed (torch keeps the bare key, so
+    existing caches stay valid)."""
+    key = dense_mod.model_key(model)
+    if backend == "torch":
+        return key
+    if backend == "onnx":
+        return f"{key}#onnx-{precision}"
+    raise InputError(f"--backend must be torch or onnx, got {backend!r}")
+
+
+def load_dense_encoder(model: str, backend: str = "torch", device: str = "cpu", precision: str = "fp32"):
+    """The encoder for ``backend`` (``torch``: sentence-transformers on ``device``; ``onnx``:
+    :mod:`workbench.retrieval.onnx_dense`, CPU unless a CUDA provider exists)."""
+    if device not in ("cpu", "cuda", "auto"):
+        raise InputError(f"--device must be cpu, cuda or auto, got {device!r}")
+    if backend == "onnx":
+        from workbench.retrieval import onnx_dense
+
+        return onnx_dense.load_encoder(dense_mod.model_location(model), precision=precision, device=device)
+    dense_cache_key(model, backend)
+    if device != "cpu":
+        import torch
+
+        if torch.cuda.is_available():
+            device = "cuda"
+        elif device == "cuda":
+            raise InputError("--device cuda: torch sees no CUDA device here; use --device cpu or auto")
+        else:
+            device = "cpu"
+    return dense_mod.load_encoder(model, device=device)
+
+
 def embed_chunks(db: Database, chunking: str, model: str = dense_mod.DEFAULT_MODEL, *,
                  encoder=None, batch_size: int = 64, chunks: pd.DataFrame | None = None,
-                 progress: ProgressFactory = no_progress, flush_every: int = 2048):
+                 progress: ProgressFactory = no_progress, flush_every: int = 2048,
+                 backend: str = "torch", device: str = "cpu", precision: str = "fp32"):
     """Embeddings of every chunk of ``chunking``, from the cache where possible.
 
     Only chunks missing from the ``embeddings`` cache for ``(chunking, model_key(model))`` are
@@ -154,7 +189,7 @@ def embed_chunks(db: Database, chunking: str, model: str = dense_mod.DEFAULT_MOD
     access.require("build")
     if chunks is None:
         chunks = _load_chunks(db, chunking)
-    key = dense_mod.model_key(model)
+    key = dense_cache_key(model, backend, precision)
     cached_ids, cached = read_embeddings(db, chunking, key)
     position = {c: i for i, c in enumerate(cached_ids)}
     wanted = chunks["chunk_id"].astype(str).tolist()
@@ -163,7 +198,7 @@ def embed_chunks(db: Database, chunking: str, model: str = dense_mod.DEFAULT_MOD
     missing = np.flatnonzero(where < 0)
     parts: list[np.ndarray] = []
     if len(missing):
-        encoder = encoder if encoder is not None else dense_mod.load_encoder(model)
+        encoder = encoder if encoder is not None else load_dense_encoder(model, backend, device, precision)
         texts = chunks["text"].tolist()
         with progress(f"encode {chunking}", len(missing), "chunk") as advance:
             for start in range(0, len(missing), flush_every):
@@ -186,7 +221,8 @@ def embed_chunks(db: Database, chunking: str, model: str = dense_mod.DEFAULT_MOD
 
 def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
               model: str = dense_mod.DEFAULT_MODEL, batch_size: int = 64, encoder=None,
-              progress: ProgressFactory = no_progress) -> RunSummary:
+              progress: ProgressFactory = no_progress, backend: str = "torch", device: str = "cpu",
+              precision: str = "fp32") -> RunSummary:
     """Dense retrieval (cosine of unit vectors) over ``chunking``; embeddings cached per model.
 
     ``encoder`` lets a caller pass an already loaded SentenceTransformer (any object with its
@@ -198,18 +234,20 @@ def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
     started = time.perf_counter()
     chunks = _load_chunks(db, chunking)
     queries = _load_queries(db)
-    key = dense_mod.model_key(model)
+    key = dense_cache_key(model, backend, precision)
     matrix, encoded = embed_chunks(db, chunking, model, encoder=encoder, batch_size=batch_size,
-                                   chunks=chunks, progress=progress)
+                                   chunks=chunks, progress=progress, backend=backend, device=device,
+                                   precision=precision)
     if encoder is None:
-        encoder = dense_mod.load_encoder(model)
+        encoder = load_dense_encoder(model, backend, device, precision)
     with progress("encode queries", len(queries), "query") as advance:
         q_vectors = dense_mod.encode(encoder, queries["text"].tolist(), batch_size=batch_size,
                                      advance=advance)
     qi, ci, score = dense_mod.top_k(q_vectors, matrix, k)
     rows = _ranked_rows(queries, chunks, qi, ci, score)
-    run_params = {"retriever": "dense", "model": key, "normalised": True, "score": "cosine",
-                  "k": k, "chunking": chunking}
+    run_params = {"retriever": "dense", "model": dense_mod.model_key(model), "normalised": True,
+                  "score": "cosine", "k": k, "chunking": chunking, "backend": backend,
+                  "cache_key": key}
     n = _store_run(db, name, "dense", rows, run_params, "chunk", chunking)
     return RunSummary(name, "dense", "chunk", chunking, int(rows["query_id"].nunique()), n,
                       time.perf_counter() - started, run_params,
