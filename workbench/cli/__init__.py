@@ -24,7 +24,7 @@ Handler = Callable[[argparse.Namespace], int]
 # never a command that silently disappears.
 from workbench.cli import (  # noqa: E402
     calibrate, citations, compare, data, evaluation, judge, labels, project, query_kinds, rank_agreement,
-    retrieval, stages, sweep,
+    retrieval, stages, sweep, harness,
 )
 
 COMMAND_GROUPS = (
@@ -41,6 +41,7 @@ COMMAND_GROUPS = (
     query_kinds,  # abstention, rbac-check, multihop, answerability
     rank_agreement,  # rank-agreement
     sweep,       # sweep, latency import
+    harness,     # harness (external retrievers)
 )
 
 

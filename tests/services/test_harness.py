@@ -1,0 +1,161 @@
+"""The harness against a real subprocess script and a real loopback HTTP server."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pandas as pd
+import pytest
+
+from workbench.errors import InputError
+from workbench.services.chunking import create_chunking
+from workbench.services.harness import command_argv, run_harness
+from workbench.store.corpus import write_documents, write_queries
+from workbench.store.database import Database
+from workbench.store.latencies import read_latencies
+from workbench.store.runs import read_run_info, read_run_rows
+
+EVIL = "x'; rm -rf \"$HOME\" ; echo \"pwned"
+
+SCRIPT = r'''
+import json, sys, time
+query = sys.argv[1]
+log = sys.argv[2]
+with open(log, "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\n")
+if query == "boom":
+    print("bad thing happened", file=sys.stderr); sys.exit(7)
+if query == "slow":
+    time.sleep(5)
+if query == "garbage":
+    print("not json"); sys.exit(0)
+if query == "spans":
+    print(json.dumps({"doc_id": "d1", "start": 0, "end": 5, "score": 0.5}))
+    sys.exit(0)
+print(json.dumps({"doc_id": "d2", "score": 0.2}))
+print(json.dumps({"doc_id": "d1", "score": 0.9}))
+print(json.dumps({"doc_id": "d3", "score": 0.2}))
+'''
+
+
+@pytest.fixture
+def db(tmp_path):
+    with Database(tmp_path / "p.duckdb") as db:
+        with db.transaction() as tx:
+            write_documents(tx, pd.DataFrame({"doc_id": ["d1", "d2", "d3"],
+                                              "text": ["alpha beta", "gamma delta", "epsilon zeta"]}))
+            write_queries(tx, pd.DataFrame({"query_id": ["q1", "q2", "q3", "q4"],
+                                            "text": [EVIL, "boom", "garbage", "plain"]}))
+        yield db
+
+
+def _script(tmp_path):
+    path = tmp_path / "system.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def test_command_argv_keeps_the_query_one_element():
+    argv = command_argv("python s.py --q {query} --id={query_id}", "q1", EVIL)
+    assert argv == ["python", "s.py", "--q", EVIL, "--id=q1"]
+
+
+def test_command_run_records_ranks_failures_and_latency(db, tmp_path):
+    log = tmp_path / "argv.log"
+    template = f"{sys.executable} {_script(tmp_path)} {{query}} {log}"
+    s = run_harness(db, "ext", command=template, timeout=20)
+    assert (s.queries, s.answered, s.level) == (4, 2, "doc")
+    failed = {f["query_id"]: f["error"] for f in s.failed}
+    assert set(failed) == {"q2", "q3"}
+    assert "exit code 7" in failed["q2"] and "bad thing happened" in failed["q2"]
+    assert "not JSON" in failed["q3"]
+    # The dangerous query reached the program as one argument, verbatim; nothing was deleted.
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [EVIL, str(log)] in seen and tmp_path.exists()
+    rows = read_run_rows(db, "ext")
+    q1 = rows.loc[rows["query_id"] == "q1"].sort_values("rank")
+    # Score descending; the tie (d2, d3 at 0.2) keeps the system's order.
+    assert q1["doc_id"].tolist() == ["d1", "d2", "d3"] and q1["rank"].tolist() == [1, 2, 3]
+    assert set(rows["query_id"]) == {"q1", "q4"}  # failed queries have no rows ...
+    params = read_run_info(db, ["ext"]).loc[0, "params"]
+    params = json.loads(params) if isinstance(params, str) else params
+    assert {f["query_id"] for f in params["failures"]} == {"q2", "q3"}  # ... but are recorded
+    lat = read_latencies(db, ["ext"])
+    assert len(lat) == 4 and (lat["latency_ms"] > 0).all()
+
+
+def test_timeout_is_a_failure(db, tmp_path):
+    with db.transaction() as tx:
+        write_queries(tx, pd.DataFrame({"query_id": ["q9"], "text": ["slow"]}))
+    ids = tmp_path / "ids.txt"
+    ids.write_text("# just these\nq9\nq4\n")
+    s = run_harness(db, "t", command=f"{sys.executable} {_script(tmp_path)} {{query}} {tmp_path / 'l'}",
+                    timeout=1, queries=str(ids))
+    assert s.queries == 2 and [f["query_id"] for f in s.failed] == ["q9"]
+    assert "timed out after 1 s" in s.failed[0]["error"]
+
+
+def test_every_query_failing_stores_nothing(db, tmp_path):
+    with pytest.raises(InputError, match="every query failed"):
+        run_harness(db, "none", command=f"{sys.executable} -c 'import sys; sys.exit(2)' {{query}}")
+    assert read_run_info(db, ["none"]).empty
+
+
+def test_spans_need_a_chunking_and_map_onto_chunks(db, tmp_path):
+    create_chunking(db, "docs", "document")
+    only = tmp_path / "ids.txt"
+    with db.transaction() as tx:
+        write_queries(tx, pd.DataFrame({"query_id": ["q5"], "text": ["spans"]}))
+    only.write_text("q5\n")
+    template = f"{sys.executable} {_script(tmp_path)} {{query}} {tmp_path / 'l'}"
+    with pytest.raises(InputError, match="--chunking"):
+        run_harness(db, "sp", command=template, queries=str(only))
+    s = run_harness(db, "sp", command=template, queries=str(only), chunking="docs")
+    assert (s.level, s.chunking, s.rows) == ("chunk", "docs", 1)
+    row = read_run_rows(db, "sp").iloc[0]
+    assert row["doc_id"] == "d1" and row["chunk_id"].startswith("docs")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if body["query"] == "boom":
+            self.send_response(500)
+            self.end_headers()
+            self.wfile.write(b"kaputt")
+            return
+        answer = [{"doc_id": "d3", "score": 1.0}, {"doc_id": body["query_id"].replace("q", "d"), "score": 2.0}]
+        if body["query"] == "garbage":
+            answer = {"not": "a list"}
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_url_run_against_a_local_server(db):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/search"
+        s = run_harness(db, "http", url=url, timeout=10)
+    finally:
+        server.shutdown()
+    failed = {f["query_id"]: f["error"] for f in s.failed}
+    assert set(failed) == {"q2", "q3"} and "HTTP 500" in failed["q2"] and "JSON list" in failed["q3"]
+    rows = read_run_rows(db, "http")
+    assert rows.loc[rows["query_id"] == "q1"].sort_values("rank")["doc_id"].tolist() == ["d1", "d3"]
+
+
+def test_remote_urls_are_refused(db):
+    with pytest.raises(InputError, match="127.0.0.1"):
+        run_harness(db, "r", url="http://example.com/search")
