@@ -21,10 +21,9 @@ print(json.dumps({"doc_id": "d1", "score": len(q)}))
 
 
 def _project(db_path):
-    with Database(db_path) as db:
-        with db.transaction() as tx:
-            write_documents(tx, pd.DataFrame({"doc_id": ["d1"], "text": ["alpha"]}))
-            write_queries(tx, pd.DataFrame({"query_id": ["q1", "q2"], "text": ["a; rm -rf / 'b\"", "fail me"]}))
+    with Database(db_path) as db, db.transaction() as tx:
+        write_documents(tx, pd.DataFrame({"doc_id": ["d1"], "text": ["alpha"]}))
+        write_queries(tx, pd.DataFrame({"query_id": ["q1", "q2"], "text": ["a; rm -rf / 'b\"", "fail me"]}))
 
 
 def test_harness_cli_reports_failures_with_exit_6_and_stores_the_run(cli, db_path, tmp_path):

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("onnxruntime")
 pytest.importorskip("sentence_transformers")
 
-from workbench.retrieval import dense, onnx_dense  # noqa: E402
+from workbench.retrieval import dense, onnx_dense
 
 
 def _passages(n: int, seed: int = 12) -> list[str]:

@@ -120,7 +120,7 @@ def test_spans_need_a_chunking_and_map_onto_chunks(db, tmp_path):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if body["query"] == "boom":
             self.send_response(500)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.common import add_format_option, add_progress_option, open_project_from_args, print_json, \
-    progress_from_args
+from workbench.cli.common import (
+    add_format_option,
+    add_progress_option,
+    open_project_from_args,
+    print_json,
+    progress_from_args,
+)
 
 
 def _harness(args: argparse.Namespace) -> int:

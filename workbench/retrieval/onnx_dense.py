@@ -36,7 +36,7 @@ import numpy as np
 from workbench.errors import ConfigError
 
 PRECISIONS = ("fp32", "int8")
-_LOADED: dict[tuple[str, str, str], "OnnxEncoder"] = {}
+_LOADED: dict[tuple[str, str, str], OnnxEncoder] = {}
 
 
 def available() -> bool:

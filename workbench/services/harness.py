@@ -90,7 +90,7 @@ def command_argv(template: str, query_id: str, query: str) -> list[str]:
 def run_command(template: str, query_id: str, query: str, timeout: float) -> list[dict]:
     argv = command_argv(template, query_id, query)
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, shell=False)
+        done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=timeout, shell=False)
     except subprocess.TimeoutExpired:
         raise QueryFailed(f"timed out after {timeout:g} s") from None
     except OSError as exc:
