@@ -32,7 +32,12 @@ def _run(args: argparse.Namespace) -> int:
     import math
     import sys
 
-    from workbench.cli.common import number, open_project_from_args, print_json, progress_from_args
+    from workbench.cli.common import (
+        number,
+        open_project_from_args,
+        print_json,
+        progress_from_args,
+    )
     from workbench.core.context_budget import parse_budgets
     from workbench.errors import InputError
     from workbench.services import sweep
@@ -94,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     for c in low:
         pairs = c.unjudged
         print(f"\n{c.chunking} × {c.retriever}: judged@10 = {number(c.judged)}; {len(pairs)} unjudged top-10 pairs "
-              f"to pool and judge" + ("" if args.pool else f" (add them: --pool NAME)"))
+              f"to pool and judge" + ("" if args.pool else " (add them: --pool NAME)"))
         for row in pairs.head(args.list_pairs).itertuples(index=False):
             print(f"  {row.query_id}\t{row.chunk_id}\trank {row.rank}")
         if len(pairs) > args.list_pairs:

@@ -160,7 +160,7 @@ def budgeted_coverage(ranked: pd.DataFrame, gold: pd.DataFrame, token_starts: pd
     """
     frames = []
     gold = gold[["query_id", "doc_id", "start", "end"]].astype({"query_id": "str", "doc_id": "str"})
-    for budget in sorted(set(int(b) for b in budgets)):
+    for budget in sorted({int(b) for b in budgets}):
         chosen = budget_selection(ranked, token_starts, int(budget))[["query_id", "doc_id", "start", "end"]]
         table = span_coverage_table(chosen, gold)
         table = table[table["query_id"].isin(set(gold["query_id"]))]

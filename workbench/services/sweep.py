@@ -37,7 +37,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from workbench.core.context_budget import DEFAULT_BUDGETS, budgeted_coverage, mean_coverage, token_start_table
+from workbench.core.context_budget import (
+    DEFAULT_BUDGETS,
+    budgeted_coverage,
+    mean_coverage,
+    token_start_table,
+)
 from workbench.core.pareto import percentile_latency
 from workbench.errors import ConfigError, InputError
 from workbench.services.progress import ProgressFactory, no_progress
