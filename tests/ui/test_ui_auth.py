@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from tests.support.calibration_project import build_project
 from workbench.services import access
 from workbench.services import calibration as cal
+from workbench.services.access import Actor
 from workbench.store.database import Database
 
 PASSWORDS = {"ann": "ann-Secret-1", "bob": "bob-Secret-2", "lea": "lea-Secret-3", "vi": "vi-Secret-4"}
@@ -243,3 +244,15 @@ def test_the_label_page_records_the_signed_in_name(project, users):
     viewer.run()
     assert any("cannot label" in i.value or "not label" in i.value for i in viewer.info)
     assert not [b for b in viewer.button if b.key and b.key.startswith("label_grade")]
+
+
+def test_oidc_roles_come_from_the_secrets_mapping():
+    from workbench.ui.auth import oidc_actor
+
+    roles = {"Ann@Example.com": "annotator", "lea@example.com": "lead", "odd@example.com": "admin"}
+    assert oidc_actor({"is_logged_in": True, "email": "ann@example.com"}, roles) == Actor("ann@example.com", "annotator")
+    assert oidc_actor({"is_logged_in": True, "email": "lea@example.com"}, roles).role == "lead"
+    assert oidc_actor({"is_logged_in": True, "email": "eve@example.com"}, roles) is None  # no role: no access
+    assert oidc_actor({"is_logged_in": True, "email": "odd@example.com"}, roles) is None  # unknown role
+    assert oidc_actor({"is_logged_in": True}, roles) is None
+    assert oidc_actor({"is_logged_in": False, "email": "lea@example.com"}, roles) is None

@@ -45,12 +45,19 @@ def _plain(value):
     return value
 
 
-def _oidc_actor() -> Actor | None:
-    if not st.user.get("is_logged_in"):
+def oidc_actor(user: dict, roles: dict) -> Actor | None:
+    """The actor for a signed-in identity (``st.user``): its email's role in ``[auth.roles]``
+    (compared case-insensitively); None when not signed in, without an email or without a role."""
+    if not user.get("is_logged_in"):
         return None
-    email = str(st.user.get("email") or "")
-    role = _secrets_auth().get("roles", {}).get(email)
+    email = str(user.get("email") or "").strip()
+    by_email = {str(k).strip().lower(): v for k, v in roles.items()}
+    role = by_email.get(email.lower()) if email else None
     return Actor(email, role) if role in access.ROLES else None
+
+
+def _oidc_actor() -> Actor | None:
+    return oidc_actor(st.user.to_dict(), _secrets_auth().get("roles", {}))
 
 
 def session_actor() -> Actor | None:
