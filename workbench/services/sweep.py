@@ -393,8 +393,9 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
         raise InputError(f"the project has no {labels} labels to measure with; label pairs on the Label page "
                          "or import qrels (`workbench import qrels FILE`)")
     gold = spans[spans["grade"] >= rel]
-    docs = read_documents(db)
-    token_starts = token_start_table(list(zip(docs["doc_id"].astype(str), docs["text"].astype(str))))
+    texts = read_documents(db).set_index("doc_id")["text"]
+    texts.index = texts.index.astype(str)
+    starts = _TokenStarts(texts)
 
     cells = [Cell(c.spec, r) for c in chunkings for r in retrievers]
     by_spec = {c.spec: c for c in chunkings}
@@ -403,7 +404,10 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
     done_times: list[float] = []
     for chunking_choice in chunkings:
         name, created = ensure_chunking(db, chunking_choice, progress)
-        chunks = read_chunks(db, name, with_text=True)
+        mine_runs = [run_name(name, r) for r in retrievers]
+        # Chunk text is read only when a run has to be made (a resumed sweep needs spans only).
+        with_text = not all(run_exists(db, r) for r in mine_runs)
+        chunks = read_chunks(db, name, with_text=with_text)
         data = _ChunkingData(name, chunks, queries[["query_id", "text"]].reset_index(drop=True))
         mine = [c for c in cells if c.chunking == chunking_choice.spec]
         for cell in mine:
@@ -458,7 +462,8 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
             table = res.per_query
             cell.per_query = table.reset_index() if "query_id" not in table.columns else table
             ranked = _ranked_spans(db, cell.run, chunks)
-            cov = budgeted_coverage(ranked[["query_id", "rank", "doc_id", "start", "end"]], gold, token_starts, budgets)
+            cov = budgeted_coverage(ranked[["query_id", "rank", "doc_id", "start", "end"]], gold,
+                                    starts.of(ranked["doc_id"]), budgets)
             cell.coverage = mean_coverage(cov)
             cell.judged, cell.unjudged = judged_pairs(ranked, spans, judged_k)
         _latencies_into(db, ran)
@@ -466,6 +471,25 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
         result.pools = _pool_unjudged(db, pool, [c for c in cells if not c.skipped], judged_k)
     _ = by_spec
     return result
+
+
+class _TokenStarts:
+    """Token starts of the documents retrieved so far (only they can fill a context budget),
+    computed once per document across the grid."""
+
+    def __init__(self, texts: pd.Series):
+        self.texts = texts
+        self.table = pd.DataFrame({"doc_id": pd.Series([], dtype="str"), "start": pd.Series([], dtype="int64")})
+        self.done: set[str] = set()
+
+    def of(self, doc_ids: pd.Series) -> pd.DataFrame:
+        wanted = set(doc_ids.astype(str))
+        new = sorted(d for d in wanted - self.done if d in self.texts.index)
+        if new:
+            part = token_start_table(list(zip(new, self.texts.loc[new].astype(str))))
+            self.table = pd.concat([self.table, part], ignore_index=True)
+            self.done.update(new)
+        return self.table[self.table["doc_id"].isin(wanted)]
 
 
 def _latencies_into(db: Database, cells: list[Cell]) -> None:
