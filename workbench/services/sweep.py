@@ -398,7 +398,6 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
     starts = _TokenStarts(texts)
 
     cells = [Cell(c.spec, r) for c in chunkings for r in retrievers]
-    by_spec = {c.spec: c for c in chunkings}
     result = SweepResult(cells, budgets, measures, labels, [])
     dense_error: str | None = None
     done_times: list[float] = []
@@ -469,7 +468,6 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
         _latencies_into(db, ran)
     if pool:
         result.pools = _pool_unjudged(db, pool, [c for c in cells if not c.skipped], judged_k)
-    _ = by_spec
     return result
 
 
