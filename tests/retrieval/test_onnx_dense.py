@@ -27,14 +27,21 @@ def _passages(n: int, seed: int = 12) -> list[str]:
     return texts[:n]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def onnx_cache(tmp_path_factory):
+    """One export for the module (exporting takes ~20 s), in a temporary cache dir."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WORKBENCH_ONNX_CACHE", str(tmp_path_factory.mktemp("onnx")))
+        yield
+
+
 @pytest.fixture(scope="module")
 def torch_vectors():
     texts = _passages(300)
     return texts, dense.encode(dense.load_encoder(), texts)
 
 
-def test_fp32_onnx_matches_pytorch(torch_vectors, tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("WORKBENCH_ONNX_CACHE", str(tmp_path_factory.mktemp("onnx")))
+def test_fp32_onnx_matches_pytorch(torch_vectors):
     texts, reference = torch_vectors
     encoder = onnx_dense.OnnxEncoder(Path(dense.model_location(dense.DEFAULT_MODEL)))
     vectors = dense.encode(encoder, texts, batch_size=32)
@@ -46,9 +53,8 @@ def test_fp32_onnx_matches_pytorch(torch_vectors, tmp_path_factory, monkeypatch)
     assert encoder.path.is_file() and encoder.path.parent.parent == onnx_dense.cache_dir()
 
 
-def test_int8_is_close_but_reported_below_target(torch_vectors, tmp_path_factory, monkeypatch):
+def test_int8_is_close_but_reported_below_target(torch_vectors):
     """int8 is opt-in because it misses 0.999; this pins how far it is, so a regression shows."""
-    monkeypatch.setenv("WORKBENCH_ONNX_CACHE", str(tmp_path_factory.mktemp("onnx8")))
     texts, reference = torch_vectors
     encoder = onnx_dense.OnnxEncoder(Path(dense.model_location(dense.DEFAULT_MODEL)), precision="int8")
     cosine = (dense.encode(encoder, texts) * reference).sum(axis=1)
@@ -70,9 +76,8 @@ def test_unknown_precision_and_missing_cuda_are_clear_errors():
         assert onnx_dense.providers("auto") == ["CPUExecutionProvider"]
 
 
-def test_service_keeps_backends_apart_in_the_cache(tmp_path, monkeypatch):
+def test_service_keeps_backends_apart_in_the_cache(tmp_path):
     """Same chunking, two backends: each encodes its own vectors, under its own cache key."""
-    monkeypatch.setenv("WORKBENCH_ONNX_CACHE", str(tmp_path / "onnx"))
     import pandas as pd
 
     from workbench.services.chunking import create_chunking
