@@ -35,7 +35,7 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.torch
-	$(PIP) install -e '.[dense,test]'
+	$(PIP) install -e '.[dense,onnx,test]'
 	touch $@ $(VENV)/.installed
 
 bench: $(VENV)/.installed-test

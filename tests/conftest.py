@@ -8,8 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
 from tests.support.prerequisites import REPO
 
+# Property tests check results, not speed: a per-example deadline only turns a busy machine
+# (2 shared cores, CI) into a false failure. Speed is the benchmarks' job.
+settings.register_profile("workbench", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("workbench")
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from tests.support.prerequisites import require_module
+
 from workbench.store.database import Database
 
 
@@ -63,7 +65,7 @@ def test_same_json_as_the_file_mode_on_the_exported_files(cli, demo, tmp_path):
 
 
 def test_stored_values_match_ir_measures(cli, demo, tmp_path):
-    ir_measures = pytest.importorskip("ir_measures")
+    ir_measures = require_module("ir_measures")
     from ir_measures import AP, P, nDCG
 
     done = cli("--db", str(demo), "eval", "--runs", "bm25", "--level", "doc", "-m", "ndcg@10", "-m", "P@5",

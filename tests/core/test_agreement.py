@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+
+from tests.support.prerequisites import require_module
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from workbench.core.agreement import (
@@ -142,7 +144,7 @@ def test_slice_members():
 
 
 def test_krippendorff_alpha_against_the_package():
-    krippendorff = pytest.importorskip("krippendorff")
+    krippendorff = require_module("krippendorff")
     rng = np.random.default_rng(5)
     checked = 0
     for _ in range(60):

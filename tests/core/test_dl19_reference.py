@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.prerequisites import shared_path
+from tests.support.prerequisites import shared_path, require_module
 from workbench import evaluate
 
 pytestmark = pytest.mark.shared
@@ -70,7 +70,7 @@ def test_dl20_reference_table(run):
 
 
 def test_dl20_rep_llama_rr_follows_trec_eval_ties():
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    pytrec_eval = require_module("pytrec_eval")
     from workbench.core.readers import read_trec_qrels, read_trec_run
 
     root = shared_path("datasets", "trec-dl-2020-passage")

@@ -7,6 +7,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+
+from tests.support.prerequisites import require_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,7 +107,7 @@ def test_errors_are_clear(runs, kwargs, message):
 @settings(max_examples=15, deadline=None)
 def test_matches_ranx_rrf(data):
     # Inside the test: a module-level importorskip would skip every test of this file.
-    ranx = pytest.importorskip("ranx")
+    ranx = require_module("ranx")
     n_runs = data.draw(st.integers(2, 4))  # ranx refuses to fuse a single run
     k = data.draw(st.sampled_from([1, 10, 60]))
     frames, ranx_runs = [], []

@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.support.prerequisites import shared_path
+from tests.support.prerequisites import shared_path, require_module
 from tests.support.prerequisites import REPO
 from workbench import evaluate
 from workbench.core.readers import read_trec_qrels, read_trec_run
@@ -304,8 +304,8 @@ def test_judged_differs_from_ir_measures_on_negative_labels():
 
 
 # --- live differential tests on generated data -------------------------------------------------
-pytrec_eval = pytest.importorskip("pytrec_eval")
-ir_measures = pytest.importorskip("ir_measures")
+pytrec_eval = require_module("pytrec_eval")
+ir_measures = require_module("ir_measures")
 
 PTE = ["P_1", "P_3", "P_10", "recall_3", "recall_10", "map", "map_cut_5", "ndcg", "ndcg_cut_3",
        "ndcg_cut_10", "recip_rank", "Rprec", "bpref", "success_1", "success_5"]

@@ -12,6 +12,8 @@ import math
 import numpy as np
 import pytest
 
+from tests.support.prerequisites import require_module
+
 from workbench import evaluate
 from workbench.core.qrels_and_runs import qrels_from_dict, run_from_dict
 
@@ -89,7 +91,7 @@ def test_mrr_over_three_queries():
 
 
 def test_ndcg_agrees_with_sklearn_when_missed_docs_are_passed():
-    sk = pytest.importorskip("sklearn.metrics")
+    sk = require_module("sklearn.metrics")
     docs = ["d7", "d3", "d1", "d9", "d4", "d5"]
     grades = np.array([[0, 2, 3, 0, 1, 2]])
     scores = np.array([[5, 4, 3, 2, 1, 0]])  # d5, missed, scores below every retrieved doc

@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("onnxruntime")
-pytest.importorskip("sentence_transformers")
+from tests.support.prerequisites import require_module
+
+require_module("onnxruntime")
+require_module("sentence_transformers")
 
 from workbench.retrieval import dense, onnx_dense
 

@@ -27,7 +27,7 @@ def require(condition: bool, reason: str) -> None:
         return
     if in_ci():
         pytest.fail(f"CI=true but a prerequisite is missing: {reason}")
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)
 
 
 def shared_path(*parts: str) -> Path:
@@ -42,3 +42,14 @@ def chromium_executable() -> str:
     require(path is not None, "Debian's chromium is not installed (apt-get install chromium); "
                               ".ci/run installs it")
     return path
+
+
+def require_module(name: str):
+    """Import an optional test dependency (an oracle, an extra): skip without it on a developer
+    machine, fail in CI, where `make test` installs every extra the tests use."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        require(False, f"{name} is not installed ({exc}); `make test` installs it")
