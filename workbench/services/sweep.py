@@ -526,6 +526,18 @@ def _pool_unjudged(db: Database, pool: str, cells: list[Cell], depth: int) -> di
 
 # ------------------------------------------------------------------------------ slices
 
+def missing_inputs(db: Database) -> str | None:
+    """What a sweep still lacks, in page words (``None`` when it can run): queries, then labels."""
+    from workbench.store.corpus import read_queries
+    from workbench.store.qrels_labels import labelled_spans
+
+    if read_queries(db).empty:
+        return "No queries yet: add queries on the Data page, then come back to run experiments."
+    if labelled_spans(db).empty:
+        return "No labels yet: label pairs on the Label page (or judge a pool on the Judge page) first."
+    return None
+
+
 def query_tags(db: Database) -> pd.DataFrame:
     """``query_id, tag`` pairs from the queries' tags (a list, a string, or a mapping as key=value)."""
     from workbench.store.corpus import query_texts

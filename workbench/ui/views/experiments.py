@@ -161,15 +161,12 @@ def _slices(db, result) -> None:
 def render() -> None:
     st.title("Experiments")
     st.caption("Compare chunkings and retrievers on the same labels, at the same context budget.")
-    with context.project() as db:
-        from workbench.store.corpus import read_queries
-        from workbench.store.qrels_labels import labelled_spans
+    from workbench.services import sweep
 
-        if read_queries(db).empty:
-            st.info("No queries yet: add queries on the Data page, then come back to run experiments.")
-            return
-        if labelled_spans(db).empty:
-            st.info("No labels yet: label pairs on the Label page (or judge a pool on the Judge page) first.")
+    with context.project() as db:
+        missing = sweep.missing_inputs(db)
+        if missing:
+            st.info(missing)
             return
         choice = _form()
         if choice is not None:
