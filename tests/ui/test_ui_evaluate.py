@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support.prerequisites import require_module
 from tests.ui.html_tables import html_tables
 from workbench.services.abstention import unanswerable_ids
 from workbench.services.export import export_qrels, export_run
@@ -66,7 +67,7 @@ def test_qrels_page_counts_equal_the_exported_file(demo_db, tmp_path):
 
 
 def test_evaluate_page_means_equal_pytrec_eval(demo_db, tmp_path):
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    pytrec_eval = require_module("pytrec_eval")
     at = _run(_evaluate_page)
     at.multiselect(key="evaluate_runs").set_value(["bm25"]).run()
     assert not at.exception, at.exception
