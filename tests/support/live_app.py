@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.prerequisites import chromium_executable, require
-from tests.support.prerequisites import REPO
+from tests.support.prerequisites import REPO, chromium_executable, require
 
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
