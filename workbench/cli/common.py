@@ -122,6 +122,20 @@ def add_format_option(parser: argparse.ArgumentParser, choices: tuple[str, ...] 
                         help=f"output format ({described}; default: {default})")
 
 
+def add_stored_run_options(parser: argparse.ArgumentParser, runs_help: str) -> None:
+    """``--runs`` with ``--labels``, ``--level`` and ``--chunking``: score runs stored in the
+    project against its qrels (the [qrels] policy) instead of files, as eval and compare take them."""
+    project = parser.add_argument_group(
+        "stored runs (instead of files): the project's qrels, stored as an evaluation")
+    project.add_argument("--runs", dest="stored_runs", metavar="A,B", help=runs_help)
+    project.add_argument("--labels", choices=("human", "llm", "merged"), default="merged",
+                         help="which labels make the qrels, by the [qrels] policy (default: merged)")
+    project.add_argument("--level", choices=("doc", "chunk"), default=None,
+                         help="score documents or chunks (default: the runs' own level)")
+    project.add_argument("--chunking", metavar="NAME", default=None,
+                         help="the chunking of chunk-level qrels (default: the runs' chunking)")
+
+
 def add_measure_options(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
     """``-m/--measure`` (repeatable) and ``--rel``, as eval, compare and stages take them."""
     parser.add_argument(

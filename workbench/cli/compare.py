@@ -28,6 +28,7 @@ import math
 from workbench.cli.common import (
     add_format_option,
     add_measure_options,
+    add_stored_run_options,
     aligned,
     exit_codes_epilog,
     number,
@@ -143,15 +144,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("qrels", metavar="QRELS", nargs="?", help="judgments: TREC qrels, BEIR TSV or JSONL")
     p.add_argument("runs", metavar="RUN", nargs="*", help="two or more TREC run files; the first is the baseline")
-    project = p.add_argument_group("stored runs (instead of files): the project's qrels, stored as an evaluation")
-    project.add_argument("--runs", dest="stored_runs", metavar="A,B",
-                         help="comma-separated names of stored runs; the first is the baseline")
-    project.add_argument("--labels", choices=("human", "llm", "merged"), default="merged",
-                         help="which labels make the qrels, by the [qrels] policy (default: merged)")
-    project.add_argument("--level", choices=("doc", "chunk"), default=None,
-                         help="score documents or chunks (default: the runs' own level)")
-    project.add_argument("--chunking", metavar="NAME", default=None,
-                         help="the chunking of chunk-level qrels (default: the runs' chunking)")
+    add_stored_run_options(p, "comma-separated names of stored runs; the first is the baseline")
     add_measure_options(p)
     p.add_argument("--test", choices=TESTS, default="randomization",
                    help="paired test: randomization (sign flips), bootstrap, or ttest "

@@ -287,24 +287,11 @@ def add_run_to_pool(db: Database, pool: str, run: str):
 
 def slices(db: Database, evaluation: RunEvaluation, measure: str) -> pd.DataFrame:
     """``run, tag, queries, mean`` per query tag (a query with several tags counts in each)."""
-    from workbench.store.corpus import query_texts
+    from workbench.services.sweep import query_tags
 
-    tags = query_texts(db)[["query_id", "tags"]]
-    pairs = []
-    for qid, raw in tags.itertuples(index=False):
-        try:
-            value = json.loads(raw) if isinstance(raw, str) else None
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            value = [f"{k}={v}" for k, v in value.items()]
-        if isinstance(value, str):
-            value = [value]
-        for tag in value or []:
-            pairs.append((str(qid), str(tag)))
-    if not pairs:
+    tagged = query_tags(db)  # one reading of query tags for every slice report
+    if tagged.empty:
         return pd.DataFrame(columns=["run", "tag", "queries", "mean"])
-    tagged = pd.DataFrame(pairs, columns=["query_id", "tag"])
     values = per_query(evaluation, measure).merge(tagged, on="query_id")
     out = values.groupby(["run", "tag"], sort=True)["value"].agg(["count", "mean"]).reset_index()
     return out.rename(columns={"count": "queries"})
