@@ -294,7 +294,7 @@ def _job_line(job: dict) -> str:
             f"{job['failed']:,} failed; {job['cached']:,} from the cache")
 
 
-def _progress(pool: str, config_key: str, active_at_render: bool) -> None:
+def _progress(pool: str, config_key: str, active_at_render: bool, job_at_render: bool = True) -> None:
     _reap()
     job = _job(pool, config_key)
     if job is None:
@@ -329,8 +329,10 @@ def _progress(pool: str, config_key: str, active_at_render: bool) -> None:
     problem = _launch_problem()
     if problem and state not in ACTIVE:
         st.error(context.plain(_say(problem)))
-    if (state in ACTIVE) != active_at_render:
-        st.rerun(scope="app")  # the job started or ended: refresh the buttons and the failure table
+    if (state in ACTIVE) != active_at_render or not job_at_render:
+        # The job started or ended (a fast job can go from launched to finished between two
+        # ticks, never seen running): refresh the buttons and the failure table.
+        st.rerun(scope="app")
 
 
 def _failures(job: dict) -> None:
@@ -400,7 +402,8 @@ def render() -> None:
         st.caption("This pool is fully judged with this judge; nothing is left to send.")
     launching = st.session_state.get("judge_launch", {}).get("config_key") == spec.config_key and job is None
     live = active or (launching and _launch_problem() is None)
-    st.fragment(run_every=LIVE_SECONDS if live else None)(_progress)(choices["pool"], spec.config_key, active)
+    st.fragment(run_every=LIVE_SECONDS if live else None)(_progress)(choices["pool"], spec.config_key, active,
+                                                                  job is not None)
     if job:
         _failures(job)
     _other_jobs(choices["pool"], spec.config_key)
