@@ -25,6 +25,7 @@ import math
 from workbench.cli.common import (
     add_format_option,
     open_project_from_args,
+    positive_int,
     print_json,
     settings_from_args,
 )
@@ -205,16 +206,6 @@ def _gate(args: argparse.Namespace) -> int:
     return EXIT_CODES[verdict["verdict"]]
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
 def _share(text: str) -> float:
     try:
         value = float(text)
@@ -231,7 +222,7 @@ def _report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--high-risk", metavar="TAGS",
                    help="comma-separated query tags whose slices need TPR and TNR >= 0.90 "
                         "(default: [calibration] high_risk_tags)")
-    p.add_argument("--resamples", type=_positive, default=None, metavar="B",
+    p.add_argument("--resamples", type=positive_int, default=None, metavar="B",
                    help="bootstrap resamples (default: [calibration] bootstrap_resamples, 2000)")
 
 
@@ -246,7 +237,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=int, default=None, metavar="G",
                    help="relevant <=> grade >= G (default: [calibration] relevant_min_grade, 2)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--resamples", type=_positive, default=None, metavar="B",
+    p.add_argument("--resamples", type=positive_int, default=None, metavar="B",
                    help="bootstrap resamples (default: [calibration] bootstrap_resamples, 2000)")
     p.add_argument("--scale", type=_scale, default=3, metavar="0-3|0-4",
                    help="grade scale of both files (default 0-3; 0-4 for UMBRELA-style files)")
@@ -261,7 +252,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = cal_sub.add_parser("sample", help="draw a calibration sample from a judged pool")
     s.add_argument("--pool", required=True, metavar="P", help="the judged pool to sample from")
-    s.add_argument("--size", type=_positive, default=None, metavar="N",
+    s.add_argument("--size", type=positive_int, default=None, metavar="N",
                    help="pairs to draw (default: [calibration] sample_size, 200)")
     s.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed (default 0; stored)")
     s.add_argument("--name", metavar="NAME", help="sample name (default POOL-seedS)")

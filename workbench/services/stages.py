@@ -128,22 +128,8 @@ def evaluate_stages(
     from workbench.core.readers import check_regular_file
     from workbench.services.evaluation import evaluate_files
 
-    if not stages:
-        raise ConfigError("give at least one stage, e.g. --stage fusion=fusion.run")
+    wanted = _check_stages(stages, measures, lift)
     names = [name for name, _ in stages]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ConfigError(f"stage name(s) given more than once: {', '.join(repeated)}")
-    if lift is not None:
-        for role, stage in (("pre-rerank", lift.pre_stage), ("post-rerank", lift.post_stage)):
-            if stage not in names:
-                raise ConfigError(
-                    f"--lift: unknown {role} stage {stage!r}; stages are {', '.join(names)}"
-                )
-    wanted = list(measures) + ([lift.pool_measure, lift.measure] if lift else [])
-    wanted = list(dict.fromkeys(wanted))
-    if not wanted:
-        raise ConfigError("give at least one measure, e.g. -m recall@5 -m ndcg@10")
     parse_measures(wanted)  # fail on a bad name before reading any file
     for path in [qrels, *(p for _, p in stages)]:
         check_regular_file(path)  # every file before reading any: one clear line, never a hang
