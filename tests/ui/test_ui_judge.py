@@ -160,6 +160,8 @@ def test_finished_job_shows_counts_and_failures_with_raw_replies(demo_db):
 @pytest.mark.browser
 def test_browser_starts_the_offline_judge_and_sees_it_finish(tmp_path, monkeypatch):
     """A real app and chromium: Start on the demo pool, progress reaches done, the page stays live."""
+    from playwright.sync_api import expect
+
     from tests.support.live_app import browser_page, serve
     from workbench.services.judge import list_jobs
 
@@ -176,10 +178,11 @@ def test_browser_starts_the_offline_judge_and_sees_it_finish(tmp_path, monkeypat
         page.get_by_text(f"{pairs:,} of {pairs:,} judged").first.wait_for(timeout=120_000)
         # the job's end reruns the whole page: the buttons follow the stored state
         page.get_by_text("fully judged with this judge").wait_for(timeout=30_000)
-        body = page.inner_text("body")
-        assert "Job 1: finished" in body
-        assert page.get_by_role("button", name="Start").is_disabled()
-        assert page.get_by_role("button", name="Stop").is_disabled()
+        # The rerun replaces the page element by element: the progress line of the new run may
+        # land a moment after the caption above, so wait for it rather than read it once.
+        page.get_by_text("Job 1: finished").first.wait_for(timeout=30_000)
+        expect(page.get_by_role("button", name="Start")).to_be_disabled(timeout=30_000)
+        expect(page.get_by_role("button", name="Stop")).to_be_disabled(timeout=30_000)
         page.screenshot(path=str(tmp_path / "judge.png"), full_page=True)
     jobs = list_jobs(db, "demo")
     assert [(j["state"], j["judged"], j["ok"], j["model"]) for j in jobs] == [("finished", pairs, pairs, "offline-lexical")]
