@@ -201,3 +201,40 @@ def test_an_annotator_labels_and_sees_only_as_themselves(project, acting):
     with pytest.raises(PermissionDenied):
         cal.save_label(db, "s", "vi", 2, 1)
 
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_sign_in_throttle_waits_double_and_forget():
+    clock = _Clock()
+    throttle = access.SignInThrottle(free=5, base=30, cap=100, forget=900, clock=clock)
+    for _ in range(4):
+        throttle.failed("Ann")
+        assert throttle.wait_seconds("ann") == 0  # four failures: still free to try
+    throttle.failed(" ANN ")  # the same name, however it is typed
+    assert throttle.wait_seconds("ann") == 30
+    clock.now += 10
+    assert throttle.wait_seconds("ann") == 20
+    assert throttle.wait_seconds("bob") == 0  # other names are not held up
+    clock.now += 20
+    assert throttle.wait_seconds("ann") == 0
+    throttle.failed("ann")  # the sixth failure doubles the wait, the seventh doubles it again...
+    assert throttle.wait_seconds("ann") == 60
+    clock.now += 60
+    throttle.failed("ann")
+    assert throttle.wait_seconds("ann") == 100  # ...up to the cap (120 capped at 100)
+    clock.now += 900  # a quiet quarter of an hour forgets the failures
+    assert throttle.wait_seconds("ann") == 0
+    throttle.failed("ann")
+    assert throttle.wait_seconds("ann") == 0
+    for _ in range(5):
+        throttle.failed("nobody-by-this-name")  # names that do not exist count the same
+    assert throttle.wait_seconds("nobody-by-this-name") == 30
+    throttle.succeeded("nobody-by-this-name")
+    assert throttle.wait_seconds("nobody-by-this-name") == 0

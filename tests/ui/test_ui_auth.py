@@ -129,6 +129,31 @@ def test_the_sign_in_form_refuses_a_wrong_password_and_keeps_no_plaintext(projec
     assert not at.sidebar.text_input
 
 
+def test_repeated_wrong_passwords_make_the_name_wait(project, users, monkeypatch):
+    """Five wrong passwords for one name: the sixth try waits, even with the right password, and
+    the wait reads the same for a name that does not exist; the wait over, the right one works."""
+    clock = [5000.0]
+    throttle = access.SignInThrottle(clock=lambda: clock[0])
+    monkeypatch.setattr(access, "SIGN_IN_THROTTLE", throttle)
+    at = _session(users)
+    for name in ("ann", "nobody"):
+        for _ in range(5):
+            _sign_in(at, name, "wrong")
+            assert [e.value for e in at.error] == ["That user name and password do not match; try again."]
+    _sign_in(at, "ann", PASSWORDS["ann"])
+    locked = [e.value for e in at.error]
+    assert locked == ["Too many failed sign-ins for this user name; wait 30 seconds and try again."]
+    assert "_auth_actor" not in at.session_state
+    _sign_in(at, "nobody", "x")
+    assert [e.value for e in at.error] == locked  # the same words: the wait never tells who exists
+    _sign_in(at, "bob", PASSWORDS["bob"])  # another name is not held up
+    assert not at.error and at.session_state["annotator"] == "bob"
+    clock[0] += 30
+    at = _sign_in(_session(users), "ann", PASSWORDS["ann"])
+    assert not at.error and at.session_state["annotator"] == "ann"
+    assert throttle.wait_seconds("ann") == 0  # a success forgets the failures
+
+
 def test_an_annotator_cannot_adjudicate_start_a_job_delete_or_draw(project, users):
     before = _counts(project)
     at = _signed_in(users, "ann")

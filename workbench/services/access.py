@@ -27,6 +27,8 @@ import base64
 import hashlib
 import hmac
 import secrets
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,6 +182,70 @@ def verify_password(password: str, stored: str) -> bool:
     except (ValueError, TypeError):
         return False
     return hmac.compare_digest(got, expected)
+
+
+# ---- failed sign-ins -------------------------------------------------------------------------
+
+class SignInThrottle:
+    """Slows down password guessing: after ``free`` failed sign-ins for one user name, each
+    further attempt for that name must wait ``base`` seconds, doubling with every further
+    failure up to ``cap`` (5 failures: wait 30 s; 6: 60 s; 7: 120 s; ... at most 15 min).
+
+    - The name is compared stripped and case-folded, and names that do not exist are counted
+      the same way, so the wait never tells whether a name exists.
+    - A name's failures are forgotten after ``forget`` seconds without a failure, and at once
+      after a successful sign-in.
+    - During a wait the password is not even checked (no scrypt work for a guesser either).
+    - One instance per server process (:data:`SIGN_IN_THROTTLE`), shared by every browser
+      session, so opening a new tab does not reset the count. A restart of the app does.
+    ``clock`` is injectable for tests (seconds, monotonic).
+    """
+
+    def __init__(self, *, free: int = 5, base: float = 30.0, cap: float = 900.0, forget: float = 900.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.free, self.base, self.cap, self.forget, self.clock = free, base, cap, forget, clock
+        self._failures: dict[str, tuple[int, float]] = {}  # name -> (count, time of the last one)
+        self._lock = threading.Lock()  # page sessions run in threads of one server process
+
+    @staticmethod
+    def _key(name: str) -> str:
+        return str(name).strip().casefold()
+
+    def _count(self, key: str, now: float) -> tuple[int, float]:
+        count, last = self._failures.get(key, (0, now))
+        if now - last >= self.forget:
+            self._failures.pop(key, None)
+            return 0, now
+        return count, last
+
+    def wait_seconds(self, name: str) -> float:
+        """Seconds left before ``name`` may try again (0 when it may try now)."""
+        with self._lock:
+            now = self.clock()
+            count, last = self._count(self._key(name), now)
+            if count < self.free:
+                return 0.0
+            wait = min(self.cap, self.base * 2 ** (count - self.free))
+            return max(0.0, last + wait - now)
+
+    def failed(self, name: str) -> None:
+        with self._lock:
+            now = self.clock()
+            key = self._key(name)
+            count, _ = self._count(key, now)
+            self._failures[key] = (count + 1, now)
+
+    def succeeded(self, name: str) -> None:
+        with self._lock:
+            self._failures.pop(self._key(name), None)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._failures.clear()
+
+
+#: The app's throttle (one per server process).
+SIGN_IN_THROTTLE = SignInThrottle()
 
 
 def main(argv: list[str] | None = None) -> int:

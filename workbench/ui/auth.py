@@ -5,7 +5,8 @@
 - ``password``: a sign-in form checked against Streamlit secrets
   ``[auth.users.<name>]`` (``role``, ``hash`` from ``python -m workbench.services.access``); the
   password is never stored (the form clears it) and a wrong one gets one message that does not
-  say whether the name exists.
+  say whether the name exists; after five failures for one name, that name must wait before
+  each further try (:class:`workbench.services.access.SignInThrottle`).
 - ``oidc``: ``st.login()`` with the identity provider configured in secrets ``[auth]``; the role
   comes from ``[auth.roles]`` (``"alice@example.com" = "annotator"``); a signed-in address with
   no role there may not use the app.
@@ -16,6 +17,8 @@ session's role itself.
 """
 
 from __future__ import annotations
+
+import math
 
 import streamlit as st
 
@@ -101,13 +104,21 @@ def _password_form() -> None:
         submitted = st.form_submit_button("Sign in", type="primary")
     if not submitted:
         return
-    actor = check_password(users, name, password)
+    throttle = access.SIGN_IN_THROTTLE
+    wait = throttle.wait_seconds(name)
+    # During a wait the password is not checked at all, so a right guess cannot be confirmed.
+    actor = None if wait else check_password(users, name, password)
     # Only the hash comparison ever sees the password: drop it from the session at once.
     del password
     st.session_state.pop("sign_in_password", None)
+    if wait:
+        st.error(f"Too many failed sign-ins for this user name; wait {math.ceil(wait)} seconds and try again.")
+        return
     if actor is None:
+        throttle.failed(name)
         st.error("That user name and password do not match; try again.")
         return
+    throttle.succeeded(name)
     st.session_state[_ACTOR_KEY] = actor
     st.rerun()
 
