@@ -9,6 +9,8 @@ import pytest
 
 from workbench.services.ingest import import_file
 from workbench.services.project import init_project, open_project, project_status
+from workbench.services.qrels import passed_judge_configurations
+from workbench.store.calibration import judge_grades_for_sample
 from workbench.store.chunks import read_chunks
 from workbench.store.judgments import read_judgments
 from workbench.store.pools import read_pool_pairs
@@ -111,7 +113,7 @@ def test_documents_imported_later_are_flagged_for_runs_made_before(demo, tmp_pat
     assert bool(chunking["complete"]) == (covered == 45)
 
 
-def test_calibration_and_qrels_follow_the_sme_labelling_of_a_sample(demo, tmp_path, cli):
+def test_calibration_and_qrels_follow_the_sme_labelling_of_a_sample(demo, tmp_path, cli, monkeypatch):
     """Judge the demo pool offline, draw a calibration sample, label its held-out part."""
     import shutil
 
@@ -127,15 +129,58 @@ def test_calibration_and_qrels_follow_the_sme_labelling_of_a_sample(demo, tmp_pa
         assert states["judgments"] == "done" and states["calibration"] == "to do"
         # LLM labels do not count for qrels before calibration.
         assert states["qrels"] == "partial"
-        calibration.create_sample(db, "s1", "demo", size=100, seed=3, min_per_class=10)
+        # large enough for the gate (≥ 100 held-out pairs, ≥ 30 per class)
+        calibration.create_sample(db, "s1", "demo", size=200, seed=3, min_per_class=50)
         items = read_sample_items(db, "s1")
         assert _states(project_status(db))["calibration"] == "partial"
         holdout = items.loc[items["part"] == "holdout", "position"].tolist()
+        # The SME grades every held-out pair as the judge did.
+        judge = judge_grades_for_sample(db, "s1").set_index("position")["grade"]
         for position in holdout[:-1]:
-            calibration.save_label(db, "s1", "sme-a", int(position), 2)
+            calibration.save_label(db, "s1", "sme-a", int(position), int(judge[position]))
         step = next(s for s in project_status(db).steps if s.key == "calibration")
         assert step.state == "partial" and f"{len(holdout) - 1} of {len(holdout)} held-out" in step.detail
-        calibration.save_label(db, "s1", "sme-a", int(holdout[-1]), 1)
+        calibration.save_label(db, "s1", "sme-a", int(holdout[-1]), int(judge[holdout[-1]]))
         states = _states(project_status(db))
         assert states["calibration"] == "done"
-        assert states["qrels"] == "done"  # every pool pair has a label once LLM labels count
+        # Full agreement, but the offline judge finds too few relevant pairs in the demo for the
+        # gate to decide: the qrels service admits none of its labels, and neither does status.
+        assert calibration.gate(db, "s1")["gate"]["verdict"] == "inconclusive"
+        assert passed_judge_configurations(db) == ()
+        qrels = next(s for s in project_status(db).steps if s.key == "qrels")
+        assert qrels.state == "partial" and "once their judge passes the calibration gate" in qrels.detail
+    # The user opts in to every judge's labels (the qrels policy): now every pool pair has one.
+    monkeypatch.setenv("WORKBENCH_QRELS_LLM_LABELS", "all")
+    with open_project(path) as db:
+        assert _states(project_status(db))["qrels"] == "done"
+
+
+def test_qrels_step_leaves_out_llm_labels_of_a_judge_that_failed_the_gate(demo, tmp_path, cli, monkeypatch):
+    """Calibration done but the SME disagrees with the judge: the gate fails, so status counts
+    LLM labels exactly as the qrels service does (not at all), and says why."""
+    import shutil
+
+    from workbench.services import calibration
+    from workbench.store.calibration import read_sample_items
+
+    path = tmp_path / "failed.duckdb"
+    shutil.copy(demo, path)
+    assert cli("--db", str(path), "judge", "--pool", "demo", "--model", "offline-lexical").returncode == 0
+    with open_project(path) as db:
+        before = next(s for s in project_status(db).steps if s.key == "qrels")
+        calibration.create_sample(db, "s1", "demo", size=100, seed=3, min_per_class=10)
+        items = read_sample_items(db, "s1")
+        judge = judge_grades_for_sample(db, "s1").set_index("position")["grade"]
+        for position in items.loc[items["part"] == "holdout", "position"]:
+            calibration.save_label(db, "s1", "sme-a", int(position), 3 - int(judge[position]))  # the opposite
+        status = project_status(db)
+        assert _states(status)["calibration"] == "done"
+        assert calibration.gate(db, "s1")["gate"]["verdict"] == "fail"
+        assert passed_judge_configurations(db) == ()
+        qrels = next(s for s in status.steps if s.key == "qrels")
+        assert qrels.state == "partial" and qrels.count > before.count  # the SME's labels count...
+        assert "LLM labels count once their judge passes the calibration gate" in qrels.detail
+    with monkeypatch.context() as env:  # ...and only they: the same count as with no LLM labels at all
+        env.setenv("WORKBENCH_QRELS_LLM_LABELS", "none")
+        with open_project(path) as db:
+            assert next(s for s in project_status(db).steps if s.key == "qrels").count == qrels.count

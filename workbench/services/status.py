@@ -34,7 +34,9 @@ calibration    calibration samples          done: SMEs labelled every held-out p
 qrels          labelled pool pairs          done: every pair of at least one pool carries a
                                             label; partial: some pairs of a pool do; to do: no
                                             pool pair is labelled. Human and imported labels
-                                            count; LLM labels count once calibration is done.
+                                            count; LLM labels count as the qrels policy says
+                                            (default: once their judge configuration passed
+                                            the calibration gate, as in every qrels output).
                                             Labels outside every pool (imported qrels) do not
                                             make qrels done.
 evaluation     stored evaluations           not available yet: the project has no
@@ -183,6 +185,33 @@ def _labelled_pool_pairs(db: Database, pools: pd.DataFrame, judgments: pd.DataFr
     return out
 
 
+def _labels_the_qrels_admit(db: Database, judgments: pd.DataFrame, llm: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The labels the project's qrels policy lets into qrels (:mod:`workbench.services.qrels`):
+    every non-LLM label, and LLM labels as ``llm_labels`` says (``passed_gate``: only those of a
+    judge configuration that passed the calibration gate; ``all``; ``none``), with a note on
+    what was left out."""
+    from workbench.config import load_settings
+    from workbench.services.qrels import default_policy, passed_judge_configurations
+
+    if llm.empty:
+        return judgments, ""
+    settings = load_settings()
+    policy = default_policy(settings)
+    people = judgments.loc[judgments["source"] != "llm"]
+    if "llm" not in policy.order or policy.llm_labels == "none":
+        return people, "the qrels policy leaves LLM labels out"
+    if policy.llm_labels == "all":
+        return judgments, ""
+    passed = passed_judge_configurations(db, settings)
+    keys = pd.MultiIndex.from_frame(llm[["model", "prompt_hash"]].astype(str))
+    admitted = llm.loc[keys.isin(list(passed))]
+    if len(admitted) == len(llm):
+        return judgments, ""
+    note = ("LLM labels count once their judge passes the calibration gate" if admitted.empty else
+            f"{len(llm) - len(admitted):,} LLM labels wait for their judge to pass the calibration gate")
+    return pd.concat([people, admitted]), note
+
+
 def _labelled_state(labelled: dict[str, int], pools: pd.DataFrame) -> tuple[str, str]:
     """State and detail of a "labels cover a pool" step."""
     if pools.empty or not pools["pairs"].sum():
@@ -278,13 +307,13 @@ def project_status(db: Database, *, min_overlap: float = DEFAULTS["evaluation"][
 
     steps.append(_calibration_step(db))
 
-    # LLM labels count towards qrels only once SMEs have checked the judge (calibration done).
-    calibrated = steps[-1].state == DONE
-    trusted = judgments if calibrated else judgments.loc[judgments["source"] != "llm"]
+    # LLM labels count towards qrels by the qrels policy's own rule (services/qrels): by default
+    # only those of a judge configuration that passed the calibration gate.
+    trusted, left_out = _labels_the_qrels_admit(db, judgments, llm)
     labelled = _labelled_pool_pairs(db, pools, trusted, min_overlap)
     qrels_state, qrels_detail = _labelled_state(labelled, pools)
-    if not calibrated and len(llm) and len(pools):
-        qrels_detail += " by people (LLM labels count once calibration is done)"
+    if left_out and len(pools):
+        qrels_detail += f" ({left_out})"
     outside = "" if len(pools) else f"; {_plural(len(judgments), 'label')} outside any pool"
     steps.append(PipelineStep("qrels", "Qrels", max(labelled.values(), default=0), qrels_state,
                               qrels_detail + outside))
