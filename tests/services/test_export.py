@@ -98,7 +98,7 @@ def test_spans_round_trip_into_a_fresh_project(db, tmp_path):
     import_file(db, "qrels", write(tmp_path, "spans.jsonl", spans))
     export_qrels(db, tmp_path / "out.jsonl", format="spans")
     assert [json.loads(x) for x in sorted_lines(tmp_path / "out.jsonl")] == \
-        [json.loads(x) for x in sorted(json.dumps(s) for s in spans)]
+        [{**json.loads(x), "tier": "imported"} for x in sorted(json.dumps(s) for s in spans)]
     other = new_project(tmp_path, "other.duckdb")
     import_file(other, "qrels", tmp_path / "out.jsonl")
     export_qrels(other, tmp_path / "again.jsonl", format="spans")
@@ -141,13 +141,28 @@ def test_merged_prefers_human_labels_per_item(db, tmp_path):
     assert sorted_lines(tmp_path / "gated.out") == lines["human"]
 
 
-def test_merged_spans_override_only_the_same_span(db, tmp_path):
+def test_spans_keep_the_tier_that_decides_each_document(db, tmp_path):
+    """The old rule kept LLM spans no human had judged *the same span* of; the one rule keeps, per
+    query and document, the spans of the deciding tier only, and ungated LLM spans not at all."""
+    from workbench.core.qrels_policy import QrelsPolicy
+
     import_file(db, "qrels", write(tmp_path, "h.jsonl", [
         {"query_id": "q1", "doc_id": "d1", "start": 0, "end": 10, "grade": 3, "assessor": "ana"}]))
-    llm_labels(db, [("q1", "d1", 0, 10, 0, "ok"), ("q1", "d1", 10, 20, 2, "ok")])
-    export_qrels(db, tmp_path / "m.jsonl", format="spans", source="merged")
-    rows = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
-    assert [(r["start"], r["end"], r["grade"], r["assessor"]) for r in rows] == [(0, 10, 3, "ana"), (10, 20, 2, "judge-v1")]
+    llm_labels(db, [("q1", "d1", 0, 10, 0, "ok"), ("q1", "d1", 10, 20, 2, "ok"), ("q1", "d2", 0, 5, 1, "ok")])
+
+    def rows(name, **kw):
+        result = export_qrels(db, tmp_path / name, format="spans", **kw)
+        assert result.policy.startswith("qrels policy: ")
+        return [(r["doc_id"], r["start"], r["end"], r["grade"], r["assessor"], r["tier"])
+                for r in map(json.loads, (tmp_path / name).read_text().splitlines())]
+
+    # default policy: the judge has not passed the gate, so only the imported span is left
+    assert rows("gated.jsonl") == [("d1", 0, 10, 3, "ana", "imported")]
+    # opted in: d1 is decided by the imported label (the LLM span 10-20 of d1 goes), d2 by the judge
+    assert rows("all.jsonl", policy=QrelsPolicy(llm_labels="all")) == [
+        ("d1", 0, 10, 3, "ana", "imported"), ("d2", 0, 5, 1, "|", "llm")]
+    assert rows("llm.jsonl", source="llm") == [
+        ("d1", 0, 10, 0, "|", "llm"), ("d1", 10, 20, 2, "|", "llm"), ("d2", 0, 5, 1, "|", "llm")]
 
 
 # --- chunk level ---------------------------------------------------------------------------------

@@ -3,13 +3,12 @@ the user opts in), and export and pool statistics apply the same rule."""
 
 from __future__ import annotations
 
+from tests.support.calibration_project import build_project, label_all
 from workbench.core.qrels_policy import QrelsPolicy
 from workbench.services import calibration as cal
 from workbench.services.export import export_qrels
 from workbench.services.pooling import pool_stats
 from workbench.services.qrels import passed_judge_configurations, project_qrels
-
-from tests.support.calibration_project import build_project, label_all
 
 
 def _exported(db, tmp_path, name, **kw) -> set[tuple[str, str, int]]:
@@ -87,5 +86,41 @@ def test_synthetic_queries_are_kept_apart_unless_asked(tmp_path):
         assert "q00" in set(every["query_id"]) and "q00" not in set(default["query_id"])
         assert set(only["query_id"]) == {"q00"} and len(only) + len(default) == len(every) == 360
         assert "synthetic queries excluded" in project_qrels(db, policy=policy).statement()
+    finally:
+        db.close()
+
+
+def test_the_gate_verdict_is_cached_until_one_of_its_inputs_changes(tmp_path):
+    from workbench.core.gate import VERDICTS, GateThresholds
+    from workbench.services.calibration import ReportOptions
+    from workbench.services.pooling import pool_labels
+    from workbench.services.qrels import gate_verdict
+
+    db, truth = build_project(tmp_path / "p.duckdb", judge_noise=0.0)
+    try:
+        cal.create_sample(db, "s", "p", size=200, seed=1)
+        label_all(db, "s", truth)
+        VERDICTS.clear()
+        assert passed_judge_configurations(db) == (("m1", ""),)
+        assert (VERDICTS.misses, VERDICTS.hits) == (1, 0)
+        # qrels, export, pool statistics and the pool peek all reuse the verdict: no new bootstrap
+        project_qrels(db)
+        _exported(db, tmp_path, "a.txt")
+        pool_stats(db, "p", k=5)
+        pool_labels(db, "doc", None)
+        assert (VERDICTS.misses, VERDICTS.hits) == (1, 4)
+        # the cached verdict is the one the calibration report gives
+        assert gate_verdict(db, "s") == cal.gate(db, "s")["gate"]["verdict"] == "pass"
+        # another seed, other thresholds: new keys, computed afresh
+        assert gate_verdict(db, "s", options=ReportOptions(seed=7)) == "pass"
+        strict = GateThresholds(min_pairs=10_000)
+        assert gate_verdict(db, "s", strict) == cal.gate(db, "s", thresholds=strict)["gate"]["verdict"] == "inconclusive"
+        assert VERDICTS.misses == 3
+        # changed labels: the SMEs relabel the held-out part at random, so the judge no longer agrees
+        label_all(db, "s", truth, flip=1.0, seed=5, part="holdout")
+        assert passed_judge_configurations(db) == ()
+        assert VERDICTS.misses == 4
+        assert gate_verdict(db, "s") == cal.gate(db, "s")["gate"]["verdict"] != "pass"
+        assert set(project_qrels(db).table["tier"]) == {"sme"}
     finally:
         db.close()

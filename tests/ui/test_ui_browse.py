@@ -60,7 +60,12 @@ def canary_db(tmp_path, monkeypatch) -> Path:
 
 
 def _labels(at: AppTest):
-    return next(d.value for d in at.dataframe if "grade" in d.value.columns)
+    return next(d.value for d in at.dataframe if "source" in d.value.columns)
+
+
+def _merged(at: AppTest) -> dict:
+    frame = next(d.value for d in at.dataframe if "decided by" in d.value.columns)
+    return {(q, d): int(g) for q, d, g in frame[["query", "document", "grade"]].itertuples(index=False)}
 
 
 def test_all_queries_and_labels_are_listed(demo_db):
@@ -133,3 +138,54 @@ def test_empty_project_names_the_next_step(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_DB", str(path))
     at = _run()
     assert any("Import queries on the Data page" in i.value for i in at.info)
+
+
+# -- the grade per pair under the one merge rule ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def merge_project(tmp_path_factory):
+    """The hand-worked project of tests.support.merge_rule_project (closed) and its expected qrels."""
+    from tests.support.merge_rule_project import build_merge_project
+
+    path = tmp_path_factory.mktemp("merge") / "m.duckdb"
+    db, info = build_merge_project(path)
+    db.close()
+    return path, info
+
+
+def test_the_merged_grade_per_pair_follows_the_one_rule(merge_project, monkeypatch):
+    from tests.support.merge_rule_project import HAND, HAND_EXPECTED
+
+    path, info = merge_project
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    at = _run()
+    assert _merged(at) == info["expected"]  # every pair of the project: 369
+    shown = " ".join(h.proto.body for h in at.get("html"))
+    assert "Qrels policy: adjudicated &gt; sme &gt; imported &gt; llm; several assessors: majority, ties to the " \
+           "higher grade; LLM only from a judge configuration that passed the gate" in shown
+    checked = 0
+    for query in ("h1", "h2"):
+        at.selectbox(key="browse_query").select(query).run()
+        assert _merged(at) == {k: v for k, v in HAND_EXPECTED.items() if k[0] == query}
+        checked += len(_merged(at))
+        # the raw labels stay per source: the failed judge's labels are listed, not merged
+        labels = _labels(at)
+        assert len(labels) == sum(1 for r in HAND if r[0] == query)
+    assert checked == len(HAND_EXPECTED) == 9
+    frame = next(d.value for d in at.dataframe if "decided by" in d.value.columns)
+    assert dict(zip(frame["document"], frame["decided by"])) == {
+        "hd2": "LLM judge", "hd3": "LLM judge", "hd4": "imported", "hd5": "SME"}
+
+
+def test_an_annotator_is_not_shown_merged_grades(merge_project, monkeypatch):
+    from workbench.services import access
+
+    path, _ = merge_project
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    access.set_actor_source(lambda: access.Actor("ann", "annotator"))
+    try:
+        at = _run()
+    finally:
+        access.set_actor_source(None)
+    assert not [d for d in at.dataframe if "decided by" in d.value.columns]
+    assert any("shown to leads and viewers" in c.value for c in at.caption)

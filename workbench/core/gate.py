@@ -25,6 +25,7 @@ exactly on its threshold no number of labels is expected to decide, and the coun
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from workbench.core.agreement import AgreementResult
@@ -166,3 +167,57 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
                 reasons.append(f"{more} more labels is over ten times the {n} so far: a figure sits close "
                                f"to its threshold; improving the judge is likelier to decide than labelling")
     return GateResult(verdict, tuple(reasons), more, tuple(checks))
+
+
+# -- the verdict cache -------------------------------------------------------------------------
+
+def gate_cache_key(*, sample: str, judge: tuple[str | None, str | None], labels_fingerprint: str,
+                   seed: int, n_boot: int, threshold: int, part: str, weighted: bool,
+                   thresholds: GateThresholds) -> tuple:
+    """What a gate verdict depends on, as a hashable key.
+
+    The verdict is a function of the calibration labels (the reference grades, the judge grades,
+    weights, strata and query ids of the gated part: ``labels_fingerprint``), the bootstrap
+    (``seed``, ``n_boot``), the relevance ``threshold``, the ``part`` gated, whether the figures
+    are ``weighted`` and the ``thresholds``; ``sample`` and ``judge`` (model, prompt hash of the
+    sample's judge configuration) name what was gated. Any change to one of them is a new key,
+    so a stale verdict is never served.
+    """
+    return (str(sample), (judge[0], judge[1]), str(labels_fingerprint), int(seed), int(n_boot), int(threshold),
+            str(part), bool(weighted), thresholds)
+
+
+class VerdictCache:
+    """A bounded memo of gate verdicts keyed by :func:`gate_cache_key` (least recently used
+    entries go first). The bootstrap behind a verdict (thousands of resamples) runs once per key
+    instead of once per qrels request; ``hits``/``misses`` count lookups."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = int(size)
+        self._entries: OrderedDict = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get_or_compute(self, key: tuple, compute):
+        """The cached value of ``key``, else ``compute()`` stored under it."""
+        if key in self._entries:
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return self._entries[key]
+        self.misses += 1
+        value = compute()
+        self._entries[key] = value
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+#: The process's verdict memo (the app keeps it across page runs; one CLI command uses it once).
+VERDICTS = VerdictCache()

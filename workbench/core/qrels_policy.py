@@ -188,3 +188,23 @@ def merge_qrels(spans: pd.DataFrame, policy: QrelsPolicy, *, level: str = "doc",
     out = out[["query_id", "item_id", "grade", "tier", "assessors"]].astype(
         {"query_id": "str", "item_id": "str", "grade": "int64", "tier": "str", "assessors": "int64"})
     return out.sort_values(["query_id", "item_id"], kind="stable").reset_index(drop=True)
+
+
+def decisive_spans(spans: pd.DataFrame, policy: QrelsPolicy) -> pd.DataFrame:
+    """The span judgments behind the document-level qrels of ``policy``: per (query, document),
+    the spans of the first tier in ``policy.order`` that labelled the document for the query
+    (tiers outside the order are dropped; the caller has applied the gate and the synthetic
+    filter, as for :func:`merge_qrels`).
+
+    Per document this is exactly what step 3 of the rule looks at, so the spans read back as one
+    tier (``workbench import qrels --format spans``, assessors kept) give the same document
+    qrels. Chunk qrels may differ: a chunk the winning tier left unlabelled takes a lower tier's
+    grade at chunk level, and no single set of spans reproduces both levels.
+    Returns the rows of ``spans`` that are kept, in their order.
+    """
+    kept = spans[spans["tier"].isin(policy.order) & spans["grade"].notna()]
+    if kept.empty:
+        return kept
+    rank = kept["tier"].map({t: i for i, t in enumerate(policy.order)})
+    best = rank.groupby([kept["query_id"].astype(str), kept["doc_id"].astype(str)], sort=False).transform("min")
+    return kept[rank == best]

@@ -8,22 +8,25 @@ Formats (``format``):
 ``beir``   ``query-id<TAB>corpus-id<TAB>score`` with that header line.
 ``jsonl``  one row per query: ``{"query_id", "query", "relevant": {item_id: grade}, "tags"}``
            (``query``/``tags`` from the queries table, null when the query is not stored).
-``spans``  one row per judgment: ``{"query_id", "doc_id", "start", "end", "grade", "assessor"}``,
-           the same format ``workbench import qrels --format spans`` reads. Level-independent.
+``spans``  one row per span judgment: ``{"query_id", "doc_id", "start", "end", "grade", "assessor",
+           "tier"}``, the format ``workbench import qrels --format spans`` reads (it ignores
+           ``tier``). Level-independent.
 
 Level: ``doc`` qrels grade a document by the maximum grade of its judged spans; ``chunk`` qrels
 (need ``chunking``) grade each chunk of that chunking by the maximum grade of the spans it matches
 under the span rule of :func:`workbench.core.spans.chunk_qrels` (overlap / shorter span >=
 ``min_overlap``). Only matched (judged) items appear: an absent item is unjudged.
 
-Source: qrels (``trec``, ``beir``, ``jsonl``) follow the project's one qrels rule,
-:mod:`workbench.services.qrels` (adjudicated > SME > imported > LLM from a judge configuration
-that passed the gate; several assessors by majority; the ``[qrels]`` policy, stated in the
-summary). ``human`` = that rule without the LLM tier; ``llm`` = the LLM judge's labels alone
-(asking for them by name is the opt-in to ungated ones); ``merged`` = the whole rule. ``spans``
-keeps the raw span judgments: ``merged`` = human spans, plus LLM spans no human judged the same
-span of. Only judgments with status ``ok`` and a grade are used. Rows are sorted by query_id,
-then item id (as strings).
+Source: every format follows the project's one qrels rule, :mod:`workbench.services.qrels`
+(adjudicated > SME > imported > LLM from a judge configuration that passed the gate; several
+assessors by majority; the ``[qrels]`` policy, stated in the summary and in the JSON result).
+``human`` = that rule without the LLM tier; ``llm`` = the LLM judge's labels alone (asking for
+them by name is the opt-in to ungated ones); ``merged`` = the whole rule. ``spans`` writes, per
+query and document, the spans of the tier that decides the document under the rule
+(:func:`workbench.core.qrels_policy.decisive_spans`), so importing the file elsewhere gives the
+same document qrels; an LLM span's assessor is its judge configuration (``model|prompt_hash``).
+Only judgments with status ``ok`` and a grade are used. Rows are sorted by query_id, then item
+id (as strings).
 """
 
 from __future__ import annotations
@@ -39,13 +42,11 @@ from workbench.errors import InputError
 from workbench.services.output_file import check_output, write_lines
 from workbench.store.corpus import query_texts
 from workbench.store.database import Database
-from workbench.store.judgments import graded_judgments
 from workbench.store.runs import read_run_info, read_run_rows
 
 FORMATS = EXPORT_FORMATS
 LEVELS = EXPORT_LEVELS
 SOURCES = EXPORT_SOURCES
-HUMAN_SOURCES = ("human", "imported")
 
 
 @dataclass
@@ -58,7 +59,7 @@ class ExportResult:
     queries: int
     chunking: str | None = None
     replaced: bool = False
-    policy: str = ""  # the qrels policy statement (services.qrels), empty for span exports
+    policy: str = ""  # the qrels policy statement (services.qrels) with its notes
 
     def summary(self) -> str:
         at = f"chunk level ({self.chunking})" if self.level == "chunk" else f"{self.level} level"
@@ -79,17 +80,6 @@ def _check(format: str, level: str, source: str, chunking: str | None) -> None:
         raise InputError("span judgments do not depend on a chunking; export spans without --level chunk")
 
 
-def _merge(human: pd.DataFrame, llm: pd.DataFrame, key: list[str]) -> pd.DataFrame:
-    """Human rows, plus llm rows whose key no human row has."""
-    if human.empty:
-        return llm
-    if llm.empty:
-        return human
-    covered = pd.MultiIndex.from_frame(human[key].astype(str))
-    keep = ~pd.MultiIndex.from_frame(llm[key].astype(str)).isin(covered)
-    return pd.concat([human, llm[keep]], ignore_index=True)
-
-
 def qrels_table(db: Database, *, level: str = "doc", chunking: str | None = None, source: str = "merged",
                 min_overlap: float = 0.5, policy=None) -> pd.DataFrame:
     """``query_id, item_id, grade`` for the chosen level and source, by the project's one qrels
@@ -105,18 +95,21 @@ def _project_qrels(db: Database, level: str, chunking: str | None, source: str, 
     return project_qrels(db, level=level, chunking=chunking, source=source, policy=pol)
 
 
-def span_table(db: Database, *, source: str = "merged") -> pd.DataFrame:
-    """``query_id, doc_id, start, end, grade, assessor`` of the chosen source, sorted."""
+def span_table(db: Database, *, source: str = "merged", policy=None) -> pd.DataFrame:
+    """``query_id, doc_id, start, end, grade, assessor, tier`` of the chosen source under the rule
+    (module docstring), sorted; ``attrs["qrels_policy"]`` states the policy."""
+    from workbench.services.qrels import decisive_spans_of, default_policy
+
     _check("spans", "doc", source, None)
-    spans = graded_judgments(db, list(HUMAN_SOURCES) + ["llm"])
-    human = spans[spans["source"].isin(HUMAN_SOURCES)]
-    llm = spans[spans["source"] == "llm"]
-    if source == "merged":
-        out = _merge(human, llm, ["query_id", "doc_id", "start", "end"])
-    else:
-        out = human if source == "human" else llm
-    out = out[["query_id", "doc_id", "start", "end", "grade", "assessor"]]
-    return out.sort_values(["query_id", "doc_id", "start", "end", "assessor"], kind="stable").reset_index(drop=True)
+    spans, qrels = decisive_spans_of(db, source=source, policy=policy if policy is not None else default_policy())
+    # One row per assessor and span (an SME who labelled the same pair in two samples gave two
+    # judgments): its highest grade, which is what the rule's per-assessor step takes anyway, and
+    # the importer refuses a span listed twice.
+    out = (spans.groupby(["query_id", "doc_id", "start", "end", "assessor", "tier"], as_index=False, sort=False)
+           ["grade"].max())[["query_id", "doc_id", "start", "end", "grade", "assessor", "tier"]]
+    out = out.sort_values(["query_id", "doc_id", "start", "end", "assessor"], kind="stable").reset_index(drop=True)
+    out.attrs["qrels_policy"] = "; ".join([qrels.statement(), *qrels.notes])
+    return out
 
 
 def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: str = "doc",
@@ -131,11 +124,12 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
     out = Path(out)
     check_output(out, force=force)
     if format == "spans":
-        table = span_table(db, source=source)
+        table = span_table(db, source=source, policy=policy)
         replaced = write_lines(out, (json.dumps({"query_id": q, "doc_id": d, "start": int(s), "end": int(e),
-                                                 "grade": int(g), "assessor": a}, ensure_ascii=False) + "\n"
-                                     for q, d, s, e, g, a in table.itertuples(index=False)), force=force)
-        return ExportResult(out, format, "doc", source, len(table), table["query_id"].nunique(), replaced=replaced)
+                                                 "grade": int(g), "assessor": a, "tier": t}, ensure_ascii=False)
+                                     + "\n" for q, d, s, e, g, a, t in table.itertuples(index=False)), force=force)
+        return ExportResult(out, format, "doc", source, len(table), table["query_id"].nunique(), replaced=replaced,
+                            policy=table.attrs["qrels_policy"])
 
     project = _project_qrels(db, level, chunking, source, min_overlap, policy)
     table = project.table[["query_id", "item_id", "grade"]]

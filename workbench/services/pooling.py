@@ -33,7 +33,6 @@ from workbench.config import DEFAULTS
 from workbench.core import pooling as core_pooling
 from workbench.core.formats.names import check_name
 from workbench.core.fusion import check_run_summary, duplicate_pair_error, fuse_wide
-from workbench.core.spans import chunk_qrels, doc_qrels
 from workbench.errors import InputError, StoreError
 from workbench.services import access
 from workbench.services.coverage import coverage_notes
@@ -41,7 +40,6 @@ from workbench.services.progress import ProgressFactory, no_progress
 from workbench.services.retrieval import read_runs_checked, same_scope
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
-from workbench.store.judgments import read_judgments
 from workbench.store.pools import (
     count_pool_pairs,
     count_pool_pairs_among,
@@ -226,19 +224,12 @@ class PoolStats:
 
 def pool_labels(db: Database, level: str, chunking: str | None,
                 min_overlap: float = DEFAULTS["evaluation"]["min_overlap"]) -> pd.DataFrame:
-    """Current labels at the pool's granularity: ``query_id, <id>, grade`` (judged pairs only).
-
-    Labels are span judgments; chunk pools map them onto the pool's chunking with
-    :func:`workbench.core.spans.chunk_qrels` (a chunk is judged for a query iff one of the
-    query's judged spans covers ``>= min_overlap`` of the shorter of the two), document pools
-    take the maximum grade per document (:func:`doc_qrels`).
-    """
-    spans = read_judgments(db, status="ok")[["query_id", "doc_id", "start", "end", "grade"]]
-    spans = spans.astype({"grade": "float64"})
-    if level == "chunk":
-        chunks = read_chunks(db, chunking)
-        return chunk_qrels(chunks, spans, min_overlap=min_overlap)
-    return doc_qrels(spans)
+    """The grade the labels give each pair at the pool's granularity: ``query_id, <id>, grade``
+    (judged pairs only), by the project's one qrels rule (:func:`qrels_labels`: the same grades
+    as pool statistics, ``workbench export qrels`` and evaluation). Chunk pools map the span
+    labels onto the pool's chunking with the span rule (overlap / shorter span ``>= min_overlap``).
+    ``attrs["qrels_policy"]`` states the policy."""
+    return qrels_labels(db, level, chunking, min_overlap)
 
 
 def qrels_labels(db: Database, level: str, chunking: str | None,

@@ -9,9 +9,24 @@ given; ``source`` (``human|llm|merged``, the ``--source``/``--labels`` flags) na
 Gate: an LLM label counts (``llm_labels = "passed_gate"``) only when its judge configuration
 (model, prompt hash) passed the calibration gate on some calibration sample: the sample's own
 judge configuration when the sample names one, else every configuration that graded the
-sample's pairs. Synthetic queries (``workbench synth``) are excluded unless the policy says
+sample's pairs. The verdicts are memoised (:func:`gate_verdict`, keyed by what they depend on), so
+the bootstrap behind them runs once per change of the calibration labels, not on every qrels
+request. Synthetic queries (``workbench synth``) are excluded unless the policy says
 ``include`` or ``only``. Propagated labels (``workbench labels propagate``) are added at chunk
 level, for items with no direct label, when the policy has ``propagated = true``.
+
+Callers, and where a grade per pair is derived some other way on purpose:
+
+* ``workbench export qrels`` (every format; ``spans`` keeps, per query and document, the spans
+  of the tier that decides the document: :func:`decisive_spans_of`), pool statistics and the
+  pool peek (:func:`workbench.services.pooling.qrels_labels` / ``pool_labels``), the Queries &
+  Labels page's qrels table (:func:`pair_grades`), evaluation, rank agreement, propagation,
+  abstention and the Qrels page all take their grades from here.
+* The calibration report compares the judge with the SMEs item by item, so it reads each source
+  on its own (an SME reference per item, each judge configuration's grade): merging them first
+  would compare the judge with itself.
+* The judge's own repeated samples of one pair are combined by the judge (its ensemble rule)
+  before they are stored: they are one assessor's label, not several assessors.
 """
 
 from __future__ import annotations
@@ -86,9 +101,65 @@ class ProjectQrels:
                      self.table["grade"].to_numpy(dtype=np.int64), source=f"project qrels {self.fingerprint}")
 
 
+def _labels_fingerprint(part: pd.DataFrame) -> str:
+    """sha256 of what a gate verdict reads from the calibration labels (module docstring of
+    :mod:`workbench.core.gate`): per item its position, query, reference and judge grades,
+    weight and stratum."""
+    columns = [c for c in ("position", "query_id", "grade", "judge_grade", "weight", "stratum") if c in part.columns]
+    h = hashlib.sha256(repr((columns, len(part))).encode())
+    if len(part):
+        h.update(pd.util.hash_pandas_object(part[columns].reset_index(drop=True), index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def gate_verdict(db: Database, sample: str, thresholds=None, options=None) -> str:
+    """The calibration gate's verdict on ``sample`` (``pass|fail|inconclusive``), memoised.
+
+    The same figures and decision as :func:`workbench.services.calibration.gate` (agreement of
+    the judge with the SMEs' reference labels on the gated part, bootstrap intervals,
+    :func:`workbench.core.gate.decide`), without the rest of the report. The bootstrap runs once
+    per :func:`workbench.core.gate.gate_cache_key`: the sample's judge configuration, the labels'
+    fingerprint, the seed, resamples, threshold, part, weighting and thresholds; a new label, a
+    changed grade or another seed is a new key. A verdict is not a label, so reading it needs no
+    permission to see other people's labels.
+    """
+    from workbench.core.agreement import agreement
+    from workbench.core.gate import (
+        INCONCLUSIVE,
+        VERDICTS,
+        GateThresholds,
+        decide,
+        gate_cache_key,
+    )
+    from workbench.services import calibration
+    from workbench.store.calibration import read_sample
+
+    thresholds = GateThresholds() if thresholds is None else thresholds
+    options = calibration.ReportOptions() if options is None else options
+    judge = (read_sample(db, sample) or {}).get("judge") or {}
+    labels = calibration._reference_labels(db, sample)
+    part = labels if options.part == "all" else labels[labels["part"] == options.part]
+    key = gate_cache_key(sample=sample, judge=(judge.get("model"), judge.get("prompt_hash")),
+                         labels_fingerprint=_labels_fingerprint(part), seed=options.seed, n_boot=options.n_boot,
+                         threshold=options.threshold, part=options.part, weighted=options.weighted,
+                         thresholds=thresholds)
+
+    def compute() -> str:
+        if part.empty:
+            return INCONCLUSIVE
+        result = agreement(part["grade"].to_numpy(), part["judge_grade"].to_numpy(), threshold=options.threshold,
+                           query_ids=part["query_id"].astype(str).to_numpy(),
+                           weights=part["weight"].to_numpy() if options.weighted else None,
+                           strata=part["stratum"].to_numpy() if options.weighted else None,
+                           seed=options.seed, n_boot=options.n_boot)
+        return decide(result, thresholds).verdict
+
+    return VERDICTS.get_or_compute(key, compute)
+
+
 def passed_judge_configurations(db: Database, settings=None) -> tuple[tuple[str, str], ...]:
     """``(model, prompt_hash)`` of every judge configuration that passed the gate on a
-    calibration sample (module docstring)."""
+    calibration sample (module docstring); verdicts come from :func:`gate_verdict` (memoised)."""
     from workbench.core.gate import PASS, GateThresholds
     from workbench.services import calibration
     from workbench.store.calibration import judge_grades_for_sample, read_sample
@@ -100,7 +171,7 @@ def passed_judge_configurations(db: Database, settings=None) -> tuple[tuple[str,
     passed: set[tuple[str, str]] = set()
     for name in samples["name"]:
         try:
-            verdict = calibration.gate(db, str(name), thresholds=thresholds)["gate"]["verdict"]
+            verdict = gate_verdict(db, str(name), thresholds)
         except InputError:
             continue
         if verdict != PASS:
@@ -129,18 +200,32 @@ def _check_level(db: Database, level: str, chunking: str | None) -> pd.DataFrame
     return read_chunks(db, chunking)
 
 
-def project_qrels(db: Database, *, level: str = "doc", chunking: str | None = None, source: str = "merged",
-                  policy: QrelsPolicy | None = None, settings=None) -> ProjectQrels:
-    """The project's qrels at ``level`` (``chunking`` for chunk level) under ``policy`` narrowed
-    to ``source`` (module docstring)."""
+@dataclass(frozen=True)
+class AdmittedSpans:
+    """The span judgments the rule reads (``spans``: ``query_id, doc_id, start, end, grade,
+    tier, assessor, model, prompt_hash``) after the gate and the synthetic filter, under
+    ``policy`` (already narrowed to the source)."""
+
+    spans: pd.DataFrame
+    policy: QrelsPolicy
+    passed_configurations: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+
+
+def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy | None = None,
+                   settings=None) -> AdmittedSpans:
+    """The labels the one rule admits for ``source`` (module docstring): tiers of the policy's
+    order, LLM labels only from configurations that passed the gate (unless opted in),
+    synthetic queries by the policy. Callers that need spans rather than qrels (the ``spans``
+    export, gold spans) read them here so that they admit exactly what the qrels admit."""
     from workbench.store.qrels_labels import labelled_spans
 
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
     base = policy if policy is not None else default_policy(settings)
     pol = base.for_source(source)
-    chunks = _check_level(db, level, chunking)
     spans = labelled_spans(db)
+    spans = spans[spans["tier"].isin(pol.order)]
     passed: tuple[tuple[str, str], ...] = ()
     notes = []
     if "llm" in pol.order:
@@ -156,10 +241,36 @@ def project_qrels(db: Database, *, level: str = "doc", chunking: str | None = No
                 notes.append(f"{dropped:,} LLM labels left out: their judge configuration has not passed "
                              f"the calibration gate (`workbench calibrate report`), or opt in with llm_labels = all")
     spans = _synthetic_filter(db, spans, pol.synthetic)
-    table = merge_qrels(spans, pol, level=level, chunks=chunks)
+    return AdmittedSpans(spans.reset_index(drop=True), pol, passed, tuple(notes))
+
+
+def project_qrels(db: Database, *, level: str = "doc", chunking: str | None = None, source: str = "merged",
+                  policy: QrelsPolicy | None = None, settings=None) -> ProjectQrels:
+    """The project's qrels at ``level`` (``chunking`` for chunk level) under ``policy`` narrowed
+    to ``source`` (module docstring)."""
+    if source not in SOURCES:
+        raise InputError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
+    chunks = _check_level(db, level, chunking)
+    admitted = admitted_spans(db, source=source, policy=policy, settings=settings)
+    pol = admitted.policy
+    table = merge_qrels(admitted.spans, pol, level=level, chunks=chunks)
     if pol.propagated and level == "chunk":
         table = _with_propagated(db, table, str(chunking), pol.synthetic)
-    return ProjectQrels(table, pol, level, chunking if level == "chunk" else None, passed, tuple(notes))
+    return ProjectQrels(table, pol, level, chunking if level == "chunk" else None, admitted.passed_configurations,
+                        admitted.notes)
+
+
+def decisive_spans_of(db: Database, *, source: str = "merged", policy: QrelsPolicy | None = None,
+                      settings=None) -> tuple[pd.DataFrame, ProjectQrels]:
+    """The span judgments behind the document qrels (:func:`workbench.core.qrels_policy.decisive_spans`)
+    and those qrels (for their statement): ``query_id, doc_id, start, end, grade, tier, assessor``."""
+    from workbench.core.qrels_policy import decisive_spans
+
+    admitted = admitted_spans(db, source=source, policy=policy, settings=settings)
+    spans = decisive_spans(admitted.spans, admitted.policy)
+    qrels = ProjectQrels(merge_qrels(admitted.spans, admitted.policy, level="doc"), admitted.policy, "doc", None,
+                         admitted.passed_configurations, admitted.notes)
+    return spans[["query_id", "doc_id", "start", "end", "grade", "tier", "assessor"]].reset_index(drop=True), qrels
 
 
 def _synthetic_filter(db: Database, frame: pd.DataFrame, mode: str) -> pd.DataFrame:
@@ -192,3 +303,15 @@ def _with_propagated(db: Database, table: pd.DataFrame, chunking: str, synthetic
 def with_min_overlap(policy: QrelsPolicy, min_overlap: float | None) -> QrelsPolicy:
     """``policy`` with another chunk-matching overlap (callers that take ``min_overlap``)."""
     return policy if min_overlap is None else replace(policy, min_overlap=float(min_overlap))
+
+
+def pair_grades(db: Database, *, query_ids=None, source: str = "merged", policy: QrelsPolicy | None = None,
+                settings=None) -> ProjectQrels:
+    """Document qrels (optionally of some queries only) under the rule: what the Queries &
+    Labels page shows next to the raw labels. ``table``: ``query_id, item_id, grade, tier,
+    assessors``."""
+    qrels = project_qrels(db, level="doc", source=source, policy=policy, settings=settings)
+    if query_ids is None:
+        return qrels
+    keep = qrels.table["query_id"].isin([str(q) for q in query_ids])
+    return replace(qrels, table=qrels.table[keep].reset_index(drop=True))

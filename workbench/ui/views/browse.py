@@ -2,6 +2,12 @@
 source, assessor), each label's span shown highlighted inside its document.
 
 Filters: one query (or all), grades, sources. Read-only, through :mod:`workbench.services.browse`.
+
+Below the labels, the grade each (query, document) pair gets under the project's one merge
+policy (:func:`workbench.services.qrels.pair_grades`, the grades export, pool statistics and
+evaluation use), with the policy stated above the table and the tier that decided each pair.
+The raw labels above stay per source on purpose: they are what the policy merges. An annotator,
+who sees only their own labels, is not shown the merged grades (they carry other people's).
 Corpus text and query text are untrusted: shown with ``html.escape`` per segment
 (:mod:`workbench.ui.highlight`) or in tables, never as markdown.
 """
@@ -12,6 +18,7 @@ import html
 
 import streamlit as st
 
+from workbench.errors import WorkbenchError
 from workbench.services.browse import label_document, labels_table, queries_table
 from workbench.ui import context
 from workbench.ui.highlight import marked_span_html
@@ -21,6 +28,8 @@ ALL = "All queries"
 GRADES = (3, 2, 1, 0)
 SOURCE_WORDS = {"human": "human (SME)", "imported": "imported", "llm": "LLM judge"}
 SHOWN_PASSAGES = 20
+TIER_WORDS = {"adjudicated": "resolved by a lead", "sme": "SME", "imported": "imported", "llm": "LLM judge",
+              "propagated": "copied to a near-duplicate"}
 
 
 def _query_label(queries, query_id: str) -> str:
@@ -80,12 +89,14 @@ def render() -> None:
         return
     if labels.empty:
         st.info("No label matches these filters. Choose more grades or sources, or another query.")
+        _merged(None if chosen == ALL else chosen, everything)
         return
     st.dataframe(
         [{"query": r.query_id, "document": r.doc_id, "title": cell(r.title), "span": f"{r.start}–{r.end}",
           "grade": int(r.grade), "source": SOURCE_WORDS.get(r.source, r.source), "assessor": r.assessor}
          for r in labels.itertuples(index=False)],
         hide_index=True, width="stretch", key="browse_labels")
+    _merged(None if chosen == ALL else chosen, everything)
 
     st.subheader("Labelled passages")
     whole = st.checkbox("Show whole documents", key="browse_whole",
@@ -108,3 +119,43 @@ def render() -> None:
             f'<div style="white-space: pre-wrap; font-size: 0.9em; border-left: 3px solid #ddd; '
             f'padding-left: 0.8em; max-height: 28em; overflow-y: auto">{body}</div>'
         )
+
+
+def _policy_words(note: str) -> str:
+    """A policy note in the page's words (the service's notes name commands and settings)."""
+    if "calibration gate" in note:
+        return (note.split(":")[0] + ": their judge configuration has not passed the calibration gate yet "
+                "(see the Calibration page).")
+    return note
+
+
+def _merged(query_id: str | None, everything) -> None:
+    """The grade of each pair under the merge policy, the policy stated first (``everything``:
+    every label, for the documents' titles)."""
+    from workbench.services import access
+    from workbench.services.qrels import pair_grades
+
+    st.subheader("Grade per pair (merge policy)")
+    if not access.allowed(access.current_actor(), "see_all_labels"):
+        st.caption("The merged grades combine everyone's labels, so they are shown to leads and viewers.")
+        return
+    try:
+        with context.project() as db:
+            qrels = pair_grades(db, query_ids=None if query_id is None else [query_id])
+    except WorkbenchError as exc:
+        context.error(exc)
+        return
+    titles = dict(zip(everything["doc_id"].astype(str), everything["title"]))
+    statement = qrels.statement()
+    context.escaped(statement[0].upper() + statement[1:] + ".", css="font-size: 0.9em;")
+    for note in qrels.notes:
+        st.warning(context.plain(_policy_words(note)))
+    if qrels.table.empty:
+        st.info("No pair has a grade under the merge policy yet.")
+        return
+    st.dataframe(
+        [{"query": r.query_id, "document": r.item_id, "title": cell(titles.get(r.item_id)), "grade": int(r.grade),
+          "decided by": TIER_WORDS.get(r.tier, r.tier), "assessors": int(r.assessors)}
+         for r in qrels.table.itertuples(index=False)],
+        hide_index=True, width="stretch", key="browse_merged")
+
