@@ -3,8 +3,10 @@
 The page runs a sweep grid (:func:`workbench.services.sweep.run_sweep`, the same service as
 ``workbench sweep``) with progress, then shows the table of cells, the winner at each budget,
 coverage against budget per configuration, quality against p95 latency with the Pareto
-frontier, the cells whose top 10 is little judged (with one click to pool them), and the
-per-tag slices of one configuration against another with a paired test.
+frontier, the cells whose top 10 is little judged (with one click to pool them), the
+per-tag slices of one configuration against another with a paired test, and, when the grid
+ran hybrid next to dense or BM25 on a chunking, hybrid's lift over each of its parts per slice
+(the slices it moves next to how little the mean moves).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import streamlit as st
 from workbench.errors import WorkbenchError
 from workbench.ui import context
 
-CHUNKINGS = ["fixed:128", "fixed:256", "fixed:512", "fixed:1024", "fixed:2048", "fixed:512:64", "section",
+CHUNKINGS = ["fixed:32", "fixed:64", "fixed:128", "fixed:256", "fixed:512", "fixed:1024", "fixed:2048", "fixed:512:64", "section",
              "sentences", "document"]
 RETRIEVERS = {"BM25": "bm25", "Dense": "dense", "Hybrid (BM25 + dense)": "hybrid"}
 MEASURES = ["ndcg@10", "recall@10", "P@10", "recip_rank@10"]
@@ -158,6 +160,93 @@ def _slices(db, result) -> None:
     st.caption("Paired randomization test over the queries of each slice (seed 0); small slices have little power.")
 
 
+def _lift_text(lift: float) -> str:
+    return "–" if lift is None or math.isnan(lift) else f"{lift:+.3f}"
+
+
+def hybrid_slice_rows(result, chunking: str, measure: str, tags: pd.DataFrame) -> list[dict]:
+    """One row per query tag (and ``(all)``): how far hybrid moves ``measure`` over dense and over
+    BM25 on ``chunking``, each with its paired randomization test (seed 0) over the slice's queries.
+
+    Uses the grid's own cells (:func:`workbench.services.sweep.slice_lift`), so a comparison is
+    shown only for the retrievers the grid ran; the missing one reads "–".
+    """
+    from workbench.services import sweep
+
+    cells = {(c.chunking, c.retriever): c for c in result.cells if not c.skipped}
+    hybrid = cells[(chunking, "hybrid")]
+    parts = {}
+    for retriever in ("dense", "bm25"):
+        if (chunking, retriever) in cells:
+            parts[retriever] = sweep.slice_lift(cells[(chunking, retriever)], hybrid, measure, tags).set_index("tag")
+    first = next(iter(parts.values()))
+    rows = []
+    for tag in first.index:
+        row = {"slice": tag, "queries": int(first.loc[tag, "queries"]), "hybrid": _num(first.loc[tag, "other"])}
+        for retriever, label in (("dense", "dense"), ("bm25", "BM25")):
+            frame = parts.get(retriever)
+            hit = frame is not None and tag in frame.index
+            row[f"lift over {label}"] = _lift_text(frame.loc[tag, "lift"]) if hit else "–"
+            row[f"p over {label}"] = _num(frame.loc[tag, "p_value"]) if hit else "–"
+        rows.append(row)
+    return rows
+
+
+def _hybrid_slices(db, result) -> None:
+    """Hybrid against its own parts, slice by slice: the slices it moves next to how little the
+    mean moves (the point of breaking results down by query tag)."""
+    from workbench.services import sweep
+
+    cells = {(c.chunking, c.retriever) for c in result.cells if not c.skipped}
+    chunkings = [c for c in dict.fromkeys(c.chunking for c in result.cells)
+                 if (c, "hybrid") in cells and ((c, "dense") in cells or (c, "bm25") in cells)]
+    st.subheader("What hybrid search changes, slice by slice")
+    if not chunkings:
+        st.info("Run Hybrid together with Dense or BM25 on the same chunking to see which query slices "
+                "hybrid search moves.")
+        return
+    tags = sweep.query_tags(db)
+    if tags.empty:
+        st.info("The queries carry no tags; import queries with a tags field to see slices.")
+        return
+    left, right = st.columns(2)
+    chunking = left.selectbox("Chunking for the hybrid comparison", chunkings, index=0)
+    measure = right.selectbox("Measure for the hybrid comparison", result.measures, index=0)
+    rows = hybrid_slice_rows(result, chunking, measure, tags)
+    context.table(rows, key="experiments-hybrid-slices")
+    part = "dense" if (chunking, "dense") in cells else "BM25"
+    column, p_column = f"lift over {part}", f"p over {part}"
+    mean = next((r for r in rows if r["slice"] == "(all)"), None)
+    moved = sorted((r for r in rows if r["slice"] != "(all)" and r[column] != "–"),
+                   key=lambda r: abs(float(r[column])), reverse=True)[:3]
+    if mean is not None and moved:
+        st.caption(context.plain(
+            f"Hybrid {column}: the mean over {mean['queries']} queries moves {mean[column]} "
+            f"(p = {mean[p_column]}); the slices it moves most: "
+            + "; ".join(f"{r['slice']} {r[column]} over {r['queries']} queries (p = {r[p_column]})"
+                        for r in moved)
+            + ". Paired randomization test per slice (seed 0); a slice of a few queries cannot reach "
+              "a small p-value."))
+    _lift_chart(rows, column)
+
+
+def _lift_chart(rows: list[dict], column: str) -> None:
+    import altair as alt
+
+    data = pd.DataFrame([{"slice": r["slice"], "lift": float(r[column])} for r in rows if r[column] != "–"])
+    if data.empty:
+        return
+    mean = data.loc[data["slice"] == "(all)", "lift"]
+    bars = alt.Chart(data[data["slice"] != "(all)"]).mark_bar().encode(
+        x=alt.X("lift:Q", title=column), y=alt.Y("slice:N", sort="-x", title=None), tooltip=["slice", "lift"])
+    layers = bars
+    if not mean.empty:
+        layers = bars + alt.Chart(pd.DataFrame({"lift": [float(mean.iloc[0])]})).mark_rule(
+            color="gray", strokeDash=[4, 3]).encode(x="lift:Q")
+    st.altair_chart(layers, width="stretch")
+    st.caption("Bars: the lift in each slice; dashed line: the lift of the mean over all queries.")
+
+
 def render() -> None:
     st.title("Experiments")
     st.caption("Compare chunkings and retrievers on the same labels, at the same context budget.")
@@ -191,3 +280,4 @@ def render() -> None:
         _charts(result, frame)
         _unjudged(db, result)
         _slices(db, result)
+        _hybrid_slices(db, result)
