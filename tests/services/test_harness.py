@@ -7,6 +7,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -83,8 +84,14 @@ def test_command_run_records_ranks_failures_and_latency(db, tmp_path):
     params = read_run_info(db, ["ext"]).loc[0, "params"]
     params = json.loads(params) if isinstance(params, str) else params
     assert {f["query_id"] for f in params["failures"]} == {"q2", "q3"}  # ... but are recorded
+    # Latency per answered query only; a failure keeps its time to fail with its error.
     lat = read_latencies(db, ["ext"])
-    assert len(lat) == 4 and (lat["latency_ms"] > 0).all()
+    assert sorted(lat["query_id"]) == ["q1", "q4"] and (lat["latency_ms"] > 0).all()
+    assert all(f["latency_ms"] > 0 for f in params["failures"])
+    values = lat["latency_ms"].to_numpy()
+    assert params["latency_p50_ms"] == pytest.approx(np.percentile(values, 50), rel=1e-12)
+    assert (s.latency_ms_p50, s.latency_ms_p95) == (params["latency_p50_ms"], params["latency_p95_ms"])
+    assert params["latency_ms"] == pytest.approx(np.percentile(values, 95), rel=1e-12)
 
 
 def test_timeout_is_a_failure(db, tmp_path):
@@ -159,3 +166,42 @@ def test_url_run_against_a_local_server(db):
 def test_remote_urls_are_refused(db):
     with pytest.raises(InputError, match="127.0.0.1"):
         run_harness(db, "r", url="http://example.com/search")
+
+
+def test_a_list_of_query_ids_is_sent_in_order_and_unknown_ids_are_refused(db, tmp_path):
+    log = tmp_path / "argv.log"
+    template = f"{sys.executable} {_script(tmp_path)} {{query}} {log}"
+    with pytest.raises(InputError, match="not in the project"):
+        run_harness(db, "few", command=template, queries=["q4", "nope"])
+    s = run_harness(db, "few", command=template, queries=["q4", "q1"])
+    assert (s.queries, s.answered) == (2, 2)
+    sent = [json.loads(line)[0] for line in log.read_text().splitlines()]
+    assert sent == ["plain", EVIL]  # q4 then q1: the order chosen
+    params = read_run_info(db, ["few"]).loc[0, "params"]
+    assert params["queries"] == ["q4", "q1"]
+
+
+def test_an_answer_naming_an_unknown_chunk_fails_and_leaves_the_latencies(db, tmp_path):
+    create_chunking(db, "docs", "document")
+    script = tmp_path / "chunks.py"
+    script.write_text("import json, sys\n"
+                      "cid = 'nowhere' if sys.argv[1] == 'boom' else sys.argv[2]\n"
+                      "print(json.dumps({'chunk_id': cid, 'score': 1.0}))\n")
+    from workbench.store.chunks import read_chunks
+
+    cid = read_chunks(db, "docs")["chunk_id"].iloc[0]
+    s = run_harness(db, "ck", command=f"{sys.executable} {script} {{query}} {cid}", queries=["q2", "q4"])
+    assert [f["query_id"] for f in s.failed] == ["q2"] and "unknown chunk_id" in s.failed[0]["error"]
+    assert s.failed[0]["latency_ms"] > 0
+    assert read_latencies(db, ["ck"])["query_id"].tolist() == ["q4"]
+
+
+def test_query_choices_list_ids_and_tags(db):
+    from workbench.services.harness import query_choices
+
+    with db.transaction() as tx:
+        write_queries(tx, pd.DataFrame({"query_id": ["t1", "t2"], "text": ["a", "b"],
+                                        "tags": [{"type": "fact"}, ["x", "y"]]}))
+    ids, by_tag = query_choices(db)
+    assert ids[-2:] == ["t1", "t2"] and {"q1", "q4"} <= set(ids)
+    assert by_tag == {"type=fact": ["t1"], "x": ["t2"], "y": ["t2"]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 
 from workbench.cli.common import progress_bar, settings_from_args
 from workbench.errors import InputError
@@ -54,8 +55,10 @@ def _chunk(args: argparse.Namespace) -> int:
 def _print_run(s) -> None:
     extra = "".join(f", {k} {v:,}" if isinstance(v, int) else f", {k} {v}" for k, v in s.stats.items())
     scope = f"chunking {s.chunking!r}" if s.chunking else "documents"
+    latency = (f"; latency per query p50 {s.latency_p50_ms:.2f} ms, p95 {s.latency_p95_ms:.2f} ms"
+               if not math.isnan(s.latency_p95_ms) else "; latency not recorded")
     print(f"run {s.name!r} ({s.retriever}, {scope}): {s.rows:,} rows for {s.queries:,} queries "
-          f"in {s.seconds:.2f}s{extra}")
+          f"in {s.seconds:.2f}s{extra}{latency}")
 
 
 def _bm25(args: argparse.Namespace) -> int:
@@ -96,6 +99,38 @@ def _from_doc(args: argparse.Namespace) -> int:
 
     with _open(args) as db:
         _print_run(map_doc_run(db, args.source, args.chunking, args.name, rule=args.rule))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from workbench.services.retrieval import list_runs
+
+    with _open(args) as db:
+        runs = list_runs(db)
+
+    def ms(value):
+        return None if math.isnan(value) else round(float(value), 3)  # NaN: no latency stored
+
+    records = [{"name": r.name, "retriever": r.retriever, "level": r.level,
+                "chunking": r.chunking if isinstance(r.chunking, str) else None,
+                "queries": int(r.queries), "rows": int(r.rows), "timed_queries": int(r.timed_queries),
+                "latency_ms": {"p50": ms(r.latency_p50_ms), "p95": ms(r.latency_p95_ms)}}
+               for r in runs.itertuples(index=False)]
+    if args.format == "json":
+        print(json.dumps({"runs": records}, indent=2))
+        return 0
+    if not records:
+        print("no run yet: run a retriever (`workbench retrieve bm25 --chunking NAME --name RUN`)")
+        return 0
+    header = ("run", "retriever", "level", "chunking", "queries", "rows", "p50 ms", "p95 ms")
+    table = [header] + [(r["name"], r["retriever"], r["level"], r["chunking"] or "-", f"{r['queries']:,}",
+                         f"{r['rows']:,}",
+                         *(f"{r['latency_ms'][p]:.2f}" if r["latency_ms"][p] is not None else "not recorded"
+                           for p in ("p50", "p95")))
+                        for r in records]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(str(v).ljust(w) if i < 4 else str(v).rjust(w) for i, (v, w) in enumerate(zip(row, widths))))
     return 0
 
 
@@ -230,6 +265,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="first: each document becomes its first chunk; all: every chunk inherits the "
                         "document's score, ordered by position (default first)")
     q.set_defaults(handler=_from_doc)
+
+    q = rsub.add_parser("list", help="list the stored runs with their per-query latency p50/p95")
+    q.add_argument("--format", choices=["table", "json"], default="table")
+    q.set_defaults(handler=_list)
 
     p = sub.add_parser("pool", help="build a depth-k judgment pool over runs (or --add runs to one)")
     p.add_argument("--name", required=True, help="pool name")

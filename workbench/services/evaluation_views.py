@@ -14,8 +14,8 @@ loop.
 * :func:`judged_shares` - judged@k per run: the share of each run's top ``k`` that carries a
   label (divided by ``k`` as trec_eval does), mean over the queries the run answered.
 * :func:`slices` - per query tag, the mean of a measure over the queries carrying the tag.
-* :func:`latencies` / :func:`pareto_frontier` - quality against latency when runs record a
-  ``latency_ms`` (or ``latency``) parameter; the frontier is the runs no other run beats on
+* :func:`latencies` / :func:`pareto_frontier` - quality against p95 latency when runs have
+  stored per-query latencies (or record a ``latency_ms`` parameter); the frontier is the runs no other run beats on
   both (higher quality and lower latency).
 """
 
@@ -298,10 +298,17 @@ def slices(db: Database, evaluation: RunEvaluation, measure: str) -> pd.DataFram
 
 
 def latencies(db: Database, runs: list[str]) -> dict:
-    """``{run: latency in ms}`` for runs whose parameters record ``latency_ms`` (or ``latency``)."""
+    """``{run: latency in ms}``: the p95 of the run's stored per-query latencies (table
+    ``run_latencies``: our retrievers, the harness and imported sidecars write it), else a
+    ``latency_ms`` (or numeric ``latency``) the run's parameters record."""
+    from workbench.services.sweep import latency_summary
+
+    stored = latency_summary(db, list(runs)).set_index("run")["p95_ms"]
     info = run_table(db).set_index("name")
-    out = {}
+    out = {name: float(stored[name]) for name in runs if name in stored.index and np.isfinite(stored[name])}
     for name in runs:
+        if name in out:
+            continue
         params = info.at[name, "params"] if name in info.index else {}
         value = (params or {}).get("latency_ms", (params or {}).get("latency"))
         if isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value):

@@ -24,8 +24,14 @@ Transports:
 
 A query that fails (non-zero exit, timeout, HTTP error, invalid JSON, a result without an id or
 score, unknown chunk) is recorded as failed with its error text in the run's ``params``
-(``failures: [{query_id, error}]``) and has no rows; it is never an empty result in disguise. A
-run where every query failed is not stored (an error lists the first failures).
+(``failures: [{query_id, error, latency_ms}]``) and has no rows; it is never an empty result in
+disguise. A run where every query failed is not stored (an error lists the first failures).
+
+Latency is stored like our own retrievers' (:func:`workbench.services.retrieval.latency_params`,
+table ``run_latencies``): one value per *answered* query, the wall clock from sending the query
+to having its answer parsed (process start and exit included for a command). A failed query's
+time to fail is kept with its failure, not among the latencies: a timeout would otherwise pass
+for a slow answer, and a quick refusal for a fast one.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from workbench.core.formats.names import check_name
 from workbench.errors import InputError, StoreError
 from workbench.services import access
 from workbench.services.progress import ProgressFactory, no_progress
+from workbench.services.retrieval import latency_params
 from workbench.store.chunks import chunking_exists, read_chunks, stored_chunks
 from workbench.store.corpus import read_queries
 from workbench.store.database import Database
@@ -166,12 +173,15 @@ def _span_to_chunk(chunks: pd.DataFrame, doc_id: str, start: int, end: int) -> t
     return str(mine.loc[overlap.idxmax(), "chunk_id"]), doc_id
 
 
-def select_queries(db: Database, spec: str) -> pd.DataFrame:
-    """``all`` every project query; ``tag:VALUE`` the queries tagged VALUE; else a file of query
-    ids (one per line, ``#`` comments) that must all be project queries."""
+def select_queries(db: Database, spec) -> pd.DataFrame:
+    """``all`` every project query; ``tag:VALUE`` the queries tagged VALUE; a list or tuple of
+    query ids (the app's choice); else a file of query ids (one per line, ``#`` comments). Ids
+    must all be project queries."""
     queries = read_queries(db)
     if queries.empty:
         raise InputError(f"{db.path} holds no queries; import them first (`workbench import queries FILE`)")
+    if isinstance(spec, (list, tuple)):
+        return _pick_ids(queries, [str(q) for q in spec], "the chosen queries")
     if spec == "all":
         return queries
     if spec.startswith("tag:"):
@@ -200,15 +210,31 @@ def select_queries(db: Database, spec: str) -> pd.DataFrame:
         raise InputError(f"--queries {spec!r}: not 'all', 'tag:VALUE' or an existing file of query ids")
     ids = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
            if line.strip() and not line.lstrip().startswith("#")]
+    return _pick_ids(queries, ids, str(path))
+
+
+def query_choices(db: Database) -> tuple[list[str], dict[str, list[str]]]:
+    """What a page offers to send: every query id (project order) and, per query tag (as
+    :func:`workbench.services.sweep.query_tags` reads them, ``key=value`` for mappings), the ids
+    carrying it. The page passes the chosen ids to :func:`run_harness` as a list."""
+    from workbench.services.sweep import query_tags
+
+    ids = read_queries(db)["query_id"].astype(str).tolist()
+    tags = query_tags(db)
+    by_tag = {tag: group["query_id"].tolist() for tag, group in tags.groupby("tag", sort=True)} if len(tags) else {}
+    return ids, by_tag
+
+
+def _pick_ids(queries: pd.DataFrame, ids: list[str], where: str) -> pd.DataFrame:
     unknown = sorted(set(ids) - set(queries["query_id"]))
     if unknown:
-        raise InputError(f"{path}: query ids not in the project: {unknown[:5]}; import them first")
+        raise InputError(f"{where}: query ids not in the project: {unknown[:5]}; import them first")
     if not ids:
-        raise InputError(f"{path} lists no query ids")
+        raise InputError(f"{where} lists no query ids")
     return queries.set_index("query_id").loc[list(dict.fromkeys(ids))].reset_index()
 
 
-def run_harness(db: Database, name: str, *, queries: str = "all", command: str | None = None,
+def run_harness(db: Database, name: str, *, queries: str | list[str] = "all", command: str | None = None,
                 url: str | None = None, timeout: float = DEFAULT_TIMEOUT, chunking: str | None = None,
                 progress: ProgressFactory = no_progress) -> HarnessSummary:
     """Send every selected query to the system, store its answers as run ``name``."""
@@ -245,8 +271,10 @@ def run_harness(db: Database, name: str, *, queries: str = "all", command: str |
                     kinds.add(_result_kind(r))
                 answers[qid] = results
             except QueryFailed as exc:
-                failures.append({"query_id": qid, "error": str(exc)})
-            latency.append((qid, (time.perf_counter() - started) * 1000.0))
+                failures.append({"query_id": qid, "error": str(exc),
+                                 "latency_ms": (time.perf_counter() - started) * 1000.0})
+            else:
+                latency.append((qid, (time.perf_counter() - started) * 1000.0))
             advance(1)
     if not answers:
         listing = "; ".join(f"{f['query_id']}: {f['error']}" for f in failures[:3])
@@ -258,17 +286,27 @@ def run_harness(db: Database, name: str, *, queries: str = "all", command: str |
         raise InputError("the system answered with spans (doc_id, start, end); pass --chunking NAME to map them "
                          "onto chunks")
     rows, level, run_chunking = _rows(db, answers, failures, kinds, span_chunks, chunking)
-    ok_latency = pd.DataFrame(latency, columns=["query_id", "latency_ms"])
+    failed_ids = {f["query_id"] for f in failures}
+    # Answers that could not be placed (unknown chunk, ...) moved to failures in _rows: their
+    # time goes with the failure too.
+    timed = dict(latency)
+    for failure in failures:
+        failure.setdefault("latency_ms", timed.get(failure["query_id"]))
+    ok_latency = pd.DataFrame([(q, ms) for q, ms in latency if q not in failed_ids],
+                              columns=["query_id", "latency_ms"])
     params = {"retriever": "harness", "transport": "command" if command else "url",
-              "command": command, "url": url, "queries": queries, "timeout_s": timeout,
-              "failures": failures, "failed_queries": len(failures), "chunking": run_chunking}
+              "command": command, "url": url,
+              "queries": queries if isinstance(queries, str) else list(picked["query_id"].astype(str)),
+              "timeout_s": timeout, "failures": failures, "failed_queries": len(failures), "chunking": run_chunking,
+              **latency_params(ok_latency["latency_ms"], "per answered query, ms: wall clock from sending the "
+                                                         "query to its parsed answer (table run_latencies)")}
     with db.transaction() as tx:
         n = write_run(tx, name, "harness", rows, params=params)
         set_run_scope(tx, name, level, run_chunking)
         write_latencies(tx, name, ok_latency)
-    ms = ok_latency["latency_ms"]
     return HarnessSummary(name, level, run_chunking, len(picked), len(picked) - len(failures), failures, n,
-                          float(ms.quantile(0.5)), float(ms.quantile(0.95)), params)
+                          params.get("latency_p50_ms", float("nan")), params.get("latency_p95_ms", float("nan")),
+                          params)
 
 
 def _rows(db, answers, failures, kinds, span_chunks, chunking):

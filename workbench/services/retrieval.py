@@ -7,6 +7,26 @@ descending, ties by chunk id ascending (deterministic across platforms).
 
 Chunk text is ``documents.text[start:end]`` (titles are not prepended): the retrievers see
 exactly the span an assessor will judge.
+
+Latency. Every run made here stores one latency per query in milliseconds (table
+``run_latencies``, :mod:`workbench.store.latencies`) and its p50/p95 in ``params``
+(``latency_p50_ms``, ``latency_p95_ms``, and ``latency_ms`` = p95, the figure the
+quality-versus-latency charts read), the same record :mod:`workbench.services.sweep` writes:
+
+* ``bm25``: each query is searched on its own against the built index and timed with
+  ``time.perf_counter`` around the search (tokenising the query, scoring, top-k). Building the
+  index is not part of any query's latency (it is done once, before serving).
+* ``dense``: each query is encoded on its own (batch of one) and searched against the chunk
+  matrix; the time covers the query encoding and the exact dot-product top-k. Chunk encoding
+  (cached) is not part of it. Encoding one query at a time is slower in total than one batch, but
+  it is what a user's single query costs; a batched throughput would hide the per-query spread.
+* ``hybrid``: the fused parts run one after the other, so a query's latency is the sum of its
+  latencies in the fused runs plus an equal share of the fusion time. A query missing from a
+  part's latencies (an imported part without a sidecar) gets no latency: nothing is made up.
+* ``from-doc``: the mapped run keeps the source run's latencies (the mapping is bookkeeping on
+  stored rows, not part of answering a query).
+
+p50/p95 are numpy's linear-interpolation percentiles (:func:`workbench.core.pareto.percentile_latency`).
 """
 
 from __future__ import annotations
@@ -19,6 +39,7 @@ import pandas as pd
 
 from workbench.core.formats.names import check_name
 from workbench.core.fusion import rank_within
+from workbench.core.pareto import percentile_latency
 from workbench.errors import InputError, StoreError
 from workbench.retrieval import bm25 as bm25_mod
 from workbench.retrieval import dense as dense_mod
@@ -34,6 +55,7 @@ from workbench.store.embeddings import (
     read_embeddings,
     write_embeddings,
 )
+from workbench.store.latencies import read_latencies, write_latencies
 from workbench.store.runs import (
     read_run_info,
     read_run_rows_many,
@@ -58,6 +80,41 @@ class RunSummary:
     seconds: float
     params: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
+    latency_p50_ms: float = float("nan")
+    latency_p95_ms: float = float("nan")
+
+
+def latency_params(values, how: str) -> dict:
+    """The run-parameter record of per-query latencies ``values`` (ms): p50, p95 and
+    ``latency_ms`` (= p95, what the quality-versus-latency charts read), and ``how`` they were
+    measured. Empty ``values`` give ``{"latency": how}`` only (no number is made up)."""
+    v = np.asarray(values, dtype=float)
+    if not v.size:
+        return {"latency": how}
+    p95 = percentile_latency(v, 95)
+    return {"latency_ms": p95, "latency_p50_ms": percentile_latency(v, 50), "latency_p95_ms": p95,
+            "latency": how}
+
+
+def timed_per_query(texts: list[str], search_one, advance=None):
+    """Run ``search_one(text) -> (item_index, score)`` for each query on its own, timing each
+    call with ``time.perf_counter``. Returns flat ``(query_index, item_index, score)`` and the
+    per-query milliseconds (one per text, in order)."""
+    q_parts, i_parts, s_parts, times = [], [], [], []
+    for i, text in enumerate(texts):
+        t0 = time.perf_counter()
+        items, scores = search_one(text)
+        times.append((time.perf_counter() - t0) * 1000.0)
+        items = np.asarray(items, dtype=np.int64)
+        q_parts.append(np.full(len(items), i, dtype=np.int64))
+        i_parts.append(items)
+        s_parts.append(np.asarray(scores, dtype=np.float64))
+        if advance is not None:
+            advance(1)
+    if not texts:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0)
+    return (np.concatenate(q_parts), np.concatenate(i_parts), np.concatenate(s_parts),
+            np.asarray(times, dtype=np.float64))
 
 
 def _check_k(k) -> int:
@@ -111,11 +168,25 @@ def _ranked_rows(queries: pd.DataFrame, chunks: pd.DataFrame, qi, ci, score) -> 
 
 
 def _store_run(db: Database, name: str, retriever: str, rows: pd.DataFrame, params: dict,
-               level: str, chunking: str | None) -> int:
+               level: str, chunking: str | None, latency: pd.DataFrame | None = None) -> int:
+    """Rows, scope and (when given) per-query latencies (``query_id, latency_ms``) in one
+    transaction: a run is never stored without the latencies it was measured with."""
     with db.transaction() as tx:
         n = write_run(tx, name, retriever, rows, params=params)
         set_run_scope(tx, name, level, chunking)
+        if latency is not None and len(latency):
+            write_latencies(tx, name, latency)
     return n
+
+
+def _latency_frame(queries: pd.DataFrame, times) -> pd.DataFrame:
+    return pd.DataFrame({"query_id": queries["query_id"].astype(str).to_numpy(),
+                         "latency_ms": np.asarray(times, dtype=np.float64)})
+
+
+def _summary_latency(params: dict) -> dict:
+    return {"latency_p50_ms": params.get("latency_p50_ms", float("nan")),
+            "latency_p95_ms": params.get("latency_p95_ms", float("nan"))}
 
 
 def run_bm25(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
@@ -132,14 +203,18 @@ def run_bm25(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
     with progress("bm25 index", len(chunks), "chunk") as advance:
         index = bm25_mod.build_index(chunks["text"].tolist(), params, advance=advance)
     with progress("bm25 search", len(queries), "query") as advance:
-        qi, ci, score = bm25_mod.search(index, queries["text"].tolist(), k, advance=advance)
+        # One query at a time, each timed (module docstring, "Latency").
+        qi, ci, score, times = timed_per_query(
+            queries["text"].tolist(), lambda text: bm25_mod.search(index, [text], k)[1:], advance)
     rows = _ranked_rows(queries, chunks, qi, ci, score)
-    run_params = {**params.as_dict(), "k": k, "chunking": chunking}
-    n = _store_run(db, name, "bm25", rows, run_params, "chunk", chunking)
+    run_params = {**params.as_dict(), "k": k, "chunking": chunking,
+                  **latency_params(times, "per query, ms: one query searched at a time (table run_latencies)")}
+    n = _store_run(db, name, "bm25", rows, run_params, "chunk", chunking, _latency_frame(queries, times))
     return RunSummary(name, "bm25", "chunk", chunking, int(rows["query_id"].nunique()), n,
                       time.perf_counter() - started, run_params,
                       {"chunks": len(chunks), "vocabulary": index.vocabulary,
-                       "queries_without_hits": int(len(queries) - rows["query_id"].nunique())})
+                       "queries_without_hits": int(len(queries) - rows["query_id"].nunique())},
+                      **_summary_latency(run_params))
 
 
 def dense_cache_key(model: str, backend: str = "torch", precision: str = "fp32") -> str:
@@ -240,20 +315,25 @@ def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
                                    precision=precision)
     if encoder is None:
         encoder = load_dense_encoder(model, backend, device, precision)
-    with progress("encode queries", len(queries), "query") as advance:
-        q_vectors = dense_mod.encode(encoder, queries["text"].tolist(), batch_size=batch_size,
-                                     advance=advance)
-    qi, ci, score = dense_mod.top_k(q_vectors, matrix, k)
+    with progress("encode and search queries", len(queries), "query") as advance:
+        # One query at a time, encoding included, each timed (module docstring, "Latency").
+        qi, ci, score, times = timed_per_query(
+            queries["text"].tolist(),
+            lambda text: dense_mod.top_k(dense_mod.encode(encoder, [text], batch_size=1), matrix, k)[1:],
+            advance)
     rows = _ranked_rows(queries, chunks, qi, ci, score)
     run_params = {"retriever": "dense", "model": dense_mod.model_key(model), "normalised": True,
                   "score": "cosine", "k": k, "chunking": chunking, "backend": backend,
-                  "cache_key": key}
-    n = _store_run(db, name, "dense", rows, run_params, "chunk", chunking)
+                  "cache_key": key,
+                  **latency_params(times, "per query, ms: one query encoded and searched at a time "
+                                          "(table run_latencies)")}
+    n = _store_run(db, name, "dense", rows, run_params, "chunk", chunking, _latency_frame(queries, times))
     return RunSummary(name, "dense", "chunk", chunking, int(rows["query_id"].nunique()), n,
                       time.perf_counter() - started, run_params,
                       {"chunks": len(chunks), "encoded": encoded, "cached": len(chunks) - encoded,
                        "dimension": int(matrix.shape[1]),
-                       "cache_rows": count_embeddings(db, chunking, key)})
+                       "cache_rows": count_embeddings(db, chunking, key)},
+                      **_summary_latency(run_params))
 
 
 def same_scope(info: pd.DataFrame, what: str) -> tuple[str, str | None]:
@@ -303,18 +383,44 @@ def run_hybrid(db: Database, name: str, runs: list[str], *, k: int = DEFAULT_K, 
     rows = read_run_rows_many(db, runs)
     id_col = "chunk_id" if level == "chunk" else "doc_id"
     parts = {r: rows.loc[rows["run_id"] == r] for r in runs}
+    fuse_started = time.perf_counter()
     fused = fuse(parts, k=rrf_k, weights=weights, top=k, id_col=id_col)
+    fuse_ms = (time.perf_counter() - fuse_started) * 1000.0
     if id_col == "chunk_id":
         doc_of = rows.drop_duplicates("chunk_id").set_index("chunk_id")["doc_id"]
         fused["doc_id"] = fused["chunk_id"].map(doc_of).astype("str")
     else:
         fused["chunk_id"] = None
+    latency, how = _fused_latency(db, runs, set(rows["query_id"].astype(str)), fuse_ms)
     run_params = {"retriever": "hybrid", "fusion": "rrf", "rrf_k": rrf_k, "runs": list(runs),
-                  "weights": weights, "k": k, "chunking": chunking}
+                  "weights": weights, "k": k, "chunking": chunking,
+                  **latency_params(latency["latency_ms"], how)}
     out = fused[["query_id", "doc_id", "chunk_id", "rank", "score"]]
-    n = _store_run(db, name, "hybrid", out, run_params, level, chunking)
+    n = _store_run(db, name, "hybrid", out, run_params, level, chunking, latency)
     return RunSummary(name, "hybrid", level, chunking, int(out["query_id"].nunique()), n,
-                      time.perf_counter() - started, run_params)
+                      time.perf_counter() - started, run_params, **_summary_latency(run_params))
+
+
+def _fused_latency(db: Database, runs: list[str], ranked: set[str], fuse_ms: float):
+    """Per-query latency of a fusion of ``runs`` run one after the other: the sum of the query's
+    latencies in every part plus ``fuse_ms`` shared equally over the queries. The queries are
+    those ``ranked`` by any part plus those every part timed (a query no part found anything for
+    still cost time). Queries some part has no latency for are left out (the reason is returned
+    with the frame)."""
+    stored = read_latencies(db, runs)
+    timed = stored.groupby("query_id")["run"].nunique() if len(stored) else pd.Series(dtype="int64")
+    query_ids = sorted(ranked | set(timed.index[timed == len(runs)].astype(str)))
+    share = fuse_ms / max(len(query_ids), 1)
+    wide = pd.DataFrame({r: stored.loc[stored["run"] == r].set_index("query_id")["latency_ms"] for r in runs})
+    wide = wide.reindex(index=query_ids, columns=list(runs))
+    complete = wide.notna().all(axis=1)
+    frame = pd.DataFrame({"query_id": wide.index[complete].astype(str),
+                          "latency_ms": wide.loc[complete].sum(axis=1).to_numpy(dtype=float) + share})
+    how = "per query, ms: sum over the fused runs (run one after the other) plus a share of the fusion time"
+    lacking = [r for r in runs if wide[r].isna().any()]
+    if lacking:
+        how += f"; queries without a latency in {', '.join(lacking)} have none"
+    return frame.reset_index(drop=True), how
 
 
 def map_doc_run(db: Database, source: str, chunking: str, name: str, *, rule: str = "first") -> RunSummary:
@@ -328,12 +434,24 @@ def map_doc_run(db: Database, source: str, chunking: str, name: str, *, rule: st
     chunks = _load_chunks(db, chunking)
     rows = read_run_rows_many(db, [source])
     mapped, dropped = doc_run_to_chunks(rows, chunks, rule)
-    run_params = {"retriever": "doc-to-chunks", "source_run": source, "rule": rule, "chunking": chunking}
-    n = _store_run(db, name, "doc-to-chunks", mapped, run_params, "chunk", chunking)
+    latency = read_latencies(db, [source])[["query_id", "latency_ms"]]
+    run_params = {"retriever": "doc-to-chunks", "source_run": source, "rule": rule, "chunking": chunking,
+                  **latency_params(latency["latency_ms"], f"per query, ms: the source run {source}'s latencies"
+                                   if len(latency) else f"not recorded: the source run {source} has none")}
+    n = _store_run(db, name, "doc-to-chunks", mapped, run_params, "chunk", chunking, latency)
     return RunSummary(name, "doc-to-chunks", "chunk", chunking, int(mapped["query_id"].nunique()), n,
-                      time.perf_counter() - started, run_params, {"dropped_rows": dropped})
+                      time.perf_counter() - started, run_params, {"dropped_rows": dropped},
+                      **_summary_latency(run_params))
 
 
 def list_runs(db: Database) -> pd.DataFrame:
-    """Every run with retriever, level, chunking, params, row and query counts."""
-    return read_run_info(db)
+    """Every run with retriever, level, chunking, params, row and query counts, plus its stored
+    per-query latency: ``timed_queries`` (how many queries have one), ``latency_p50_ms`` and
+    ``latency_p95_ms`` (NaN for a run without latencies, e.g. an imported run with no sidecar)."""
+    from workbench.services.sweep import latency_summary
+
+    summary = latency_summary(db, None).rename(columns={
+        "run": "name", "queries": "timed_queries", "p50_ms": "latency_p50_ms", "p95_ms": "latency_p95_ms"})
+    out = read_run_info(db).merge(summary, on="name", how="left")
+    out["timed_queries"] = out["timed_queries"].fillna(0).astype("int64")
+    return out

@@ -6,12 +6,22 @@ error in its own words (:mod:`workbench.ui.words`). After a success the form is 
 selectors further down follow the item just built (a new chunking is chosen for retrieval, a
 new run for pooling, a new pool for the statistics). Long work shows ``st.progress`` with the
 rate measured as it runs. Corpus text is shown through escaped HTML only.
+
+The runs table shows each run's per-query latency (p50/p95, as stored by the retrieval service
+and the harness). "Run your own retriever" sends the queries to the team's retriever at an HTTP
+address on this machine (:mod:`workbench.services.harness`) and shows what was answered, what
+failed (with the error) and the latency. It offers an address only, never a command to run: a
+command typed into a web page would run any program on the server under the app's account, and
+with the default sign-in (none, on this machine) every visitor is a lead, so a role check could
+not keep it safe. Commands stay with the command line, where whoever types them already has the
+server's shell.
 """
 
 from __future__ import annotations
 
 import html
 import importlib.util
+import math
 
 import streamlit as st
 
@@ -32,6 +42,10 @@ RUN_FIELDS = {"--name": Field("Run name"), "--chunking": Field("Chunking", "choi
               "--k": Field("Results per query", "number"), "--runs": Field("Runs to fuse", "choice"),
               "--model": Field("Model"), "--weights": Field("Weights"), "--rrf-k": Field("RRF k", "number"),
               "--stemmer": Field("Stemmer language"), "--stopwords": Field("Stopwords")}
+HARNESS_FIELDS = {"--url": Field("Address of your retriever"), "--name": Field("Run name"),
+                  "--queries": Field("Queries", "choice"),
+                  "--chunking": Field("Chunking for span answers", "choice"),
+                  "--timeout": Field("Seconds per query", "number")}
 POOL_FIELDS = {"--name": Field("Pool name"), "--runs": Field("Runs", "choice"), "--depth": Field("Depth", "number"),
                "--add": Field("Add runs", "choice")}
 
@@ -45,9 +59,12 @@ def _state() -> dict:
     """Chunkings and runs with the documents they cover, and pools (one read of the project)."""
     from workbench.services.pooling import list_pools
     from workbench.services.status import chunking_coverage, run_coverage
+    from workbench.services.sweep import latency_summary
 
     with context.project() as db:
-        return {"chunkings": chunking_coverage(db), "runs": run_coverage(db), "pools": list_pools(db)}
+        runs = run_coverage(db)
+        latency = latency_summary(db, None).set_index("run")
+        return {"chunkings": chunking_coverage(db), "runs": runs, "pools": list_pools(db), "latency": latency}
 
 
 def _follow(**selections) -> None:
@@ -132,18 +149,33 @@ def _chunk_section(state: dict) -> None:
                 )
 
 
+def _ms(value) -> str:
+    """Milliseconds as the page shows them; None or NaN (no latency stored) in words."""
+    return "not recorded" if value is None or math.isnan(value) else f"{value:,.1f} ms"
+
+
 def _run_done(s) -> str:
+    latency = (f" Latency per query: p50 {_ms(s.latency_p50_ms)}, p95 {_ms(s.latency_p95_ms)}."
+               if not math.isnan(s.latency_p95_ms) else "")
     return context.plain(f"Run {s.name} ({s.retriever}): {s.rows:,} rows for {s.queries:,} queries "
-                         f"in {s.seconds:.1f} s.")
+                         f"in {s.seconds:.1f} s.{latency}")
 
 
-def _runs_table(runs) -> None:
+# Run parameters that the latency columns already show (or that only explain them).
+LATENCY_PARAMS = ("latency", "latency_ms", "latency_p50_ms", "latency_p95_ms")
+
+
+def _runs_table(runs, latency) -> None:
+    def at(run: str, column: str) -> str:
+        return _ms(float(latency.at[run, column])) if run in latency.index else "not recorded"
+
     context.table(
         [{"run": r.name, "retriever": r.retriever, "chunking": cell(r.chunking),
-          "parameters": params_text(r.params, skip=("retriever", "chunking")),
+          "parameters": params_text(r.params, skip=("retriever", "chunking", "failures", *LATENCY_PARAMS)),
           "queries": f"{int(r.queries):,}", "rows": f"{int(r.rows):,}",
           "documents": (f"{int(r.documents):,} of {int(r.total_documents):,}" if r.known
-                        else "not recorded")}
+                        else "not recorded"),
+          "latency p50": at(r.name, "p50_ms"), "latency p95": at(r.name, "p95_ms")}
          for r in runs.itertuples(index=False)], key="runs")
     for r in runs.itertuples(index=False):
         if not r.complete:
@@ -243,17 +275,108 @@ def _retrieve_section(state: dict) -> None:
     st.subheader("2. Retrieve")
     runs = state["runs"]
     if len(runs):
-        _runs_table(runs)
+        _runs_table(runs, state["latency"])
+        st.caption("Latency is per query: p50 is the median, p95 the time 95% of queries stay under.")
     else:
         st.info("No run yet. Run a retriever below on a chunking.")
     chunkings, taken = _names(state["chunkings"]), _names(runs)
-    bm25_tab, dense_tab, hybrid_tab = st.tabs(["BM25", "Dense", "Hybrid (RRF)"])
+    bm25_tab, dense_tab, hybrid_tab, own_tab = st.tabs(["BM25", "Dense", "Hybrid (RRF)", "Run your own retriever"])
     with bm25_tab:
         _bm25_form(chunkings, taken)
     with dense_tab:
         _dense_form(chunkings, taken)
     with hybrid_tab:
         _hybrid_form(taken, taken)
+    with own_tab:
+        _harness_form(chunkings, taken)
+
+
+ALL_QUERIES = "all"
+_HARNESS_RESULT = "_harness_result"
+
+
+def _harness_form(chunkings: list[str], taken: list[str]) -> None:
+    """Send the queries to the team's retriever at a local HTTP address; store its run."""
+    from workbench.services.harness import DEFAULT_TIMEOUT, query_choices, run_harness
+
+    st.markdown("**Run your own retriever**: the workbench sends each query to your retriever's address "
+                "on this machine and stores its ranked answers as a run, with each query's latency. "
+                "Queries that fail are listed with their error; they are never stored as empty answers.")
+    with st.expander("What your retriever receives and answers"):
+        st.markdown(
+            "Each query arrives as an HTTP POST with the JSON body `{\"query_id\": ..., \"query\": ...}`. "
+            "Answer with a JSON list, best first or with scores, of one kind of result:\n"
+            "- a chunk of a chunking here: `{\"chunk_id\": ..., \"score\": ...}`\n"
+            "- a passage of a document: `{\"doc_id\": ..., \"start\": ..., \"end\": ..., \"score\": ...}` "
+            "(choose the “Chunking for span answers” it is placed on)\n"
+            "- a whole document: `{\"doc_id\": ..., \"score\": ...}`\n\n"
+            "Only addresses on this machine are accepted (127.0.0.1 or localhost).")
+    try:
+        with context.project() as db:
+            ids, by_tag = query_choices(db)
+    except WorkbenchError as exc:
+        context.error(exc, HARNESS_FIELDS)
+        return
+    if not ids:
+        st.info("No queries yet. Import queries on the Data page first.")
+        return
+    options = [ALL_QUERIES, *by_tag]
+    with st.form("harness_form"):
+        cols = st.columns([2, 1])
+        url = cols[0].text_input("Address of your retriever", key="harness_url",
+                                 placeholder="http://127.0.0.1:8000/search")
+        name = cols[1].text_input("Run name", key="harness_name", placeholder=NEW_NAME)
+        cols = st.columns([1, 2])
+        which = cols[0].selectbox(
+            "Queries", options, key="harness_queries",
+            format_func=lambda o: f"All queries ({len(ids):,})" if o == ALL_QUERIES
+            else f"Tagged {o} ({len(by_tag[o]):,})")
+        picked = cols[1].multiselect("Or only these queries", ids, key="harness_ids",
+                                     placeholder="optional: overrides “Queries”")
+        cols = st.columns(2)
+        chunking = cols[0].selectbox("Chunking for span answers", [None, *chunkings], key="harness_chunking",
+                                     format_func=lambda c: "none: answers name chunks or documents" if c is None else c)
+        timeout = cols[1].number_input("Seconds per query", min_value=1.0, value=float(DEFAULT_TIMEOUT), step=5.0,
+                                       key="harness_timeout",
+                                       help="A query not answered in this time counts as failed.")
+        if st.form_submit_button("Start"):
+            url, name = url.strip(), name.strip()
+            if not url:
+                st.error("Type the “Address of your retriever”, like http://127.0.0.1:8000/search.")
+                return
+            if _refuse_name(name, taken, "run", "Run name"):
+                return
+            chosen = list(picked) if picked else (ids if which == ALL_QUERIES else by_tag[which])
+            try:
+                with context.project() as db:
+                    summary = run_harness(db, name, queries=list(chosen), url=url, timeout=float(timeout),
+                                          chunking=chunking, progress=context.progress)
+            except WorkbenchError as exc:
+                context.error(exc, HARNESS_FIELDS)
+                return
+            st.session_state[_HARNESS_RESULT] = summary
+            for key in ("harness_name", "harness_ids"):
+                st.session_state.pop(key, None)
+            _follow(pool_runs=[name], pool_add_runs=[name])
+            st.rerun()
+    _harness_result()
+
+
+def _harness_result() -> None:
+    """The last harness run of this session: answered and failed queries, latency."""
+    s = st.session_state.get(_HARNESS_RESULT)
+    if s is None:
+        return
+    where = f", chunks of {s.chunking}" if s.chunking else (", documents" if s.level == "doc" else "")
+    text = (f"Run {s.name}: {s.answered:,} of {s.queries:,} queries answered, {s.rows:,} results stored{where}. "
+            f"Latency per answered query: p50 {_ms(s.latency_ms_p50)}, p95 {_ms(s.latency_ms_p95)}.")
+    (st.warning if s.failed else st.success)(context.plain(text))
+    if s.failed:
+        st.markdown(f"**{len(s.failed):,} failed {'query' if len(s.failed) == 1 else 'queries'}** "
+                    "(stored with the run, without results)")
+        context.table([{"query": f["query_id"], "error": f["error"],
+                        "time to fail": _ms(f.get("latency_ms"))}
+                       for f in s.failed], key="harness_failures")
 
 
 def _pool_section(state: dict) -> None:
@@ -426,7 +549,7 @@ def _peek(pool: str, query_ids: list[str]) -> None:
 KIND_WORDS = {"chunking": "chunking", "run": "run", "pool": "pool"}
 # Selectors that may hold the name of something deleted: reset after a deletion.
 SELECTOR_KEYS = ("bm25_chunking", "dense_chunking", "hybrid_runs", "pool_runs", "pool_add_name", "pool_add_runs",
-                 "stats_pool", "peek_query", "export_run_name", "_export_run_file", "delete_name_chunking",
+                 "stats_pool", "peek_query", "harness_chunking", "export_run_name", "_export_run_file", "delete_name_chunking",
                  "delete_name_run", "delete_name_pool")
 
 
