@@ -100,6 +100,9 @@ def test_every_qrels_format_exports_the_rule(project, tmp_path, fmt):
     db, info = project
     result = export_qrels(db, tmp_path / f"q.{fmt}", format=fmt)
     assert result.policy.startswith(POLICY) and POLICY in result.summary()
+    # the fingerprint of the rule's qrels is stated with the file; the failed judge's labels are noted
+    assert result.fingerprint == project_qrels(db).fingerprint and result.fingerprint in result.summary()
+    assert len(result.notes) == 1 and "left out" in result.notes[0] and result.notes[0] in result.summary()
     lines = (tmp_path / f"q.{fmt}").read_text().splitlines()
     if fmt == "trec":
         got = {(q, d): int(g) for q, _, d, g in (line.split() for line in lines)}

@@ -194,6 +194,9 @@ def test_export_qrels_download_parses_and_matches_the_labels(demo):
             expected[key] = max(expected.get(key, -1), r["grade"])
     assert {(q, d): int(g) for q, _, d, g in lines} == expected
     assert len(expected) == 109 and queries == 44
+    # the merge policy the file was written under is stated next to the download
+    assert any("Qrels policy: adjudicated &gt; sme &gt; imported; several assessors: majority" in h.proto.body
+               for h in at.get("html"))
 
     # Chunk level of the demo chunking: one row per labelled chunk.
     at.selectbox(key="export_level").select("chunk").run()

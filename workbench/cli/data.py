@@ -133,7 +133,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="grade documents, or the chunks of --chunking by span overlap")
     q.add_argument("--chunking", metavar="NAME", help="chunking for --level chunk")
     q.add_argument("--source", choices=EXPORT_SOURCES, default="merged",
-                   help="human (includes imported qrels), llm, or merged (human overrides llm per item)")
+                   help="merged: the [qrels] policy (adjudicated > SME > imported > LLM labels of a judge that "
+                        "passed the gate); human: without LLM labels; llm: the judge's labels alone")
     q.add_argument("--min-overlap", type=float, default=None,
                    help="span rule for chunk level: overlap / shorter span (default [evaluation] min_overlap)")
     q.add_argument("--iteration", default="Q0", help="second column of TREC qrels (default Q0; trec_eval ignores it)")

@@ -19,7 +19,8 @@ under the span rule of :func:`workbench.core.spans.chunk_qrels` (overlap / short
 
 Source: every format follows the project's one qrels rule, :mod:`workbench.services.qrels`
 (adjudicated > SME > imported > LLM from a judge configuration that passed the gate; several
-assessors by majority; the ``[qrels]`` policy, stated in the summary and in the JSON result).
+assessors by majority; the ``[qrels]`` policy, stated with its notes and the qrels' fingerprint in
+the result and its summary).
 ``human`` = that rule without the LLM tier; ``llm`` = the LLM judge's labels alone (asking for
 them by name is the opt-in to ungated ones); ``merged`` = the whole rule. ``spans`` writes, per
 query and document, the spans of the tier that decides the document under the rule
@@ -59,7 +60,9 @@ class ExportResult:
     queries: int
     chunking: str | None = None
     replaced: bool = False
-    policy: str = ""  # the qrels policy statement (services.qrels) with its notes
+    policy: str = ""  # the qrels policy statement (services.qrels)
+    notes: tuple[str, ...] = ()  # what the policy left out (e.g. LLM labels of an ungated judge)
+    fingerprint: str = ""  # the qrels' fingerprint (services.qrels.ProjectQrels.fingerprint)
 
     def summary(self) -> str:
         at = f"chunk level ({self.chunking})" if self.level == "chunk" else f"{self.level} level"
@@ -67,7 +70,9 @@ class ExportResult:
         return (f"wrote {self.rows:,} {unit} for {self.queries:,} queries to {self.path} "
                 f"(format {self.format}, {at}, source {self.source})"
                 + ("; replaced the file that was there (--force)" if self.replaced else "")
-                + (f"\n{self.policy}" if self.policy else ""))
+                + (f"\n{self.policy}" + (f" (qrels {self.fingerprint})" if self.fingerprint else "")
+                   if self.policy else "")
+                + "".join(f"\n{note}" for note in self.notes))
 
 
 def _check(format: str, level: str, source: str, chunking: str | None) -> None:
@@ -97,7 +102,8 @@ def _project_qrels(db: Database, level: str, chunking: str | None, source: str, 
 
 def span_table(db: Database, *, source: str = "merged", policy=None) -> pd.DataFrame:
     """``query_id, doc_id, start, end, grade, assessor, tier`` of the chosen source under the rule
-    (module docstring), sorted; ``attrs["qrels_policy"]`` states the policy."""
+    (module docstring), sorted; ``attrs``: ``qrels_policy`` (the statement), ``qrels_notes``,
+    ``qrels_fingerprint`` (of the document qrels the spans decide)."""
     from workbench.services.qrels import decisive_spans_of, default_policy
 
     _check("spans", "doc", source, None)
@@ -108,7 +114,8 @@ def span_table(db: Database, *, source: str = "merged", policy=None) -> pd.DataF
     out = (spans.groupby(["query_id", "doc_id", "start", "end", "assessor", "tier"], as_index=False, sort=False)
            ["grade"].max())[["query_id", "doc_id", "start", "end", "grade", "assessor", "tier"]]
     out = out.sort_values(["query_id", "doc_id", "start", "end", "assessor"], kind="stable").reset_index(drop=True)
-    out.attrs["qrels_policy"] = "; ".join([qrels.statement(), *qrels.notes])
+    out.attrs.update(qrels_policy=qrels.statement(), qrels_notes=tuple(qrels.notes),
+                     qrels_fingerprint=qrels.fingerprint)
     return out
 
 
@@ -129,7 +136,8 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
                                                  "grade": int(g), "assessor": a, "tier": t}, ensure_ascii=False)
                                      + "\n" for q, d, s, e, g, a, t in table.itertuples(index=False)), force=force)
         return ExportResult(out, format, "doc", source, len(table), table["query_id"].nunique(), replaced=replaced,
-                            policy=table.attrs["qrels_policy"])
+                            policy=table.attrs["qrels_policy"], notes=table.attrs["qrels_notes"],
+                            fingerprint=table.attrs["qrels_fingerprint"])
 
     project = _project_qrels(db, level, chunking, source, min_overlap, policy)
     table = project.table[["query_id", "item_id", "grade"]]
@@ -153,8 +161,8 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
             }, ensure_ascii=False) + "\n")
         replaced = write_lines(out, lines, force=force)
     return ExportResult(out, format, level, source, len(table), table["query_id"].nunique(),
-                        chunking if level == "chunk" else None, replaced,
-                        "; ".join([project.statement(), *project.notes]))
+                        chunking if level == "chunk" else None, replaced, project.statement(), tuple(project.notes),
+                        project.fingerprint)
 
 
 @dataclass

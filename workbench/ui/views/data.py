@@ -170,7 +170,9 @@ def _export_section(chunkings: list[str]) -> None:
                                  disabled=fmt == "spans" or not by_chunk, placeholder="no chunking yet")
     source = cols[3].selectbox("Labels", list(EXPORT_SOURCES), format_func=EXPORT_SOURCES.get, key="export_source",
                                help="People's labels are SME labels and imported qrels. With “People's, else the "
-                                    "judge's”, a person's label wins where both labelled the same item.")
+                                    "judge's”, the project's merge policy decides (stated with the file): a person's "
+                                    "label wins where both labelled the same item, and the judge's labels count once "
+                                    "the judge passed calibration.")
     level = "chunk" if by_chunk and fmt != "spans" else "doc"
     if st.button("Prepare the file", key="export_prepare"):
         if level == "chunk" and not chunking:
@@ -187,11 +189,17 @@ def _export_section(chunkings: list[str]) -> None:
                                 "--chunking": Field("Chunking", "choice"), "--source": Field("Labels", "choice")})
             return
         st.session_state["export_file"] = (name, data, result.rows, result.queries)
+        st.session_state["export_policy"] = (result.policy, len(result.notes))
     prepared = st.session_state.get("export_file")
     if prepared:
         name, data, rows, queries = prepared
         st.download_button(f"Download {name} ({rows:,} rows, {queries:,} queries)", data, file_name=name,
                            key="export_download", icon=":material/download:")
+        policy, notes = st.session_state.get("export_policy") or ("", 0)
+        if policy:  # the merge policy the file was written under (services.qrels)
+            context.escaped(policy[0].upper() + policy[1:] + "." + (
+                " Some LLM labels are left out until their judge passes calibration (see the Calibration page)."
+                if notes else ""), css="font-size: 0.85em; color: rgba(49, 51, 63, 0.7);")
 
 
 def render() -> None:
