@@ -37,10 +37,10 @@ from workbench.core.calibration_sample import HOLDOUT, TUNING, SampleSpec, draw_
 from workbench.core.gate import GateResult, GateThresholds, decide
 from workbench.core.label_pairs import pair_files, parse_label_file
 from workbench.core.qrels_policy import combine_grades
-from workbench.errors import InputError
+from workbench.errors import InputError, StoreError
 from workbench.services import access
 from workbench.store import calibration as store
-from workbench.store.database import Database
+from workbench.store.database import WRITER_WAIT, Database
 from workbench.store.pools import read_pool
 
 GRADES = (0, 1, 2, 3)
@@ -187,19 +187,93 @@ def item(db: Database, sample: str, position: int) -> dict:
 
 def my_state(db: Database, sample: str, annotator: str, position: int) -> dict | None:
     """The annotator's current state of one item (None when untouched or cleared)."""
+    return my_states(db, sample, annotator).get(int(position))
+
+
+def my_states(db: Database, sample: str, annotator: str) -> dict[int, dict]:
+    """``{position: state}``: the annotator's current state of every item they answered
+    (``action``, ``grade``, ``comment``, ``evidence``, ``revealed``); untouched and cleared
+    (undone) items are absent."""
     cur = db.cursor()
     try:
         states = store.current_states(cur, sample, _annotator(annotator))
     finally:
         cur.close()
-    row = states[states["position"] == int(position)]
-    if row.empty or row.iloc[0]["action"] == "clear":
-        return None
-    r = row.iloc[0]
-    return {"action": r["action"], "grade": None if pd.isna(r["grade"]) else int(r["grade"]),
+    out = {}
+    for r in states.to_dict("records"):
+        if r["action"] == "clear":
+            continue
+        out[int(r["position"])] = {
+            "action": r["action"], "grade": None if pd.isna(r["grade"]) else int(r["grade"]),
             "comment": r["comment"] if isinstance(r["comment"], str) else None,
             "evidence": json.loads(r["evidence"]) if isinstance(r["evidence"], str) else None,
             "revealed": bool(r["revealed"])}
+    return out
+
+
+def progress_of(states: dict[int, dict], total: int) -> dict:
+    """One annotator's progress from :func:`my_states`: ``total``, ``labelled``, ``skipped``,
+    ``cant_judge`` and ``open`` (items with no answer yet; skipped ones count as answered)."""
+    actions = [s["action"] for s in states.values()]
+    return {"total": int(total), "labelled": actions.count("label"), "skipped": actions.count("skip"),
+            "cant_judge": actions.count("cant_judge"), "open": int(total) - len(actions)}
+
+
+# -- the Label page: one read per key press ------------------------------------------------
+
+def open_for_labelling(path: str | Path, *, wait: float | None = None, migrate: bool = False) -> Database:
+    """The project, opened for one unit of Label page work and closed by the caller at its end.
+
+    The page never keeps the file open between key presses: DuckDB lets one process write a
+    file at a time, and the judge job and CLI commands in other processes must get it between
+    two presses. It waits (with backoff, up to ``wait`` seconds; ``None``: the store's
+    ``WRITER_WAIT``) while another process holds the file, so a judge job writing a batch
+    delays an SME's label by a moment instead of refusing it. ``migrate``: apply pending migrations (the page's first open does; the key
+    presses after it need not). A missing project is an error, never created."""
+    path = Path(path)
+    if not path.exists():
+        raise StoreError(f"no project database at {path}; create one with `workbench --db {path} init`")
+    return Database(path, migrate=migrate, wait=WRITER_WAIT if wait is None else max(0.0, float(wait)))
+
+
+def labelling_view(db: Database, sample: str, annotator: str, *, position: int | None = None,
+                   after: int | None = None, overlap: int | None = None, have=()) -> dict:
+    """What the Label page needs to show ``position`` and answer the next key press without
+    another read, in one go:
+
+    - ``position``: the pair to show (``None`` given: the first pair the annotator has not
+      answered after ``after``, as :func:`next_item` picks it; ``None`` returned: every pair is
+      answered);
+    - ``next``: the pair that comes after ``position`` once it is answered (the page moves
+      there at the key press; the pair on screen itself is never ``next``, so ``None`` means
+      it is the last open pair; after a skip, the skipped pair itself comes back);
+    - ``items``: the items at ``position``, ``next`` and the two neighbours (previous / next
+      buttons) that are not in ``have`` (positions the caller holds already; items never
+      change once drawn), as :func:`item` gives them, without the judge's output;
+    - ``states``, ``total``, ``progress``: :func:`my_states`, the sample's size, :func:`progress_of`.
+
+    ``overlap``: as in :func:`next_item`."""
+    if overlap is not None and overlap < 0:
+        raise InputError(f"the overlap must be 0 (every SME labels every pair) or more, got {overlap}")
+    annotator = _annotator(annotator)
+    states = my_states(db, sample, annotator)
+    total = store.count_items(db, sample)
+    if position is None:
+        position = store.next_open_position(db, sample, annotator, overlap=overlap or None,
+                                            after=-1 if after is None else int(after))
+    elif not 0 <= int(position) < total:
+        raise InputError(f"sample {sample!r} has no item at position {position}")
+    following = None
+    if position is not None:
+        position = int(position)
+        following = store.next_open_position(db, sample, annotator, after=position, overlap=overlap or None,
+                                             besides=position)
+    held = {int(p) for p in have}
+    wanted = {p for p in (position, following, None if position is None else position - 1,
+                          None if position is None else position + 1)
+              if p is not None and 0 <= p < total and p not in held}
+    return {"total": total, "states": states, "progress": progress_of(states, total), "position": position,
+            "next": following, "items": store.read_items(db, sample, wanted)}
 
 
 def _check_evidence(evidence, doc_len: int | None) -> list[list[int]] | None:
@@ -641,10 +715,15 @@ __all__ = [
     "gate",
     "item",
     "judge_output",
+    "labelling_view",
     "list_pools",
     "list_samples",
+    "my_state",
+    "my_states",
     "next_item",
+    "open_for_labelling",
     "progress",
+    "progress_of",
     "report",
     "save_label",
     "skip",

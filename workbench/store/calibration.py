@@ -121,9 +121,29 @@ def read_item(db: Database, sample: str, position: int) -> dict | None:
            WHERE i.sample = ? AND i.position = ?""",
         [sample, int(position)],
     )
-    if not rows:
-        return None
-    (position, query_id, doc_id, chunk_id, start, end, part, qtext, qdesc, tags, title, text) = rows[0]
+    return _item(rows[0]) if rows else None
+
+
+def read_items(db: Database, sample: str, positions) -> dict[int, dict]:
+    """:func:`read_item` for several positions in one query: ``{position: item}`` (positions
+    the sample does not have are absent). Nothing from the judge, as in :func:`read_item`."""
+    wanted = sorted({int(p) for p in positions})
+    if not wanted:
+        return {}
+    rows = db.query_all(
+        """SELECT i.position, i.query_id, i.doc_id, i.chunk_id, i.start, i."end", i.part,
+                  q.text, q.description, q.tags::VARCHAR, d.title, d.text
+           FROM calibration_items i
+           LEFT JOIN queries q ON q.query_id = i.query_id
+           LEFT JOIN documents d ON d.doc_id = i.doc_id
+           WHERE i.sample = ? AND list_contains(?::INTEGER[], i.position)""",
+        [sample, wanted],
+    )
+    return {int(row[0]): _item(row) for row in rows}
+
+
+def _item(row) -> dict:
+    (position, query_id, doc_id, chunk_id, start, end, part, qtext, qdesc, tags, title, text) = row
     return {"position": int(position), "query_id": query_id, "doc_id": doc_id, "chunk_id": chunk_id,
             "start": int(start), "end": int(end), "part": part, "query": qtext, "description": qdesc,
             "tags": json.loads(tags) if tags else [], "title": title, "text": text}
@@ -250,12 +270,14 @@ def event_before(cur: Cursor, sample: str, annotator: str, position: int, event_
 
 
 def next_open_position(db: Database, sample: str, annotator: str, *, after: int = -1,
-                       overlap: int | None = None) -> int | None:
+                       overlap: int | None = None, besides: int | None = None) -> int | None:
     """The first position after ``after`` the annotator has not labelled (no state, or
     ``clear``); then, wrapping around, skipped items come back; None when all are done.
 
     ``overlap = k`` hands out only items that fewer than ``k`` *other* annotators have answered
-    (labelled or marked can't judge), so each item collects about ``k`` answers."""
+    (labelled or marked can't judge), so each item collects about ``k`` answers.
+    ``besides``: a position never returned (the Label page asks, before storing an answer to
+    the pair on screen, which pair comes after it)."""
     rows = db.query_all(
         """WITH latest AS (
                SELECT position, annotator, action FROM label_events WHERE sample = ?
@@ -268,9 +290,10 @@ def next_open_position(db: Database, sample: str, annotator: str, *, after: int 
            LEFT JOIN others o ON o.position = i.position
            WHERE i.sample = ? AND coalesce(c.action, 'clear') IN ('clear', 'skip')
              AND (?::INTEGER IS NULL OR coalesce(o.answered, 0) < ?)
+             AND (?::INTEGER IS NULL OR i.position <> ?)
            ORDER BY (coalesce(c.action, 'clear') = 'skip'), (i.position <= ?), i.position
            LIMIT 1""",
-        [sample, annotator, annotator, sample, overlap, overlap, int(after)],
+        [sample, annotator, annotator, sample, overlap, overlap, besides, besides, int(after)],
     )
     return None if not rows else int(rows[0][0])
 

@@ -14,13 +14,30 @@ Evidence: the passage's sentences are offered as evidence; the chosen ones are s
 document character spans. They are required for grades 2 and 3 (the guide's rule).
 
 All corpus text is escaped (``html.escape``) before it reaches the page.
+
+Speed (the next pair in well under 150 ms after a key press, with a million judgments stored):
+opening the project costs more than everything else a key press needs, so a key press never
+waits for it. The labelling card is a fragment (a key press reruns only the card, not the app
+around it), and the session keeps what the card needs around the pair on screen: the items at
+the pair after it and its neighbours, and the annotator's answers (never anything from the
+judge). At a key press the card moves to the pair after it at once, then, in the same script
+run, right after drawing it, opens the project, stores the answer, reads what the next key
+press needs and closes the project again (``finally``: an interrupted drawing still stores
+it). "Saved grade ..." appears when the answer is stored; an answer that could not be stored
+brings its pair back with the reason. The file is never held between key presses, so the judge
+job and CLI commands get it in between; while one of them holds it, the page waits a few
+seconds for it (:func:`workbench.services.calibration.open_for_labelling`).
 """
 
 from __future__ import annotations
 
 import html
+import json
+import os
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import streamlit as st
 
@@ -79,6 +96,22 @@ def passage_html(item: dict, terms: list[str]) -> str:
     )
 
 
+def pair_html(item: dict, position: int, total: int, terms: list[str]) -> str:
+    """The pair as the SME reads it, as one block of safe HTML: "Pair n of N", the query (terms
+    marked), its description, the document's title and :func:`passage_html`."""
+    description = (f'<div style="color: rgba(49,51,63,0.75)">{html.escape(item["description"])}</div>'
+                   if item["description"] else "")
+    return (
+        f'<div data-testid="label-pair" style="font-weight: 600; margin-bottom: 0.4rem">'
+        f"Pair {position + 1} of {total}</div>"
+        f'<div data-testid="label-query" style="font-size: 1.25rem; font-weight: 600">'
+        f'{marked(item["query"] or item["query_id"], terms)}</div>{description}'
+        f'<div data-testid="label-title" style="font-weight: 600; margin: 0.6rem 0 0.3rem">'
+        f'{html.escape(item["title"] or item["doc_id"])}</div>'
+        f"{passage_html(item, terms)}"
+    )
+
+
 def sentences(item: dict) -> list[tuple[int, int, str]]:
     """The passage's sentences as ``(start, end, text)`` document spans (evidence choices)."""
     text = item["text"] or ""
@@ -104,9 +137,52 @@ def _key(*parts) -> str:
     return "label_" + "_".join(str(p) for p in parts)
 
 
+#: Seconds a key press waits for the project while another process (a judge job writing a
+#: batch, a CLI command) holds it; past that, the answer is not stored and its pair comes back.
+#: ``None``: the services' default for long-running writers (the store's ``WRITER_WAIT``).
+OPEN_WAIT: float | None = None
+_VIEW = "_label_view"  # what the card draws from (see the module docstring)
+_PENDING = "_label_pending"  # answers given on screen, not stored yet (in order)
+_ADVANCING = ("label", "skip", "cant_judge")
+_SAID = "_label_said"  # (kind, message) of the last stored answer, shown above the card
+_UNKNOWN = "unknown"  # the pair after an answer, when the card did not hold it at the key press
+
+
+#: Set (to a file path) by ``benchmarks/label_bench.py``: the server then appends one JSON line
+#: per timed phase of the page's work (``{"phase": ..., "ms": ...}``), measured inside the real
+#: server. Unset (always, outside that benchmark), nothing is written.
+TIMINGS_ENV = "WORKBENCH_LABEL_TIMINGS"
+
+
+@contextmanager
+def _timed(phase: str) -> Iterator[None]:
+    target = os.environ.get(TIMINGS_ENV)
+    if not target:
+        yield
+        return
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        line = json.dumps({"phase": phase, "ms": round((time.perf_counter() - started) * 1000, 3)})
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
 def _go(sample: str, position: int | None) -> None:
     st.session_state[_key("position", sample)] = position
     st.session_state.pop(_key("shown_at", sample), None)
+
+
+def _view(sample: str, annotator: str) -> dict:
+    """The session's view of one sample for one annotator (a new one when either changes)."""
+    key = (str(context.db_path()), sample, annotator)
+    view = st.session_state.get(_VIEW)
+    if view is None or view["key"] != key:
+        view = {"key": key, "items": {}, "states": {}, "total": 0, "next": {}, "stale": True,
+                "overlap": _overlap()}
+        st.session_state[_VIEW] = view
+    return view
 
 
 def render() -> None:
@@ -115,7 +191,23 @@ def render() -> None:
     st.title("Label")
     st.caption("Grade each pair as a subject-matter expert. Your labels check whether the LLM judge "
                "can be trusted; the judge's grade stays hidden until you submit yours.")
-    with context.project() as db:
+    path = context.db_path()
+    if not path.exists():
+        with context.project():  # offers to create the project, then stops
+            return
+    try:
+        with _timed("page open"):
+            db = cal.open_for_labelling(path, wait=OPEN_WAIT, migrate=True)
+    except WorkbenchError as exc:
+        if st.session_state.get(_VIEW):
+            st.session_state[_VIEW]["stale"] = True
+        if st.session_state.get(_PENDING):  # answers given on the card that cannot be stored now
+            _not_stored(str(exc))
+            st.error(st.session_state.pop(_SAID)[1])
+        else:
+            st.error(context.plain(str(exc)))
+        return
+    try:
         samples = cal.list_samples(db)
         if samples.empty:
             st.info("There is no calibration sample to label yet. Once the pool has been judged, draw one "
@@ -132,46 +224,216 @@ def render() -> None:
             st.info("You can read this project but not label it; ask a lead for the annotator role.")
             return
         st.checkbox("Show the judge's label after I submit", key="label_reveal",
-                             help="Off by default, so the judge cannot anchor your grade. When on, "
-                                  "each label records that the judge's output was shown afterwards.")
-        _labelling(db, cal, sample, annotator)
+                    help="Off by default, so the judge cannot anchor your grade. When on, "
+                         "each label records that the judge's output was shown afterwards.")
+        _view(sample, annotator)["overlap"] = _overlap()
+        _sync(db, sample, annotator)  # a whole-page run reads afresh (another tab may have labelled)
+    finally:
+        db.close()
+    _labelling(sample, annotator)
 
 
-def _labelling(db, cal, sample: str, annotator: str) -> None:
-    # Buttons act in on_click callbacks, which run before the page is drawn again: one script
-    # run per key press, the new pair drawn straight from the stored state.
+# -- storing and reading (no drawing: these run inside `finally`) ---------------------------
+
+def _sync_open(sample: str, annotator: str) -> bool:
+    """:func:`_sync` on a project handle of its own; False when the project could not be opened
+    (the reason is kept for the next draw, and the pending answers are dropped with it)."""
+    from workbench.services import calibration as cal
+
+    try:
+        with _timed("open"):
+            db = cal.open_for_labelling(context.db_path(), wait=OPEN_WAIT)
+    except WorkbenchError as exc:
+        _not_stored(str(exc))
+        _view(sample, annotator)["stale"] = True
+        return False
+    try:
+        _sync(db, sample, annotator)
+    finally:
+        with _timed("close"):
+            db.close()
+    return True
+
+
+def _not_stored(reason: str) -> None:
+    """Drop every pending answer, bring the first one's pair back and say why it was not stored."""
+    pending = st.session_state.get(_PENDING) or []
+    st.session_state[_PENDING] = []
+    answers = [a for a in pending if a["action"] in _ADVANCING]
+    if answers:
+        first = answers[0]
+        _go(first["sample"], first["position"])
+        more = f" (and {len(answers) - 1} answer(s) after it)" if len(answers) > 1 else ""
+        _say("error", context.plain(f"Your answer to pair {first['position'] + 1}{more} was not stored: "
+                                    f"{reason}. Give it again."))
+    else:
+        _say("error", context.plain(reason))
+
+
+def _say(kind: str, message: str) -> None:
+    st.session_state[_SAID] = (kind, message)
+
+
+def _sync(db, sample: str, annotator: str) -> None:
+    """Store the pending answers in order, then read what the card needs (no drawing here)."""
+    from workbench.services import calibration as cal
+
+    view = _view(sample, annotator)
     pos_key = _key("position", sample)
-    context.show_flash("label")
-    if st.session_state.get(pos_key) is None:
-        nxt = cal.next_item(db, sample, annotator, overlap=_overlap())
-        st.session_state[pos_key] = None if nxt is None else nxt["position"]
+    last = None
+    while st.session_state.get(_PENDING):
+        action = st.session_state[_PENDING][0]
+        try:
+            with _timed("store"):
+                message = _store(db, cal, action)
+        except WorkbenchError as exc:
+            _not_stored(str(exc))
+            last = None
+            break
+        # Popped right after the commit (no Streamlit call in between can interrupt it), so an
+        # answer is never stored twice.
+        st.session_state[_PENDING].pop(0)
+        _say(*message)
+        last = action
     position = st.session_state.get(pos_key)
-    done = cal.progress(db, sample, annotator)
-    st.progress(min(1.0, (done["total"] - done["open"]) / max(done["total"], 1)),
-                text=f"{done['labelled']} labelled, {done['skipped']} skipped, {done['cant_judge']} can't judge "
-                     f"of {done['total']} pairs")
+    after = None
+    if (last is not None and last["action"] in _ADVANCING and last["sample"] == sample
+            and (position == last["to"] or (position is None and last["to"] == _UNKNOWN))):
+        # The card moved on at the key press; the pair after the answered one is read again now
+        # that the answer is stored (with an overlap, other SMEs may have answered the pair the
+        # card moved to meanwhile: then the card moves once more).
+        position, after = None, last["position"]
+    try:
+        with _timed("read"):
+            snap = cal.labelling_view(db, sample, annotator, position=position, after=after,
+                                      overlap=view["overlap"], have=view["items"].keys())
+    except WorkbenchError as exc:
+        _say("error", context.plain(str(exc)))
+        view["stale"] = True
+        return
+    keep = {p for p in (snap["position"], snap["next"]) if p is not None}
+    if snap["position"] is not None:
+        keep |= {snap["position"] - 1, snap["position"] + 1}
+    items = {p: item for p, item in view["items"].items() if p in keep}
+    items.update(snap["items"])
+    view.update(items=items, states=snap["states"], total=snap["total"], stale=False,
+                next={} if snap["position"] is None else {snap["position"]: snap["next"]})
+    if st.session_state.get(pos_key) != snap["position"]:
+        _go(sample, snap["position"])
+
+
+def _store(db, cal, action: dict) -> tuple[str, str]:
+    """Store one pending answer; the message to show once it is stored."""
+    sample, annotator, position = action["sample"], action["annotator"], action.get("position")
+    kind = action["action"]
+    if kind == "label":
+        grade = action["grade"]
+        cal.save_label(db, sample, annotator, position, grade, comment=action["comment"],
+                       evidence=action["evidence"], seconds=action["seconds"], reveal=action["reveal"])
+        message = f"Saved grade {grade} for pair {position + 1}."
+        if action["reveal"]:
+            judge = cal.judge_output(db, sample, annotator, position)
+            message += f" The judge said {judge.get('grade')}: {judge.get('reason') or 'no reason given'}"
+        return "success", context.plain(message)
+    if kind in ("skip", "cant_judge"):
+        fn = cal.skip if kind == "skip" else cal.cant_judge
+        fn(db, sample, annotator, position, seconds=action["seconds"], comment=action["comment"])
+        word = "Skipped" if kind == "skip" else "Marked can't judge:"
+        return "info", f"{word} pair {position + 1}."
+    undone = cal.undo(db, sample, annotator)
+    if undone is None:
+        return "info", "Nothing to undo."
+    _go(sample, undone)
+    return "info", f"Undid your last action on pair {undone + 1}."
+
+
+# -- the card ------------------------------------------------------------------------------
+
+@st.fragment
+def _labelling(sample: str, annotator: str) -> None:
+    # Buttons act in on_click callbacks, which run before the card is drawn again: one
+    # fragment run per key press (see the module docstring for the order of the work).
+    with _timed("card run"):
+        _card(sample, annotator)
+
+
+def _card(sample: str, annotator: str) -> None:
+    view = _view(sample, annotator)
+    pos_key = _key("position", sample)
+    pending = st.session_state.get(_PENDING) or []
+    position = st.session_state.get(pos_key)
+    # Read first (one project open) only when the card cannot be drawn from the session: an undo
+    # (its pair is known once stored), a pair the session does not hold, a view gone stale.
+    read_first = view["stale"] or (position is not None and position not in view["items"]) or any(
+        a["action"] == "undo" or a.get("to") == _UNKNOWN for a in pending)
+    if read_first:
+        _sync_open(sample, annotator)  # at most one attempt per run: a busy file is not waited on twice
+        position = st.session_state.get(pos_key)
+    context.show_flash("label")
+    status = st.empty()
+    drawn = position
+    stored = False
+    try:
+        with _timed("draw"):
+            bar = _draw(view, sample, annotator, position)
+    finally:
+        # Store the answer (and read ahead for the next key press) right after drawing, even when
+        # the drawing was interrupted (another key press, a reload): no Streamlit call in here.
+        if not read_first and (st.session_state.get(_PENDING) or (
+                drawn is not None and drawn not in view["next"])):
+            stored = _sync_open(sample, annotator)
+    said = st.session_state.pop(_SAID, None)
+    if st.session_state.get(pos_key) != drawn:
+        if said:  # for the card drawn next
+            st.session_state[_SAID] = said
+        _rerun_card()
+    if said:
+        getattr(status, said[0])(said[1])
+    if stored:
+        bar.progress(*_progress_bar(view))
+
+
+def _rerun_card() -> None:
+    from streamlit.errors import StreamlitAPIException
+
+    try:
+        st.rerun(scope="fragment")
+    except StreamlitAPIException:  # the card is being drawn as part of the whole page
+        st.rerun()
+
+
+def _progress_bar(view: dict) -> tuple[float, str]:
+    from workbench.services import calibration as cal
+
+    done = cal.progress_of(view["states"], view["total"])
+    text = (f"{done['labelled']} labelled, {done['skipped']} skipped, {done['cant_judge']} can't judge "
+            f"of {done['total']} pairs")
+    return min(1.0, (done["total"] - done["open"]) / max(done["total"], 1)), text
+
+
+def _draw(view: dict, sample: str, annotator: str, position: int | None):
+    """Draw the card from the session's view (no project access); returns the progress bar."""
+    value, text = _progress_bar(view)
+    bar = st.empty()
+    bar.progress(value, text=text)
     if position is None:
         st.success("You have labelled every pair of this sample. Thank you! The Calibration page shows "
                    "how the judge compares.")
         st.button("Undo my last action", key=_key("undo_end", sample), shortcut="U",
                   on_click=_on_undo, args=(sample, annotator))
-        return
-    total = done["total"]
-    item = cal.item(db, sample, position)
+        return bar
+    total = view["total"]
+    item = view["items"].get(position)
+    if item is None:  # the project could not be read (the reason is shown above)
+        st.warning("This pair cannot be shown right now. Press a key again in a moment, or reload the page.")
+        return bar
     shown_key = _key("shown_at", sample)
     if st.session_state.get(shown_key, (None,))[0] != position:
         st.session_state[shown_key] = (position, time.monotonic())
-    state = cal.my_state(db, sample, annotator, position)
+    state = view["states"].get(position)
 
     terms = query_terms(item["query"] or "")
-    st.markdown(f"**Pair {position + 1} of {total}**")
-    st.html(f'<div data-testid="label-query" style="font-size: 1.25rem; font-weight: 600">'
-            f'{marked(item["query"] or item["query_id"], terms)}</div>')
-    if item["description"]:
-        st.html(f'<div style="color: rgba(49,51,63,0.75)">{html.escape(item["description"])}</div>')
-    st.html(f'<div data-testid="label-title" style="font-weight: 600; margin-top: 0.6rem">'
-            f'{html.escape(item["title"] or item["doc_id"])}</div>')
-    st.html(passage_html(item, terms))
+    st.html(pair_html(item, position, total, terms))  # one element: one message, one browser update
 
     if state is not None:
         word = {"label": f"your grade: {state['grade']}", "skip": "skipped", "cant_judge": "marked can't judge"}
@@ -208,7 +470,10 @@ def _labelling(db, cal, sample: str, annotator: str) -> None:
     with nav[4]:
         st.button("Undo", key=_key("undo", sample), shortcut="U", on_click=_on_undo, args=(sample, annotator))
     st.caption("Keys: 0–3 grade · S skip · X can't judge · U undo · ← previous · → next")
+    return bar
 
+
+# -- key presses (callbacks: they only record the answer and move the card) ------------------
 
 def _seconds(sample: str, position: int) -> float | None:
     shown = st.session_state.get(_key("shown_at", sample))
@@ -217,27 +482,25 @@ def _seconds(sample: str, position: int) -> float | None:
     return round(time.monotonic() - shown[1], 3)
 
 
-def _acting(work) -> None:
-    """Run one stored action on its own project handle (inside a button callback); an error the
-    user can act on is shown on the next draw instead of a traceback."""
-    from workbench.services.project import open_project
-
-    try:
-        db = open_project(context.db_path())
-    except WorkbenchError as exc:
-        context.flash("label", context.plain(str(exc)), "error")
-        return
-    try:
-        work(db)
-    except WorkbenchError as exc:
-        context.flash("label", context.plain(str(exc)), "error")
-    finally:
-        db.close()
+def _answer(sample: str, annotator: str, position: int, action: str, **fields) -> None:
+    """Queue an answer to the pair on screen and move the card to the pair after it, which the
+    session already holds when it can (the answer is stored right after the card is drawn)."""
+    view = _view(sample, annotator)
+    following = _UNKNOWN if view["stale"] else view["next"].get(position, _UNKNOWN)
+    if action == "skip" and following is None:
+        following = position  # the only open pair: a skipped pair comes back
+    if following not in (_UNKNOWN, None) and following not in view["items"]:
+        following = _UNKNOWN
+    st.session_state.setdefault(_PENDING, []).append(
+        {"sample": sample, "annotator": annotator, "position": position, "action": action,
+         "seconds": _seconds(sample, position), "to": following, **fields})
+    # What the card shows until the answer is stored (the progress line); replaced by what is
+    # read back after storing.
+    view["states"] = {**view["states"], position: {"action": action, "grade": fields.get("grade")}}
+    _go(sample, None if following == _UNKNOWN else following)
 
 
 def _on_grade(sample, annotator, position, grade, spans) -> None:
-    from workbench.services import calibration as cal
-
     # Read at the key press, not when the buttons were drawn: the box may have just been ticked.
     reveal = bool(st.session_state.get("label_reveal", False))
     chosen = [spans[i] for i in st.session_state.get(_key("evidence", sample, position), [])]
@@ -246,46 +509,15 @@ def _on_grade(sample, annotator, position, grade, spans) -> None:
                                "first.", "warning")
         return
     comment = st.session_state.get(_key("comment", sample, position)) or None
-
-    def work(db) -> None:
-        cal.save_label(db, sample, annotator, position, grade, comment=comment, evidence=chosen or None,
-                       seconds=_seconds(sample, position), reveal=reveal)
-        message = f"Saved grade {grade} for pair {position + 1}."
-        if reveal:
-            judge = cal.judge_output(db, sample, annotator, position)
-            message += f" The judge said {judge.get('grade')}: {judge.get('reason') or 'no reason given'}"
-        context.flash("label", context.plain(message))
-        nxt = cal.next_item(db, sample, annotator, after=position, overlap=_overlap())
-        _go(sample, None if nxt is None else nxt["position"])
-
-    _acting(work)
+    _answer(sample, annotator, position, "label", grade=grade, comment=comment, evidence=chosen or None,
+            reveal=reveal)
 
 
 def _on_act(sample, annotator, position, action) -> None:
-    from workbench.services import calibration as cal
-
     comment = st.session_state.get(_key("comment", sample, position)) or None
-
-    def work(db) -> None:
-        fn = cal.skip if action == "skip" else cal.cant_judge
-        fn(db, sample, annotator, position, seconds=_seconds(sample, position), comment=comment)
-        word = "Skipped" if action == "skip" else "Marked can't judge:"
-        context.flash("label", f"{word} pair {position + 1}.", "info")
-        nxt = cal.next_item(db, sample, annotator, after=position, overlap=_overlap())
-        _go(sample, None if nxt is None else nxt["position"])
-
-    _acting(work)
+    _answer(sample, annotator, position, action, comment=comment)
 
 
 def _on_undo(sample, annotator) -> None:
-    from workbench.services import calibration as cal
-
-    def work(db) -> None:
-        position = cal.undo(db, sample, annotator)
-        if position is None:
-            context.flash("label", "Nothing to undo.", "info")
-        else:
-            context.flash("label", f"Undid your last action on pair {position + 1}.", "info")
-            _go(sample, position)
-
-    _acting(work)
+    st.session_state.setdefault(_PENDING, []).append(
+        {"sample": sample, "annotator": annotator, "action": "undo"})

@@ -1,0 +1,132 @@
+"""The Label page's fast key presses in a real Streamlit server driven by Debian's chromium.
+
+* After a grade key, the label is in the project file, readable by another process (this test
+  process, opening the file read-write with no wait: the server does not hold it).
+* While another process holds the project (a judge job writing a batch), the next pair is on
+  screen anyway; the answer is stored once the file is free ("Saved grade ..." appears then).
+* Undo (U), previous (←) and next (→) work with the keyboard; a reload loses nothing.
+* The judge's output is never in the page's HTML before submission.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.calibration_project import build_project
+from tests.support.live_app import browser_page, serve
+from tests.support.prerequisites import REPO
+from workbench.services import calibration as cal
+from workbench.store.database import Database
+
+pytestmark = pytest.mark.browser
+
+MARKER = "JUDGE-SAYS-"
+
+# Holds the project file until told to let go (a line on stdin).
+_HOLD = """
+import sys
+from workbench.store.database import Database
+db = Database(sys.argv[1])
+print("holding", flush=True)
+sys.stdin.readline()
+db.close()
+print("released", flush=True)
+"""
+
+
+def _project(path):
+    db, _ = build_project(path)
+    try:
+        with db.transaction() as tx:
+            tx.execute("UPDATE judgments SET reason = ? || grade WHERE source = 'llm'", [MARKER])
+        cal.create_sample(db, "s", "p", seed=1)
+    finally:
+        db.close()
+
+
+def _wait_idle(page, timeout: float = 60_000) -> None:
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+
+
+def _sign_in(page, url: str) -> None:
+    page.goto(f"{url}/label")
+    box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
+    box.wait_for(timeout=60_000)
+    box.fill("sme1")
+    box.press("Enter")
+    page.get_by_text(re.compile(r"Pair \d+ of 200")).wait_for(timeout=60_000)
+    _wait_idle(page)
+    page.get_by_role("heading", name="Label").click()  # leave the text box: keys act on the page
+
+
+def _pair(page, n: int) -> None:
+    page.locator("[data-testid='label-pair']", has_text=f"Pair {n} of 200").wait_for(timeout=60_000)
+
+
+def _events(path) -> list[tuple]:
+    db = Database(path)  # read-write, no wait: fails at once if the server still held the file
+    try:
+        return db.query_all("SELECT position, action, grade FROM label_events WHERE annotator = 'sme1' "
+                            "ORDER BY event_id")
+    finally:
+        db.close()
+
+
+def test_keys_store_at_once_and_a_busy_project_does_not_hold_the_next_pair_back(tmp_path):
+    path = tmp_path / "project.duckdb"
+    _project(path)
+    with serve(path) as url, browser_page() as page:
+        _sign_in(page, url)
+        _pair(page, 1)
+        page.keyboard.press("1")
+        _pair(page, 2)
+        page.get_by_text("Saved grade 1 for pair 1.").wait_for(timeout=60_000)
+        _wait_idle(page)
+        assert _events(path) == [(0, "label", 1)]
+        assert MARKER not in page.content()
+
+        holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(path)], cwd=REPO, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "holding"
+            page.keyboard.press("0")
+            _pair(page, 3)  # on screen while the other process still holds the file
+            assert holder.poll() is None
+            assert MARKER not in page.content()
+        finally:
+            holder.stdin.write("go\n")
+            holder.stdin.flush()
+            assert holder.stdout.readline().strip() == "released"
+            holder.wait(timeout=60)
+        page.get_by_text("Saved grade 0 for pair 2.").wait_for(timeout=60_000)
+        _wait_idle(page)
+        assert _events(path) == [(0, "label", 1), (1, "label", 0)]
+
+        page.keyboard.press("u")
+        page.get_by_text("Undid your last action on pair 2.").wait_for(timeout=60_000)
+        _pair(page, 2)
+        _wait_idle(page)
+        assert _events(path)[-1] == (1, "clear", None)
+        page.keyboard.press("ArrowLeft")
+        _pair(page, 1)
+        page.get_by_text("You already answered this pair (your grade: 1)").wait_for(timeout=60_000)
+        _wait_idle(page)
+        page.keyboard.press("ArrowRight")
+        _pair(page, 2)
+        _wait_idle(page)
+        page.keyboard.press("0")
+        _pair(page, 3)
+        page.get_by_text("Saved grade 0 for pair 2.").wait_for(timeout=60_000)
+        _wait_idle(page)
+
+        page.reload()
+        _sign_in(page, url)
+        _pair(page, 3)  # the first pair not labelled yet
+        page.get_by_text(re.compile("2 labelled, 0 skipped")).wait_for(timeout=60_000)
+        assert MARKER not in page.content()
+    assert _events(path) == [(0, "label", 1), (1, "label", 0), (1, "clear", None), (1, "label", 0)]
