@@ -91,6 +91,7 @@ def test_pool_statistics_and_the_pool_peek_use_the_rule(project):
         peek = peek_pool(db, "hp", query, limit=6)
         shown = {(query, d): (None if pd.isna(g) else int(g)) for d, g in zip(peek["pairs"]["doc_id"], peek["pairs"]["grade"])}
         assert shown == {(query, d): expected.get((query, d)) for d in HAND_DOCS}
+        assert peek["policy"].startswith(POLICY)
     checked = 2 * len(HAND_DOCS)
     assert checked == 12
 
@@ -178,3 +179,43 @@ def test_pair_grades_are_the_qrels_of_the_chosen_queries(project):
     db, info = project
     got = as_dict(pair_grades(db, query_ids=["h1"]).table)
     assert got == {k: v for k, v in info["expected"].items() if k[0] == "h1"}
+
+
+def test_chunk_level_outputs_agree_and_follow_the_spans(project, tmp_path):
+    """At chunk level every whole-document label grades every chunk of its document; the one SME
+    with two short spans on h1/hd5 grades only the chunk holding them (the failed judge's
+    whole-document 3 does not count). Qrels, pool labels, export and evaluation agree."""
+    from workbench.core.chunking import ChunkingSpec, chunk_documents
+    from workbench.store.chunks import chunking_exists, read_chunks, write_chunking
+    from workbench.store.corpus import read_documents
+    from workbench.store.runs import set_run_scope, write_run
+
+    db, info = project
+    if not chunking_exists(db, "w40"):
+        spec = ChunkingSpec("w40", "fixed", {"size": 40})
+        chunks = chunk_documents(spec, read_documents(db)[["doc_id", "text"]])
+        with db.transaction() as tx:
+            write_chunking(tx, "w40", spec.strategy, dict(spec.params), chunks)
+            hand = chunks[chunks["doc_id"].isin(HAND_DOCS)].reset_index(drop=True)
+            rows = pd.DataFrame({"query_id": "h1", "doc_id": hand["doc_id"], "chunk_id": hand["chunk_id"],
+                                 "rank": range(1, len(hand) + 1), "score": [100.0 - i for i in range(len(hand))]})
+            write_run(tx, "hrc", "hand", rows)
+            set_run_scope(tx, "hrc", "chunk", "w40")
+    chunks = read_chunks(db, "w40")
+    first = chunks[(chunks["doc_id"] == "hd5") & (chunks["start"] == 0)].iloc[0]
+    assert first["end"] >= 30  # both of ann's spans (0-10, 20-30) lie in hd5's first chunk
+    expected = {}
+    for c in chunks.itertuples(index=False):
+        for (q, d), grade in info["expected"].items():
+            if d == c.doc_id and (q, d) != ("h1", "hd5"):
+                expected[(q, c.chunk_id)] = grade
+    expected[("h1", first["chunk_id"])] = 2
+
+    assert as_dict(project_qrels(db, level="chunk", chunking="w40").table) == expected
+    assert as_dict(pool_labels(db, "chunk", "w40"), "chunk_id") == expected
+    export_qrels(db, tmp_path / "c.txt", level="chunk", chunking="w40")
+    exported = {(q, i): int(g) for q, _, i, g in (x.split() for x in (tmp_path / "c.txt").read_text().splitlines())}
+    assert exported == expected
+    done = evaluate_project(db, ["hrc"], ["nDCG@10"], store=False)
+    assert done.qrels.level == "chunk" and as_dict(done.qrels.table) == expected
+    assert len(expected) > len(info["expected"])  # several chunks per document

@@ -72,10 +72,11 @@ def peek_pool(db: Database, pool: str, query_id: str, *, limit: int = 5,
               min_overlap: float = DEFAULTS["evaluation"]["min_overlap"]) -> dict:
     """The first ``limit`` pairs of ``query_id`` in ``pool`` by priority, with what a judge sees.
 
-    Returns ``{"query_id", "query", "description", "pairs"}``; ``pairs`` has ``priority, doc_id,
-    chunk_id, title, rrf_score, text, grade`` where ``text`` is the whole chunk (or document) and
-    ``grade`` the grade the current labels give the pair (the rule of
-    :func:`workbench.services.pooling.pool_labels`), or NA when it has none.
+    Returns ``{"query_id", "query", "description", "pairs", "policy"}``; ``pairs`` has ``priority,
+    doc_id, chunk_id, title, rrf_score, text, grade`` where ``text`` is the whole chunk (or
+    document) and ``grade`` the grade the project's one qrels rule gives the pair
+    (:func:`workbench.services.pooling.pool_labels`), or NA when it has none; ``policy`` states
+    that rule (with what it left out).
     """
     from workbench.services.pooling import pool_labels, pool_preview
     from workbench.store.pools import read_pool
@@ -90,6 +91,7 @@ def peek_pool(db: Database, pool: str, query_id: str, *, limit: int = 5,
     pairs = pairs.merge(titles, on="doc_id", how="left")
     item = "chunk_id" if record["level"] == "chunk" else "doc_id"
     labels = pool_labels(db, record["level"], record["chunking"], min_overlap)
+    policy = labels.attrs.get("qrels_policy", "")
     labels = labels.loc[labels["query_id"] == query_id, [item, "grade"]]
     pairs = pairs.merge(labels, on=item, how="left").sort_values("priority")
     pairs["grade"] = pairs["grade"].astype("Int64")
@@ -99,4 +101,5 @@ def peek_pool(db: Database, pool: str, query_id: str, *, limit: int = 5,
         "description": query.iloc[0]["description"] if len(query) else None,
         "pairs": pairs.reindex(columns=["priority", "doc_id", "chunk_id", "title", "rrf_score", "text", "grade"])
                       .reset_index(drop=True),
+        "policy": policy,
     }
