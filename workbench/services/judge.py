@@ -292,9 +292,12 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
     unit_args = {"job_id": job["job_id"], "pool": pool, "level": info["level"], "samples": spec.samples,
                  "limit": limit}
 
-    def next_page() -> pd.DataFrame:
+    def next_page(after: tuple | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The next page of pending units after the unit key ``after``, and their cache hits."""
         with _Use(db_path, runner.wait, migrate=False) as db:
-            return store.pending_units(db, prefix=spec.cache_prefix, page=PAGE_UNITS, with_text=True, **unit_args)
+            page = store.pending_units(db, prefix=spec.cache_prefix, page=PAGE_UNITS, with_text=True,
+                                       after=after, **unit_args)
+            return page, store.cache_hits(db, page)
 
     with _Use(db_path, runner.wait) as db:
         total = store.count_pending_units(db, **unit_args)

@@ -40,8 +40,17 @@ def open_briefly(db_path, wait: float = 30.0, *, migrate: bool = True) -> Databa
     return Database(path, migrate=migrate, wait=max(0.0, wait))
 
 
+#: One brief visit to a project at a time in this process. DuckDB shares one open instance of a
+#: file between the connections of a process, but a thread that connects while another thread is
+#: closing the last connection can get a second instance of the same file (the file lock does not
+#: stop a process from itself), and the two would overwrite each other's writes at checkpoint.
+#: The runner reads its next page while a batch is being written, so visits are serialised here.
+_VISIT = threading.RLock()
+
+
 class _Use:
-    """``with _Use(target) as db``: an open Database as is, or a path opened briefly."""
+    """``with _Use(target) as db``: an open Database as is, or a path opened briefly (one such
+    visit at a time in the process, see :data:`_VISIT`)."""
 
     def __init__(self, target, wait: float = 30.0, *, migrate: bool = True):
         self.target, self.wait, self.migrate, self.db, self.owned = target, wait, migrate, None, False
@@ -50,12 +59,21 @@ class _Use:
         if isinstance(self.target, Database):
             self.db = self.target
         else:
-            self.db, self.owned = open_briefly(self.target, self.wait, migrate=self.migrate), True
+            _VISIT.acquire()
+            try:
+                self.db = open_briefly(self.target, self.wait, migrate=self.migrate)
+            except BaseException:
+                _VISIT.release()
+                raise
+            self.owned = True
         return self.db
 
     def __exit__(self, *exc):
         if self.owned:
-            self.db.close()
+            try:
+                self.db.close()
+            finally:
+                _VISIT.release()
 
 
 # -- progress and report ---------------------------------------------------------------------
@@ -150,7 +168,14 @@ class _Runner:
         self.batch_message = ""
         self._finished = False
         self._flush_scheduled = False
+        self._flush_tasks: set[asyncio.Task] = set()
         self.consecutive_failed = 0
+        # In-run sharing of answers by (cache_key, sample); see `_work`. `write_seq` counts the
+        # completed batch writes; a page's cache look-up sees the writes counted when it began.
+        self.sending: dict[tuple, list[dict]] = {}
+        self.answered: dict[tuple, list] = {}
+        self.write_seq = 0
+        self.dispatched_seq = 0
 
     # -- recording ------------------------------------------------------------------------
     def _sample_row(self, unit: dict, outcome, *, from_cache=False, cached_from=None) -> dict:
@@ -202,16 +227,24 @@ class _Runner:
             if frame.empty:
                 return state
             store.write_samples(tx, frame)
-            complete = store.complete_pairs(tx, self.job["job_id"], self.spec.samples, frame)
+            # One sample per pair: every stored sample completes its pair, whose judgment is new
+            # (a pending unit has no sample, and samples and judgments are written together), so
+            # the judgments come from the frame itself, without reading the samples back.
+            complete = frame if self.spec.samples == 1 else \
+                store.complete_pairs(tx, self.job["job_id"], self.spec.samples, frame)
             judgments = self._judgments(complete)
             store.write_job_judgments(tx, judgments)
+            # The judgment counters grow by the judgments written here (exact: they are all new);
+            # the run recounts them from the table when it ends.
+            status = judgments["status"] if len(judgments) else pd.Series([], dtype=object)
             store.add_job_counts(
                 tx, self.job["job_id"], cached=int(frame["from_cache"].sum()),
                 sent=int((~frame["from_cache"]).sum()), http_calls=int(frame["http_calls"].fillna(0).sum()),
                 prompt_tokens=int(frame["prompt_tokens"].fillna(0).sum()),
                 completion_tokens=int(frame["completion_tokens"].fillna(0).sum()),
-                cost_usd=float(frame["cost_usd"].fillna(0).sum()))
-            store.recount_job(tx, self.job["job_id"])
+                cost_usd=float(frame["cost_usd"].fillna(0).sum()), judged=int(len(judgments)),
+                ok=int((status == "ok").sum()), invalid=int((status == "invalid").sum()),
+                failed=int((status == "failed").sum()))
             return state
 
     def _judgments(self, samples: pd.DataFrame) -> pd.DataFrame:
@@ -273,7 +306,14 @@ class _Runner:
         """Schedule one write of the buffer unless one is already waiting."""
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().create_task(self.flush())
+            task = asyncio.get_running_loop().create_task(self.flush())
+            self._flush_tasks.add(task)  # kept: a failed write is raised at the end, never dropped
+
+            def forget(done: asyncio.Task) -> None:
+                if done.cancelled() or done.exception() is None:
+                    self._flush_tasks.discard(done)
+
+            task.add_done_callback(forget)
 
     async def flush(self, *, check_state: bool = False) -> None:
         """Write the buffer (and read the job's state) in one short visit to the project; with an
@@ -291,6 +331,13 @@ class _Runner:
                 self.write_error = exc
                 return
             self.write_error = None
+            if rows:
+                self.write_seq += 1
+                for row in rows:
+                    entry = self.answered.get((row["cache_key"], row["sample"]))
+                    if entry is not None and entry[1] is None:
+                        entry[1] = self.write_seq
+                self._evict()
             if state == "cancelling" and self.stop_reason is None:
                 self.stop_reason = "cancelled"
             self._report()
@@ -311,122 +358,184 @@ class _Runner:
             return True
         return False
 
-    async def run(self, next_page, total: int, grader) -> None:
-        """Judge page after page (``next_page()`` reads the next ``PAGE_UNITS`` pending units), so
-        memory stays flat however large the pool is."""
+    async def run(self, next_page, total: int, grader, ready=None) -> None:
+        """Judge every pending unit: ``next_page(after)`` reads the next ``PAGE_UNITS`` pending
+        units after the unit key ``after`` (with their texts) and their cache hits, in one visit
+        to the project. A producer keeps the next page loaded while ``concurrency`` workers send
+        the current one, so requests never wait for a page read or a write, and memory holds
+        about two pages whatever the pool's size. ``ready`` (a coroutine, e.g. the server
+        check) runs while the first page loads; workers start after it."""
         self.flush_lock = asyncio.Lock()
+        self._flusher_stop = asyncio.Event()
         self.total = total
         self._report()
+        n = max(1, int(self.spec.concurrency))
+        queue: asyncio.Queue = asyncio.Queue(maxsize=max(PAGE_UNITS, 2 * n))
         flusher = asyncio.create_task(self._flusher())
+        producer = asyncio.create_task(self._produce(next_page, queue, n))
+        workers: list[asyncio.Task] = []
         try:
-            while not self._should_stop():
-                page = await asyncio.to_thread(next_page)
-                if page.empty:
-                    break
-                before = self.done
-                await self._page(page, grader)
-                if self.done == before:  # nothing of the page could be judged (its pairs are gone)
-                    break
+            if ready is not None:
+                await ready
+            workers = [asyncio.create_task(self._work(queue, grader)) for _ in range(n)]
+            await self._supervise(workers, producer, queue, n)
+            for task in workers:
+                if not task.cancelled() and task.exception() is not None:
+                    raise task.exception()
+            if producer.done() and not producer.cancelled() and producer.exception() is not None:
+                raise producer.exception()
         finally:
             self._finished = True
-            flusher.cancel()
-            try:
-                await flusher
-            except asyncio.CancelledError:
-                pass
+            # Writes are never cancelled (a cancelled await would leave its thread writing while
+            # the next write starts): the flusher is told to end and awaited.
+            self._flusher_stop.set()
+            for task in [producer, *workers]:
+                task.cancel()
+            await asyncio.gather(producer, flusher, *workers, return_exceptions=True)
             await self.flush()
+            await asyncio.gather(*self._flush_tasks, return_exceptions=True)
+            failed_writes = [t for t in self._flush_tasks if not t.cancelled() and t.exception() is not None]
+            if failed_writes:
+                raise failed_writes[0].exception()
             if self.buffer:  # still locked after waiting: say so (results of this batch are lost)
                 raise self.write_error or StoreError("could not write the last judgments")
 
-    async def _flusher(self):
-        while True:
-            await asyncio.sleep(self.flush_seconds)
-            await self.flush(check_state=True)
-
-    async def _page(self, page: pd.DataFrame, grader) -> None:
-        """Judge one page of units (with their texts): cache hits first, then the rest, each
-        distinct (cache key, sample) sent once by ``concurrency`` workers."""
-        def load():
-            with _Use(self.db_path, self.wait, migrate=False) as db:
-                return store.cache_hits(db, page)
-
-        hits = await asyncio.to_thread(load)
-        texts = {(r.query_id, r.doc_id, _nan_none(r.chunk_id)): r for r in page.itertuples(index=False)}
-        hit_map = {(r.cache_key, int(r.sample)): r for r in hits.itertuples(index=False)}
-        groups: dict[tuple, list[dict]] = {}
-        cached_rows = []
-        for unit in page.to_dict("records"):
-            key = (unit["cache_key"], int(unit["sample"]))
-            hit = hit_map.get(key)
-            if hit is not None:
-                from workbench.llm.client import CallOutcome
-
-                probs = json.loads(hit.probabilities) if isinstance(hit.probabilities, str) else None
-                outcome = CallOutcome(status="ok", grade=int(hit.grade), reason=_nan_none(hit.reason),
-                                      raw_response=_nan_none(hit.raw_response),
-                                      probabilities={int(k): v for k, v in probs.items()} if probs else None,
-                                      expected_grade=_nan_none(hit.expected_grade))
-                cached_rows.append(self._sample_row(unit, outcome, from_cache=True, cached_from=int(hit.sample_id)))
-            else:
-                groups.setdefault(key, []).append(unit)
-        if cached_rows:
-            self._record(cached_rows)
-        queue: asyncio.Queue = asyncio.Queue()
-        for members in groups.values():
-            queue.put_nowait(members)
-        # The budget check uses an upper bound of a request's cost: characters / 3 prompt tokens
-        # (denser than the estimate's / 4) and the longest reply allowed, so that the requests in
-        # flight when the cap is reached cannot carry the spend past it.
-        per_request = 1 if self.spec.output == "single_token" else int(self.spec.settings["max_tokens"])
-        sys_chars = _system_chars(self.spec)
-
-        async def worker():
-            while not self._should_stop():
-                try:
-                    members = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                unit = members[0]
-                text = texts.get((unit["query_id"], unit["doc_id"], _nan_none(unit["chunk_id"])))
-                if text is None:  # the pair left the pool or its chunk was deleted meanwhile
-                    continue
-                guess = self.spec.cost((int(unit["text_chars"]) + sys_chars) // 3 + 1, per_request) or 0.0
-                if self.budget and self.spec.price is not None and \
-                        self.spent + self.inflight_cost + guess > self.budget:
-                    self.stop_reason = "budget"
-                    return
-                self.inflight_cost += guess
-                try:
-                    outcome = await grader.grade(text.query_text, _nan_none(text.description), text.passage)
-                finally:
-                    self.inflight_cost -= guess
-                rows = [self._sample_row(unit, outcome)]
-                rows += [self._sample_row(m, outcome, from_cache=True) for m in members[1:]]
-                self.sent += 1
-                self._record(rows)
-                if len(self.buffer) >= self.batch_size:
-                    self.request_flush()
-
-        n = max(1, min(self.spec.concurrency, queue.qsize()))
-        tasks = [asyncio.create_task(worker()) for _ in range(n)]
+    async def _supervise(self, workers, producer, queue: asyncio.Queue, n: int) -> None:
+        """Wait for the workers. On a stop, end the producer and wake idle workers; a cancel
+        waits a little for the requests in flight, then abandons them (they are judged again on
+        resume, as after a kill). A producer that fails (the project could not be read) ends
+        the run with its error."""
         grace_until = None
+        stopping = False
         while True:
-            _, pending = await asyncio.wait(tasks, timeout=0.2)
+            _, pending = await asyncio.wait(workers, timeout=0.2)
             if not pending:
-                break
-            if self._should_stop() and self.stop_reason == "cancelled":
-                # A cancel waits a little for the requests in flight, then abandons them (they
-                # are judged again on resume, as after a kill).
+                return
+            if producer.done() and not producer.cancelled() and producer.exception() is not None:
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                return
+            if self._should_stop() and not stopping:
+                stopping = True
+                producer.cancel()
+                await asyncio.gather(producer, return_exceptions=True)
+                while not queue.empty():
+                    queue.get_nowait()
+                for _ in range(n):
+                    queue.put_nowait(None)
+            if stopping and self.stop_reason == "cancelled":
                 grace_until = grace_until or time.monotonic() + CANCEL_GRACE_SECONDS
                 if time.monotonic() >= grace_until:
                     for task in pending:
                         task.cancel()
                     await asyncio.gather(*pending, return_exceptions=True)
-                    break
-        for task in tasks:
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise task.exception()
-        await self.flush()
+                    return
+
+    async def _flusher(self):
+        while not self._flusher_stop.is_set():
+            try:
+                await asyncio.wait_for(self._flusher_stop.wait(), self.flush_seconds)
+            except asyncio.TimeoutError:
+                await self.flush(check_state=True)
+
+    async def _produce(self, next_page, queue: asyncio.Queue, n: int) -> None:
+        """Read page after page (keyset paging: each after the last unit of the one before),
+        record its cache hits, queue the rest; then one end mark per worker."""
+        after = None
+        while not self._should_stop():
+            seq = self.write_seq
+            page, hits = await asyncio.to_thread(next_page, after)
+            if page.empty:
+                break
+            units = page.to_dict("records")
+            after = store.unit_key(units[-1])
+            for unit in self._take_hits(units, hits):
+                unit["_seq"] = seq
+                await queue.put(unit)
+        for _ in range(n):
+            await queue.put(None)
+
+    def _take_hits(self, units: list[dict], hits: pd.DataFrame) -> list[dict]:
+        """Record the units the stored cache answers; return the others."""
+        if hits.empty:
+            return units
+        from workbench.llm.client import CallOutcome
+
+        hit_map = {(r.cache_key, int(r.sample)): r for r in hits.itertuples(index=False)}
+        rest, cached_rows = [], []
+        for unit in units:
+            hit = hit_map.get((unit["cache_key"], int(unit["sample"])))
+            if hit is None:
+                rest.append(unit)
+                continue
+            probs = json.loads(hit.probabilities) if isinstance(hit.probabilities, str) else None
+            outcome = CallOutcome(status="ok", grade=int(hit.grade), reason=_nan_none(hit.reason),
+                                  raw_response=_nan_none(hit.raw_response),
+                                  probabilities={int(k): v for k, v in probs.items()} if probs else None,
+                                  expected_grade=_nan_none(hit.expected_grade))
+            cached_rows.append(self._sample_row(unit, outcome, from_cache=True, cached_from=int(hit.sample_id)))
+        if cached_rows:
+            self._record(cached_rows)
+            if len(self.buffer) >= self.batch_size:
+                self.request_flush()
+        return rest
+
+    def _evict(self) -> None:
+        """Forget shared answers that every page still to dispatch can find in the project: the
+        answer is stored (write ``w``) and the pages read before write ``w`` are dispatched."""
+        stale = [k for k, (_, written) in self.answered.items()
+                 if written is not None and written <= self.dispatched_seq]
+        for key in stale:
+            del self.answered[key]
+
+    async def _work(self, queue: asyncio.Queue, grader) -> None:
+        """Take units one by one. Units sharing a (cache key, sample) are sent once per run: a
+        unit whose key is in flight joins that request, one whose answer is not yet findable in
+        the project takes it (``from_cache``). The budget check uses an upper bound of a
+        request's cost: characters / 3 prompt tokens (denser than the estimate's / 4) and the
+        longest reply allowed, so that the requests in flight when the cap is reached cannot
+        carry the spend past it."""
+        per_request = 1 if self.spec.output == "single_token" else int(self.spec.settings["max_tokens"])
+        sys_chars = _system_chars(self.spec)
+        while True:
+            unit = await queue.get()
+            if unit is None or self._should_stop():
+                return
+            seq = unit.pop("_seq")
+            if seq > self.dispatched_seq:
+                self.dispatched_seq = seq
+                self._evict()
+            key = (unit["cache_key"], int(unit["sample"]))
+            joined = self.sending.get(key)
+            if joined is not None:
+                joined.append(unit)
+                continue
+            answer = self.answered.get(key)
+            if answer is not None:
+                self._record([self._sample_row(unit, answer[0], from_cache=True)])
+                if len(self.buffer) >= self.batch_size:
+                    self.request_flush()
+                continue
+            guess = self.spec.cost((int(unit["text_chars"]) + sys_chars) // 3 + 1, per_request) or 0.0
+            if self.budget and self.spec.price is not None and \
+                    self.spent + self.inflight_cost + guess > self.budget:
+                self.stop_reason = "budget"
+                return
+            self.inflight_cost += guess
+            self.sending[key] = []
+            try:
+                outcome = await grader.grade(unit["query_text"], _nan_none(unit["description"]), unit["passage"])
+            finally:
+                self.inflight_cost -= guess
+                members = self.sending.pop(key)
+            self.answered[key] = [outcome, None]
+            rows = [self._sample_row(unit, outcome)]
+            rows += [self._sample_row(m, outcome, from_cache=True) for m in members]
+            self.sent += 1
+            self._record(rows)
+            if len(self.buffer) >= self.batch_size:
+                self.request_flush()
 
 
 async def _run_with_close(runner: _Runner, next_page, total: int, grader) -> None:
@@ -446,11 +555,15 @@ async def _run_with_close(runner: _Runner, next_page, total: int, grader) -> Non
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
     try:
+        ready = None
         if isinstance(grader, _LLMGrader):
-            problem = await grader.client.check_server()
-            if problem:
-                raise ConfigError(problem)
-        await runner.run(next_page, total, grader)
+            async def check() -> None:
+                problem = await grader.client.check_server()
+                if problem:
+                    raise ConfigError(problem)
+
+            ready = check()  # runs while the first page is read
+        await runner.run(next_page, total, grader, ready)
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)

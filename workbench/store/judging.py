@@ -162,16 +162,26 @@ _DONE = """ANTI JOIN (SELECT query_id, doc_id, chunk_id, sample FROM judge_sampl
            AND done.chunk_id IS NOT DISTINCT FROM u.chunk_id AND done.sample = s.sample"""
 
 
-def _units_sql(level: str, limit: int | None, with_text: bool, page: int | None) -> str:
-    """Pending units, at most ``page``; texts are read and hashed for those rows only."""
+#: The order units are judged in; also the key that pages through them (``after``). A missing
+#: chunk id (document-level pools) orders as '' so that the key compares without NULLs.
+UNIT_ORDER = ("priority", "query_id", "doc_id", "chunk_id", "sample")
+
+
+def _units_sql(level: str, limit: int | None, with_text: bool, page: int | None, after: bool = False) -> str:
+    """Pending units, at most ``page`` (after the unit key ``after`` when given: keyset paging,
+    so that a page never repeats the units of earlier pages even before their answers are
+    stored); texts are read and hashed for those rows only."""
     texts = ", query_text, description, passage" if with_text else ""
     cut = f"LIMIT {int(page)}" if page is not None else ""
+    keyset = ("WHERE (u.priority, u.query_id, u.doc_id, coalesce(u.chunk_id, ''), s.sample) > (?, ?, ?, ?, ?)"
+              if after else "")
     return f"""
         WITH todo AS (
             SELECT u.*, s.sample::INTEGER AS sample
             FROM ({_pairs_sql(level, limit)}) u CROSS JOIN range(?) s(sample)
             {_DONE}
-            ORDER BY u.priority, u.query_id, u.doc_id, u.chunk_id, s.sample {cut}),
+            {keyset}
+            ORDER BY u.priority, u.query_id, u.doc_id, coalesce(u.chunk_id, ''), s.sample {cut}),
         texts AS (
             SELECT t.*, q.text AS query_text, q.description AS description,
                    substr(d.text, t.start + 1, t."end" - t.start) AS passage
@@ -182,16 +192,25 @@ def _units_sql(level: str, limit: int | None, with_text: bool, page: int | None)
                length(coalesce(query_text, '')) + length(coalesce(description, '')) + length(passage)
                    AS text_chars{texts}
         FROM texts
-        ORDER BY priority, query_id, doc_id, chunk_id, sample"""
+        ORDER BY priority, query_id, doc_id, coalesce(chunk_id, ''), sample"""
+
+
+def unit_key(unit) -> tuple:
+    """The paging key of a unit (a row with the :data:`UNIT_ORDER` fields), for ``after``."""
+    chunk = unit["chunk_id"]
+    chunk = "" if chunk is None or (isinstance(chunk, float) and chunk != chunk) else str(chunk)
+    return (int(unit["priority"]), str(unit["query_id"]), str(unit["doc_id"]), chunk, int(unit["sample"]))
 
 
 def pending_units(db: Database, *, job_id: int, pool: str, level: str, prefix: str, samples: int,
-                  limit: int | None, with_text: bool = False, page: int | None = None) -> pd.DataFrame:
+                  limit: int | None, with_text: bool = False, page: int | None = None,
+                  after: tuple | None = None) -> pd.DataFrame:
     """Units (pair x sample) of the job's first ``limit`` pool pairs that have no stored sample in
-    the job, in priority order (at most ``page`` of them): ``query_id, doc_id, chunk_id, start,
-    end, priority, sample, cache_key, text_chars`` (plus ``query_text, description, passage`` when
-    ``with_text``)."""
-    return db.query_df(_units_sql(level, limit, with_text, page), [pool, int(samples), int(job_id), prefix])
+    the job, in priority order (at most ``page`` of them, and only those after the key ``after``
+    from :func:`unit_key`): ``query_id, doc_id, chunk_id, start, end, priority, sample,
+    cache_key, text_chars`` (plus ``query_text, description, passage`` when ``with_text``)."""
+    params = [pool, int(samples), int(job_id), *(after or ()), prefix]
+    return db.query_df(_units_sql(level, limit, with_text, page, after is not None), params)
 
 
 def count_pending_units(db: Database, *, job_id: int, pool: str, level: str, samples: int,
