@@ -27,6 +27,9 @@ Callers, and where a grade per pair is derived some other way on purpose:
   would compare the judge with itself.
 * The judge's own repeated samples of one pair are combined by the judge (its ensemble rule)
   before they are stored: they are one assessor's label, not several assessors.
+* Budgeted judging reads each assessor's grade on its own (the spread between assessors, and
+  which pairs each side has judged already): it plans judging work, it grades nothing.
+* The synthetic-query BM25 baseline scores each question against its own chunk by construction.
 """
 
 from __future__ import annotations
