@@ -124,3 +124,33 @@ def test_the_gate_verdict_is_cached_until_one_of_its_inputs_changes(tmp_path):
         assert set(project_qrels(db).table["tier"]) == {"sme"}
     finally:
         db.close()
+
+
+def test_synthetic_labels_by_construction_count_without_the_gate_once_synthetic_queries_are_in(tmp_path):
+    import pandas as pd
+
+    from workbench.store.corpus import write_queries
+    from workbench.store.database import insert_frame
+    from workbench.store.judgments import write_judgments
+
+    db, _ = build_project(tmp_path / "p.duckdb", judge_noise=0.0)  # m1 has not passed the gate
+    try:
+        with db.transaction() as tx:
+            write_queries(tx, pd.DataFrame([{"query_id": "syn1", "text": "what is in d0?", "description": None,
+                                             "tags": None}]))
+            insert_frame(tx, "synthetic_questions", pd.DataFrame([{
+                "query_id": "syn1", "chunking": "c", "chunk_id": "d0#0", "doc_id": "d0", "start": 0, "end": 10,
+                "generator": "g", "model": "gen", "seed": 0, "original": "x", "rewritten": "x",
+                "overlap_before": 0.0, "overlap_after": 0.0, "flagged": False}]))
+            write_judgments(tx, pd.DataFrame([
+                # the label synth writes with its question, and an ungated judge's grade on the same query
+                {"query_id": "syn1", "doc_id": "d0", "start": 0, "end": 10, "grade": 3, "source": "llm",
+                 "assessor": "synthetic", "model": "gen", "status": "ok"},
+                {"query_id": "syn1", "doc_id": "d1", "start": 0, "end": 10, "grade": 2, "source": "llm",
+                 "assessor": "judge", "model": "m1", "status": "ok"}]))
+        only = project_qrels(db, policy=QrelsPolicy(synthetic="only"))
+        assert list(zip(only.table["query_id"], only.table["item_id"], only.table["grade"])) == [("syn1", "d0", 3)]
+        assert "left out" in only.notes[0]  # the judge's grade on d1 still waits for the gate
+        assert "syn1" not in set(project_qrels(db).table["query_id"])  # excluded by default
+    finally:
+        db.close()

@@ -9,7 +9,9 @@ given; ``source`` (``human|llm|merged``, the ``--source``/``--labels`` flags) na
 Gate: an LLM label counts (``llm_labels = "passed_gate"``) only when its judge configuration
 (model, prompt hash) passed the calibration gate on some calibration sample: the sample's own
 judge configuration when the sample names one, else every configuration that graded the
-sample's pairs. The verdicts are memoised (:func:`gate_verdict`, keyed by what they depend on), so
+sample's pairs (the grade-3 labels ``workbench synth`` writes with its questions are labels by
+construction, not a judge's grades: they count without the gate once the policy takes synthetic
+queries in). The verdicts are memoised (:func:`gate_verdict`, keyed by what they depend on), so
 the bootstrap behind them runs once per change of the calibration labels, not on every qrels
 request. Synthetic queries (``workbench synth``) are excluded unless the policy says
 ``include`` or ``only``. Propagated labels (``workbench labels propagate``) are added at chunk
@@ -238,6 +240,8 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
         elif pol.llm_labels == "passed_gate" and is_llm.any():
             passed = passed_judge_configurations(db, settings)
             ok = pd.MultiIndex.from_frame(spans[["model", "prompt_hash"]].astype(str)).isin(list(passed))
+            if pol.synthetic != "exclude":
+                ok = ok | _by_construction(db, spans)
             dropped = int((is_llm & ~ok).sum())
             spans = spans[~is_llm | ok]
             if dropped:
@@ -274,6 +278,21 @@ def decisive_spans_of(db: Database, *, source: str = "merged", policy: QrelsPoli
     qrels = ProjectQrels(merge_qrels(admitted.spans, admitted.policy, level="doc"), admitted.policy, "doc", None,
                          admitted.passed_configurations, admitted.notes)
     return spans[["query_id", "doc_id", "start", "end", "grade", "tier", "assessor"]].reset_index(drop=True), qrels
+
+
+def _by_construction(db: Database, spans: pd.DataFrame):
+    """Which rows of ``spans`` are the grade-3 labels ``workbench synth`` wrote with its questions
+    (same query, document, span and generator model): labels by construction, not a judge's
+    grades, so the gate does not apply to them once the policy takes synthetic queries in."""
+    from workbench.store.synthetic_queries import read_questions
+
+    questions = read_questions(db)
+    if questions.empty:
+        return pd.Series(False, index=spans.index).to_numpy()
+    keys = ["query_id", "doc_id", "start", "end", "model"]
+    made = pd.MultiIndex.from_frame(questions[keys].astype({"start": "int64", "end": "int64"}).astype(str))
+    mine = pd.MultiIndex.from_frame(spans[keys].astype({"start": "int64", "end": "int64"}).astype(str))
+    return ((spans["tier"] == "llm").to_numpy() & mine.isin(made))
 
 
 def _synthetic_filter(db: Database, frame: pd.DataFrame, mode: str) -> pd.DataFrame:
