@@ -205,3 +205,30 @@ def test_query_choices_list_ids_and_tags(db):
     ids, by_tag = query_choices(db)
     assert ids[-2:] == ["t1", "t2"] and {"q1", "q4"} <= set(ids)
     assert by_tag == {"type=fact": ["t1"], "x": ["t2"], "y": ["t2"]}
+
+
+def test_the_queries_go_out_with_the_project_closed(tmp_path):
+    """plan_harness / collect_answers / store_harness (the page's path): while the system answers,
+    another process can open the project file for writing. The same system fails while the
+    project is held, so the check is real."""
+    path = tmp_path / "p.duckdb"
+    script = tmp_path / "opens_the_project.py"
+    script.write_text("import duckdb, json, sys\n"
+                      "duckdb.connect(sys.argv[2]).close()\n"
+                      "print(json.dumps({'doc_id': 'd1', 'score': 1.0}))\n")
+    template = f"{sys.executable} {script} {{query}} {path}"
+    from workbench.services.harness import collect_answers, plan_harness, store_harness
+
+    with Database(path) as db:
+        with db.transaction() as tx:
+            write_documents(tx, pd.DataFrame({"doc_id": ["d1"], "text": ["alpha"]}))
+            write_queries(tx, pd.DataFrame({"query_id": ["q1", "q2"], "text": ["a", "b"]}))
+        plan = plan_harness(db, "closed", command=template, timeout=60)
+        held = collect_answers(plan)
+    assert [f["query_id"] for f in held.failures] == ["q1", "q2"]  # the file was held
+    got = collect_answers(plan)
+    assert got.failures == [] and sorted(got.answers) == ["q1", "q2"]
+    with Database(path) as db:
+        s = store_harness(db, plan, got)
+        assert (s.answered, s.rows) == (2, 2)
+        assert read_latencies(db, ["closed"])["query_id"].tolist() == ["q1", "q2"]

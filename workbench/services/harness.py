@@ -27,6 +27,11 @@ score, unknown chunk) is recorded as failed with its error text in the run's ``p
 (``failures: [{query_id, error, latency_ms}]``) and has no rows; it is never an empty result in
 disguise. A run where every query failed is not stored (an error lists the first failures).
 
+:func:`run_harness` does it all on one open project (the CLI). A page calls
+:func:`plan_harness` (checks and reads), :func:`collect_answers` (sends the queries; no database)
+and :func:`store_harness` (writes) with the project open only for the first and last, so a slow
+system does not hold the project file while its queries are out.
+
 Latency is stored like our own retrievers' (:func:`workbench.services.retrieval.latency_params`,
 table ``run_latencies``): one value per *answered* query, the wall clock from sending the query
 to having its answer parsed (process start and exit included for a command). A failed query's
@@ -44,7 +49,6 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -234,10 +238,42 @@ def _pick_ids(queries: pd.DataFrame, ids: list[str], where: str) -> pd.DataFrame
     return queries.set_index("query_id").loc[list(dict.fromkeys(ids))].reset_index()
 
 
-def run_harness(db: Database, name: str, *, queries: str | list[str] = "all", command: str | None = None,
-                url: str | None = None, timeout: float = DEFAULT_TIMEOUT, chunking: str | None = None,
-                progress: ProgressFactory = no_progress) -> HarnessSummary:
-    """Send every selected query to the system, store its answers as run ``name``."""
+@dataclass(frozen=True)
+class HarnessPlan:
+    """What a harness run will do, checked against the project: the queries picked (``query_id,
+    text``) and, for span answers, the chunks of ``chunking``. Holds no database handle, so the
+    queries can be sent with the project closed (:func:`collect_answers`)."""
+
+    name: str
+    queries: str | list[str]
+    command: str | None
+    url: str | None
+    timeout: float
+    chunking: str | None
+    picked: pd.DataFrame
+    span_chunks: pd.DataFrame | None
+
+    def call(self, query_id: str, text: str) -> list[dict]:
+        if self.command is not None:
+            return run_command(self.command, query_id, text, self.timeout)
+        return run_url(self.url, query_id, text, self.timeout)
+
+
+@dataclass
+class Collected:
+    """The system's answers: ``answers`` per answered query, ``failures`` (``query_id, error,
+    latency_ms``), ``latency`` ``(query_id, ms)`` of the answered queries, result ``kinds``."""
+
+    answers: dict[str, list[dict]] = field(default_factory=dict)
+    failures: list[dict] = field(default_factory=list)
+    latency: list[tuple[str, float]] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)
+
+
+def plan_harness(db: Database, name: str, *, queries: str | list[str] = "all", command: str | None = None,
+                 url: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 chunking: str | None = None) -> HarnessPlan:
+    """Check the options against the project and read what the run needs; sends nothing."""
     access.require("build")
     if (command is None) == (url is None):
         raise InputError("give exactly one of --command 'PROGRAM ... {query}' or --url http://127.0.0.1:PORT/PATH")
@@ -248,44 +284,68 @@ def run_harness(db: Database, name: str, *, queries: str | list[str] = "all", co
         raise StoreError(f"run {name!r} already exists in {db.path}; choose another --name")
     if command is not None:
         command_argv(command, "q", "q")  # template errors before any query runs
-        call: Callable[[str, str], list[dict]] = lambda qid, text: run_command(command, qid, text, timeout)
     else:
         check_url(url)
-        call = lambda qid, text: run_url(url, qid, text, timeout)
     span_chunks = None
     if chunking is not None:
         if not chunking_exists(db, chunking):
             raise StoreError(f"no chunking {chunking!r} in {db.path}; create it first (`workbench chunk ...`)")
         span_chunks = read_chunks(db, chunking)
     picked = select_queries(db, queries)
-    answers: dict[str, list[dict]] = {}
-    failures: list[dict] = []
-    latency: list[tuple[str, float]] = []
-    kinds: set[str] = set()
-    with progress(f"harness {name}", len(picked), "query") as advance:
-        for qid, text in zip(picked["query_id"].astype(str), picked["text"].astype(str)):
+    return HarnessPlan(name, queries, command, url, float(timeout), chunking, picked, span_chunks)
+
+
+def collect_answers(plan: HarnessPlan, progress: ProgressFactory = no_progress) -> Collected:
+    """Send each picked query to the system, one at a time, timing each (module docstring)."""
+    got = Collected()
+    with progress(f"harness {plan.name}", len(plan.picked), "query") as advance:
+        for qid, text in zip(plan.picked["query_id"].astype(str), plan.picked["text"].astype(str)):
             started = time.perf_counter()
             try:
-                results = call(qid, text)
+                results = plan.call(qid, text)
                 for r in results:
-                    kinds.add(_result_kind(r))
-                answers[qid] = results
+                    got.kinds.add(_result_kind(r))
+                got.answers[qid] = results
             except QueryFailed as exc:
-                failures.append({"query_id": qid, "error": str(exc),
-                                 "latency_ms": (time.perf_counter() - started) * 1000.0})
+                got.failures.append({"query_id": qid, "error": str(exc),
+                                     "latency_ms": (time.perf_counter() - started) * 1000.0})
             else:
-                latency.append((qid, (time.perf_counter() - started) * 1000.0))
+                got.latency.append((qid, (time.perf_counter() - started) * 1000.0))
             advance(1)
+    return got
+
+
+def run_harness(db: Database, name: str, *, queries: str | list[str] = "all", command: str | None = None,
+                url: str | None = None, timeout: float = DEFAULT_TIMEOUT, chunking: str | None = None,
+                progress: ProgressFactory = no_progress) -> HarnessSummary:
+    """Send every selected query to the system, store its answers as run ``name``
+    (:func:`plan_harness`, :func:`collect_answers` and :func:`store_harness` on one project)."""
+    plan = plan_harness(db, name, queries=queries, command=command, url=url, timeout=timeout, chunking=chunking)
+    return store_harness(db, plan, collect_answers(plan, progress))
+
+
+def store_harness(db: Database, plan: HarnessPlan, got: Collected) -> HarnessSummary:
+    """Place the answers (chunks, spans or documents) and store the run, its failures and the
+    answered queries' latencies in one transaction. Refuses, storing nothing, when every query
+    failed, the kinds of results are mixed, or spans came without a chunking."""
+    access.require("build")
+    name, command, url, queries, timeout, picked = (plan.name, plan.command, plan.url, plan.queries,
+                                                    plan.timeout, plan.picked)
+    if run_exists(db, name):  # made by someone else while the queries were out
+        raise StoreError(f"run {name!r} already exists in {db.path}; choose another --name")
+    answers, kinds = got.answers, got.kinds
+    failures = [dict(f) for f in got.failures]
+    latency = list(got.latency)
     if not answers:
         listing = "; ".join(f"{f['query_id']}: {f['error']}" for f in failures[:3])
         raise InputError(f"every query failed ({len(failures)}), nothing stored; first: {listing}")
     if len(kinds - {"span"}) > 1 or ("span" in kinds and "doc" in kinds):
         raise InputError(f"the system answered with mixed result kinds {sorted(kinds)}; a run ranks chunks "
                          f"(chunk_id or spans) or documents (doc_id), not both")
-    if "span" in kinds and span_chunks is None:
+    if "span" in kinds and plan.span_chunks is None:
         raise InputError("the system answered with spans (doc_id, start, end); pass --chunking NAME to map them "
                          "onto chunks")
-    rows, level, run_chunking = _rows(db, answers, failures, kinds, span_chunks, chunking)
+    rows, level, run_chunking = _rows(db, answers, failures, kinds, plan.span_chunks, plan.chunking)
     failed_ids = {f["query_id"] for f in failures}
     # Answers that could not be placed (unknown chunk, ...) moved to failures in _rows: their
     # time goes with the failure too.

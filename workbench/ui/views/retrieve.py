@@ -297,7 +297,13 @@ _HARNESS_RESULT = "_harness_result"
 
 def _harness_form(chunkings: list[str], taken: list[str]) -> None:
     """Send the queries to the team's retriever at a local HTTP address; store its run."""
-    from workbench.services.harness import DEFAULT_TIMEOUT, query_choices, run_harness
+    from workbench.services.harness import (
+        DEFAULT_TIMEOUT,
+        collect_answers,
+        plan_harness,
+        query_choices,
+        store_harness,
+    )
 
     st.markdown("**Run your own retriever**: the workbench sends each query to your retriever's address "
                 "on this machine and stores its ranked answers as a run, with each query's latency. "
@@ -347,10 +353,19 @@ def _harness_form(chunkings: list[str], taken: list[str]) -> None:
             if _refuse_name(name, taken, "run", "Run name"):
                 return
             chosen = list(picked) if picked else (ids if which == ALL_QUERIES else by_tag[which])
+
+            def progress(_description, total, unit):
+                return context.progress("Sending the queries to your retriever", total, unit)
+
             try:
+                # The project is open only to check and to store: while the queries are out (up
+                # to "Seconds per query" each) other pages and the judge can use it.
                 with context.project() as db:
-                    summary = run_harness(db, name, queries=list(chosen), url=url, timeout=float(timeout),
-                                          chunking=chunking, progress=context.progress)
+                    plan = plan_harness(db, name, queries=list(chosen), url=url, timeout=float(timeout),
+                                        chunking=chunking)
+                collected = collect_answers(plan, progress)
+                with context.project() as db:
+                    summary = store_harness(db, plan, collected)
             except WorkbenchError as exc:
                 context.error(exc, HARNESS_FIELDS)
                 return
