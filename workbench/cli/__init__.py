@@ -11,6 +11,7 @@ Each command group registers its sub-commands in its own module of this package 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -64,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", metavar="PATH", help="configuration file (default: config/workbench.toml)"
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # ``group``, not ``command``: a command may have its own --command option (harness).
+    sub = parser.add_subparsers(dest="group", metavar="COMMAND")
     _register_commands(sub)
     return parser
 
@@ -82,10 +84,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
+        return code
     except WorkbenchError as exc:
-        print(f"workbench {args.command}: error: {exc}", file=sys.stderr)
+        print(f"workbench {args.group}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"workbench {args.command}: interrupted", file=sys.stderr)
+        print(f"workbench {args.group}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`workbench status | head -1`): stop quietly, as Unix tools do,
+        # and keep the interpreter's final flush from raising again on the dead pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # killed by SIGPIPE, the exit status a shell expects

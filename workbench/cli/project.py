@@ -129,6 +129,30 @@ def app_command(db_path: Path, host: str, port: int) -> list[str]:
     ]
 
 
+def _check_port(host: str, port) -> None:
+    """Refuse a port outside 1–65535 or one another program holds, before saying "serving"."""
+    import socket
+
+    from workbench.errors import ConfigError
+
+    try:
+        number = int(port)
+    except (TypeError, ValueError):
+        number = -1
+    if not 1 <= number <= 65535:
+        raise ConfigError(f"port {port!r} is not a port number; pass --port between 1 and 65535 "
+                          f"(or set [app] port)")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # Streamlit binds with SO_REUSEADDR too, so a port in TIME_WAIT is not reported as taken.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, number))
+        except OSError as exc:
+            raise ConfigError(f"cannot serve at {host}:{number}: {exc.strerror or exc}; another program "
+                              f"may be using the port; pass another --port") from None
+
+
 def _app(args: argparse.Namespace) -> int:
     from workbench.services.project import open_project
 
@@ -141,6 +165,7 @@ def _app(args: argparse.Namespace) -> int:
 
     check_serving(host, settings.get("app", "auth"),
                   allow_public_without_auth=settings.get("app", "allow_public_without_auth"))
+    _check_port(host, port)
     print(f"serving {settings.db_path} at http://{host}:{port}  (Ctrl+C stops)", flush=True)
     env = dict(os.environ, WORKBENCH_DB=str(settings.db_path))
     if getattr(args, "config", None):

@@ -36,7 +36,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("Judge", "judge", "judge", ":material/gavel:", ("judgments",)),
     PageSpec("Label", "label", "label", ":material/edit_note:"),
     PageSpec("Calibration", "calibration", "calibration", ":material/verified:", ("calibration",)),
-    PageSpec("Qrels", "qrels", "qrels", ":material/checklist:"),
+    PageSpec("Qrels", "qrels", "qrels", ":material/checklist:", ("qrels",)),
     PageSpec("Evaluate", "evaluate", "evaluate", ":material/leaderboard:", ("evaluation",)),
     PageSpec("Experiments", "experiments", "experiments", ":material/science:"),
     PageSpec("Query kinds", "query-kinds", "query_kinds", ":material/alt_route:"),

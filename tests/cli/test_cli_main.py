@@ -1,0 +1,53 @@
+"""What every command shares: the error prefix names the command, a closed pipe is quiet."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import run_cli
+from tests.support.prerequisites import REPO
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(tmp_path):
+    """`workbench --help | head -1`-style use: the pipe's reader closes before the command
+    writes. The command stops quietly with the shell's SIGPIPE status (141), no traceback."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the command writes anything
+    env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_DB"}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "workbench", "--db", str(tmp_path / "p.duckdb"),
+                               "init"], stdout=write, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env,
+                              timeout=120)
+    finally:
+        os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+
+
+def test_an_error_names_the_command_even_when_it_has_a_command_option(tmp_path):
+    """`harness --command` must not take over the command's name in its error line."""
+    proc = run_cli("--db", str(tmp_path / "p.duckdb"), "harness", "--command", "false", "--name", "h",
+                   "--queries", str(tmp_path / "missing.txt"))
+    assert proc.returncode != 0
+    assert proc.stderr.startswith("workbench harness: error: "), proc.stderr
+
+
+def test_app_refuses_a_bad_or_taken_port_before_saying_it_serves(tmp_path):
+    import socket
+
+    db = tmp_path / "p.duckdb"
+    assert run_cli("--db", str(db), "init").returncode == 0
+    proc = run_cli("--db", str(db), "app", "--port", "99999")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == ("workbench app: error: port 99999 is not a port number; pass --port "
+                                   "between 1 and 65535 (or set [app] port)")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        proc = run_cli("--db", str(db), "app", "--port", str(taken), timeout=60)
+    assert proc.returncode == 2 and "serving" not in proc.stdout, proc.stdout
+    assert f"cannot serve at 127.0.0.1:{taken}" in proc.stderr and "pass another --port" in proc.stderr
+    assert proc.stderr.count("\n") == 1
