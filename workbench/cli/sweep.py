@@ -55,7 +55,7 @@ def _run(args: argparse.Namespace) -> int:
     db = open_project_from_args(args)
     try:
         result = sweep.run_sweep(db, chunkings, retrievers, args.measure, budgets=budgets, labels=args.labels,
-                                 rel=args.rel, pool=args.pool, progress=progress_from_args(args),
+                                 rel=args.rel, pool=args.pool, progress=progress_from_args(args), backend=args.backend,
                                  notify=lambda line: print(line, file=sys.stderr))
         slices = None
         if slice_pair:
@@ -156,6 +156,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="add the runs of cells with judged@10 below 0.8 to pool NAME.<chunking> to judge their new pairs")
     p.add_argument("--slices", default=None, metavar="BASE,OTHER",
                    help="per query tag: lift of cell OTHER over BASE (SPEC/RETRIEVER) on the first measure, paired test")
+    p.add_argument("--backend", choices=("torch", "onnx"), default="torch",
+                   help="dense encoder: torch (sentence-transformers) or onnx (ONNX Runtime fp32, the onnx extra); "
+                        "each has its own embedding cache (default torch)")
     p.add_argument("--list-pairs", type=int, default=10, metavar="N", help="unjudged pairs listed per low cell (default 10)")
     add_format_option(p)
     add_progress_option(p)

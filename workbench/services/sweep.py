@@ -14,10 +14,21 @@ Every cell of the grid
 
 Latency: our retrievers are timed per query, one query at a time (``time.perf_counter``
 around BM25 scoring, or around query encoding plus the dense top-k); index building and
-document encoding are not part of it. A hybrid query runs both retrievers one after the other,
+document encoding are not part of it. A query's text is the same in every chunking, so it is
+encoded (one query at a time, timed) once per sweep; a dense cell's latency for query ``q`` is
+``encode_ms(q) + top_k_ms(q, chunking)``, the work a dense system does for that query. A hybrid query runs both retrievers one after the other,
 so its latency is the sum of the two plus its share of the fusion time. Latencies are stored
 per query (table ``run_latencies``) and p50/p95 in the run's parameters (``latency_ms`` =
 p95, read by the Evaluate page).
+
+Work done once per sweep (see :class:`DenseWork`): the encoder is loaded once; each distinct
+chunk text is encoded once across the whole grid (vectors are keyed by a hash of the text, so
+a document shorter than every chunk size, which is one identical chunk in each chunking, is
+encoded once; so are duplicate texts within a chunking); vectors come first from the
+chunking's own embedding cache, then from the other chunkings of the grid, then from the
+encoder. The BM25 index is built once per chunking and serves its bm25 and hybrid cells, and a
+hybrid cell fuses the stored bm25 and dense runs of its chunking. Wall and CPU seconds per
+stage are collected in :attr:`SweepResult.stages` and reported as one line through ``notify``.
 
 Gold spans for coverage and judged spans for judged@k: the labels of the chosen ``labels``
 source (``human``: SME, adjudicated and imported labels; ``llm``: LLM labels; ``merged``:
@@ -28,10 +39,12 @@ grade ``>= rel`` makes its characters gold).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -145,6 +158,157 @@ def run_name(chunking: str, retriever: str) -> str:
     return f"sweep.{chunking}.{retriever}"
 
 
+class StageClock:
+    """Wall and CPU seconds per named stage (``with clock("encode chunks"): ...``), summed over
+    the grid. CPU is the process's (all threads), so a multi-threaded encoder can show more
+    CPU than wall seconds."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, dict] = {}
+
+    @contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            entry = self.totals.setdefault(stage, {"wall_s": 0.0, "cpu_s": 0.0, "calls": 0})
+            entry["wall_s"] += time.perf_counter() - wall
+            entry["cpu_s"] += time.process_time() - cpu
+            entry["calls"] += 1
+
+    def line(self) -> str:
+        parts = [f"{name} {v['wall_s']:.1f}/{v['cpu_s']:.1f}" for name, v in self.totals.items()]
+        return "time by stage, wall/cpu s: " + ", ".join(parts)
+
+
+def text_digest(text: str) -> bytes:
+    """The key under which a chunk text's vector is shared across chunkings (BLAKE2b, 16 bytes:
+    a collision between distinct texts is out of reach at any corpus size)."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+class DenseWork:
+    """Everything dense that a sweep computes once: the encoder, the query vectors (encoded one
+    query at a time, timed) and the vectors of distinct chunk texts.
+
+    ``share``: digests of the texts that chunkings still to be embedded in this sweep will ask
+    for; a vector computed (or read from a cache) for one chunking is kept in memory only while
+    a later chunking needs its text, so memory holds the shared texts, not the whole grid.
+    ``counts``: ``cached`` (from the chunking's own embedding cache), ``shared`` (from another
+    chunking of the grid), ``encoded`` (texts sent to the encoder) and ``chunks`` (vectors needed).
+    """
+
+    def __init__(self, model: str, backend: str, precision: str, device: str, clock: StageClock,
+                 encoder=None, batch_size: int = 64, flush_every: int = 2048):
+        from workbench.services.retrieval import dense_cache_key
+
+        self.model, self.backend, self.precision, self.device = model, backend, precision, device
+        self.key = dense_cache_key(model, backend, precision)
+        self.clock = clock
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self.flush_every = flush_every
+        self.pending: dict[str, set[bytes]] = {}  # chunking name -> digests of its texts, not yet embedded
+        self.shared: dict[bytes, np.ndarray] = {}
+        self.query_vectors: np.ndarray | None = None
+        self.query_ms: np.ndarray | None = None
+        self.counts = {"chunks": 0, "cached": 0, "shared": 0, "encoded": 0}
+
+    def load(self):
+        from workbench.services.retrieval import load_dense_encoder
+
+        if self.encoder is None:
+            with self.clock("load encoder"):
+                self.encoder = load_dense_encoder(self.model, self.backend, self.device, self.precision)
+        return self.encoder
+
+    def plan(self, name: str, texts: Sequence[str]) -> None:
+        """Announce that chunking ``name`` (with these chunk texts) will be embedded later."""
+        with self.clock("hash chunk texts"):
+            self.pending[name] = {text_digest(t) for t in texts}
+
+    def queries(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Unit query vectors and the per-query encoding time (ms), computed once per sweep."""
+        from workbench.retrieval import dense as dense_mod
+
+        if self.query_vectors is None:
+            encoder = self.load()
+            vectors, times = [], []
+            with self.clock("encode queries"):
+                for text in texts:
+                    t0 = time.perf_counter()
+                    vectors.append(dense_mod.encode(encoder, [text]))
+                    times.append((time.perf_counter() - t0) * 1000)
+            self.query_vectors = np.concatenate(vectors) if vectors else np.zeros((0, 0), np.float32)
+            self.query_ms = np.asarray(times, dtype=float)
+        return self.query_vectors, self.query_ms
+
+    def matrix(self, db: Database, name: str, chunks: pd.DataFrame, progress: ProgressFactory) -> np.ndarray:
+        """Unit vectors aligned with ``chunks`` (chunk_id, text), every new vector written to the
+        embedding cache of ``name`` (every ``flush_every`` texts, so an interrupted sweep keeps them)."""
+        from workbench.retrieval import dense as dense_mod
+        from workbench.store.embeddings import read_embeddings, write_embeddings
+
+        self.pending.pop(name, None)
+        later = set().union(*self.pending.values()) if self.pending else set()
+        ids = chunks["chunk_id"].astype(str).tolist()
+        texts = chunks["text"].tolist()
+        with self.clock("read embedding cache"):
+            cached_ids, cached = read_embeddings(db, name, self.key)
+        position = {c: i for i, c in enumerate(cached_ids)}
+        where = np.array([position.get(c, -1) for c in ids], dtype=np.int64)
+        matrix: np.ndarray | None = None
+        if len(cached_ids):
+            matrix = np.zeros((len(ids), cached.shape[1]), dtype=np.float32)
+            have = np.flatnonzero(where >= 0)
+            matrix[have] = cached[where[have]]
+        missing = np.flatnonzero(where < 0)
+        self.counts["chunks"] += len(ids)
+        self.counts["cached"] += len(ids) - len(missing)
+        with self.clock("hash chunk texts"):
+            digests = [text_digest(texts[i]) for i in range(len(texts))] if (len(missing) or later) else []
+        # Group the missing chunks by text: one vector per distinct text.
+        groups: dict[bytes, list[int]] = {}
+        for i in missing:
+            groups.setdefault(digests[i], []).append(int(i))
+        from_grid = [d for d in groups if d in self.shared]
+        to_encode = [d for d in groups if d not in self.shared]
+
+        def put(keys: list[bytes], vectors: np.ndarray) -> None:
+            nonlocal matrix
+            if matrix is None:
+                matrix = np.zeros((len(ids), vectors.shape[1]), dtype=np.float32)
+            rows = [i for d in keys for i in groups[d]]
+            block = np.repeat(vectors, [len(groups[d]) for d in keys], axis=0)
+            matrix[rows] = block
+            with self.clock("write embedding cache"), db.transaction() as tx:
+                write_embeddings(tx, name, self.key, [ids[i] for i in rows], block)
+
+        if from_grid:
+            put(from_grid, np.stack([self.shared[d] for d in from_grid]))
+            self.counts["shared"] += sum(len(groups[d]) for d in from_grid)
+        if to_encode:
+            encoder = self.load()
+            with progress(f"encode {name}", len(to_encode), "text") as advance:
+                for start in range(0, len(to_encode), self.flush_every):
+                    keys = to_encode[start:start + self.flush_every]
+                    with self.clock("encode chunks"):
+                        vectors = dense_mod.encode(encoder, [texts[groups[d][0]] for d in keys],
+                                                   batch_size=self.batch_size, advance=advance)
+                    put(keys, vectors)
+                    self.counts["encoded"] += len(keys)
+        if matrix is None:  # an empty chunking
+            matrix = np.zeros((0, 0), dtype=np.float32)
+        # Keep only what a later chunking will ask for.
+        self.shared = {d: v for d, v in self.shared.items() if d in later}
+        if later:
+            for i, d in enumerate(digests):
+                if d in later and d not in self.shared:
+                    self.shared[d] = matrix[i].copy()
+        return matrix
+
+
 @dataclass
 class _ChunkingData:
     name: str
@@ -175,71 +339,78 @@ def _rows(data: _ChunkingData, qi, ci, score) -> pd.DataFrame:
                         np.asarray(score, np.float64))
 
 
-def _bm25(db: Database, data: _ChunkingData, name: str, k: int, progress: ProgressFactory) -> None:
+def _bm25(db: Database, data: _ChunkingData, name: str, k: int, progress: ProgressFactory,
+          clock: StageClock) -> None:
     from workbench.retrieval import bm25 as bm25_mod
 
     params = bm25_mod.Bm25Params()
     if data.bm25_index is None:
-        with progress(f"bm25 index {data.name}", len(data.chunks), "chunk") as advance:
+        with progress(f"bm25 index {data.name}", len(data.chunks), "chunk") as advance, clock("bm25 index"):
             data.bm25_index = bm25_mod.build_index(data.chunks["text"].tolist(), params, advance=advance)
     texts = data.queries["text"].tolist()
     parts, times = [], []
-    with progress(f"bm25 {data.name}", len(texts), "query") as advance:
+    with progress(f"bm25 {data.name}", len(texts), "query") as advance, clock("bm25 search"):
         for i, text in enumerate(texts):
             t0 = time.perf_counter()
             qi, ci, score = bm25_mod.search(data.bm25_index, [text], k)
             times.append((time.perf_counter() - t0) * 1000)
             parts.append((qi + i, ci, score))
             advance(1)
-    qi, ci, score = (np.concatenate([p[j] for p in parts]) if parts else np.empty(0) for j in range(3))
-    latency = pd.DataFrame({"query_id": data.queries["query_id"].astype(str), "latency_ms": times})
-    _store(db, name, "bm25", _rows(data, qi, ci, score), {**params.as_dict(), "k": k, "chunking": data.name,
-                                                         "sweep": True}, data.name, latency)
+    with clock("store runs"):
+        qi, ci, score = (np.concatenate([p[j] for p in parts]) if parts else np.empty(0) for j in range(3))
+        latency = pd.DataFrame({"query_id": data.queries["query_id"].astype(str), "latency_ms": times})
+        _store(db, name, "bm25", _rows(data, qi, ci, score), {**params.as_dict(), "k": k, "chunking": data.name,
+                                                             "sweep": True}, data.name, latency)
 
 
-def _dense(db: Database, data: _ChunkingData, name: str, k: int, model: str, progress: ProgressFactory) -> None:
+def _dense(db: Database, data: _ChunkingData, name: str, k: int, work: DenseWork, progress: ProgressFactory) -> None:
     from workbench.retrieval import dense as dense_mod
-    from workbench.services.retrieval import embed_chunks
 
-    encoder = dense_mod.load_encoder(model)  # ConfigError when sentence-transformers is missing
-    matrix, _ = embed_chunks(db, data.name, model, encoder=encoder, chunks=data.chunks, progress=progress)
-    texts = data.queries["text"].tolist()
+    clock = work.clock
+    work.load()  # ConfigError when the backend's package is missing, before any encoding
+    q_vectors, encode_ms = work.queries(data.queries["text"].tolist())
+    matrix = work.matrix(db, data.name, data.chunks, progress)
     parts, times = [], []
-    with progress(f"dense {data.name}", len(texts), "query") as advance:
-        for i, text in enumerate(texts):
+    with progress(f"dense {data.name}", len(q_vectors), "query") as advance, clock("dense top-k"):
+        for i in range(len(q_vectors)):
             t0 = time.perf_counter()
-            vector = dense_mod.encode(encoder, [text])
-            qi, ci, score = dense_mod.top_k(vector, matrix, k)
-            times.append((time.perf_counter() - t0) * 1000)
+            qi, ci, score = dense_mod.top_k(q_vectors[i:i + 1], matrix, k)
+            times.append((time.perf_counter() - t0) * 1000 + encode_ms[i])
             parts.append((qi + i, ci, score))
             advance(1)
-    qi, ci, score = (np.concatenate([p[j] for p in parts]) for j in range(3))
-    latency = pd.DataFrame({"query_id": data.queries["query_id"].astype(str), "latency_ms": times})
-    params = {"retriever": "dense", "model": dense_mod.model_key(model), "normalised": True, "score": "cosine",
-              "k": k, "chunking": data.name, "sweep": True}
-    _store(db, name, "dense", _rows(data, qi, ci, score), params, data.name, latency)
+    with clock("store runs"):
+        qi, ci, score = (np.concatenate([p[j] for p in parts]) for j in range(3))
+        latency = pd.DataFrame({"query_id": data.queries["query_id"].astype(str), "latency_ms": times})
+        params = {"retriever": "dense", "model": dense_mod.model_key(work.model), "normalised": True,
+                  "score": "cosine", "k": k, "chunking": data.name, "sweep": True, "backend": work.backend,
+                  "cache_key": work.key,
+                  "latency_parts": "query encoding (once per sweep, one query at a time) + top-k"}
+        _store(db, name, "dense", _rows(data, qi, ci, score), params, data.name, latency)
 
 
-def _hybrid(db: Database, data: _ChunkingData, name: str, k: int, parts: list[str]) -> None:
+def _hybrid(db: Database, data: _ChunkingData, name: str, k: int, parts: list[str], clock: StageClock) -> None:
     from workbench.core.fusion import rrf
     from workbench.store.latencies import read_latencies
     from workbench.store.runs import read_run_rows_many
 
-    rows = read_run_rows_many(db, parts)
-    t0 = time.perf_counter()
-    fused = rrf({r: rows.loc[rows["run_id"] == r, ["query_id", "chunk_id", "rank"]] for r in parts}, k=60,
-                id_col="chunk_id")
-    fuse_ms = (time.perf_counter() - t0) * 1000
-    fused = fused.loc[fused["rank"] <= k].reset_index(drop=True)
-    doc_of = rows.drop_duplicates("chunk_id").set_index("chunk_id")["doc_id"]
-    fused["doc_id"] = fused["chunk_id"].map(doc_of).astype("str")
-    lat = read_latencies(db, parts).groupby("query_id")["latency_ms"].sum()
+    with clock("fuse"):
+        rows = read_run_rows_many(db, parts)
+        t0 = time.perf_counter()
+        fused = rrf({r: rows.loc[rows["run_id"] == r, ["query_id", "chunk_id", "rank"]] for r in parts}, k=60,
+                    id_col="chunk_id")
+        fuse_ms = (time.perf_counter() - t0) * 1000
+        fused = fused.loc[fused["rank"] <= k].reset_index(drop=True)
+        doc_of = rows.drop_duplicates("chunk_id").set_index("chunk_id")["doc_id"]
+        fused["doc_id"] = fused["chunk_id"].map(doc_of).astype("str")
+        lat = read_latencies(db, parts).groupby("query_id")["latency_ms"].sum()
     queries = data.queries["query_id"].astype(str)
     per_query = lat.reindex(queries).fillna(0.0).to_numpy() + fuse_ms / max(len(queries), 1)
     latency = pd.DataFrame({"query_id": queries, "latency_ms": per_query})
     params = {"retriever": "hybrid", "fusion": "rrf", "rrf_k": 60, "runs": parts, "weights": None, "k": k,
               "chunking": data.name, "sweep": True}
-    _store(db, name, "hybrid", fused[["query_id", "doc_id", "chunk_id", "rank", "score"]], params, data.name, latency)
+    with clock("store runs"):
+        _store(db, name, "hybrid", fused[["query_id", "doc_id", "chunk_id", "rank", "score"]], params, data.name,
+               latency)
 
 
 # ------------------------------------------------------------------------------ measures per cell
@@ -329,6 +500,8 @@ class SweepResult:
     evaluation_ids: list[int]
     statement: str = ""
     pools: dict = field(default_factory=dict)  # pool name -> pairs added
+    stages: dict = field(default_factory=dict)  # stage -> {wall_s, cpu_s, calls} (StageClock)
+    dense: dict = field(default_factory=dict)  # where chunk vectors came from (DenseWork.counts)
 
     def winners(self) -> dict[int, Cell]:
         """Per budget the cell with the highest mean coverage (first in grid order on ties)."""
@@ -362,12 +535,17 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
               measures: Sequence[str], *, budgets: Sequence[int] = DEFAULT_BUDGETS, labels: str = "merged",
               rel: int = 1, k: int = 100, model: str | None = None, pool: str | None = None,
               judged_k: int = JUDGED_K, progress: ProgressFactory = no_progress,
-              notify: Notify = _silent) -> SweepResult:
+              notify: Notify = _silent, backend: str = "torch", precision: str = "fp32",
+              device: str = "cpu", encoder=None) -> SweepResult:
     """Run (or resume) the grid and measure every cell (module docstring).
 
     ``pool``: every cell whose judged@k is below 0.8 adds its run to pool ``<pool>.<chunking>``
     (created at depth ``judged_k`` when missing), so its unjudged top-k pairs can be judged.
-    ``notify`` receives one line per cell (which cell runs, the ETA of the grid).
+    ``notify`` receives one line per cell (which cell runs, the ETA of the grid), then one line
+    of time by stage and, when dense cells ran, one line of where the chunk vectors came from.
+    ``backend``/``precision``/``device``: the dense encoder (:func:`services.retrieval.load_dense_encoder`;
+    each backend and precision has its own embedding cache key). ``encoder``: an already loaded
+    encoder for ``model`` (any object with the SentenceTransformer ``encode``).
     """
     from workbench.retrieval import dense as dense_mod
     from workbench.services.evaluation import LABELS, _check_measures, evaluate_project
@@ -385,6 +563,7 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
         raise ConfigError(f"unknown labels {labels!r}; expected one of {', '.join(LABELS)}")
     budgets = tuple(sorted({int(b) for b in budgets}))
     model = model or dense_mod.DEFAULT_MODEL
+    clock = StageClock()
     queries = read_queries(db)
     if queries.empty:
         raise InputError(f"{db.path} holds no queries; import them first (`workbench import queries FILE`)")
@@ -393,20 +572,35 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
         raise InputError(f"the project has no {labels} labels to measure with; label pairs on the Label page "
                          "or import qrels (`workbench import qrels FILE`)")
     gold = spans[spans["grade"] >= rel]
-    texts = read_documents(db).set_index("doc_id")["text"]
-    texts.index = texts.index.astype(str)
+    with clock("read documents"):
+        texts = read_documents(db).set_index("doc_id")["text"]
+        texts.index = texts.index.astype(str)
     starts = _TokenStarts(texts)
 
     cells = [Cell(c.spec, r) for c in chunkings for r in retrievers]
     result = SweepResult(cells, budgets, measures, labels, [])
     dense_error: str | None = None
     done_times: list[float] = []
+    names: dict[str, tuple[str, bool]] = {}
     for chunking_choice in chunkings:
-        name, created = ensure_chunking(db, chunking_choice, progress)
+        with clock("chunk"):
+            names[chunking_choice.spec] = ensure_chunking(db, chunking_choice, progress)
+    work = None
+    if {"dense", "hybrid"} & set(retrievers):
+        work = DenseWork(model, backend, precision, device, clock, encoder=encoder)
+        # Announce the texts of every chunking whose dense run is still to be made, so vectors
+        # of texts two chunkings share are kept for the later one.
+        for name, _ in names.values():
+            if not run_exists(db, run_name(name, "dense")):
+                with clock("read chunks"):
+                    work.plan(name, read_chunks(db, name, with_text=True)["text"].tolist())
+    for chunking_choice in chunkings:
+        name, created = names[chunking_choice.spec]
         mine_runs = [run_name(name, r) for r in retrievers]
         # Chunk text is read only when a run has to be made (a resumed sweep needs spans only).
         with_text = not all(run_exists(db, r) for r in mine_runs)
-        chunks = read_chunks(db, name, with_text=with_text)
+        with clock("read chunks"):
+            chunks = read_chunks(db, name, with_text=with_text)
         data = _ChunkingData(name, chunks, queries[["query_id", "text"]].reset_index(drop=True))
         mine = [c for c in cells if c.chunking == chunking_choice.spec]
         for cell in mine:
@@ -423,20 +617,20 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
             notify(f"cell {index}/{len(cells)}: {cell.chunking} × {cell.retriever} ({'new chunking ' + name if created else 'chunking ' + name}{eta})")
             try:
                 if cell.retriever == "bm25":
-                    _bm25(db, data, cell.run, k, progress)
+                    _bm25(db, data, cell.run, k, progress, clock)
                 elif cell.retriever == "dense":
                     if dense_error:
                         raise ConfigError(dense_error)
-                    _dense(db, data, cell.run, k, model, progress)
+                    _dense(db, data, cell.run, k, work, progress)
                 else:
                     parts = [run_name(name, "bm25"), run_name(name, "dense")]
                     if not run_exists(db, parts[0]):
-                        _bm25(db, data, parts[0], k, progress)
+                        _bm25(db, data, parts[0], k, progress, clock)
                     if not run_exists(db, parts[1]):
                         if dense_error:
                             raise ConfigError(dense_error)
-                        _dense(db, data, parts[1], k, model, progress)
-                    _hybrid(db, data, cell.run, k, parts)
+                        _dense(db, data, parts[1], k, work, progress)
+                    _hybrid(db, data, cell.run, k, parts, clock)
             except ConfigError as exc:
                 if cell.retriever in ("dense", "hybrid"):
                     dense_error = dense_error or str(exc)
@@ -447,11 +641,13 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
                 raise
             cell.seconds = time.perf_counter() - started
             done_times.append(cell.seconds)
+        data.bm25_index = None  # one chunking's index at a time in memory
         ran = [c for c in mine if not c.skipped]
         if not ran:
             continue
-        evaluation = evaluate_project(db, [c.run for c in ran], measures, labels=labels, level="chunk",
-                                      chunking=name, rel=rel)
+        with clock("evaluate"):
+            evaluation = evaluate_project(db, [c.run for c in ran], measures, labels=labels, level="chunk",
+                                          chunking=name, rel=rel)
         if evaluation.evaluation_id is not None:
             result.evaluation_ids.append(int(evaluation.evaluation_id))
         result.statement = evaluation.qrels.statement()
@@ -460,14 +656,23 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
             cell.aggregate = {m: float(res.aggregate.get(m, float("nan"))) for m in measures}
             table = res.per_query
             cell.per_query = table.reset_index() if "query_id" not in table.columns else table
-            ranked = _ranked_spans(db, cell.run, chunks)
-            cov = budgeted_coverage(ranked[["query_id", "rank", "doc_id", "start", "end"]], gold,
-                                    starts.of(ranked["doc_id"]), budgets)
-            cell.coverage = mean_coverage(cov)
-            cell.judged, cell.unjudged = judged_pairs(ranked, spans, judged_k)
+            with clock("coverage and judged@k"):
+                ranked = _ranked_spans(db, cell.run, chunks)
+                cov = budgeted_coverage(ranked[["query_id", "rank", "doc_id", "start", "end"]], gold,
+                                        starts.of(ranked["doc_id"]), budgets)
+                cell.coverage = mean_coverage(cov)
+                cell.judged, cell.unjudged = judged_pairs(ranked, spans, judged_k)
         _latencies_into(db, ran)
     if pool:
         result.pools = _pool_unjudged(db, pool, [c for c in cells if not c.skipped], judged_k)
+    result.stages = clock.totals
+    notify(clock.line())
+    if work is not None and work.counts["chunks"]:
+        result.dense = {**work.counts, "backend": work.backend, "precision": work.precision,
+                        "cache_key": work.key}
+        c = work.counts
+        notify(f"chunk vectors ({work.key}): {c['chunks']} needed, {c['cached']} from the cache, "
+               f"{c['shared']} shared across chunkings, {c['encoded']} distinct texts encoded")
     return result
 
 
