@@ -146,5 +146,10 @@ def test_cli_qrels_export_opt_in_and_query_sets(project, db_path, tmp_path, cli)
                                         str(synth), "--queries", "synthetic").stdout
     again = cli("--db", str(db_path), "labels", "qrels", "--chunking", "whole", "--out", str(out))
     assert again.returncode == 3 and "exists" in again.stderr and out.read_text().splitlines() == lines
+    assert "pass --force" in again.stderr  # ...and the option the error names exists:
+    forced = cli("--db", str(db_path), "labels", "qrels", "--chunking", "whole", "--out", str(out),
+                 "--no-propagated", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert len(out.read_text().splitlines()) == 5
     onto_project = cli("--db", str(db_path), "labels", "qrels", "--chunking", "whole", "--out", str(db_path))
     assert onto_project.returncode == 3 and "DuckDB database" in onto_project.stderr

@@ -230,7 +230,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "agree", help="agreement of a candidate label file (the judge) with a reference (the SMEs)",
         description="TPR, TNR, precision, Cohen's kappa (binary, 4-level, linear, quadratic), the "
-        "confusion matrix and the trust gate, with seeded bootstrap 95%% intervals.",
+        "confusion matrix and the trust gate, with seeded bootstrap 95% intervals.",
     )
     p.add_argument("reference", metavar="REFERENCE", help="the human labels: TREC qrels or JSONL")
     p.add_argument("candidate", metavar="CANDIDATE", help="the labels to check (e.g. the LLM judge's)")

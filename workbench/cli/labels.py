@@ -101,7 +101,7 @@ def _qrels(args: argparse.Namespace) -> int:
 
     with open_project_from_args(args) as db:
         counts = export_qrels_with_propagated(db, args.chunking, args.out, source=args.source, queries=args.queries,
-                                              propagated=not args.no_propagated)
+                                              propagated=not args.no_propagated, force=args.force)
     print(f"wrote {counts['rows']:,} chunk qrels ({counts['propagated']:,} propagated) for {counts['queries']:,} "
           f"{'' if args.queries == 'all' else args.queries + ' '}queries to {args.out}")
     return 0
@@ -113,7 +113,7 @@ def _budget(args: argparse.Namespace) -> int:
     if args.out:
         from workbench.services.output_file import check_output
 
-        check_output(args.out)  # before any work: never a database, a link or an existing file
+        check_output(args.out, force=args.force)  # before any work: never a database or a link
     settings = settings_from_args(args) if args.unit != "hours" else None
     with open_project_from_args(args) as db:
         plan = plan_budget(db, args.pool, budget=args.budget, unit=args.unit, strategy=args.strategy, k=args.k,
@@ -122,7 +122,7 @@ def _budget(args: argparse.Namespace) -> int:
     if args.out:
         from workbench.services.output_file import write_lines
 
-        write_lines(args.out, (json.dumps(r, default=str) + "\n" for r in plan.as_dict()["pairs"]))
+        write_lines(args.out, (json.dumps(r, default=str) + "\n" for r in plan.as_dict()["pairs"]), force=args.force)
     if args.format == "json":
         print_json({k: v for k, v in plan.as_dict().items() if k != "pairs" or not args.out})
     else:
@@ -187,7 +187,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "labels of items without a direct label (unless --no-propagated); --queries keeps "
                              "real queries only, synthetic ones only (workbench synth), or all."))
     qr.add_argument("--chunking", required=True, metavar="N")
-    qr.add_argument("--out", required=True, metavar="FILE", help="a new file (never overwritten)")
+    qr.add_argument("--out", required=True, metavar="FILE", help="file to write (never a database, link or device)")
+    qr.add_argument("--force", action="store_true", help="replace FILE if it exists (a regular file only)")
     qr.add_argument("--source", choices=("human", "llm", "merged"), default="merged")
     qr.add_argument("--queries", choices=("all", "real", "synthetic"), default="all")
     qr.add_argument("--no-propagated", action="store_true", help="direct labels only")
@@ -209,6 +210,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bud.add_argument("--threshold", type=int, default=2, help="relevant = grade >= this (default 2)")
     bud.add_argument("--seed", type=int, default=0, help="seed of the random strategy")
     bud.add_argument("--seconds-per-pair", type=float, default=30.0, help="SME seconds per pair (hours; default 30)")
-    bud.add_argument("--out", metavar="FILE.jsonl", help="write the chosen pairs in judging order (new file)")
+    bud.add_argument("--out", metavar="FILE.jsonl", help="write the chosen pairs in judging order")
+    bud.add_argument("--force", action="store_true", help="replace FILE.jsonl if it exists (a regular file only)")
     add_format_option(bud)
     bud.set_defaults(handler=_budget)

@@ -196,18 +196,18 @@ QUERY_SETS = ("all", "real", "synthetic")
 
 
 def export_qrels_with_propagated(db: Database, chunking: str, out, *, source: str = "merged",
-                                 queries: str = "all", propagated: bool = True) -> dict:
+                                 queries: str = "all", propagated: bool = True, force: bool = False) -> dict:
     """Write TREC chunk qrels of ``chunking`` (direct labels of ``source``, plus propagated labels
     of unlabelled items when ``propagated``) to a new file ``out``; ``queries`` keeps all
     queries, only real ones, or only synthetic ones (``workbench synth``). All or nothing: the
     file is written next to ``out`` and renamed when complete (:mod:`workbench.services.output_file`:
-    never over a database, a link or an existing file). Returns the counts."""
+    never over a database, a link or, unless ``force``, an existing file). Returns the counts."""
     from workbench.services.output_file import check_output, write_lines
     from workbench.store.synthetic_queries import synthetic_query_ids
 
     if queries not in QUERY_SETS:
         raise InputError(f"unknown query set {queries!r}; expected one of {', '.join(QUERY_SETS)}")
-    check_output(out)  # before any work: never a database, a link or an existing file
+    check_output(out, force=force)  # before any work: never a database, a link or (unforced) a file
     if not chunking_exists(db, chunking):
         raise InputError(f"no chunking named {chunking!r} in the project; see `workbench status`")
     table = qrels_with_propagated(db, chunking, source) if propagated else \
@@ -217,6 +217,6 @@ def export_qrels_with_propagated(db: Database, chunking: str, out, *, source: st
         keep = table["query_id"].astype(str).isin(synthetic)
         table = table[keep if queries == "synthetic" else ~keep]
     write_lines(out, (f"{q} Q0 {i} {int(g)}\n" for q, i, g in
-                      zip(table["query_id"], table["item_id"], table["grade"])))
+                      zip(table["query_id"], table["item_id"], table["grade"])), force=force)
     return {"rows": int(len(table)), "propagated": int(table["propagated"].sum()),
             "queries": int(table["query_id"].nunique())}
