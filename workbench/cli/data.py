@@ -65,6 +65,10 @@ def _delete(args: argparse.Namespace) -> int:
 
     with open_project(settings_from_args(args).db_path) as db:
         plan = plan_deletion(db, args.kind, args.name)
+        if (why := plan.refusal()) is not None:
+            from workbench.errors import InputError
+
+            raise InputError(why)
         if not args.yes:
             print("\n".join(plan.lines()))
             print(f"nothing was deleted; run again with --yes to delete {args.kind} {args.name!r} and what is "
