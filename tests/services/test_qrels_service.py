@@ -116,10 +116,18 @@ def test_the_gate_verdict_is_cached_until_one_of_its_inputs_changes(tmp_path):
         strict = GateThresholds(min_pairs=10_000)
         assert gate_verdict(db, "s", strict) == cal.gate(db, "s", thresholds=strict)["gate"]["verdict"] == "inconclusive"
         assert VERDICTS.misses == 3
+        # the configured relevance grade and resamples are part of the key, and decide as the report does
+        from workbench.config import load_settings
+
+        settings = load_settings(overrides={"calibration": {"relevant_min_grade": 3, "bootstrap_resamples": 500}},
+                                 env={})
+        assert passed_judge_configurations(db, settings) == (("m1", ""),)
+        assert VERDICTS.misses == 4
+        assert cal.gate(db, "s", options=ReportOptions(threshold=3, n_boot=500))["gate"]["verdict"] == "pass"
         # changed labels: the SMEs relabel the held-out part at random, so the judge no longer agrees
         label_all(db, "s", truth, flip=1.0, seed=5, part="holdout")
         assert passed_judge_configurations(db) == ()
-        assert VERDICTS.misses == 4
+        assert VERDICTS.misses == 5
         assert gate_verdict(db, "s") == cal.gate(db, "s")["gate"]["verdict"] != "pass"
         assert set(project_qrels(db).table["tier"]) == {"sme"}
     finally:

@@ -164,7 +164,9 @@ def gate_verdict(db: Database, sample: str, thresholds=None, options=None) -> st
 
 def passed_judge_configurations(db: Database, settings=None) -> tuple[tuple[str, str], ...]:
     """``(model, prompt_hash)`` of every judge configuration that passed the gate on a
-    calibration sample (module docstring); verdicts come from :func:`gate_verdict` (memoised)."""
+    calibration sample (module docstring); verdicts come from :func:`gate_verdict` (memoised),
+    with the ``[calibration]`` thresholds, relevance grade and resamples of ``settings`` (the
+    resolved configuration when None) and seed 0, as on the Calibration page."""
     from workbench.core.gate import PASS, GateThresholds
     from workbench.services import calibration
     from workbench.store.calibration import judge_grades_for_sample, read_sample
@@ -172,11 +174,18 @@ def passed_judge_configurations(db: Database, settings=None) -> tuple[tuple[str,
     samples = calibration.list_samples(db)
     if samples.empty:
         return ()
-    thresholds = GateThresholds() if settings is None else GateThresholds.from_settings(settings)
+    if settings is None:
+        from workbench.config import load_settings
+
+        settings = load_settings()
+    # the thresholds, relevance grade and resamples the Calibration page and `calibrate report` use
+    thresholds = GateThresholds.from_settings(settings)
+    options = calibration.ReportOptions(threshold=int(settings.get("calibration", "relevant_min_grade")),
+                                        n_boot=int(settings.get("calibration", "bootstrap_resamples")))
     passed: set[tuple[str, str]] = set()
     for name in samples["name"]:
         try:
-            verdict = gate_verdict(db, str(name), thresholds)
+            verdict = gate_verdict(db, str(name), thresholds, options)
         except InputError:
             continue
         if verdict != PASS:
