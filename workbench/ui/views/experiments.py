@@ -19,8 +19,8 @@ import streamlit as st
 from workbench.errors import WorkbenchError
 from workbench.ui import context
 
-CHUNKINGS = ["fixed:32", "fixed:64", "fixed:128", "fixed:256", "fixed:512", "fixed:1024", "fixed:2048", "fixed:512:64", "section",
-             "sentences", "document"]
+CHUNKINGS = ["fixed:32", "fixed:64", "fixed:128", "fixed:256", "fixed:512", "fixed:1024", "fixed:2048",
+             "fixed:512:64", "section", "sentences", "document"]
 RETRIEVERS = {"BM25": "bm25", "Dense": "dense", "Hybrid (BM25 + dense)": "hybrid"}
 MEASURES = ["ndcg@10", "recall@10", "P@10", "recip_rank@10"]
 LABELS = {"Merged (the policy)": "merged", "People only": "human", "LLM judge only": "llm"}
