@@ -187,3 +187,16 @@ def test_a_remote_address_or_a_dead_one_is_refused_in_the_pages_words(demo_db):
     assert not any("--" in e.value for e in at.error)
     with Database(demo_db) as db:
         assert read_run_info(db, ["remote"]).empty
+
+
+def test_the_runs_table_counts_chosen_queries_instead_of_listing_them(demo_db, retriever):
+    at = _run()
+    at.text_input(key="harness_url").input(retriever.url)
+    at.text_input(key="harness_name").input("two")
+    at.multiselect(key="harness_ids").select("q001").select("q002")
+    _start(at)
+    runs = {r["run"]: r for r in html_tables(at)["runs"]}
+    assert "queries = 2 chosen" in runs["two"]["parameters"] and "q001" not in runs["two"]["parameters"]
+    with Database(demo_db) as db:
+        assert read_run_info(db, ["two"]).loc[0, "params"]["queries"] == ["q001", "q002"]
+    assert retriever.received == ["q001", "q002"]

@@ -165,13 +165,22 @@ def _run_done(s) -> str:
 LATENCY_PARAMS = ("latency", "latency_ms", "latency_p50_ms", "latency_p95_ms")
 
 
+def _shown_params(params):
+    """A harness run's chosen query ids as their count (the ids stay in the stored parameters)."""
+    if isinstance(params, dict) and isinstance(params.get("queries"), list):
+        n = len(params["queries"])
+        return {**params, "queries": f"{n:,} chosen"}
+    return params
+
+
 def _runs_table(runs, latency) -> None:
     def at(run: str, column: str) -> str:
         return _ms(float(latency.at[run, column])) if run in latency.index else "not recorded"
 
     context.table(
         [{"run": r.name, "retriever": r.retriever, "chunking": cell(r.chunking),
-          "parameters": params_text(r.params, skip=("retriever", "chunking", "failures", *LATENCY_PARAMS)),
+          "parameters": params_text(_shown_params(r.params),
+                                    skip=("retriever", "chunking", "failures", *LATENCY_PARAMS)),
           "queries": f"{int(r.queries):,}", "rows": f"{int(r.rows):,}",
           "documents": (f"{int(r.documents):,} of {int(r.total_documents):,}" if r.known
                         else "not recorded"),
@@ -311,7 +320,8 @@ def _harness_form(chunkings: list[str], taken: list[str]) -> None:
     with st.expander("What your retriever receives and answers"):
         st.markdown(
             "Each query arrives as an HTTP POST with the JSON body `{\"query_id\": ..., \"query\": ...}`. "
-            "Answer with a JSON list, best first or with scores, of one kind of result:\n"
+            "Answer with a JSON list of results, each with a score (higher is better; equal scores keep "
+            "your order), all of one kind:\n\n"
             "- a chunk of a chunking here: `{\"chunk_id\": ..., \"score\": ...}`\n"
             "- a passage of a document: `{\"doc_id\": ..., \"start\": ..., \"end\": ..., \"score\": ...}` "
             "(choose the “Chunking for span answers” it is placed on)\n"
@@ -352,7 +362,7 @@ def _harness_form(chunkings: list[str], taken: list[str]) -> None:
                 return
             if _refuse_name(name, taken, "run", "Run name"):
                 return
-            chosen = list(picked) if picked else (ids if which == ALL_QUERIES else by_tag[which])
+            chosen = list(picked) if picked else (ALL_QUERIES if which == ALL_QUERIES else by_tag[which])
 
             def progress(_description, total, unit):
                 return context.progress("Sending the queries to your retriever", total, unit)
@@ -361,7 +371,7 @@ def _harness_form(chunkings: list[str], taken: list[str]) -> None:
                 # The project is open only to check and to store: while the queries are out (up
                 # to "Seconds per query" each) other pages and the judge can use it.
                 with context.project() as db:
-                    plan = plan_harness(db, name, queries=list(chosen), url=url, timeout=float(timeout),
+                    plan = plan_harness(db, name, queries=chosen, url=url, timeout=float(timeout),
                                         chunking=chunking)
                 collected = collect_answers(plan, progress)
                 with context.project() as db:
