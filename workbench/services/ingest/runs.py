@@ -15,7 +15,7 @@ from workbench.services.ingest.checks import (
     reject_unwritable_ids,
 )
 from workbench.services.ingest.source import named_as_label
-from workbench.store.chunks import stored_chunks
+from workbench.store.chunks import read_chunkings, stored_chunks
 from workbench.store.corpus import document_lengths, stored_queries
 from workbench.store.runs import set_run_scope, stored_run, stored_run_scores, write_run
 
@@ -35,6 +35,7 @@ def import_run(db, source, result, *, skip, **_):
     reject_unwritable_ids(frame, ["query_id", "item_id"], path)
     reject_duplicates(frame, ["query_id", "item_id"], "results (same query and id)", path)
     result.name = name
+    known_chunkings = set(read_chunkings(db)["name"].astype(str))
 
     with db.transaction() as cur:
         docs = document_lengths(cur, frame["item_id"])["doc_id"]
@@ -60,8 +61,18 @@ def import_run(db, source, result, *, skip, **_):
                                   f"they are not chunks of {chunkings[0]!r}", path, skip, result)
         else:
             result.level = "doc"
-            frame = drop_unknown(frame, ~is_doc, "item_id", "doc ids",
-                                  "import a corpus that holds them (workbench import corpus FILE)", path, skip, result)
+            chunking = _chunking_of_unknown(frame.loc[~is_doc, "item_id"], known_chunkings)
+            if chunking is not None:
+                # ids of the form <chunking>:<doc_id>:<seq> of a chunking the project has: unknown
+                # chunks of it, not documents a corpus import would bring
+                frame = drop_unknown(frame, ~is_doc, "item_id", f"chunk ids of chunking {chunking!r}",
+                                      f"chunking {chunking!r} has no such chunks (its ids are "
+                                      f"'{chunking}:<doc_id>:<seq>'); check the ids against the chunking's "
+                                      f"chunks", path, skip, result)
+            else:
+                frame = drop_unknown(frame, ~is_doc, "item_id", "doc ids",
+                                      "import a corpus that holds them (workbench import corpus FILE)", path, skip,
+                                      result)
         known_q = stored_queries(cur, frame["query_id"])["query_id"]
         frame = drop_unknown(frame, ~frame["query_id"].isin(known_q), "query_id", "query ids",
                               "import the queries first (workbench import queries FILE)", path, skip, result)
@@ -79,14 +90,8 @@ def import_run(db, source, result, *, skip, **_):
                 result.present = len(frame)
                 ledger.record(cur, source, result)
                 return
-            r = differ.iloc[0]
-            raise InputError(
-                f"run {name!r} already exists ({existing['level']} level, {len(stored):,} rows) and "
-                f"{len(differ):,} of its (query, id) results differ from this file (first: query "
-                f"{r['query_id']!r} id {r['item_id']!r}: score {r['score_stored']} stored vs {r['score']} in "
-                f"the file); nothing was imported; pass --name to import it as a new run",
-                path=path, line=int(r["line"]) if pd.notna(r["line"]) else None,
-            )
+            raise InputError(_name_taken(name, existing, stored, frame, result, differ), path=path,
+                             line=_first_line(differ))
 
         frame["rank"] = label_formats.rank_by_score(frame)
         if result.level == "chunk":
@@ -103,3 +108,49 @@ def import_run(db, source, result, *, skip, **_):
                                 params={"file": source.label, "format": result.format, "sha256": source.sha256})
         set_run_scope(cur, name, result.level, result.chunking)
         ledger.record(cur, source, result)
+
+
+def _chunking_of_unknown(ids: pd.Series, chunkings: set[str]) -> str | None:
+    """The chunking every one of ``ids`` names by its prefix (``<chunking>:<doc_id>:<seq>``, a
+    chunking the project has), else None: those ids are unknown chunks, not unknown documents."""
+    if ids.empty or not chunkings:
+        return None
+    parts = ids.astype(str).str.extract(r"^([^:]+):(.+):(\d+)$")
+    names = set(parts[0].dropna())
+    if parts[0].isna().any() or len(names) != 1 or not names <= chunkings:
+        return None
+    return next(iter(names))
+
+
+def _scope(level, chunking) -> str:
+    return f"chunk level (chunking {chunking!r})" if level == "chunk" else "document level"
+
+
+def _rows(n: int) -> str:
+    return f"{n:,} row" + ("" if n == 1 else "s")
+
+
+def _first_line(differ: pd.DataFrame) -> int | None:
+    lines = differ["line"].dropna()
+    return int(lines.iloc[0]) if len(lines) else None
+
+
+def _name_taken(name: str, existing: dict, stored: pd.DataFrame, frame: pd.DataFrame, result, differ) -> str:
+    """Why a run file whose name is taken by a stored run with other rows is refused: the name
+    belongs to a different run (another level/chunking, or other results), and how to go on."""
+    fix = (f"nothing was imported; pass --name NEW_NAME to import the file as a new run, or delete the stored "
+           f"run first (`workbench delete run {name}`)")
+    head = f"the name {name!r} is taken by a different run: run {name!r} already exists"
+    if (existing["level"], existing["chunking"]) != (result.level, result.chunking):
+        return (f"{head} at {_scope(existing['level'], existing['chunking'])} with {_rows(len(stored))}, and this "
+                f"file is a run at {_scope(result.level, result.chunking)} with {_rows(len(frame))}; {fix}")
+    r = differ.iloc[0]
+    if r["_merge"] == "left_only":
+        first = f"query {r['query_id']!r} id {r['item_id']!r} is in the file but not in the stored run"
+    elif r["_merge"] == "right_only":
+        first = f"query {r['query_id']!r} id {r['item_id']!r} is in the stored run but not in the file"
+    else:
+        first = (f"query {r['query_id']!r} id {r['item_id']!r}: score {r['score_stored']} stored vs "
+                 f"{r['score']} in the file")
+    return (f"{head} ({_scope(existing['level'], existing['chunking'])}, {len(stored):,} rows) and {len(differ):,} "
+            f"of its (query, id) results differ from this file (first: {first}); {fix}")
