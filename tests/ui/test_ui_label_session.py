@@ -235,3 +235,19 @@ def test_a_project_held_past_the_wait_brings_the_pair_back_with_the_reason(judge
     _press(at, "label_grade_s_1")  # the file is free again: the same key stores it
     assert "Saved grade 1 for pair 2." in _texts(at) and _pair(at) == "3"
     assert _read_in_another_process(judged)["events"] == [[0, "sme", "label", 0], [1, "sme", "label", 1]]
+
+
+def test_a_key_from_a_card_no_longer_on_screen_stores_nothing(judged):
+    at = _page()
+    assert _pair(at) == "1"
+    # the session moved to another pair (a correction, a redraw) before the old card's grade
+    # button was drawn again: its key must not answer a pair the SME no longer sees
+    at.session_state["label_position_s"] = 5
+    _press(at, "label_grade_s_0")
+    assert "nothing was stored" in _texts(at)
+    assert _read_in_another_process(judged)["events"] == []
+    assert _pair(at) == "6"
+    _press(at, "label_grade_s_0")  # the card for pair 6 is drawn now: its key answers pair 6
+    assert _read_in_another_process(judged)["events"] == [[5, "sme", "label", 0]]
+    _press(at, "label_prev_s")
+    assert _pair(at) == "6"  # previous from pair 7 (where the card moved), not from pair 6's buttons

@@ -322,10 +322,13 @@ def save_label(db: Database, sample: str, annotator: str, position: int, grade: 
     annotator = _annotator(annotator, "label")
     if isinstance(grade, bool) or grade not in GRADES:
         raise InputError(f"grade {grade!r} is not one of 0, 1, 2, 3")
-    found = store.read_item(db, sample, position)
-    if found is None:
-        raise InputError(f"sample {sample!r} has no item at position {position}")
-    spans = _check_evidence(evidence, len(found["text"]) if found["text"] is not None else None)
+    spans = None
+    if evidence is not None:  # the document's length bounds the spans (read only when there are spans)
+        found = store.read_item(db, sample, position)
+        if found is None:
+            raise InputError(f"sample {sample!r} has no item at position {position}")
+        spans = _check_evidence(evidence, len(found["text"]) if found["text"] is not None else None)
+    # (without evidence, _record refuses a position the sample does not have, storing nothing)
     if require_evidence and grade >= 2 and not spans:
         raise InputError("grades 2 and 3 need evidence: mark the sentence(s) that support the grade")
     return _record(db, sample, annotator, position, "label", grade=grade, comment=comment or None,

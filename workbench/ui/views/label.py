@@ -227,7 +227,9 @@ def render() -> None:
                     help="Off by default, so the judge cannot anchor your grade. When on, "
                          "each label records that the judge's output was shown afterwards.")
         _view(sample, annotator)["overlap"] = _overlap()
-        _sync(db, sample, annotator)  # a whole-page run reads afresh (another tab may have labelled)
+        # A whole-page run (opening the page, another sample, the reveal box) reads everything
+        # afresh: another tab may have labelled, a lead may have re-imported a document.
+        _sync(db, sample, annotator, fresh=True)
     finally:
         db.close()
     _labelling(sample, annotator)
@@ -274,8 +276,9 @@ def _say(kind: str, message: str) -> None:
     st.session_state[_SAID] = (kind, message)
 
 
-def _sync(db, sample: str, annotator: str) -> None:
-    """Store the pending answers in order, then read what the card needs (no drawing here)."""
+def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
+    """Store the pending answers in order, then read what the card needs (no drawing here);
+    ``fresh``: read the items again too, not only those the session does not hold."""
     from workbench.services import calibration as cal
 
     view = _view(sample, annotator)
@@ -306,7 +309,7 @@ def _sync(db, sample: str, annotator: str) -> None:
     try:
         with _timed("read"):
             snap = cal.labelling_view(db, sample, annotator, position=position, after=after,
-                                      overlap=view["overlap"], have=view["items"].keys())
+                                      overlap=view["overlap"], have=() if fresh else view["items"].keys())
     except WorkbenchError as exc:
         _say("error", context.plain(str(exc)))
         view["stale"] = True
@@ -457,10 +460,10 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
     nav = st.columns(5)
     with nav[0]:
         st.button("Previous", key=_key("prev", sample), shortcut="Left", disabled=position == 0,
-                  on_click=_go, args=(sample, position - 1))
+                  on_click=_on_step, args=(sample, -1, total))
     with nav[1]:
         st.button("Next", key=_key("next", sample), shortcut="Right", disabled=position >= total - 1,
-                  on_click=_go, args=(sample, position + 1))
+                  on_click=_on_step, args=(sample, 1, total))
     with nav[2]:
         st.button("Skip", key=_key("skip", sample), shortcut="S", on_click=_on_act,
                   args=(sample, annotator, position, "skip"))
@@ -482,6 +485,24 @@ def _seconds(sample: str, position: int) -> float | None:
     return round(time.monotonic() - shown[1], 3)
 
 
+def _on_screen(sample: str, position: int) -> bool:
+    """Whether the pair a key press answers is the pair the session is on. A key that comes while
+    the card is being redrawn for another pair may still carry the old card's buttons: it is
+    refused (nothing stored) rather than given to a pair the SME is no longer looking at."""
+    if st.session_state.get(_key("position", sample)) == position:
+        return True
+    context.flash("label", "That key came while the page was moving to another pair; nothing was stored. "
+                           "Press it again.", "warning")
+    return False
+
+
+def _on_step(sample: str, delta: int, total: int) -> None:
+    """Previous / next: from the pair the session is on (not the one the buttons were drawn for)."""
+    position = st.session_state.get(_key("position", sample))
+    if position is not None and 0 <= position + delta < total:
+        _go(sample, position + delta)
+
+
 def _answer(sample: str, annotator: str, position: int, action: str, **fields) -> None:
     """Queue an answer to the pair on screen and move the card to the pair after it, which the
     session already holds when it can (the answer is stored right after the card is drawn)."""
@@ -501,6 +522,8 @@ def _answer(sample: str, annotator: str, position: int, action: str, **fields) -
 
 
 def _on_grade(sample, annotator, position, grade, spans) -> None:
+    if not _on_screen(sample, position):
+        return
     # Read at the key press, not when the buttons were drawn: the box may have just been ticked.
     reveal = bool(st.session_state.get("label_reveal", False))
     chosen = [spans[i] for i in st.session_state.get(_key("evidence", sample, position), [])]
@@ -514,6 +537,8 @@ def _on_grade(sample, annotator, position, grade, spans) -> None:
 
 
 def _on_act(sample, annotator, position, action) -> None:
+    if not _on_screen(sample, position):
+        return
     comment = st.session_state.get(_key("comment", sample, position)) or None
     _answer(sample, annotator, position, action, comment=comment)
 
