@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from workbench.core.agreement import AgreementResult, agreement
-from workbench.core.gate import EXIT_CODES, GateThresholds, decide
+from workbench.core.gate import CANNOT_ESTIMATE_YET, EXIT_CODES, ON_THE_THRESHOLD, GateThresholds, decide
 
 
 def _result(ci: dict, figures: dict, n: int = 400, rel: int = 200) -> AgreementResult:
@@ -80,7 +80,17 @@ def test_estimate_on_threshold_gives_no_count():
                 {"tpr": 0.85, "tnr": 0.9, "kappa": 0.72})
     g = decide(r)
     assert g.verdict == "inconclusive" and g.more_labels_needed is None
-    assert any("sits on its threshold" in x for x in g.reasons)
+    assert g.reasons[-1] == ON_THE_THRESHOLD
+
+
+def test_no_count_yet_is_not_never():
+    """A class with no pairs: the count cannot be estimated *yet*, which is not the same as a
+    figure on its threshold that more labels are not expected to decide."""
+    r = agreement([0] * 120, [0] * 110 + [2] * 10, seed=0, n_boot=100)
+    g = decide(r)
+    assert g.verdict == "inconclusive" and g.more_labels_needed is None
+    assert g.reasons[-1] == CANNOT_ESTIMATE_YET
+    assert ON_THE_THRESHOLD not in g.reasons
 
 
 def test_nan_figure_is_inconclusive():

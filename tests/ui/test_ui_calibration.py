@@ -110,11 +110,25 @@ def test_calibration_page_verdict_first_and_draws_a_sample(judged):
         label_all(db, "p-seed5", truth)
     at = _run(_calibration_page)
     text = _texts(at)
-    verdict_pos = min(text.find(w) for w in ("PASS", "FAIL", "INCONCLUSIVE") if w in text)
-    assert verdict_pos >= 0
-    assert "Figures with 95% intervals" not in text[:verdict_pos]
+    found = [text.find(w) for w in ("PASS", "FAIL", "INCONCLUSIVE") if w in text]
+    assert found, text  # a verdict is shown...
+    headings = [h.value for h in at.subheader]
+    assert headings.index("Verdict") < headings.index("Figures with 95% intervals")  # ...before the figures
     assert len(at.get("vega_lite_chart")) == 1  # the confusion heatmap (Altair)
     assert 'data-table="calibration-configurations"' in text and "m1" in text
+
+
+def test_a_sample_with_no_labels_yet_says_label_first_not_never(judged):
+    """Nothing labelled: the verdict says so, never that more labels will not decide it (that is
+    only for a figure sitting on its threshold; core/test_gate checks the one-class case)."""
+    path, _ = judged
+    with Database(path) as db:
+        cal.create_sample(db, "s", "p", seed=1)
+    at = _run(_calibration_page)
+    verdict = " ".join(w.value for w in at.warning)
+    assert "INCONCLUSIVE" in verdict
+    assert "no SME labels on the holdout part yet" in verdict
+    assert "not expected to decide" not in _texts(at)
 
 
 def test_one_annotator_never_sees_another_annotators_label(judged):

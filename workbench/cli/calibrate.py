@@ -83,8 +83,8 @@ def _print_agreement(body: dict, header: list[str]) -> None:
         print(f"  - {reason}")
     if gate["verdict"] == "inconclusive":
         more = gate["more_labels_needed"]
-        print(f"  about {more} more labelled pairs needed to decide" if more is not None
-              else "  more labels are not expected to decide it")
+        if more is not None:  # with no count, the last reason says why
+            print(f"  about {more} more labelled pairs needed to decide")
     b = body["bootstrap"]
     unit = f"queries ({b['queries']})" if b["resampling"] == "queries" else "pairs"
     print(f"intervals: {b['resamples']} BCa bootstrap resamples by {unit}, seed {b['seed']}")

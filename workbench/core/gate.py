@@ -83,6 +83,13 @@ class GateResult:
                 "more_labels_needed": self.more_labels_needed}
 
 
+#: The two reasons an inconclusive verdict gives no count of further labels (the last reason
+#: of such a verdict is one of them).
+CANNOT_ESTIMATE_YET = ("the labels so far cannot estimate every figure (a class has no pairs yet); "
+                       "label more pairs before the number needed can be estimated")
+ON_THE_THRESHOLD = "a figure sits exactly on its threshold: more labels are not expected to decide it"
+
+
 def _fmt(x: float) -> str:
     return "n/a" if not math.isfinite(x) else f"{x:.3f}"
 
@@ -158,8 +165,9 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
         candidates = extras + size_short
         if unknown or any(c is None or (isinstance(c, float) and math.isnan(c)) for c in candidates):
             more = None
-            if any(c is None for c in extras):
-                reasons.append("a point estimate sits on its threshold: more labels are not expected to decide it")
+            # No data behind a figure (no labels, one class) is "not yet", not "never".
+            cannot_yet = unknown or any(isinstance(c, float) and math.isnan(c) for c in size_short)
+            reasons.append(CANNOT_ESTIMATE_YET if cannot_yet else ON_THE_THRESHOLD)
         else:
             # (the small tolerance keeps float noise such as 1200.0000001 from adding a label)
             more = int(math.ceil(max(candidates) - 1e-9)) if candidates else 0

@@ -180,8 +180,9 @@ def _verdict(body: dict) -> None:
     more = ""
     if verdict == "inconclusive":
         n = gate["more_labels_needed"]
+        # With no count, the last reason already says why (core.gate: not yet, or never).
         more = (f"\n\nAbout **{n}** more held-out labels would decide it (if the rates stay as they are)."
-                if n is not None else "\n\nMore labels are not expected to decide it.")
+                if n is not None else "")
     kind = {"pass": st.success, "fail": st.error, "inconclusive": st.warning}[verdict]
     kind(f"**{text}**\n\n{reasons}{more}")
 
