@@ -146,6 +146,8 @@ def _merged(query_id: str | None, everything) -> None:
         context.error(exc)
         return
     titles = dict(zip(everything["doc_id"].astype(str), everything["title"]))
+    st.caption("The grade each labelled pair has in the qrels that exports, pool statistics and evaluations "
+               "use: the first source in the policy's order that labelled the pair decides.")
     statement = qrels.statement()
     context.escaped(statement[0].upper() + statement[1:] + ".", css="font-size: 0.9em;")
     for note in qrels.notes:
