@@ -109,3 +109,20 @@ def test_evaluate_page_saves_an_evaluation_only_when_asked(demo_db):
     assert len(stored) == 1 and list(stored["runs"].iloc[0]) == ["bm25"]
     assert any("Saved evaluation" in s.value for s in at.success)
     assert len(at.dataframe) == 1  # the history table
+
+
+def test_low_judged_advice_fits_a_run_already_pooled_and_notes_use_page_words(demo_db, cli):
+    """The judge labelled every pooled pair but has not passed the gate: the page must not tell
+    the user to pool bm25 again (it is in pool demo) and must not name a command or a setting."""
+    judged = cli("--db", str(demo_db), "judge", "--pool", "demo", "--model", "offline-lexical")
+    assert judged.returncode == 0, judged.stderr
+    at = _run(_evaluate_page)
+    at.multiselect(key="evaluate_runs").set_value(["bm25"]).run()
+    assert not at.exception, at.exception
+    warnings = " ".join(w.value for w in at.warning)
+    assert "Run bm25: only" in warnings and "already in pool demo" in warnings
+    assert "calibration gate" in warnings and "Add it to a pool" not in warnings
+    shown = " ".join([w.value for w in at.warning] + [c.value for c in at.caption])
+    assert "No pool of the same kind" not in shown
+    assert "LLM labels left out" in shown  # the policy note is there...
+    assert "workbench " not in shown and "llm_labels" not in shown  # ...in the page's words

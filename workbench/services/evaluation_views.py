@@ -263,19 +263,31 @@ def judged_shares(db: Database, evaluation: RunEvaluation, k: int = 10) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def pools_for_run(db: Database, run: str) -> list[str]:
-    """Pools a run can be added to: same level and chunking, not already pooling it."""
+def _pools_by_run(db: Database, run: str) -> tuple[list[str], list[str]]:
+    """(pools already pooling ``run``, pools of the same level and chunking that could take it)."""
     from workbench.services.pooling import list_pools
 
     info = run_table(db).set_index("name")
     level, chunking = info.at[run, "level"], info.at[run, "chunking"]
-    out = []
+    holding, could = [], []
     for row in list_pools(db).itertuples(index=False):
         runs = row.runs if isinstance(row.runs, list) else json.loads(row.runs) if isinstance(row.runs, str) else list(row.runs)
         same_chunking = (pd.isna(chunking) and pd.isna(row.chunking)) or str(chunking) == str(row.chunking)
-        if row.level == level and (level == "doc" or same_chunking) and run not in runs:
-            out.append(str(row.name))
-    return out
+        if run in runs:
+            holding.append(str(row.name))
+        elif row.level == level and (level == "doc" or same_chunking):
+            could.append(str(row.name))
+    return holding, could
+
+
+def pools_for_run(db: Database, run: str) -> list[str]:
+    """Pools a run can be added to: same level and chunking, not already pooling it."""
+    return _pools_by_run(db, run)[1]
+
+
+def pools_holding_run(db: Database, run: str) -> list[str]:
+    """Pools that already pool ``run`` (its top results are pairs there, judged or not)."""
+    return _pools_by_run(db, run)[0]
 
 
 def add_run_to_pool(db: Database, pool: str, run: str):

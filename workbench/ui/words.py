@@ -174,3 +174,13 @@ def excerpt(text, limit: int) -> str:
     if space > limit // 2:
         cut = cut[:space]
     return cut.rstrip() + " …"
+
+
+def qrels_note(note: str) -> str:
+    """A qrels-policy note (:mod:`workbench.services.qrels`) in the page's words: the service's
+    note names a command and a setting; the page names its pages and the Labels field."""
+    if "calibration gate" in note:
+        return (note.split(":")[0] + ": their judge configuration has not passed the calibration gate yet. "
+                "Label a calibration sample on the Label page and read the verdict on the Calibration page; "
+                "or look at the judge's labels alone with Labels = LLM judge only.")
+    return note

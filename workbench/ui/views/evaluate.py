@@ -19,7 +19,7 @@ import streamlit as st
 
 from workbench.errors import WorkbenchError
 from workbench.ui import context
-from workbench.ui.words import Field
+from workbench.ui.words import Field, qrels_note
 
 MEASURES = {"nDCG": "ndcg@{k}", "Recall": "recall@{k}", "Precision": "P@{k}", "MRR": "recip_rank@{k}",
             "MAP": "map@{k}"}
@@ -75,10 +75,10 @@ def render() -> None:
             if "no labels" in str(exc):
                 context.page_link("judge", "Go to Judge", ":material/gavel:")
             return
-        _judged_warning(db, ev, judged, choices["k"])
+        _judged_warning(db, ev, judged, choices["k"], choices["source"])
         st.caption(context.plain(next(iter(evaluation.statements.values()))))
         for note in evaluation.notes:
-            st.caption(context.plain(note))
+            st.caption(context.plain(qrels_note(note)))
         means = ev.means_with_ci(evaluation)
         _means(means)
         if len(choices["runs"]) > 1:
@@ -107,9 +107,21 @@ def _choices(runs: pd.DataFrame) -> dict:
     return {"runs": chosen, "measures": _measure_names(words, k), "k": k, "source": source, "test": test}
 
 
-def _judged_warning(db, ev, judged: pd.DataFrame, k: int) -> None:
+def _judged_warning(db, ev, judged: pd.DataFrame, k: int, source: str) -> None:
     for row in judged.itertuples(index=False):
         if row.judged_at_k >= LOW_JUDGED:
+            continue
+        holding = ev.pools_holding_run(db, row.run)
+        if holding:
+            # Its pairs are pooled already: what is missing is labels these qrels admit.
+            pools = ", ".join(holding)
+            why = ("label them on the Label page" if source == "human" else
+                   "judge them on the Judge page; the judge's labels count here once it passes the "
+                   "calibration gate (label a sample on the Label page, read the verdict on the Calibration "
+                   "page), or choose Labels = LLM judge only")
+            st.warning(context.plain(
+                f"Run {row.run}: only {row.judged_at_k:.0%} of its top {k} results are judged under these labels, "
+                f"so its score is not comparable yet. Its results are already in pool {pools}: {why}."))
             continue
         st.warning(context.plain(
             f"Run {row.run}: only {row.judged_at_k:.0%} of its top {k} results are judged, so its score is "

@@ -13,7 +13,7 @@ import streamlit as st
 
 from workbench.errors import WorkbenchError
 from workbench.ui import context
-from workbench.ui.words import Field
+from workbench.ui.words import Field, qrels_note
 
 FORMATS = {"TREC qrels": "trec", "BEIR (TSV)": "beir", "JSON lines (one query a line)": "jsonl",
            "Span judgments (JSON lines)": "spans"}
@@ -47,7 +47,7 @@ def render() -> None:
         st.subheader("Merge policy")
         context.escaped(overview.statement[0].upper() + overview.statement[1:] + ".")
         for note in overview.notes:
-            st.warning(context.plain(_page_words(note)))
+            st.warning(context.plain(qrels_note(note)))
         if not overview.rows:
             st.info("No labels yet: judge a pool on the Judge page, or label pairs on the Label page.")
             context.page_link("judge", "Go to Judge", ":material/gavel:")
@@ -56,15 +56,6 @@ def render() -> None:
         _coverage(overview.coverage)
         if overview.rows:
             _download(db, ev, level, chunking, source)
-
-
-def _page_words(note: str) -> str:
-    """A policy note in the page's words (the service's notes name commands and settings)."""
-    if "calibration gate" in note:
-        return (note.split(":")[0] + ": their judge configuration has not passed the calibration gate yet. "
-                "Label a calibration sample on the Label page and read the verdict on the Calibration page; "
-                "or look at the judge's labels alone with Labels = LLM judge only.")
-    return note
 
 
 def _counts(overview) -> None:
