@@ -109,7 +109,7 @@ def _list(args: argparse.Namespace) -> int:
         runs = list_runs(db)
 
     def ms(value):
-        return None if math.isnan(value) else round(float(value), 3)  # NaN: no latency stored
+        return None if math.isnan(value) else float(value)  # NaN: no latency stored
 
     records = [{"name": r.name, "retriever": r.retriever, "level": r.level,
                 "chunking": r.chunking if isinstance(r.chunking, str) else None,
@@ -117,6 +117,8 @@ def _list(args: argparse.Namespace) -> int:
                 "latency_ms": {"p50": ms(r.latency_p50_ms), "p95": ms(r.latency_p95_ms)}}
                for r in runs.itertuples(index=False)]
     if args.format == "json":
+        for r in records:  # microseconds are the finest a latency means here
+            r["latency_ms"] = {p: None if v is None else round(v, 3) for p, v in r["latency_ms"].items()}
         print(json.dumps({"runs": records}, indent=2))
         return 0
     if not records:
@@ -220,7 +222,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(handler=_chunk)
 
-    p = sub.add_parser("retrieve", help="run a retriever over a chunking and store the run")
+    p = sub.add_parser("retrieve", help="run a retriever over a chunking and store the run (list: the stored runs)")
     rsub = p.add_subparsers(dest="retriever", metavar="RETRIEVER", required=True)
 
     def common(q, chunking_required=True):
