@@ -76,6 +76,9 @@ def test_overview_names_a_page_for_the_next_step(monkeypatch, tmp_path):
 
 def test_sidebar_keeps_the_annotator(monkeypatch, demo_db):
     at = _app(monkeypatch, demo_db)
+    # the project by its name, never its path on the server
+    assert demo_db.stem in [t.value for t in at.sidebar.text]
+    assert str(demo_db.parent) not in repr([e.value for e in at.sidebar if hasattr(e, "value")])
     box = at.sidebar.text_input(key="annotator")
     box.input("sme-ana").run()
     assert not at.exception

@@ -105,8 +105,9 @@ def annotator() -> str:
 
 def sidebar() -> None:
     with st.sidebar:
-        st.caption("Project database")
-        st.code(str(db_path()), language=None)
+        # The project's name, not its path on the server: SMEs never need (or see) server paths.
+        st.caption("Project")
+        st.text(Path(db_path()).stem)
         if auth.sidebar_user():  # signed in: the annotator id is the sign-in name
             return
         st.text_input(
