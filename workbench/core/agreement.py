@@ -203,18 +203,13 @@ def _rng(seed: SeedLike) -> tuple[np.random.Generator, int | None]:
     return np.random.default_rng(int(seed)), int(seed)
 
 
-def bootstrap_confusions(units: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Resampled confusion matrices: ``units`` is ``(m, L, L)``, one (weighted) confusion matrix
-    per resampling unit (a pair or a query); each resample draws ``m`` units with replacement and
-    sums them. Identical units are merged first, so a draw is one multinomial over the distinct
-    units (exactly the same distribution as drawing indices, and fast: pairs have at most L²
-    distinct units when unweighted)."""
-    return _bootstrap(units, n_boot, rng)[0]
-
-
 def _bootstrap(units: np.ndarray, n_boot: int, rng: np.random.Generator
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(resampled confusions, distinct units, their multiplicities)``."""
+    """``(resampled confusions, distinct units, their multiplicities)``: ``units`` is
+    ``(m, L, L)``, one (weighted) confusion matrix per resampling unit (a pair or a query); each
+    resample draws ``m`` units with replacement and sums them. Identical units are merged first,
+    so a draw is one multinomial over the distinct units (exactly the same distribution as
+    drawing indices, and fast: pairs have at most L² distinct units when unweighted)."""
     m, L, _ = units.shape
     flat = units.reshape(m, L * L)
     distinct, counts = np.unique(flat, axis=0, return_counts=True)

@@ -128,10 +128,6 @@ def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def _and(a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    return a if b is None else a & b
-
-
 # --- binary measures ------------------------------------------------------------------
 def _hit(c: _Context, m: Measure, rel: int) -> np.ndarray:
     return (c.count_rel(rel, m.cutoff) > 0).astype(np.float64)

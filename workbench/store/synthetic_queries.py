@@ -38,14 +38,6 @@ def synthetic_query_ids(db: Database) -> set[str]:
     return {str(r[0]) for r in db.query_all("SELECT query_id FROM synthetic_questions")}
 
 
-def cached_replies(db: Database, keys: list[str]) -> dict[str, str]:
-    if not keys:
-        return {}
-    rows = db.query_all("SELECT cache_key, reply FROM generation_cache WHERE cache_key IN (SELECT unnest(?::VARCHAR[]))",
-                        [list(keys)])
-    return {str(k): str(v) for k, v in rows}
-
-
 def all_cached_replies(db: Database) -> dict[str, str]:
     """Every stored reply by cache key (two per chunk at most: small next to the corpus)."""
     return {str(k): str(v) for k, v in db.query_all("SELECT cache_key, reply FROM generation_cache")}
