@@ -194,21 +194,11 @@ def my_states(db: Database, sample: str, annotator: str) -> dict[int, dict]:
     """``{position: state}``: the annotator's current state of every item they answered
     (``action``, ``grade``, ``comment``, ``evidence``, ``revealed``); untouched and cleared
     (undone) items are absent."""
-    cur = db.cursor()
-    try:
-        states = store.current_states(cur, sample, _annotator(annotator))
-    finally:
-        cur.close()
-    out = {}
-    for r in states.to_dict("records"):
-        if r["action"] == "clear":
-            continue
-        out[int(r["position"])] = {
-            "action": r["action"], "grade": None if pd.isna(r["grade"]) else int(r["grade"]),
-            "comment": r["comment"] if isinstance(r["comment"], str) else None,
-            "evidence": json.loads(r["evidence"]) if isinstance(r["evidence"], str) else None,
-            "revealed": bool(r["revealed"])}
-    return out
+    return {int(position): {"action": action, "grade": None if grade is None else int(grade), "comment": comment,
+                            "evidence": None if evidence is None else json.loads(evidence),
+                            "revealed": bool(revealed)}
+            for position, action, grade, comment, evidence, revealed in store.answered(db, sample,
+                                                                                       _annotator(annotator))}
 
 
 def progress_of(states: dict[int, dict], total: int) -> dict:

@@ -188,6 +188,20 @@ def current_states(db_or_cur, sample: str, annotator: str | None = None) -> pd.D
     return db_or_cur.execute(sql, params).df()
 
 
+def answered(db: Database, sample: str, annotator: str) -> list[tuple]:
+    """The annotator's current answer to every item they answered (latest event per position,
+    ``clear`` left out), by position: ``(position, action, grade, comment, evidence JSON text,
+    revealed)`` tuples (no DataFrame: the Label page reads this at every key press)."""
+    return db.query_all(
+        """SELECT position, action, grade, comment, evidence, revealed FROM (
+               SELECT e.position, e.action, e.grade, e.comment, e.evidence::VARCHAR AS evidence, e.revealed
+               FROM label_events e WHERE e.sample = ? AND e.annotator = ?
+               QUALIFY row_number() OVER (PARTITION BY e.position ORDER BY e.event_id DESC) = 1)
+           WHERE action <> 'clear' ORDER BY position""",
+        [sample, annotator],
+    )
+
+
 def current_state(cur: Cursor, sample: str, annotator: str, position: int) -> dict | None:
     row = cur.execute(
         """SELECT event_id, action, grade, judgment_id FROM label_events
