@@ -163,6 +163,8 @@ def test_budget_stop_exits_6_and_says_so(tmp_path):
     (["--pool", "demo", "--limit", "0"], "--limit", 3),
     (["--pool", "demo", "--samples", "0"], "judge.samples", 2),
     (["--pool", "demo", "--model", "my-llama", "--budget", "1"], "judge.prices", 2),
+    (["--pool", "demo", "--limit", "-1", "--estimate"], "--limit must be at least 1", 3),
+    (["--pool", "demo", "--budget", "-5"], "--budget must be", 3),
 ])
 def test_bad_input_is_one_line_and_an_exit_code(tmp_path, args, needle, code):
     project = demo_project(tmp_path / "project.duckdb")
@@ -249,3 +251,17 @@ def test_sigterm_cancels_cleanly_and_the_job_resumes(tmp_path):
         assert "300 of 300 judged: 300 ok" in done.stdout
         resent = server.control.count("/v1/chat/completions") - sent
         assert 300 - job["judged"] <= resent <= 300 - job["judged"] + 4  # + abandoned in-flight ones
+
+
+def test_a_model_named_without_a_key_is_refused_not_replaced(tmp_path):
+    """`--model gpt-x` with no key and the OpenAI URL: refused (exit 2), never graded by the
+    offline baseline instead of the model the user asked for; nothing is stored."""
+    project = demo_project(tmp_path / "project.duckdb")
+    env = {k: v for k, v in _env().items() if k != "OPENAI_API_KEY"}
+    cmd = [sys.executable, "-m", "workbench", "--db", str(project), "judge", "--pool", "demo", "--model", "gpt-x"]
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == ("workbench judge: error: --model gpt-x needs OPENAI_API_KEY (or --base-url "
+                                   "pointing at your own server); for the offline baseline pass --model "
+                                   "offline-lexical")
+    assert query(project, "SELECT count(*) AS n FROM judge_jobs")["n"][0] == 0

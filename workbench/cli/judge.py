@@ -52,7 +52,20 @@ def _judge(args: argparse.Namespace) -> int:
         "judge.model": args.model, "judge.base_url": args.base_url, "judge.prompt": args.prompt,
         "judge.concurrency": args.concurrency, "judge.samples": args.samples,
     })
+    import math
+
+    from workbench.errors import ConfigError, InputError
+
+    # Checked here, before --estimate too, so every path refuses them with one line.
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"--limit must be at least 1, got {args.limit}")
+    if args.budget is not None and not (math.isfinite(args.budget) and args.budget >= 0):
+        raise InputError(f"--budget must be a number of dollars of at least 0, got {args.budget}")
     spec = resolve_spec(settings)
+    if spec.offline and args.model not in (None, "offline-lexical"):
+        # The user named a model: grading with something else would be a silent substitution.
+        raise ConfigError(f"--model {args.model} needs OPENAI_API_KEY (or --base-url pointing at your own "
+                          f"server); for the offline baseline pass --model offline-lexical")
     if spec.offline and args.model != "offline-lexical":
         print("workbench judge: no OPENAI_API_KEY and the OpenAI base URL: grading with the offline-lexical "
               "baseline (not an LLM); set OPENAI_API_KEY or --base-url for an LLM judge", file=sys.stderr)
