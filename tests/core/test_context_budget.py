@@ -165,3 +165,23 @@ def test_pareto_equals_brute_force():
     assert cases == 500
     # by hand: (0.5, 10ms) beats (0.4, 20ms); (0.6, 30ms) is on the frontier too
     assert pareto_frontier([0.5, 0.4, 0.6], [10, 20, 30]).tolist() == [True, False, True]
+
+
+def test_token_start_table_equals_one_token_window_chunking():
+    """The direct token-start table equals the spans of a fixed 1-token chunking (its definition)."""
+    from workbench.core.chunking import ChunkingSpec, chunk_documents
+    from workbench.core.context_budget import token_start_table
+
+    rng = np.random.default_rng(3)
+    alphabet = list("ab c.\n\t,é-_1 ") + ["  ", "\n\n", "Ω"]
+    docs = [(f"d{i}", "".join(rng.choice(alphabet, size=int(rng.integers(0, 40))))) for i in range(300)]
+    docs += [("blank", "   \n "), ("empty", ""), ("one", "x")]
+    got = token_start_table(docs)
+    spans = chunk_documents(ChunkingSpec("tok", "fixed", {"size": 1, "unit": "tokens"}), docs)
+    want = pd.DataFrame({"doc_id": spans["doc_id"].astype(str), "start": spans["start"].astype(np.int64)})
+    key = ["doc_id", "start"]
+    got = got.sort_values(key).reset_index(drop=True)
+    want = want.sort_values(key).reset_index(drop=True)
+    assert len(want) > 1000
+    assert got["doc_id"].tolist() == want["doc_id"].tolist()
+    assert got["start"].tolist() == want["start"].tolist()

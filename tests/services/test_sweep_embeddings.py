@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from tests.support.prerequisites import require_module
 from workbench.retrieval import dense as dense_mod
 from workbench.services import sweep
 from workbench.services.ingest import import_file
@@ -18,10 +19,9 @@ from workbench.store.database import Database
 from workbench.store.embeddings import read_embeddings
 from workbench.store.runs import read_run_rows
 
-pytest.importorskip("sentence_transformers")
+require_module("sentence_transformers")
 
-WORDS = ("alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega river stone cloud "
-         "engine valve pump signal router kernel cache index shard replica quorum").split()
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda", "sigma", "omega", "river", "stone", "cloud", "engine", "valve", "pump", "signal", "router", "kernel", "cache", "index", "shard", "replica", "quorum"]
 
 
 def _project(tmp_path):

@@ -70,20 +70,41 @@ def parse_budgets(text: str | Iterable[int] | None) -> tuple[int, ...]:
 
 
 def token_start_table(docs: Iterable[tuple[str, str]]) -> pd.DataFrame:
-    """``doc_id, start`` of every token's owned start (first token of a document from 0)."""
-    from workbench.core.chunking import ChunkingSpec, chunk_documents
+    """``doc_id, start`` of every token's owned start (first token of a document from 0).
 
-    # A one-token window chunking yields exactly the owned token spans.
-    spans = chunk_documents(ChunkingSpec("tok", "fixed", {"size": 1, "unit": "tokens"}), docs)
-    return pd.DataFrame({"doc_id": spans["doc_id"].astype(str), "start": spans["start"].astype(np.int64)})
+    The spans of a one-token window chunking (:mod:`workbench.core.chunking`): token starts
+    found on all texts at once, each document's first start moved to 0, a non-empty text
+    without any token owning one start at 0, an empty text none.
+    """
+    from workbench.core.chunking import _batch_unit_starts
+
+    pairs = list(docs)
+    ids = np.array([str(d) for d, _ in pairs], dtype=object)
+    texts = [str(t) for _, t in pairs]
+    if not texts:
+        return pd.DataFrame({"doc_id": pd.Series([], dtype="str"), "start": pd.Series([], dtype="int64")})
+    doc, rel = _batch_unit_starts(texts, "tokens")
+    first = np.ones(len(doc), dtype=bool)
+    first[1:] = doc[1:] != doc[:-1]
+    rel = np.where(first, 0, rel)
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    has = np.zeros(len(texts), dtype=bool)
+    has[doc] = True
+    lone = np.flatnonzero(~has & (lengths > 0))
+    doc = np.concatenate([doc, lone])
+    rel = np.concatenate([rel, np.zeros(len(lone), dtype=np.int64)])
+    order = np.lexsort((rel, doc))
+    return pd.DataFrame({"doc_id": pd.Series(ids[doc[order]], dtype="str"),
+                         "start": rel[order].astype(np.int64)})
 
 
 class _TokenIndex:
     """Sorted token starts of all documents, one key per (doc, start) for binary search."""
 
     def __init__(self, token_starts: pd.DataFrame):
-        self.docs = pd.Index(pd.unique(token_starts["doc_id"].astype(str)))
-        code = self.docs.get_indexer(token_starts["doc_id"].astype(str)).astype(np.int64)
+        code, uniques = pd.factorize(token_starts["doc_id"].astype(str))  # one pass, not a lookup per token
+        self.docs = pd.Index(uniques)
+        code = code.astype(np.int64)
         start = token_starts["start"].to_numpy(np.int64)
         self.span = int(start.max()) + 2 if len(start) else 1
         self.keys = np.sort(code * self.span + start)
@@ -117,38 +138,52 @@ def budget_selection(ranked: pd.DataFrame, token_starts: pd.DataFrame, budget: i
     """
     if budget <= 0:
         raise InputError(f"budget {budget} must be a positive number of tokens")
-    cols = ["query_id", "doc_id", "start", "end"]
-    if ranked.empty:
-        return pd.DataFrame({c: pd.Series([], dtype="str" if c in ("query_id", "doc_id") else "int64")
-                             for c in [*cols, "tokens"]})
-    frame = ranked.sort_values(["query_id", "rank"], kind="stable").reset_index(drop=True)
-    index = _TokenIndex(token_starts)
-    code = index.codes(frame["doc_id"])
-    known = code >= 0
-    safe = np.where(known, code, 0)
-    s = frame["start"].to_numpy(np.int64)
-    e = frame["end"].to_numpy(np.int64)
-    lo = index.first_at_or_after(safe, s)
-    hi = index.first_at_or_after(safe, e)
-    tokens = np.where(known, hi - lo, 0).astype(np.int64)
-    q = frame["query_id"].astype(str).to_numpy()
-    new = np.ones(len(q), dtype=bool)
-    new[1:] = q[1:] != q[:-1]
-    group_start = np.maximum.accumulate(np.where(new, np.arange(len(q)), 0))
-    cum = np.cumsum(tokens)
-    before = cum - tokens - (cum - tokens)[group_start]  # tokens used by earlier chunks of the query
-    remaining = budget - before
-    whole = tokens <= remaining
-    crossing = ~whole & (remaining > 0)
-    # Truncated end: where the chunk's (remaining + 1)-th token starts (always inside the chunk).
-    cut_key = index.keys[np.minimum(lo + np.maximum(remaining, 0), len(index.keys) - 1)] if len(index.keys) else s
-    cut_end = cut_key - safe * index.span
-    end = np.where(whole, e, np.where(crossing, cut_end, s))
-    take = whole | crossing
-    out = pd.DataFrame({"query_id": q[take], "doc_id": frame["doc_id"].astype(str).to_numpy()[take],
-                        "start": s[take], "end": end[take],
-                        "tokens": np.where(whole, tokens, np.maximum(remaining, 0))[take]})
-    return out.reset_index(drop=True)
+    return _RankedTokens(ranked, token_starts).select(budget)
+
+
+class _RankedTokens:
+    """A ranking with each chunk's token count and running total, computed once so that any
+    number of budgets can be cut from it (the token index is the costly part)."""
+
+    def __init__(self, ranked: pd.DataFrame, token_starts: pd.DataFrame):
+        self.empty = ranked.empty
+        if self.empty:
+            return
+        frame = ranked.sort_values(["query_id", "rank"], kind="stable").reset_index(drop=True)
+        index = _TokenIndex(token_starts)
+        code = index.codes(frame["doc_id"])
+        known = code >= 0
+        self.index, self.safe = index, np.where(known, code, 0)
+        self.s = frame["start"].to_numpy(np.int64)
+        self.e = frame["end"].to_numpy(np.int64)
+        self.lo = index.first_at_or_after(self.safe, self.s)
+        hi = index.first_at_or_after(self.safe, self.e)
+        self.tokens = np.where(known, hi - self.lo, 0).astype(np.int64)
+        self.q = frame["query_id"].astype(str).to_numpy()
+        self.doc = frame["doc_id"].astype(str).to_numpy()
+        new = np.ones(len(self.q), dtype=bool)
+        new[1:] = self.q[1:] != self.q[:-1]
+        group_start = np.maximum.accumulate(np.where(new, np.arange(len(self.q)), 0))
+        cum = np.cumsum(self.tokens)
+        self.before = cum - self.tokens - (cum - self.tokens)[group_start]  # tokens of earlier chunks of the query
+
+    def select(self, budget: int) -> pd.DataFrame:
+        if self.empty:
+            return pd.DataFrame({c: pd.Series([], dtype="str" if c in ("query_id", "doc_id") else "int64")
+                                 for c in ["query_id", "doc_id", "start", "end", "tokens"]})
+        index, s, e, tokens = self.index, self.s, self.e, self.tokens
+        remaining = budget - self.before
+        whole = tokens <= remaining
+        crossing = ~whole & (remaining > 0)
+        # Truncated end: where the chunk's (remaining + 1)-th token starts (always inside the chunk).
+        cut_key = (index.keys[np.minimum(self.lo + np.maximum(remaining, 0), len(index.keys) - 1)]
+                   if len(index.keys) else s)
+        cut_end = cut_key - self.safe * index.span
+        end = np.where(whole, e, np.where(crossing, cut_end, s))
+        take = whole | crossing
+        out = pd.DataFrame({"query_id": self.q[take], "doc_id": self.doc[take], "start": s[take], "end": end[take],
+                            "tokens": np.where(whole, tokens, np.maximum(remaining, 0))[take]})
+        return out.reset_index(drop=True)
 
 
 def budgeted_coverage(ranked: pd.DataFrame, gold: pd.DataFrame, token_starts: pd.DataFrame,
@@ -160,10 +195,14 @@ def budgeted_coverage(ranked: pd.DataFrame, gold: pd.DataFrame, token_starts: pd
     """
     frames = []
     gold = gold[["query_id", "doc_id", "start", "end"]].astype({"query_id": "str", "doc_id": "str"})
+    ranked_tokens = _RankedTokens(ranked, token_starts)  # once for every budget
+    gold_queries = set(gold["query_id"])
     for budget in sorted({int(b) for b in budgets}):
-        chosen = budget_selection(ranked, token_starts, int(budget))[["query_id", "doc_id", "start", "end"]]
+        if budget <= 0:
+            raise InputError(f"budget {budget} must be a positive number of tokens")
+        chosen = ranked_tokens.select(int(budget))[["query_id", "doc_id", "start", "end"]]
         table = span_coverage_table(chosen, gold)
-        table = table[table["query_id"].isin(set(gold["query_id"]))]
+        table = table[table["query_id"].isin(gold_queries)]
         frames.append(table.assign(budget=int(budget)))
     if not frames:
         return pd.DataFrame(columns=["query_id", "budget", "coverage"])
