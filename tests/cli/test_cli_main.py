@@ -51,3 +51,27 @@ def test_app_refuses_a_bad_or_taken_port_before_saying_it_serves(tmp_path):
     assert proc.returncode == 2 and "serving" not in proc.stdout, proc.stdout
     assert f"cannot serve at 127.0.0.1:{taken}" in proc.stderr and "pass another --port" in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def _leaf_parsers(parser, path=()):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                if any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
+                    yield from _leaf_parsers(child, (*path, name))
+                else:
+                    yield (*path, name), child
+
+
+def test_every_command_help_lists_its_exit_status():
+    from workbench.cli import build_parser
+
+    leaves = dict(_leaf_parsers(build_parser()))
+    assert len(leaves) > 30  # every command, sub-commands included
+    missing = [" ".join(p) for p, child in leaves.items() if "exit status:" not in child.format_help()]
+    assert missing == []
+    judge = leaves[("judge",)].format_help()
+    assert "  6    stopped early" in judge and "  3    bad input" in judge  # the extra code, the list kept
+    assert "  2    the gate is inconclusive" in leaves[("calibrate", "gate")].format_help()

@@ -46,6 +46,43 @@ COMMAND_GROUPS = (
 )
 
 
+#: Exit codes some commands add to the common ones (:data:`workbench.cli.common.EXIT_CODES`).
+EXTRA_EXIT_CODES: dict[str, tuple[tuple[int, str], ...]] = {
+    "judge": ((6, "stopped early (budget reached, cancelled, batch still running): run it again to resume"),),
+    "harness": ((6, "the run is stored, but some queries failed (each is recorded with its error)"),),
+    "calibrate gate": ((0, "the gate passes"), (1, "the gate fails"),
+                       (2, "the gate is inconclusive (argparse also exits 2 on a bad command line)")),
+}
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except that a text with line breaks (an exit-status list) keeps
+    them; one-paragraph descriptions are still wrapped to the terminal."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def _exit_status_everywhere(parser: argparse.ArgumentParser, path: str = "") -> None:
+    """Give every command's --help an exit-status section (commands may write their own)."""
+    from workbench.cli.common import EXIT_CODES
+
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for name, child in action.choices.items():
+            full = f"{path} {name}".strip()
+            if child.epilog is None and not any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
+                codes = dict(EXIT_CODES)
+                codes.update(EXTRA_EXIT_CODES.get(full, ()))
+                child.epilog = "exit status:\n" + "\n".join(f"  {code:<4} {text}" for code, text in sorted(codes.items()))
+                if child.formatter_class is argparse.HelpFormatter:
+                    child.formatter_class = _HelpFormatter
+            _exit_status_everywhere(child, full)
+
+
 def _register_commands(sub: argparse._SubParsersAction) -> None:
     for module in COMMAND_GROUPS:
         module.register(sub)
@@ -68,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     # ``group``, not ``command``: a command may have its own --command option (harness).
     sub = parser.add_subparsers(dest="group", metavar="COMMAND")
     _register_commands(sub)
+    _exit_status_everywhere(parser)
     return parser
 
 
