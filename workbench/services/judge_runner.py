@@ -12,6 +12,7 @@ import json
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,6 +170,7 @@ class _Runner:
         self._finished = False
         self._flush_scheduled = False
         self._flush_tasks: set[asyncio.Task] = set()
+        self._db_thread: ThreadPoolExecutor | None = None
         self.consecutive_failed = 0
         # In-run sharing of answers by (cache_key, sample); see `_work`. `write_seq` counts the
         # completed batch writes; a page's cache look-up sees the writes counted when it began.
@@ -218,6 +220,15 @@ class _Runner:
         self.buffer.extend(rows)
 
     # -- writing ---------------------------------------------------------------------------
+    async def in_db_thread(self, fn, *args):
+        """Run ``fn(*args)`` (one visit to the project) on the runner's one database thread, off
+        the event loop. One thread, not a pool: visits are serialised anyway (:data:`_VISIT`),
+        and DuckDB's allocations spread over many threads' malloc arenas grew the process's
+        memory with the length of the run."""
+        if self._db_thread is None:
+            self._db_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-db")
+        return await asyncio.get_running_loop().run_in_executor(self._db_thread, fn, *args)
+
     def _write(self, rows: list[dict]) -> str | None:
         """One transaction: the samples, the judgments of the pairs they complete, the counters.
         Returns the job's state as stored (to notice a cancel from another process)."""
@@ -324,7 +335,7 @@ class _Runner:
                 return
             rows, self.buffer = self.buffer, []
             try:
-                state = await asyncio.to_thread(self._write, rows)
+                state = await self.in_db_thread(self._write, rows)
             except StoreLockedError as exc:
                 # Keep the results and try again at the next flush; the last attempt raises.
                 self.buffer = rows + self.buffer
@@ -397,6 +408,9 @@ class _Runner:
             failed_writes = [t for t in self._flush_tasks if not t.cancelled() and t.exception() is not None]
             if failed_writes:
                 raise failed_writes[0].exception()
+            if self._db_thread is not None:
+                self._db_thread.shutdown(wait=True)
+                self._db_thread = None
             if self.buffer:  # still locked after waiting: say so (results of this batch are lost)
                 raise self.write_error or StoreError("could not write the last judgments")
 
@@ -445,12 +459,14 @@ class _Runner:
         after = None
         while not self._should_stop():
             seq = self.write_seq
-            page, hits = await asyncio.to_thread(next_page, after)
+            page, hits = await self.in_db_thread(next_page, after)
             if page.empty:
                 break
             units = page.to_dict("records")
             after = store.unit_key(units[-1])
-            for unit in self._take_hits(units, hits):
+            rest = self._take_hits(units, hits)
+            await self._written_enough()
+            for unit in rest:
                 unit["_seq"] = seq
                 await queue.put(unit)
         for _ in range(n):
@@ -477,8 +493,6 @@ class _Runner:
             cached_rows.append(self._sample_row(unit, outcome, from_cache=True, cached_from=int(hit.sample_id)))
         if cached_rows:
             self._record(cached_rows)
-            if len(self.buffer) >= self.batch_size:
-                self.request_flush()
         return rest
 
     def _evict(self) -> None:
@@ -514,8 +528,7 @@ class _Runner:
             answer = self.answered.get(key)
             if answer is not None:
                 self._record([self._sample_row(unit, answer[0], from_cache=True)])
-                if len(self.buffer) >= self.batch_size:
-                    self.request_flush()
+                await self._written_enough()
                 continue
             guess = self.spec.cost((int(unit["text_chars"]) + sys_chars) // 3 + 1, per_request) or 0.0
             if self.budget and self.spec.price is not None and \
@@ -534,8 +547,16 @@ class _Runner:
             rows += [self._sample_row(m, outcome, from_cache=True) for m in members]
             self.sent += 1
             self._record(rows)
-            if len(self.buffer) >= self.batch_size:
-                self.request_flush()
+            await self._written_enough()
+
+    async def _written_enough(self) -> None:
+        """A full batch is written in the background; a buffer grown to four batches (the writes
+        fall behind, e.g. the offline judge or a run of cache hits) waits for the write, so
+        memory stays bounded whatever the pool's size."""
+        if len(self.buffer) >= 4 * self.batch_size:
+            await self.flush()
+        elif len(self.buffer) >= self.batch_size:
+            self.request_flush()
 
 
 async def _run_with_close(runner: _Runner, next_page, total: int, grader) -> None:

@@ -139,20 +139,16 @@ def recount_job(cur: Cursor, job_id: int) -> None:
 # -- work: pending units, texts, cache ------------------------------------------------------
 
 def _pairs_sql(level: str, limit: int | None) -> str:
-    """The job's pool pairs (ids, span, priority; no texts), best priority first. A pair whose
-    query, chunk or document is gone is left out."""
-    if level == "chunk":
-        span = "JOIN chunks k ON k.chunk_id = p.chunk_id"
-        start, end = "k.start", 'k."end"'
-    else:
-        span = "JOIN documents d ON d.doc_id = p.doc_id"
-        start, end = "0", "length(d.text)"
+    """The job's pool pairs (ids and priority only: no spans, no texts, so that paging through a
+    large pool never reads its documents), best priority first. A pair whose query, chunk or
+    document is gone is left out."""
+    chunk = "AND p.chunk_id IN (SELECT chunk_id FROM chunks)" if level == "chunk" else ""
     lim = f"LIMIT {int(limit)}" if limit is not None else ""
     return f"""
-        SELECT p.query_id, p.doc_id, p.chunk_id, {start} AS start, {end} AS "end", p.priority
-        FROM pool_pairs p {span}
+        SELECT p.query_id, p.doc_id, p.chunk_id, p.priority
+        FROM pool_pairs p
         WHERE p.pool = ? AND p.query_id IN (SELECT query_id FROM queries)
-          AND p.doc_id IN (SELECT doc_id FROM documents)
+          AND p.doc_id IN (SELECT doc_id FROM documents) {chunk}
         ORDER BY p.priority, p.query_id, p.doc_id, p.chunk_id
         {lim}"""
 
@@ -173,6 +169,11 @@ def _units_sql(level: str, limit: int | None, with_text: bool, page: int | None,
     stored); texts are read and hashed for those rows only."""
     texts = ", query_text, description, passage" if with_text else ""
     cut = f"LIMIT {int(page)}" if page is not None else ""
+    # Spans are looked up for the page's units only (a chunk's offsets, or the whole document).
+    if level == "chunk":
+        span, chunks = 'k.start AS start, k."end" AS "end"', "JOIN chunks k ON k.chunk_id = t.chunk_id"
+    else:
+        span, chunks = '0 AS start, length(d.text) AS "end"', ""
     keyset = ("WHERE (u.priority, u.query_id, u.doc_id, coalesce(u.chunk_id, ''), s.sample) > (?, ?, ?, ?, ?)"
               if after else "")
     return f"""
@@ -182,10 +183,12 @@ def _units_sql(level: str, limit: int | None, with_text: bool, page: int | None,
             {_DONE}
             {keyset}
             ORDER BY u.priority, u.query_id, u.doc_id, coalesce(u.chunk_id, ''), s.sample {cut}),
+        spans AS (
+            SELECT t.*, {span}, q.text AS query_text, q.description AS description, d.text AS doc_text
+            FROM todo t JOIN queries q ON q.query_id = t.query_id JOIN documents d ON d.doc_id = t.doc_id
+            {chunks}),
         texts AS (
-            SELECT t.*, q.text AS query_text, q.description AS description,
-                   substr(d.text, t.start + 1, t."end" - t.start) AS passage
-            FROM todo t JOIN queries q ON q.query_id = t.query_id JOIN documents d ON d.doc_id = t.doc_id)
+            SELECT * EXCLUDE (doc_text), substr(doc_text, start + 1, "end" - start) AS passage FROM spans)
         SELECT query_id, doc_id, chunk_id, start, "end", priority, sample,
                sha256(? || sha256(coalesce(query_text, '') || chr(31) || coalesce(description, ''))
                       || chr(31) || sha256(passage)) AS cache_key,
