@@ -162,3 +162,47 @@ def test_synthetic_labels_by_construction_count_without_the_gate_once_synthetic_
         assert "syn1" not in set(project_qrels(db).table["query_id"])  # excluded by default
     finally:
         db.close()
+
+
+def test_the_gate_verdict_is_stored_with_the_project_for_the_next_command(tmp_path):
+    import json
+
+    from workbench.core.gate import VERDICTS
+    from workbench.store.database import Database
+    from workbench.store.meta import read_meta, set_meta
+
+    db, truth = build_project(tmp_path / "p.duckdb", judge_noise=0.0)
+    try:
+        cal.create_sample(db, "s", "p", size=200, seed=1)
+        label_all(db, "s", truth)
+        VERDICTS.clear()
+        assert passed_judge_configurations(db) == (("m1", ""),)
+        entry = json.loads(read_meta(db)["gate_verdict:s"])
+        assert entry["verdict"] == "pass" and len(entry["key"]) == 64
+        # A later command (the process memo empty) reads the stored verdict instead of rerunning the
+        # bootstrap: a stored entry saying otherwise for the same inputs is what it answers.
+        with db.transaction() as tx:
+            set_meta(tx, "gate_verdict:s", json.dumps({**entry, "verdict": "fail"}))
+        VERDICTS.clear()
+        assert passed_judge_configurations(db) == ()
+        # An entry for other inputs is never served: one changed held-out label is a new key,
+        # computed afresh (still a pass) and stored in place of the old entry.
+        item = db.query_df("SELECT position, query_id, doc_id FROM calibration_items WHERE sample = 's' "
+                           "AND part = 'holdout' ORDER BY position LIMIT 1").iloc[0]
+        cal.save_label(db, "s", "ann", int(item["position"]), (truth[(item["query_id"], item["doc_id"])] + 1) % 4)
+        VERDICTS.clear()
+        assert passed_judge_configurations(db) == (("m1", ""),)
+        again = json.loads(read_meta(db)["gate_verdict:s"])
+        assert again["key"] != entry["key"] and again["verdict"] == "pass" == cal.gate(db, "s")["gate"]["verdict"]
+        with db.transaction() as tx:  # an entry of other inputs: the next reader must compute
+            set_meta(tx, "gate_verdict:s", json.dumps({"key": "other", "verdict": "fail"}))
+    finally:
+        db.close()
+    # a project opened read-only: the verdict is computed, and nothing is written to the file
+    ro = Database(tmp_path / "p.duckdb", read_only=True)
+    try:
+        VERDICTS.clear()
+        assert passed_judge_configurations(ro) == (("m1", ""),)
+        assert json.loads(read_meta(ro)["gate_verdict:s"]) == {"key": "other", "verdict": "fail"}
+    finally:
+        ro.close()

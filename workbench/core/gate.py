@@ -229,3 +229,15 @@ class VerdictCache:
 
 #: The process's verdict memo (the app keeps it across page runs; one CLI command uses it once).
 VERDICTS = VerdictCache()
+
+#: Bumped whenever :func:`decide` or the figures behind it change, so that verdicts stored with
+#: a project by an older version are not served (:func:`stored_key`).
+GATE_RULE_VERSION = 1
+
+
+def stored_key(key: tuple) -> str:
+    """A stable text form of a :func:`gate_cache_key` (sha256 of its repr and
+    :data:`GATE_RULE_VERSION`), for verdicts stored with the project across processes."""
+    import hashlib
+
+    return hashlib.sha256(repr((GATE_RULE_VERSION, key)).encode()).hexdigest()

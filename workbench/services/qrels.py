@@ -11,11 +11,12 @@ Gate: an LLM label counts (``llm_labels = "passed_gate"``) only when its judge c
 judge configuration when the sample names one, else every configuration that graded the
 sample's pairs (the grade-3 labels ``workbench synth`` writes with its questions are labels by
 construction, not a judge's grades: they count without the gate once the policy takes synthetic
-queries in). The verdicts are memoised (:func:`gate_verdict`, keyed by what they depend on), so
-the bootstrap behind them runs once per change of the calibration labels, not on every qrels
-request. Synthetic queries (``workbench synth``) are excluded unless the policy says
-``include`` or ``only``. Propagated labels (``workbench labels propagate``) are added at chunk
-level, for items with no direct label, when the policy has ``propagated = true``.
+queries in). The verdicts are memoised and stored with the project (:func:`gate_verdict`, keyed
+by what they depend on), so the bootstrap behind them runs once per change of the calibration
+labels, not on every qrels request or command. Synthetic queries (``workbench synth``) are
+excluded unless the policy says ``include`` or ``only``. Propagated labels (``workbench labels
+propagate``) are added at chunk level, for items with no direct label, when the policy has
+``propagated = true``.
 
 Callers, and where a grade per pair is derived some other way on purpose:
 
@@ -37,6 +38,7 @@ Callers, and where a grade per pair is derived some other way on purpose:
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
@@ -125,8 +127,10 @@ def gate_verdict(db: Database, sample: str, thresholds=None, options=None) -> st
     :func:`workbench.core.gate.decide`), without the rest of the report. The bootstrap runs once
     per :func:`workbench.core.gate.gate_cache_key`: the sample's judge configuration, the labels'
     fingerprint, the seed, resamples, threshold, part, weighting and thresholds; a new label, a
-    changed grade or another seed is a new key. A verdict is not a label, so reading it needs no
-    permission to see other people's labels.
+    changed grade or another seed is a new key. Memoised in the process
+    (:data:`workbench.core.gate.VERDICTS`) and stored with the project (``project_meta``, one
+    entry per sample holding the key's hash), so a later command reuses it too. A verdict is not
+    a label, so reading it needs no permission to see other people's labels.
     """
     from workbench.core.agreement import agreement
     from workbench.core.gate import (
@@ -152,14 +156,65 @@ def gate_verdict(db: Database, sample: str, thresholds=None, options=None) -> st
     def compute() -> str:
         if part.empty:
             return INCONCLUSIVE
+        stored = _stored_verdict(db, sample, key)
+        if stored is not None:
+            return stored
         result = agreement(part["grade"].to_numpy(), part["judge_grade"].to_numpy(), threshold=options.threshold,
                            query_ids=part["query_id"].astype(str).to_numpy(),
                            weights=part["weight"].to_numpy() if options.weighted else None,
                            strata=part["stratum"].to_numpy() if options.weighted else None,
                            seed=options.seed, n_boot=options.n_boot)
-        return decide(result, thresholds).verdict
+        verdict = decide(result, thresholds).verdict
+        _store_verdict(db, sample, key, verdict)
+        return verdict
 
     return VERDICTS.get_or_compute(key, compute)
+
+
+_META_PREFIX = "gate_verdict:"
+_STORE_LOCK = threading.Lock()
+
+
+def _stored_verdict(db: Database, sample: str, key: tuple) -> str | None:
+    """The verdict stored with the project for exactly ``key`` (``project_meta``), else None."""
+    import json
+
+    from workbench.core.gate import EXIT_CODES, stored_key
+    from workbench.store.meta import read_meta
+
+    raw = read_meta(db).get(_META_PREFIX + sample)
+    try:
+        entry = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    if isinstance(entry, dict) and entry.get("key") == stored_key(key) and entry.get("verdict") in EXIT_CODES:
+        return str(entry["verdict"])
+    return None
+
+
+def _store_verdict(db: Database, sample: str, key: tuple, verdict: str) -> None:
+    """Keep the verdict with the project (one entry per sample, replaced when its inputs change),
+    so that the next command need not rerun the bootstrap. Best effort: a project opened read-only,
+    or busy, keeps nothing and the verdict is computed again next time."""
+    import json
+
+    from workbench.core.gate import stored_key
+    from workbench.errors import StoreError
+    from workbench.store.database import StoreInterrupted
+    from workbench.store.meta import set_meta
+
+    if getattr(db, "read_only", False):
+        return
+    # A cache entry not kept (the file not writable, full, damaged: StoreError) only costs a
+    # recomputation, so it must not fail the qrels request; Ctrl-C still stops the command. One
+    # writer per process (page sessions run in threads), so two never race on the entry.
+    try:
+        with _STORE_LOCK, db.transaction() as tx:
+            set_meta(tx, _META_PREFIX + sample, json.dumps({"key": stored_key(key), "verdict": verdict}))
+    except StoreInterrupted:
+        raise
+    except StoreError:
+        return
 
 
 def passed_judge_configurations(db: Database, settings=None) -> tuple[tuple[str, str], ...]:
