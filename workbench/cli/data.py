@@ -44,8 +44,9 @@ def _export(args: argparse.Namespace) -> int:
     with open_project(settings.db_path) as db:
         result = export_qrels(db, args.out, format=args.format, level=args.level, chunking=args.chunking,
                               source=args.source, min_overlap=min_overlap, iteration=args.iteration,
-                              force=args.force, policy=default_policy(settings))
-    print(result.summary())
+                              force=args.force, policy=default_policy(settings),
+                              keep_unanswerable=args.keep_unanswerable)
+    print(result.summary() + ("; pass --keep-unanswerable to write them" if result.unanswerable else ""))
     return 0
 
 
@@ -141,6 +142,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "passed the gate); human: without LLM labels; llm: the judge's labels alone")
     q.add_argument("--min-overlap", type=float, default=None,
                    help="span rule for chunk level: overlap / shorter span (default [evaluation] min_overlap)")
+    q.add_argument("--keep-unanswerable", action="store_true",
+                   help="also write the queries marked unanswerable; by default they are left out (and named "
+                        "in the summary), as `workbench eval --runs` leaves them out of ranking measures, so "
+                        "eval of the exported files gives the project's numbers")
     q.add_argument("--iteration", default="Q0", help="second column of TREC qrels (default Q0; trec_eval ignores it)")
     q.add_argument("--out", required=True, metavar="FILE", help="file to write (never a database, link or device)")
     q.add_argument("--force", action="store_true", help="replace FILE if it exists (a regular file only)")

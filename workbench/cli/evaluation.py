@@ -5,7 +5,8 @@
     {RUN_NAME: {"aggregate": {MEASURE: value},
                 "per_query": {QUERY_ID: {MEASURE: value}},
                 "counts": {"queries_evaluated": n, "excluded_no_relevant": n,
-                           "missing_from_run": n, "only_in_run": n},
+                           "missing_from_run": n, "only_in_run": n},   # --runs adds
+                           # "excluded_unanswerable": n (unanswerable queries left out on purpose)
                 "counts_by_measure": {MEASURE: {"rel": n, "queries_evaluated": n,   # only with
                                                 "excluded_no_relevant": n,          # several
                                                 "missing_from_run": n}},            # thresholds
@@ -60,7 +61,9 @@ conventions:
   files        QRELS: TREC (query_id iteration doc_id grade), BEIR (tab-separated query-id,
                corpus-id, score) or JSONL. RUN: TREC (query_id Q0 doc_id rank score tag).
                Lines starting with # are comments; a UTF-8 byte-order mark is ignored.
-  refused      An empty run, a run with no query in common with the qrels, a threshold that
+  refused      An empty run, a run with no query in common with the qrels, a run none of whose
+               retrieved ids is in the qrels (e.g. chunk ids against document qrels; when only
+               some queries retrieve nothing judged, a warning names them), a threshold that
                excludes every query, a non-finite score (nan, inf) and anything that is not a
                regular file end with exit status 3 and one line naming the file and line.
 
@@ -82,6 +85,7 @@ def _eval(args: argparse.Namespace) -> int:
             include_no_relevant=args.include_no_relevant, missing_as_zero=not args.drop_missing,
             duplicates="first" if args.keep_first_duplicate else "error",
         )
+    _warn_unjudged(results)
     dists = {name: distributions(res) for name, res in results.items()} if args.distribution else {}
     if args.format == "json":
         print_json({name: _json_entry(res, dists.get(name)) for name, res in results.items()})
@@ -90,6 +94,19 @@ def _eval(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(_table(name, res, dists.get(name), args.per_query) for name, res in results.items()))
     return 0
+
+
+def _warn_unjudged(results: dict) -> None:
+    """One stderr line per run where some (not all: that is refused) shared queries retrieve no
+    id the qrels judge: those queries score 0 whatever the run did."""
+    import sys
+
+    for name, res in results.items():
+        lacking = getattr(res, "no_judged_retrieved", ())
+        if lacking:
+            print(f"warning: run {name}: {len(lacking):,} of the {res.n_common:,} queries it shares with the qrels "
+                  f"retrieve no id the qrels judge (e.g. {', '.join(lacking[:3])}); they score 0; check that the "
+                  f"run and the qrels use the same ids", file=sys.stderr)
 
 
 def _eval_project(args: argparse.Namespace) -> dict:
@@ -155,6 +172,7 @@ def _table(name: str, res, dist: dict | None, per_query: bool) -> str:
         f"run: {name}   queries: {c['queries_evaluated']}   "
         f"excluded (no relevant): {c['excluded_no_relevant']}   "
         f"missing from run: {c['missing_from_run']}   only in run: {c['only_in_run']}"
+        + (f"   unanswerable (left out): {c['excluded_unanswerable']}" if "excluded_unanswerable" in c else "")
     )]
     if not res.single_threshold:
         for m, mc in res.counts_by_measure().items():

@@ -91,6 +91,14 @@ class EvaluationResult:
     thresholds: dict[str, int] = field(default_factory=dict)
     excluded_by_measure: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     missing_by_measure: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    #: queries in both the qrels and the run whose retrieved ids are none of them in the qrels
+    #: (every document unjudged: the query scores 0 whatever the run did)
+    no_judged_retrieved: tuple[str, ...] = field(default=(), repr=False)
+    #: queries in both the qrels and the run
+    n_common: int = 0
+    #: project evaluation only (None in file mode): the unanswerable queries the run answered,
+    #: left out of the ranking measures on purpose (issue 13) and not counted as ``only_in_run``
+    excluded_unanswerable: tuple[str, ...] | None = None
 
     @cached_property
     def per_query(self) -> pd.DataFrame:
@@ -127,13 +135,14 @@ class EvaluationResult:
         """Query counts of the whole evaluation. With several thresholds: ``queries_evaluated``
         counts the rows of ``per_query`` (scored by at least one measure),
         ``excluded_no_relevant`` the queries every measure excluded, ``missing_from_run`` the
-        rows missing from the run."""
+        rows missing from the run. A project evaluation adds ``excluded_unanswerable`` (the
+        unanswerable queries the run answered, left out of ranking measures)."""
         return {
             "queries_evaluated": self.n_queries,
             "excluded_no_relevant": self.n_excluded_no_relevant,
             "missing_from_run": self.n_missing_from_run,
             "only_in_run": self.n_only_in_run,
-        }
+        } | ({} if self.excluded_unanswerable is None else {"excluded_unanswerable": len(self.excluded_unanswerable)})
 
     def counts_by_measure(self) -> dict[str, dict[str, int]]:
         """Per measure label: ``rel`` (its threshold), ``queries_evaluated`` (its non-NaN
@@ -198,6 +207,11 @@ def evaluate(
 
     ids = ranked.query_ids
     only_run = ranked.in_run & ~ranked.in_qrels
+    # a query whose every retrieved id is unjudged (NaN grade): usually ids of another kind
+    # (chunk ids against document qrels); one pass over the rank arrays already built
+    common = ranked.in_run & ranked.in_qrels
+    judged_hits = np.bincount(ranked.qidx[~np.isnan(ranked.grade)], minlength=ranked.n_queries) > 0
+    no_judged = common & ~judged_hits
     # which queries each threshold scores (a measure's own rel, else the evaluation's)
     thresholds = {label: int(rel if m.rel is None else m.rel) for label, m in parsed}
     for label in list(values):
@@ -249,4 +263,6 @@ def evaluate(
         thresholds=thresholds,
         excluded_by_measure=excluded_by,
         missing_by_measure=missing_by,
+        no_judged_retrieved=tuple(sorted(ids[no_judged])),
+        n_common=int(np.count_nonzero(common)),
     )

@@ -69,6 +69,21 @@ def answerable_only(qrels: dict[str, dict[str, int]], unanswerable: Sequence[str
     return kept, sorted(q for q in qrels if q in drop)
 
 
+def without_unanswerable(db: Database, qrels):
+    """``(qrels, left_out)``: project qrels (:class:`~workbench.services.qrels.ProjectQrels`)
+    without the rows of unanswerable queries, and the sorted ids of the unanswerable queries the
+    qrels held. The one place project evaluation and the qrels export drop them, so a qrels file
+    exported by default scores like ``workbench eval --runs`` (same rows, same fingerprint)."""
+    from dataclasses import replace
+
+    table = qrels.table
+    dropped = table["query_id"].astype(str).isin(set(map(str, unanswerable_ids(db))))
+    if not dropped.any():
+        return qrels, []
+    left_out = sorted(table.loc[dropped, "query_id"].astype(str).unique())
+    return replace(qrels, table=table[~dropped].reset_index(drop=True)), left_out
+
+
 @dataclass(frozen=True)
 class AbstentionReport:
     """One system's abstention figures. ``kind`` is ``run`` (top-score threshold) or ``answers``

@@ -107,6 +107,38 @@ def _nothing_to_evaluate(result: EvaluationResult, qrels, run, rel: int, run_pat
     )
 
 
+def _chunking_of(item_id: str) -> str | None:
+    """The chunking named by a chunk id (``<chunking>:<doc_id>:<seq>``), else None."""
+    name, sep, rest = item_id.partition(":")
+    doc, sep2, seq = rest.rpartition(":")
+    return name if sep and sep2 and name and doc and seq.isdigit() else None
+
+
+def _no_judged_id(result: EvaluationResult, qrels, run, run_path: str) -> None:
+    """Refuse a run none of whose retrieved ids (on the queries it shares with the qrels) is in
+    the qrels: every document is unjudged, so every measure is 0 whatever the run did. The usual
+    cause is ids of another kind (a chunk run against document qrels, or the reverse), named
+    with its fix."""
+    if not result.n_common or len(result.no_judged_retrieved) < result.n_common:
+        return
+    run_id = str(run.doc_ids[0].as_py())
+    qrels_id = str(qrels.doc_ids[0].as_py())
+    run_chunking, qrels_chunking = _chunking_of(run_id), _chunking_of(qrels_id)
+    if run_chunking and not qrels_chunking:
+        why = (f"the run ranks chunks of chunking {run_chunking!r} (e.g. {clip(run_id)}) and the qrels grade "
+               f"documents (e.g. {clip(qrels_id)}); export chunk qrels (`workbench export qrels --level chunk "
+               f"--chunking {run_chunking}`) or score a document-level run")
+    elif qrels_chunking and not run_chunking:
+        why = (f"the qrels grade chunks of chunking {qrels_chunking!r} (e.g. {clip(qrels_id)}) and the run ranks "
+               f"documents (e.g. {clip(run_id)}); export document qrels (`workbench export qrels` without "
+               f"--level chunk) or score a chunk run of {qrels_chunking!r}")
+    else:
+        why = (f"the run's ids (e.g. {clip(run_id)}) are not the qrels' ids (e.g. {clip(qrels_id)}); check "
+               f"that both name the same documents (or chunks of the same chunking)")
+    raise InputError(f"no retrieved id is in the qrels {clip(str(qrels.source))} on any of the "
+                     f"{result.n_common:,} queries they share, so every score would be 0: {why}", path=run_path)
+
+
 def evaluate_files(
     qrels: str | Path,
     runs: Sequence[str | Path],
@@ -124,7 +156,10 @@ def evaluate_files(
 
     Refused with :class:`InputError` naming the file: unreadable or malformed files, qrels
     without a judgment, a run without a result line, a run sharing no query with the qrels,
+    a run none of whose retrieved ids is in the qrels (chunk ids against document qrels, say),
     and an evaluation where every query is excluded (e.g. a threshold above every grade).
+    Queries where only some of them retrieve nothing judged are in each result's
+    ``no_judged_retrieved`` (the CLI warns).
     """
     from workbench.core.evaluation import evaluate
     from workbench.core.readers import read_qrels, read_trec_run
@@ -145,6 +180,7 @@ def evaluate_files(
                           include_no_relevant=include_no_relevant, missing_as_zero=missing_as_zero,
                           duplicates=duplicates)
         _nothing_to_evaluate(result, q, run, rel, str(path))
+        _no_judged_id(result, q, run, str(path))
         results[name] = result
     return results
 
@@ -302,7 +338,7 @@ def evaluate_project(
     import pandas as pd
 
     from workbench.core.evaluation import evaluate
-    from workbench.services.abstention import unanswerable_ids
+    from workbench.services.abstention import unanswerable_ids, without_unanswerable
     from workbench.services.coverage import coverage_notes
     from workbench.services.qrels import project_qrels
     from workbench.store.runs import read_run_info
@@ -322,13 +358,9 @@ def evaluate_project(
     level, chunking = _run_scope(info, level, chunking)
     qrels = project_qrels(db, level=level, chunking=chunking, source=labels, policy=policy, settings=settings)
     notes = list(qrels.notes)
-    table = qrels.table
+    qrels, left_out = without_unanswerable(db, qrels)
+    # every unanswerable query is out of the ranking measures, whether the qrels or a run held it
     unanswerable = set(map(str, unanswerable_ids(db)))
-    dropped = table["query_id"].isin(unanswerable)
-    if dropped.any():
-        notes.append(f"{table.loc[dropped, 'query_id'].nunique():,} unanswerable queries left out of ranking measures")
-        qrels = type(qrels)(table[~dropped].reset_index(drop=True), qrels.policy, qrels.level, qrels.chunking,
-                            qrels.passed_configurations, qrels.notes)
     if qrels.table.empty:
         raise InputError(f"the project has no qrels to evaluate against ({qrels.statement()}); label pairs "
                          f"on the Label page, import qrels, or pass the calibration gate for LLM labels")
@@ -342,7 +374,11 @@ def evaluate_project(
         result = evaluate(q, run, list(measures), rel=rel, condensed=condensed,
                           include_no_relevant=include_no_relevant, missing_as_zero=missing_as_zero)
         _nothing_to_evaluate(result, q, run, rel, f"run {name}")
-        results[name] = result
+        results[name] = _count_unanswerable(result, unanswerable, set(left_out), run)
+    excluded = sorted(set().union(*(r.excluded_unanswerable or () for r in results.values())))
+    if excluded:
+        notes.append(f"{len(excluded):,} unanswerable queries left out of ranking measures "
+                     f"({', '.join(excluded[:5])}{', ...' if len(excluded) > 5 else ''})")
     evaluation_id = None
     if store:
         import numpy as np
@@ -362,6 +398,21 @@ def evaluate_project(
                           "missing_as_zero": missing_as_zero},
                 notes=notes, means=means, values=values)
     return ProjectEvaluation(results, qrels, labels, tuple(notes), evaluation_id)
+
+
+def _count_unanswerable(result: EvaluationResult, unanswerable: set[str], left_out: set[str],
+                        run) -> EvaluationResult:
+    """``result`` with the unanswerable queries moved out of ``only_in_run`` into
+    ``excluded_unanswerable`` (their own count: left out on purpose, not missing from the
+    qrels): those the qrels held (``left_out``) and those the run answered."""
+    from dataclasses import replace
+
+    from workbench.core.arrow_buffers import dictionary_encode
+
+    in_run = set(map(str, dictionary_encode(run.query_ids).dictionary.to_pylist()))
+    excluded = tuple(sorted((unanswerable & in_run) | left_out))
+    return replace(result, only_in_run=tuple(q for q in result.only_in_run if q not in unanswerable),
+                   excluded_unanswerable=excluded)
 
 
 def stored_evaluations(db):

@@ -28,6 +28,12 @@ query and document, the spans of the tier that decides the document under the ru
 same document qrels; an LLM span's assessor is its judge configuration (``model|prompt_hash``).
 Only judgments with status ``ok`` and a grade are used. Rows are sorted by query_id, then item
 id (as strings).
+
+Unanswerable queries (:mod:`workbench.services.abstention`) are left out of the ``trec``, ``beir``
+and ``jsonl`` qrels by default, as ``workbench eval --runs`` leaves them out of ranking measures,
+so file-mode ``eval`` of the exported qrels and run gives the project's means and qrels
+fingerprint; the summary names them. ``keep_unanswerable=True`` writes them. ``spans`` (the
+labels themselves) always has them.
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ class ExportResult:
     policy: str = ""  # the qrels policy statement (services.qrels)
     notes: tuple[str, ...] = ()  # what the policy left out (e.g. LLM labels of an ungated judge)
     fingerprint: str = ""  # the qrels' fingerprint (services.qrels.ProjectQrels.fingerprint)
+    unanswerable: tuple[str, ...] = ()  # unanswerable queries left out (module docstring)
 
     def summary(self) -> str:
         at = f"chunk level ({self.chunking})" if self.level == "chunk" else f"{self.level} level"
@@ -72,7 +79,11 @@ class ExportResult:
                 + ("; replaced the file that was there (--force)" if self.replaced else "")
                 + (f"\n{self.policy}" + (f" (qrels {self.fingerprint})" if self.fingerprint else "")
                    if self.policy else "")
-                + "".join(f"\n{note}" for note in self.notes))
+                + "".join(f"\n{note}" for note in self.notes)
+                + (f"\nleft out {len(self.unanswerable):,} unanswerable queries "
+                   f"({', '.join(self.unanswerable[:5])}{', ...' if len(self.unanswerable) > 5 else ''}), as the "
+                   f"project's evaluation leaves them out of ranking measures, so scoring this file gives the "
+                   f"same means" if self.unanswerable else ""))
 
 
 def _check(format: str, level: str, source: str, chunking: str | None) -> None:
@@ -121,7 +132,8 @@ def span_table(db: Database, *, source: str = "merged", policy=None) -> pd.DataF
 
 def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: str = "doc",
                  chunking: str | None = None, source: str = "merged", min_overlap: float = 0.5,
-                 iteration: str = "Q0", force: bool = False, policy=None) -> ExportResult:
+                 iteration: str = "Q0", force: bool = False, policy=None,
+                 keep_unanswerable: bool = False) -> ExportResult:
     """Write qrels to ``out`` (see the module docstring); returns what was written.
 
     ``out`` follows :mod:`workbench.services.output_file`: never a database, link or device,
@@ -140,6 +152,11 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
                             fingerprint=table.attrs["qrels_fingerprint"])
 
     project = _project_qrels(db, level, chunking, source, min_overlap, policy)
+    left_out: list[str] = []
+    if not keep_unanswerable:
+        from workbench.services.abstention import without_unanswerable
+
+        project, left_out = without_unanswerable(db, project)
     table = project.table[["query_id", "item_id", "grade"]]
     if format == "trec":
         replaced = write_lines(out, (f"{q} {iteration} {i} {g}\n" for q, i, g in table.itertuples(index=False)),
@@ -162,7 +179,7 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
         replaced = write_lines(out, lines, force=force)
     return ExportResult(out, format, level, source, len(table), table["query_id"].nunique(),
                         chunking if level == "chunk" else None, replaced, project.statement(), tuple(project.notes),
-                        project.fingerprint)
+                        project.fingerprint, tuple(left_out))
 
 
 @dataclass
