@@ -186,30 +186,20 @@ def _labelled_pool_pairs(db: Database, pools: pd.DataFrame, judgments: pd.DataFr
 
 
 def _labels_the_qrels_admit(db: Database, judgments: pd.DataFrame, llm: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The labels the project's qrels policy lets into qrels (:mod:`workbench.services.qrels`):
-    every non-LLM label, and LLM labels as ``llm_labels`` says (``passed_gate``: only those of a
-    judge configuration that passed the calibration gate; ``all``; ``none``), with a note on
-    what was left out."""
-    from workbench.config import load_settings
-    from workbench.services.qrels import default_policy, passed_judge_configurations
+    """The labels the project's qrels admit, read from the one rule itself
+    (:func:`workbench.services.qrels.admitted_spans`: tier order, the gate for LLM labels unless
+    the user opted in, synthetic queries by the policy), with a note on LLM labels left out."""
+    from workbench.services.qrels import admitted_spans
 
+    admitted = admitted_spans(db, source="merged").spans
     if llm.empty:
-        return judgments, ""
-    settings = load_settings()
-    policy = default_policy(settings)
-    people = judgments.loc[judgments["source"] != "llm"]
-    if "llm" not in policy.order or policy.llm_labels == "none":
-        return people, "the qrels policy leaves LLM labels out"
-    if policy.llm_labels == "all":
-        return judgments, ""
-    passed = passed_judge_configurations(db, settings)
-    keys = pd.MultiIndex.from_frame(llm[["model", "prompt_hash"]].astype(str))
-    admitted = llm.loc[keys.isin(list(passed))]
-    if len(admitted) == len(llm):
-        return judgments, ""
-    note = ("LLM labels count once their judge passes the calibration gate" if admitted.empty else
-            f"{len(llm) - len(admitted):,} LLM labels wait for their judge to pass the calibration gate")
-    return pd.concat([people, admitted]), note
+        return admitted, ""
+    kept = int((admitted["tier"] == "llm").sum())
+    if kept >= len(llm):
+        return admitted, ""
+    note = ("LLM labels count once their judge passes the calibration gate" if kept == 0 else
+            f"{len(llm) - kept:,} LLM labels wait for their judge to pass the calibration gate")
+    return admitted, note
 
 
 def _labelled_state(labelled: dict[str, int], pools: pd.DataFrame) -> tuple[str, str]:
