@@ -60,7 +60,13 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
     """Policy, counts and pool coverage of the project's qrels (module docstring)."""
     from workbench.services.pooling import list_pools, pool_pairs
 
-    merged = _project_qrels(db, level, chunking, source)
+    from workbench.services.abstention import without_unanswerable
+
+    # the qrels evaluation scores against and the export writes: without unanswerable queries
+    merged, left_out = without_unanswerable(db, _project_qrels(db, level, chunking, source))
+    notes = tuple(merged.notes) + ((f"{len(left_out):,} unanswerable queries left out ({', '.join(left_out[:5])}"
+                                    f"{', ...' if len(left_out) > 5 else ''}): nothing in the corpus answers "
+                                    f"them, so they have no ranking score",) if left_out else ())
     counts = merged.counts()
     rows = []
     pools = list_pools(db)
@@ -78,7 +84,7 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
             by[who] = int(keys.isin(pd.MultiIndex.from_frame(q[["query_id", "item_id"]].astype(str))).sum())
         rows.append({"pool": name, "pairs": len(pairs), "labelled": by["any"],
                      "share": by["any"] / len(pairs), "by_people": by["people"], "by_llm": by["llm"]})
-    return QrelsOverview(merged.statement(), tuple(merged.notes), counts["rows"], counts["queries"],
+    return QrelsOverview(merged.statement(), notes, counts["rows"], counts["queries"],
                          counts["by_grade"], counts["by_tier"], pd.DataFrame(rows), merged.fingerprint)
 
 
