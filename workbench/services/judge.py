@@ -316,6 +316,7 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
     except KeyboardInterrupt:
         runner.stop_reason = "cancelled"
     finally:
+        runner.close_db_thread()
         if runner.stop_reason == "budget":
             state = "budget"
             message = (f"stopped: the budget of ${budget:,.2f} is reached (spent ${runner.spent:,.4f}); "

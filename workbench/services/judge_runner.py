@@ -220,6 +220,11 @@ class _Runner:
         self.buffer.extend(rows)
 
     # -- writing ---------------------------------------------------------------------------
+    def close_db_thread(self) -> None:
+        if self._db_thread is not None:
+            self._db_thread.shutdown(wait=True)
+            self._db_thread = None
+
     async def in_db_thread(self, fn, *args):
         """Run ``fn(*args)`` (one visit to the project) on the runner's one database thread, off
         the event loop. One thread, not a pool: visits are serialised anyway (:data:`_VISIT`),
@@ -408,9 +413,7 @@ class _Runner:
             failed_writes = [t for t in self._flush_tasks if not t.cancelled() and t.exception() is not None]
             if failed_writes:
                 raise failed_writes[0].exception()
-            if self._db_thread is not None:
-                self._db_thread.shutdown(wait=True)
-                self._db_thread = None
+            self.close_db_thread()
             if self.buffer:  # still locked after waiting: say so (results of this batch are lost)
                 raise self.write_error or StoreError("could not write the last judgments")
 
