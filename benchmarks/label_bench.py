@@ -18,12 +18,15 @@ Then it measures:
    opened and closed each time (``open_for_labelling`` + ``save_label`` + ``labelling_view``).
 
 The same presses on a bare Streamlit page (a fragment with a pair header and two grade keys,
-no project) give the floor: what Streamlit and the browser alone take at this load.
+no project) are the peer measured alongside: what Streamlit and the browser take at this load
+with no project behind the page. (It is a reference, not a strict lower bound: on the loaded
+2-core machine it came out slower at p50 than the Label page itself.)
 ``--baseline DIR`` measures the browser part a second time against another checkout of the
 workbench (for example ``git archive`` of an older commit unpacked in DIR), on a copy of the same
 project, so the two page designs are compared in the same run and under the same load.
 The load average is printed with every figure: the machine is shared, and figures taken at a
-load above the number of cores are slower than on an idle one. The bar is p95 < 150 ms.
+load above the number of cores (or under ``nice``) are slower than on an idle one. The bar is
+p95 < 150 ms.
 
     python benchmarks/label_bench.py [--judgments 1000000] [--presses 100] [--labels 150]
                                      [--think 0.3] [--baseline DIR]
@@ -145,7 +148,7 @@ SHOWN = """([pair, query]) => {
   return header.textContent === pair && q.textContent === query ? performance.now() : false;
 }"""
 
-# The floor: a Streamlit page holding nothing but a pair header, a query line and two grade keys
+# The peer: a Streamlit page holding nothing but a pair header, a query line and two grade keys
 # in a fragment (no project, no storing). What Streamlit and the browser alone take on this
 # machine at this load, for the same key press → text on screen.
 FLOOR_APP = """
@@ -315,12 +318,12 @@ def main() -> None:
         ms, stored, loads = browser_times(REPO, path, args.presses, args.think, "browser-sme",
                                           tmp / "timings.jsonl")
         report_browser("this checkout", ms, stored, loads, tmp / "timings.jsonl")
-        print(f"browser, floor (Streamlit alone): {load()}")
+        print(f"browser, peer (a bare Streamlit page): {load()}")
         floor, floor_loads = floor_times(tmp, args.presses, args.think)
-        print(f"floor: a bare Streamlit fragment, key -> text on screen: {stats(floor)}")
+        print(f"peer: a bare Streamlit fragment, key -> text on screen: {stats(floor)}")
         for reading in floor_loads:
             print(f"  during the presses: {reading}")
-        print(f"p95 this checkout / floor: {np.percentile(ms, 95) / np.percentile(floor, 95):.1f}x; "
+        print(f"p95 this checkout / peer: {np.percentile(ms, 95) / np.percentile(floor, 95):.1f}x; "
               f"p50: {np.percentile(ms, 50) / np.percentile(floor, 50):.1f}x")
         if args.baseline:
             other = tmp / "baseline.duckdb"

@@ -3,8 +3,9 @@
 The page shows the query (and its description), the document's title and the judged passage
 highlighted inside its document with the text around it, query terms marked. Grade buttons 0–3
 (keys 0–3), Skip (S), Can't judge (X), Undo (U), Previous / Next (← / →). Every action is
-stored the moment it is taken (:mod:`workbench.services.calibration`), so a reload loses nothing:
-the page reopens on the first pair not labelled yet.
+stored in the script run its key press starts, right after the next pair is drawn
+(:mod:`workbench.services.calibration`), so a reload loses nothing: the page reopens on the
+first pair not labelled yet.
 
 Blind by default: nothing the judge produced (grade, reason, model output) is read for the page
 until this SME's label is in. With "Show the judge's label after I submit" ticked, the judge's
@@ -15,9 +16,10 @@ document character spans. They are required for grades 2 and 3 (the guide's rule
 
 All corpus text is escaped (``html.escape``) before it reaches the page.
 
-Speed (the next pair in well under 150 ms after a key press, with a million judgments stored):
-opening the project costs more than everything else a key press needs, so a key press never
-waits for it. The labelling card is a fragment (a key press reruns only the card, not the app
+Speed (the issue's bar: the next pair on screen within 150 ms of a key press at p95, with a
+million judgments stored; ``benchmarks/label_bench.py`` measures it in a real server and
+browser): opening the project costs more than everything else a key press needs, so the next
+pair never waits for it. The labelling card is a fragment (a key press reruns only the card, not the app
 around it), and the session keeps what the card needs around the pair on screen: the items at
 the pair after it and its neighbours, and the annotator's answers (never anything from the
 judge). At a key press the card moves to the pair after it at once, then, in the same script
