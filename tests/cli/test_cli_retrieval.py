@@ -35,18 +35,21 @@ def test_init_demo_prepares_sections_bm25_and_a_pool(demo, cli):
 
 def test_chunk_retrieve_pool_and_stats_end_to_end(demo, cli):
     db = ["--db", str(demo)]
-    r = cli(*db, "chunk", "--name", "fixed500", "--strategy", "fixed", "--size", "500", "--overlap", "50")
+    r = cli(*db, "chunk", "--name", "fixed500", "--strategy", "fixed", "--size", "500", "--overlap", "50",
+            "--progress")
     assert r.returncode == 0, r.stderr
     assert "chunking 'fixed500'" in r.stdout and "chunk fixed500" in r.stderr  # progress bar on stderr
     assert "doc/s" in r.stderr
 
     r = cli(*db, "retrieve", "bm25", "--chunking", "fixed500", "--name", "bm25fx", "--k", "30",
-            "--stemmer", "none", "--stopwords", "none")
+            "--stemmer", "none", "--stopwords", "none", "--progress")
     assert r.returncode == 0, r.stderr
     assert "run 'bm25fx'" in r.stdout and "bm25 index" in r.stderr
 
+    # stderr is a pipe here, not a terminal: without --progress no bar lands in a log or a file
     r = cli(*db, "retrieve", "bm25", "--chunking", "fixed500", "--name", "bm25fx2", "--k", "30")
     assert r.returncode == 0, r.stderr
+    assert r.stderr == "" and r.stdout.count("run 'bm25fx2'") == 1
     r = cli(*db, "retrieve", "hybrid", "--chunking", "fixed500", "--name", "hyb",
             "--runs", "bm25fx,bm25fx2", "--rrf-k", "10", "--weights", "2,1")
     assert r.returncode == 0, r.stderr
@@ -124,10 +127,10 @@ def test_dense_cli_on_a_tiny_corpus_uses_the_cache_the_second_time(cli, db_path)
         write_corpus(database)
     db = ["--db", str(db_path)]
     assert cli(*db, "chunk", "--name", "whole", "--strategy", "document").returncode == 0
-    first = cli(*db, "retrieve", "dense", "--chunking", "whole", "--name", "d1", "--k", "2")
+    first = cli(*db, "retrieve", "dense", "--chunking", "whole", "--name", "d1", "--k", "2", "--progress")
     assert first.returncode == 0, first.stderr
     assert "encoded 4" in first.stdout and "encode whole" in first.stderr
-    second = cli(*db, "retrieve", "dense", "--chunking", "whole", "--name", "d2", "--k", "2")
+    second = cli(*db, "retrieve", "dense", "--chunking", "whole", "--name", "d2", "--k", "2", "--progress")
     assert second.returncode == 0, second.stderr
     assert "encoded 0" in second.stdout and "cached 4" in second.stdout
     assert "encode whole" not in second.stderr  # no chunk encoding bar: nothing to encode

@@ -24,14 +24,15 @@ Handler = Callable[[argparse.Namespace], int]
 # `handler` on its parsers. The list is explicit: a module that fails to import is an error,
 # never a command that silently disappears.
 from workbench.cli import (  # noqa: E402
-    calibrate, citations, compare, data, evaluation, judge, labels, project, query_kinds, rank_agreement,
-    retrieval, stages, sweep, harness,
+    calibrate, citations, compare, data, evaluation, harness, judge, labels, project, query_kinds,
+    rank_agreement, retrieval, stages, sweep,
 )
 
 COMMAND_GROUPS = (
     project,     # init, status, app
     data,        # import, export
     retrieval,   # chunk, retrieve, pool, pool-stats
+    harness,     # harness (external retrievers: a run, like retrieve)
     judge,       # judge
     calibrate,   # agree, calibrate sample|report|gate
     labels,      # synth, labels propagate|unpropagate|budget
@@ -42,7 +43,6 @@ COMMAND_GROUPS = (
     query_kinds,  # abstention, rbac-check, multihop, answerability
     rank_agreement,  # rank-agreement
     sweep,       # sweep, latency import
-    harness,     # harness (external retrievers)
 )
 
 

@@ -1,27 +1,18 @@
 """``workbench chunk``, ``workbench retrieve``, ``workbench pool`` and ``workbench pool-stats``.
 
 Thin over :mod:`workbench.services.chunking`, :mod:`~workbench.services.retrieval` and
-:mod:`~workbench.services.pooling`. Long steps draw a tqdm bar (rate and ETA) on stderr;
-``--no-progress`` silences it. Results go to stdout.
+:mod:`~workbench.services.pooling`. Long steps draw a tqdm bar (rate and ETA) on stderr
+when it is a terminal (``--progress`` forces it, ``--no-progress`` silences it). Results go to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 
-from workbench.cli.common import progress_bar, settings_from_args
+from workbench.cli.common import add_progress_option, progress_from_args, settings_from_args
 from workbench.errors import InputError
-
-
-def _progress(args: argparse.Namespace):
-    if getattr(args, "no_progress", False):
-        from workbench.services.progress import no_progress
-
-        return no_progress
-    return functools.partial(progress_bar, disable=False, leave=True)
 
 
 def _names(text: str | None, flag: str) -> list[str]:
@@ -43,7 +34,7 @@ def _chunk(args: argparse.Namespace) -> int:
 
     with _open(args) as db:
         s = create_chunking(db, args.name, args.strategy, size=args.size, overlap=args.overlap,
-                            unit=args.unit, progress=_progress(args))
+                            unit=args.unit, progress=progress_from_args(args))
     params = ", ".join(f"{k}={v}" for k, v in s.params.items()) or "no parameters"
     print(f"chunking {s.name!r} ({s.strategy}: {params}): {s.chunks:,} chunks from "
           f"{s.documents:,} documents (per document min {s.chunks_per_doc['min']}, "
@@ -68,7 +59,7 @@ def _bm25(args: argparse.Namespace) -> int:
     params = Bm25Params(k1=args.k1, b=args.b, stemmer=parse_stemmer(args.stemmer),
                         stopwords=parse_stopwords(args.stopwords))
     with _open(args) as db:
-        _print_run(run_bm25(db, args.chunking, args.name, k=args.k, params=params, progress=_progress(args)))
+        _print_run(run_bm25(db, args.chunking, args.name, k=args.k, params=params, progress=progress_from_args(args)))
     return 0
 
 
@@ -77,7 +68,7 @@ def _dense(args: argparse.Namespace) -> int:
 
     with _open(args) as db:
         _print_run(run_dense(db, args.chunking, args.name, k=args.k, model=args.model,
-                             batch_size=args.batch_size, progress=_progress(args),
+                             batch_size=args.batch_size, progress=progress_from_args(args),
                              backend=args.backend, device=args.device, precision=args.precision))
     return 0
 
@@ -154,7 +145,7 @@ def _pool(args: argparse.Namespace) -> int:
                   f"in {s.seconds:.2f}s")
             _print_notes(s.notes)
         else:
-            s = build_pool(db, args.name, runs, int(settings.get("pool", "depth")), progress=_progress(args))
+            s = build_pool(db, args.name, runs, int(settings.get("pool", "depth")), progress=progress_from_args(args))
             print(f"pool {s.name!r} ({s.level}, depth {s.depth}, runs {', '.join(s.runs)}): "
                   f"{s.pairs_total:,} pairs over {s.queries:,} queries, {s.provenance_added:,} "
                   f"provenance rows in {s.seconds:.2f}s")
@@ -219,7 +210,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "characters (default 2000); sentences: sentences per window (default 5)")
     p.add_argument("--overlap", type=int, help="overlap between windows, in the unit of --size (default 0)")
     p.add_argument("--unit", choices=["chars", "tokens"], help="fixed strategy only: unit of --size")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_progress_option(p)
     p.set_defaults(handler=_chunk)
 
     p = sub.add_parser("retrieve", help="run a retriever over a chunking and store the run (list: the stored runs)")
@@ -229,7 +220,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--chunking", required=chunking_required, help="chunking to retrieve from")
         q.add_argument("--name", required=True, help="name of the new run")
         q.add_argument("--k", type=int, default=100, help="results per query (default 100)")
-        q.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+        add_progress_option(q)
 
     q = rsub.add_parser("bm25", help="BM25 (bm25s, lucene variant)")
     common(q)
@@ -280,7 +271,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stats", action="store_true", help="show the pool's statistics instead (as pool-stats)")
     p.add_argument("--k", type=int, default=10, help="cutoff for judged@k and leave-one-out (with --stats)")
     p.add_argument("--format", choices=["table", "json"], default="table")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_progress_option(p)
     p.set_defaults(handler=_pool)
 
     p = sub.add_parser("pool-stats", help="pool size, contributions, overlap, judged@k, leave-one-run-out")

@@ -20,6 +20,8 @@ quality-versus-latency charts read), the same record :mod:`workbench.services.sw
   matrix; the time covers the query encoding and the exact dot-product top-k. Chunk encoding
   (cached) is not part of it. Encoding one query at a time is slower in total than one batch, but
   it is what a user's single query costs; a batched throughput would hide the per-query spread.
+  Queries are encoded with one torch thread (:func:`workbench.retrieval.dense.one_thread`), as a
+  server answering queries one by one would.
 * ``hybrid``: the fused parts run one after the other, so a query's latency is the sum of its
   latencies in the fused runs plus an equal share of the fusion time. A query missing from a
   part's latencies (an imported part without a sidecar) gets no latency: nothing is made up.
@@ -315,7 +317,7 @@ def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
                                    precision=precision)
     if encoder is None:
         encoder = load_dense_encoder(model, backend, device, precision)
-    with progress("encode and search queries", len(queries), "query") as advance:
+    with progress("encode and search queries", len(queries), "query") as advance, dense_mod.one_thread():
         # One query at a time, encoding included, each timed (module docstring, "Latency").
         qi, ci, score, times = timed_per_query(
             queries["text"].tolist(),
