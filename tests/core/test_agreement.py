@@ -209,3 +209,16 @@ def test_small_counts_get_at_least_the_wilson_interval():
     lo, hi = res.ci["tnr"]
     assert lo <= wlo and hi >= whi
     assert any("tnr rests on 7 pairs" in n for n in res.notes)
+
+
+def test_the_standard_normal_matches_scipy():
+    """Φ and Φ⁻¹ come from the standard library (no scipy.stats import per gate); scipy is the
+    oracle on a grid of 2,000 points in each direction."""
+    from scipy.stats import norm
+
+    from workbench.core.agreement import _NORMAL
+
+    ps = np.linspace(1e-6, 1 - 1e-6, 2000)
+    zs = np.linspace(-6, 6, 2000)
+    assert max(abs(_NORMAL.inv_cdf(float(p)) - norm.ppf(p)) for p in ps) < 1e-9
+    assert max(abs(_NORMAL.cdf(float(z)) - norm.cdf(z)) for z in zs) < 1e-12
