@@ -41,7 +41,9 @@ what it has, and ends ``cancelled``.
 ``db_path`` may also be an open :class:`~workbench.store.database.Database` for the reads.
 
 Storage and locking. The runner never keeps the project open: it opens the file, reads or writes
-one batch, and closes it (writes every ``batch_size`` results or ``flush_seconds``). A writer that
+one batch, and closes it (writes every ``batch_size`` results or ``flush_seconds``). Pending
+pairs stream in pages of ``PAGE_UNITS`` (keyset paging in priority order; the next page is read
+while the current one is sent), so memory does not grow with the pool. A writer that
 finds the file locked retries with backoff for up to ``db_wait`` seconds, then names the holder.
 Every batch write is one transaction (samples, judgments, counters), so a process killed at any
 moment loses only its in-flight requests and the answers of its unwritten batch (at most
