@@ -254,3 +254,24 @@ def test_pooling_a_run_that_misses_documents_says_so(demo_db, tmp_path):
     _submit(at, "Build pool")
     message = next(s.value for s in at.success if "Pool again" in s.value)
     assert "41 of 45 documents" in message and "--" not in message
+
+
+def test_pool_statistics_and_peek_state_the_qrels_policy_in_page_words(demo_db):
+    """'Judged' on this page follows the one qrels rule: the page says which, without naming a
+    command or a setting, also when LLM labels are left out for want of a passed gate."""
+    import subprocess
+    import sys
+
+    from tests.support.prerequisites import REPO
+
+    judged = subprocess.run([sys.executable, "-m", "workbench", "--db", str(demo_db), "judge", "--pool", "demo",
+                             "--model", "offline-lexical"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert judged.returncode == 0, judged.stderr
+    at = _run()
+    captions = [c.value.replace("\\", "") for c in at.caption]  # markdown escapes (context.plain) off
+    stats = [c for c in captions if c.startswith("Judged by the qrels policy")]
+    peek = [c for c in captions if c.startswith("Grades by the qrels policy")]
+    assert len(stats) == 1 and len(peek) == 1, captions
+    assert "adjudicated > sme > imported > llm" in stats[0]
+    assert "880 LLM labels left out" in stats[0] and "Calibration page" in stats[0]
+    assert all("workbench " not in c and "llm_labels" not in c for c in stats + peek)

@@ -184,3 +184,9 @@ def qrels_note(note: str) -> str:
                 "Label a calibration sample on the Label page and read the verdict on the Calibration page; "
                 "or look at the judge's labels alone with Labels = LLM judge only.")
     return note
+
+
+def policy_words(text: str) -> str:
+    """A qrels policy line with its notes (joined by ``"; "``, as pool statistics and the pool
+    peek return it) with every note in the page's words (:func:`qrels_note`)."""
+    return "; ".join(qrels_note(part) for part in str(text).split("; ") if part)

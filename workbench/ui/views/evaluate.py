@@ -254,7 +254,7 @@ def _latency(db, ev, means: pd.DataFrame, runs: list[str], measure: str) -> None
     points = points.rename(columns={"mean": "quality"})
     points["latency"] = points["run"].map(latency)
     points["frontier"] = ev.pareto_frontier(points)
-    base = alt.Chart(points).encode(x=alt.X("latency:Q", title="latency (ms)"), y=alt.Y("quality:Q", title=measure))
+    base = alt.Chart(points).encode(x=alt.X("latency:Q", title="p95 latency per query (ms)"), y=alt.Y("quality:Q", title=measure))
     chart = (base.mark_point(size=90, filled=True).encode(color="frontier:N", tooltip=["run", "quality", "latency"])
              + base.transform_filter("datum.frontier").mark_line())
     st.altair_chart(chart.properties(height=260), width="stretch")

@@ -29,7 +29,7 @@ from workbench.config import load_settings
 from workbench.core.chunking import STRATEGIES as CORE_STRATEGIES
 from workbench.errors import WorkbenchError
 from workbench.ui import context
-from workbench.ui.words import Field, cell, params_text
+from workbench.ui.words import Field, cell, params_text, policy_words
 
 # The core's strategies, with the one most corpora want first (the form's default).
 STRATEGIES = ("section", *(s for s in CORE_STRATEGIES if s != "section"))
@@ -508,6 +508,8 @@ def _stats_section(state: dict) -> None:
     metrics[1].metric("Queries", f"{s['queries']:,}")
     metrics[2].metric("Judged pairs", f"{s['judged_pairs']:,}")
     metrics[3].metric("Mean pool size", f"{s['mean_pool_size']:.1f}")
+    if s.get("qrels_policy"):  # which labels count as "judged": the one rule, stated
+        st.caption(context.plain("Judged by the " + policy_words(s["qrels_policy"])))
 
     st.markdown("**Pool size per query**")
     st.bar_chart(stats.sizes.set_index("query_id")["pool_size"])
@@ -559,6 +561,8 @@ def _peek(pool: str, query_ids: list[str]) -> None:
         parts.append(f'<div style="color: rgba(49, 51, 63, 0.7); font-size: 0.9em">'
                      f'{html.escape(str(peek["description"]))}</div>')
     st.html("".join(parts))
+    if peek.get("policy"):
+        st.caption(context.plain("Grades by the " + policy_words(peek["policy"])))
     for row in peek["pairs"].itertuples(index=False):
         title = cell(row.title)
         item = row.chunk_id if cell(row.chunk_id) != "" else row.doc_id
