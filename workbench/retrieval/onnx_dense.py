@@ -1,4 +1,4 @@
-"""Dense encoding with ONNX Runtime: the sentence-transformers model exported once (fp32 or int8).
+"""Dense encoding with ONNX Runtime: the sentence-transformers model exported once, fused, quantised.
 
 Same vectors as :mod:`workbench.retrieval.dense` up to quantisation error: the model's token
 embeddings ``h`` (last hidden state) are mean-pooled over the attention mask,
@@ -6,21 +6,30 @@ embeddings ``h`` (last hidden state) are mean-pooled over the attention mask,
 :func:`dense.normalise` (the sentence-transformers ``Pooling(mean)`` module). Tokenisation is the
 model's own ``tokenizer.json`` with truncation at the model's ``max_seq_length``.
 
-First use exports the transformer with ``torch.onnx.export`` (TorchScript exporter, dynamic
-batch and sequence axes) from the locally installed weights, then quantises it with
-``onnxruntime.quantization.quantize_dynamic`` (int8 weights of MatMul/Gemm, activations
-quantised per batch at run time). Both files are cached under :func:`cache_dir`
+First use exports the transformer with ``torch.onnx.export`` (TorchScript exporter, eager
+attention so the graph matches ONNX Runtime's BERT fusion patterns, dynamic batch and sequence
+axes) from the locally installed weights, fuses it with ``onnxruntime.transformers.optimizer``
+(``Attention``, ``SkipLayerNormalization``, ``BiasGelu``, ``EmbedLayerNormalization``) and, for
+an int8 precision, quantises the fused graph. Files are cached under :func:`cache_dir`
 (``$WORKBENCH_ONNX_CACHE``, else ``$XDG_CACHE_HOME/workbench/onnx``, else
-``~/.cache/workbench/onnx``), one directory per model, so later runs load without torch.
-A half-written export never becomes a cache hit: files are written to a temporary name and
-renamed.
+``~/.cache/workbench/onnx``) as ``<model>/ort-<onnxruntime version>-r<RECIPE>/<precision>.onnx``,
+so later runs load without torch (inference imports onnxruntime, tokenizers and numpy only). A
+half-written file never becomes a cache hit: files are written to a temporary name and renamed.
 
-Precision ``fp32`` (default: the exported model as is; cosine with the PyTorch vectors
->= 0.99999 measured) or ``int8`` (dynamic per-channel quantisation: about 4x smaller, but
-measured minimum cosine ~0.975 on random-vocabulary passages, below the 0.999 target, so it is
-opt-in and its vectors are cached under their own key). Texts are sorted by length
-before batching so padding stays small (sentence-transformers does the same); output rows are in
-input order.
+Precisions (:data:`PRECISIONS`; :data:`DEFAULT_PRECISION` is ``int8-safe``):
+
+- ``int8-safe``: :mod:`workbench.retrieval.onnx_int8`, per-token int8 activations with
+  per-channel int8 weights, GELU shift and channel smoothing, first layer in fp32. Measured on
+  DL19 passages and the demo sections: minimum cosine with the PyTorch vectors >= 0.999;
+  throughput in ``benchmarks/retrieval_bench.py``.
+- ``fp32``: the fused model as is (minimum cosine 0.99999+).
+- ``int8``: ``quantize_dynamic`` (one activation scale per tensor, per-channel weights): the
+  fastest, but its minimum cosine is ~0.988, below 0.999, so it is opt-in.
+
+Each precision caches its vectors under its own key. Texts are tokenised once, sorted by token
+count and cut into batches of at most ``batch_size`` rows and :data:`MAX_BATCH_TOKENS` padded
+tokens (sentence-transformers sorts by length too), so padding and the attention buffers stay
+small; output rows are in input order.
 """
 
 from __future__ import annotations
@@ -35,7 +44,10 @@ import numpy as np
 
 from workbench.errors import ConfigError
 
-PRECISIONS = ("fp32", "int8")
+PRECISIONS = ("int8-safe", "fp32", "int8")
+DEFAULT_PRECISION = "int8-safe"
+RECIPE = 2  # bump when the export, fusion or quantisation recipe changes (a new cache folder)
+MAX_BATCH_TOKENS = 8192  # padded tokens per batch: bounds the attention buffers (batch x heads x len^2)
 _LOADED: dict[tuple[str, str, str], OnnxEncoder] = {}
 
 
@@ -87,7 +99,8 @@ def export(model_dir: Path, target: Path) -> Path:
     import torch
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(str(model_dir))
+    # Eager attention: the SDPA graph does not match ORT's Attention fusion pattern.
+    model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager")
     model.eval()
     sample = {
         "input_ids": torch.ones((2, 8), dtype=torch.long),
@@ -117,36 +130,84 @@ def export(model_dir: Path, target: Path) -> Path:
     return target
 
 
-def quantize(source: Path, target: Path) -> Path:
-    """Dynamic int8 quantisation of ``source`` (weights int8, activations per batch)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+def fuse(source: Path, target: Path, model_dir: Path) -> Path:
+    """ORT's BERT fusions (fused attention, skip-LayerNorm, bias-GELU, embedding LayerNorm)."""
+    from onnxruntime.transformers.optimizer import optimize_model
 
+    config = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").is_file() else {}
+    fused = optimize_model(str(source), model_type="bert", num_heads=int(config.get("num_attention_heads", 0)),
+                           hidden_size=int(config.get("hidden_size", 0)), opt_level=1)
     partial = target.with_suffix(f".partial-{os.getpid()}")
-    # Per-channel scales: per-tensor int8 gave a minimum cosine of 0.80 with the PyTorch vectors
-    # on random-vocabulary passages, per-channel 0.975 (still short of 0.999, hence fp32 default).
-    quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8, per_channel=True)
+    fused.save_model_to_file(str(partial))
     os.replace(partial, target)
     return target
 
 
-def model_files(model_dir: Path, precision: str = "fp32") -> Path:
-    """The cached ONNX file for ``model_dir`` at ``precision``, exporting/quantising on first use."""
+def quantize(source: Path, target: Path) -> Path:
+    """``int8``: dynamic quantisation (weights int8 per channel, one activation scale per tensor)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    partial = target.with_suffix(f".partial-{os.getpid()}")
+    # Per-channel scales: per-tensor weights gave a minimum cosine of 0.93 on DL19 passages,
+    # per-channel 0.988 (the per-tensor activation scale is what remains; see onnx_int8).
+    quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8, per_channel=True,
+                     op_types_to_quantize=["MatMul", "Attention"], extra_options={"DefaultTensorType": 1})
+    os.replace(partial, target)
+    return target
+
+
+def quantize_safe(source: Path, target: Path, model_dir: Path) -> Path:
+    """``int8-safe``: :func:`workbench.retrieval.onnx_int8.rewrite` after a calibration pass of
+    ``source`` over :func:`onnx_int8.calibration_texts`."""
+    from tokenizers import Tokenizer
+
+    from workbench.retrieval import onnx_int8
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=_max_seq_length(model_dir))
+
+    def feed(text: str) -> dict:
+        ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
+        return {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+
+    maxima = onnx_int8.activation_maxima(source, onnx_int8.calibration_texts(), feed)
+    onnx_int8.rewrite(source, target, maxima)
+    return target
+
+
+def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
-        raise ConfigError(f"ONNX precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    folder = cache_dir() / _model_dir_key(model_dir)
-    fp32 = folder / "model.onnx"
-    if not fp32.is_file():
-        try:
-            export(model_dir, fp32)
-        except ModuleNotFoundError as exc:
-            raise ConfigError(f"exporting {model_dir} to ONNX needs torch and transformers ({exc}); "
-                              f"install the dense extra") from None
-    if precision == "fp32":
-        return fp32
-    int8 = folder / "model.int8.onnx"
-    if not int8.is_file():
-        quantize(fp32, int8)
-    return int8
+        raise ConfigError(f"--precision must be one of {', '.join(PRECISIONS)} for the onnx backend, "
+                          f"got {precision!r}")
+    return precision
+
+
+def model_files(model_dir: Path, precision: str = DEFAULT_PRECISION) -> Path:
+    """The cached ONNX file for ``model_dir`` at ``precision``, building it on first use
+    (export needs torch once; fusing and quantising need onnxruntime only)."""
+    import onnxruntime as ort
+
+    check_precision(precision)
+    folder = cache_dir() / _model_dir_key(model_dir) / f"ort-{ort.__version__}-r{RECIPE}"
+    target = folder / f"{precision}.onnx"
+    if target.is_file():
+        return target
+    fused = folder / "fp32.onnx"
+    if not fused.is_file():
+        raw = folder / "export.onnx"
+        if not raw.is_file():
+            try:
+                export(model_dir, raw)
+            except ModuleNotFoundError as exc:
+                raise ConfigError(f"exporting {model_dir} to ONNX needs torch and transformers ({exc}); "
+                                  f"install the dense extra") from None
+        fuse(raw, fused, model_dir)
+        raw.unlink(missing_ok=True)
+    if precision == "int8":
+        quantize(fused, target)
+    elif precision == "int8-safe":
+        quantize_safe(fused, target, model_dir)
+    return target
 
 
 def providers(device: str) -> list[str]:
@@ -154,13 +215,15 @@ def providers(device: str) -> list[str]:
     import onnxruntime as ort
 
     have = set(ort.get_available_providers())
+    if device not in ("cpu", "cuda", "auto"):
+        raise ConfigError(f"--device must be cpu, cuda or auto, got {device!r}")
     if device == "cpu":
         return ["CPUExecutionProvider"]
     if "CUDAExecutionProvider" in have:
         return ["CUDAExecutionProvider", "CPUExecutionProvider"]
     if device == "cuda":
         raise ConfigError("--device cuda: this onnxruntime has no CUDAExecutionProvider "
-                          "(install onnxruntime-gpu) ; use --device cpu or --backend torch")
+                          "(install onnxruntime-gpu); use --device cpu or --backend torch")
     return ["CPUExecutionProvider"]
 
 
@@ -168,7 +231,7 @@ class OnnxEncoder:
     """An encoder with the ``encode`` / ``get_sentence_embedding_dimension`` subset that
     :func:`workbench.retrieval.dense.encode` uses."""
 
-    def __init__(self, model_dir: Path, precision: str = "fp32", device: str = "cpu"):
+    def __init__(self, model_dir: Path, precision: str = DEFAULT_PRECISION, device: str = "cpu"):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -181,18 +244,16 @@ class OnnxEncoder:
         self.tokenizer.no_padding()
         options = ort.SessionOptions()
         options.intra_op_num_threads = os.cpu_count() or 1
+        options.inter_op_num_threads = 1
+        # No busy-waiting between parallel sections: on a shared machine (more runnable threads
+        # than cores) spinning threads steal the cores the work needs (+13% measured at load 15).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = ort.InferenceSession(str(self.path), options, providers=providers(device))
         self._inputs = {i.name for i in self.session.get_inputs()}
         self._dim: int | None = None
 
-    def get_sentence_embedding_dimension(self) -> int:
-        if self._dim is None:
-            self._dim = int(self._batch(["x"]).shape[1])
-        return self._dim
-
-    def _batch(self, texts: Sequence[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(list(texts))
+    def _batch(self, encodings: list) -> np.ndarray:
         width = max((len(e.ids) for e in encodings), default=1) or 1
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -209,26 +270,42 @@ class OnnxEncoder:
         return summed / np.maximum(weights.sum(axis=1), 1e-9)
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, **_ignored) -> np.ndarray:
-        """Mean-pooled (not normalised) embeddings, rows in input order."""
+        """Mean-pooled (not normalised) embeddings, rows in input order.
+
+        Longest first; a batch closes at ``batch_size`` rows or :data:`MAX_BATCH_TOKENS` padded
+        tokens (its first, longest row sets the width), whichever comes first.
+        """
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.get_sentence_embedding_dimension()), dtype=np.float32)
-        order = np.argsort([-len(t) for t in texts], kind="stable")
+        encodings = self.tokenizer.encode_batch(texts)
+        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
         out: np.ndarray | None = None
-        for start in range(0, len(texts), batch_size):
-            pick = order[start:start + batch_size]
-            vectors = self._batch([texts[i] for i in pick])
+        start = 0
+        while start < len(order):
+            width = max(len(encodings[order[start]].ids), 1)
+            size = max(1, min(batch_size, MAX_BATCH_TOKENS // width))
+            pick = order[start:start + size]
+            vectors = self._batch([encodings[i] for i in pick])
             if out is None:
                 out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
             out[pick] = vectors
+            start += size
         return out
 
+    def get_sentence_embedding_dimension(self) -> int:
+        if self._dim is None:
+            self._dim = int(self._batch(self.tokenizer.encode_batch(["x"])).shape[1])
+        return self._dim
 
-def load_encoder(model_dir: str | Path, *, precision: str = "fp32", device: str = "cpu") -> OnnxEncoder:
+
+def load_encoder(model_dir: str | Path, *, precision: str = DEFAULT_PRECISION, device: str = "cpu") -> OnnxEncoder:
     """An :class:`OnnxEncoder` for the model directory, loaded once per process."""
     if not available():
         raise ConfigError("--backend onnx needs onnxruntime; install the onnx extra (`pip install -e .[onnx]`) "
                           "or use --backend torch")
+    check_precision(precision)
+    providers(device)  # a bad --device fails before any export
     model_dir = Path(model_dir)
     if not (model_dir / "tokenizer.json").is_file():
         raise ConfigError(f"the ONNX backend needs a local model directory with tokenizer.json, got {model_dir}; "
