@@ -89,7 +89,7 @@ def test_errors_are_one_line_with_a_fix(demo, cli):
     r = cli(*db, "retrieve", "bm25", "--chunking", "missing", "--name", "x")
     assert r.returncode == 4 and "workbench chunk" in r.stderr
     r = cli(*db, "pool", "--name", "p", "--runs", "bm25,nope")
-    assert r.returncode == 4 and "unknown run(s) ['nope']" in r.stderr
+    assert r.returncode == 3 and "unknown run 'nope' in" in r.stderr
     r = cli(*db, "retrieve", "hybrid", "--name", "h", "--runs", "bm25,bm25")
     assert r.returncode == 3 and "twice" in r.stderr
 

@@ -204,7 +204,7 @@ def test_hybrid_refuses_runs_over_different_chunkings(db):
     write_chunk_run(db, "C", [("q1", "fx:cats:0", 1)], chunking="fx")
     with pytest.raises(InputError, match="same items.*A: level=chunk, chunking=doc.*C: level=chunk, chunking=fx"):
         run_hybrid(db, "bad", ["A", "C"])
-    with pytest.raises(StoreError, match=r"unknown run\(s\) \['Z'\]"):
+    with pytest.raises(InputError, match=r"unknown run 'Z' in "):
         run_hybrid(db, "bad", ["A", "Z"])
 
 

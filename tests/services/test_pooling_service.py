@@ -147,7 +147,7 @@ def test_pooling_errors_say_what_to_do(db):
         add_runs(db, "p", ["A"])
     with pytest.raises(InputError, match="holds chunk items"):
         add_runs(db, "p", ["D"])
-    with pytest.raises(StoreError, match="no pool 'nope'"):
+    with pytest.raises(InputError, match="no pool 'nope'"):
         add_runs(db, "nope", ["B"])
     with pytest.raises(InputError, match="depth must be a positive integer"):
         build_pool(db, "q", ["A"], 0)

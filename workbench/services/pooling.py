@@ -137,7 +137,7 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
     order = sorted(set(runs))
     with progress(f"pool {name}", 3, "step") as advance, db.transaction() as tx:
         if _check_rows(tx, order, depth, level) == 0:
-            raise InputError(f"runs {list(runs)} have no rows; nothing to pool")
+            raise InputError(f"runs {', '.join(runs)} have no rows; nothing to pool")
         staged = stage_pool_pairs(tx, order, depth, level)
         _check_no_duplicates(tx, staged, order, depth, level)
         advance(1)
@@ -155,11 +155,17 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
                        tuple(coverage_notes(db, list(runs))))
 
 
+def _runs_words(runs: list[str]) -> str:
+    """``run 'a' is`` / ``runs 'a', 'b' are``: names in words, never a Python list."""
+    names = ", ".join(repr(r) for r in runs)
+    return f"run {names} is" if len(runs) == 1 else f"runs {names} are"
+
+
 def _pool_record(db: Database, name: str) -> dict:
     record = read_pool(db, name)
     if record is None:
         known = ", ".join(read_pools(db)["name"]) or "none yet"
-        raise StoreError(f"no pool {name!r} in {db.path}; known pools: {known}")
+        raise InputError(f"no pool {name!r} in {db.path}; known pools: {known}")
     return record
 
 
@@ -174,7 +180,8 @@ def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
     record = _pool_record(db, name)
     already = [r for r in runs if r in record["runs"]]
     if already:
-        raise InputError(f"run(s) {already} are already in pool {name!r} (runs: {record['runs']})")
+        raise InputError(f"{_runs_words(already)} already in pool {name!r} (its runs: {', '.join(record['runs'])}); "
+                         f"add only runs it does not hold yet")
     info = read_runs_checked(db, list(runs))
     level, chunking = same_scope(info, "a pool")
     if (level, chunking) != (record["level"], record["chunking"]):

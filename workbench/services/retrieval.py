@@ -357,12 +357,14 @@ def read_runs_checked(db: Database, runs: list[str]) -> pd.DataFrame:
     if not runs:
         raise InputError("no runs given; pass --runs A,B")
     if len(set(runs)) != len(runs):
-        raise InputError(f"--runs lists a run twice: {runs}")
+        raise InputError(f"--runs lists a run twice: {', '.join(runs)}")
     info = read_run_info(db, runs)
     unknown = [r for r in runs if r not in set(info["name"])]
     if unknown:
         known = ", ".join(read_run_info(db)["name"]) or "none yet"
-        raise StoreError(f"unknown run(s) {unknown} in {db.path}; known runs: {known}")
+        # Bad input (exit 3), as an unknown run is for eval, export and delete.
+        raise InputError(f"unknown run{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in "
+                         f"{db.path}; known runs: {known}")
     return info.set_index("name").loc[runs].reset_index()
 
 
