@@ -301,7 +301,7 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
                                        after=after, **unit_args)
             return page, store.cache_hits(db, page)
 
-    with _Use(db_path, runner.wait) as db:
+    with _Use(db_path, runner.wait, migrate=False) as db:
         total = store.count_pending_units(db, **unit_args)
         units = store.pending_units(db, prefix=spec.cache_prefix, **unit_args) if batch else None
     state, message = "finished", ""
@@ -329,7 +329,7 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
             state, message = "batch", runner.batch_message
         elif runner.stop_reason == "failing":
             state, message = "stopped", runner.batch_message
-        with _Use(db_path, runner.wait) as db:
+        with _Use(db_path, runner.wait, migrate=False) as db:
             with db.transaction() as tx:
                 store.recount_job(tx, job["job_id"])
                 remaining = store.count_pending_units(db, **unit_args)
