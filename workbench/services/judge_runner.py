@@ -171,6 +171,7 @@ class _Runner:
         self._flush_scheduled = False
         self._flush_tasks: set[asyncio.Task] = set()
         self._db_thread: ThreadPoolExecutor | None = None
+        self.last_write = 0.0  # monotonic time of the last visit that wrote and read the state
         self.consecutive_failed = 0
         # In-run sharing of answers by (cache_key, sample); see `_work`. `write_seq` counts the
         # completed batch writes; a page's cache look-up sees the writes counted when it began.
@@ -347,6 +348,7 @@ class _Runner:
                 self.write_error = exc
                 return
             self.write_error = None
+            self.last_write = time.monotonic()
             if rows:
                 self.write_seq += 1
                 for row in rows:
@@ -450,11 +452,14 @@ class _Runner:
                     return
 
     async def _flusher(self):
+        """Every ``flush_seconds``: write what is buffered and read the job's state (a cancel from
+        another process), unless a batch write did both within that time."""
         while not self._flusher_stop.is_set():
             try:
                 await asyncio.wait_for(self._flusher_stop.wait(), self.flush_seconds)
             except asyncio.TimeoutError:
-                await self.flush(check_state=True)
+                if self.buffer or time.monotonic() - self.last_write >= self.flush_seconds:
+                    await self.flush(check_state=True)
 
     async def _produce(self, next_page, queue: asyncio.Queue, n: int) -> None:
         """Read page after page (keyset paging: each after the last unit of the one before),
