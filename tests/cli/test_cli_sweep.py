@@ -127,9 +127,14 @@ def test_bad_specs_are_one_line_errors(demo):
         args[bad[0]] = bad[1]
         done = run_cli("--db", str(demo), "sweep", *[x for kv in args.items() for x in kv], "-m", "ndcg@10",
                        timeout=120)
-        assert done.returncode != 0
-        assert "Traceback" not in done.stderr
+        assert done.returncode == 3, done.stderr  # bad input, whichever spec is wrong
+        assert "Traceback" not in done.stderr and "'sweep'" not in done.stderr  # the user's spec is named
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    torch_int8 = run_cli("--db", str(demo), "sweep", "--chunkings", "fixed:64", "--retrievers", "dense",
+                         "-m", "ndcg@10", "--precision", "int8-safe", timeout=120)
+    assert torch_int8.returncode == 3
+    assert torch_int8.stderr.strip() == ("workbench sweep: error: --precision int8-safe applies to "
+                                         "--backend onnx only; add --backend onnx")
 
 
 def test_dense_without_sentence_transformers_is_skipped_per_cell(demo, tmp_path):

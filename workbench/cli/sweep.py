@@ -46,6 +46,8 @@ def _run(args: argparse.Namespace) -> int:
     budgets = parse_budgets(args.budgets)
     if not args.measure:
         raise InputError("give at least one measure, e.g. -m ndcg@10 -m recall@10")
+    if args.backend == "torch" and args.precision != "fp32":
+        raise InputError(f"--precision {args.precision} applies to --backend onnx only; add --backend onnx")
     slice_pair = None
     if args.slices:
         parts = [p for p in args.slices.split(",") if p.strip()]
@@ -56,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = sweep.run_sweep(db, chunkings, retrievers, args.measure, budgets=budgets, labels=args.labels,
                                  rel=args.rel, pool=args.pool, progress=progress_from_args(args), backend=args.backend,
-                                 notify=lambda line: print(line, file=sys.stderr))
+                                 precision=args.precision, device=args.device, notify=lambda line: print(line, file=sys.stderr))
         slices = None
         if slice_pair:
             by_key = {(c.chunking, c.retriever): c for c in result.cells}
@@ -157,8 +159,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--slices", default=None, metavar="BASE,OTHER",
                    help="per query tag: lift of cell OTHER over BASE (SPEC/RETRIEVER) on the first measure, paired test")
     p.add_argument("--backend", choices=("torch", "onnx"), default="torch",
-                   help="dense encoder: torch (sentence-transformers) or onnx (ONNX Runtime fp32, the onnx extra); "
+                   help="dense encoder: torch (sentence-transformers) or onnx (ONNX Runtime, the onnx extra; see --precision); "
                         "each has its own embedding cache (default torch)")
+    p.add_argument("--precision", choices=("fp32", "int8-safe", "int8"), default="fp32",
+                   help="onnx only: fp32 (default, same vectors as torch), int8-safe (per-token int8, cosine "
+                        ">= 0.999 with torch) or int8 (fastest, cosine ~0.98); each has its own embedding cache")
+    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu",
+                   help="dense encoder device: cpu (default), cuda, or auto (cuda when available)")
     p.add_argument("--list-pairs", type=int, default=10, metavar="N", help="unjudged pairs listed per low cell (default 10)")
     add_format_option(p)
     add_progress_option(p)

@@ -105,7 +105,14 @@ def parse_chunking(text: str) -> ChunkingChoice:
         strategy, params = "document", {}
     else:
         raise InputError(f"chunking spec {raw!r} is not understood; {how}")
-    spec = ChunkingSpec("sweep", strategy, params)  # validates (overlap < size, size > 0)
+    from workbench.core.chunking import ChunkingError
+
+    try:
+        spec = ChunkingSpec("sweep", strategy, params)  # validates (overlap < size, size > 0)
+    except ChunkingError as exc:
+        # Name the spec the user wrote, not the placeholder name above; bad input (exit 3).
+        reason = str(exc).replace("chunking 'sweep': ", "")
+        raise InputError(f"chunking spec {raw!r}: {reason}; {how}") from None
     return ChunkingChoice(raw, strategy, dict(spec.params))
 
 
