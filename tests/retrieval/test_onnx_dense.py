@@ -80,11 +80,11 @@ def test_fp32_onnx_matches_pytorch(torch_vectors):
     assert encoder.path.name == "fp32.onnx" and encoder.path.parent.name.endswith(f"-r{onnx_dense.RECIPE}")
 
 
-def test_int8_safe_is_the_default_and_keeps_cosine_on_real_passages(real_torch_vectors):
-    """The default precision: minimum cosine >= 0.999 with PyTorch on 300 DL19 passages + 41 sections."""
+def test_int8_safe_keeps_cosine_on_real_passages(real_torch_vectors):
+    """Minimum cosine >= 0.999 with PyTorch on a seeded 300 DL19 passages + the 41 demo sections
+    (the benchmark's first 1,000 DL19 passages reach 0.99899: see the module docstring)."""
     texts, reference = real_torch_vectors
-    assert onnx_dense.DEFAULT_PRECISION == "int8-safe"
-    encoder = onnx_dense.load_encoder(MODEL_DIR)
+    encoder = onnx_dense.load_encoder(MODEL_DIR, precision="int8-safe")
     assert encoder.path.name == "int8-safe.onnx"
     cosine = (dense.encode(encoder, texts) * reference).sum(axis=1)
     assert len(cosine) == 341
@@ -96,7 +96,7 @@ def test_int8_safe_is_the_default_and_keeps_cosine_on_real_passages(real_torch_v
 def test_int8_safe_on_synthetic_text(torch_vectors):
     """Random vocabulary, 400-token repeats, unicode and empty text: close, rows in input order."""
     texts, reference = torch_vectors
-    cosine = (dense.encode(onnx_dense.load_encoder(MODEL_DIR), texts) * reference).sum(axis=1)
+    cosine = (dense.encode(onnx_dense.load_encoder(MODEL_DIR, precision="int8-safe"), texts) * reference).sum(axis=1)
     assert len(cosine) == 300
     assert cosine.min() >= 0.99 and np.median(cosine) >= 0.999
 
@@ -117,9 +117,9 @@ def test_int8_safe_rewrote_the_matmuls_it_claims():
 
 def test_inference_does_not_import_torch():
     """Once the files are cached, a fresh process encodes with onnxruntime alone."""
-    onnx_dense.model_files(MODEL_DIR)  # built (or already cached) in the module's cache dir
+    onnx_dense.model_files(MODEL_DIR, "int8-safe")  # built (or already cached) in the module's cache dir
     code = ("import sys; from workbench.retrieval import dense, onnx_dense; "
-            "e = onnx_dense.load_encoder(dense.model_location(dense.DEFAULT_MODEL)); "
+            "e = onnx_dense.load_encoder(dense.model_location(dense.DEFAULT_MODEL), precision='int8-safe'); "
             "v = dense.encode(e, ['a passage about retrieval', 'another one']); "
             "print(v.shape, 'torch' in sys.modules, 'sentence_transformers' in sys.modules, "
             "'transformers' in sys.modules)")
@@ -142,7 +142,7 @@ def test_int8_is_close_but_reported_below_target(torch_vectors):
 
 
 @pytest.mark.parametrize(("kwargs", "words"), [
-    ({"precision": "int4"}, ("--precision", "int8-safe, fp32, int8", "'int4'")),
+    ({"precision": "int4"}, ("--precision", "fp32, int8-safe, int8", "'int4'")),
     ({"device": "tpu"}, ("--device", "cpu, cuda or auto", "'tpu'")),
 ])
 def test_bad_precision_or_device_is_one_clear_line(kwargs, words, tmp_path, monkeypatch):

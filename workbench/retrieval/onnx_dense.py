@@ -16,13 +16,14 @@ an int8 precision, quantises the fused graph. Files are cached under :func:`cach
 so later runs load without torch (inference imports onnxruntime, tokenizers and numpy only). A
 half-written file never becomes a cache hit: files are written to a temporary name and renamed.
 
-Precisions (:data:`PRECISIONS`; :data:`DEFAULT_PRECISION` is ``int8-safe``):
+Precisions (:data:`PRECISIONS`; :data:`DEFAULT_PRECISION` is ``fp32``):
 
+- ``fp32`` (default): the fused model as is (minimum cosine 0.99999+ with the PyTorch vectors).
 - ``int8-safe``: :mod:`workbench.retrieval.onnx_int8`, per-token int8 activations with
-  per-channel int8 weights, GELU shift and channel smoothing, first layer in fp32. Measured on
-  DL19 passages and the demo sections: minimum cosine with the PyTorch vectors >= 0.999;
-  throughput in ``benchmarks/retrieval_bench.py``.
-- ``fp32``: the fused model as is (minimum cosine 0.99999+).
+  per-channel int8 weights, GELU shift and channel smoothing, first layer in fp32. Measured
+  against PyTorch: mean cosine 0.9996, 1st percentile 0.9993, minimum 0.9993 on a seeded 341
+  (300 DL19 + 41 demo sections) but 0.99899 on the first 1,000 DL19 passages, so it just misses
+  a strict minimum of 0.999 and is opt-in; throughput in ``benchmarks/retrieval_bench.py``.
 - ``int8``: ``quantize_dynamic`` (one activation scale per tensor, per-channel weights): the
   fastest, but its minimum cosine is ~0.988, below 0.999, so it is opt-in.
 
@@ -44,8 +45,8 @@ import numpy as np
 
 from workbench.errors import ConfigError
 
-PRECISIONS = ("int8-safe", "fp32", "int8")
-DEFAULT_PRECISION = "int8-safe"
+PRECISIONS = ("fp32", "int8-safe", "int8")
+DEFAULT_PRECISION = "fp32"
 RECIPE = 2  # bump when the export, fusion or quantisation recipe changes (a new cache folder)
 MAX_BATCH_TOKENS = 8192  # padded tokens per batch: bounds the attention buffers (batch x heads x len^2)
 _LOADED: dict[tuple[str, str, str], OnnxEncoder] = {}
