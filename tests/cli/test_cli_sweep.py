@@ -163,3 +163,22 @@ def test_latency_sidecar_import(demo, tmp_path):
     bad.write_text('{"query_id": "q001", "latency_ms": 3}\n{"query_id": "q002", "latency_ms": -1}\n')
     done = run_cli("--db", str(demo), "latency", "import", "--run", "bm25", str(bad), timeout=120)
     assert done.returncode != 0 and f"{bad}:2" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_gold_spans_follow_the_one_qrels_rule(demo, tmp_path):
+    """The offline judge labels every pooled pair but has not passed the calibration gate: a
+    merged sweep admits none of its labels (as qrels, export and evaluation do) and measures
+    exactly what a human-only one does; `--labels llm` looks at the judge alone (the opt-in)."""
+    path = tmp_path / "judged.duckdb"
+    shutil.copy(demo, path)
+    judged = run_cli("--db", str(path), "judge", "--pool", "demo", "--model", "offline-lexical", timeout=600)
+    assert judged.returncode == 0, judged.stderr
+    common = ["--chunkings", "fixed:256", "--retrievers", "bm25", "-m", "ndcg@10", "--budgets", "1000",
+              "--format", "json"]
+    llm = run_cli("--db", str(path), "sweep", *common, "--labels", "llm", timeout=600)
+    merged = run_cli("--db", str(path), "sweep", *common, "--labels", "merged", timeout=600)
+    human = run_cli("--db", str(path), "sweep", *common, "--labels", "human", timeout=600)
+    assert llm.returncode == merged.returncode == human.returncode == 0, llm.stderr + merged.stderr + human.stderr
+    assert "LLM from every judge configuration (opt-in)" in llm.stderr
+    assert json.loads(merged.stdout)["cells"] == json.loads(human.stdout)["cells"]
+    assert json.loads(llm.stdout)["cells"] != json.loads(human.stdout)["cells"]  # the judge's labels do differ

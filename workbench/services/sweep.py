@@ -64,7 +64,6 @@ from workbench.store.database import Database
 RETRIEVERS = ("bm25", "dense", "hybrid")
 JUDGED_K = 10
 LOW_JUDGED = 0.8  # below this share of judged top-k items a cell lists the pairs to judge
-HUMAN_TIERS = ("sme", "adjudicated", "imported")
 
 
 # ------------------------------------------------------------------------------ grid parsing
@@ -422,15 +421,14 @@ def _hybrid(db: Database, data: _ChunkingData, name: str, k: int, parts: list[st
 
 # ------------------------------------------------------------------------------ measures per cell
 
-def _label_spans(db: Database, labels: str) -> pd.DataFrame:
-    from workbench.store.qrels_labels import labelled_spans
+def _label_spans(db: Database, labels: str) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """The span labels the one qrels rule admits for ``labels`` (:func:`services.qrels.admitted_spans`:
+    tier order, LLM labels only from a judge that passed the gate unless opted in, the synthetic
+    filter), so gold spans, judged@k and the cells' qrels count the same labels; and its notes."""
+    from workbench.services.qrels import admitted_spans
 
-    spans = labelled_spans(db)
-    if labels == "human":
-        spans = spans[spans["tier"].isin(HUMAN_TIERS)]
-    elif labels == "llm":
-        spans = spans[spans["tier"] == "llm"]
-    return spans.astype({"query_id": "str", "doc_id": "str"}).reset_index(drop=True)
+    admitted = admitted_spans(db, source=labels)
+    return admitted.spans.astype({"query_id": "str", "doc_id": "str"}).reset_index(drop=True), admitted.notes
 
 
 def _ranked_spans(db: Database, run: str, chunks: pd.DataFrame) -> pd.DataFrame:
@@ -574,9 +572,10 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
     queries = read_queries(db)
     if queries.empty:
         raise InputError(f"{db.path} holds no queries; import them first (`workbench import queries FILE`)")
-    spans = _label_spans(db, labels)
+    spans, label_notes = _label_spans(db, labels)
     if spans.empty:
-        raise InputError(f"the project has no {labels} labels to measure with; label pairs on the Label page "
+        why = f" ({'; '.join(label_notes)})" if label_notes else ""
+        raise InputError(f"the project has no {labels} labels to measure with{why}; label pairs on the Label page "
                          "or import qrels (`workbench import qrels FILE`)")
     gold = spans[spans["grade"] >= rel]
     with clock("read documents"):
