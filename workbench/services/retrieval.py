@@ -3,7 +3,9 @@
 Every retriever here writes a chunk-level run (``runs.level = 'chunk'``, ``runs.chunking`` set)
 whose ``params`` JSON records what produced it, so a run can be reproduced and compared. Rows
 are ``query_id, doc_id, chunk_id, rank, score`` with rank 1-based per query by score
-descending, ties by chunk id ascending (deterministic across platforms).
+descending, ties by chunk id descending: the order trec_eval and the metric engine read a run
+in, so pooling depth, judged@k and coverage see the order the evaluation scores
+(:func:`evaluation_ranks`; scores are stored rounded to 12 decimals so ties are exact).
 
 Chunk text is ``documents.text[start:end]`` (titles are not prepended): the retrievers see
 exactly the span an assessor will judge.
@@ -154,19 +156,51 @@ def _load_queries(db: Database) -> pd.DataFrame:
 
 
 def _ranked_rows(queries: pd.DataFrame, chunks: pd.DataFrame, qi, ci, score) -> pd.DataFrame:
-    """Flat hits to run rows, ranked by score desc then chunk id asc within each query."""
+    """Flat hits to run rows in the evaluation's order (:func:`evaluation_ranks`)."""
     chunk_ids = chunks["chunk_id"].to_numpy(dtype=object)
-    item = pd.factorize(chunk_ids[ci], sort=True)[0].astype(np.int64) if len(ci) else np.empty(0, np.int64)
-    rank = rank_within(np.asarray(qi, dtype=np.int64), np.asarray(score, dtype=np.float64), item)
+    score = np.round(np.asarray(score, dtype=np.float64), SCORE_DECIMALS)
+    rank = evaluation_ranks(np.asarray(qi, dtype=np.int64), score, chunk_ids[ci])
     rows = pd.DataFrame({
         "query_id": queries["query_id"].to_numpy(dtype=object)[qi],
         "doc_id": chunks["doc_id"].to_numpy(dtype=object)[ci],
         "chunk_id": chunk_ids[ci],
         "rank": rank,
-        "score": np.asarray(score, dtype=np.float64),
+        "score": score,
     })
     return rows.sort_values(["query_id", "rank"], kind="stable").reset_index(drop=True).astype(
         {"query_id": "str", "doc_id": "str", "chunk_id": "str"})
+
+
+#: Stored scores are rounded to this many decimals, so that scores the ranking treats as tied
+#: are exactly equal in the stored run (and in an exported file) for any evaluator.
+SCORE_DECIMALS = 12
+
+
+def evaluation_ranks(group: np.ndarray, score: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
+    """1-based ranks in the order every evaluator reads a run (trec_eval's, and
+    :mod:`workbench.core.ranking`'s): score descending, ties broken by item id **descending**.
+
+    Why: evaluation ignores the stored rank and re-sorts by score, while pooling depth, judged@k
+    and budgeted coverage read the stored rank. Ranking ties the evaluation's way keeps them all
+    on one order (and makes an exported run import back with the same ranks, as the importer
+    ranks the same way: :func:`workbench.core.formats.labels.rank_by_score`). Scores should be
+    rounded to :data:`SCORE_DECIMALS` first (the tie test rounds to the same decimals).
+    """
+    if len(item_ids) == 0:
+        return np.empty(0, dtype=np.int64)
+    codes = pd.factorize(np.asarray(item_ids, dtype=object), sort=True)[0].astype(np.int64)
+    return rank_within(np.asarray(group, dtype=np.int64), np.asarray(score, dtype=np.float64), -codes)
+
+
+def evaluation_order(rows: pd.DataFrame, id_col: str, k: int | None = None) -> pd.DataFrame:
+    """``rows`` (``query_id, <id_col>, score, ...``) re-ranked by :func:`evaluation_ranks` with
+    scores rounded to :data:`SCORE_DECIMALS`, cut to the top ``k`` per query (None: all)."""
+    score = np.round(rows["score"].to_numpy(dtype=np.float64), SCORE_DECIMALS)
+    group = pd.factorize(rows["query_id"].astype(str))[0].astype(np.int64)
+    out = rows.assign(score=score, rank=evaluation_ranks(group, score, rows[id_col].astype(str).to_numpy()))
+    if k is not None:
+        out = out.loc[out["rank"] <= k]
+    return out.sort_values(["query_id", "rank"], kind="stable").reset_index(drop=True)
 
 
 def _store_run(db: Database, name: str, retriever: str, rows: pd.DataFrame, params: dict,
@@ -220,14 +254,18 @@ def run_bm25(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
 
 
 def dense_cache_key(model: str, backend: str = "torch", precision: str = "fp32") -> str:
-    """The embeddings-cache key: the model key, suffixed ``#onnx-<precision>`` for the ONNX
-    backend so vectors of different backends are never mixed (torch keeps the bare key, so
-    existing caches stay valid)."""
+    """The embeddings-cache key: the model key, suffixed ``#onnx-<precision>-r<recipe>`` for the
+    ONNX backend so vectors of different backends, precisions or recipes are never mixed (torch
+    keeps the bare key, so existing caches stay valid)."""
     key = dense_mod.model_key(model)
     if backend == "torch":
         return key
     if backend == "onnx":
-        return f"{key}#onnx-{precision}"
+        from workbench.retrieval.onnx_dense import RECIPE
+
+        # The recipe number too: vectors of an older export/quantisation recipe differ (about 1%
+        # cosine for int8) and must never be mixed with new ones in one cache.
+        return f"{key}#onnx-{precision}-r{RECIPE}"
     raise InputError(f"--backend must be torch or onnx, got {backend!r}")
 
 
@@ -388,7 +426,8 @@ def run_hybrid(db: Database, name: str, runs: list[str], *, k: int = DEFAULT_K, 
     id_col = "chunk_id" if level == "chunk" else "doc_id"
     parts = {r: rows.loc[rows["run_id"] == r] for r in runs}
     fuse_started = time.perf_counter()
-    fused = fuse(parts, k=rrf_k, weights=weights, top=k, id_col=id_col)
+    # Fused scores tie often (one rank in one run each): rank and cut in the evaluation's order.
+    fused = evaluation_order(fuse(parts, k=rrf_k, weights=weights, top=None, id_col=id_col), id_col, k)
     fuse_ms = (time.perf_counter() - fuse_started) * 1000.0
     if id_col == "chunk_id":
         doc_of = rows.drop_duplicates("chunk_id").set_index("chunk_id")["doc_id"]

@@ -396,6 +396,7 @@ def _dense(db: Database, data: _ChunkingData, name: str, k: int, work: DenseWork
 
 def _hybrid(db: Database, data: _ChunkingData, name: str, k: int, parts: list[str], clock: StageClock) -> None:
     from workbench.core.fusion import rrf
+    from workbench.services.retrieval import evaluation_order
     from workbench.store.latencies import read_latencies
     from workbench.store.runs import read_run_rows_many
 
@@ -405,7 +406,7 @@ def _hybrid(db: Database, data: _ChunkingData, name: str, k: int, parts: list[st
         fused = rrf({r: rows.loc[rows["run_id"] == r, ["query_id", "chunk_id", "rank"]] for r in parts}, k=60,
                     id_col="chunk_id")
         fuse_ms = (time.perf_counter() - t0) * 1000
-        fused = fused.loc[fused["rank"] <= k].reset_index(drop=True)
+        fused = evaluation_order(fused, "chunk_id", k)  # ties the evaluation's way (services.retrieval)
         doc_of = rows.drop_duplicates("chunk_id").set_index("chunk_id")["doc_id"]
         fused["doc_id"] = fused["chunk_id"].map(doc_of).astype("str")
         lat = read_latencies(db, parts).groupby("query_id")["latency_ms"].sum()
