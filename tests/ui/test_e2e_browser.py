@@ -237,7 +237,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     saved = tmp_path / "downloaded-qrels.txt"
     download.value.save_as(saved)
     qrels = read_qrels(saved)
-    assert len(qrels) > 100
+    assert len(qrels) > 90  # compared line by line with `workbench export qrels` after the journey
     assert "q-canary" in set(qrels.query_ids.to_pylist())
     _shot(page, shots, "qrels")
 
@@ -295,3 +295,9 @@ def test_new_user_goes_from_an_empty_project_to_a_compared_evaluation(tmp_path, 
             print(page.inner_text("body"))  # shown by pytest with the failure
             raise
     assert dialogs == []
+    # The page's download is the CLI's export: same service, same rule, same lines.
+    exported = tmp_path / "cli-qrels.txt"
+    done = cli("--db", str(db), "export", "qrels", "--format", "trec", "--out", str(exported))
+    assert done.returncode == 0, done.stderr
+    downloaded = (tmp_path / "downloaded-qrels.txt").read_text().splitlines()
+    assert sorted(downloaded) == sorted(exported.read_text().splitlines())
