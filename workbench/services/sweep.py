@@ -241,7 +241,8 @@ class DenseWork:
         if self.query_vectors is None:
             encoder = self.load()
             vectors, times = [], []
-            with self.clock("encode queries"):
+            # One query at a time, timed, with one torch thread (as services.retrieval does).
+            with self.clock("encode queries"), dense_mod.one_thread():
                 for text in texts:
                     t0 = time.perf_counter()
                     vectors.append(dense_mod.encode(encoder, [text]))
