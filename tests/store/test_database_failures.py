@@ -20,7 +20,7 @@ from tests.support.read_only import read_only_dir
 from workbench.errors import StoreError, StoreLockedError
 from workbench.store.database import (
     Database,
-    _sigint_held,
+    sigint_held,
     is_duckdb_file,
 )
 
@@ -148,7 +148,7 @@ def test_ctrl_c_during_a_statement_rolls_back_and_says_so(tmp_path):
 
 
 def test_ctrl_c_held_while_committing(ctrl_c_raises):
-    with _sigint_held() as received:
+    with sigint_held() as received:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)  # a KeyboardInterrupt would be raised here if the signal were not held
     assert received == [signal.SIGINT]

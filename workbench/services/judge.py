@@ -96,7 +96,7 @@ from workbench.services.judge_spec import (  # noqa: F401 - re-exported: the ser
     resolve_spec,
 )
 from workbench.store import judging as store
-from workbench.store.database import Database
+from workbench.store.database import Database, sigint_held
 from workbench.store.pools import read_pool
 
 _ACTIVE: set[int] = set()  # jobs running in this process (the app may start runs in threads)
@@ -329,7 +329,11 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
             state, message = "batch", runner.batch_message
         elif runner.stop_reason == "failing":
             state, message = "stopped", runner.batch_message
-        with _Use(db_path, runner.wait, migrate=False) as db:
+        # The closing bookkeeping is short and must not be cut by Ctrl-C: the batches are
+        # already stored, and an interrupted close would leave the job 'running' and report
+        # "nothing was changed". A Ctrl-C here is held until it is done (the summary then tells
+        # the truth about what was stored).
+        with sigint_held(), _Use(db_path, runner.wait, migrate=False) as db:
             with db.transaction() as tx:
                 store.recount_job(tx, job["job_id"])
                 remaining = store.count_pending_units(db, **unit_args)

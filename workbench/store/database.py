@@ -107,7 +107,7 @@ def storage_error(path: Path, exc: BaseException) -> StoreError:
 
 
 @contextmanager
-def _sigint_held() -> Iterator[list[int]]:
+def sigint_held() -> Iterator[list[int]]:
     """Hold Ctrl-C (SIGINT) for the duration of the block; the list tells whether one came.
 
     Only the main thread may set signal handlers (the app runs pages in other threads, where
@@ -249,7 +249,7 @@ class Database:
             if isinstance(exc, duckdb.IOException | duckdb.InternalException):
                 raise storage_error(self.path, exc) from None
             raise
-        with _sigint_held() as interrupted:
+        with sigint_held() as interrupted:
             try:
                 cur.execute("COMMIT")
             except duckdb.Error as exc:
