@@ -14,17 +14,15 @@ the batch's estimated cost before it is submitted.
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pandas as pd
 
 from workbench.llm import batch as api
-from workbench.llm.client import CallOutcome
 from workbench.store import judging as store
 
 
 async def run_batch(runner, units: pd.DataFrame, grader) -> None:
-    from workbench.services.judge_runner import PAGE_UNITS, _nan_none, _Use
+    from workbench.services.judge_runner import PAGE_UNITS, _nan_none, _Use, cached_outcome
     from workbench.services.judge_spec import _system_chars
 
     runner.flush_lock = asyncio.Lock()
@@ -54,12 +52,8 @@ async def run_batch(runner, units: pd.DataFrame, grader) -> None:
             for unit in page.to_dict("records"):
                 hit = hit_map.get((unit["cache_key"], int(unit["sample"])))
                 if hit is not None:
-                    probs = json.loads(hit.probabilities) if isinstance(hit.probabilities, str) else None
-                    outcome = CallOutcome(status="ok", grade=int(hit.grade), reason=_nan_none(hit.reason),
-                                          raw_response=_nan_none(hit.raw_response),
-                                          probabilities={int(k): v for k, v in probs.items()} if probs else None,
-                                          expected_grade=_nan_none(hit.expected_grade))
-                    cached.append(runner._sample_row(unit, outcome, from_cache=True, cached_from=int(hit.sample_id)))
+                    cached.append(runner._sample_row(unit, cached_outcome(hit), from_cache=True,
+                                                     cached_from=int(hit.sample_id)))
                     continue
                 custom_id = f"{int(unit['sample'])}:{unit['cache_key']}"
                 if custom_id not in groups:

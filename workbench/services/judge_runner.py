@@ -135,6 +135,19 @@ class _LLMGrader:
 
 # -- the runner -------------------------------------------------------------------------------
 
+def cached_outcome(hit):
+    """The stored answer of a cache hit (a row of ``store.cache_hits``) as a
+    :class:`workbench.llm.client.CallOutcome` (imported here: the offline judge never loads
+    the client module)."""
+    from workbench.llm.client import CallOutcome
+
+    probs = json.loads(hit.probabilities) if isinstance(hit.probabilities, str) else None
+    return CallOutcome(status="ok", grade=int(hit.grade), reason=_nan_none(hit.reason),
+                       raw_response=_nan_none(hit.raw_response),
+                       probabilities={int(k): v for k, v in probs.items()} if probs else None,
+                       expected_grade=_nan_none(hit.expected_grade))
+
+
 def _nan_none(value):
     if value is None:
         return None
@@ -484,8 +497,6 @@ class _Runner:
         """Record the units the stored cache answers; return the others."""
         if hits.empty:
             return units
-        from workbench.llm.client import CallOutcome
-
         hit_map = {(r.cache_key, int(r.sample)): r for r in hits.itertuples(index=False)}
         rest, cached_rows = [], []
         for unit in units:
@@ -493,12 +504,8 @@ class _Runner:
             if hit is None:
                 rest.append(unit)
                 continue
-            probs = json.loads(hit.probabilities) if isinstance(hit.probabilities, str) else None
-            outcome = CallOutcome(status="ok", grade=int(hit.grade), reason=_nan_none(hit.reason),
-                                  raw_response=_nan_none(hit.raw_response),
-                                  probabilities={int(k): v for k, v in probs.items()} if probs else None,
-                                  expected_grade=_nan_none(hit.expected_grade))
-            cached_rows.append(self._sample_row(unit, outcome, from_cache=True, cached_from=int(hit.sample_id)))
+            cached_rows.append(self._sample_row(unit, cached_outcome(hit), from_cache=True,
+                                                cached_from=int(hit.sample_id)))
         if cached_rows:
             self._record(cached_rows)
         return rest
