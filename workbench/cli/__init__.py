@@ -67,7 +67,7 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 def _exit_status_everywhere(parser: argparse.ArgumentParser, path: str = "") -> None:
     """Give every command's --help an exit-status section (commands may write their own)."""
-    from workbench.cli.common import EXIT_CODES
+    from workbench.cli.common import exit_codes_epilog
 
     for action in parser._actions:
         if not isinstance(action, argparse._SubParsersAction):
@@ -75,9 +75,7 @@ def _exit_status_everywhere(parser: argparse.ArgumentParser, path: str = "") -> 
         for name, child in action.choices.items():
             full = f"{path} {name}".strip()
             if child.epilog is None and not any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
-                codes = dict(EXIT_CODES)
-                codes.update(EXTRA_EXIT_CODES.get(full, ()))
-                child.epilog = "exit status:\n" + "\n".join(f"  {code:<4} {text}" for code, text in sorted(codes.items()))
+                child.epilog = exit_codes_epilog(EXTRA_EXIT_CODES.get(full, ()))
                 if child.formatter_class is argparse.HelpFormatter:
                     child.formatter_class = _HelpFormatter
             _exit_status_everywhere(child, full)

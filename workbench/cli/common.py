@@ -44,9 +44,12 @@ def wrapped(text: str) -> str:
     return textwrap.fill(" ".join(text.split()), 78)
 
 
-def exit_codes_epilog() -> str:
-    """The exit codes as a help epilog paragraph."""
-    return "exit status:\n" + "\n".join(f"  {code:<4} {text}" for code, text in EXIT_CODES)
+def exit_codes_epilog(extra: tuple[tuple[int, str], ...] = ()) -> str:
+    """The exit codes as a help epilog paragraph; ``extra`` adds a command's own codes (or gives
+    a common code the command's meaning)."""
+    codes = dict(EXIT_CODES)
+    codes.update(extra)
+    return "exit status:\n" + "\n".join(f"  {code:<4} {text}" for code, text in sorted(codes.items()))
 
 
 def settings_from_args(args: argparse.Namespace, **overrides) -> Settings:

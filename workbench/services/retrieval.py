@@ -5,7 +5,7 @@ whose ``params`` JSON records what produced it, so a run can be reproduced and c
 are ``query_id, doc_id, chunk_id, rank, score`` with rank 1-based per query by score
 descending, ties by chunk id descending: the order trec_eval and the metric engine read a run
 in, so pooling depth, judged@k and coverage see the order the evaluation scores
-(:func:`evaluation_ranks`; scores are stored rounded to 12 decimals so ties are exact).
+(:func:`evaluation_order`; scores are stored rounded to 12 decimals so ties are exact).
 
 Chunk text is ``documents.text[start:end]`` (titles are not prepended): the retrievers see
 exactly the span an assessor will judge.
@@ -42,7 +42,6 @@ import numpy as np
 import pandas as pd
 
 from workbench.core.formats.names import check_name
-from workbench.core.fusion import rank_within
 from workbench.core.pareto import percentile_latency
 from workbench.errors import InputError, StoreError
 from workbench.retrieval import bm25 as bm25_mod
@@ -156,19 +155,15 @@ def _load_queries(db: Database) -> pd.DataFrame:
 
 
 def _ranked_rows(queries: pd.DataFrame, chunks: pd.DataFrame, qi, ci, score) -> pd.DataFrame:
-    """Flat hits to run rows in the evaluation's order (:func:`evaluation_ranks`)."""
-    chunk_ids = chunks["chunk_id"].to_numpy(dtype=object)
-    score = np.round(np.asarray(score, dtype=np.float64), SCORE_DECIMALS)
-    rank = evaluation_ranks(np.asarray(qi, dtype=np.int64), score, chunk_ids[ci])
+    """Flat hits to run rows in the evaluation's order (:func:`evaluation_order`)."""
     rows = pd.DataFrame({
         "query_id": queries["query_id"].to_numpy(dtype=object)[qi],
         "doc_id": chunks["doc_id"].to_numpy(dtype=object)[ci],
-        "chunk_id": chunk_ids[ci],
-        "rank": rank,
-        "score": score,
+        "chunk_id": chunks["chunk_id"].to_numpy(dtype=object)[ci],
+        "score": np.asarray(score, dtype=np.float64),
     })
-    return rows.sort_values(["query_id", "rank"], kind="stable").reset_index(drop=True).astype(
-        {"query_id": "str", "doc_id": "str", "chunk_id": "str"})
+    rows = evaluation_order(rows, "chunk_id")[["query_id", "doc_id", "chunk_id", "rank", "score"]]
+    return rows.astype({"query_id": "str", "doc_id": "str", "chunk_id": "str"})
 
 
 #: Stored scores are rounded to this many decimals, so that scores the ranking treats as tied
@@ -176,28 +171,24 @@ def _ranked_rows(queries: pd.DataFrame, chunks: pd.DataFrame, qi, ci, score) -> 
 SCORE_DECIMALS = 12
 
 
-def evaluation_ranks(group: np.ndarray, score: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
-    """1-based ranks in the order every evaluator reads a run (trec_eval's, and
-    :mod:`workbench.core.ranking`'s): score descending, ties broken by item id **descending**.
-
-    Why: evaluation ignores the stored rank and re-sorts by score, while pooling depth, judged@k
-    and budgeted coverage read the stored rank. Ranking ties the evaluation's way keeps them all
-    on one order (and makes an exported run import back with the same ranks, as the importer
-    ranks the same way: :func:`workbench.core.formats.labels.rank_by_score`). Scores should be
-    rounded to :data:`SCORE_DECIMALS` first (the tie test rounds to the same decimals).
-    """
-    if len(item_ids) == 0:
-        return np.empty(0, dtype=np.int64)
-    codes = pd.factorize(np.asarray(item_ids, dtype=object), sort=True)[0].astype(np.int64)
-    return rank_within(np.asarray(group, dtype=np.int64), np.asarray(score, dtype=np.float64), -codes)
-
-
 def evaluation_order(rows: pd.DataFrame, id_col: str, k: int | None = None) -> pd.DataFrame:
-    """``rows`` (``query_id, <id_col>, score, ...``) re-ranked by :func:`evaluation_ranks` with
-    scores rounded to :data:`SCORE_DECIMALS`, cut to the top ``k`` per query (None: all)."""
+    """``rows`` (``query_id, <id_col>, score, ...``) ranked in the order every evaluator reads a
+    run, cut to the top ``k`` per query (None: all).
+
+    The order is trec_eval's (and :mod:`workbench.core.ranking`'s): score descending, ties by
+    item id **descending**, the rule the run importer already ranks by
+    (:func:`workbench.core.formats.labels.rank_by_score`, called here). Why: evaluation ignores
+    the stored rank and re-sorts by score, while pooling depth, judged@k and budgeted coverage
+    read the stored rank; one order keeps them all on what nDCG scores, and an exported run
+    imports back with the same ranks. Scores are rounded to :data:`SCORE_DECIMALS` first, so
+    near-equal float sums are exact ties in the stored run and in any evaluator.
+    """
+    from workbench.core.formats.labels import rank_by_score
+
     score = np.round(rows["score"].to_numpy(dtype=np.float64), SCORE_DECIMALS)
-    group = pd.factorize(rows["query_id"].astype(str))[0].astype(np.int64)
-    out = rows.assign(score=score, rank=evaluation_ranks(group, score, rows[id_col].astype(str).to_numpy()))
+    keyed = pd.DataFrame({"query_id": rows["query_id"].astype(str).to_numpy(), "score": score,
+                          "item_id": rows[id_col].astype(str).to_numpy()}, index=rows.index)
+    out = rows.assign(score=score, rank=rank_by_score(keyed))
     if k is not None:
         out = out.loc[out["rank"] <= k]
     return out.sort_values(["query_id", "rank"], kind="stable").reset_index(drop=True)
