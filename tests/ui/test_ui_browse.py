@@ -30,14 +30,6 @@ def _run() -> AppTest:
 
 
 @pytest.fixture
-def demo_db(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
-    monkeypatch.setenv("WORKBENCH_DB", str(path))
-    return path
-
-
-@pytest.fixture
 def canary_db(tmp_path, monkeypatch) -> Path:
     """A project whose document, query and assessor carry markup that must stay text."""
     path = tmp_path / "canary.duckdb"

@@ -8,7 +8,6 @@ implementation), and the qrels file's own line counts.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -17,16 +16,7 @@ from tests.support.prerequisites import require_module
 from tests.ui.html_tables import html_tables
 from workbench.services.abstention import unanswerable_ids
 from workbench.services.export import export_qrels, export_run
-from workbench.services.project import init_project
 from workbench.store.database import Database
-
-
-@pytest.fixture
-def demo_db(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
-    monkeypatch.setenv("WORKBENCH_DB", str(path))
-    return path
 
 
 def _qrels_page():

@@ -4,22 +4,12 @@ and shows what ``workbench sweep`` computes (the same service, checked against t
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import run_cli
 from tests.ui.html_tables import html_tables
 from workbench.services.project import init_project
-
-
-@pytest.fixture
-def demo_db(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
-    monkeypatch.setenv("WORKBENCH_DB", str(path))
-    return path
 
 
 def _page():

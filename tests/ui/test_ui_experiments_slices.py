@@ -21,17 +21,8 @@ from streamlit.testing.v1 import AppTest
 from tests.conftest import run_cli
 from tests.support.prerequisites import require_module
 from tests.ui.html_tables import html_tables
-from workbench.services.project import init_project
 
 CHUNKING = "fixed:256"
-
-
-@pytest.fixture
-def demo_db(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
-    monkeypatch.setenv("WORKBENCH_DB", str(path))
-    return path
 
 
 def _page():

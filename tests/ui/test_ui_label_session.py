@@ -138,7 +138,7 @@ def test_the_read_ahead_and_the_page_stay_blind_until_submission(judged):
                                      "ON j.judgment_id = i.judge_judgment_id WHERE i.sample = 's' AND i.position = 3")
     finally:
         judge.close()
-    assert f"Saved grade 1 for pair 4. The judge said" in texts and expected in texts
+    assert "Saved grade 1 for pair 4. The judge said" in texts and expected in texts
     assert _pair(at) == "5"
     view = at.session_state["_label_view"]
     assert MARKER not in _strings(view)

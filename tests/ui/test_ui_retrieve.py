@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.ui.html_tables import html_tables
-from workbench.services.project import init_project
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.pools import read_pool, read_pool_pairs
@@ -19,14 +16,6 @@ def _page():
     from workbench.ui.views import retrieve
 
     retrieve.render()
-
-
-@pytest.fixture
-def demo_db(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
-    monkeypatch.setenv("WORKBENCH_DB", str(path))
-    return path
 
 
 def _run() -> AppTest:

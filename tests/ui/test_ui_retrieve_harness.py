@@ -8,14 +8,12 @@ import hashlib
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.ui.html_tables import html_tables
-from workbench.services.project import init_project
 from workbench.services.sweep import query_tags
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
@@ -29,14 +27,6 @@ def _page():
     from workbench.ui.views import retrieve
 
     retrieve.render()
-
-
-@pytest.fixture
-def demo_db(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
-    monkeypatch.setenv("WORKBENCH_DB", str(path))
-    return path
 
 
 class Retriever:
