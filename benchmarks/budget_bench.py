@@ -2,7 +2,7 @@
 the system ranking under the full NIST labels?
 
 The six shipped runs (BM25, BM25+RM3, TAS-B, ada-002, SPLADE, RepLLaMA) are pooled to a depth
-(default 10, RRF priority); for each strategy of :mod:`workbench.core.budgeted_judging` and each
+(default 10, RRF priority); for each strategy of :mod:`workbench.core.judging.budget` and each
 budget (pairs judged), the selected pairs take their NIST grade (an unjudged pooled pair counts
 0), everything else stays unjudged, and each run's nDCG@10 (and AP) is computed with the metric
 engine. The table is Kendall's tau-b between that ranking and the full-qrels ranking; ``random``
@@ -24,8 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from workbench.core import budgeted_judging as bj  # noqa: E402
-from workbench.core.readers import read_qrels, read_trec_run  # noqa: E402
+from workbench.core.judging import budget as bj
+from workbench.core.metrics.readers import read_qrels, read_trec_run  # noqa: E402
 
 DATA = REPO.parent / "shared" / "datasets" / "trec-dl-2019-passage"
 RUNS = ("BM25", "BM25_RM3", "D_BERT_KD_TASB", "OPEN_AI_ADA2", "SPLADE_P_P_ENSEMBLE_DISTIL", "REP_LLAMA")

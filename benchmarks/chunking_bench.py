@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from workbench.core.chunking import ChunkingSpec, chunk_documents
+from workbench.core.documents.chunking import ChunkingSpec, chunk_documents
 
 WORDS = np.array(
     "the a retrieval query chunk document span judge pool rank score grade relevant model "

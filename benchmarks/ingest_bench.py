@@ -42,9 +42,9 @@ def steps() -> list[tuple[str, str, Path, dict]]:
 
 
 def one_pass(workdir: Path, number: int) -> dict:
-    from workbench.services.export import export_qrels
+    from workbench.services.qrels.export import export_qrels
     from workbench.services.ingest import import_file
-    from workbench.services.project import open_project
+    from workbench.services.project.lifecycle import open_project
 
     timings: dict[str, tuple[float, int, int]] = {}
     # DL19 and Cranfield share no ids, but give each its own project as a user would.

@@ -219,7 +219,7 @@ def offline(db: Path, label: str) -> dict:
 
 
 def job_table(db: Path):
-    from workbench.services.judge import job_judgments, list_jobs
+    from workbench.services.judge.jobs import job_judgments, list_jobs
 
     jobs = list_jobs(db, "bench")
     if len(jobs) != 1:
@@ -229,7 +229,7 @@ def job_table(db: Path):
 
 
 def pool_size(db: Path) -> int:
-    from workbench.services.pooling import pool_pairs
+    from workbench.services.pooling.pools import pool_pairs
     from workbench.store.database import Database
 
     with Database(db) as handle:
@@ -293,7 +293,7 @@ def kill_and_resume(base: Path) -> dict:
         first = judge(killed, server.base_url,
                       kill_when=lambda: server.control.count("/v1/chat/completions") >= 0.4 * pairs)
         sent_before_kill = server.control.count("/v1/chat/completions")
-        from workbench.services.judge import job_judgments, list_jobs
+        from workbench.services.judge.jobs import job_judgments, list_jobs
 
         stored_at_kill = len(job_judgments(killed, list_jobs(killed, "bench")[0]["job_id"]))
         second = judge(killed, server.base_url)

@@ -55,7 +55,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.support.live_app import browser_page, free_port, wait_healthy
-from workbench.services import calibration as cal
+from workbench.services.calibration import workflow as cal
 from workbench.store.corpus import write_documents, write_queries
 from workbench.store.database import Database, insert_frame
 from workbench.store.judgments import write_judgments

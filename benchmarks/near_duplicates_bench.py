@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from workbench.core import near_duplicates as nd  # noqa: E402
+from workbench.core.documents import near_duplicates as nd
 
 DATA = REPO.parent / "shared" / "datasets" / "trec-dl-2019-passage" / "dl2019_document.jsonl"
 

@@ -2,7 +2,7 @@
 
 Pairs: every SME label in ``workbench/resources/demo/labels.jsonl`` (a graded character span of a
 document for a query); the passage is the span's text. Agreement is reported at the default
-settings in ``workbench.core.offline_judge`` (which were chosen by ``--tune`` on these same labels,
+settings in ``workbench.core.judging.offline`` (which were chosen by ``--tune`` on these same labels,
 so that figure is in-sample) and, to be honest about it, under 5-fold cross-validation by query
 (thresholds and weights tuned on 4/5 of the queries, graded on the held-out fifth).
 
@@ -29,7 +29,7 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workbench.core.offline_judge import (
+from workbench.core.judging.offline import (
     OfflineJudgeSettings,
     default_settings,
     grade_pair,

@@ -12,7 +12,7 @@ numpy, write pool_pairs and pool_provenance in one transaction), ``add_runs`` of
 and ``pool_stats`` (sizes, contributions, overlap, judged@10, leave-one-run-out).
 
 The service keeps the set work in DuckDB and hands only integer codes to numpy (see
-:mod:`workbench.services.pooling`). Before that change (pandas round trips of every pair and
+:mod:`workbench.services.pooling.pools`). Before that change (pandas round trips of every pair and
 provenance row), 10k x 6 x 100 took about 12-26 s for build_pool, 16-23 s for add_runs and
 21-34 s for pool_stats on a shared 2-core machine.
 """
@@ -30,7 +30,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support import reference_pooling as core_pooling  # noqa: E402
-from workbench.services.pooling import POOL_RRF_K, add_runs, build_pool, pool_stats
+from workbench.services.pooling.pools import POOL_RRF_K, add_runs, build_pool, pool_stats
 from workbench.store.database import Database
 from workbench.store.pools import read_pool_pairs
 from workbench.store.runs import read_run_rows_many, set_run_scope, write_run

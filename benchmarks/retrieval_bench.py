@@ -182,7 +182,7 @@ def main() -> None:
     import torch
 
     from workbench.services.chunking import create_chunking
-    from workbench.services.retrieval import run_bm25
+    from workbench.services.retrieval.runs import run_bm25
     from workbench.store.database import Database
     from workbench.store.runs import read_run_rows
 

@@ -11,10 +11,10 @@ import pytest
 
 from tests.support.prerequisites import REPO, shared_path
 from workbench.config import load_settings
-from workbench.core import near_duplicates as nd
-from workbench.core.readers import read_qrels
-from workbench.services.project import init_project, open_project
-from workbench.services.synthetic_queries import bm25_baseline, synthesize
+from workbench.core.documents import near_duplicates as nd
+from workbench.core.metrics.readers import read_qrels
+from workbench.services.project.lifecycle import init_project, open_project
+from workbench.services.qrels.synthetic_queries import bm25_baseline, synthesize
 
 
 def _readme() -> str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 from tests.support.prerequisites import REPO
-from workbench.services import abstention, trajectories
-from workbench.services.project import init_project, open_project
-from workbench.services.query_kinds import DEMO_TRAJECTORIES
+from workbench.services.evaluation import abstention
+from workbench.services.evaluation import trajectories
+from workbench.services.project.lifecycle import init_project, open_project
+from workbench.services.evaluation.query_kinds import DEMO_TRAJECTORIES
 
 
 def test_readme_query_kinds_demo_figures(tmp_path):

@@ -17,7 +17,7 @@ __all__ = ["evaluate", "__version__"]
 def __getattr__(name: str):
     # Imported lazily so that `import workbench` stays cheap for the CLI and the app.
     if name == "evaluate":
-        from workbench.core.evaluation import evaluate
+        from workbench.core.metrics.evaluation import evaluate
 
         return evaluate
     raise AttributeError(f"module 'workbench' has no attribute {name!r}")

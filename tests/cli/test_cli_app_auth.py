@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from tests.support.prerequisites import REPO
-from workbench.services.project import init_project
+from workbench.services.project.lifecycle import init_project
 
 
 def test_app_refuses_auth_none_on_a_public_host(cli, db_path):

@@ -127,7 +127,7 @@ def test_agree_reads_the_workbench_judgment_exports(cli, tmp_path):
     path = tmp_path / "project.duckdb"
     db, truth = build_project(path)
     try:
-        from workbench.services import calibration as cal
+        from workbench.services.calibration import workflow as cal
 
         cal.create_sample(db, "s", "p", seed=2)
         label_all(db, "s", truth, flip=0.2)

@@ -185,7 +185,7 @@ def test_citations_table_and_errors(tmp_path):
 @pytest.mark.shared
 def test_compare_dl19_ttest_matches_scipy(tmp_path):
     from tests.support.prerequisites import shared_path
-    from workbench.core.evaluation import evaluate
+    from workbench.core.metrics.evaluation import evaluate
 
     dl19 = shared_path("datasets", "trec-dl-2019-passage")
     qrels = dl19 / "qrels.dl19-passage.txt"

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from workbench.core.evaluation import evaluate
+from workbench.core.metrics.evaluation import evaluate
 
 QRELS_DOCS = "q1 0 d1 2\nq1 0 d2 1\nq2 0 d3 3\n"
 QRELS_CHUNKS = "q1 0 sections:d1:0 2\nq1 0 sections:d2:1 1\nq2 0 sections:d3:0 3\n"

@@ -27,8 +27,8 @@ def demo(tmp_path_factory):
 
 
 def _unanswerable(path) -> set[str]:
-    from workbench.services.abstention import unanswerable_ids
-    from workbench.services.project import open_project
+    from workbench.services.evaluation.abstention import unanswerable_ids
+    from workbench.services.project.lifecycle import open_project
 
     db = open_project(path)
     try:
@@ -181,8 +181,8 @@ def test_a_run_missing_documents_says_so(cli, demo, tmp_path):
 
 
 def test_stored_evaluations_list_the_history_with_their_means(cli, demo):
-    from workbench.services.evaluation import stored_evaluation_values, stored_evaluations
-    from workbench.services.project import open_project
+    from workbench.services.evaluation.evaluate import stored_evaluation_values, stored_evaluations
+    from workbench.services.project.lifecycle import open_project
 
     done = cli("--db", str(demo), "eval", "--runs", "bm25,flat", "-m", "ndcg@10", "--labels", "human", "--format", "json")
     assert done.returncode == 0, done.stderr

@@ -11,9 +11,9 @@ import re
 import pytest
 
 from tests.conftest import run_cli
-from workbench.services.abstention import unanswerable_ids, without_unanswerable
-from workbench.services.project import open_project
-from workbench.services.qrels import project_qrels
+from workbench.services.evaluation.abstention import unanswerable_ids, without_unanswerable
+from workbench.services.project.lifecycle import open_project
+from workbench.services.qrels.rule import project_qrels
 
 UNANSWERABLE = ["q022", "q027", "q041", "q042"]  # the demo's (issue 13)
 

@@ -79,7 +79,7 @@ def test_sigkill_mid_job_then_resume_gives_exactly_the_uninterrupted_table(tmp_p
         assert proc.returncode == -signal.SIGKILL and sent_before_kill < 400
         partial = _table(killed)
         assert 0 < len(partial) < 400  # some batches were written before the kill
-        from workbench.services.judge import list_jobs
+        from workbench.services.judge.jobs import list_jobs
 
         assert list_jobs(killed)[0]["state"] == "interrupted"  # stored "running", its process is gone
 
@@ -99,7 +99,7 @@ def test_the_project_stays_writable_while_a_job_runs(tmp_path):
     writer.write_text(
         "import sys, time\n"
         "import pandas as pd\n"
-        "from workbench.services.judge import open_briefly\n"
+        "from workbench.services.judge.jobs import open_briefly\n"
         "from workbench.store.judgments import write_judgments\n"
         "for i in range(int(sys.argv[2])):\n"
         "    db = open_briefly(sys.argv[1], wait=20)\n"
@@ -229,7 +229,7 @@ def test_export_judgments_cli(tmp_path):
 
 
 def test_sigterm_cancels_cleanly_and_the_job_resumes(tmp_path):
-    from workbench.services.judge import list_jobs
+    from workbench.services.judge.jobs import list_jobs
 
     project = demo_project(tmp_path / "project.duckdb")
     with running_server(latency=0.05) as server:

@@ -118,8 +118,8 @@ def test_init_demo_completes_a_preparation_that_failed(db_path, monkeypatch):
     import pytest
 
     from workbench.errors import StoreError
-    from workbench.services import demo_pipeline
-    from workbench.services.project import init_project
+    from workbench.services.project import demo as demo_pipeline
+    from workbench.services.project.lifecycle import init_project
     from workbench.store.meta import read_meta
     from workbench.store.pools import read_pool
 
@@ -151,7 +151,7 @@ def test_app_hands_the_config_flag_to_the_server(db_path, tmp_path, monkeypatch)
     import os
 
     from workbench.cli import main
-    from workbench.services.project import init_project
+    from workbench.services.project.lifecycle import init_project
 
     init_project(db_path)
     cfg = tmp_path / "app.toml"
@@ -170,7 +170,7 @@ def test_app_hands_the_config_flag_to_the_server(db_path, tmp_path, monkeypatch)
 
 def test_init_demo_repairs_a_demo_marked_ready_without_its_pipeline(db_path):
     # What an earlier version left behind when preparing failed: demo data and demo = "true".
-    from workbench.services.project import init_project, load_demo
+    from workbench.services.project.lifecycle import init_project, load_demo
     from workbench.store.meta import set_meta
     from workbench.store.pools import read_pool
 

@@ -14,8 +14,8 @@ from workbench.resources import DEMO_DIR
 
 @pytest.fixture(scope="module")
 def demo_template(tmp_path_factory):
-    from workbench.services.project import init_project, open_project
-    from workbench.services.query_kinds import add_demo_role_runs
+    from workbench.services.project.lifecycle import init_project, open_project
+    from workbench.services.evaluation.query_kinds import add_demo_role_runs
 
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     init_project(path, demo=True)

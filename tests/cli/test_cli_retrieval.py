@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workbench.services.pooling import pool_stats
+from workbench.services.pooling.pools import pool_stats
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.pools import read_pool, read_pool_pairs

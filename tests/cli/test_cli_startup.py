@@ -16,7 +16,7 @@ from tests.support.prerequisites import REPO
 from workbench.cli import COMMAND_GROUPS
 
 HEAVY = ("numpy", "pandas", "scipy", "pyarrow", "duckdb", "openai", "streamlit", "sklearn",
-         "sentence_transformers", "torch", "bm25s", "workbench.core.chunking")
+         "sentence_transformers", "torch", "bm25s", "workbench.core.documents.chunking")
 
 PROBE = """
 import argparse, importlib, json, sys
@@ -46,7 +46,7 @@ def test_the_probe_sees_a_heavy_import():
 
 def test_compare_lists_the_tests_the_engine_has():
     from workbench.cli.compare import TESTS
-    from workbench.core.significance import TESTS as ENGINE_TESTS
+    from workbench.core.metrics.significance import TESTS as ENGINE_TESTS
 
     assert tuple(TESTS) == tuple(ENGINE_TESTS)
 

@@ -13,7 +13,7 @@ import pytest
 import tests.support.openai_server as server_module
 from tests.support.openai_server import running_server
 from workbench.core import synthetic_queries as sq
-from workbench.services.project import init_project
+from workbench.services.project.lifecycle import init_project
 from workbench.store.database import Database
 
 _original = server_module.chat_completion

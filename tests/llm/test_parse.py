@@ -8,7 +8,7 @@ import pytest
 
 from workbench.llm.parse import grade_probabilities, parse_reply
 from workbench.llm.prompts import load_prompt
-from workbench.services.judge_ensemble import aggregate_grades, aggregate_status
+from workbench.core.judging.ensemble import aggregate_grades, aggregate_status
 
 RUBRIC = load_prompt("relevance_v1")
 BINARY = load_prompt("relevance_binary_v1")

@@ -172,7 +172,7 @@ def test_service_keeps_backends_apart_in_the_cache(tmp_path):
     import pandas as pd
 
     from workbench.services.chunking import create_chunking
-    from workbench.services.retrieval import dense_cache_key, run_dense
+    from workbench.services.retrieval.runs import dense_cache_key, run_dense
     from workbench.store.corpus import write_documents, write_queries
     from workbench.store.database import Database
     from workbench.store.embeddings import count_embeddings

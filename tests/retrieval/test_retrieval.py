@@ -20,7 +20,7 @@ from workbench.retrieval.bm25 import Bm25Params
 from workbench.retrieval.dense import top_k
 from workbench.retrieval.doc_mapping import doc_run_to_chunks
 from workbench.services.chunking import create_chunking
-from workbench.services.retrieval import map_doc_run, run_bm25, run_dense, run_hybrid
+from workbench.services.retrieval.runs import map_doc_run, run_bm25, run_dense, run_hybrid
 from workbench.store.database import Database
 from workbench.store.embeddings import count_embeddings
 from workbench.store.runs import read_run_info, read_run_rows

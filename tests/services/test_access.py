@@ -8,7 +8,7 @@ import pytest
 from tests.support.calibration_project import build_project
 from workbench.errors import ConfigError
 from workbench.services import access
-from workbench.services import calibration as cal
+from workbench.services.calibration import workflow as cal
 from workbench.services.access import Actor, PermissionDenied
 
 ANN, BOB, LEAD, VIEW = Actor("ann", "annotator"), Actor("bob", "annotator"), Actor("lea", "lead"), Actor("vi", "viewer")
@@ -130,10 +130,10 @@ def _counts(db) -> tuple:
 
 def test_write_services_refuse_an_annotator_called_directly(project, acting, tmp_path):
     from workbench.config import load_settings
-    from workbench.services.deletion import delete
+    from workbench.services.project.deletion import delete
     from workbench.services.ingest import import_file
-    from workbench.services.judge import cancel_job, resolve_spec, run_job
-    from workbench.services.pooling import build_pool
+    from workbench.services.judge.jobs import cancel_job, resolve_spec, run_job
+    from workbench.services.pooling.pools import build_pool
 
     db = project
     cal.create_sample(db, "s", "p", seed=1)  # as the local operator (a lead)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from workbench.services import calibration as cal
+from workbench.services.calibration import workflow as cal
 from workbench.store.corpus import write_documents, write_queries
 from workbench.store.database import Database, insert_frame
 from workbench.store.judgments import write_judgments

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from tests.support.calibration_project import build_project, label_all
-from workbench.services import calibration as cal
-from workbench.services.pooling import build_pool
+from workbench.services.calibration import workflow as cal
+from workbench.services.pooling.pools import build_pool
 from workbench.store.corpus import write_documents, write_queries
 from workbench.store.judgments import write_judgments
 from workbench.store.runs import set_run_scope, write_run

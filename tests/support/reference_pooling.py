@@ -1,6 +1,6 @@
 """The pandas reference implementation of depth-k pooling, kept only as a test oracle.
 
-The pool service (:mod:`workbench.services.pooling`) does the set work inside DuckDB; this
+The pool service (:mod:`workbench.services.pooling.pools`) does the set work inside DuckDB; this
 module computes the same pools and diagnostics from plain DataFrames, so tests (and the pooling
 benchmarks) can check the service against an independent, readable implementation.
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from workbench.core import pooling as core_pooling
-from workbench.core.fusion import (
+from workbench.core.pooling import diagnostics as core_pooling
+from workbench.core.pooling.fusion import (
     RunsLike,
     encode,
     fuse_coded,
@@ -30,7 +30,7 @@ from workbench.core.fusion import (
     stack_coded,
     unique_inverse,
 )
-from workbench.core.pooling import (
+from workbench.core.pooling.diagnostics import (
     MetricFn,
     PoolingError,
     _as_dicts,
@@ -52,7 +52,7 @@ def _runs_of(runs):
 
 def judged_at_k(runs, labels: pd.DataFrame, k: int = 10, *, id_col: str | None = None,
                 per_query: bool = False) -> pd.DataFrame:
-    """:func:`workbench.core.pooling.judged_at_k` that also takes a :class:`Pool`."""
+    """:func:`workbench.core.pooling.diagnostics.judged_at_k` that also takes a :class:`Pool`."""
     if isinstance(runs, Pool):
         id_col = runs.id_col
     return core_pooling.judged_at_k(_runs_of(runs), labels, k, id_col=id_col, per_query=per_query)

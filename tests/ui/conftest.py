@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.services.project import init_project
+from workbench.services.project.lifecycle import init_project
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from tests.support.live_app import browser_page, serve
 from tests.ui.html_tables import html_tables
 from tests.support.prerequisites import REPO
-from workbench.services.project import init_project
+from workbench.services.project.lifecycle import init_project
 
 APP = str(REPO / "workbench" / "ui" / "app.py")
 
@@ -64,7 +64,7 @@ def test_overview_shows_counts_states_and_coverage(monkeypatch, demo_db):
 
 
 def test_overview_names_a_page_for_the_next_step(monkeypatch, tmp_path):
-    from workbench.services.project import init_project
+    from workbench.services.project.lifecycle import init_project
 
     path = tmp_path / "empty.duckdb"
     init_project(path)
@@ -113,8 +113,8 @@ def test_real_server_serves_the_overview(demo_db, tmp_path):
 
 
 def test_overview_sends_a_half_labelled_sample_to_the_label_page(monkeypatch, demo_db, cli):
-    from workbench.services import calibration
-    from workbench.services.project import open_project
+    from workbench.services.calibration import workflow as calibration
+    from workbench.services.project.lifecycle import open_project
 
     judged = cli("--db", str(demo_db), "judge", "--pool", "demo", "--model", "offline-lexical")
     assert judged.returncode == 0, judged.stderr

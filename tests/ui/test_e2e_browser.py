@@ -132,7 +132,7 @@ def _press_grade(page, grade: int, n_done: int) -> None:
 
 def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, canary_queries: Path,
              canary_labels: Path) -> None:
-    from workbench.core.readers import read_qrels
+    from workbench.core.metrics.readers import read_qrels
 
     page.set_default_timeout(LONG)
 

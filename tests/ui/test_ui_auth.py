@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support.calibration_project import build_project
 from workbench.services import access
-from workbench.services import calibration as cal
+from workbench.services.calibration import workflow as cal
 from workbench.services.access import Actor
 from workbench.store.database import Database
 
@@ -30,8 +30,8 @@ if attempt:
     from workbench.config import load_settings
     from workbench.errors import WorkbenchError
     from workbench.services import calibration as cal
-    from workbench.services.deletion import delete
-    from workbench.services.judge import resolve_spec, run_job
+    from workbench.services.project.deletion import delete
+    from workbench.services.judge.jobs import resolve_spec, run_job
     try:
         with context.project() as db:
             if attempt == "adjudicate":
@@ -217,7 +217,7 @@ DATA = "from workbench.ui.views.data import render\nrender()\n"
 
 
 def test_server_path_import_refuses_files_outside_the_data_folders(tmp_path, monkeypatch):
-    from workbench.services.project import init_project
+    from workbench.services.project.lifecycle import init_project
 
     path = tmp_path / "p.duckdb"
     init_project(path)

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from workbench.services.ingest import import_file
-from workbench.services.project import init_project, open_project
+from workbench.services.project.lifecycle import init_project, open_project
 
 CANARY = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> *emph* $x$'
 

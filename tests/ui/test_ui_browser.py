@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.live_app import browser_page, serve
 from workbench.services.ingest import import_file
-from workbench.services.project import init_project, open_project
+from workbench.services.project.lifecycle import init_project, open_project
 
 pytestmark = pytest.mark.browser
 

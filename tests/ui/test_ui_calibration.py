@@ -8,8 +8,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support.calibration_project import build_project, label_all
-from workbench.services import calibration as cal
-from workbench.services.project import init_project
+from workbench.services.calibration import workflow as cal
+from workbench.services.project.lifecycle import init_project
 from workbench.store.database import Database
 
 MARKER = "JUDGE-SAYS-"

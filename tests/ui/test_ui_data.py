@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.ui.html_tables import html_tables
-from workbench.services.project import init_project
+from workbench.services.project.lifecycle import init_project
 from workbench.store.database import Database
 from workbench.store.meta import table_counts
 

@@ -14,8 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support.prerequisites import require_module
 from tests.ui.html_tables import html_tables
-from workbench.services.abstention import unanswerable_ids
-from workbench.services.export import export_qrels, export_run
+from workbench.services.evaluation.abstention import unanswerable_ids
+from workbench.services.qrels.export import export_qrels, export_run
 from workbench.store.database import Database
 
 
@@ -86,7 +86,7 @@ def test_evaluate_page_means_equal_pytrec_eval(demo_db, tmp_path):
 
 
 def test_evaluate_page_saves_an_evaluation_only_when_asked(demo_db):
-    from workbench.services.evaluation import stored_evaluations
+    from workbench.services.evaluation.evaluate import stored_evaluations
 
     at = _run(_evaluate_page)
     at.multiselect(key="evaluate_runs").set_value(["bm25"]).run()

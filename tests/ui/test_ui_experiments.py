@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import run_cli
 from tests.ui.html_tables import html_tables
-from workbench.services.project import init_project
+from workbench.services.project.lifecycle import init_project
 
 
 def _page():

@@ -10,10 +10,10 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support.openai_server import OUT_OF_RANGE_GRADE, running_server
 from workbench.config import load_settings
-from workbench.core.offline_judge import grade_pair
+from workbench.core.judging.offline import grade_pair
 from workbench.services.browse import peek_pool
-from workbench.services.judge import resolve_spec, run_job
-from workbench.services.project import init_project
+from workbench.services.judge.jobs import resolve_spec, run_job
+from workbench.services.project.lifecycle import init_project
 from workbench.store.database import Database
 from workbench.store.pools import read_pool_pairs
 
@@ -163,7 +163,7 @@ def test_browser_starts_the_offline_judge_and_sees_it_finish(tmp_path, monkeypat
     from playwright.sync_api import expect
 
     from tests.support.live_app import browser_page, serve
-    from workbench.services.judge import list_jobs
+    from workbench.services.judge.jobs import list_jobs
 
     db = tmp_path / "demo.duckdb"
     init_project(db, demo=True)
@@ -193,7 +193,7 @@ def test_start_stop_and_resume_a_job_in_its_own_process(demo_db):
     the page then offers Resume, and resuming continues the same job."""
     import time
 
-    from workbench.services.judge import list_jobs
+    from workbench.services.judge.jobs import list_jobs
 
     def wait_for(predicate, timeout=60.0):
         deadline = time.monotonic() + timeout
@@ -239,7 +239,7 @@ def test_start_stop_and_resume_a_job_in_its_own_process(demo_db):
 def test_retry_failed_judges_only_the_failed_and_invalid_pairs_again(demo_db):
     import time
 
-    from workbench.services.judge import list_jobs
+    from workbench.services.judge.jobs import list_jobs
 
     with running_server() as server:
         server.control.fault_rule = lambda call: "500" if int(call.prompt_sha[:6], 16) % 5 == 0 else None
@@ -275,7 +275,7 @@ def test_a_killed_job_shows_as_interrupted_and_resumes(demo_db):
     import signal
     import time
 
-    from workbench.services.judge import list_jobs
+    from workbench.services.judge.jobs import list_jobs
 
     def latest(predicate, timeout=60.0):
         deadline = time.monotonic() + timeout

@@ -19,7 +19,7 @@ import pytest
 from tests.support.calibration_project import build_project
 from tests.support.live_app import browser_page, serve
 from tests.support.prerequisites import REPO
-from workbench.services import calibration as cal
+from workbench.services.calibration import workflow as cal
 from workbench.store.database import Database
 
 pytestmark = pytest.mark.browser

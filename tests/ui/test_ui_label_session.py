@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support.calibration_project import build_project
 from tests.support.prerequisites import REPO
-from workbench.services import calibration as cal
+from workbench.services.calibration import workflow as cal
 from workbench.store.database import Database
 
 MARKER = "JUDGE-SAYS-"

@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.ui.html_tables import html_tables
-from workbench.services.project import init_project, open_project
+from workbench.services.project.lifecycle import init_project, open_project
 
 CANARY = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> *emph* $x$'
 

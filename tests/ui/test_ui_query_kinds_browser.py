@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.live_app import browser_page, serve
-from workbench.services.project import init_project
+from workbench.services.project.lifecycle import init_project
 
 pytestmark = pytest.mark.browser
 

@@ -228,7 +228,7 @@ def test_pooling_a_run_that_misses_documents_says_so(demo_db, tmp_path):
     import json
 
     from workbench.services.ingest import import_file
-    from workbench.services.project import open_project
+    from workbench.services.project.lifecycle import open_project
 
     extra = tmp_path / "more.jsonl"
     extra.write_text("".join(json.dumps({"_id": f"n{i}", "text": f"## New\nnew text {i}"}) + "\n" for i in range(4)))

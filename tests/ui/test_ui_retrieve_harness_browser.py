@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.live_app import browser_page, serve
 from tests.ui.test_ui_retrieve_harness import FAILING, Retriever
-from workbench.services.project import init_project
+from workbench.services.project.lifecycle import init_project
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.latencies import read_latencies

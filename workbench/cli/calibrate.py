@@ -38,7 +38,7 @@ def _scale(text: str) -> int:
 
 
 def _thresholds(args):
-    from workbench.core.gate import GateThresholds
+    from workbench.core.calibration.gate import GateThresholds
 
     return GateThresholds.from_settings(settings_from_args(args))
 
@@ -93,7 +93,7 @@ def _print_agreement(body: dict, header: list[str]) -> None:
 
 
 def _agree(args: argparse.Namespace) -> int:
-    from workbench.services.calibration import agree_files
+    from workbench.services.calibration.workflow import agree_files
 
     body = agree_files(args.reference, args.candidate, threshold=_threshold(args), seed=args.seed,
                        scale_max=args.scale, clip=args.clip, n_boot=_resamples(args),
@@ -111,7 +111,7 @@ def _agree(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    from workbench.services.calibration import create_sample
+    from workbench.services.calibration.workflow import create_sample
 
     settings = settings_from_args(args)
     name = args.name or f"{args.pool}-seed{args.seed}"
@@ -136,7 +136,7 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _options(args):
-    from workbench.services.calibration import ReportOptions
+    from workbench.services.calibration.workflow import ReportOptions
 
     settings = settings_from_args(args)
     tags = args.high_risk if args.high_risk is not None else settings.get("calibration", "high_risk_tags")
@@ -148,7 +148,7 @@ def _options(args):
 
 
 def _report(args: argparse.Namespace) -> int:
-    from workbench.services.calibration import report
+    from workbench.services.calibration.workflow import report
 
     with open_project_from_args(args) as db:
         body = report(db, args.sample, thresholds=_thresholds(args), options=_options(args))
@@ -189,8 +189,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from workbench.core.gate import EXIT_CODES
-    from workbench.services.calibration import gate
+    from workbench.core.calibration.gate import EXIT_CODES
+    from workbench.services.calibration.workflow import gate
 
     with open_project_from_args(args) as db:
         body = gate(db, args.sample, thresholds=_thresholds(args), options=_options(args))

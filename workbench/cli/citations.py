@@ -1,5 +1,5 @@
 """``workbench citations``: check the citations of generated answers against their context
-(:func:`workbench.core.citations.evaluate_batch`).
+(:func:`workbench.core.rag.citations.evaluate_batch`).
 
 Input: JSONL, one object a line with ``answer`` (str), ``context_ids`` (list) and optionally
 ``query_id`` and ``relevant_ids``. ``--format json`` prints ``{"aggregate": {...}, "answers":
@@ -24,14 +24,14 @@ from workbench.cli.common import (
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
     """The JSON objects of a JSONL file, one per non-blank line (errors name file and line)."""
     from workbench.core.formats.lines import decode_utf8, read_json_objects
-    from workbench.core.readers import check_regular_file
+    from workbench.core.metrics.readers import check_regular_file
 
     file = check_regular_file(path)
     return [record for _, record in read_json_objects(decode_utf8(file.read_bytes(), path), path)]
 
 
 def _citations(args: argparse.Namespace) -> int:
-    from workbench.core.citations import evaluate_batch
+    from workbench.core.rag.citations import evaluate_batch
 
     batch = evaluate_batch(_read_jsonl(args.answers), args.pattern, resolve=args.resolve)
     if args.format == "json":
@@ -54,7 +54,7 @@ def _citations(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     # core.citations is a light module at import (re and dataclasses; pandas only when it runs)
-    from workbench.core.citations import PRESETS
+    from workbench.core.rag.citations import PRESETS
 
     c = sub.add_parser(
         "citations",

@@ -65,7 +65,7 @@ def settings_from_args(args: argparse.Namespace, **overrides) -> Settings:
 
 def open_project_from_args(args: argparse.Namespace):
     """The project database named by ``--db`` (or the configuration), opened for one command."""
-    from workbench.services.project import open_project
+    from workbench.services.project.lifecycle import open_project
 
     return open_project(settings_from_args(args).db_path)
 

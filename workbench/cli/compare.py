@@ -1,5 +1,5 @@
 """``workbench compare``: paired significance tests of runs against a baseline
-(:func:`workbench.services.evaluation.compare_files`).
+(:func:`workbench.services.evaluation.evaluate.compare_files`).
 
 ``--format json`` prints one object::
 
@@ -17,7 +17,7 @@
     }
 
 ``delta = run_mean - baseline_mean``; NaN values are written as ``null``. Runs are named as
-``eval`` names them (:func:`workbench.services.evaluation.run_names`).
+``eval`` names them (:func:`workbench.services.evaluation.evaluate.run_names`).
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ from workbench.cli.common import (
 )
 
 DEFAULT_RESAMPLES = 10_000
-#: the paired tests of :data:`workbench.core.significance.TESTS`, listed here so that building
+#: the paired tests of :data:`workbench.core.metrics.significance.TESTS`, listed here so that building
 #: the parser does not import numpy (a test checks the two lists agree)
 TESTS = ("randomization", "bootstrap", "ttest")
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from workbench.services.evaluation import compare_files
+    from workbench.services.evaluation.evaluate import compare_files
 
     if args.stored_runs is not None:
         report = _compare_project(args)
@@ -76,7 +76,7 @@ def _compare_project(args: argparse.Namespace):
         settings_from_args,
     )
     from workbench.errors import ConfigError
-    from workbench.services.evaluation import compare_project
+    from workbench.services.evaluation.evaluate import compare_project
 
     if args.qrels or args.runs:
         raise ConfigError("--runs compares the project's stored runs; give either --runs or QRELS RUN files, not both")

@@ -1,8 +1,8 @@
 """``workbench import corpus|queries|qrels|run FILE``, ``workbench export qrels|run`` and
 ``workbench delete run|pool|chunking NAME``.
 
-Thin over :mod:`workbench.services.ingest`, :mod:`workbench.services.export` and
-:mod:`workbench.services.deletion`; formats, checks and decisions are documented there.
+Thin over :mod:`workbench.services.ingest`, :mod:`workbench.services.qrels.export` and
+:mod:`workbench.services.project.deletion`; formats, checks and decisions are documented there.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ _KIND_HELP = {
 
 def _import(args: argparse.Namespace) -> int:
     from workbench.services.ingest import import_file
-    from workbench.services.project import open_project
+    from workbench.services.project.lifecycle import open_project
 
     settings = settings_from_args(args)
     with open_project(settings.db_path) as db:
@@ -35,9 +35,9 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from workbench.services.export import export_qrels
-    from workbench.services.project import open_project
-    from workbench.services.qrels import default_policy
+    from workbench.services.qrels.export import export_qrels
+    from workbench.services.project.lifecycle import open_project
+    from workbench.services.qrels.rule import default_policy
 
     settings = settings_from_args(args)
     min_overlap = args.min_overlap if args.min_overlap is not None else settings.get("evaluation", "min_overlap")
@@ -51,8 +51,8 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _export_run(args: argparse.Namespace) -> int:
-    from workbench.services.export import export_run
-    from workbench.services.project import open_project
+    from workbench.services.qrels.export import export_run
+    from workbench.services.project.lifecycle import open_project
 
     with open_project(settings_from_args(args).db_path) as db:
         result = export_run(db, args.name, args.out, force=args.force)
@@ -61,8 +61,8 @@ def _export_run(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    from workbench.services.deletion import delete, plan_deletion
-    from workbench.services.project import open_project
+    from workbench.services.project.deletion import delete, plan_deletion
+    from workbench.services.project.lifecycle import open_project
 
     with open_project(settings_from_args(args).db_path) as db:
         plan = plan_deletion(db, args.kind, args.name)
@@ -81,8 +81,8 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _export_judgments(args: argparse.Namespace) -> int:
-    from workbench.services.judgment_export import export_judgments
-    from workbench.services.project import open_project
+    from workbench.services.judge.export import export_judgments
+    from workbench.services.project.lifecycle import open_project
 
     settings = settings_from_args(args)
     with open_project(settings.db_path) as db:

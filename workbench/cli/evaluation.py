@@ -1,4 +1,4 @@
-"""``workbench eval``: score run files against qrels (:mod:`workbench.services.evaluation`).
+"""``workbench eval``: score run files against qrels (:mod:`workbench.services.evaluation.evaluate`).
 
 ``--format json`` prints, per run::
 
@@ -71,7 +71,7 @@ conventions:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from workbench.services.evaluation import distributions, evaluate_files
+    from workbench.services.evaluation.evaluate import distributions, evaluate_files
 
     if args.stored_runs is not None:
         results = _eval_project(args)
@@ -120,7 +120,7 @@ def _eval_project(args: argparse.Namespace) -> dict:
         settings_from_args,
     )
     from workbench.errors import ConfigError
-    from workbench.services.evaluation import evaluate_project
+    from workbench.services.evaluation.evaluate import evaluate_project
 
     if args.qrels or args.runs:
         raise ConfigError("--runs scores the project's stored runs; give either --runs or QRELS RUN files, not both")

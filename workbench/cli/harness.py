@@ -14,7 +14,7 @@ from workbench.cli.common import (
 
 
 def _harness(args: argparse.Namespace) -> int:
-    from workbench.services.harness import run_harness
+    from workbench.services.retrieval.harness import run_harness
 
     with open_project_from_args(args) as db:
         summary = run_harness(db, args.name, queries=args.queries, command=args.command, url=args.url,

@@ -1,6 +1,6 @@
 """``workbench judge --pool P ...``: grade a pool's pairs with the LLM judge (or the offline one).
 
-Thin over :mod:`workbench.services.judge` (jobs, cache, resume, budget, batch mode are documented
+Thin over :mod:`workbench.services.judge.jobs` (jobs, cache, resume, budget, batch mode are documented
 there). Exit codes: 0 the job finished (failed or invalid pairs are reported, and
 ``--retry-failed`` judges them again); 6 the job stopped before the end (budget reached,
 cancelled, or a batch still running on the server): run the same command again to continue.
@@ -46,7 +46,7 @@ def _progress(args: argparse.Namespace):
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from workbench.services.judge import estimate, resolve_spec, run_job
+    from workbench.services.judge.jobs import estimate, resolve_spec, run_job
 
     settings = settings_from_args(args, **{
         "judge.model": args.model, "judge.base_url": args.base_url, "judge.prompt": args.prompt,

@@ -1,8 +1,8 @@
 """Label multipliers: ``workbench synth`` (synthetic queries per chunk) and ``workbench labels
 propagate|unpropagate|budget`` (near-duplicate propagation, budgeted judging).
 
-Thin over :mod:`workbench.services.synthetic_queries`, :mod:`workbench.services.propagation`
-and :mod:`workbench.services.budgeted_judging`; the services are imported when a command runs,
+Thin over :mod:`workbench.services.qrels.synthetic_queries`, :mod:`workbench.services.qrels.propagation`
+and :mod:`workbench.services.pooling.budget`; the services are imported when a command runs,
 so building the parser stays cheap.
 """
 
@@ -45,7 +45,7 @@ def _non_negative(text: str) -> float:
 # -- synth ------------------------------------------------------------------------------------
 
 def _synth(args: argparse.Namespace) -> int:
-    from workbench.services.synthetic_queries import synthesize
+    from workbench.services.qrels.synthetic_queries import synthesize
 
     settings = settings_from_args(args, **{"judge.model": args.model, "judge.base_url": args.base_url})
     report = synthesize(settings, args.chunking, per_chunk=args.per_chunk, limit=args.limit, seed=args.seed,
@@ -60,7 +60,7 @@ def _synth(args: argparse.Namespace) -> int:
     else:
         print(report.summary())
         if args.baseline:
-            from workbench.services.synthetic_queries import bm25_baseline
+            from workbench.services.qrels.synthetic_queries import bm25_baseline
 
             with open_project_from_args(args) as db:
                 b = bm25_baseline(db, args.chunking, k=10)
@@ -74,7 +74,7 @@ def _synth(args: argparse.Namespace) -> int:
 # -- labels -----------------------------------------------------------------------------------
 
 def _propagate(args: argparse.Namespace) -> int:
-    from workbench.services.propagation import propagate_labels
+    from workbench.services.qrels.propagation import propagate_labels
 
     with open_project_from_args(args) as db:
         report = propagate_labels(db, args.chunking, source=args.source, threshold=args.threshold,
@@ -88,7 +88,7 @@ def _propagate(args: argparse.Namespace) -> int:
 
 
 def _unpropagate(args: argparse.Namespace) -> int:
-    from workbench.services.propagation import revert_propagation
+    from workbench.services.qrels.propagation import revert_propagation
 
     with open_project_from_args(args) as db:
         removed = revert_propagation(db, args.chunking)
@@ -97,7 +97,7 @@ def _unpropagate(args: argparse.Namespace) -> int:
 
 
 def _qrels(args: argparse.Namespace) -> int:
-    from workbench.services.propagation import export_qrels_with_propagated
+    from workbench.services.qrels.propagation import export_qrels_with_propagated
 
     with open_project_from_args(args) as db:
         counts = export_qrels_with_propagated(db, args.chunking, args.out, source=args.source, queries=args.queries,
@@ -108,7 +108,7 @@ def _qrels(args: argparse.Namespace) -> int:
 
 
 def _budget(args: argparse.Namespace) -> int:
-    from workbench.services.budgeted_judging import plan_budget
+    from workbench.services.pooling.budget import plan_budget
 
     if args.out:
         from workbench.services.output_file import check_output

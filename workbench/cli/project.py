@@ -12,7 +12,7 @@ from workbench.cli.common import settings_from_args
 
 
 def _init(args: argparse.Namespace) -> int:
-    from workbench.services.project import init_project
+    from workbench.services.project.lifecycle import init_project
 
     settings = settings_from_args(args)
     loaded = init_project(settings.db_path, demo=args.demo, settings=settings)
@@ -69,7 +69,7 @@ def _cli_actions(status) -> dict[str, str]:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from workbench.services.project import DEMO_READY, open_project, project_status
+    from workbench.services.project.lifecycle import DEMO_READY, open_project, project_status
 
     settings = settings_from_args(args)
     with open_project(settings.db_path) as db:
@@ -154,7 +154,7 @@ def _check_port(host: str, port) -> None:
 
 
 def _app(args: argparse.Namespace) -> int:
-    from workbench.services.project import open_project
+    from workbench.services.project.lifecycle import open_project
 
     settings = settings_from_args(args, **{"app.port": args.port})
     # Fail early, in the terminal, when the database is missing or held by another process.

@@ -25,7 +25,7 @@ from workbench.cli.common import (
 
 
 def _file_bytes(path: str) -> bytes:
-    from workbench.core.readers import check_regular_file
+    from workbench.core.metrics.readers import check_regular_file
 
     return check_regular_file(path).read_bytes()
 
@@ -54,7 +54,7 @@ def _tsv_value(v) -> str:
 
 # --- abstention ---------------------------------------------------------------------------------
 def _abstention(args: argparse.Namespace) -> int:
-    from workbench.services import abstention as service
+    from workbench.services.evaluation import abstention as service
 
     reports, ranking = [], {}
     with open_project_from_args(args) as db:
@@ -68,7 +68,7 @@ def _abstention(args: argparse.Namespace) -> int:
 
             raise ConfigError("--store NAME stores one answers file; give exactly one --answers FILE")
         for path in args.answers or []:
-            from workbench.services.evaluation import run_names
+            from workbench.services.evaluation.evaluate import run_names
 
             name = run_names([path])[0]
             frame = service.read_answers_file(path, args.pattern)
@@ -146,9 +146,9 @@ def _abstention_table(r, per_query: bool) -> str:
 
 # --- rbac-check -----------------------------------------------------------------------------------
 def _rbac(args: argparse.Namespace) -> int:
-    from workbench.core.rbac import leakage_json
+    from workbench.core.rag.rbac import leakage_json
     from workbench.errors import WorkbenchError
-    from workbench.services import rbac as service
+    from workbench.services.evaluation import rbac as service
 
     try:
         role_runs = service.parse_role_runs(args.runs)
@@ -182,7 +182,7 @@ def _rbac(args: argparse.Namespace) -> int:
 
 # --- multihop -------------------------------------------------------------------------------------
 def _multihop(args: argparse.Namespace) -> int:
-    from workbench.services import trajectories as service
+    from workbench.services.evaluation import trajectories as service
 
     reports = {}
     db = None
@@ -201,7 +201,7 @@ def _multihop(args: argparse.Namespace) -> int:
             raise ConfigError("--store-chains stores the file given with --chains; give --chains FILE")
         chains = service.read_chain_file(args.chains) if args.chains else service.stored_chains(db)
         for path in args.trajectories or []:
-            from workbench.services.evaluation import run_names
+            from workbench.services.evaluation.evaluate import run_names
 
             name = run_names([path])[0]
             reports[name] = service.evaluate(service.read_trajectory_file(path, db), chains, k=args.k)
@@ -257,7 +257,7 @@ def _multihop_table(name: str, r, per_query: bool) -> str:
 
 # --- answerability ------------------------------------------------------------------------------
 def _answerability(args: argparse.Namespace) -> int:
-    from workbench.services import abstention as service
+    from workbench.services.evaluation import abstention as service
 
     with open_project_from_args(args) as db:
         if args.query_id:
@@ -362,7 +362,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _abstention_with_pattern(args: argparse.Namespace) -> int:
     if args.pattern is None:
-        from workbench.core.abstention import ABSTENTION_PATTERN
+        from workbench.core.rag.abstention import ABSTENTION_PATTERN
 
         args.pattern = ABSTENTION_PATTERN
     else:

@@ -1,7 +1,7 @@
 """``workbench chunk``, ``workbench retrieve``, ``workbench pool`` and ``workbench pool-stats``.
 
-Thin over :mod:`workbench.services.chunking`, :mod:`~workbench.services.retrieval` and
-:mod:`~workbench.services.pooling`. Long steps draw a tqdm bar (rate and ETA) on stderr
+Thin over :mod:`workbench.services.chunking`, :mod:`~workbench.services.retrieval.runs` and
+:mod:`~workbench.services.pooling.pools`. Long steps draw a tqdm bar (rate and ETA) on stderr
 when it is a terminal (``--progress`` forces it, ``--no-progress`` silences it). Results go to stdout.
 """
 
@@ -23,7 +23,7 @@ def _names(text: str | None, flag: str) -> list[str]:
 
 
 def _open(args: argparse.Namespace):
-    from workbench.services.project import open_project
+    from workbench.services.project.lifecycle import open_project
 
     return open_project(settings_from_args(args).db_path)
 
@@ -54,7 +54,7 @@ def _print_run(s) -> None:
 
 def _bm25(args: argparse.Namespace) -> int:
     from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
-    from workbench.services.retrieval import run_bm25
+    from workbench.services.retrieval.runs import run_bm25
 
     params = Bm25Params(k1=args.k1, b=args.b, stemmer=parse_stemmer(args.stemmer),
                         stopwords=parse_stopwords(args.stopwords))
@@ -64,7 +64,7 @@ def _bm25(args: argparse.Namespace) -> int:
 
 
 def _dense(args: argparse.Namespace) -> int:
-    from workbench.services.retrieval import run_dense
+    from workbench.services.retrieval.runs import run_dense
 
     with _open(args) as db:
         _print_run(run_dense(db, args.chunking, args.name, k=args.k, model=args.model,
@@ -75,7 +75,7 @@ def _dense(args: argparse.Namespace) -> int:
 
 def _hybrid(args: argparse.Namespace) -> int:
     from workbench.retrieval.hybrid import parse_weights
-    from workbench.services.retrieval import run_hybrid
+    from workbench.services.retrieval.runs import run_hybrid
 
     runs = _names(args.runs, "--runs")
     weights = parse_weights(args.weights, runs)
@@ -86,7 +86,7 @@ def _hybrid(args: argparse.Namespace) -> int:
 
 
 def _from_doc(args: argparse.Namespace) -> int:
-    from workbench.services.retrieval import map_doc_run
+    from workbench.services.retrieval.runs import map_doc_run
 
     with _open(args) as db:
         _print_run(map_doc_run(db, args.source, args.chunking, args.name, rule=args.rule))
@@ -94,7 +94,7 @@ def _from_doc(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from workbench.services.retrieval import list_runs
+    from workbench.services.retrieval.runs import list_runs
 
     with _open(args) as db:
         runs = list_runs(db)
@@ -129,7 +129,7 @@ def _list(args: argparse.Namespace) -> int:
 
 # -- pool --------------------------------------------------------------------------------------
 def _pool(args: argparse.Namespace) -> int:
-    from workbench.services.pooling import add_runs, build_pool
+    from workbench.services.pooling.pools import add_runs, build_pool
 
     if args.stats:
         return _pool_stats(args)
@@ -159,7 +159,7 @@ def _print_notes(notes) -> None:
 
 
 def _pool_stats(args: argparse.Namespace) -> int:
-    from workbench.services.pooling import pool_stats
+    from workbench.services.pooling.pools import pool_stats
 
     settings = settings_from_args(args)
     with _open(args) as db:

@@ -3,13 +3,13 @@
 ``workbench stages QRELS --stage NAME=RUNFILE [--stage NAME=RUNFILE ...] -m MEASURE [-m ...]
 [--rel N] [--lift POOL_MEASURE,PRE_STAGE,POST_STAGE,MEASURE] [--format table|json]``
 
-Every stage's run is scored with :func:`workbench.core.evaluation.evaluate` (a query missing from a
+Every stage's run is scored with :func:`workbench.core.metrics.evaluation.evaluate` (a query missing from a
 stage's run scores 0) and the means are reported per stage, in the order given, over the
-queries every stage has (:func:`workbench.core.stages.stage_report`).
+queries every stage has (:func:`workbench.core.metrics.stages.stage_report`).
 
 ``--lift recall@50,fusion,reranker,recall@5`` reports
 ``(post - pre) / (pool - pre)`` with pool = recall@50 of ``fusion``, pre = recall@5 of
-``fusion`` and post = recall@5 of ``reranker`` (:func:`workbench.core.stages.reranker_lift`);
+``fusion`` and post = recall@5 of ``reranker`` (:func:`workbench.core.metrics.stages.reranker_lift`);
 the lift's measures are evaluated even when not given with ``-m``. An undefined lift (no gap,
 pool below pre, a NaN score) is printed as NaN with the reason and does not fail the command.
 
@@ -65,7 +65,7 @@ def _parse_stage(text: str) -> tuple[str, str]:
 
 
 def _parse_lift(text: str):
-    from workbench.services.stages import LiftSpec
+    from workbench.services.evaluation.stages import LiftSpec
 
     parts = _split_top_level(text)
     if len(parts) != 4 or not all(parts):
@@ -86,7 +86,7 @@ def _num(x: float) -> str:
 
 
 def _stages(args: argparse.Namespace) -> int:
-    from workbench.services.stages import evaluate_stages
+    from workbench.services.evaluation.stages import evaluate_stages
 
     stages = [_parse_stage(s) for s in args.stage]
     lift = _parse_lift(args.lift) if args.lift else None
@@ -171,7 +171,7 @@ def _stored_stages(args: argparse.Namespace, stages, lift):
     import sys
 
     from workbench.cli.common import open_project_from_args, settings_from_args
-    from workbench.services.stages import evaluate_stored_stages
+    from workbench.services.evaluation.stages import evaluate_stored_stages
 
     db = open_project_from_args(args)
     try:

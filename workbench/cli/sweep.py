@@ -1,4 +1,4 @@
-"""``workbench sweep``: chunkings × retrievers on one set of span labels (:mod:`workbench.services.sweep`),
+"""``workbench sweep``: chunkings × retrievers on one set of span labels (:mod:`workbench.services.evaluation.sweep`),
 and ``workbench latency import`` for an external run's JSONL sidecar.
 
 ``--format json`` prints exactly ``{"cells": [{"chunking", "retriever", "aggregate",
@@ -38,9 +38,9 @@ def _run(args: argparse.Namespace) -> int:
         print_json,
         progress_from_args,
     )
-    from workbench.core.context_budget import parse_budgets
+    from workbench.core.rag.context_budget import parse_budgets
     from workbench.errors import InputError
-    from workbench.services import sweep
+    from workbench.services.evaluation import sweep
 
     chunkings, retrievers = sweep.parse_grid(args.chunkings, args.retrievers)
     budgets = parse_budgets(args.budgets)
@@ -119,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _import_latency(args: argparse.Namespace) -> int:
     from workbench.cli.common import open_project_from_args
-    from workbench.services.sweep import import_latencies, latency_summary
+    from workbench.services.evaluation.sweep import import_latencies, latency_summary
 
     db = open_project_from_args(args)
     try:

@@ -12,7 +12,7 @@ outright (the default order is the trust order)::
 Per item (document, or chunk of a chunking) and query:
 
 1. **per assessor**: the maximum grade over the assessor's spans that map to the item (the span
-   rule of :mod:`workbench.core.spans`: a document takes every span in it; a chunk takes the
+   rule of :mod:`workbench.core.documents.spans`: a document takes every span in it; a chunk takes the
    spans matching it with overlap / shorter >= ``min_overlap``);
 2. **per tier**, over its assessors, by ``sme_rule``:
    ``majority`` the most frequent grade, a tie between grades broken by ``ties``
@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pandas as pd
 
-from workbench.core.spans import chunk_qrels, doc_qrels
+from workbench.core.documents.spans import chunk_qrels, doc_qrels
 from workbench.errors import ConfigError
 
 TIERS = ("adjudicated", "sme", "imported", "llm")

@@ -1,4 +1,4 @@
-"""Hybrid retrieval: reciprocal rank fusion of stored runs (via :mod:`workbench.core.fusion`).
+"""Hybrid retrieval: reciprocal rank fusion of stored runs (via :mod:`workbench.core.pooling.fusion`).
 
 ``score(q, i) = Σ_r w_r / (k + rank_r(q, i))`` over the runs ``r`` that retrieved item ``i``
 for ``q`` (``k = 60`` and ``w_r = 1`` by default); output ranks are 1-based per query by score
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from workbench.core.fusion import rrf
+from workbench.core.pooling.fusion import rrf
 from workbench.errors import InputError
 
 

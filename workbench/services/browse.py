@@ -75,10 +75,10 @@ def peek_pool(db: Database, pool: str, query_id: str, *, limit: int = 5,
     Returns ``{"query_id", "query", "description", "pairs", "policy"}``; ``pairs`` has ``priority,
     doc_id, chunk_id, title, rrf_score, text, grade`` where ``text`` is the whole chunk (or
     document) and ``grade`` the grade the project's one qrels rule gives the pair
-    (:func:`workbench.services.pooling.pool_labels`), or NA when it has none; ``policy`` states
+    (:func:`workbench.services.pooling.pools.pool_labels`), or NA when it has none; ``policy`` states
     that rule (with what it left out).
     """
-    from workbench.services.pooling import pool_labels, pool_preview
+    from workbench.services.pooling.pools import pool_labels, pool_preview
     from workbench.store.pools import read_pool
 
     record = read_pool(db, pool)

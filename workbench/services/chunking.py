@@ -5,7 +5,7 @@ documents imported later are chunked into every existing chunking in the same tr
 the import (:func:`chunk_into_existing`), so BM25 or dense retrieval on a chunking never skips
 them silently. A chunking's definition is immutable: re-chunking means creating a chunking with
 another name. Labels are never touched, because judgments are anchored to character spans of
-documents, not to chunk ids; :func:`workbench.core.spans.chunk_qrels` maps them onto any
+documents, not to chunk ids; :func:`workbench.core.documents.spans.chunk_qrels` maps them onto any
 chunking later.
 
 Default parameters per strategy (used when the caller passes ``size``/``overlap`` = None):
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from workbench.core.chunking import STRATEGIES, ChunkingSpec, chunk_documents
+from workbench.core.documents.chunking import STRATEGIES, ChunkingSpec, chunk_documents
 from workbench.errors import InputError, StoreError
 from workbench.services import access
 from workbench.services.progress import ProgressFactory, no_progress

@@ -1,4 +1,4 @@
-"""What hangs off a run or a pool by name in other tables, for :mod:`workbench.services.deletion`.
+"""What hangs off a run or a pool by name in other tables, for :mod:`workbench.services.project.deletion`.
 
 * a run's per-query latencies (``run_latencies``);
 * a pool's judge jobs (``judge_jobs.pool``) and calibration samples (``calibration_samples.pool``)

@@ -1,5 +1,5 @@
 """Tables ``evaluations``, ``evaluation_means``, ``evaluation_values`` (migration 9): stored
-evaluations of runs against the project's qrels (:mod:`workbench.services.evaluation`)."""
+evaluations of runs against the project's qrels (:mod:`workbench.services.evaluation.evaluate`)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ Tables (migration 4 in :mod:`workbench.store.migrations`):
 Cache key (computed here, in SQL, so that estimates and look-ups never load texts):
 ``sha256(prefix || sha256(query_text || 0x1f || description) || 0x1f || sha256(passage_text))``
 where ``prefix`` is ``model 0x1f prompt_hash 0x1f params_json 0x1f`` (see
-:func:`workbench.services.judge.cache_prefix`). The pool, chunking and job are not part of it,
+:func:`workbench.services.judge.jobs.cache_prefix`). The pool, chunking and job are not part of it,
 so the same texts judged the same way are never sent twice.
 """
 
@@ -369,7 +369,7 @@ def samples_by_keys(db: Database, job_id: int, keys: pd.DataFrame) -> pd.DataFra
 # -- export ---------------------------------------------------------------------------------
 
 def export_judgment_rows(db: Database, *, pool: str | None, sources: list[str]) -> pd.DataFrame:
-    """Judgments for ``judgments.jsonl`` export (see :mod:`workbench.services.judgment_export`).
+    """Judgments for ``judgments.jsonl`` export (see :mod:`workbench.services.judge.export`).
 
     With ``pool``: the judgments of the pool's judge jobs, plus other judgments (human, imported)
     of a pooled (query, document) whose chunk is unknown or pooled for that query.

@@ -260,7 +260,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         5,
         "calibration_samples_and_label_events",
         """
-        -- A calibration sample drawn from a judged pool (see workbench/core/calibration_sample.py):
+        -- A calibration sample drawn from a judged pool (see workbench/core/calibration/sample.py):
         -- the seed that drew it, the spec, and what fell short of it.
         CREATE TABLE calibration_samples (
             name VARCHAR PRIMARY KEY,
@@ -331,7 +331,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "query_kinds_answerability_chains_trajectories",
         """
         -- SME decisions on whether the corpus answers a query, append-only: the latest row of a
-        -- query wins over its tags (see workbench/core/abstention.py).
+        -- query wins over its tags (see workbench/core/rag/abstention.py).
         CREATE SEQUENCE answerability_ids START 1;
         CREATE TABLE answerability (
             decision_id BIGINT PRIMARY KEY DEFAULT nextval('answerability_ids'),
@@ -381,7 +381,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         8,
         "near_duplicates_propagation_synthetic_queries",
         """
-        -- Label propagation between near-duplicate chunks (workbench/core/near_duplicates.py).
+        -- Label propagation between near-duplicate chunks (workbench/core/documents/near_duplicates.py).
         -- One row per propagation run; reverted_at set when its labels were removed.
         CREATE SEQUENCE propagation_ids START 1;
         CREATE TABLE propagations (
@@ -456,7 +456,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         9,
         "stored_evaluations",
         """
-        -- Evaluations of stored runs against the project's qrels (workbench/services/evaluation.py):
+        -- Evaluations of stored runs against the project's qrels (workbench/services/evaluation/evaluate.py):
         -- one row per evaluation (runs, the qrels policy and fingerprint, measures), its means per
         -- run and measure, and every per-query value, so results can be compared across time.
         CREATE SEQUENCE evaluation_ids START 1;
@@ -494,7 +494,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         10,
         "run_latencies",
         """
-        -- Per-query latency of a run (workbench/services/sweep.py measures our retrievers; an
+        -- Per-query latency of a run (workbench/services/evaluation/sweep.py measures our retrievers; an
         -- external run's JSONL sidecar {query_id, latency_ms} is imported): p50/p95 and the
         -- quality-versus-latency frontier are computed from these rows.
         CREATE TABLE run_latencies (

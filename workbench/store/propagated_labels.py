@@ -2,7 +2,7 @@
 
 Propagated labels live apart from ``judgments``: a direct label is never mixed up with a copied
 one, reverting a propagation deletes exactly its rows, and qrels include them only when asked
-(:mod:`workbench.services.propagation`). A reverted propagation keeps its record (and pairs)
+(:mod:`workbench.services.qrels.propagation`). A reverted propagation keeps its record (and pairs)
 with ``reverted_at`` set, as the history of what was done.
 """
 

@@ -1,4 +1,4 @@
-"""Labels as the qrels policy reads them (:mod:`workbench.services.qrels`).
+"""Labels as the qrels policy reads them (:mod:`workbench.services.qrels.rule`).
 
 One row per graded ``ok`` judgment with its **tier**: ``adjudicated`` (a human judgment written
 by a lead's resolution of an SME disagreement: its label event's annotator is ``adjudication``),

@@ -1,7 +1,7 @@
 """What every page shares: the project database path, the annotator, a per-run project handle,
 links between pages, and the helpers that show text safely.
 
-The project is opened through :func:`workbench.services.project.open_project` (the UI never
+The project is opened through :func:`workbench.services.project.lifecycle.open_project` (the UI never
 opens the database itself) for one unit of page work and closed at its end (never cached across
 runs), so that CLI commands can use the project between two clicks in the app.
 """
@@ -20,7 +20,7 @@ import streamlit as st
 
 from workbench.config import load_settings
 from workbench.errors import WorkbenchError
-from workbench.services.project import open_project
+from workbench.services.project.lifecycle import open_project
 from workbench.ui import auth  # registers the page session as the services' actor
 
 
@@ -59,7 +59,7 @@ def project() -> Iterator:
 
 def _offer_to_create(path: Path) -> None:
     """The project file is missing (deleted, or the app started on a new path): offer to create it."""
-    from workbench.services.project import init_project
+    from workbench.services.project.lifecycle import init_project
 
     st.error(f"No project database at {plain(str(path))}.")
     st.caption("Create it here, as the demo project (a small handbook with queries and SME labels, "

@@ -177,7 +177,7 @@ def excerpt(text, limit: int) -> str:
 
 
 def qrels_note(note: str) -> str:
-    """A qrels-policy note (:mod:`workbench.services.qrels`) in the page's words: the service's
+    """A qrels-policy note (:mod:`workbench.services.qrels.rule`) in the page's words: the service's
     note names a command and a setting; the page names its pages and the Labels field."""
     if "calibration gate" in note:
         return (note.split(":")[0] + ": their judge configuration has not passed the calibration gate yet. "

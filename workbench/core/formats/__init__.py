@@ -5,7 +5,7 @@ column holding the 1-based source line of each row, so that checks made later (u
 duplicates, conflicts with stored rows) can still point at ``file:line``. Nothing here touches
 the database; :mod:`workbench.services.ingest` does that.
 
-TREC qrels and runs, BEIR qrels and JSONL qrels rows are read by :mod:`workbench.core.readers`.
+TREC qrels and runs, BEIR qrels and JSONL qrels rows are read by :mod:`workbench.core.metrics.readers`.
 """
 
 # What can be imported and exported (kept here, free of heavy imports, so that building the

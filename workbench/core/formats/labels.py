@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.core.formats.lines import Tick, read_json_objects, split_lines, string_value
-from workbench.core.qrels_and_runs import Qrels, Run
+from workbench.core.metrics.qrels_and_runs import Qrels, Run
 from workbench.errors import InputError
 
 GRADES = (0, 3)
@@ -26,7 +26,7 @@ CRANFIELD_EXCLUDED = -1
 
 
 def qrels_frame(qrels: Qrels) -> pd.DataFrame:
-    """A :class:`~workbench.core.readers.Qrels` read with ``careful=True`` as a DataFrame."""
+    """A :class:`~workbench.core.metrics.readers.Qrels` read with ``careful=True`` as a DataFrame."""
     lines = qrels.lines if qrels.lines is not None else np.zeros(len(qrels), dtype=np.int64)
     return pd.DataFrame({
         "line": lines.astype(np.int64),
@@ -37,7 +37,7 @@ def qrels_frame(qrels: Qrels) -> pd.DataFrame:
 
 
 def run_frame(run: Run) -> pd.DataFrame:
-    """A :class:`~workbench.core.readers.Run` read with ``careful=True`` as a DataFrame."""
+    """A :class:`~workbench.core.metrics.readers.Run` read with ``careful=True`` as a DataFrame."""
     lines = run.lines if run.lines is not None else np.zeros(len(run), dtype=np.int64)
     return pd.DataFrame({
         "line": lines.astype(np.int64),

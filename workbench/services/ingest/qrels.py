@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from workbench.core.formats import labels as label_formats
-from workbench.core.readers import read_beir_qrels, read_jsonl_qrels, read_trec_qrels
+from workbench.core.metrics.readers import read_beir_qrels, read_jsonl_qrels, read_trec_qrels
 from workbench.errors import InputError
 from workbench.services.ingest import ledger
 from workbench.services.ingest.checks import (

@@ -6,7 +6,7 @@ import pandas as pd
 
 from workbench.core.formats import labels as label_formats
 from workbench.core.formats.names import check_name
-from workbench.core.readers import read_trec_run
+from workbench.core.metrics.readers import read_trec_run
 from workbench.errors import InputError
 from workbench.services.ingest import ledger
 from workbench.services.ingest.checks import (

@@ -4,7 +4,7 @@ source, assessor), each label's span shown highlighted inside its document.
 Filters: one query (or all), grades, sources. Read-only, through :mod:`workbench.services.browse`.
 
 Below the labels, the grade each (query, document) pair gets under the project's one merge
-policy (:func:`workbench.services.qrels.pair_grades`, the grades export, pool statistics and
+policy (:func:`workbench.services.qrels.rule.pair_grades`, the grades export, pool statistics and
 evaluation use), with the policy stated above the table and the tier that decided each pair.
 The raw labels above stay per source on purpose: they are what the policy merges. An annotator,
 who sees only their own labels, is not shown the merged grades (they carry other people's).
@@ -133,7 +133,7 @@ def _merged(query_id: str | None, everything) -> None:
     """The grade of each pair under the merge policy, the policy stated first (``everything``:
     every label, for the documents' titles)."""
     from workbench.services import access
-    from workbench.services.qrels import pair_grades
+    from workbench.services.qrels.rule import pair_grades
 
     st.subheader("Grade per pair (merge policy)")
     if not access.allowed(access.current_actor(), "see_all_labels"):

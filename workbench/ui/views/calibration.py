@@ -43,7 +43,7 @@ def _fmt(x) -> str:
 
 
 def render() -> None:
-    from workbench.services import calibration as cal
+    from workbench.services.calibration import workflow as cal
 
     st.title("Calibration")
     st.caption("SME labels against the LLM judge: the judge may label the rest of the pool only when the "
@@ -78,7 +78,7 @@ def render() -> None:
 
 def _adjudication(sample: str, found: list[dict]) -> None:
     """SMEs who graded a pair differently, side by side; a lead records the resolved label."""
-    from workbench.services import calibration as cal
+    from workbench.services.calibration import workflow as cal
 
     st.subheader("Where SMEs disagree")
     if not found:
@@ -127,7 +127,7 @@ def _configurations(configs: list[dict]) -> None:
 
 def _thresholds():
     from workbench.config import load_settings
-    from workbench.core.gate import GateThresholds
+    from workbench.core.calibration.gate import GateThresholds
 
     return GateThresholds.from_settings(load_settings())
 
@@ -259,7 +259,7 @@ def _heatmap(a: dict) -> None:
 
 
 def _drill_down(sample: str, rows: list[dict]) -> None:
-    from workbench.services import calibration as cal
+    from workbench.services.calibration import workflow as cal
 
     labels = [f"pair {d['position'] + 1}: SME {d['sme_grade']}, judge {d['judge_grade']}" for d in rows]
     pick = st.selectbox("Look at a pair", range(len(rows)), format_func=lambda i: labels[i],
@@ -282,7 +282,7 @@ def _exports(body: dict) -> None:
     csv = io.StringIO()
     pd.DataFrame([{"figure": k, "value": a[k], "lo": a["ci"][k][0], "hi": a["ci"][k][1]}
                   for k, _ in FIGURE_NAMES]).to_csv(csv, index=False)
-    from workbench.services.calibration import report_json
+    from workbench.services.calibration.workflow import report_json
 
     cols = st.columns(2)
     cols[0].download_button("Download report (JSON)", report_json(body),

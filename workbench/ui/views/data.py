@@ -18,7 +18,7 @@ from workbench.config import load_settings
 from workbench.errors import WorkbenchError
 from workbench.services.access import check_data_path
 from workbench.services.ingest import FORMATS, KINDS, import_file, preview_documents, recent_imports
-from workbench.services.project import project_status
+from workbench.services.project.lifecycle import project_status
 from workbench.ui import context
 from workbench.ui.words import Field, cell, clean_rows, excerpt
 
@@ -50,7 +50,7 @@ def _clear_form() -> None:
 
 
 def _existing_runs() -> set[str]:
-    from workbench.services.retrieval import list_runs
+    from workbench.services.retrieval.runs import list_runs
 
     with context.project() as db:
         runs = list_runs(db)
@@ -159,7 +159,7 @@ EXPORT_EXTENSIONS = {"trec": "txt", "beir": "tsv", "jsonl": "jsonl", "spans": "j
 
 
 def _export_section(chunkings: list[str]) -> None:
-    from workbench.services.export import export_qrels
+    from workbench.services.qrels.export import export_qrels
 
     st.subheader("Export qrels")
     cols = st.columns(4)

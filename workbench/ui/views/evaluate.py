@@ -7,7 +7,7 @@ Benjamini–Hochberg), the per-query distribution with the share of queries at z
 per-query drill-down worst first (the query, the run's top results with their grades, unjudged
 ones marked), the per-tag slices, quality against latency when runs record latencies, the
 stage report with reranker lift, and the stored evaluations and judge-vs-human ranking when
-the project has them. Every number comes from :mod:`workbench.services.evaluation_views`.
+the project has them. Every number comes from :mod:`workbench.services.evaluation.views`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _num(x, digits: int = 3) -> str:
 
 
 def _measure_names(words: list[str], k: int) -> list[str]:
-    from workbench.core.measures import parse_measures
+    from workbench.core.metrics.measures import parse_measures
 
     out = []
     for word in words:
@@ -48,7 +48,7 @@ def _measure_names(words: list[str], k: int) -> list[str]:
 
 
 def render() -> None:
-    from workbench.services import evaluation_views as ev
+    from workbench.services.evaluation import views as ev
 
     st.title("Evaluate")
     st.caption("Score the project's runs with its qrels; compare them with paired tests.")

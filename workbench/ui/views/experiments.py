@@ -1,6 +1,6 @@
 """Experiments: chunkings × retrievers on the same span labels, compared at equal context budget.
 
-The page runs a sweep grid (:func:`workbench.services.sweep.run_sweep`, the same service as
+The page runs a sweep grid (:func:`workbench.services.evaluation.sweep.run_sweep`, the same service as
 ``workbench sweep``) with progress, then shows the table of cells, the winner at each budget,
 coverage against budget per configuration, quality against p95 latency with the Pareto
 frontier, the cells whose top 10 is little judged (with one click to pool them), the
@@ -47,8 +47,8 @@ def _form() -> dict | None:
 
 
 def _run(db, choice: dict) -> None:
-    from workbench.core.context_budget import parse_budgets
-    from workbench.services import sweep
+    from workbench.core.rag.context_budget import parse_budgets
+    from workbench.services.evaluation import sweep
 
     if not choice["chunkings"] or not choice["retrievers"] or not choice["measures"]:
         st.warning("Choose at least one chunking, one retriever and one measure, then run the grid.")
@@ -83,7 +83,7 @@ def _cells_frame(result) -> pd.DataFrame:
 def _charts(result, frame: pd.DataFrame) -> None:
     import altair as alt
 
-    from workbench.core.pareto import pareto_frontier
+    from workbench.core.metrics.pareto import pareto_frontier
 
     long = pd.DataFrame([{"configuration": r["configuration"], "budget": b, "coverage": r[f"coverage@{b}"]}
                          for r in frame.to_dict("records") for b in result.budgets])
@@ -111,7 +111,7 @@ def _charts(result, frame: pd.DataFrame) -> None:
 
 
 def _unjudged(db, result) -> None:
-    from workbench.services import sweep
+    from workbench.services.evaluation import sweep
 
     low = [c for c in result.cells if not c.skipped and c.judged < sweep.LOW_JUDGED]
     if not low:
@@ -134,7 +134,7 @@ def _unjudged(db, result) -> None:
 
 
 def _slices(db, result) -> None:
-    from workbench.services import sweep
+    from workbench.services.evaluation import sweep
 
     cells = [c for c in result.cells if not c.skipped]
     tags = sweep.query_tags(db)
@@ -168,10 +168,10 @@ def hybrid_slice_rows(result, chunking: str, measure: str, tags: pd.DataFrame) -
     """One row per query tag (and ``(all)``): how far hybrid moves ``measure`` over dense and over
     BM25 on ``chunking``, each with its paired randomization test (seed 0) over the slice's queries.
 
-    Uses the grid's own cells (:func:`workbench.services.sweep.slice_lift`), so a comparison is
+    Uses the grid's own cells (:func:`workbench.services.evaluation.sweep.slice_lift`), so a comparison is
     shown only for the retrievers the grid ran; the missing one reads "–".
     """
-    from workbench.services import sweep
+    from workbench.services.evaluation import sweep
 
     cells = {(c.chunking, c.retriever): c for c in result.cells if not c.skipped}
     hybrid = cells[(chunking, "hybrid")]
@@ -195,7 +195,7 @@ def hybrid_slice_rows(result, chunking: str, measure: str, tags: pd.DataFrame) -
 def _hybrid_slices(db, result) -> None:
     """Hybrid against its own parts, slice by slice: the slices it moves next to how little the
     mean moves (the point of breaking results down by query tag)."""
-    from workbench.services import sweep
+    from workbench.services.evaluation import sweep
 
     cells = {(c.chunking, c.retriever) for c in result.cells if not c.skipped}
     chunkings = [c for c in dict.fromkeys(c.chunking for c in result.cells)
@@ -250,7 +250,7 @@ def _lift_chart(rows: list[dict], column: str) -> None:
 def render() -> None:
     st.title("Experiments")
     st.caption("Compare chunkings and retrievers on the same labels, at the same context budget.")
-    from workbench.services import sweep
+    from workbench.services.evaluation import sweep
 
     with context.project() as db:
         missing = sweep.missing_inputs(db)

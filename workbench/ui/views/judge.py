@@ -3,9 +3,9 @@
 The job never runs inside the page's script run: **Start** launches ``workbench judge`` in its own
 process (with the page's choices as its options), so the page stays responsive, the job survives
 a page reload, and the project file is held only for the job's short batch writes. The page reads
-the job's stored row (:func:`workbench.services.judge.list_jobs`) in a fragment that refreshes
+the job's stored row (:func:`workbench.services.judge.jobs.list_jobs`) in a fragment that refreshes
 every ``LIVE_SECONDS`` while the job is active; **Stop** asks the job to stop through the project
-(:func:`workbench.services.judge.cancel_job`), which works whichever process started it.
+(:func:`workbench.services.judge.jobs.cancel_job`), which works whichever process started it.
 
 The API key is never asked for on the page: it comes from the app's environment
 (``OPENAI_API_KEY``) or Streamlit secrets and is handed to the job's process in its environment.
@@ -62,7 +62,7 @@ def _say(exc) -> str:
 @contextmanager
 def _project(wait: float = 15.0):
     """The project for one read, waiting (bounded) while a judge job writes a batch."""
-    from workbench.services.judge import open_briefly
+    from workbench.services.judge.jobs import open_briefly
 
     try:
         db = open_briefly(context.db_path(), wait)
@@ -86,7 +86,7 @@ def _api_key() -> str | None:
 
 
 def _prompt_ids(configured: str) -> list[str]:
-    from workbench.services import judge as service
+    from workbench.services.judge import jobs as service
 
     listing = getattr(service, "available_prompts", None)
     ids = list(listing()) if callable(listing) else []
@@ -140,7 +140,7 @@ def _overrides(choices: dict) -> dict:
 
 
 def _spec(choices: dict):
-    from workbench.services.judge import resolve_spec
+    from workbench.services.judge.jobs import resolve_spec
 
     settings = load_settings(overrides={"judge": _overrides(choices)})
     return resolve_spec(settings, api_key=_api_key())
@@ -216,7 +216,7 @@ def _launch_problem() -> str | None:
 
 
 def _job(pool: str, config_key: str) -> dict | None:
-    from workbench.services.judge import list_jobs
+    from workbench.services.judge.jobs import list_jobs
 
     try:
         jobs = [j for j in list_jobs(context.db_path(), pool) if j["config_key"] == config_key]
@@ -230,7 +230,7 @@ def _job(pool: str, config_key: str) -> dict | None:
 
 def _preview(choices: dict, spec) -> None:
     from workbench.services.browse import peek_pool
-    from workbench.services.pooling import pool_pairs
+    from workbench.services.pooling.pools import pool_pairs
 
     st.subheader("2. What the judge sees")
     with _project() as db:
@@ -250,7 +250,7 @@ def _preview(choices: dict, spec) -> None:
     item = row["chunk_id"] if isinstance(row["chunk_id"], str) else row["doc_id"]
     context.escaped(f"First pair of {query_id}: {item}", css="color: rgba(49, 51, 63, 0.6); font-size: 0.875em;")
     if spec.offline:
-        from workbench.core.offline_judge import grade_pair
+        from workbench.core.judging.offline import grade_pair
 
         graded = grade_pair(peek["query"], passage, description=description)
         st.caption("The offline baseline uses no prompt. It would grade this pair:")
@@ -265,7 +265,7 @@ def _preview(choices: dict, spec) -> None:
 
 
 def _estimate(choices: dict, spec) -> None:
-    from workbench.services.judge import estimate
+    from workbench.services.judge.jobs import estimate
 
     st.subheader("3. Estimate")
     try:
@@ -336,7 +336,7 @@ def _progress(pool: str, config_key: str, active_at_render: bool, job_at_render:
 
 
 def _failures(job: dict) -> None:
-    from workbench.services.judge import list_failures
+    from workbench.services.judge.jobs import list_failures
 
     st.subheader("5. Failures and invalid outputs")
     if not (job["failed"] or job["invalid"]):
@@ -357,7 +357,7 @@ def _failures(job: dict) -> None:
 def render() -> None:
     st.title("Judge")
     _reap()
-    from workbench.services.pooling import list_pools
+    from workbench.services.pooling.pools import list_pools
 
     with _project() as db:
         pools = list_pools(db)["name"].astype(str).tolist()
@@ -387,7 +387,7 @@ def render() -> None:
         _launch(choices, spec.config_key)
         st.rerun()
     if cols[1].button("Stop", disabled=not active, key="judge_stop"):
-        from workbench.services.judge import cancel_job
+        from workbench.services.judge.jobs import cancel_job
 
         try:
             cancel_job(context.db_path(), job["job_id"])
@@ -411,7 +411,7 @@ def render() -> None:
 
 def _other_jobs(pool: str, config_key: str) -> None:
     """Every judge job of the pool (other judges, prompts or settings), for the record."""
-    from workbench.services.judge import list_jobs
+    from workbench.services.judge.jobs import list_jobs
 
     try:
         jobs = [j for j in list_jobs(context.db_path(), pool) if j["config_key"] != config_key]

@@ -4,7 +4,7 @@ The page shows the query (and its description), the document's title and the jud
 highlighted inside its document with the text around it, query terms marked. Grade buttons 0–3
 (keys 0–3), Skip (S), Can't judge (X), Undo (U), Previous / Next (← / →). Every action is
 stored in the script run its key press starts, right after the next pair is drawn
-(:mod:`workbench.services.calibration`), so a reload loses nothing: the page reopens on the
+(:mod:`workbench.services.calibration.workflow`), so a reload loses nothing: the page reopens on the
 first pair not labelled yet.
 
 Blind by default: nothing the judge produced (grade, reason, model output) is read for the page
@@ -28,7 +28,7 @@ press needs and closes the project again (``finally``: an interrupted drawing st
 it). "Saved grade ..." appears when the answer is stored; an answer that could not be stored
 brings its pair back with the reason. The file is never held between key presses, so the judge
 job and CLI commands get it in between; while one of them holds it, the page waits a few
-seconds for it (:func:`workbench.services.calibration.open_for_labelling`).
+seconds for it (:func:`workbench.services.calibration.workflow.open_for_labelling`).
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def _view(sample: str, annotator: str) -> dict:
 
 
 def render() -> None:
-    from workbench.services import calibration as cal
+    from workbench.services.calibration import workflow as cal
 
     st.title("Label")
     st.caption("Grade each pair as a subject-matter expert. Your labels check whether the LLM judge "
@@ -242,7 +242,7 @@ def render() -> None:
 def _sync_open(sample: str, annotator: str) -> bool:
     """:func:`_sync` on a project handle of its own; False when the project could not be opened
     (the reason is kept for the next draw, and the pending answers are dropped with it)."""
-    from workbench.services import calibration as cal
+    from workbench.services.calibration import workflow as cal
 
     try:
         with _timed("open"):
@@ -281,7 +281,7 @@ def _say(kind: str, message: str) -> None:
 def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
     """Store the pending answers in order, then read what the card needs (no drawing here);
     ``fresh``: read the items again too, not only those the session does not hold."""
-    from workbench.services import calibration as cal
+    from workbench.services.calibration import workflow as cal
 
     view = _view(sample, annotator)
     pos_key = _key("position", sample)
@@ -408,7 +408,7 @@ def _rerun_card() -> None:
 
 
 def _progress_bar(view: dict) -> tuple[float, str]:
-    from workbench.services import calibration as cal
+    from workbench.services.calibration import workflow as cal
 
     done = cal.progress_of(view["states"], view["total"])
     text = (f"{done['labelled']} labelled, {done['skipped']} skipped, {done['cant_judge']} can't judge "

@@ -1,6 +1,6 @@
 """Overview: what the project holds and which pipeline step comes next.
 
-Each step's state follows the rule in :mod:`workbench.services.status`. The next step is the
+Each step's state follows the rule in :mod:`workbench.services.project.status`. The next step is the
 first one not done that a page of this app takes forward (``PageSpec.steps`` in
 :mod:`workbench.ui.pages`); a step no page offers yet is shown as "not in the app yet", never
 as a command to type.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from workbench.services.project import DEMO_READY, project_status
+from workbench.services.project.lifecycle import DEMO_READY, project_status
 from workbench.ui import context
 from workbench.ui.pages import PAGES, page_for_step
 from workbench.ui.words import params_text

@@ -25,7 +25,7 @@ TIER_WORDS = {"adjudicated": "Resolved by a lead", "sme": "SME labels", "importe
 
 
 def render() -> None:
-    from workbench.services import evaluation_views as ev
+    from workbench.services.evaluation import views as ev
     from workbench.services.chunking import list_chunkings
 
     st.title("Qrels")

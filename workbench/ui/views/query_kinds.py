@@ -35,7 +35,7 @@ def _num(x, digits: int = 3) -> str:
 
 
 def render() -> None:
-    from workbench.services.query_kinds import summary
+    from workbench.services.evaluation.query_kinds import summary
 
     st.title("Query kinds")
     st.caption("Queries that plain recall@k gets wrong: unanswerable questions, access-controlled "
@@ -56,7 +56,7 @@ def render() -> None:
 
 # --- unanswerable -------------------------------------------------------------------------------
 def _unanswerable(info: dict) -> None:
-    from workbench.services import abstention
+    from workbench.services.evaluation import abstention
 
     st.header("Unanswerable queries")
     with context.project() as db:
@@ -127,7 +127,7 @@ def _unanswerable(info: dict) -> None:
 
 
 def _answerable_ranking(run: str) -> None:
-    from workbench.services import abstention
+    from workbench.services.evaluation import abstention
 
     try:
         with context.project() as db:
@@ -144,7 +144,7 @@ def _answerable_ranking(run: str) -> None:
 
 
 def _decision_form(marks: pd.DataFrame) -> None:
-    from workbench.services import abstention
+    from workbench.services.evaluation import abstention
 
     with st.expander("Record an SME decision on a query"):
         st.caption("“No passage in the corpus answers this” makes a query unanswerable; the decision "
@@ -225,8 +225,8 @@ def _per_query(report, marks: pd.DataFrame, *, key: str) -> None:
 
 # --- access control -------------------------------------------------------------------------------
 def _access(info: dict) -> None:
-    from workbench.services import rbac
-    from workbench.services.query_kinds import DEMO_ROLE_RUNS, add_demo_role_runs
+    from workbench.services.evaluation import rbac
+    from workbench.services.evaluation.query_kinds import DEMO_ROLE_RUNS, add_demo_role_runs
 
     st.header("Access control")
     restricted = info["restricted"]
@@ -302,8 +302,8 @@ def _access(info: dict) -> None:
 
 # --- multi-hop ------------------------------------------------------------------------------------
 def _multihop(info: dict) -> None:
-    from workbench.core.trajectories import flat_per_query
-    from workbench.services import trajectories
+    from workbench.core.rag.trajectories import flat_per_query
+    from workbench.services.evaluation import trajectories
 
     st.header("Multi-hop trajectories")
     st.write("An agent decides whether to search, what to search for and how many times. Each of its "
@@ -362,7 +362,7 @@ def _multihop(info: dict) -> None:
 
 
 def _multihop_uploads() -> None:
-    from workbench.services import trajectories
+    from workbench.services.evaluation import trajectories
 
     with st.expander("Upload evidence chains or trajectories"):
         chains = st.file_uploader("Evidence chains (JSONL)", type=["jsonl", "json"], key="qk_chains_file")

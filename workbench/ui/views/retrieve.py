@@ -9,7 +9,7 @@ rate measured as it runs. Corpus text is shown through escaped HTML only.
 
 The runs table shows each run's per-query latency (p50/p95, as stored by the retrieval service
 and the harness). "Run your own retriever" sends the queries to the team's retriever at an HTTP
-address on this machine (:mod:`workbench.services.harness`) and shows what was answered, what
+address on this machine (:mod:`workbench.services.retrieval.harness`) and shows what was answered, what
 failed (with the error) and the latency. It offers an address only, never a command to run: a
 command typed into a web page would run any program on the server under the app's account, and
 with the default sign-in (none, on this machine) every visitor is a lead, so a role check could
@@ -26,7 +26,7 @@ import math
 import streamlit as st
 
 from workbench.config import load_settings
-from workbench.core.chunking import STRATEGIES as CORE_STRATEGIES
+from workbench.core.documents.chunking import STRATEGIES as CORE_STRATEGIES
 from workbench.errors import WorkbenchError
 from workbench.ui import context
 from workbench.ui.words import Field, cell, params_text, policy_words
@@ -57,9 +57,9 @@ def dense_available() -> bool:
 
 def _state() -> dict:
     """Chunkings and runs with the documents they cover, and pools (one read of the project)."""
-    from workbench.services.pooling import list_pools
-    from workbench.services.status import chunking_coverage, run_coverage
-    from workbench.services.sweep import latency_summary
+    from workbench.services.pooling.pools import list_pools
+    from workbench.services.project.status import chunking_coverage, run_coverage
+    from workbench.services.evaluation.sweep import latency_summary
 
     with context.project() as db:
         runs = run_coverage(db)
@@ -195,7 +195,7 @@ def _runs_table(runs, latency) -> None:
 
 def _bm25_form(chunkings: list[str], taken: list[str]) -> None:
     from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
-    from workbench.services.retrieval import run_bm25
+    from workbench.services.retrieval.runs import run_bm25
 
     with st.form("bm25_form"):
         cols = st.columns(4)
@@ -225,7 +225,7 @@ def _bm25_form(chunkings: list[str], taken: list[str]) -> None:
 
 def _dense_form(chunkings: list[str], taken: list[str]) -> None:
     from workbench.retrieval.dense import DEFAULT_MODEL
-    from workbench.services.retrieval import run_dense
+    from workbench.services.retrieval.runs import run_dense
 
     if not dense_available():
         st.info("Dense retrieval needs the optional dense extra (sentence-transformers and PyTorch), "
@@ -254,7 +254,7 @@ def _dense_form(chunkings: list[str], taken: list[str]) -> None:
 
 def _hybrid_form(run_names: list[str], taken: list[str]) -> None:
     from workbench.retrieval.hybrid import parse_weights
-    from workbench.services.retrieval import run_hybrid
+    from workbench.services.retrieval.runs import run_hybrid
 
     with st.form("hybrid_form"):
         cols = st.columns(4)
@@ -306,7 +306,7 @@ _HARNESS_RESULT = "_harness_result"
 
 def _harness_form(chunkings: list[str], taken: list[str]) -> None:
     """Send the queries to the team's retriever at a local HTTP address; store its run."""
-    from workbench.services.harness import (
+    from workbench.services.retrieval.harness import (
         DEFAULT_TIMEOUT,
         collect_answers,
         plan_harness,
@@ -405,7 +405,7 @@ def _harness_result() -> None:
 
 
 def _pool_section(state: dict) -> None:
-    from workbench.services.pooling import add_runs, build_pool
+    from workbench.services.pooling.pools import add_runs, build_pool
 
     st.subheader("3. Pool")
     pools = state["pools"]
@@ -482,7 +482,7 @@ def _json_list(value) -> list[str]:
 
 
 def _stats_section(state: dict) -> None:
-    from workbench.services.pooling import pool_stats
+    from workbench.services.pooling.pools import pool_stats
 
     st.subheader("4. Pool statistics")
     pools = state["pools"]
@@ -583,7 +583,7 @@ SELECTOR_KEYS = ("bm25_chunking", "dense_chunking", "hybrid_runs", "pool_runs", 
 
 
 def _plan_words(plan) -> str:
-    """A deletion plan (:class:`workbench.services.deletion.DeletionPlan`) in the page's words."""
+    """A deletion plan (:class:`workbench.services.project.deletion.DeletionPlan`) in the page's words."""
     removed = []
     for what, names in (("chunking", plan.chunkings), ("run", plan.runs), ("pool", plan.pools)):
         if names:
@@ -600,7 +600,7 @@ def _export_run(runs: list[str]) -> None:
     import tempfile
     from pathlib import Path
 
-    from workbench.services.export import export_run
+    from workbench.services.qrels.export import export_run
 
     st.markdown("**Export a run** (TREC run file: query, Q0, item, rank, score, run name)")
     cols = st.columns([3, 1], vertical_alignment="bottom")
@@ -622,7 +622,7 @@ def _export_run(runs: list[str]) -> None:
 
 
 def _delete(state: dict) -> None:
-    from workbench.services.deletion import delete, plan_deletion
+    from workbench.services.project.deletion import delete, plan_deletion
 
     st.markdown("**Delete** a chunking, run or pool, with what depends on it")
     cols = st.columns([1, 2, 1], vertical_alignment="bottom")

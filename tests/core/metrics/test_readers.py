@@ -1,0 +1,311 @@
+"""Readers: TREC qrels/runs, BEIR TSV, JSONL; error messages name file and line."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench import evaluate
+from workbench.core.metrics.qrels_and_runs import qrels_from_dict, run_from_dict
+from workbench.core.metrics.readers import (
+    read_beir_qrels,
+    read_jsonl_qrels,
+    read_qrels,
+    read_trec_qrels,
+    read_trec_run,
+)
+from workbench.errors import InputError
+
+
+def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def both_paths(path: Path):
+    """The fast reader and the careful line-by-line reader must agree."""
+    fast, careful = read_trec_run(path), read_trec_run(path, careful=True)
+    assert fast.to_dict() == careful.to_dict()
+    return fast
+
+
+# --- TREC runs ---------------------------------------------------------------------------
+def test_run_single_spaces(tmp_path):
+    p = write(tmp_path, "bm25.run", "q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag\nq2 0 d1 1 -3e-1 tag\n")
+    run = both_paths(p)
+    assert run.to_dict() == {"q1": {"d1": 2.5, "d2": 1.5}, "q2": {"d1": -0.3}}
+    assert run.name == "bm25"
+    assert run.scores.dtype == np.float64
+
+
+def test_run_tabs_leading_spaces_crlf_comments_and_hash_ids(tmp_path):
+    text = (
+        "# produced by a system\r\n"
+        "301\tQ0\tFR94-1#2\t1\t  2.129133\tSTANDARD\r\n"
+        "\r\n"
+        "  # an indented comment\n"
+        "301  Q0   doc#3   2    1.5   STANDARD  \n"
+    )
+    run = both_paths(write(tmp_path, "r.txt", text))
+    assert run.to_dict() == {"301": {"FR94-1#2": 2.129133, "doc#3": 1.5}}
+
+
+def test_run_junk_columns_after_tag_are_tolerated(tmp_path):
+    text = "301 Q0 a 1 2.0 STANDARD more junk at\n303 Q0 b 1 1.0 STANDARD end\n301 Q0 c 2 1.0 STANDARD\n"
+    run = both_paths(write(tmp_path, "r.txt", text))
+    assert run.to_dict() == {"301": {"a": 2.0, "c": 1.0}, "303": {"b": 1.0}}
+
+
+def test_run_empty_file(tmp_path):
+    assert len(read_trec_run(write(tmp_path, "r.txt", "\n# nothing\n"))) == 0
+
+
+@pytest.mark.parametrize(
+    "text,line,fragment",
+    [
+        ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 1 2.0\n", 2, "expected 6 fields"),
+        ("q1 Q0 d1 1 2.0 t\n\nq1 Q0 d2 1 high t\n", 3, "score (5th field) must be a number, got 'high'"),
+        ("q1 Q0 d1 1 nan t\n", 1, "must be a finite number"),
+        # issue 8: infinities and overflowing scores were accepted while nan was refused
+        ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 inf t\n", 2, "must be a finite number, got 'inf'"),
+        ("q1 Q0 d1 1 -inf t\n", 1, "must be a finite number, got '-inf'"),
+        ("q1 Q0 d1 1 2.0 t\n\tq1 Q0 d2 2 1e400 t\n", 3 - 1, "must be a finite number, got '1e400'"),
+        # issue 8: three columns are a truncated run, never a BEIR file
+        ("q1 Q0 d1\n", 1, "three fields"),
+        ("q1 0 d1 1\n", 1, "query_id Q0 doc_id rank score run_tag"),
+    ],
+)
+def test_run_errors_name_file_and_line(tmp_path, text, line, fragment):
+    p = write(tmp_path, "bad.run", text)
+    with pytest.raises(InputError) as err:
+        read_trec_run(p)
+    assert err.value.path == str(p) and err.value.line == line
+    assert str(err.value).startswith(f"{p}:{line}: ")
+    assert fragment in str(err.value)
+
+
+def test_not_utf8_names_the_line(tmp_path):
+    p = write(tmp_path, "bad.run", b"q1 Q0 d1 1 2.0 t\nq1 Q0 d\xff 2 1.0 t\n")
+    with pytest.raises(InputError, match="UTF-8") as err:
+        read_trec_run(p)
+    assert err.value.line == 2
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="file not found"):
+        read_trec_run(tmp_path / "nope.run")
+
+
+# --- duplicates (detected when the run is joined) ------------------------------------------
+def test_duplicate_doc_in_run_names_query_doc_and_line(tmp_path):
+    q = write(tmp_path, "q.txt", "q1 0 d1 1\n")
+    r = write(tmp_path, "r.run", "# header\nq1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d1 3 1.0 t\n")
+    with pytest.raises(InputError) as err:
+        evaluate(q, r, ["P@1"])
+    msg = str(err.value)
+    assert err.value.line == 4 and "'d1'" in msg and "'q1'" in msg and "first at line 2" in msg
+    assert msg.startswith(f"{r}:4: ")
+
+
+def test_duplicate_keep_first(tmp_path):
+    q = write(tmp_path, "q.txt", "q1 0 d1 1\n")
+    r = write(tmp_path, "r.run", "q1 Q0 d2 1 2.0 t\nq1 Q0 d1 2 1.0 t\nq1 Q0 d1 3 9.0 t\n")
+    res = evaluate(q, r, ["RR"], duplicates="first")
+    assert res.aggregate["RR"] == 0.5  # the first d1 (score 1.0) ranks 2nd; 9.0 is ignored
+
+
+def test_duplicate_in_qrels_is_an_error(tmp_path):
+    q = write(tmp_path, "q.txt", "q1 0 d1 1\nq1 0 d1 0\n")
+    with pytest.raises(InputError, match="appears twice") as err:
+        evaluate(q, {"q1": {"d1": 1.0}}, ["P@1"])
+    assert err.value.line == 2
+
+
+# --- TREC qrels ---------------------------------------------------------------------------
+def test_qrels_with_comments_and_negative_labels(tmp_path):
+    p = write(tmp_path, "q.txt", "# judged by NIST\n301 0 a 1\n301 0 b -1\n302 Q0 c#1 3\n")
+    qrels = read_trec_qrels(p)
+    assert qrels.to_dict() == {"301": {"a": 1, "b": -1}, "302": {"c#1": 3}}
+    assert read_trec_qrels(p, careful=True).to_dict() == qrels.to_dict()
+
+
+@pytest.mark.parametrize(
+    "text,line,fragment",
+    [
+        ("301 0 a 1\n301 0 b\n", 2, "expected 4 fields"),
+        ("301 0 a 1\n301 0 b x\n", 2, "grade (4th field) must be an integer, got 'x'"),
+        ("301 0 a 1.5\n", 1, "must be an integer"),
+        ("301 Q0 a 1 2.0 run\n", 1, "looks like a run file"),
+    ],
+)
+def test_qrels_errors(tmp_path, text, line, fragment):
+    p = write(tmp_path, "q.txt", text)
+    with pytest.raises(InputError) as err:
+        read_trec_qrels(p)
+    assert err.value.line == line and fragment in str(err.value)
+
+
+def test_trec_eval_comment_qrels_agree_with_plain(tmp_path):
+    from tests.support.prerequisites import shared_path
+
+    plain = read_trec_qrels(shared_path("oracles", "trec_eval", "qrels.test")).to_dict()
+    commented = read_trec_qrels(shared_path("oracles", "trec_eval", "qrels.test.with-comments")).to_dict()
+    # the commented copy spells one docno with a '#' inside ("# comment in docno")
+    plain["301"]["CR#93E-1860"] = plain["301"].pop("CR93E-1860")
+    assert plain == commented
+
+
+# --- BEIR and JSONL -----------------------------------------------------------------------
+@pytest.mark.parametrize("header", [True, False])
+def test_beir_qrels(tmp_path, header):
+    text = ("query-id\tcorpus-id\tscore\n" if header else "") + "q1\tdoc1\t1\nq1\tdoc2\t0\nq2\tdoc1\t2\n"
+    p = write(tmp_path, "test.tsv", text)
+    expected = {"q1": {"doc1": 1, "doc2": 0}, "q2": {"doc1": 2}}
+    assert read_beir_qrels(p).to_dict() == expected
+    assert read_qrels(p).to_dict() == expected  # detected by its 3 columns
+
+
+def test_beir_bad_score(tmp_path):
+    p = write(tmp_path, "test.tsv", "query-id\tcorpus-id\tscore\nq1\tdoc1\tyes\n")
+    with pytest.raises(InputError, match="integer") as err:
+        read_beir_qrels(p)
+    assert err.value.line == 2
+
+
+def test_jsonl_dataset(tmp_path):
+    rows = [
+        {"query_id": "q_017", "query": "laptop refresh?", "relevant": {"d1": 3, "d3": 2}, "tags": {"type": "policy"}},
+        {"query_id": 18, "query": "vpn?", "relevant": {"d9": 1}},
+    ]
+    p = write(tmp_path, "data.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
+    expected = {"q_017": {"d1": 3, "d3": 2}, "18": {"d9": 1}}
+    assert read_jsonl_qrels(p).to_dict() == expected
+    assert read_qrels(p).to_dict() == expected
+
+
+@pytest.mark.parametrize(
+    "line2,fragment",
+    [
+        ("{not json", "invalid JSON"),
+        ('{"query_id": "q2"}', '"relevant": {doc_id: grade}'),
+        ('{"query_id": "q2", "relevant": {"d": "high"}}', "must be an integer"),
+    ],
+)
+def test_jsonl_errors(tmp_path, line2, fragment):
+    p = write(tmp_path, "data.jsonl", '{"query_id": "q1", "relevant": {"d": 1}}\n' + line2 + "\n")
+    with pytest.raises(InputError) as err:
+        read_jsonl_qrels(p)
+    assert err.value.line == 2 and fragment in str(err.value)
+
+
+# --- dicts ----------------------------------------------------------------------------------
+def test_dict_round_trip_and_validation():
+    qrels = {"q1": {"d1": 2, "d2": -1}}
+    run = {"q1": {"d1": 0.5, "d3": 1.0}}
+    assert qrels_from_dict(qrels).to_dict() == qrels
+    assert run_from_dict(run).to_dict() == run
+    with pytest.raises(InputError, match="integers"):
+        qrels_from_dict({"q1": {"d1": 1.5}})
+    with pytest.raises(InputError, match="numbers"):
+        run_from_dict({"q1": {"d1": "high"}})
+    with pytest.raises(InputError, match="doc_id -> value"):
+        run_from_dict({"q1": ["d1"]})
+    with pytest.raises(InputError, match="must be strings"):
+        run_from_dict({"q1": {1: 1.0}})
+
+
+def test_dict_inputs_errors_have_no_line():
+    with pytest.raises(InputError) as err:
+        evaluate({"q1": {"d1": 1.5}}, {"q1": {"d1": 1.0}}, ["P@1"])
+    assert err.value.line is None and err.value.path is None
+
+
+# --- bad input from issue 8: each of these misbehaved before -------------------------------
+BOM = "\ufeff"
+
+
+def test_bom_is_stripped_from_trec_qrels_and_runs(tmp_path):
+    q = write(tmp_path, "q.txt", BOM + "q1 0 d1 1\nq2 0 d2 1\n")
+    r = write(tmp_path, "r.run", BOM + "q1 Q0 d1 1 2.0 t\nq2 Q0 d2 1 1.0 t\n")
+    assert read_trec_qrels(q).to_dict() == {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    assert read_qrels(q).to_dict() == {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    assert both_paths(r).to_dict() == {"q1": {"d1": 2.0}, "q2": {"d2": 1.0}}
+    assert evaluate(q, r, ["P@1"]).aggregate["P@1"] == 1.0  # q1 matched, not "\ufeffq1"
+    b = write(tmp_path, "q.tsv", BOM + "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    assert read_qrels(b).to_dict() == {"q1": {"d1": 1}}
+
+
+@pytest.mark.parametrize("reader", [read_trec_run, read_trec_qrels, read_qrels, read_beir_qrels, read_jsonl_qrels])
+def test_a_device_is_refused_at_once(reader):
+    with pytest.raises(InputError, match="is a device, expected a regular file"):
+        reader("/dev/zero")
+
+
+@pytest.mark.parametrize("reader", [read_trec_run, read_qrels])
+def test_a_fifo_is_refused_without_blocking(tmp_path, reader):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes
+    with pytest.raises(InputError, match="is a FIFO, expected a regular file"):
+        reader(fifo)
+
+
+def test_a_symlink_loop_is_named(tmp_path):
+    loop = tmp_path / "loop.run"
+    loop.symlink_to(loop)
+    with pytest.raises(InputError, match="symlink loop"):
+        read_trec_run(loop)
+
+
+@pytest.mark.parametrize("careful", [False, True])
+def test_a_huge_grade_is_one_clear_error(tmp_path, careful):
+    p = write(tmp_path, "q.txt", "q1 0 d1 1\nq1 0 d2 99999999999999999999999\n")
+    with pytest.raises(InputError, match="too large") as err:
+        read_trec_qrels(p, careful=careful)
+    assert err.value.line == 2
+    j = write(tmp_path, "q.jsonl", json.dumps({"query_id": "q1", "relevant": {"d": 10**30}}) + "\n")
+    with pytest.raises(InputError, match="too large"):
+        read_jsonl_qrels(j)
+    with pytest.raises(InputError, match="integers"):
+        qrels_from_dict({"q1": {"d": 10**30}})
+
+
+@pytest.mark.parametrize("text", ["q1 Q0 d1\nq1 Q0 d2\n", "q1 Q0 17\nq1 Q0 18\n", "q1 0 17\n"])
+def test_three_space_separated_columns_are_not_beir(tmp_path, text):
+    # read as BEIR, "q1 Q0 17" gave doc "Q0" the grade 17 and every score was 0.0
+    p = write(tmp_path, "qrels.txt", text)
+    with pytest.raises(InputError, match="3 tab-separated fields") as err:
+        read_qrels(p)
+    assert err.value.line == 1
+
+
+def test_jsonl_query_id_null_is_refused(tmp_path):
+    p = write(tmp_path, "q.jsonl", json.dumps({"query_id": None, "relevant": {"d": 1}}) + "\n")
+    with pytest.raises(InputError, match='"query_id" must be a non-empty string, got null') as err:
+        read_jsonl_qrels(p)
+    assert err.value.line == 1
+
+
+def test_long_values_are_cut_in_messages(tmp_path):
+    long_id = "x" * 5_000_000
+    p = write(tmp_path, "r.run", f"q1 Q0 {long_id} 1 2.0\n")  # five fields: the line is quoted
+    with pytest.raises(InputError) as err:
+        read_trec_run(p)
+    assert len(str(err.value)) < 400 and "... (" in str(err.value)
+    d = write(tmp_path, "d.run", f"q1 Q0 {long_id} 1 2.0 t\nq1 Q0 {long_id} 2 1.0 t\n")
+    q = write(tmp_path, "q.txt", "q1 0 a 1\n")
+    with pytest.raises(InputError, match="appears twice") as err:
+        evaluate(q, d, ["P@1"])
+    assert len(str(err.value)) < 400
+
+
+def test_non_finite_scores_in_dicts_are_refused():
+    for bad in (float("inf"), float("-inf"), float("nan")):
+        with pytest.raises(InputError, match="finite"):
+            evaluate({"q": {"a": 1}}, {"q": {"a": bad}}, ["P@1"])
+        with pytest.raises(InputError, match="finite"):
+            run_from_dict({"q": {"a": bad}})

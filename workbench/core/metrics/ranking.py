@@ -1,0 +1,470 @@
+"""Turn qrels + run into ranked lists: one flat set of arrays for the whole run.
+
+The result, :class:`RankedLists`, holds one row per retrieved document, grouped by query
+(contiguous) and in rank order inside each query, with the document's grade joined from the
+qrels (NaN when the document carries no label or a label below 0). The measures in
+:mod:`workbench.core.metrics.kernels` are segment reductions over these arrays; no Python loop runs
+over queries.
+
+Ranking convention (trec_eval's): score descending, ties broken by doc_id descending,
+compared byte-wise (UTF-8 byte order equals code-point order, so Python string order is
+used). The rank column of a run file is ignored. Scores are float64 (pytrec_eval uses float32,
+so two scores that differ only beyond float32 precision tie there but not here).
+
+A doc_id repeated within one query of a run is an error naming query, doc and line
+(``duplicates="first"`` keeps the first occurrence instead). Repeated (query, doc) pairs in
+qrels are an error too.
+
+Fast paths: two nested dicts are joined with plain dict look-ups on the pairs they share;
+columnar inputs get integer codes from one pyarrow dictionary encoding per id column (over qrels
+and run together), then sorts, binary searches and gathers in numpy; no Python object per row.
+A run whose rows are already grouped by query in descending score order (the usual case) is
+not re-sorted; otherwise rows are grouped by query and each query sorted by score, and doc ids
+are compared only where scores tie.
+No pandas on these paths (see :mod:`workbench.core.metrics.arrow_buffers`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from itertools import chain, islice, repeat
+
+import numpy as np
+import pyarrow as pa
+
+from workbench.core.metrics.arrow_buffers import (
+    dense_rank,
+    dictionary_encode,
+    take,
+    to_numpy,
+)
+from workbench.core.metrics.qrels_and_runs import (
+    Qrels,
+    Run,
+    check_grades,
+    check_scores,
+    qrels_from_dict,
+    run_from_dict,
+)
+from workbench.core.metrics.readers import read_trec_qrels, read_trec_run
+from workbench.errors import InputError, clip
+
+
+@dataclass(frozen=True, eq=False)
+class RankedLists:
+    """Flat, query-grouped ranked lists joined with their judgments.
+
+    Queries are numbered 0..n_queries-1 over the union of qrels and run queries; ``query_ids``
+    maps the number back to the id. Row arrays (``qidx``, ``rank``, ``grade``) are aligned.
+    ``judged_qidx``/``judged_grade`` are the qrels rows with a label >= 0.
+    """
+
+    query_ids: np.ndarray  # object array of str, one per query number
+    in_qrels: np.ndarray  # bool per query: has at least one qrels row (any label)
+    in_run: np.ndarray  # bool per query: has at least one run row
+    qidx: np.ndarray  # int64 per row
+    rank: np.ndarray  # int32 per row (int64 beyond 2**31 rows), 1-based
+    grade: np.ndarray  # float64 per row; NaN = unjudged
+    judged_qidx: np.ndarray
+    judged_grade: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    def condensed(self) -> RankedLists:
+        """Drop unjudged rows and re-rank (trec_eval -J, Sakai's condensed lists)."""
+        keep = ~np.isnan(self.grade)
+        qidx = self.qidx[keep]
+        return RankedLists(
+            self.query_ids, self.in_qrels, self.in_run, qidx, group_ranks(qidx), self.grade[keep],
+            self.judged_qidx, self.judged_grade,
+        )
+
+
+def group_ranks(qidx: np.ndarray) -> np.ndarray:
+    """1-based position of each row inside its (contiguous) query group."""
+    n = len(qidx)
+    dtype = np.int32 if n < 2**31 - 1 else np.int64  # int32: half the memory traffic
+    if n == 0:
+        return np.zeros(0, dtype=dtype)
+    starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]]).astype(dtype)
+    ranks = np.arange(1, n + 1, dtype=dtype)
+    ranks -= np.repeat(starts, np.diff(np.r_[starts, n]))
+    return ranks
+
+
+def _descending_key(score: np.ndarray) -> np.ndarray:
+    """uint64 keys whose ascending order is the scores' descending order (finite float64;
+    -0.0 and 0.0 get the same key, as they compare equal)."""
+    bits = (score + 0.0).view(np.uint64)  # + 0.0 turns -0.0 into 0.0
+    negative = (bits >> np.uint64(63)).astype(bool)
+    ascending = np.where(negative, ~bits, bits | np.uint64(1 << 63))
+    return ~ascending
+
+
+def _sort_rows(qidx: np.ndarray, score: np.ndarray, n_queries: int, grouped: bool) -> np.ndarray:
+    """Row order for (query ascending within the grouping, score descending); ties in any order.
+
+    Rows are first grouped by query (nothing to do when they already are; else a stable radix
+    sort of 16-bit query numbers), then each group is sorted by score as one row of a padded
+    2-D array (``argsort(axis=1)``: many small sorts that stay in cache, ~4x faster than one
+    sort of a million keys). Too many queries or too ragged groups fall back to one argsort of
+    a packed 64-bit (query, score) key.
+    """
+    n = len(qidx)
+    if grouped:
+        group = np.arange(n)
+        qs = qidx
+    elif n_queries <= 1 << 16:
+        group = np.argsort(qidx.astype(np.uint16), kind="stable")  # numpy: radix sort for 16 bits
+        qs = qidx[group]
+    else:
+        return _sort_packed(qidx, score, n_queries)
+    starts = np.flatnonzero(np.r_[True, qs[1:] != qs[:-1]])
+    glen = np.diff(np.r_[starts, n])
+    width = int(glen.max())
+    if width * len(glen) > 4 * n + 4096:
+        return _sort_packed(qidx, score, n_queries)
+    gid = np.repeat(np.arange(len(glen)), glen)
+    pos = np.arange(n) - np.repeat(starts, glen)
+    padded = np.full((len(glen), width), np.inf)
+    padded[gid, pos] = -score[group]  # + inf pads sort last in every row
+    within = np.argsort(padded, axis=1)
+    real = np.arange(width)[None, :] < glen[:, None]
+    return group[(starts[:, None] + within)[real]]
+
+
+def _sort_packed(qidx: np.ndarray, score: np.ndarray, n_queries: int) -> np.ndarray:
+    """Row order for (query ascending, score descending) by one argsort of a packed 64-bit
+    key: the query number in the high bits, the top bits of the score's descending key below
+    it. Rows whose packed keys are equal (true ties, or distinct scores that differ only in the
+    dropped low bits) are then put in full score order."""
+    desc = _descending_key(score)
+    qbits = max(1, int(n_queries - 1).bit_length())
+    if qbits > 32:
+        return np.lexsort((desc, qidx))
+    key = (qidx.astype(np.uint64) << np.uint64(64 - qbits)) | (desc >> np.uint64(qbits))
+    order = np.argsort(key)
+    sk = key[order]
+    eq = sk[1:] == sk[:-1]
+    if eq.any():
+        member = np.r_[eq, False] | np.r_[False, eq]
+        pos = np.flatnonzero(member)
+        group = np.cumsum(~np.r_[False, eq][pos])
+        sub = np.lexsort((desc[order[pos]], group))
+        order[pos] = order[pos][sub]
+    return order
+
+
+def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
+           doc_rank: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
+    """Row order for (query, score desc, doc_id desc); None when the rows are already in it.
+
+    ``doc_rank(rows)`` gives integers in the byte order of those rows' doc ids; it is called
+    only for rows whose scores tie, which are usually few.
+    """
+    n = len(qidx)
+    order: np.ndarray | None = None
+    if n > 1:
+        same_q = qidx[1:] == qidx[:-1]
+        grouped = np.count_nonzero(~same_q) + 1 == np.count_nonzero(np.bincount(qidx))
+        if not grouped or np.any(same_q & (score[1:] > score[:-1])):
+            order = _sort_rows(qidx, score, n_queries, grouped)
+            qidx, score = qidx[order], score[order]
+            same_q = qidx[1:] == qidx[:-1]
+        tied = same_q & (score[1:] == score[:-1])
+        if tied.any():
+            if order is None:
+                order = np.arange(n)
+            # rows that belong to a tie group, and a number per group
+            member = np.r_[tied, False] | np.r_[False, tied]
+            pos = np.flatnonzero(member)
+            group = np.cumsum(~np.r_[False, tied][pos])
+            sub = np.lexsort((-doc_rank(order[pos]).astype(np.int64), group))
+            order[pos] = order[pos][sub]
+    return order
+
+
+# --- joins --------------------------------------------------------------------------------
+_POOL = pa.system_memory_pool()
+
+
+def _encode(arr: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    if not len(arr):
+        return np.zeros(0, dtype=np.int32), arr
+    # glibc's pool: the hash table freed here is reused by the numpy arrays that follow
+    # (mimalloc would keep it to itself and raise the peak memory)
+    enc = dictionary_encode(arr, _POOL)
+    # int32 codes: half the memory of int64; widened only where keys are combined
+    return to_numpy(enc.indices, np.int32), enc.dictionary
+
+
+def _pair_keys(a: np.ndarray, b: np.ndarray, na: int, nb: int) -> np.ndarray:
+    """One integer per (a, b) pair, ``a * nb + b`` (0 <= a < na, 0 <= b < nb): uint32 when
+    every pair fits (sorts and hashes in about 60% of the int64 time), else int64."""
+    if na * nb <= 2**32:
+        return a.astype(np.uint32) * np.uint32(nb) + b.astype(np.uint32)
+    return a.astype(np.int64) * nb + b
+
+
+def _repeated(keys: np.ndarray) -> bool:
+    """True when some key occurs twice (one sort, no hash table)."""
+    if len(keys) < 2:
+        return False
+    sk = np.sort(keys)
+    return bool(np.any(sk[1:] == sk[:-1]))
+
+
+def _duplicate_rows(keys: np.ndarray) -> np.ndarray:
+    """Rows (ascending) whose key already occurred on an earlier row."""
+    if len(keys) < 2:
+        return np.zeros(0, dtype=np.intp)
+    order = np.argsort(keys, kind="stable")  # equal keys keep their row order
+    sk = keys[order]
+    return np.sort(order[1:][sk[1:] == sk[:-1]])
+
+
+def _raise_duplicate(kind: str, source: str | None, lines: np.ndarray | None, row: int, first_row: int,
+                     qid: str, doc: str, reread: Callable[[], np.ndarray | None]) -> None:
+    if lines is None and source is not None:
+        lines = reread()
+    line = int(lines[row]) if lines is not None else None
+    first = f" (first at line {int(lines[first_row])})" if lines is not None else ""
+    hint = "; pass duplicates='first' (CLI: --keep-first-duplicate) to keep the first" if kind == "run" else ""
+    raise InputError(f"{kind}: document {clip(doc)} appears twice for query {clip(qid)}{first}{hint}",
+                     path=source, line=line)
+
+
+def _shared_codes(first: pa.Array, second: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """Integer codes of two string columns over one dictionary (first-appearance order, the
+    first column's values first): one hash pass instead of two plus a look-up between them."""
+    if not len(second):
+        codes, dictionary = _encode(first)
+        return codes, np.zeros(0, dtype=np.int32), dictionary
+    codes, dictionary = _encode(pa.concat_arrays([first, second]) if len(first) else second)
+    return codes[: len(first)], codes[len(first):], dictionary
+
+
+def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
+    """Join columnar qrels and run through integer codes (pyarrow dictionary encoding).
+
+    Query numbers: the qrels' queries first, then the run's other queries. Query ids and doc ids
+    are each encoded once over both inputs, so a (query, doc) pair has one integer key in the
+    qrels and in the run. Every per-row step is a vectorised numpy or pyarrow kernel; no Python
+    object is made per row.
+    """
+    qq, rq, q_dict = _shared_codes(qrels.query_ids, run.query_ids)
+    universe = np.array(q_dict.to_pylist(), dtype=object)
+    qd, rd, d_dict = _shared_codes(qrels.doc_ids, run.doc_ids)
+    nq, nd = max(len(universe), 1), max(len(d_dict), 1)
+
+    # qrels: one key per (query, doc); a repeated pair is an error
+    qkey = _pair_keys(qq, qd, nq, nd)
+    if _repeated(qkey):
+        row = int(_duplicate_rows(qkey)[0])
+        first_row = int(np.flatnonzero(qkey == qkey[row])[0])
+        _raise_duplicate("qrels", qrels.source, qrels.lines, row, first_row, universe[qq[row]],
+                         d_dict[qd[row]].as_py(),
+                         lambda: read_trec_qrels(qrels.source, careful=True).lines if qrels.source else None)
+
+    # run: the same keys, sorted once: repeated pairs show as equal neighbours (an error, or
+    # dropped after the first), and each qrels key is found by a binary search among them
+    score = run.scores
+    rkey = _pair_keys(rq, rd, nq, nd)
+    by_key = np.argsort(rkey)
+    sorted_keys = rkey[by_key]
+    if len(sorted_keys) > 1 and np.any(sorted_keys[1:] == sorted_keys[:-1]):
+        dup = _duplicate_rows(rkey)
+        if duplicates != "first":
+            row = int(dup[0])
+            first_row = int(np.flatnonzero(rkey == rkey[row])[0])
+            _raise_duplicate("run", run.source, run.lines, row, first_row, universe[rq[row]],
+                             d_dict[rd[row]].as_py(),
+                             lambda: read_trec_run(run.source, careful=True).lines if run.source else None)
+        keep = np.ones(len(rq), dtype=bool)
+        keep[dup] = False
+        rq, score, rd, rkey = rq[keep], score[keep], rd[keep], rkey[keep]
+        by_key = np.argsort(rkey)
+        sorted_keys = rkey[by_key]
+
+    # grade of each run row: where its (query, doc) key is among the qrels' keys
+    grade = np.full(len(rq), np.nan)
+    if len(sorted_keys) and len(qkey):
+        at = np.searchsorted(sorted_keys, qkey)
+        at[at == len(sorted_keys)] = 0
+        hit = sorted_keys[at] == qkey
+        grade[by_key[at[hit]]] = qrels.grades[hit]
+    del rkey, by_key, sorted_keys
+
+    def doc_rank(rows: np.ndarray) -> np.ndarray:
+        docs = take(d_dict, rd[rows])
+        return dense_rank(docs)
+
+    return universe, qq, qrels.grades, rq, score, grade, doc_rank
+
+
+def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
+    universe = list(qrels)
+    position = {q: i for i, q in enumerate(universe)}
+    # one isinstance per distinct type, not per query (the ABC check costs ~0.3 us a call)
+    qtypes, rtypes = set(map(type, qrels.values())), set(map(type, run.values()))
+    if not all(issubclass(t, Mapping) for t in qtypes):
+        raise InputError("qrels must be a dict of query_id -> {doc_id: grade}")
+    if not all(issubclass(t, Mapping) for t in rtypes):
+        raise InputError("run must be a dict of query_id -> {doc_id: score}")
+    qvalues = dict.values if all(issubclass(t, dict) for t in qtypes) else _values
+    rvalues = dict.values if all(issubclass(t, dict) for t in rtypes) else _values
+    qcounts = np.fromiter(map(len, qrels.values()), dtype=np.int64, count=len(qrels))
+    rcounts = np.fromiter(map(len, run.values()), dtype=np.int64, count=len(run))
+    rcodes = np.empty(len(run), dtype=np.int64)
+    for i, qid in enumerate(run):
+        j = position.get(qid)
+        if j is None:
+            j = position[qid] = len(universe)
+            universe.append(qid)
+        rcodes[i] = j
+    n_rows = int(rcounts.sum())
+    try:
+        qgrade_arr = np.fromiter(chain.from_iterable(map(qvalues, qrels.values())), np.float64,
+                                 count=int(qcounts.sum()))
+        hits = _judged_hits(qrels, run)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError("qrels grades must be integers") from None
+    check_grades(qgrade_arr)
+    try:
+        score = np.fromiter(chain.from_iterable(map(rvalues, run.values())), np.float64, count=n_rows)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError("run scores must be numbers") from None
+    check_scores(score)
+    qq = np.repeat(np.arange(len(qcounts), dtype=np.int64), qcounts)
+    rq = np.repeat(rcodes, rcounts)
+    inners = list(run.values())
+    starts = np.cumsum(rcounts) - rcounts  # first row of each run query
+
+    def docs_at(rows: np.ndarray) -> np.ndarray:
+        """Doc ids of some rows; only needed to break ties, so usually a few."""
+        if len(rows) > n_rows // 32:  # many ties: one pass over all doc ids is cheaper
+            return np.fromiter(chain.from_iterable(inners), dtype=object, count=n_rows)[rows]
+        which = np.searchsorted(starts, rows, side="right") - 1  # empty queries share a start
+        out = np.empty(len(rows), dtype=object)
+        # the k-th key of a query's dict: islice skips in C
+        out[:] = [next(islice(inners[w], k, None)) for w, k in zip(which.tolist(), (rows - starts[which]).tolist())]
+        return out
+
+    def doc_rank(rows: np.ndarray) -> np.ndarray:
+        # code-point order of str equals the byte order of their UTF-8 (trec_eval's strcmp)
+        return np.unique(docs_at(rows), return_inverse=True)[1]
+
+    def place(order: np.ndarray | None) -> np.ndarray:
+        return _place_hits(hits, rq if order is None else rq[order], score if order is None else score[order],
+                           order, rcodes, starts, inners, len(universe))
+
+    return np.array(universe, dtype=object), qq, qgrade_arr.astype(np.int64), rq, score, place, doc_rank
+
+
+def _judged_hits(qrels: Mapping, run: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """The (query, doc) pairs in both: run query ordinal, score, grade and doc of each.
+
+    Only these pairs are visited, through a set intersection of the two dicts' keys per query
+    (in C), so the cost follows the judged docs retrieved, not every run row (a dict look-up
+    per run row was ~3x slower on 1M rows)."""
+    which: list[int] = []
+    scores: list = []
+    grades: list = []
+    docs: list = []
+    for i, (q, inner) in enumerate(run.items()):
+        judged = qrels.get(q)
+        if judged:
+            common = inner.keys() & judged.keys()
+            if common:
+                which.extend(repeat(i, len(common)))
+                docs.extend(common)
+                scores.extend(map(inner.__getitem__, common))
+                grades.extend(map(judged.__getitem__, common))
+    return (np.array(which, dtype=np.int64), np.array(scores, dtype=np.float64),
+            np.array(grades, dtype=np.float64), docs)
+
+
+def _place_hits(hits: tuple, sq: np.ndarray, ss: np.ndarray, order: np.ndarray | None, rcodes: np.ndarray,
+                starts: np.ndarray, inners: list, n_queries: int) -> np.ndarray:
+    """Grades of the ranked rows (NaN: no label) from the judged pairs of :func:`_judged_hits`.
+
+    A pair's row is found by its score: a vectorised binary search inside its query's block
+    of the ranked scores (descending). Only when that score occurs more than once in the block
+    is the doc looked up among the run's keys (then the tie order decides)."""
+    which, hscore, hgrade, hdocs = hits
+    n = len(sq)
+    grade = np.full(n, np.nan)
+    if not len(which):
+        return grade
+    bounds = np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]]) if n else np.zeros(0, dtype=np.int64)
+    first = np.zeros(n_queries, dtype=np.int64)
+    length = np.zeros(n_queries, dtype=np.int64)
+    first[sq[bounds]] = bounds
+    length[sq[bounds]] = np.diff(np.r_[bounds, n])
+    q = rcodes[which]
+    lo, hi = first[q].copy(), first[q] + length[q]
+    # first position in the block whose score is <= the pair's score (scores descend)
+    for _ in range(int(length.max()).bit_length() + 1):
+        active = lo < hi
+        if not active.any():
+            break
+        mid = (lo + hi) // 2
+        right = active & (ss[np.minimum(mid, n - 1)] > hscore)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(active & ~right, mid, hi)
+    end = first[q] + length[q]
+    tied = (lo + 1 < end) & (ss[np.minimum(lo + 1, n - 1)] == hscore)
+    if tied.any():
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order if order is not None else np.arange(n)] = np.arange(n)
+        for k in np.flatnonzero(tied).tolist():
+            w = int(which[k])
+            lo[k] = inverse[starts[w] + list(inners[w]).index(hdocs[k])]
+    grade[lo] = hgrade
+    return grade
+
+
+def _values(mapping: Mapping):
+    return mapping.values()
+
+
+def rank_run(
+    qrels: Qrels | Mapping,
+    run: Run | Mapping,
+    *,
+    duplicates: str = "error",
+) -> RankedLists:
+    """Join ``run`` with ``qrels`` and sort it into :class:`RankedLists`.
+
+    ``duplicates``: ``"error"`` (default) or ``"first"`` (keep a doc's first occurrence).
+    """
+    if duplicates not in ("error", "first"):
+        raise ValueError("duplicates must be 'error' or 'first'")
+    if isinstance(qrels, Mapping) and isinstance(run, Mapping):
+        joined = _join_dicts(qrels, run)
+    else:
+        q = qrels if isinstance(qrels, Qrels) else qrels_from_dict(qrels)
+        r = run if isinstance(run, Run) else run_from_dict(run)
+        joined = _join_columns(q, r, duplicates)
+    universe, qq, qgrades, rq, score, grade, doc_rank = joined
+    order = _order(rq, score, len(universe), doc_rank)
+    if callable(grade):  # the dict path places its judged pairs once the rows are ranked
+        grade = grade(order)
+        if order is not None:
+            rq = rq[order]
+    elif order is not None:
+        rq, grade = rq[order], grade[order]
+    grade[grade < 0] = np.nan  # pooled but unjudged: neither relevant nor judged
+    n = len(universe)
+    in_qrels = np.zeros(n, dtype=bool)
+    in_qrels[qq] = True
+    in_run = np.zeros(n, dtype=bool)
+    in_run[rq] = True
+    judged = qgrades >= 0
+    return RankedLists(
+        universe, in_qrels, in_run, rq, group_ranks(rq), grade,
+        qq[judged], qgrades[judged],
+    )

@@ -1,0 +1,457 @@
+"""Readers of relevance judgments (qrels) and run files into :class:`Qrels` and :class:`Run`.
+
+Formats
+    TREC qrels   ``query_id iteration doc_id grade`` (whitespace separated; iteration ignored).
+    TREC run     ``query_id Q0 doc_id rank score tag [junk ...]``; the second column may be
+                 anything (``Q0``, ``0``), rank is ignored, extra columns after the tag are
+                 tolerated (as trec_eval does for ``results.trunc``).
+    BEIR qrels   ``query-id<TAB>corpus-id<TAB>score``, with or without that header line.
+    JSONL        one object a line: ``{"query_id", "query", "relevant": {doc_id: grade}, "tags"}``.
+
+In the TREC formats lines starting with ``#`` are comments (trec_eval 10) and blank lines are
+skipped; ids may contain ``#``. A UTF-8 byte-order mark at the start of a file is dropped (it is
+not part of the first id). Grades are integers that fit in 64 bits; a grade below 0 means "in the
+pool but not judged" and is kept as given (the engine treats it as neither relevant nor judged).
+Scores are finite numbers: ``nan``, ``inf``, ``-inf`` and overflowing values such as ``1e400``
+are refused with the file and line.
+
+Only regular files are read: a directory, a device (``/dev/zero``) or a FIFO is refused at once
+(reading one could take forever). Values quoted in error messages are cut to about 80
+characters (:func:`workbench.errors.clip`).
+
+The TREC readers first try a fast path (pyarrow's CSV reader on whitespace-normalised bytes).
+When that fails for any reason, a careful line-by-line parser re-reads the file and raises
+:class:`~workbench.errors.InputError` naming the file, the line and what was expected; it also
+handles the legal inputs the fast path cannot (ragged junk columns).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from workbench.core.metrics.arrow_buffers import has_empty_string, to_numpy
+from workbench.core.metrics.qrels_and_runs import Qrels, Run
+from workbench.errors import InputError, clip
+
+RUN_FIELDS = "query_id Q0 doc_id rank score run_tag"
+QRELS_FIELDS = "query_id iteration doc_id grade"
+
+
+def _column(table: pa.Table, name: str, dtype) -> np.ndarray | None:
+    """A numeric column as numpy; None when it holds a null (a value pyarrow could not read)."""
+    col = table.column(name)
+    if col.null_count:
+        return None
+    return to_numpy(col, dtype)
+
+
+# --- TREC formats -------------------------------------------------------------------------
+_COMMENT = re.compile(rb"(?m)^[ \t]*#[^\n]*(?:\n|$)")
+_BLANKS = re.compile(rb"[ \t\r\f\v]+")
+_EDGES = re.compile(rb"(?m)^ | $")
+
+
+class _SlowPath(Exception):
+    """The fast reader cannot handle this file; use the careful one."""
+
+
+def _normalise(data: bytes) -> bytes:
+    """Collapse every run of blanks into one space and drop comment lines and edge blanks."""
+    if b"#" in data and (data.startswith(b"#") or b"\n#" in data or re.search(rb"\n[ \t]+#", data)):
+        data = _COMMENT.sub(b"", data)
+    return _EDGES.sub(b"", _BLANKS.sub(b" ", data))
+
+
+def _read_table(data: bytes | Path, types: dict[int, pa.DataType]) -> pa.Table:
+    return pacsv.read_csv(
+        # a path is streamed by pyarrow; bytes are wrapped without a copy
+        str(data) if isinstance(data, Path) else pa.BufferReader(pa.py_buffer(data)),
+        # one thread: as fast here (parsing is cheap next to conversion) and far less peak memory
+        read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False),
+        parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
+        convert_options=pacsv.ConvertOptions(
+            column_types={f"f{i}": t for i, t in types.items()},
+            include_columns=[f"f{i}" for i in types],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+        memory_pool=pa.system_memory_pool(),  # freed parse buffers stay reusable by numpy
+    )
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _plain_file(path: Path) -> bool:
+    """True when the file has no tab, CR, '#' or byte-order mark: pyarrow can then stream it
+    as it is."""
+    try:
+        with path.open("rb") as f:
+            first = True
+            while chunk := f.read(1 << 22):
+                if first and chunk.startswith(_BOM):
+                    return False
+                first = False
+                if b"\t" in chunk or b"\r" in chunk or b"#" in chunk:
+                    return False
+    except OSError:
+        return False  # the byte reader reports it properly
+    return True
+
+
+def _has_empty_field(table: pa.Table, types: dict[int, pa.DataType]) -> bool:
+    return any(has_empty_string(table.column(f"f{i}")) for i, t in types.items() if t == pa.string())
+
+
+def _streamed_table(path: Path, types: dict[int, pa.DataType]) -> pa.Table | None:
+    """The cheapest path: pyarrow reads the file itself (no copy of it in Python memory)."""
+    if not _plain_file(path):
+        return None
+    try:
+        table = _read_table(path, types)
+    except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, OSError):
+        return None
+    if table.num_columns != len(types) or table.num_rows == 0 or _has_empty_field(table, types):
+        return None
+    first = _first_line(path)
+    if first.split() == [] or len(first.split()) < max(types) + 1:
+        return None
+    return table
+
+
+def _first_line(path: Path) -> bytes:
+    with path.open("rb") as f:
+        return f.readline(1 << 16)
+
+
+def _fast_table(data: bytes, ncols: int, types: dict[int, pa.DataType]) -> pa.Table:
+    """Parse with pyarrow; first as is (single spaces, the common case), else normalised."""
+    if re.search(rb"\S", data) is None:
+        return pa.table({f"f{i}": pa.array([], type=t) for i, t in types.items()})
+    # memchr-fast checks: tabs, CRs and comments always need the rewrite
+    plain = not (b"\t" in data or b"\r" in data or b"#" in data)
+    for attempt in ((data, _normalise) if plain else (_normalise(data), None)):
+        try:
+            table = _read_table(attempt if isinstance(attempt, bytes) else attempt(data), types)
+        except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, TypeError):
+            continue
+        if table.num_columns != len(types):
+            continue
+        # doubled or edge blanks leave empty fields: then rewrite and try again
+        if not _has_empty_field(table, types):
+            return table
+    raise _SlowPath("pyarrow could not read it")
+
+
+def _text_lines(path: Path, data: bytes):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError("is not UTF-8 text", path=str(path), line=line) from None
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if fields and not fields[0].startswith("#"):
+            yield lineno, fields
+
+
+def check_regular_file(path: str | Path) -> Path:
+    """``path`` as a :class:`Path` when it names a readable regular file (symlinks followed);
+    else :class:`InputError` saying what it is. Devices and FIFOs are refused before anything
+    opens them: ``/dev/zero`` never ends and a FIFO blocks until a writer comes."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        hint = " (a symlink whose target is missing)" if path.is_symlink() else ""
+        raise InputError(f"file not found{hint}", path=str(path)) from None
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            raise InputError("symlink loop: the link points back at itself", path=str(path)) from None
+        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    if stat.S_ISDIR(mode):
+        raise InputError("is a directory, expected a file", path=str(path))
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+        raise InputError(f"is {kind}, expected a regular file", path=str(path))
+    return path
+
+
+def _read_bytes(path: str | Path) -> tuple[Path, bytes]:
+    """The file's bytes, without a leading UTF-8 byte-order mark."""
+    path = check_regular_file(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    return path, data[3:] if data.startswith(_BOM) else data
+
+
+def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = False) -> Run:
+    """Read a TREC run file. ``name`` defaults to the file's stem.
+
+    ``careful=True`` skips the fast path and records each row's line number (used to point at
+    a duplicate found later).
+    """
+    path = Path(path)
+    name = name if name is not None else path.stem
+    types = {0: pa.string(), 2: pa.string(), 4: pa.float64()}
+    path = check_regular_file(path)
+    table = None if careful else _streamed_table(path, types)
+    if table is not None and _ncols_first_line(_first_line(path)) >= 6:
+        scores = _column(table, "f4", np.float64)
+        if scores is not None and np.isfinite(scores).all():
+            return Run(table.column("f0").combine_chunks(), table.column("f2").combine_chunks(),
+                       scores, source=str(path), name=name)
+    path, data = _read_bytes(path)
+    try:
+        if careful:
+            raise _SlowPath("asked")
+        table = _fast_table(data, 6, types)
+        scores = _column(table, "f4", np.float64)
+        if scores is None or not np.isfinite(scores).all():
+            raise _SlowPath("not finite")
+        if table.num_rows and _ncols_first_line(data) < 6:
+            raise _SlowPath("short")  # pyarrow only checks rows agree with the first one
+        return Run(
+            table.column("f0").combine_chunks(),
+            table.column("f2").combine_chunks(),
+            scores,
+            source=str(path),
+            name=name,
+        )
+    except _SlowPath:
+        pass
+    qids: list[str] = []
+    docs: list[str] = []
+    scores_l: list[float] = []
+    lines: list[int] = []
+    for lineno, fields in _text_lines(path, data):
+        if len(fields) < 6:
+            hint = ""
+            if len(fields) == 3:
+                hint = " (three fields: a run needs rank, score and tag after the doc id)"
+            elif len(fields) == 4:
+                hint = " (four fields: this looks like a qrels file)"
+            raise InputError(
+                f"expected {len(RUN_FIELDS.split())} fields '{RUN_FIELDS}', got {len(fields)}{hint}: "
+                f"{clip(' '.join(fields))}",
+                path=str(path),
+                line=lineno,
+            )
+        try:
+            score = float(fields[4])
+        except ValueError:
+            raise InputError(
+                f"score (5th field) must be a number, got {clip(fields[4])}", path=str(path), line=lineno
+            ) from None
+        if not math.isfinite(score):  # nan, inf, -inf, 1e400: no rank can be given to them
+            raise InputError(
+                f"score (5th field) must be a finite number, got {clip(fields[4])}", path=str(path), line=lineno
+            )
+        qids.append(fields[0])
+        docs.append(fields[2])
+        scores_l.append(score)
+        lines.append(lineno)
+    return Run(
+        pa.array(qids, type=pa.string()),
+        pa.array(docs, type=pa.string()),
+        np.array(scores_l, dtype=np.float64),
+        lines=np.array(lines, dtype=np.int64),
+        source=str(path),
+        name=name,
+    )
+
+
+def read_trec_qrels(path: str | Path, *, careful: bool = False) -> Qrels:
+    """Read a TREC qrels file (``query_id iteration doc_id grade``); ``careful`` as for runs."""
+    path = Path(path)
+    types = {0: pa.string(), 2: pa.string(), 3: pa.int64()}
+    path = check_regular_file(path)
+    table = None if careful else _streamed_table(path, types)
+    grades = None if table is None else _column(table, "f3", np.int64)
+    if grades is not None and _ncols_first_line(_first_line(path)) == 4:
+        return Qrels(table.column("f0").combine_chunks(), table.column("f2").combine_chunks(),
+                     grades, source=str(path))
+    path, data = _read_bytes(path)
+    try:
+        if careful:
+            raise _SlowPath("asked")
+        table = _fast_table(data, 4, types)
+        if table.num_rows and _ncols_first_line(data) != 4:
+            raise _SlowPath("columns")
+        grades = _column(table, "f3", np.int64)
+        if grades is None:
+            raise _SlowPath("null grade")
+        return Qrels(
+            table.column("f0").combine_chunks(),
+            table.column("f2").combine_chunks(),
+            grades,
+            source=str(path),
+        )
+    except _SlowPath:
+        pass
+    def check(lineno: int, fields: list[str]) -> None:
+        if len(fields) != 4:
+            hint = " (this looks like a run file)" if len(fields) >= 6 else ""
+            raise InputError(
+                f"expected 4 fields '{QRELS_FIELDS}', got {len(fields)}{hint}: {clip(' '.join(fields))}",
+                path=str(path),
+                line=lineno,
+            )
+
+    return _qrels_from_lines(path, data, check, (0, 2, 3), "grade (4th field)")
+
+
+def _qrels_from_lines(path: Path, data: bytes, check, columns: tuple[int, int, int], grade_name: str,
+                      skip=lambda lineno, fields: False) -> Qrels:
+    """The careful line-by-line qrels parser: ``check`` raises on a malformed line, ``columns``
+    are the positions of query id, doc id and grade; errors name the file and line."""
+    qids, docs, grades, lines = [], [], [], []
+    q_at, d_at, g_at = columns
+    for lineno, fields in _text_lines(path, data):
+        if skip(lineno, fields):
+            continue
+        check(lineno, fields)
+        try:
+            grade = int(fields[g_at])
+        except ValueError:
+            raise InputError(
+                f"{grade_name} must be an integer, got {clip(fields[g_at])}", path=str(path), line=lineno
+            ) from None
+        if not _INT64_MIN <= grade <= _INT64_MAX:
+            raise InputError(f"{grade_name} {clip(fields[g_at])} is too large; grades are small integers "
+                             "such as 0, 1, 2, 3", path=str(path), line=lineno)
+        qids.append(fields[q_at])
+        docs.append(fields[d_at])
+        grades.append(grade)
+        lines.append(lineno)
+    return Qrels(
+        pa.array(qids, type=pa.string()),
+        pa.array(docs, type=pa.string()),
+        np.array(grades, dtype=np.int64),
+        lines=np.array(lines, dtype=np.int64),
+        source=str(path),
+    )
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _ncols_first_line(data: bytes) -> int:
+    for raw in data.split(b"\n", 64)[:64]:
+        fields = raw.split()
+        if fields and not fields[0].startswith(b"#"):
+            return len(fields)
+    return 0
+
+
+# --- BEIR and JSONL -----------------------------------------------------------------------
+def read_beir_qrels(path: str | Path) -> Qrels:
+    """Read BEIR ``query-id<TAB>corpus-id<TAB>score`` qrels, header line optional.
+
+    The fields must be separated by tabs: three space-separated fields such as ``q1 Q0 d7`` are
+    a truncated run, and reading its doc id as a grade would score everything 0.
+    """
+    path, data = _read_bytes(path)
+    seen_data = False
+    raw_lines = data.split(b"\n")
+
+    def is_header(lineno: int, fields: list[str]) -> bool:
+        # Only the first non-blank line may be the header.
+        nonlocal seen_data
+        header = not seen_data and [f.lower() for f in fields] == ["query-id", "corpus-id", "score"]
+        seen_data = True
+        return header
+
+    def check(lineno: int, fields: list[str]) -> None:
+        if len(fields) != 3 or raw_lines[lineno - 1].count(b"\t") < 2:
+            hint = ""
+            if len(fields) == 3 and fields[1] in ("Q0", "0"):
+                hint = " (this looks like a run without rank, score and tag)"
+            raise InputError(
+                f"expected 3 tab-separated fields 'query-id corpus-id score' (BEIR) or 4 fields "
+                f"'{QRELS_FIELDS}' (TREC), got {len(fields)}"
+                f"{' separated by spaces' if len(fields) == 3 else ''}{hint}: {clip(' '.join(fields))}",
+                path=str(path),
+                line=lineno,
+            )
+
+    return _qrels_from_lines(path, data, check, (0, 1, 2), "score (3rd field)", skip=is_header)
+
+
+def read_jsonl_qrels(path: str | Path) -> Qrels:
+    """Read the dataset JSONL (``{"query_id", "query", "relevant": {doc_id: grade}, "tags"}``)."""
+    path, data = _read_bytes(path)
+    qids, docs, grades, lines = [], [], [], []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError("is not UTF-8 text", path=str(path), line=data[: exc.start].count(b"\n") + 1) from None
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=lineno) from None
+        if not isinstance(row, dict) or "query_id" not in row or not isinstance(row.get("relevant"), dict):
+            raise InputError(
+                'expected an object with "query_id" and "relevant": {doc_id: grade}',
+                path=str(path),
+                line=lineno,
+            )
+        qid = row["query_id"]
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or qid == "":
+            raise InputError(f'"query_id" must be a non-empty string, got {clip(json.dumps(qid), quote=False)}',
+                             path=str(path), line=lineno)
+        qid = str(qid)
+        for doc, grade in row["relevant"].items():
+            if isinstance(grade, bool) or not isinstance(grade, int):
+                raise InputError(
+                    f"grade of {clip(doc)} must be an integer, got {clip(grade)}", path=str(path), line=lineno
+                )
+            if not _INT64_MIN <= grade <= _INT64_MAX:
+                raise InputError(f"grade of {clip(doc)} is too large: {clip(grade)}; grades are small "
+                                 "integers such as 0, 1, 2, 3", path=str(path), line=lineno)
+            qids.append(qid)
+            docs.append(str(doc))
+            grades.append(grade)
+            lines.append(lineno)
+    return Qrels(
+        pa.array(qids, type=pa.string()),
+        pa.array(docs, type=pa.string()),
+        np.array(grades, dtype=np.int64),
+        lines=np.array(lines, dtype=np.int64),
+        source=str(path),
+    )
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """Read qrels in any supported format, chosen by extension and first line: JSONL
+    (``.jsonl``/``.json``/``.ndjson`` or a first line starting with ``{``), BEIR (a
+    ``query-id`` header or three fields on the first line), else TREC."""
+    path = check_regular_file(path)
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        return read_jsonl_qrels(path)
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return read_trec_qrels(path)  # reports the problem with the path
+    head = head[3:] if head.startswith(_BOM) else head
+    if head.lstrip().startswith(b"{"):
+        return read_jsonl_qrels(path)
+    ncols = _ncols_first_line(head)
+    if head.lower().startswith(b"query-id") or ncols == 3:
+        return read_beir_qrels(path)
+    return read_trec_qrels(path)

@@ -1,0 +1,726 @@
+"""SME calibration of the LLM judge: the sample, labelling, the agreement report and the gate.
+
+Shared by ``workbench agree`` / ``workbench calibrate`` and the app's Label and Calibration pages.
+
+- :func:`create_sample` draws a calibration sample from a judged pool
+  (:mod:`workbench.core.calibration.sample`) and stores it with its seed, split and weights.
+- :func:`next_item`, :func:`item`, :func:`save_label`, :func:`skip`, :func:`cant_judge`,
+  :func:`undo`, :func:`progress`: one SME's labelling. Each action is one transaction, stored at
+  once. A label is written to ``judgments`` (source ``human``, the SME as assessor) and to
+  ``label_events`` (time on task, comment, evidence spans, whether the judge's output was shown
+  after submitting). Nothing here returns the judge's grade or reason before the SME labelled
+  the item: :func:`judge_output` refuses until then.
+- :func:`report` and :func:`gate`: agreement of the judge with the SMEs on the **held-out**
+  part only (the tuning part may have shaped the prompt), re-weighted to the pool with the
+  sample's inclusion weights, plus per-slice figures, the worst disagreements, agreement among
+  SMEs and the Rogan–Gladen corrected share of relevant pairs in the pool and of each pooled
+  run's precision over its judged top-k items (micro-averaged: relevant / judged).
+- :func:`agree_files` compares two label files (``workbench agree``).
+
+Reference labels when several SMEs labelled an item: the lower median of their grades (so one
+SME cannot pull a pair across the threshold alone); their mutual agreement is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from workbench.core.calibration import agreement as core_agreement
+from workbench.core.calibration.agreement import AgreementResult, agreement, worst_disagreements
+from workbench.core.calibration.sample import HOLDOUT, TUNING, SampleSpec, draw_sample
+from workbench.core.calibration.gate import GateResult, GateThresholds, decide
+from workbench.core.calibration.label_pairs import pair_files, parse_label_file
+from workbench.core.qrels_policy import combine_grades
+from workbench.errors import InputError, StoreError
+from workbench.services import access
+from workbench.store import calibration as store
+from workbench.store.database import WRITER_WAIT, Database
+from workbench.store.pools import read_pool
+
+GRADES = (0, 1, 2, 3)
+HIGH_RISK_RATE = 0.90
+ACTIONS = ("label", "skip", "cant_judge")
+# The reserved annotator id of resolved (adjudicated) labels; who resolved one is the assessor
+# of its judgments row.
+ADJUDICATION = "adjudication"
+
+
+# -- the sample ------------------------------------------------------------------------------
+
+def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: int = 0,
+                  holdout_share: float = 0.75, threshold: int = 2, min_per_class: int = 50,
+                  model: str | None = None, prompt_hash: str | None = None) -> dict:
+    """Draw and store a calibration sample named ``name`` from ``pool``'s judged pairs (leads only).
+
+    Refuses an existing name (a sample is never overwritten: SMEs may have labelled it).
+    """
+    access.require("sample")
+    if not name or not name.strip():
+        raise InputError("a calibration sample needs a name")
+    if read_pool(db, pool) is None:
+        raise InputError(f"there is no pool named {pool!r}; build one with `workbench pool` first")
+    judged = store.judged_pool_pairs(db, pool, model=model, prompt_hash=prompt_hash)
+    spec = SampleSpec(size=int(size), min_per_class=int(min_per_class), threshold=int(threshold),
+                      holdout_share=float(holdout_share))
+    try:
+        drawn = draw_sample(judged, spec, seed=seed)
+    except InputError as exc:
+        total = store.count_pool_pairs(db, pool)
+        raise type(exc)(f"pool {pool!r} ({total} pairs, {len(judged)} with an LLM grade): {exc}") from None
+    items = drawn.pairs.copy()
+    with db.transaction() as tx:
+        if store.sample_exists(tx, name):
+            raise InputError(f"a calibration sample named {name!r} exists already; pick another name "
+                             f"(samples are never overwritten)")
+        store.write_sample(
+            tx, name=name, pool=pool, seed=int(seed), threshold=int(threshold),
+            spec={"size": spec.size, "min_per_class": spec.min_per_class, "floor_size": spec.floor_size,
+                  "floor_non_relevant": spec.floor_non_relevant, "holdout_share": spec.holdout_share},
+            judge={"model": model, "prompt_hash": prompt_hash}, pool_size=drawn.pool_size,
+            notes=list(drawn.notes), items=items,
+        )
+    return {"name": name, "pool": pool, "seed": int(seed), "size": len(items),
+            "holdout": int((items["part"] == HOLDOUT).sum()), "tuning": int((items["part"] == TUNING).sum()),
+            "by_judge_grade": {int(g): int(c) for g, c in items.groupby("stratum").size().items()},
+            "queries": int(items["query_id"].nunique()), "pool_judged": drawn.pool_size,
+            "notes": list(drawn.notes)}
+
+
+def list_samples(db: Database) -> pd.DataFrame:
+    """Every calibration sample (name, pool, seed, created_at, items, holdout), newest first."""
+    return store.read_samples(db)
+
+
+def list_pools(db: Database) -> list[str]:
+    """Names of the pools a sample could be drawn from."""
+    from workbench.store.pools import read_pools
+
+    return read_pools(db)["name"].tolist()
+
+
+def _sample(db: Database, name: str | None) -> dict:
+    if name is None:
+        samples = store.read_samples(db)
+        if samples.empty:
+            raise InputError("the project has no calibration sample; draw one with "
+                             "`workbench calibrate sample --pool POOL`")
+        name = str(samples.iloc[0]["name"])
+    info = store.read_sample(db, name)
+    if info is None:
+        raise InputError(f"there is no calibration sample named {name!r}")
+    return info
+
+
+def tuning_pairs(db: Database, sample: str) -> pd.DataFrame:
+    """The tuning part's pairs with their SME labels: the only pairs that may become few-shot
+    examples or guide prompt changes. Held-out pairs are never returned."""
+    labels = _reference_labels(db, sample)
+    return labels[labels["part"] == TUNING].reset_index(drop=True)
+
+
+def few_shot_examples(db: Database, sample: str, *, per_grade: int = 1, seed: int = 0) -> list[dict]:
+    """Labelled examples for a judge prompt, drawn only from the sample's **tuning** part:
+    up to ``per_grade`` pairs per SME grade (seeded), each with the query, its description, the
+    passage text and the SME grade. The held-out part never reaches a prompt, so the gate
+    measures the judge on pairs it was not tuned on."""
+    tuning = tuning_pairs(db, sample)
+    if tuning.empty:
+        raise InputError(f"sample {sample!r} has no SME labels on its tuning part yet; label some of its "
+                         f"tuning pairs first (only those may become examples)")
+    rng = np.random.default_rng(int(seed))
+    out = []
+    for grade, rows in tuning.groupby("grade", sort=True):
+        pick = rows.iloc[np.sort(rng.choice(len(rows), size=min(per_grade, len(rows)), replace=False))]
+        for row in pick.itertuples(index=False):
+            found = store.read_item(db, sample, int(row.position))
+            text = found["text"] or ""
+            out.append({"query_id": found["query_id"], "doc_id": found["doc_id"], "chunk_id": found["chunk_id"],
+                        "query": found["query"], "description": found["description"],
+                        "passage": text[found["start"]:found["end"]], "grade": int(grade),
+                        "position": int(row.position), "part": found["part"]})
+    return out
+
+
+# -- labelling -------------------------------------------------------------------------------
+
+def _annotator(annotator: str, action: str | None = None) -> str:
+    """The checked annotator id. ``action``: the permission the call needs
+    (:mod:`workbench.services.access`); an annotator acts and reads only as themselves, a lead or
+    viewer may read anyone's labels (``None``: a read)."""
+    if not isinstance(annotator, str) or not annotator.strip():
+        raise InputError("labels need an annotator id; enter yours first")
+    if annotator.strip() == ADJUDICATION:
+        raise InputError(f"{ADJUDICATION!r} is reserved for resolved labels; choose another annotator id")
+    actor = access.require(action) if action else access.current_actor()
+    # The local operator (CLI, scripts) may act for anyone; a signed-in person only as themselves.
+    if actor is not access.LOCAL_OPERATOR and actor.name != annotator.strip() and (
+            action == "label" or not access.allowed(actor, "see_all_labels")):
+        raise access.PermissionDenied(f"{actor.name} ({actor.role}) may only give and see their own labels, "
+                                      f"not {annotator.strip()}'s")
+    return annotator.strip()
+
+
+def next_item(db: Database, sample: str, annotator: str, *, after: int = -1,
+              overlap: int | None = None) -> dict | None:
+    """The next item the annotator has not labelled (skipped ones come back last), or None.
+    ``overlap = k``: only items fewer than ``k`` other SMEs have answered (0 or None: all)."""
+    if overlap is not None and overlap < 0:
+        raise InputError(f"the overlap must be 0 (every SME labels every pair) or more, got {overlap}")
+    position = store.next_open_position(db, sample, _annotator(annotator), after=after,
+                                        overlap=overlap or None)
+    return None if position is None else item(db, sample, position)
+
+
+def item(db: Database, sample: str, position: int) -> dict:
+    """One item as an SME sees it, without the judge's output."""
+    found = store.read_item(db, sample, position)
+    if found is None:
+        raise InputError(f"sample {sample!r} has no item at position {position}")
+    return found
+
+
+def my_state(db: Database, sample: str, annotator: str, position: int) -> dict | None:
+    """The annotator's current state of one item (None when untouched or cleared)."""
+    return my_states(db, sample, annotator).get(int(position))
+
+
+def my_states(db: Database, sample: str, annotator: str) -> dict[int, dict]:
+    """``{position: state}``: the annotator's current state of every item they answered
+    (``action``, ``grade``, ``comment``, ``evidence``, ``revealed``); untouched and cleared
+    (undone) items are absent."""
+    return {int(position): {"action": action, "grade": None if grade is None else int(grade), "comment": comment,
+                            "evidence": None if evidence is None else json.loads(evidence),
+                            "revealed": bool(revealed)}
+            for position, action, grade, comment, evidence, revealed in store.answered(db, sample,
+                                                                                       _annotator(annotator))}
+
+
+def progress_of(states: dict[int, dict], total: int) -> dict:
+    """One annotator's progress from :func:`my_states`: ``total``, ``labelled``, ``skipped``,
+    ``cant_judge`` and ``open`` (items with no answer yet; skipped ones count as answered)."""
+    actions = [s["action"] for s in states.values()]
+    return {"total": int(total), "labelled": actions.count("label"), "skipped": actions.count("skip"),
+            "cant_judge": actions.count("cant_judge"), "open": int(total) - len(actions)}
+
+
+# -- the Label page: one read per key press ------------------------------------------------
+
+def open_for_labelling(path: str | Path, *, wait: float | None = None, migrate: bool = False) -> Database:
+    """The project, opened for one unit of Label page work and closed by the caller at its end.
+
+    The page never keeps the file open between key presses: DuckDB lets one process write a
+    file at a time, and the judge job and CLI commands in other processes must get it between
+    two presses. It waits (with backoff, up to ``wait`` seconds; ``None``: the store's
+    ``WRITER_WAIT``) while another process holds the file, so a judge job writing a batch
+    delays an SME's label by a moment instead of refusing it. ``migrate``: apply pending migrations (the page's first open does; the key
+    presses after it need not). A missing project is an error, never created."""
+    path = Path(path)
+    if not path.exists():
+        raise StoreError(f"no project database at {path}; create one with `workbench --db {path} init`")
+    return Database(path, migrate=migrate, wait=WRITER_WAIT if wait is None else max(0.0, float(wait)))
+
+
+def labelling_view(db: Database, sample: str, annotator: str, *, position: int | None = None,
+                   after: int | None = None, overlap: int | None = None, have=()) -> dict:
+    """What the Label page needs to show ``position`` and answer the next key press without
+    another read, in one go:
+
+    - ``position``: the pair to show (``None`` given: the first pair the annotator has not
+      answered after ``after``, as :func:`next_item` picks it; ``None`` returned: every pair is
+      answered);
+    - ``next``: the pair that comes after ``position`` once it is answered (the page moves
+      there at the key press; the pair on screen itself is never ``next``, so ``None`` means
+      it is the last open pair; after a skip, the skipped pair itself comes back);
+    - ``items``: the items at ``position``, ``next`` and the two neighbours (previous / next
+      buttons) that are not in ``have`` (positions the caller holds already; items never
+      change once drawn), as :func:`item` gives them, without the judge's output;
+    - ``states``, ``total``, ``progress``: :func:`my_states`, the sample's size, :func:`progress_of`.
+
+    ``overlap``: as in :func:`next_item`."""
+    if overlap is not None and overlap < 0:
+        raise InputError(f"the overlap must be 0 (every SME labels every pair) or more, got {overlap}")
+    annotator = _annotator(annotator)
+    states = my_states(db, sample, annotator)
+    total = store.count_items(db, sample)
+    if position is None:
+        position = store.next_open_position(db, sample, annotator, overlap=overlap or None,
+                                            after=-1 if after is None else int(after))
+    elif not 0 <= int(position) < total:
+        raise InputError(f"sample {sample!r} has no item at position {position}")
+    following = None
+    if position is not None:
+        position = int(position)
+        following = store.next_open_position(db, sample, annotator, after=position, overlap=overlap or None,
+                                             besides=position)
+    held = {int(p) for p in have}
+    wanted = {p for p in (position, following, None if position is None else position - 1,
+                          None if position is None else position + 1)
+              if p is not None and 0 <= p < total and p not in held}
+    return {"total": total, "states": states, "progress": progress_of(states, total), "position": position,
+            "next": following, "items": store.read_items(db, sample, wanted)}
+
+
+def _check_evidence(evidence, doc_len: int | None) -> list[list[int]] | None:
+    if evidence is None:
+        return None
+    spans = []
+    for span in evidence:
+        if not isinstance(span, (list, tuple)) or len(span) != 2:
+            raise InputError(f"evidence span {span!r} is not [start, end]")
+        s, e = int(span[0]), int(span[1])
+        if s < 0 or e <= s or (doc_len is not None and e > doc_len):
+            raise InputError(f"evidence span [{s}, {e}) is not inside the document (0..{doc_len})")
+        spans.append([s, e])
+    return spans
+
+
+def _record(db: Database, sample: str, annotator: str, position: int, action: str, *, grade=None,
+            comment=None, evidence=None, seconds=None, reveal=False, undoes=None,
+            assessor: str | None = None) -> int:
+    with db.transaction() as tx:
+        keys = store.item_keys(tx, sample, position)
+        if keys is None:
+            raise InputError(f"sample {sample!r} has no item at position {position}")
+        before = store.current_state(tx, sample, annotator, position)
+        if before is not None and before["judgment_id"] is not None:
+            store.delete_human_judgment(tx, before["judgment_id"])
+        judgment_id = None
+        if action == "label":
+            judgment_id = store.write_human_judgment(
+                tx, **keys, grade=int(grade), assessor=assessor or annotator, reason=comment)
+        return store.write_event(
+            tx, sample=sample, position=position, annotator=annotator, action=action,
+            grade=None if grade is None else int(grade), judgment_id=judgment_id, comment=comment,
+            evidence=evidence, seconds=seconds, revealed=reveal, undoes=undoes)
+
+
+def save_label(db: Database, sample: str, annotator: str, position: int, grade: int, *,
+               comment: str | None = None, evidence: list | None = None, seconds: float | None = None,
+               reveal: bool = False, require_evidence: bool = False) -> int:
+    """Store one SME grade at once (replacing the SME's earlier label of the item).
+
+    ``evidence``: document character spans ``[[start, end], ...]`` supporting the grade;
+    ``require_evidence`` makes them mandatory for grades 2–3. ``reveal``: the judge's output
+    will be shown now that the label is in (recorded with the label).
+    """
+    annotator = _annotator(annotator, "label")
+    if isinstance(grade, bool) or grade not in GRADES:
+        raise InputError(f"grade {grade!r} is not one of 0, 1, 2, 3")
+    spans = None
+    if evidence is not None:  # the document's length bounds the spans (read only when there are spans)
+        found = store.read_item(db, sample, position)
+        if found is None:
+            raise InputError(f"sample {sample!r} has no item at position {position}")
+        spans = _check_evidence(evidence, len(found["text"]) if found["text"] is not None else None)
+    # (without evidence, _record refuses a position the sample does not have, storing nothing)
+    if require_evidence and grade >= 2 and not spans:
+        raise InputError("grades 2 and 3 need evidence: mark the sentence(s) that support the grade")
+    return _record(db, sample, annotator, position, "label", grade=grade, comment=comment or None,
+                   evidence=spans, seconds=seconds, reveal=reveal)
+
+
+def skip(db: Database, sample: str, annotator: str, position: int, *, seconds: float | None = None,
+         comment: str | None = None) -> int:
+    return _record(db, sample, _annotator(annotator, "label"), position, "skip", seconds=seconds, comment=comment or None)
+
+
+def cant_judge(db: Database, sample: str, annotator: str, position: int, *, seconds: float | None = None,
+               comment: str | None = None) -> int:
+    return _record(db, sample, _annotator(annotator, "label"), position, "cant_judge", seconds=seconds,
+                   comment=comment or None)
+
+
+def undo(db: Database, sample: str, annotator: str) -> int | None:
+    """Revert the annotator's latest action in the sample; returns the position it touched
+    (None when there is nothing to undo). Stored as a new event: nothing is erased from history."""
+    annotator = _annotator(annotator, "label")
+    cur = db.cursor()
+    try:
+        target = store.last_undoable_event(cur, sample, annotator)
+        if target is None:
+            return None
+        before = store.event_before(cur, sample, annotator, target["position"], target["event_id"])
+    finally:
+        cur.close()
+    if before is None or before["action"] == "clear":
+        _record(db, sample, annotator, target["position"], "clear", undoes=target["event_id"])
+    else:
+        _record(db, sample, annotator, target["position"], before["action"], grade=before["grade"],
+                comment=before["comment"], evidence=before["evidence"], seconds=before["seconds"],
+                reveal=before["revealed"], undoes=target["event_id"])
+    return target["position"]
+
+
+def judge_output(db: Database, sample: str, annotator: str, position: int) -> dict:
+    """The judge's grade and reason for an item, only once this annotator labelled it."""
+    state = my_state(db, sample, annotator, position)
+    if state is None or state["action"] != "label":
+        raise InputError("the judge's label is shown only after you submit yours")
+    return store.read_judge_output(db, sample, position) or {}
+
+
+def sme_disagreements(db: Database, sample: str) -> list[dict]:
+    """Items two or more SMEs graded differently, their grades side by side, and the resolved
+    label (with who resolved it) when a lead adjudicated the item."""
+    access.require("see_all_labels")
+    table = store.label_table(db, sample)
+    labelled = table[table["action"] == "label"]
+    smes = labelled[labelled["annotator"] != ADJUDICATION]
+    resolved = store.resolutions(db, sample)
+    out = []
+    for position, rows in smes.groupby("position", sort=True):
+        grades = {str(a): int(g) for a, g in zip(rows["annotator"], rows["grade"])}
+        if len(set(grades.values())) < 2:
+            continue
+        first = rows.iloc[0]
+        r = resolved.get(int(position))
+        out.append({"position": int(position), "query_id": str(first["query_id"]), "doc_id": str(first["doc_id"]),
+                    "grades": grades, "resolved": None if r is None else r["grade"],
+                    "resolved_by": None if r is None else r["by"]})
+    return out
+
+
+def adjudicate(db: Database, sample: str, position: int, grade: int, *, lead: str,
+               comment: str | None = None) -> int:
+    """Record the resolved label of an item the SMEs disagree on (replacing an earlier
+    resolution); it becomes the item's reference grade. ``lead`` is who resolved it.
+    Only a lead may (:mod:`workbench.services.access`); in the app ``lead`` is the signed-in user."""
+    actor = access.require("adjudicate")
+    lead = _annotator(lead)
+    if actor is not access.LOCAL_OPERATOR and lead != actor.name:
+        raise access.PermissionDenied(f"{actor.name} may not record a resolution in {lead}'s name")
+    if isinstance(grade, bool) or grade not in GRADES:
+        raise InputError(f"grade {grade!r} is not one of 0, 1, 2, 3")
+    if not any(d["position"] == int(position) for d in sme_disagreements(db, sample)):
+        raise InputError(f"pair {position + 1} has no disagreement between SMEs to resolve")
+    return _record(db, sample, ADJUDICATION, int(position), "label", grade=grade, comment=comment or None,
+                   assessor=lead)
+
+
+def judge_reason(db: Database, sample: str, position: int) -> dict:
+    """The judge's output for an item, for the report's drill-down into disagreements (items
+    an SME has labelled already; the labelling page uses :func:`judge_output`)."""
+    return store.read_judge_output(db, sample, position) or {}
+
+
+def report_json(body: dict) -> str:
+    """A report as JSON text: NaN and infinities as null, numpy numbers as numbers."""
+    def clean(value):
+        if isinstance(value, dict):
+            return {str(k): clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+            value = value.item()
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
+
+    return json.dumps(clean(body), indent=2, ensure_ascii=False, default=str)
+
+
+def progress(db: Database, sample: str, annotator: str) -> dict:
+    states = store.current_states(db, sample, _annotator(annotator))
+    counts = states["action"].value_counts().to_dict() if not states.empty else {}
+    total = store.count_items(db, sample)
+    seconds = states.loc[states["action"] != "clear", "seconds"].dropna()
+    return {"total": total, "labelled": int(counts.get("label", 0)), "skipped": int(counts.get("skip", 0)),
+            "cant_judge": int(counts.get("cant_judge", 0)),
+            "open": total - int(sum(v for k, v in counts.items() if k != "clear")),
+            "median_seconds": float(seconds.median()) if len(seconds) else None}
+
+
+# -- the report ------------------------------------------------------------------------------
+
+def _reference_labels(db: Database, sample: str) -> pd.DataFrame:
+    """One reference grade per labelled item: the resolved label when a lead adjudicated it,
+    else the lower median of its SMEs' grades."""
+    table = store.label_table(db, sample)
+    labelled = table[table["action"] == "label"].copy()
+    if labelled.empty:
+        return labelled.assign(n_sme=pd.Series(dtype="int64"))
+    labelled["grade"] = labelled["grade"].astype("int64")
+    resolved = labelled[labelled["annotator"] == ADJUDICATION].set_index("position")["grade"]
+    labelled = labelled[labelled["annotator"] != ADJUDICATION]
+    if labelled.empty:
+        return labelled.assign(n_sme=pd.Series(dtype="int64"))
+    keep = ["position", "query_id", "doc_id", "chunk_id", "start", "end", "part", "weight", "judge_grade",
+            "stratum", "tags"]
+    grouped = labelled.groupby("position", sort=True)
+    # the qrels rule's combination of several assessors (core.qrels_policy), by the lower median
+    ref = grouped["grade"].apply(lambda g: combine_grades(g.to_numpy(), "lower_median")).rename("grade")
+    n_sme = grouped["annotator"].nunique().rename("n_sme")
+    first = grouped[keep[1:]].first()
+    out = first.join(ref).join(n_sme)
+    adjudicated = out.index.isin(resolved.index)
+    out.loc[adjudicated, "grade"] = resolved.reindex(out.index[adjudicated]).to_numpy()
+    out["adjudicated"] = adjudicated
+    out = out.reset_index()
+    out["judge_grade"] = out["judge_grade"].astype("int64")
+    out["grade"] = out["grade"].astype("int64")
+    return out
+
+
+def _tags(value) -> list[str]:
+    if not isinstance(value, str) or not value:
+        return []
+    parsed = json.loads(value)
+    if isinstance(parsed, list):
+        return [str(t) for t in parsed]
+    if isinstance(parsed, dict):
+        return [f"{k}={v}" for k, v in parsed.items()]
+    return [str(parsed)]
+
+
+def result_dict(result: AgreementResult, verdict: GateResult) -> dict:
+    """The agreement figures in the ``workbench agree --format json`` shape."""
+    out = {"n": result.n}
+    for name in ("tpr", "tnr", "precision", "kappa", "kappa_graded", "kappa_linear", "kappa_quadratic"):
+        out[name] = result.figures[name]
+    out["msd"] = result.figures["msd"]
+    out["exact"] = result.figures["exact"]
+    out["confusion"] = [[float(x) if not float(x).is_integer() else int(x) for x in row] for row in result.confusion]
+    out["ci"] = {name: [lo, hi] for name, (lo, hi) in result.ci.items()}
+    out["gate"] = verdict.as_dict()
+    out["threshold"] = result.threshold
+    out["levels"] = list(result.levels)
+    out["bootstrap"] = {"seed": result.seed, "resamples": result.n_boot, "resampling": result.resampling,
+                        "stratified": result.stratified,
+                        "interval": result.interval, "confidence": result.confidence, "queries": result.n_queries}
+    out["notes"] = list(result.notes)
+    return out
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    threshold: int = 2
+    seed: int = 0
+    n_boot: int = 2000
+    part: str = HOLDOUT
+    weighted: bool = True
+    high_risk_tags: tuple[str, ...] = ()
+    high_risk_rate: float = HIGH_RISK_RATE
+    disagreements: int = 20
+    # Runs' precision is corrected over their top-k pooled items with a judge grade.
+    precision_k: int = 10
+
+
+def report(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
+           options: ReportOptions = ReportOptions()) -> dict:
+    """The calibration report of a sample (the latest one when ``sample`` is None)."""
+    access.require("see_all_labels")
+    info = _sample(db, sample)
+    name = info["name"]
+    labels = _reference_labels(db, name)
+    part = labels if options.part == "all" else labels[labels["part"] == options.part]
+    total_items = store.count_items(db, name)
+    base = {"sample": name, "pool": info["pool"], "seed": info["seed"], "part": options.part,
+            "items": total_items, "labelled": len(labels), "labelled_in_part": len(part),
+            "weighted": options.weighted, "threshold": options.threshold}
+    if part.empty:
+        verdict = GateResult("inconclusive", (f"no SME labels on the {options.part} part yet",),
+                             None, ())
+        return {**base, "agreement": None, "gate": verdict.as_dict(), "slices": [], "disagreements": [],
+                "sme_agreement": _sme_agreement(db, name), "corrected_prevalence": None,
+                "corrected_precision": []}
+    result = agreement(part["grade"].to_numpy(), part["judge_grade"].to_numpy(), threshold=options.threshold,
+                       query_ids=part["query_id"].astype(str).to_numpy(),
+                       weights=part["weight"].to_numpy() if options.weighted else None,
+                       strata=part["stratum"].to_numpy() if options.weighted else None,
+                       seed=options.seed, n_boot=options.n_boot, keep_boot=True)
+    verdict = decide(result, thresholds)
+    body = result_dict(result, verdict)
+    slices = []
+    from workbench.services.evaluation.rbac import (
+        restricted_slice_tags,  # pairs of restricted documents: slice "restricted"
+    )
+
+    members = core_agreement.slice_members([_tags(t) + extra for t, extra in
+                                            zip(part["tags"], restricted_slice_tags(db, part["doc_id"]))])
+    for tag, idx in members.items():
+        sub = part.iloc[idx]
+        risky = tag in options.high_risk_tags
+        wanted = thresholds.stricter(options.high_risk_rate) if risky else thresholds
+        try:
+            r = agreement(sub["grade"].to_numpy(), sub["judge_grade"].to_numpy(), threshold=options.threshold,
+                          query_ids=sub["query_id"].astype(str).to_numpy(),
+                          weights=sub["weight"].to_numpy() if options.weighted else None,
+                          strata=sub["stratum"].to_numpy() if options.weighted else None,
+                          seed=options.seed, n_boot=options.n_boot)
+        except core_agreement.AgreementInputError:
+            continue
+        v = decide(r, wanted)
+        slices.append({"tag": tag, "high_risk": risky, "n": r.n, "min_rate": wanted.min_tpr,
+                       **{k: r.figures[k] for k in ("tpr", "tnr", "precision", "kappa", "msd")},
+                       "ci": {k: list(r.ci[k]) for k in ("tpr", "tnr", "kappa")}, "verdict": v.verdict})
+    worst = worst_disagreements(part["grade"].to_numpy(), part["judge_grade"].to_numpy(),
+                                threshold=options.threshold, limit=options.disagreements)
+    disagreements = [
+        {"position": int(part.iloc[i]["position"]), "query_id": str(part.iloc[i]["query_id"]),
+         "doc_id": str(part.iloc[i]["doc_id"]),
+         "chunk_id": None if pd.isna(part.iloc[i]["chunk_id"]) else str(part.iloc[i]["chunk_id"]),
+         "sme_grade": int(part.iloc[i]["grade"]), "judge_grade": int(part.iloc[i]["judge_grade"])}
+        for i in worst
+    ]
+    relevant, judged = store.count_judge_relevant(db, name)
+    corrected = None
+    if judged:
+        share = core_agreement.corrected_share(relevant, judged, result, seed=options.seed)
+        corrected = {"observed": share.observed, "n_observed": share.n_observed, "estimate": share.estimate,
+                     "ci": list(share.ci), "clipped": share.clipped, "note": share.note}
+    runs = []
+    for row in store.run_judged_shares(db, name, options.precision_k).itertuples(index=False):
+        if int(row.judged) == 0:
+            continue
+        share = core_agreement.corrected_share(int(row.relevant), int(row.judged), result, seed=options.seed)
+        runs.append({"run": row.run, "k": options.precision_k, "judged": int(row.judged),
+                     "observed": share.observed, "estimate": share.estimate, "ci": list(share.ci),
+                     "note": share.note})
+    return {**base, "agreement": body, "gate": verdict.as_dict(), "slices": slices,
+            "disagreements": disagreements, "sme_agreement": _sme_agreement(db, name),
+            "corrected_prevalence": corrected, "corrected_precision": runs}
+
+
+def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNING,
+                   options: ReportOptions = ReportOptions(),
+                   thresholds: GateThresholds = GateThresholds()) -> list[dict]:
+    """Every judge configuration (model × prompt) that graded the sample's pairs, against the
+    SMEs on ``part`` (the tuning part by default: compare and choose there, then gate the chosen
+    one on the held-out part once), each with its figures, intervals and the verdict the gate
+    would give. Sorted by binary κ, best first; configurations with no labelled pair are left out."""
+    info = _sample(db, sample)
+    labels = _reference_labels(db, info["name"])
+    if part != "all":
+        labels = labels[labels["part"] == part]
+    grades = store.judge_grades_for_sample(db, info["name"])
+    out = []
+    for (model, prompt_hash), rows in grades.groupby(["model", "prompt_hash"], sort=True):
+        merged = labels.merge(rows[["position", "grade"]].rename(columns={"grade": "config_grade"}), on="position")
+        if merged.empty:
+            continue
+        r = agreement(merged["grade"].to_numpy(), merged["config_grade"].to_numpy(), threshold=options.threshold,
+                      query_ids=merged["query_id"].astype(str).to_numpy(),
+                      weights=merged["weight"].to_numpy() if options.weighted else None,
+                      strata=merged["stratum"].to_numpy() if options.weighted else None,
+                      seed=options.seed, n_boot=options.n_boot)
+        out.append({"model": model or None, "prompt_hash": prompt_hash or None, "n": r.n,
+                    **{k: r.figures[k] for k in ("tpr", "tnr", "precision", "kappa", "kappa_graded", "msd")},
+                    "ci": {k: list(r.ci[k]) for k in ("tpr", "tnr", "precision", "kappa", "kappa_graded", "msd")},
+                    "verdict": decide(r, thresholds).verdict})
+    return sorted(out, key=lambda d: -(d["kappa"] if d["kappa"] == d["kappa"] else -2.0))
+
+
+def _sme_agreement(db: Database, sample: str) -> dict | None:
+    """Agreement among SMEs on items several of them labelled: Krippendorff's α (ordinal) and
+    pairwise Cohen's κ. None with fewer than two SMEs."""
+    table = store.label_table(db, sample)
+    labelled = table[(table["action"] == "label") & (table["annotator"] != ADJUDICATION)]
+    annotators = sorted(labelled["annotator"].unique().tolist())
+    if len(annotators) < 2:
+        return None
+    positions = sorted(labelled["position"].unique().tolist())
+    col = {p: i for i, p in enumerate(positions)}
+    ratings = np.full((len(annotators), len(positions)), np.nan)
+    per: dict[str, dict[int, int]] = {a: {} for a in annotators}
+    for row in labelled.itertuples(index=False):
+        ratings[annotators.index(row.annotator), col[row.position]] = int(row.grade)
+        per[row.annotator][int(row.position)] = int(row.grade)
+    pairs = core_agreement.pairwise_kappa(per)
+    return {"annotators": annotators,
+            "alpha_ordinal": core_agreement.krippendorff_alpha(ratings, level="ordinal", levels=GRADES),
+            "pairwise_kappa": [{"a": a, "b": b, "n": n, "kappa": k} for a, b, n, k in pairs]}
+
+
+def gate(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
+         options: ReportOptions = ReportOptions()) -> dict:
+    """The gate verdict of a sample's held-out part (a subset of :func:`report`)."""
+    full = report(db, sample, thresholds=thresholds, options=options)
+    return {"sample": full["sample"], "gate": full["gate"], "n": full["labelled_in_part"]}
+
+
+# -- two label files -------------------------------------------------------------------------
+
+def _read_text(path: str | Path) -> str:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file; check the path", path=str(p)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory; pass a label file", path=str(p)) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read: {exc.strerror}", path=str(p)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError("is not UTF-8 text", path=str(p), line=data[: exc.start].count(b"\n") + 1) from None
+
+
+def agree_files(reference: str | Path, candidate: str | Path, *, threshold: int = 2, seed: int = 0,
+                scale_max: int = 3, clip: bool = False, n_boot: int = 2000,
+                thresholds: GateThresholds = GateThresholds()) -> dict:
+    """``workbench agree``: the agreement of ``candidate`` with ``reference`` (the human side)."""
+    if scale_max not in (3, 4):
+        raise InputError(f"scale 0-{scale_max} is not supported; use 0-3 or 0-4")
+    ref = parse_label_file(_read_text(reference), str(reference), scale_max=scale_max, clip=clip)
+    cand = parse_label_file(_read_text(candidate), str(candidate), scale_max=scale_max, clip=clip)
+    paired = pair_files(ref, cand)
+    if len(paired.reference) == 0:
+        raise InputError(
+            f"{reference} and {candidate} share no (query_id, item) pair ({len(ref.keys)} and "
+            f"{len(cand.keys)} labels); check that both use the same ids (and both spans or neither)")
+    levels = tuple(range(scale_max + 1))
+    if threshold not in levels[1:]:
+        raise InputError(f"--threshold {threshold} must be a grade between 1 and {scale_max}")
+    result = agreement(paired.reference, paired.candidate, levels=levels, threshold=threshold,
+                       query_ids=paired.query_ids, seed=seed, n_boot=n_boot)
+    verdict = decide(result, thresholds)
+    out = result_dict(result, verdict)
+    out["only_reference"] = paired.only_reference
+    out["only_candidate"] = paired.only_candidate
+    out["scale"] = f"0-{scale_max}"
+    out["clipped"] = {"reference": ref.clipped, "candidate": cand.clipped}
+    out["not_labels"] = {"reference": ref.not_labels, "candidate": cand.not_labels}
+    out["reference"] = str(reference)
+    out["candidate"] = str(candidate)
+    if clip and (ref.clipped or cand.clipped):
+        out["notes"].append(f"--clip lowered {ref.clipped} reference and {cand.clipped} candidate grades "
+                            f"above {scale_max} to {scale_max}")
+    if math.isnan(out["kappa"]):
+        out["notes"].append("κ is undefined: one side uses a single label")
+    return out
+
+
+__all__ = [
+    "ReportOptions",
+    "adjudicate",
+    "agree_files",
+    "cant_judge",
+    "compare_judges",
+    "create_sample",
+    "few_shot_examples",
+    "gate",
+    "item",
+    "judge_output",
+    "labelling_view",
+    "list_pools",
+    "list_samples",
+    "my_state",
+    "my_states",
+    "next_item",
+    "open_for_labelling",
+    "progress",
+    "progress_of",
+    "report",
+    "save_label",
+    "skip",
+    "sme_disagreements",
+    "tuning_pairs",
+    "undo",
+]

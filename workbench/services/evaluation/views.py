@@ -1,0 +1,368 @@
+"""What the Qrels and Evaluate pages show, computed here so the views hold no SQL and no metric
+loop.
+
+* :func:`qrels_overview` - the merge policy statement, counts per grade and per source tier,
+  and coverage of each pool (share of its pairs labelled, by whom).
+* :func:`qrels_download` - the bytes of a qrels export in any format, written by the same
+  service as ``workbench export qrels`` (:func:`workbench.services.qrels.export.export_qrels`).
+* :func:`evaluate_runs` - stored runs scored against the project's qrels (one rule:
+  :func:`workbench.services.qrels.rule.project_qrels`), each run at its own level and chunking.
+* :func:`means_with_ci` - per measure the mean and a 95 % percentile bootstrap interval of the
+  mean over queries (queries resampled with replacement, ``seed`` given and shown).
+* :func:`worst_queries` / :func:`top_results` - the per-query drill-down, worst first, and a
+  run's top ``k`` for one query with each item's grade (``None`` = unjudged).
+* :func:`judged_shares` - judged@k per run: the share of each run's top ``k`` that carries a
+  label (divided by ``k`` as trec_eval does), mean over the queries the run answered.
+* :func:`slices` - per query tag, the mean of a measure over the queries carrying the tag.
+* :func:`latencies` / :func:`pareto_frontier` - quality against p95 latency when runs have
+  stored per-query latencies (or record a ``latency_ms`` parameter); the frontier is the runs no other run beats on
+  both (higher quality and lower latency).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from workbench.errors import InputError, WorkbenchError
+from workbench.store.database import Database
+
+CONFIDENCE = 0.95
+
+
+# ---------------------------------------------------------------------------------------- qrels
+
+@dataclass(frozen=True)
+class QrelsOverview:
+    statement: str
+    notes: tuple[str, ...]
+    rows: int
+    queries: int
+    by_grade: dict
+    by_tier: dict
+    coverage: pd.DataFrame  # pool, pairs, labelled, share, by_human, by_llm
+    fingerprint: str
+
+
+def _project_qrels(db: Database, level: str = "doc", chunking: str | None = None, source: str = "merged"):
+    from workbench.services.qrels.rule import project_qrels
+
+    return project_qrels(db, level=level, chunking=chunking, source=source)
+
+
+def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = None,
+                   source: str = "merged") -> QrelsOverview:
+    """Policy, counts and pool coverage of the project's qrels (module docstring)."""
+    from workbench.services.pooling.pools import list_pools, pool_pairs
+
+    from workbench.services.evaluation.abstention import without_unanswerable
+
+    # the qrels evaluation scores against and the export writes: without unanswerable queries
+    merged, left_out = without_unanswerable(db, _project_qrels(db, level, chunking, source))
+    notes = tuple(merged.notes) + ((f"{len(left_out):,} unanswerable queries left out ({', '.join(left_out[:5])}"
+                                    f"{', ...' if len(left_out) > 5 else ''}): nothing in the corpus answers "
+                                    f"them, so they have no ranking score",) if left_out else ())
+    counts = merged.counts()
+    rows = []
+    pools = list_pools(db)
+    for name, pool_level, pool_chunking in pools[["name", "level", "chunking"]].itertuples(index=False):
+        pairs = pool_pairs(db, str(name))
+        col = "chunk_id" if pool_level == "chunk" else "doc_id"
+        if pairs.empty:
+            rows.append({"pool": name, "pairs": 0, "labelled": 0, "share": 0.0, "by_people": 0, "by_llm": 0})
+            continue
+        keys = pd.MultiIndex.from_frame(pairs[["query_id", col]].astype(str))
+        chunking_name = None if pd.isna(pool_chunking) else str(pool_chunking)
+        by = {}
+        for who, src in (("people", "human"), ("llm", "llm"), ("any", "merged")):
+            q = _project_qrels(db, str(pool_level), chunking_name, src).table
+            by[who] = int(keys.isin(pd.MultiIndex.from_frame(q[["query_id", "item_id"]].astype(str))).sum())
+        rows.append({"pool": name, "pairs": len(pairs), "labelled": by["any"],
+                     "share": by["any"] / len(pairs), "by_people": by["people"], "by_llm": by["llm"]})
+    return QrelsOverview(merged.statement(), notes, counts["rows"], counts["queries"],
+                         counts["by_grade"], counts["by_tier"], pd.DataFrame(rows), merged.fingerprint)
+
+
+def qrels_download(db: Database, *, format: str, level: str = "doc", chunking: str | None = None,
+                   source: str = "merged") -> tuple[bytes, str]:
+    """The export file's bytes and its summary line, written by ``export_qrels`` into a private
+    temporary folder (the same code path as ``workbench export qrels``)."""
+    from workbench.services.qrels.export import export_qrels
+
+    with tempfile.TemporaryDirectory(prefix="workbench-qrels-") as folder:
+        out = Path(folder) / f"qrels.{format}"
+        result = export_qrels(db, out, format=format, level=level, chunking=chunking, source=source)
+        return out.read_bytes(), result.summary().replace(str(out), "the download")
+
+
+# ----------------------------------------------------------------------------------- evaluation
+
+@dataclass(frozen=True)
+class RunEvaluation:
+    """Stored runs scored against the project's qrels."""
+
+    results: dict  # run name -> core.evaluation.EvaluationResult
+    statements: dict  # run name -> qrels policy statement it was scored under
+    qrels: dict  # run name -> qrels table (query_id, item_id, grade)
+    levels: dict  # run name -> (level, chunking)
+    notes: tuple = ()
+    evaluation_id: int | None = None
+
+
+def run_table(db: Database) -> pd.DataFrame:
+    """The project's runs: ``name, retriever, stage, level, chunking, params, rows, queries``."""
+    from workbench.store.runs import read_run_info
+
+    return read_run_info(db)
+
+
+def evaluate_runs(db: Database, runs: list[str], measures: list[str], *, source: str = "merged",
+                  rel: int = 1, store: bool = False) -> RunEvaluation:
+    """Score stored runs against the project's qrels through the one evaluation service
+    (:func:`workbench.services.evaluation.evaluate.evaluate_project`), stored only when ``store``.
+
+    Runs of one level are scored at it (chunk runs of one chunking by chunk); runs mixing
+    documents and chunks, or chunkings, are scored by document (a chunk run's document takes
+    its best chunk's score), so that they can be compared at all.
+    """
+    from workbench.services.evaluation.evaluate import evaluate_project
+
+    if not runs:
+        raise InputError("choose at least one run")
+    if not measures:
+        raise InputError("choose at least one measure")
+    info = run_table(db).set_index("name")
+    unknown = [r for r in runs if r not in info.index]
+    if unknown:
+        raise InputError(f"no run named {unknown[0]!r} in the project")
+    scopes = {(str(info.at[r, "level"]), None if pd.isna(info.at[r, "chunking"]) else str(info.at[r, "chunking"]))
+              for r in runs}
+    level = None if len(scopes) == 1 else "doc"
+    done = evaluate_project(db, list(runs), list(measures), labels=source, level=level, rel=rel, store=store)
+    statement = done.qrels.statement()
+    if level == "doc":
+        statement += "; the runs mix documents and chunks (or chunkings), so every run is scored by document"
+    table = done.qrels.table[["query_id", "item_id", "grade"]]
+    scope = (done.qrels.level, done.qrels.chunking)
+    return RunEvaluation(done.results, {n: statement for n in done.results}, {n: table for n in done.results},
+                         {n: scope for n in done.results}, tuple(done.notes), done.evaluation_id)
+
+
+def stored_evaluations(db: Database) -> pd.DataFrame:
+    """The history of stored evaluations, newest first: ``when, runs, measures, labels, level,
+    qrels`` (fingerprint) and ``means`` as ``run measure=value`` text."""
+    from workbench.services.evaluation.evaluate import stored_evaluations as stored
+
+    table = stored(db)
+    if table.empty:
+        return pd.DataFrame()
+    def text(value):
+        return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    rows = []
+    for row in table.to_dict("records"):
+        means = "; ".join(f"{run} " + ", ".join(f"{m}={v:.3f}" for m, v in ms.items())
+                          for run, ms in row.get("means", {}).items())
+        rows.append({"when": row.get("created_at"), "runs": text(row.get("runs", "")),
+                     "measures": text(row.get("measures", "")), "labels": row.get("labels"),
+                     "level": row.get("level"), "qrels": row.get("qrels_fingerprint"), "means": means})
+    return pd.DataFrame(rows)
+
+
+def rank_agreement(db: Database, runs: list[str], measures: list[str]) -> tuple[pd.DataFrame, str | None]:
+    """Per measure, Kendall's τ and τ_AP between the ranking of ``runs`` under the people's
+    qrels and under the judge's (:func:`workbench.services.calibration.rank_agreement.rank_agreement`);
+    ``(empty, reason)`` when the project lacks one of the two label kinds."""
+    from workbench.services.calibration.rank_agreement import rank_agreement as agreement
+
+    rows = []
+    for measure in measures:
+        try:
+            out = agreement(db, list(runs), measure)
+        except WorkbenchError as exc:
+            return pd.DataFrame(), str(exc)
+        rows.append({"measure": measure, "runs": out["n_runs"], "tau": out["tau"], "tau_ap": out["tau_ap"],
+                     "ranking_human": out["ranking_human"], "ranking_judge": out["ranking_judge"],
+                     "reason": out.get("reason")})
+    return pd.DataFrame(rows), None
+
+
+def means_with_ci(evaluation: RunEvaluation, *, seed: int = 0, n_resamples: int = 2000) -> pd.DataFrame:
+    """``run, measure, mean, ci_low, ci_high, queries, zero_share`` (95 % bootstrap interval of
+    the mean: :func:`workbench.core.metrics.significance.bootstrap_ci` of the scores against zeros)."""
+    from workbench.core.metrics.distribution import summarize
+    from workbench.core.metrics.significance import bootstrap_ci
+
+    rows = []
+    for name, result in evaluation.results.items():
+        for label, values in result.scores.items():
+            v = values[~np.isnan(values)]
+            if not v.size:
+                continue
+            ci = bootstrap_ci(np.zeros_like(v), v, confidence=CONFIDENCE, n_resamples=n_resamples, seed=seed)
+            rows.append({"run": name, "measure": label, "mean": float(v.mean()), "ci_low": ci.low,
+                         "ci_high": ci.high, "queries": int(v.size), "zero_share": summarize(v).share_zero})
+    return pd.DataFrame(rows)
+
+
+def per_query(evaluation: RunEvaluation, measure: str) -> pd.DataFrame:
+    """``run, query_id, value`` of one measure (NaN left out)."""
+    frames = []
+    for name, result in evaluation.results.items():
+        if measure in result.scores:
+            frame = pd.DataFrame({"run": name, "query_id": result.query_ids.astype(str),
+                                  "value": result.scores[measure]})
+            frames.append(frame.dropna())
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "query_id", "value"])
+
+
+def worst_queries(db: Database, evaluation: RunEvaluation, run: str, measure: str,
+                  limit: int | None = 20) -> pd.DataFrame:
+    """``query_id, query, value`` of ``run`` sorted worst first (ties by query id); every
+    query when ``limit`` is None."""
+    from workbench.store.corpus import query_texts
+
+    values = per_query(evaluation, measure)
+    values = values[values["run"] == run].sort_values(["value", "query_id"], kind="stable")
+    if limit is not None:
+        values = values.head(limit)
+    texts = query_texts(db).set_index("query_id")["text"]
+    values["query"] = values["query_id"].map(texts).fillna("")
+    return values[["query_id", "query", "value"]].reset_index(drop=True)
+
+
+def top_results(db: Database, evaluation: RunEvaluation, run: str, query_id: str, k: int = 10) -> pd.DataFrame:
+    """``rank, item_id, score, grade`` of ``run``'s top ``k`` for ``query_id``; grade is NA
+    when the pair is unjudged."""
+    from workbench.store.runs import read_run_rows
+
+    level, _ = evaluation.levels[run]
+    rows = read_run_rows(db, run)
+    rows = rows[(rows["query_id"].astype(str) == str(query_id)) & (rows["rank"] <= k)]
+    items = rows["chunk_id"].where(rows["chunk_id"].notna(), rows["doc_id"]) if level == "chunk" else rows["doc_id"]
+    q = evaluation.qrels[run]
+    grades = q[q["query_id"].astype(str) == str(query_id)].set_index("item_id")["grade"]
+    out = pd.DataFrame({"rank": rows["rank"].astype(int).to_numpy(), "item_id": items.astype(str).to_numpy(),
+                        "doc_id": rows["doc_id"].astype(str).to_numpy(),
+                        "score": rows["score"].astype(float).to_numpy()})
+    out["grade"] = out["item_id"].map(grades).astype("Int64")
+    return out
+
+
+def judged_shares(db: Database, evaluation: RunEvaluation, k: int = 10) -> pd.DataFrame:
+    """``run, judged_at_k`` (module docstring)."""
+    from workbench.core.pooling.diagnostics import judged_at_k
+    from workbench.store.runs import read_run_rows_many
+
+    rows = []
+    for name in evaluation.results:
+        level, _ = evaluation.levels[name]
+        col = "chunk_id" if level == "chunk" else "doc_id"
+        top = read_run_rows_many(db, [name], depth=int(k))[["run_id", "query_id", col, "rank"]]
+        labels = evaluation.qrels[name].rename(columns={"item_id": col})
+        share = judged_at_k(top, labels, int(k), id_col=col)
+        rows.append({"run": name, "judged_at_k": float(share["judged_at_k"].iloc[0]) if len(share) else 0.0})
+    return pd.DataFrame(rows)
+
+
+def _pools_by_run(db: Database, run: str) -> tuple[list[str], list[str]]:
+    """(pools already pooling ``run``, pools of the same level and chunking that could take it)."""
+    from workbench.services.pooling.pools import list_pools
+
+    info = run_table(db).set_index("name")
+    level, chunking = info.at[run, "level"], info.at[run, "chunking"]
+    holding, could = [], []
+    for row in list_pools(db).itertuples(index=False):
+        runs = row.runs if isinstance(row.runs, list) else json.loads(row.runs) if isinstance(row.runs, str) else list(row.runs)
+        same_chunking = (pd.isna(chunking) and pd.isna(row.chunking)) or str(chunking) == str(row.chunking)
+        if run in runs:
+            holding.append(str(row.name))
+        elif row.level == level and (level == "doc" or same_chunking):
+            could.append(str(row.name))
+    return holding, could
+
+
+def pools_for_run(db: Database, run: str) -> list[str]:
+    """Pools a run can be added to: same level and chunking, not already pooling it."""
+    return _pools_by_run(db, run)[1]
+
+
+def pools_holding_run(db: Database, run: str) -> list[str]:
+    """Pools that already pool ``run`` (its top results are pairs there, judged or not)."""
+    return _pools_by_run(db, run)[0]
+
+
+def add_run_to_pool(db: Database, pool: str, run: str):
+    """Add ``run``'s top results to ``pool`` (:func:`workbench.services.pooling.pools.add_runs`)."""
+    from workbench.services.pooling.pools import add_runs
+
+    return add_runs(db, pool, [run])
+
+
+def slices(db: Database, evaluation: RunEvaluation, measure: str) -> pd.DataFrame:
+    """``run, tag, queries, mean`` per query tag (a query with several tags counts in each)."""
+    from workbench.services.evaluation.sweep import query_tags
+
+    tagged = query_tags(db)  # one reading of query tags for every slice report
+    if tagged.empty:
+        return pd.DataFrame(columns=["run", "tag", "queries", "mean"])
+    values = per_query(evaluation, measure).merge(tagged, on="query_id")
+    out = values.groupby(["run", "tag"], sort=True)["value"].agg(["count", "mean"]).reset_index()
+    return out.rename(columns={"count": "queries"})
+
+
+def latencies(db: Database, runs: list[str]) -> dict:
+    """``{run: latency in ms}``: the p95 of the run's stored per-query latencies (table
+    ``run_latencies``: our retrievers, the harness and imported sidecars write it), else a
+    ``latency_ms`` (or numeric ``latency``) the run's parameters record."""
+    from workbench.services.evaluation.sweep import latency_summary
+
+    stored = latency_summary(db, list(runs)).set_index("run")["p95_ms"]
+    info = run_table(db).set_index("name")
+    out = {name: float(stored[name]) for name in runs if name in stored.index and np.isfinite(stored[name])}
+    for name in runs:
+        if name in out:
+            continue
+        params = info.at[name, "params"] if name in info.index else {}
+        value = (params or {}).get("latency_ms", (params or {}).get("latency"))
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value):
+            out[name] = float(value)
+    return out
+
+
+def pareto_frontier(points: pd.DataFrame) -> pd.Series:
+    """True for rows (``quality``, ``latency``) that no other row dominates: another row with
+    quality >= and latency <=, and one of them strictly."""
+    q = points["quality"].to_numpy(dtype=float)
+    t = points["latency"].to_numpy(dtype=float)
+    better_or_equal = (q[None, :] >= q[:, None]) & (t[None, :] <= t[:, None])
+    strictly = (q[None, :] > q[:, None]) | (t[None, :] < t[:, None])
+    dominated = (better_or_equal & strictly).any(axis=1)
+    return pd.Series(~dominated, index=points.index)
+
+
+def compare(evaluation: RunEvaluation, measures: list[str], *, test: str = "randomization", seed: int = 0,
+            n_resamples: int = 5000):
+    """Paired tests of every run against the first, Benjamini–Hochberg over all rows
+    (:func:`workbench.core.metrics.comparison.compare_runs`)."""
+    from workbench.core.metrics.comparison import compare_runs
+
+    tables = {name: res.per_query for name, res in evaluation.results.items()}
+    return compare_runs(tables, measures, test=test, seed=seed, n_resamples=n_resamples)
+
+
+def stage_report(evaluation: RunEvaluation, measures: list[str]):
+    """:func:`workbench.core.metrics.stages.stage_report` with the runs as stages, in the order chosen."""
+    from workbench.core.metrics.stages import stage_report as report
+
+    return report({name: res.per_query for name, res in evaluation.results.items()}, measures)
+
+
+def stage_lift(report, *, pool_measure: str, pre_stage: str, post_stage: str, measure: str):
+    from workbench.core.metrics.stages import stage_lift as lift
+
+    return lift(report, pool=(pre_stage, pool_measure), pre=(pre_stage, measure), post=(post_stage, measure))

@@ -1,0 +1,442 @@
+"""The judge service: grade every pair of a pool with an LLM (or the offline baseline).
+
+Service API (shared by ``workbench judge`` and the app's Judge page)
+-------------------------------------------------------------------
+
+``spec = resolve_spec(settings, api_key=None)``
+    The judge configuration from settings (``[judge]``; CLI flags are settings overrides). The API
+    key comes from ``api_key`` or ``OPENAI_API_KEY``; it is kept only on the spec (``repr``
+    hides it) and handed to the HTTP client, never stored. With no key and the OpenAI URL, or
+    with ``model = "offline-lexical"``, the spec is the offline baseline (``spec.offline``).
+
+``estimate(db_path, pool, spec, limit=None) -> Estimate``
+    Pairs, units (pair x sample), how many the cache answers, tokens (characters / 4) and cost.
+
+``run_job(db_path, pool, spec, *, limit, budget_usd, retry_failed, batch, on_progress, cancel) -> JobReport``
+    Start or resume the pool's job for this configuration and run it until every unit is
+    judged, the budget is reached, or it is cancelled. One run per job at a time: a job running
+    in another live process or in another thread is refused. Without ``budget_usd`` (and no
+    ``[judge] budget_usd``) a resumed job keeps the budget it was started with. Blocking; call it in a thread or a
+    subprocess from the app. Re-running a finished job sends nothing; ``retry_failed`` first
+    drops the job's failed and invalid samples so they are judged again. ``on_progress(p)``
+    gets a :class:`Progress` after every batch write; ``cancel`` is a ``threading.Event``.
+
+``cancel_job(db_path, job_id)``  asks a running job (in any process) to stop after its in-flight
+    requests; the runner notices at its next batch write (``state`` cancelling -> cancelled).
+``job_status(db_path, job_id) -> dict``, ``list_jobs(db_path, pool=None) -> list[dict]``
+    The stored job rows (state, counts, tokens, cost, budget, message, times, pid, heartbeat).
+``list_failures(db_path, job_id, limit=None) -> DataFrame``  failed and invalid samples with
+    their error and raw reply.
+``job_judgments(db_path, job_id) -> DataFrame``  the job's judgments.
+``preview_prompt(db_path, pool, spec) -> dict | None``  the messages for the pool's first pair.
+``ensemble(db_path, job_ids, method="majority") -> DataFrame``  several judge configurations
+    combined per pair (grade, spread, each job's grade); computed, not stored.
+
+Job states: ``running``, ``batch`` (a batch is on the server), ``cancelling``, ``cancelled``,
+``budget`` (stopped at the budget), ``stopped`` (work left, e.g. a batch that ended early),
+``finished``; the reads show a running job whose process is gone as ``interrupted``. A run
+stops on ``cancel``, SIGINT or SIGTERM: it waits up to 5 s for the requests in flight, writes
+what it has, and ends ``cancelled``.
+
+``db_path`` may also be an open :class:`~workbench.store.database.Database` for the reads.
+
+Storage and locking. The runner never keeps the project open: it opens the file, reads or writes
+one batch, and closes it (writes every ``batch_size`` results or ``flush_seconds``). Pending
+pairs stream in pages of ``PAGE_UNITS`` (keyset paging in priority order; the next page is read
+while the current one is sent), so memory does not grow with the pool. A writer that
+finds the file locked retries with backoff for up to ``db_wait`` seconds, then names the holder.
+Every batch write is one transaction (samples, judgments, counters), so a process killed at any
+moment loses only its in-flight requests and the answers of its unwritten batch (at most
+``batch_size`` results or ``flush_seconds`` of work); running again sends those again, resumes
+with the units that have no stored sample, and ends with the same judgments as an uninterrupted
+run.
+
+Jobs and the cache. A job is (pool, judge configuration); the configuration key is the cache
+prefix plus the samples and aggregate. Units are (pool pair, sample index). Cache key per unit:
+see :mod:`workbench.store.judging`; an ``ok`` sample with the same key and sample index, from
+any job, pool or chunking, answers the unit without a request and is recorded as a sample of
+this job with ``from_cache`` and ``cached_from`` (its provenance). Units of one run sharing a key
+are sent once.
+
+Cost = prompt_tokens x input price + completion_tokens x output price (per 1M tokens, price table
+``[judge.prices]``; batch requests x ``batch_discount``). The budget cap stops dispatching when
+spent + the estimated cost of the requests in flight reaches it; the job ends ``budget`` with a
+message saying so, and a later run with a higher budget resumes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+import pandas as pd
+
+from workbench.errors import ConfigError, InputError, StoreError
+from workbench.llm.prompts import available_prompts  # noqa: F401 - part of the service API (prompt ids)
+from workbench.services import access
+from workbench.services.judge.runner import (  # noqa: F401 - Progress and open_briefly are part of the API
+    PAGE_UNITS,
+    Progress,
+    _LLMGrader,
+    _nan_none,
+    _OfflineGrader,
+    _run_with_close,
+    _Runner,
+    _Use,
+    open_briefly,
+)
+from workbench.services.judge.spec import (  # noqa: F401 - re-exported: the service API in one module
+    OFFLINE_MODEL,
+    JudgeSpec,
+    _system_chars,
+    cache_prefix,
+    resolve_spec,
+)
+from workbench.store import judging as store
+from workbench.store.database import Database, sigint_held
+from workbench.store.pools import read_pool
+
+_ACTIVE: set[int] = set()  # jobs running in this process (the app may start runs in threads)
+_ACTIVE_LOCK = threading.Lock()
+STATES_ACTIVE = ("running", "batch", "cancelling")
+
+
+# -- estimate --------------------------------------------------------------------------------
+
+@dataclass
+class Estimate:
+    pool: str
+    pairs: int
+    units: int
+    already_judged: int
+    cached: int
+    to_send: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    model: str
+    price_known: bool
+
+    def summary(self) -> str:
+        cost = f"${self.cost_usd:,.4f}" if self.cost_usd is not None else \
+            f"unknown (no price for {self.model} in [judge.prices])"
+        return (f"pool {self.pool}: {self.pairs:,} pairs, {self.units:,} judgments to make "
+                f"({self.already_judged:,} already judged by this job, {self.cached:,} answered by the cache); "
+                f"{self.to_send:,} requests to send, about {self.prompt_tokens:,} prompt + "
+                f"{self.completion_tokens:,} completion tokens (characters / 4), estimated cost {cost}")
+
+
+def _pool_info(db: Database, pool: str) -> dict:
+    info = read_pool(db, pool)
+    if info is None:
+        from workbench.store.pools import read_pools
+
+        names = ", ".join(read_pools(db)["name"].astype(str)) or "none yet (create one with `workbench pool`)"
+        raise InputError(f"no pool named {pool!r}; pools: {names}")
+    return info
+
+
+def estimate(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, batch: bool = False) -> Estimate:
+    """What running the job would send and cost (no request is made). Tokens are characters / 4
+    of the rendered prompt (template plus texts), completions ``estimate_completion_tokens`` per
+    request (1 for single-token prompts)."""
+    with _Use(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
+        info = _pool_info(db, pool)
+        job = store.find_job(db, pool, spec.config_key)
+        job_id = job["job_id"] if job else -1
+        pairs = store.count_pool_pairs_for_job(db, pool, info["level"], limit)
+        units = store.pending_units(db, job_id=job_id, pool=pool, level=info["level"], prefix=spec.cache_prefix,
+                                    samples=spec.samples, limit=limit)
+        hits = store.cache_hits(db, units)
+    total_units = pairs * spec.samples
+    if units.empty:
+        cached, sending = 0, units
+    else:
+        hit_keys = set(zip(hits["cache_key"], hits["sample"].astype(int)))
+        mask = [(k, int(s)) in hit_keys for k, s in zip(units["cache_key"], units["sample"])]
+        cached = int(sum(mask))
+        sending = units[[not m for m in mask]].drop_duplicates(["cache_key", "sample"])
+    per_request = 1 if spec.output == "single_token" else int(spec.settings.get("estimate_completion_tokens", 60))
+    if spec.offline:
+        prompt_tokens = completion_tokens = 0
+    else:
+        prompt_tokens = int(((sending["text_chars"] + _system_chars(spec)) // 4).sum()) if len(sending) else 0
+        completion_tokens = per_request * len(sending)
+    cost = spec.cost(prompt_tokens, completion_tokens, batch=batch)
+    return Estimate(pool=pool, pairs=pairs, units=total_units, already_judged=total_units - len(units),
+                    cached=cached, to_send=0 if spec.offline else len(sending), prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens, cost_usd=cost, model=spec.model,
+                    price_known=spec.price is not None)
+
+
+@dataclass
+class JobReport:
+    job_id: int
+    pool: str
+    state: str
+    message: str
+    spec: JudgeSpec
+    job: dict
+    units_run: int
+    sent: int
+    cached: int
+    elapsed: float
+    errors: list[tuple[str, int]]
+
+    @property
+    def rate(self) -> float:
+        return self.units_run / self.elapsed if self.elapsed > 0 else 0.0
+
+    def summary(self) -> str:
+        j = self.job
+        cost = "unknown (no price)" if self.spec.price is None else f"${j['cost_usd']:,.4f}"
+        judge = (f"{OFFLINE_MODEL} (offline lexical baseline, not an LLM)" if self.spec.offline else
+                 f"{self.spec.model} at {self.spec.base_url}, prompt {self.spec.prompt_id} "
+                 f"({self.spec.prompt_hash[:12]})")
+        lines = [
+            f"judge job {self.job_id} on pool {self.pool}: {self.state}",
+            f"  judge     {judge}" + (f", {self.spec.samples} samples ({self.spec.aggregate})"
+                                      if self.spec.samples > 1 else ""),
+            (f"  pairs     {j['judged']:,} of {j['total']:,} judged: {j['ok']:,} ok, {j['invalid']:,} invalid, "
+             f"{j['failed']:,} failed"),
+            f"  this run  {self.units_run:,} judgments in {self.elapsed:,.1f} s ({self.rate:,.1f}/s); "
+            + ("graded offline, no requests" if self.spec.offline else f"{self.sent:,} requests")
+            + f", {self.cached:,} from the cache",
+            f"  tokens    {j['prompt_tokens']:,} prompt + {j['completion_tokens']:,} completion; "
+            f"HTTP calls {j['http_calls']:,}; cost {cost}"
+            + (f" of budget ${j['budget_usd']:,.2f}" if j.get("budget_usd") else ""),
+        ]
+        for error, n in self.errors[:5]:
+            lines.append(f"  error     {n:,} x {error[:150]}")
+        if self.message:
+            lines.append(f"  {self.message}")
+        return "\n".join(lines)
+
+
+# -- public operations -------------------------------------------------------------------------
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed, batch) -> tuple[dict, dict]:
+    with _Use(db_path, float(spec.settings["db_wait"])) as db:
+        info = _pool_info(db, pool)
+        job = store.find_job(db, pool, spec.config_key)
+        with db.transaction() as tx:
+            if job is None:
+                job_id = store.create_job(
+                    tx, pool=pool, judge=spec.judge, model=spec.model, base_url=spec.base_url,
+                    prompt_id=spec.prompt_id, prompt_hash=spec.prompt_hash, params=spec.params,
+                    samples=spec.samples, aggregate=spec.aggregate, config_key=spec.config_key, budget_usd=budget)
+            else:
+                job_id = job["job_id"]
+                if job["state"] in STATES_ACTIVE and job["pid"] != os.getpid() and _pid_alive(job["pid"]):
+                    raise StoreError(f"judge job {job_id} on pool {pool} is running in process {job['pid']}; "
+                                     f"wait for it or cancel it first")
+            effective = budget if budget is not None else (job or {}).get("budget_usd")
+            if effective and spec.price is None:
+                raise ConfigError(
+                    f"a budget needs the price of {spec.model}: add it to [judge.prices] in the configuration "
+                    f'("{spec.model}" = [input USD per 1M tokens, output USD per 1M tokens])')
+            if retry_failed:
+                store.delete_retryable(tx, job_id)
+                store.recount_job(tx, job_id)
+        total = store.count_pool_pairs_for_job(db, pool, info["level"], limit)
+        with db.transaction() as tx:
+            # No budget given: the job keeps the one it was started with.
+            kept = {"budget_usd": budget} if budget is not None else {}
+            store.update_job(tx, job_id, state="batch" if batch else "running", total=total, pid=os.getpid(),
+                             message=None, base_url=spec.base_url, started=True, heartbeat=True, **kept)
+        return store.read_job(db, job_id), info
+
+
+def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, budget_usd: float | None = None,
+            retry_failed: bool = False, batch: bool = False, on_progress=None,
+            cancel: threading.Event | None = None) -> JobReport:
+    """Start or resume the pool's judge job (see the module doc) and return its report."""
+    access.require("judge")
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be a positive number of pairs, got {limit}")
+    budget = budget_usd if budget_usd is not None else (float(spec.settings.get("budget_usd") or 0.0) or None)
+    if budget is not None and budget <= 0:
+        raise InputError(f"--budget must be a positive amount in USD, got {budget}")
+    if batch and spec.offline:
+        raise InputError("--batch sends requests to an OpenAI-compatible server; the offline judge needs none")
+    job, info = _prepare(db_path, pool, spec, limit=limit, budget=budget, retry_failed=retry_failed, batch=batch)
+    budget = job.get("budget_usd") or None
+    with _ACTIVE_LOCK:
+        if job["job_id"] in _ACTIVE:
+            raise StoreError(f"judge job {job['job_id']} on pool {pool} is already running in this process")
+        _ACTIVE.add(job["job_id"])
+    try:
+        return _run_prepared(db_path, pool, spec, job, info, limit=limit, budget=budget, batch=batch,
+                             on_progress=on_progress, cancel=cancel)
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE.discard(job["job_id"])
+
+
+def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_progress, cancel) -> JobReport:
+    runner = _Runner(db_path, job, info, spec, limit=limit, budget=budget, on_progress=on_progress,
+                     cancel=cancel, batch=batch)
+    unit_args = {"job_id": job["job_id"], "pool": pool, "level": info["level"], "samples": spec.samples,
+                 "limit": limit}
+
+    def next_page(after: tuple | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The next page of pending units after the unit key ``after``, and their cache hits."""
+        with _Use(db_path, runner.wait, migrate=False) as db:
+            page = store.pending_units(db, prefix=spec.cache_prefix, page=PAGE_UNITS, with_text=True,
+                                       after=after, **unit_args)
+            return page, store.cache_hits(db, page)
+
+    with _Use(db_path, runner.wait, migrate=False) as db:
+        total = store.count_pending_units(db, **unit_args)
+        units = store.pending_units(db, prefix=spec.cache_prefix, **unit_args) if batch else None
+    state, message = "finished", ""
+    try:
+        if not total:
+            pass  # nothing to judge: no client is made, nothing is sent
+        elif batch:
+            from workbench.services.judge.batch import run_batch
+
+            asyncio.run(run_batch(runner, units, _LLMGrader(spec)))
+        else:
+            grader = _OfflineGrader() if spec.offline else _LLMGrader(spec)
+            asyncio.run(_run_with_close(runner, next_page, total, grader))
+    except KeyboardInterrupt:
+        runner.stop_reason = "cancelled"
+    finally:
+        runner.close_db_thread()
+        if runner.stop_reason == "budget":
+            state = "budget"
+            message = (f"stopped: the budget of ${budget:,.2f} is reached (spent ${runner.spent:,.4f}); "
+                       f"raise --budget and run again to continue")
+        elif runner.stop_reason == "cancelled":
+            state, message = "cancelled", "cancelled; run the same command again to resume"
+        elif runner.stop_reason == "batch-pending":
+            state, message = "batch", runner.batch_message
+        elif runner.stop_reason == "failing":
+            state, message = "stopped", runner.batch_message
+        # The closing bookkeeping is short and must not be cut by Ctrl-C: the batches are
+        # already stored, and an interrupted close would leave the job 'running' and report
+        # "nothing was changed". A Ctrl-C here is held until it is done (the summary then tells
+        # the truth about what was stored).
+        with sigint_held(), _Use(db_path, runner.wait, migrate=False) as db:
+            with db.transaction() as tx:
+                store.recount_job(tx, job["job_id"])
+                remaining = store.count_pending_units(db, **unit_args)
+                if state == "finished" and remaining:
+                    state, message = "stopped", f"{remaining:,} judgments still to make; run again to resume"
+                store.update_job(tx, job["job_id"], state=state, message=message or None,
+                                 finished=state in ("finished", "cancelled", "budget", "stopped"))
+            final = store.read_job(db, job["job_id"])
+    if state == "finished" and final["failed"] + final["invalid"]:
+        message = (f"{final['failed'] + final['invalid']:,} pairs failed or gave invalid output; "
+                   f"`workbench judge --pool {pool} --retry-failed` judges them again")
+    errors = sorted(runner.errors.items(), key=lambda kv: -kv[1])
+    return JobReport(job_id=job["job_id"], pool=pool, state=state, message=message, spec=spec, job=final,
+                     units_run=runner.done, sent=runner.sent, cached=runner.cached,
+                     elapsed=time.monotonic() - runner.started, errors=errors)
+
+
+def preview_prompt(db_path, pool: str, spec: JudgeSpec) -> dict | None:
+    """The messages the judge would send for the pool's first pair (by priority), with the pair's
+    ids: ``{"query_id", "doc_id", "chunk_id", "messages"}``; None for the offline judge or an
+    empty pool. For the Judge page's "rendered prompt" view."""
+    if spec.offline or spec.template is None:
+        return None
+    with _Use(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
+        info = _pool_info(db, pool)
+        units = store.pending_units(db, job_id=-1, pool=pool, level=info["level"], prefix=spec.cache_prefix,
+                                    samples=1, limit=1, with_text=True)
+    if units.empty:
+        return None
+    row = units.iloc[0]
+    return {"query_id": row["query_id"], "doc_id": row["doc_id"], "chunk_id": _nan_none(row["chunk_id"]),
+            "messages": spec.template.render(row["query_text"], row["passage"], _nan_none(row["description"]))}
+
+
+def cancel_job(db_path, job_id: int) -> dict:
+    """Ask job ``job_id`` to stop (state ``cancelling``; the runner stops at its next write). A job
+    whose process is gone is marked ``cancelled`` at once."""
+    access.require("judge")
+    with _Use(db_path) as db:
+        job = store.read_job(db, job_id)
+        if job is None:
+            raise InputError(f"no judge job {job_id}")
+        with db.transaction() as tx:
+            if job["state"] in STATES_ACTIVE and _pid_alive(job["pid"]):
+                store.update_job(tx, job_id, state="cancelling")
+            elif job["state"] in STATES_ACTIVE:
+                store.update_job(tx, job_id, state="cancelled", message="cancelled (its process had ended)",
+                                 finished=True)
+        return store.read_job(db, job_id)
+
+
+def _live(job: dict) -> dict:
+    """The job with ``alive`` (its process runs) and a ``running``/``cancelling`` job whose process
+    is gone shown as ``interrupted`` (resume it by running it again)."""
+    job["alive"] = _pid_alive(job.get("pid")) if job["state"] in STATES_ACTIVE else False
+    if job["state"] in ("running", "cancelling") and not job["alive"]:
+        job["state"] = "interrupted"
+    return job
+
+
+def job_status(db_path, job_id: int) -> dict:
+    with _Use(db_path) as db:
+        job = store.read_job(db, job_id)
+    if job is None:
+        raise InputError(f"no judge job {job_id}")
+    return _live(job)
+
+
+def list_jobs(db_path, pool: str | None = None) -> list[dict]:
+    with _Use(db_path) as db:
+        return [_live(job) for job in store.read_jobs(db, pool)]
+
+
+def ensemble(db_path, job_ids: list[int], method: str = "majority") -> pd.DataFrame:
+    """Several judge configurations' judgments of the same pairs combined: per pair (present in
+    every job) ``grade`` by ``method`` over the ok grades (see :mod:`judge_ensemble`), ``spread``,
+    and one ``grade_<job_id>`` column per job (null when not ok). Computed, not stored: the
+    stored judgments stay one per job."""
+    from workbench.core.judging.ensemble import aggregate_grades
+
+    if len(job_ids) < 2:
+        raise InputError("an ensemble needs at least two judge jobs")
+    key = ["query_id", "doc_id", "chunk_id"]
+    merged = None
+    with _Use(db_path) as db:
+        for job_id in job_ids:
+            frame = store.job_judgments(db, job_id)
+            frame = frame.assign(**{f"grade_{job_id}": frame["grade"].where(frame["status"] == "ok")})
+            frame = frame[key + [f"grade_{job_id}"]]
+            merged = frame if merged is None else merged.merge(frame, on=key, how="inner")
+    columns = [f"grade_{j}" for j in job_ids]
+    results = [aggregate_grades([None if pd.isna(v) else int(v) for v in row], method)
+               for row in merged[columns].itertuples(index=False)]
+    merged["grade"] = pd.array([g for g, _ in results], dtype="Int8")
+    merged["spread"] = [s for _, s in results]
+    return merged[key + ["grade", "spread"] + columns]
+
+
+def list_failures(db_path, job_id: int, limit: int | None = None) -> pd.DataFrame:
+    with _Use(db_path) as db:
+        return store.job_failures(db, job_id, limit)
+
+
+def job_judgments(db_path, job_id: int) -> pd.DataFrame:
+    with _Use(db_path) as db:
+        return store.job_judgments(db, job_id)

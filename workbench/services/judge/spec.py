@@ -1,0 +1,126 @@
+"""The judge configuration: which judge, model, server, prompt and parameters, resolved from
+settings (``[judge]``; CLI flags are settings overrides) and the API key.
+
+The key comes from the caller or ``OPENAI_API_KEY``; it lives only on the spec (its ``repr``
+hides it) and is handed to the HTTP client, never stored. With no key and the OpenAI URL, or
+with ``model = "offline-lexical"``, the spec is the offline baseline (``spec.offline``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+from workbench.config import Settings
+from workbench.errors import ConfigError
+
+OFFLINE_MODEL = "offline-lexical"
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """A resolved judge configuration (see :func:`resolve_spec`)."""
+
+    model: str
+    base_url: str | None
+    prompt_id: str
+    prompt_hash: str
+    output: str
+    params: dict
+    samples: int
+    aggregate: str
+    concurrency: int
+    price: tuple[float, float] | None
+    batch_discount: float
+    settings: dict
+    template: object = field(repr=False, default=None)
+    api_key: str | None = field(repr=False, default=None)
+
+    @property
+    def offline(self) -> bool:
+        return self.model == OFFLINE_MODEL
+
+    @property
+    def judge(self) -> str:
+        return OFFLINE_MODEL if self.offline else "llm"
+
+    @property
+    def cache_prefix(self) -> str:
+        return cache_prefix(self.model, self.prompt_hash, self.params)
+
+    @property
+    def config_key(self) -> str:
+        text = json.dumps({"prefix": self.cache_prefix, "samples": self.samples, "aggregate": self.aggregate},
+                          sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, *, batch: bool = False) -> float | None:
+        if self.price is None:
+            return None
+        value = (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1e6
+        return value * (self.batch_discount if batch else 1.0)
+
+
+def cache_prefix(model: str, prompt_hash: str, params: dict) -> str:
+    """The first part of every cache key: ``model 0x1f prompt_hash 0x1f params_json 0x1f``."""
+    return f"{model}\x1f{prompt_hash}\x1f{json.dumps(params, sort_keys=True)}\x1f"
+
+
+def _is_openai(base_url: str) -> bool:
+    return (urlparse(base_url).hostname or "").endswith("api.openai.com")
+
+
+def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec:
+    """The judge configuration from ``settings`` (``[judge]``) and the API key (argument, else
+    ``OPENAI_API_KEY``). Invalid values raise :class:`ConfigError` naming the setting."""
+    from workbench.llm.prompts import load_prompt
+
+    j = dict(settings.values["judge"])
+    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None
+    model = str(j["model"]).strip()
+    base_url = str(j["base_url"]).strip()
+    if not model:
+        raise ConfigError("judge.model is empty; set --model or [judge] model")
+    for name, low in (("concurrency", 1), ("samples", 1), ("max_attempts", 1), ("max_tokens", 1),
+                      ("batch_size", 1)):
+        if int(j[name]) < low:
+            raise ConfigError(f"judge.{name} must be at least {low}, got {j[name]}")
+    if j["aggregate"] not in ("majority", "mean"):
+        raise ConfigError(f"judge.aggregate must be majority or mean, got {j['aggregate']!r}")
+    from workbench.llm.client import RESPONSE_FORMATS
+
+    if j["response_format"] not in RESPONSE_FORMATS:
+        raise ConfigError(f"judge.response_format must be one of {', '.join(RESPONSE_FORMATS)}")
+    prices = j.get("prices") or {}
+    offline = model == OFFLINE_MODEL or (not key and _is_openai(base_url))
+    if offline:
+        from workbench.core.judging import offline as offline_judge
+
+        prompt_hash = offline_judge.settings_fingerprint()
+        return JudgeSpec(model=OFFLINE_MODEL, base_url=None, prompt_id=OFFLINE_MODEL, prompt_hash=prompt_hash,
+                         output="offline", params={}, samples=1, aggregate="majority",
+                         concurrency=1, price=(0.0, 0.0), batch_discount=1.0, settings=j)
+    if not base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"judge.base_url {base_url!r} is not an http(s) URL")
+    template = load_prompt(str(j["prompt"]))
+    params = {"temperature": float(j["temperature"]), "output": template.output}
+    if template.output != "single_token":
+        params["max_tokens"] = int(j["max_tokens"])
+    price = prices.get(model)
+    if price is not None:
+        if not (isinstance(price, (list, tuple)) and len(price) == 2):
+            raise ConfigError(f"judge.prices.{model} must be [input USD per 1M tokens, output USD per 1M tokens]")
+        price = (float(price[0]), float(price[1]))
+    return JudgeSpec(model=model, base_url=base_url, prompt_id=template.id, prompt_hash=template.prompt_hash,
+                     output=template.output, params=params, samples=int(j["samples"]), aggregate=j["aggregate"],
+                     concurrency=int(j["concurrency"]), price=price, batch_discount=float(j["batch_discount"]),
+                     settings=j, template=template, api_key=key)
+
+
+def _system_chars(spec: JudgeSpec) -> int:
+    if spec.template is None:
+        return 0
+    return len(spec.template.system) + sum(len(p) for p in spec.template.user_parts if isinstance(p, str)) + 120

@@ -1,0 +1,123 @@
+"""Project lifecycle: create a project database, load the demo, report the pipeline state."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from workbench import __version__
+from workbench.config import Settings, load_settings
+from workbench.core.formats.lines import decode_utf8, read_json_objects
+from workbench.errors import InputError, StoreError
+from workbench.resources import DEMO_DIR
+from workbench.services import access
+from workbench.store.corpus import write_documents, write_queries
+from workbench.store.database import Database
+from workbench.store.judgments import write_judgments
+from workbench.store.meta import read_meta, set_meta, table_counts
+
+# The pipeline state lives in services.status; re-exported here for existing callers.
+from workbench.services.project.status import PipelineStep, ProjectStatus, project_status  # noqa: E402,F401
+
+# project_meta "demo": loaded but its pipeline not prepared yet / loaded and prepared.
+DEMO_LOADING, DEMO_READY = "loading", "true"
+
+
+def open_project(db_path: str | Path, *, create: bool = False) -> Database:
+    """Open an existing project (or create it when ``create``), applying pending migrations."""
+    path = Path(db_path)
+    if not create and not path.exists():
+        nearby = nearby_databases(path)
+        found = (f"; projects nearby: {', '.join(str(p) for p in nearby)} (choose one with --db PATH)"
+                 if nearby else "")
+        raise StoreError(
+            f"no project database at {path}; create one with `workbench --db {path} init` "
+            f"(add --demo for the demo project){found}"
+        )
+    return Database(path)
+
+
+def nearby_databases(path: str | Path, limit: int = 5) -> list[Path]:
+    """DuckDB files next to ``path`` (its folder, and ``var/`` under the working directory).
+
+    Used to say which projects exist when the one asked for does not, e.g. ``var/demo.duckdb``
+    after ``make run`` when the configuration names another file.
+    """
+    path = Path(path)
+    folders = {path.parent, Path("var")}
+    found: set[Path] = set()
+    for folder in folders:
+        try:
+            found.update(p for p in folder.glob("*.duckdb") if p.is_file())
+        except OSError:
+            continue
+    return sorted(found)[:limit]
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        raise InputError("demo file is missing; reinstall from a full checkout", path=str(path))
+    return [row for _, row in read_json_objects(decode_utf8(path.read_bytes(), str(path)), str(path))]
+
+
+def load_demo(db: Database, demo_dir: Path = DEMO_DIR) -> dict[str, int]:
+    """Load the demo handbook, its queries and its reference SME labels in one transaction."""
+    documents = pd.DataFrame(_read_jsonl(demo_dir / "documents.jsonl"))
+    queries = pd.DataFrame(_read_jsonl(demo_dir / "queries.jsonl"))
+    labels = pd.DataFrame(_read_jsonl(demo_dir / "labels.jsonl"))
+    labels["source"] = "human"
+    labels["assessor"] = labels.get("assessor", "demo-sme")
+    labels["status"] = "ok"
+    with db.transaction() as tx:
+        loaded = {
+            "documents": write_documents(tx, documents),
+            "queries": write_queries(tx, queries),
+            "judgments": write_judgments(tx, labels),
+        }
+        # "loading" until prepare_demo has run: a later `init --demo` then completes it.
+        set_meta(tx, "demo", DEMO_LOADING)
+    return loaded
+
+
+def init_project(db_path: str | Path, *, demo: bool = False, settings: Settings | None = None) -> dict[str, int]:
+    """Create (or upgrade) the project database; with ``demo``, load and prepare the demo once.
+
+    Returns the rows the call added (empty when there was nothing to do). Loading the demo into
+    a project that already has documents is refused, so that ``init`` never mixes the demo into
+    a team's corpus. The demo is marked ``demo = "true"`` in ``project_meta`` only after its
+    pipeline (:func:`workbench.services.project.demo.prepare_demo`, pooled at ``pool.depth`` of
+    ``settings``, default :func:`load_settings`) succeeded; a demo whose preparation failed or
+    was interrupted is completed by running ``init --demo`` again (each step is skipped when its
+    result exists, so a complete demo project is left as it is).
+    """
+    access.require("import")
+    with open_project(db_path, create=True) as db:
+        meta = read_meta(db)
+        with db.transaction() as tx:
+            if "created_at" not in meta:
+                set_meta(tx, "created_at", datetime.now(UTC).isoformat(timespec="seconds"))
+            set_meta(tx, "workbench_version", __version__)
+        if not demo:
+            return {}
+        loaded: dict[str, int] = {}
+        if meta.get("demo") not in (DEMO_LOADING, DEMO_READY):
+            if table_counts(db).get("documents", 0):
+                other = Path(db.path).with_name("handbook-demo.duckdb")
+                raise StoreError(
+                    f"{db.path} already holds a corpus; load the demo into a new database "
+                    f"(`workbench --db {other} init --demo`, or `DB={other} make run`)"
+                )
+            loaded = load_demo(db)
+        from workbench.services.project.demo import prepare_demo
+
+        settings = settings if settings is not None else load_settings()
+        loaded.update(prepare_demo(db, depth=int(settings.get("pool", "depth"))))
+        from workbench.services.evaluation.query_kinds import prepare_query_kinds_demo
+
+        prepare_query_kinds_demo(db)  # restricted documents, evidence chains, trajectories, answers
+        if meta.get("demo") != DEMO_READY:
+            with db.transaction() as tx:
+                set_meta(tx, "demo", DEMO_READY)
+        return loaded

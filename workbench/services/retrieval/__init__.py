@@ -1,0 +1,3 @@
+"""Runs: retrievers run over a chunking and stored as named runs (runs), external retrievers called
+as a command or a local HTTP endpoint (harness), and their latency.
+"""
