@@ -5,7 +5,7 @@ value 93–97% of the time.
 Each repetition draws ``n`` pairs from the joint distribution and computes :func:`agreement`
 with its own seed. With 1,000 repetitions the standard error of a coverage near 0.95 is 0.007,
 so the 93–97% band is about ±3 standard errors: a method that truly covers 95% passes, one that
-covers 90% or 99% fails. Run ``python -m tests.core.test_agreement_coverage`` to print the table.
+covers 90% or 99% fails. Run ``python -m tests.core.calibration.test_agreement_coverage`` to print the table.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.services.test_ingest import _chunk, db, project, write  # noqa: F401  (fixtures)
+from tests.services.ingest.test_ingest import _chunk, db, project, write  # noqa: F401  (fixtures)
 from workbench.errors import InputError
 from workbench.services.ingest import import_file
 from workbench.store.meta import table_counts
