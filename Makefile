@@ -1,6 +1,7 @@
 # Two commands matter on a fresh machine (only Python 3.11+, make and the package registries):
 #   make run    set up, create the demo project on first start, serve the app on 127.0.0.1:$(PORT)
-#   make test   set up with the test extras and run every test
+#   make test   set up with the test extras and run every test (in parallel workers)
+#   make check  the fast subset: everything but browser and slow-marked tests
 PYTHON ?= python3
 VENV ?= .venv
 PORT ?= 8501
@@ -8,14 +9,22 @@ DB ?= var/demo.duckdb
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test install install-test bench clean
+.PHONY: run test check install install-test bench clean
 
 run: $(VENV)/.installed
 	$(BIN)/workbench --db $(DB) init --demo
 	$(BIN)/workbench --db $(DB) app --port $(PORT)
 
+# Workers: one per core (pytest-xdist). Tests that share one expensive server carry
+# @pytest.mark.xdist_group and run in one worker (--dist loadgroup).
+JOBS ?= auto
+XDIST := -n $(JOBS) --dist loadgroup
+
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+
+check: $(VENV)/.installed-test
+	$(BIN)/python -m pytest $(XDIST) -m "not browser and not slow" $(PYTEST_ARGS)
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test

@@ -41,27 +41,50 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> No
     raise TimeoutError(f"{url} did not answer /_stcore/health within {timeout} s")
 
 
+def _start(db_path: Path, env: dict) -> tuple[subprocess.Popen, str]:
+    """Start the app on a free port; a port taken between the probe and the bind is retried.
+
+    Tests run in parallel workers (pytest-xdist), so another worker's server can take the port
+    :func:`free_port` found before this one binds it; the app then exits at once.
+    """
+    for attempt in range(5):
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "workbench", "--db", str(db_path), "app", "--port", str(port)],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True,  # its own process group, so cleanup reaches every child
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_healthy(url, process)
+            return process, url
+        except RuntimeError as exc:
+            if attempt == 4 or "in use" not in str(exc).lower():
+                raise
+    raise AssertionError("unreachable")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
+
+
 @contextmanager
 def serve(db_path: Path, extra_env: dict | None = None) -> Iterator[str]:
     """Run ``python -m workbench --db DB app --port P``; yield its base URL; stop it after."""
-    port = free_port()
     env = dict(os.environ, **(extra_env or {}))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "workbench", "--db", str(db_path), "app", "--port", str(port)],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True,  # its own process group, so cleanup reaches every child
-    )
-    url = f"http://127.0.0.1:{port}"
+    process, url = _start(db_path, env)
     try:
-        wait_healthy(url, process)
         yield url
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=20)
+        _stop(process)
 
 
 @contextmanager
