@@ -27,7 +27,7 @@ def demo(tmp_path_factory):
 
 
 def _unanswerable(path) -> set[str]:
-    from workbench.services.evaluation.abstention import unanswerable_ids
+    from workbench.services.qrels.answerability import unanswerable_ids
     from workbench.services.project.lifecycle import open_project
 
     db = open_project(path)

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from tests.conftest import run_cli
-from workbench.services.evaluation.abstention import unanswerable_ids, without_unanswerable
+from workbench.services.qrels.answerability import unanswerable_ids, without_unanswerable
 from workbench.services.project.lifecycle import open_project
 from workbench.services.qrels.rule import project_qrels
 

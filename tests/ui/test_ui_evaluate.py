@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support.prerequisites import require_module
 from tests.ui.html_tables import html_tables
-from workbench.services.evaluation.abstention import unanswerable_ids
+from workbench.services.qrels.answerability import unanswerable_ids
 from workbench.services.qrels.export import export_qrels, export_run
 from workbench.store.database import Database
 

@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     # ``group``, not ``command``: a command may have its own --command option (harness).
     sub = parser.add_subparsers(dest="group", metavar="COMMAND")
     _register_commands(sub)
+    # the registered command names, for handlers that point at other commands (``status``)
+    parser.set_defaults(commands=tuple(sub.choices))
     _exit_status_everywhere(parser)
     return parser
 

@@ -25,17 +25,13 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cli_actions(status) -> dict[str, str]:
+def _cli_actions(status, commands: set[str]) -> dict[str, str]:
     """The command that takes each pipeline step forward, for the steps this CLI has a command for.
 
     A step whose command is not registered (the judge or calibration in a version without them)
-    gets no hint, so ``status`` never names a command that does not exist.
+    gets no hint, so ``status`` never names a command that does not exist. ``commands``: the
+    registered command names, which :func:`workbench.cli.build_parser` puts on ``args.commands``.
     """
-    from workbench.cli import build_parser
-
-    commands = set()
-    for action in build_parser()._subparsers._group_actions:  # the one sub-command group
-        commands.update(action.choices)
     chunkings = status.chunkings["name"].tolist() if len(status.chunkings) else []
     complete = status.chunkings.loc[status.chunkings["complete"], "name"].tolist() if chunkings else []
     chunking = (complete or chunkings or ["sections"])[0]
@@ -74,7 +70,7 @@ def _status(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     with open_project(settings.db_path) as db:
         status = project_status(db, min_overlap=settings.get("evaluation", "min_overlap"))
-    actions = _cli_actions(status)
+    actions = _cli_actions(status, set(getattr(args, "commands", ())))
     nxt = status.next_step_among(set(actions))
     if args.format == "json":
         print(json.dumps({

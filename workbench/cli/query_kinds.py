@@ -257,7 +257,7 @@ def _multihop_table(name: str, r, per_query: bool) -> str:
 
 # --- answerability ------------------------------------------------------------------------------
 def _answerability(args: argparse.Namespace) -> int:
-    from workbench.services.evaluation import abstention as service
+    from workbench.services.qrels import answerability as service
 
     with open_project_from_args(args) as db:
         if args.query_id:

@@ -119,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _import_latency(args: argparse.Namespace) -> int:
     from workbench.cli.common import open_project_from_args
-    from workbench.services.evaluation.sweep import import_latencies, latency_summary
+    from workbench.services.retrieval.latency import import_latencies, latency_summary
 
     db = open_project_from_args(args)
     try:

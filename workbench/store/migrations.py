@@ -11,11 +11,20 @@ also how DuckDB's ``substr`` counts, so ``substr(text, start + 1, end - start)``
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from workbench.store.database import Database
+
+class Migratable(Protocol):
+    """What migrating needs of :class:`workbench.store.database.Database` (which imports this
+    module, so this one names the shape instead of importing it back)."""
+
+    path: Any
+
+    def cursor(self) -> Any: ...
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -507,7 +516,7 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-def applied(db: Database) -> list[tuple[int, str]]:
+def applied(db: Migratable) -> list[tuple[int, str]]:
     cur = db.cursor()
     try:
         exists = cur.execute(
@@ -520,7 +529,7 @@ def applied(db: Database) -> list[tuple[int, str]]:
         cur.close()
 
 
-def migrate(db: Database) -> list[str]:
+def migrate(db: Migratable) -> list[str]:
     """Apply every migration the database has not seen yet; return their names."""
     from workbench.errors import StoreError
 

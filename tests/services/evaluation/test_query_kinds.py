@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from workbench.services.evaluation import abstention
+from workbench.services.qrels import answerability
 from workbench.services.evaluation import rbac
 from workbench.services.evaluation import trajectories
 from workbench.services.project.lifecycle import init_project, open_project
@@ -35,23 +36,23 @@ def demo(demo_template, tmp_path):
 
 
 def test_demo_unanswerable_queries_come_from_their_tags(demo):
-    marks = abstention.query_answerability(demo)
+    marks = answerability.query_answerability(demo)
     assert sorted(marks.loc[marks["unanswerable"], "query_id"]) == UNANSWERABLE
     assert set(marks.loc[marks["unanswerable"], "decided_by"]) == {"tag"}
 
 
 def test_an_sme_decision_wins_over_the_tags(demo):
-    abstention.mark_answerability(demo, "q001", answerable=False, annotator="ann", comment="nothing says it")
-    abstention.mark_answerability(demo, "q022", answerable=True, annotator="ann")
-    assert abstention.unanswerable_ids(demo) == ["q001", "q027", "q041", "q042"]
-    abstention.mark_answerability(demo, "q001", answerable=True, annotator="ann")  # the latest wins
-    assert abstention.unanswerable_ids(demo) == ["q027", "q041", "q042"]
+    answerability.mark_answerability(demo, "q001", answerable=False, annotator="ann", comment="nothing says it")
+    answerability.mark_answerability(demo, "q022", answerable=True, annotator="ann")
+    assert answerability.unanswerable_ids(demo) == ["q001", "q027", "q041", "q042"]
+    answerability.mark_answerability(demo, "q001", answerable=True, annotator="ann")  # the latest wins
+    assert answerability.unanswerable_ids(demo) == ["q027", "q041", "q042"]
     with pytest.raises(Exception, match="no query 'nope'"):
-        abstention.mark_answerability(demo, "nope", answerable=False, annotator="ann")
+        answerability.mark_answerability(demo, "nope", answerable=False, annotator="ann")
 
 
 def test_unanswerable_queries_leave_the_qrels():
-    kept, dropped = abstention.answerable_only({"q1": {"d": 1}, "q022": {"d": 1}}, UNANSWERABLE)
+    kept, dropped = answerability.answerable_only({"q1": {"d": 1}, "q022": {"d": 1}}, UNANSWERABLE)
     assert kept == {"q1": {"d": 1}} and dropped == ["q022"]
 
 

@@ -14,7 +14,7 @@ from workbench.services.chunking import create_chunking
 from workbench.services.project.deletion import delete, plan_deletion
 from workbench.services.ingest import import_file
 from workbench.services.retrieval.runs import run_bm25
-from workbench.services.evaluation.sweep import import_latencies, latency_summary
+from workbench.services.retrieval.latency import import_latencies, latency_summary
 from workbench.store.database import Database
 from workbench.store.judging import create_job, find_job
 from workbench.store.pools import create_pool

@@ -22,7 +22,7 @@ from workbench.services.retrieval.runs import (
     run_dense,
     run_hybrid,
 )
-from workbench.services.evaluation.sweep import import_latencies
+from workbench.services.retrieval.latency import import_latencies
 from workbench.store.corpus import read_queries, write_documents, write_queries
 from workbench.store.database import Database
 from workbench.store.latencies import read_latencies

@@ -1,15 +1,11 @@
-"""Unanswerable queries in a project: which queries are unanswerable, and how well stored runs
-and generated answers abstain on them (:mod:`workbench.core.rag.abstention` holds the formulas).
-
-A query is unanswerable when the latest SME decision says so ("no passage in the corpus answers
-this", recorded with :func:`mark_answerability`), or, without a decision, when its tags mark it
-(a tag ``unanswerable`` or ``type: unanswerable``). Unanswerable queries are left out of recall@k,
-MRR and nDCG (:func:`answerable_only` drops them from qrels and counts them) and scored here.
+"""How well stored runs and generated answers abstain on a project's unanswerable queries
+(:mod:`workbench.core.rag.abstention` holds the formulas; which queries are unanswerable is
+decided in :mod:`workbench.services.qrels.answerability`). Unanswerable queries are left out of
+recall@k, MRR and nDCG (:func:`answerable_ranking`) and scored here.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,67 +17,9 @@ import pandas as pd
 from workbench.core.rag import abstention as core
 from workbench.errors import ConfigError, InputError, clip
 from workbench.services import access
+from workbench.services.qrels.answerability import query_answerability, unanswerable_ids
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
-
-
-def query_answerability(db: Database) -> pd.DataFrame:
-    """``query_id, text, unanswerable, decided_by`` for every query; ``decided_by`` is ``sme``
-    (an SME decision, which wins), ``tag`` (the query's tags) or ``none`` (answerable by default)."""
-    queries = store.query_tags(db)
-    decisions = store.latest_answerability(db).set_index("query_id")
-    unanswerable, by = [], []
-    for qid, tags in zip(queries["query_id"], queries["tags"]):
-        if qid in decisions.index:
-            unanswerable.append(not bool(decisions.loc[qid, "answerable"]))
-            by.append("sme")
-            continue
-        parsed = json.loads(tags) if isinstance(tags, str) and tags else None
-        marked = core.tags_say_unanswerable(parsed)
-        unanswerable.append(marked)
-        by.append("tag" if marked else "none")
-    return pd.DataFrame({"query_id": queries["query_id"].astype(str), "text": queries["text"],
-                         "unanswerable": pd.Series(unanswerable, dtype=bool), "decided_by": by})
-
-
-def unanswerable_ids(db: Database) -> list[str]:
-    frame = query_answerability(db)
-    return frame.loc[frame["unanswerable"], "query_id"].tolist()
-
-
-def mark_answerability(db: Database, query_id: str, *, answerable: bool, annotator: str,
-                       comment: str | None = None) -> None:
-    """Record an SME decision: the corpus answers ``query_id`` (``answerable``) or it does not."""
-    access.require("label")
-    if not annotator or not annotator.strip():
-        raise ConfigError("an SME decision needs the annotator's name or id")
-    known = set(store.query_tags(db)["query_id"].astype(str))
-    if query_id not in known:
-        raise InputError(f"no query {clip(query_id)} in the project; check the query id")
-    with db.transaction() as tx:
-        store.record_answerability(tx, query_id, answerable, annotator.strip(), comment)
-
-
-def answerable_only(qrels: dict[str, dict[str, int]], unanswerable: Sequence[str]) -> tuple[dict, list[str]]:
-    """Qrels without the unanswerable queries (for recall@k, MRR, nDCG) and the ids left out."""
-    drop = set(unanswerable)
-    kept = {q: docs for q, docs in qrels.items() if q not in drop}
-    return kept, sorted(q for q in qrels if q in drop)
-
-
-def without_unanswerable(db: Database, qrels):
-    """``(qrels, left_out)``: project qrels (:class:`~workbench.services.qrels.rule.ProjectQrels`)
-    without the rows of unanswerable queries, and the sorted ids of the unanswerable queries the
-    qrels held. The one place project evaluation and the qrels export drop them, so a qrels file
-    exported by default scores like ``workbench eval --runs`` (same rows, same fingerprint)."""
-    from dataclasses import replace
-
-    table = qrels.table
-    dropped = table["query_id"].astype(str).isin(set(map(str, unanswerable_ids(db))))
-    if not dropped.any():
-        return qrels, []
-    left_out = sorted(table.loc[dropped, "query_id"].astype(str).unique())
-    return replace(qrels, table=table[~dropped].reset_index(drop=True)), left_out
 
 
 @dataclass(frozen=True)

@@ -338,7 +338,7 @@ def evaluate_project(
     import pandas as pd
 
     from workbench.core.metrics.evaluation import evaluate
-    from workbench.services.evaluation.abstention import unanswerable_ids, without_unanswerable
+    from workbench.services.qrels.answerability import unanswerable_ids, without_unanswerable
     from workbench.services.coverage import coverage_notes
     from workbench.services.qrels.rule import project_qrels
     from workbench.store.runs import read_run_info

@@ -24,6 +24,7 @@ from workbench.errors import InputError
 from workbench.resources import DEMO_DIR
 from workbench.services import access
 from workbench.services.evaluation import abstention
+from workbench.services.qrels import answerability
 from workbench.services.evaluation import rbac
 from workbench.services.evaluation import trajectories
 from workbench.store import query_kinds as store
@@ -96,7 +97,7 @@ def add_demo_role_runs(db: Database) -> dict[str, int]:
 def summary(db: Database) -> dict[str, object]:
     """What the Query kinds page starts from: queries marked unanswerable, runs, answer sets,
     restricted documents, role runs, chains and trajectory sets."""
-    marks = abstention.query_answerability(db)
+    marks = answerability.query_answerability(db)
     chains = store.read_chains(db)
     return {
         "queries": int(len(marks)),

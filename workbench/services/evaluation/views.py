@@ -60,7 +60,7 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
     """Policy, counts and pool coverage of the project's qrels (module docstring)."""
     from workbench.services.pooling.pools import list_pools, pool_pairs
 
-    from workbench.services.evaluation.abstention import without_unanswerable
+    from workbench.services.qrels.answerability import without_unanswerable
 
     # the qrels evaluation scores against and the export writes: without unanswerable queries
     merged, left_out = without_unanswerable(db, _project_qrels(db, level, chunking, source))
@@ -319,7 +319,7 @@ def latencies(db: Database, runs: list[str]) -> dict:
     """``{run: latency in ms}``: the p95 of the run's stored per-query latencies (table
     ``run_latencies``: our retrievers, the harness and imported sidecars write it), else a
     ``latency_ms`` (or numeric ``latency``) the run's parameters record."""
-    from workbench.services.evaluation.sweep import latency_summary
+    from workbench.services.retrieval.latency import latency_summary
 
     stored = latency_summary(db, list(runs)).set_index("run")["p95_ms"]
     info = run_table(db).set_index("name")

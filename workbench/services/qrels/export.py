@@ -154,7 +154,7 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
     project = _project_qrels(db, level, chunking, source, min_overlap, policy)
     left_out: list[str] = []
     if not keep_unanswerable:
-        from workbench.services.evaluation.abstention import without_unanswerable
+        from workbench.services.qrels.answerability import without_unanswerable
 
         project, left_out = without_unanswerable(db, project)
     table = project.table[["query_id", "item_id", "grade"]]

@@ -482,7 +482,7 @@ def list_runs(db: Database) -> pd.DataFrame:
     """Every run with retriever, level, chunking, params, row and query counts, plus its stored
     per-query latency: ``timed_queries`` (how many queries have one), ``latency_p50_ms`` and
     ``latency_p95_ms`` (NaN for a run without latencies, e.g. an imported run with no sidecar)."""
-    from workbench.services.evaluation.sweep import latency_summary
+    from workbench.services.retrieval.latency import latency_summary
 
     summary = latency_summary(db, None).rename(columns={
         "run": "name", "queries": "timed_queries", "p50_ms": "latency_p50_ms", "p95_ms": "latency_p95_ms"})

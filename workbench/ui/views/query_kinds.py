@@ -56,11 +56,11 @@ def render() -> None:
 
 # --- unanswerable -------------------------------------------------------------------------------
 def _unanswerable(info: dict) -> None:
-    from workbench.services.evaluation import abstention
+    from workbench.services.qrels import answerability
 
     st.header("Unanswerable queries")
     with context.project() as db:
-        marks = abstention.query_answerability(db)
+        marks = answerability.query_answerability(db)
     marked = marks[marks["unanswerable"]]
     st.write(f"{len(marked)} of {len(marks)} queries are marked unanswerable. They are left out of "
              "recall@k, MRR and nDCG and scored here by whether the system declines to answer.")
@@ -144,7 +144,7 @@ def _answerable_ranking(run: str) -> None:
 
 
 def _decision_form(marks: pd.DataFrame) -> None:
-    from workbench.services.evaluation import abstention
+    from workbench.services.qrels import answerability
 
     with st.expander("Record an SME decision on a query"):
         st.caption("“No passage in the corpus answers this” makes a query unanswerable; the decision "
@@ -162,8 +162,8 @@ def _decision_form(marks: pd.DataFrame) -> None:
         if st.button("Record the decision", key="qk_decide", disabled=not annotator):
             try:
                 with context.project() as db:
-                    abstention.mark_answerability(db, qid, answerable=verdict.startswith("The corpus"),
-                                                  annotator=annotator, comment=comment or None)
+                    answerability.mark_answerability(db, qid, answerable=verdict.startswith("The corpus"),
+                                                     annotator=annotator, comment=comment or None)
             except WorkbenchError as exc:
                 context.error(exc)
             else:

@@ -59,7 +59,7 @@ def _state() -> dict:
     """Chunkings and runs with the documents they cover, and pools (one read of the project)."""
     from workbench.services.pooling.pools import list_pools
     from workbench.services.project.status import chunking_coverage, run_coverage
-    from workbench.services.evaluation.sweep import latency_summary
+    from workbench.services.retrieval.latency import latency_summary
 
     with context.project() as db:
         runs = run_coverage(db)
