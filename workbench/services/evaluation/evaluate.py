@@ -289,7 +289,7 @@ def _run_scope(info, level: str | None, chunking: str | None) -> tuple[str, str 
     return "chunk", chunking
 
 
-def _stored_run(db, name: str, level: str):
+def stored_run(db, name: str, level: str):
     """A stored run as the engine's :class:`Run` at ``level``: at document level a chunk run
     gives each document its best-scoring chunk's score (the document's first appearance)."""
     import numpy as np
@@ -368,7 +368,7 @@ def evaluate_project(
     q = qrels.to_qrels()
     results = {}
     for name in runs:
-        run = _stored_run(db, name, level)
+        run = stored_run(db, name, level)
         if not len(run):
             raise InputError(f"run {clip(name)} has no rows")
         result = evaluate(q, run, list(measures), rel=rel, condensed=condensed,

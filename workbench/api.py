@@ -1,0 +1,692 @@
+"""The whole loop as a Python API, for notebooks and scripts.
+
+Thin over :mod:`workbench.services`, as the CLI and the app are: every method opens the project
+for the one operation it runs and closes it again (so the app or a CLI command can use the same
+file between two calls), and every failure raises the typed errors of :mod:`workbench.errors`
+(:class:`~workbench.errors.InputError` for bad input, :class:`~workbench.errors.ConfigError` for a
+bad option, :class:`~workbench.errors.StoreError` for a database that cannot be used as asked).
+
+::
+
+    from workbench.api import Project
+
+    project = Project.create("demo.duckdb", demo=True)   # corpus, queries, chunks, a bm25 run, a pool
+    project.judge("demo", model="offline-lexical")        # blocking; progress=callback
+    sample = project.calibration_sample("demo", seed=0)
+    ...                                                   # SMEs label it (app, or project.label)
+    project.gate(sample.name).verdict                     # "pass", "fail" or "inconclusive"
+    result = project.evaluate(runs=["bm25"], measures=["ndcg@10", "P@5"])
+    result.to_pandas()                                    # one row per run, one column per measure
+
+Results are frozen dataclasses; each has ``to_pandas()``. :meth:`Project.qrels` returns the metric
+engine's :class:`~workbench.core.metrics.qrels_and_runs.Qrels`, the type
+:func:`workbench.evaluate` takes, and :meth:`Project.run` a stored run as its
+:class:`~workbench.core.metrics.qrels_and_runs.Run`.
+
+Settings resolve as for the CLI (defaults < ``config/workbench.toml`` or ``config=`` < environment
+< the keyword arguments a method takes), so a method without options does what the matching
+command does without flags.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from workbench.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from workbench.config import Settings
+    from workbench.core.metrics.evaluation import EvaluationResult
+    from workbench.core.metrics.qrels_and_runs import Qrels, Run
+    from workbench.services.judge.runner import Progress
+
+__all__ = [
+    "CalibrationReport", "CalibrationSample", "Chunking", "Comparison", "Evaluation", "GateResult",
+    "ImportSummary", "JudgeReport", "Pool", "Project", "RunInfo",
+]
+
+Labels = Literal["merged", "human", "llm"]
+Retriever = Literal["bm25", "dense", "hybrid", "from-doc"]
+
+
+def _frame(record: Mapping[str, Any]):
+    import pandas as pd
+
+    return pd.DataFrame([dict(record)])
+
+
+# -- results --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What an import stored: ``rows`` written; ``present`` equal rows already stored;
+    ``skipped`` rows dropped by reason (``skip_unknown``); ``already_imported`` the earlier import
+    when the same bytes were seen before (then nothing was done)."""
+
+    kind: str
+    path: str
+    format: str
+    name: str | None
+    rows: int
+    present: int
+    excluded: int
+    skipped: dict[str, int]
+    already_imported: bool
+    level: str | None
+    chunking: str | None
+    seconds: float
+    summary: str
+
+    def to_pandas(self) -> pd.DataFrame:
+        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("skipped", "summary")}
+                      | {"skipped": sum(self.skipped.values())})
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """A chunking :meth:`Project.chunk` built."""
+
+    name: str
+    strategy: str
+    params: dict
+    documents: int
+    chunks: int
+    seconds: float
+
+    def to_pandas(self) -> pd.DataFrame:
+        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name != "params"})
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A run :meth:`Project.retrieve` stored; ``stats`` holds retriever-specific counts (for
+    dense retrieval ``backend``: the encoder that was used)."""
+
+    name: str
+    retriever: str
+    level: str
+    chunking: str | None
+    queries: int
+    rows: int
+    seconds: float
+    params: dict
+    stats: dict
+    latency_p50_ms: float
+    latency_p95_ms: float
+
+    def to_pandas(self) -> pd.DataFrame:
+        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("params", "stats")})
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A pool :meth:`Project.pool` built (or grew); ``notes`` name runs that do not cover every
+    document."""
+
+    name: str
+    level: str
+    chunking: str | None
+    depth: int
+    runs: tuple[str, ...]
+    queries: int
+    pairs: int
+    pairs_added: int
+    seconds: float
+    notes: tuple[str, ...] = ()
+
+    def to_pandas(self) -> pd.DataFrame:
+        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name != "notes"}
+                      | {"runs": ",".join(self.runs)})
+
+
+@dataclass(frozen=True)
+class JudgeReport:
+    """A judge job after :meth:`Project.judge`: ``state`` is ``finished`` unless it stopped early
+    (``budget``, ``cancelled``, ``batch``, ...; calling judge again resumes it)."""
+
+    job_id: int
+    pool: str
+    state: str
+    model: str
+    offline: bool
+    total: int
+    judged: int
+    ok: int
+    invalid: int
+    failed: int
+    sent: int
+    cached: int
+    cost_usd: float | None
+    seconds: float
+    summary: str
+
+    @property
+    def finished(self) -> bool:
+        return self.state == "finished"
+
+    def to_pandas(self) -> pd.DataFrame:
+        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name != "summary"})
+
+
+@dataclass(frozen=True)
+class CalibrationSample:
+    """A calibration sample drawn from a judged pool: ``holdout`` items feed the gate, ``tuning``
+    items may guide the judge's prompt."""
+
+    name: str
+    pool: str
+    seed: int
+    size: int
+    holdout: int
+    tuning: int
+    queries: int
+    by_judge_grade: dict[int, int]
+    notes: tuple[str, ...] = ()
+
+    def to_pandas(self) -> pd.DataFrame:
+        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("by_judge_grade", "notes")})
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The trust gate on a sample's held-out part: ``verdict`` is ``pass``, ``fail`` or
+    ``inconclusive`` (the exit status of ``workbench calibrate gate`` is 0, 1, 2)."""
+
+    sample: str
+    verdict: str
+    reasons: tuple[str, ...]
+    n: int
+    more_labels_needed: int | None
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    def to_pandas(self) -> pd.DataFrame:
+        return _frame({"sample": self.sample, "verdict": self.verdict, "n": self.n,
+                       "more_labels_needed": self.more_labels_needed, "reasons": "; ".join(self.reasons)})
+
+
+_FIGURES = ("tpr", "tnr", "precision", "kappa", "kappa_graded", "kappa_linear", "kappa_quadratic", "msd", "exact")
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """The judge's agreement with the SMEs on a sample's part (``workbench calibrate report``).
+
+    ``figures`` maps each figure (``tpr``, ``tnr``, ``precision``, ``kappa``, ...) to its value and
+    ``intervals`` to its bootstrap interval; both are empty before any item of the part is labelled.
+    ``body`` is the full report, the shape ``calibrate report --format json`` prints."""
+
+    sample: str
+    pool: str
+    part: str
+    items: int
+    labelled: int
+    labelled_in_part: int
+    gate: GateResult
+    figures: dict[str, float]
+    intervals: dict[str, tuple[float, float]]
+    body: dict = field(repr=False, default_factory=dict)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per agreement figure: ``figure``, ``value``, ``low``, ``high``."""
+        import pandas as pd
+
+        nan = float("nan")
+        return pd.DataFrame([{"figure": name, "value": value, "low": self.intervals.get(name, (nan, nan))[0],
+                              "high": self.intervals.get(name, (nan, nan))[1]}
+                             for name, value in self.figures.items()], columns=["figure", "value", "low", "high"])
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Stored runs scored against the project's qrels (``workbench eval --runs``).
+
+    ``aggregate`` is ``{run: {measure: mean}}``, as the CLI's JSON ``aggregate`` per run;
+    ``results`` holds each run's :class:`~workbench.core.metrics.evaluation.EvaluationResult`
+    (per-query values, counts). ``qrels`` states the policy the qrels were built by."""
+
+    results: dict[str, EvaluationResult]
+    measures: tuple[str, ...]
+    labels: str
+    qrels: str
+    fingerprint: str
+    notes: tuple[str, ...]
+    evaluation_id: int | None
+
+    @property
+    def aggregate(self) -> dict[str, dict[str, float]]:
+        return {name: dict(res.aggregate) for name, res in self.results.items()}
+
+    def per_query(self, run: str) -> pd.DataFrame:
+        """One run's values per query (indexed by ``query_id``, one column per measure)."""
+        if run not in self.results:
+            raise InputError(f"run {run!r} is not in this evaluation; it has {', '.join(self.results)}")
+        return self.results[run].per_query
+
+    def counts(self, run: str) -> dict[str, int]:
+        return self.results[run].counts()
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The means: one row per run (index ``run``), one column per measure."""
+        import pandas as pd
+
+        table = pd.DataFrame.from_dict(self.aggregate, orient="index")
+        table.index.name = "run"
+        return table
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Paired tests of runs against the first (the baseline), as ``workbench compare --runs``.
+
+    ``table`` has one row per (measure, run): means, ``delta``, the bootstrap ``ci_low`` and
+    ``ci_high``, ``p_value``, ``p_adjusted`` (Benjamini-Hochberg) and wins/ties/losses."""
+
+    baseline: str
+    runs: tuple[str, ...]
+    measures: tuple[str, ...]
+    test: str
+    seed: int
+    n_resamples: int
+    table: pd.DataFrame = field(repr=False)
+
+    def to_pandas(self) -> pd.DataFrame:
+        return self.table.copy()
+
+
+# -- the project ------------------------------------------------------------------------------------
+
+class Project:
+    """A project database (a DuckDB file) and the settings operations on it use.
+
+    Open an existing project with :meth:`open`, make one with :meth:`create`. The object holds no
+    open connection; each method opens the file for its operation.
+    """
+
+    def __init__(self, path: str | Path, *, config: str | Path | None = None) -> None:
+        self.path = Path(path)
+        self.config = config
+
+    def __repr__(self) -> str:
+        return f"Project({str(self.path)!r})"
+
+    # -- opening --------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, *, config: str | Path | None = None) -> Project:
+        """An existing project; :class:`~workbench.errors.StoreError` when there is none at ``path``
+        (migrations pending from an older version are applied)."""
+        from workbench.services.project.lifecycle import open_project
+
+        with open_project(path):
+            pass
+        return cls(path, config=config)
+
+    @classmethod
+    def create(cls, path: str | Path, *, demo: bool = False, config: str | Path | None = None) -> Project:
+        """Create the project database (``workbench init``); with ``demo`` load the demo handbook,
+        its queries and reference SME labels, and prepare a ``sections`` chunking, a ``bm25`` run
+        and a ``demo`` pool (``workbench init --demo``). Creating an existing project keeps it."""
+        from workbench.services.project.lifecycle import init_project
+
+        project = cls(path, config=config)
+        init_project(path, demo=demo, settings=project.settings())
+        return project
+
+    def settings(self, **overrides: Any) -> Settings:
+        """The resolved settings; ``overrides`` as ``{"judge.model": "x"}``-style dotted keys
+        (``None`` values are ignored)."""
+        from workbench.config import load_settings
+
+        layered: dict[str, dict] = {"project": {"db": str(self.path)}}
+        for dotted, value in overrides.items():
+            if value is None:
+                continue
+            section, _, key = dotted.partition(".")
+            layered.setdefault(section, {})[key] = value
+        return load_settings(self.config, layered)
+
+    def _db(self):
+        from workbench.services.project.lifecycle import open_project
+
+        return open_project(self.path)
+
+    def status(self) -> dict[str, int]:
+        """Rows per table (``workbench status``'s counts)."""
+        from workbench.services.project.lifecycle import project_status
+
+        with self._db() as db:
+            return dict(project_status(db, min_overlap=self.settings().get("evaluation", "min_overlap")).counts)
+
+    # -- imports --------------------------------------------------------------------------------
+    def _import(self, kind: str, path: str | Path, **options: Any) -> ImportSummary:
+        from workbench.services.ingest import import_file
+
+        with self._db() as db:
+            r = import_file(db, kind, path, **options)
+        return ImportSummary(kind=r.kind, path=r.path, format=r.format, name=r.name, rows=r.rows, present=r.present,
+                             excluded=r.excluded, skipped=dict(r.skipped),
+                             already_imported=r.already_imported is not None, level=r.level, chunking=r.chunking,
+                             seconds=r.seconds, summary=r.summary())
+
+    def import_corpus(self, path: str | Path, *, format: str | None = None, name: str | None = None,
+                      id_field: str | None = None, text_field: str | None = None,
+                      title_field: str | None = None) -> ImportSummary:
+        """Import documents (BEIR/JSONL, a folder of .txt/.md files, or SMART), all or nothing."""
+        return self._import("corpus", path, format=format, name=name, id_field=id_field, text_field=text_field,
+                            title_field=title_field)
+
+    def import_queries(self, path: str | Path, *, format: str | None = None, name: str | None = None,
+                       id_field: str | None = None, text_field: str | None = None) -> ImportSummary:
+        """Import queries (JSONL, TSV ``query_id<TAB>text``, SMART, cranfield), all or nothing."""
+        return self._import("queries", path, format=format, name=name, id_field=id_field, text_field=text_field)
+
+    def import_qrels(self, path: str | Path, *, format: str | None = None, name: str | None = None,
+                     assessor: str | None = None, skip_unknown: bool = False) -> ImportSummary:
+        """Import judgments (TREC, BEIR TSV, JSONL rows, span JSONL, cranqrel), all or nothing."""
+        return self._import("qrels", path, format=format, name=name, assessor=assessor, skip_unknown=skip_unknown)
+
+    def import_run(self, path: str | Path, *, name: str | None = None, format: str | None = None,
+                   skip_unknown: bool = False) -> ImportSummary:
+        """Import a TREC run (document or chunk level, detected from its ids) as run ``name``
+        (default: the file stem)."""
+        return self._import("run", path, format=format, name=name, skip_unknown=skip_unknown)
+
+    # -- chunk, retrieve, pool ------------------------------------------------------------------
+    def chunk(self, name: str, strategy: str = "section", *, size: int | None = None, overlap: int | None = None,
+              unit: str | None = None) -> Chunking:
+        """Chunk every document into a new chunking ``name`` (strategies: ``section``,
+        ``fixed``, ``sentences``, ...; ``workbench chunk``)."""
+        from workbench.services.chunking import create_chunking
+
+        with self._db() as db:
+            s = create_chunking(db, name, strategy, size=size, overlap=overlap, unit=unit)
+        return Chunking(s.name, s.strategy, dict(s.params), s.documents, s.chunks, s.seconds)
+
+    def retrieve(self, retriever: Retriever, *, name: str, chunking: str | None = None, k: int = 100,
+                 k1: float = 1.5, b: float = 0.75, stemmer: str = "english", stopwords: str = "english",
+                 model: str | None = None, batch_size: int = 64, backend: str | None = None, device: str = "cpu",
+                 precision: str = "fp32", runs: Sequence[str] | None = None, rrf_k: float = 60,
+                 weights: str | Sequence[float] | None = None, source: str | None = None,
+                 rule: str = "first") -> RunInfo:
+        """Run a retriever and store its run ``name`` (``workbench retrieve RETRIEVER``).
+
+        * ``bm25`` over ``chunking``: ``k1``, ``b``, ``stemmer``, ``stopwords``;
+        * ``dense`` over ``chunking``: ``model``, ``batch_size``, ``backend`` (``onnx`` where the
+          onnx extra is installed, else ``torch``), ``device``, ``precision``;
+        * ``hybrid``: reciprocal rank fusion of stored ``runs`` (``rrf_k``, ``weights``);
+        * ``from-doc``: the document-level run ``source`` mapped onto ``chunking`` (``rule``).
+        """
+        from workbench.services.retrieval import runs as service
+
+        with self._db() as db:
+            if retriever == "bm25":
+                from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
+
+                params = Bm25Params(k1=k1, b=b, stemmer=parse_stemmer(stemmer), stopwords=parse_stopwords(stopwords))
+                s = service.run_bm25(db, self._need(chunking, "chunking", retriever), name, k=k, params=params)
+            elif retriever == "dense":
+                from workbench.core.option_names import DEFAULT_DENSE_MODEL
+
+                options: dict[str, Any] = {"model": model or DEFAULT_DENSE_MODEL, "batch_size": batch_size,
+                                           "device": device, "precision": precision}
+                if backend is not None:
+                    options["backend"] = backend
+                s = service.run_dense(db, self._need(chunking, "chunking", retriever), name, k=k, **options)
+            elif retriever == "hybrid":
+                from workbench.retrieval.hybrid import parse_weights
+
+                names = list(self._need(runs, "runs", retriever))
+                text = weights if weights is None or isinstance(weights, str) else ",".join(map(str, weights))
+                s = service.run_hybrid(db, name, names, k=k, rrf_k=rrf_k, weights=parse_weights(text, names),
+                                       chunking=chunking)
+            elif retriever == "from-doc":
+                s = service.map_doc_run(db, self._need(source, "source", retriever),
+                                        self._need(chunking, "chunking", retriever), name, rule=rule)
+            else:
+                raise ConfigError(f"unknown retriever {retriever!r}; expected bm25, dense, hybrid or from-doc")
+        return RunInfo(s.name, s.retriever, s.level, s.chunking, s.queries, s.rows, s.seconds, dict(s.params),
+                       dict(s.stats), s.latency_p50_ms, s.latency_p95_ms)
+
+    @staticmethod
+    def _need(value, what: str, retriever: str):
+        if value is None or (not isinstance(value, str) and not len(value)):
+            raise ConfigError(f"retrieve {retriever!r} needs {what}=")
+        return value
+
+    def runs(self) -> pd.DataFrame:
+        """The stored runs with their level, chunking, queries, rows and latency p50/p95."""
+        from workbench.services.retrieval.runs import list_runs
+
+        with self._db() as db:
+            return list_runs(db)
+
+    def run(self, name: str, *, level: Literal["doc", "chunk"] = "doc") -> Run:
+        """A stored run as the metric engine's :class:`~workbench.core.metrics.qrels_and_runs.Run`
+        at ``level`` (at document level a chunk run ranks each document by its best chunk),
+        as ``evaluate`` scores it."""
+        from workbench.services.evaluation.evaluate import stored_run
+
+        from workbench.services.retrieval.runs import list_runs
+
+        with self._db() as db:
+            known = list_runs(db)["name"].astype(str).tolist()
+            if name not in known:
+                raise InputError(f"no run named {name!r} in the project; known runs: {', '.join(known) or 'none yet'}")
+            return stored_run(db, name, level)
+
+    def pool(self, name: str, runs: Sequence[str], *, depth: int | None = None, add: bool = False) -> Pool:
+        """Pool the top ``depth`` of each run (``[pool] depth`` by default) into pool ``name``;
+        with ``add`` add ``runs`` to the existing pool at its own depth."""
+        from workbench.services.pooling.pools import add_runs, build_pool
+
+        runs = list(runs)
+        if not runs:
+            raise ConfigError("pool needs at least one run, e.g. runs=['bm25']")
+        with self._db() as db:
+            if add:
+                if depth is not None:
+                    raise ConfigError("add=True uses the pool's own depth; leave depth out")
+                s = add_runs(db, name, runs)
+            else:
+                s = build_pool(db, name, runs, int(self.settings(**{"pool.depth": depth}).get("pool", "depth")))
+        return Pool(s.name, s.level, s.chunking, s.depth, tuple(s.runs), s.queries, s.pairs_total, s.pairs_added,
+                    s.seconds, tuple(s.notes))
+
+    # -- judge ----------------------------------------------------------------------------------
+    def judge(self, pool: str, *, model: str | None = None, base_url: str | None = None, prompt: str | None = None,
+              concurrency: int | None = None, samples: int | None = None, limit: int | None = None,
+              budget_usd: float | None = None, retry_failed: bool = False, api_key: str | None = None,
+              progress: Callable[[Progress], None] | None = None) -> JudgeReport:
+        """Grade the pool's pairs with the LLM judge and block until the job ends (``workbench
+        judge``). ``model="offline-lexical"`` is the offline baseline (no LLM, no network).
+
+        ``progress`` is called after every stored batch with a
+        :class:`~workbench.services.judge.runner.Progress` (``done``, ``total``, ``ok``,
+        ``invalid``, ``failed``, ``cached``, ``cost_usd``, ``elapsed``). Running it again resumes;
+        answers are cached, so nothing is paid for twice.
+        """
+        from workbench.services.judge.jobs import resolve_spec, run_job
+
+        if limit is not None and limit < 1:
+            raise InputError(f"limit must be at least 1, got {limit}")
+        if budget_usd is not None and not (math.isfinite(budget_usd) and budget_usd >= 0):
+            raise InputError(f"budget_usd must be a number of dollars of at least 0, got {budget_usd}")
+        settings = self.settings(**{"judge.model": model, "judge.base_url": base_url, "judge.prompt": prompt,
+                                    "judge.concurrency": concurrency, "judge.samples": samples})
+        spec = resolve_spec(settings, api_key=api_key)
+        if spec.offline and model not in (None, "offline-lexical"):
+            raise ConfigError(f"model {model!r} needs OPENAI_API_KEY (or base_url= pointing at your own server); "
+                              f"for the offline baseline pass model='offline-lexical'")
+        r = run_job(self.path, pool, spec, limit=limit, budget_usd=budget_usd, retry_failed=retry_failed,
+                    on_progress=progress)
+        j = r.job
+        return JudgeReport(job_id=r.job_id, pool=r.pool, state=r.state, model=spec.model, offline=spec.offline,
+                           total=int(j["total"]), judged=int(j["judged"]), ok=int(j["ok"]), invalid=int(j["invalid"]),
+                           failed=int(j["failed"]), sent=r.sent, cached=r.cached,
+                           cost_usd=None if spec.price is None else float(j["cost_usd"]), seconds=r.elapsed,
+                           summary=r.summary())
+
+    # -- calibration ----------------------------------------------------------------------------
+    def calibration_sample(self, pool: str, *, size: int | None = None, seed: int = 0, name: str | None = None,
+                           holdout_share: float | None = None) -> CalibrationSample:
+        """Draw and store a calibration sample from the judged ``pool`` (``workbench calibrate
+        sample``); named ``POOL-seedS`` unless ``name``. Samples are never overwritten."""
+        from workbench.services.calibration.workflow import create_sample
+
+        settings = self.settings()
+        with self._db() as db:
+            s = create_sample(
+                db, name or f"{pool}-seed{seed}", pool, seed=seed,
+                size=size if size is not None else int(settings.get("calibration", "sample_size")),
+                holdout_share=(holdout_share if holdout_share is not None
+                               else float(settings.get("calibration", "holdout_share"))),
+                threshold=int(settings.get("calibration", "relevant_min_grade")))
+        return CalibrationSample(s["name"], s["pool"], s["seed"], s["size"], s["holdout"], s["tuning"], s["queries"],
+                                 dict(s["by_judge_grade"]), tuple(s["notes"]))
+
+    def calibration_items(self, sample: str) -> pd.DataFrame:
+        """The sample's items as an SME sees them, without the judge's grade: ``position``,
+        ``query_id``, ``doc_id``, ``chunk_id``, ``start``, ``end``, ``part``, ``query``, ``title``
+        and ``passage`` (the span to judge)."""
+        import pandas as pd
+
+        from workbench.services.calibration.workflow import item, list_samples
+
+        with self._db() as db:
+            samples = list_samples(db)
+            row = samples[samples["name"] == sample]
+            if row.empty:
+                raise InputError(f"there is no calibration sample named {sample!r}")
+            items = [item(db, sample, position) for position in range(int(row.iloc[0]["items"]))]
+        records = [{**{k: v for k, v in it.items() if k not in ("text", "description", "tags")},
+                    "passage": (it["text"] or "")[it["start"]:it["end"]]} for it in items]
+        return pd.DataFrame(records)
+
+    def label(self, sample: str, grades: Mapping[int, int], *, annotator: str) -> int:
+        """Store an SME's grades (0-3) of the sample's items, ``{position: grade}``, as the Label
+        page does (each replacing the annotator's earlier label of that item); returns how many
+        were stored. One transaction per label, in one opening of the project."""
+        from workbench.services.calibration.workflow import save_label
+
+        if not isinstance(grades, Mapping):
+            raise ConfigError("label() takes the grades as {position: grade}, e.g. {0: 3, 1: 0}")
+        with self._db() as db:
+            for position, grade in grades.items():
+                save_label(db, sample, annotator, int(position), grade.item() if hasattr(grade, "item") else grade)
+        return len(grades)
+
+    def _report_options(self, *, part: str, seed: int, resamples: int | None, weighted: bool,
+                        high_risk: Sequence[str] | None):
+        from workbench.core.calibration.gate import GateThresholds
+        from workbench.services.calibration.workflow import ReportOptions
+
+        settings = self.settings()
+        tags = (",".join(high_risk) if high_risk is not None else settings.get("calibration", "high_risk_tags"))
+        options = ReportOptions(
+            threshold=int(settings.get("calibration", "relevant_min_grade")), seed=seed,
+            n_boot=resamples if resamples is not None else int(settings.get("calibration", "bootstrap_resamples")),
+            part=part, weighted=weighted, high_risk_tags=tuple(t.strip() for t in tags.split(",") if t.strip()),
+            high_risk_rate=float(settings.get("calibration", "high_risk_min_rate")))
+        return GateThresholds.from_settings(settings), options
+
+    @staticmethod
+    def _gate_result(sample: str, n: int, verdict: dict) -> GateResult:
+        return GateResult(sample, verdict["verdict"], tuple(verdict["reasons"]), int(n), verdict.get("more_labels_needed"))
+
+    def calibration_report(self, sample: str | None = None, *, part: Literal["holdout", "tuning", "all"] = "holdout",
+                           seed: int = 0, resamples: int | None = None, weighted: bool = True,
+                           high_risk: Sequence[str] | None = None) -> CalibrationReport:
+        """The judge's agreement with the SMEs on the sample's ``part`` (the newest sample by
+        default), as ``workbench calibrate report``."""
+        from workbench.services.calibration.workflow import report
+
+        thresholds, options = self._report_options(part=part, seed=seed, resamples=resamples, weighted=weighted,
+                                                    high_risk=high_risk)
+        with self._db() as db:
+            body = report(db, sample, thresholds=thresholds, options=options)
+        agreement = body["agreement"] or {}
+        figures = {k: float(agreement[k]) if agreement[k] is not None else float("nan")
+                   for k in _FIGURES if k in agreement}
+        intervals = {k: (float(lo) if lo is not None else float("nan"), float(hi) if hi is not None else float("nan"))
+                     for k, (lo, hi) in agreement.get("ci", {}).items()}
+        return CalibrationReport(body["sample"], body["pool"], body["part"], body["items"], body["labelled"],
+                                 body["labelled_in_part"], self._gate_result(body["sample"], body["labelled_in_part"],
+                                                                             body["gate"]),
+                                 figures, intervals, body)
+
+    def gate(self, sample: str | None = None, *, seed: int = 0, resamples: int | None = None,
+             high_risk: Sequence[str] | None = None) -> GateResult:
+        """The trust gate on the sample's held-out part (``workbench calibrate gate``): LLM labels
+        count in the merged qrels only for a judge configuration that passed it."""
+        from workbench.services.calibration.workflow import gate
+
+        thresholds, options = self._report_options(part="holdout", seed=seed, resamples=resamples, weighted=True,
+                                                    high_risk=high_risk)
+        with self._db() as db:
+            body = gate(db, sample, thresholds=thresholds, options=options)
+        return self._gate_result(body["sample"], body["n"], body["gate"])
+
+    # -- qrels, evaluate, compare ---------------------------------------------------------------
+    def qrels(self, *, labels: Labels = "merged", level: Literal["doc", "chunk"] = "doc",
+              chunking: str | None = None, keep_unanswerable: bool = False) -> Qrels:
+        """The project's qrels by the ``[qrels]`` policy narrowed to ``labels``, as the metric
+        engine's :class:`~workbench.core.metrics.qrels_and_runs.Qrels` (what
+        :func:`workbench.evaluate` takes). Queries marked unanswerable are left out unless
+        ``keep_unanswerable`` (as ``workbench export qrels``)."""
+        from workbench.services.qrels.rule import project_qrels
+
+        with self._db() as db:
+            project = project_qrels(db, level=level, chunking=chunking, source=labels, settings=self.settings())
+            if not keep_unanswerable:
+                from workbench.services.qrels.answerability import without_unanswerable
+
+                project, _ = without_unanswerable(db, project)
+        return project.to_qrels()
+
+    def evaluate(self, *, runs: Sequence[str], measures: Sequence[str], labels: Labels = "merged",
+                 level: Literal["doc", "chunk"] | None = None, chunking: str | None = None, rel: int = 1,
+                 condensed: bool = False, include_no_relevant: bool = False,
+                 missing_as_zero: bool = True, store: bool = True) -> Evaluation:
+        """Score stored ``runs`` against the project's qrels (``workbench eval --runs``); the
+        evaluation is stored (the app's Evaluate page lists it) unless ``store=False``."""
+        from workbench.services.evaluation.evaluate import evaluate_project
+
+        runs, measures = _names(runs, "runs"), _names(measures, "measures")
+        with self._db() as db:
+            done = evaluate_project(db, runs, measures, labels=labels, level=level, chunking=chunking, rel=rel,
+                                    condensed=condensed, include_no_relevant=include_no_relevant,
+                                    missing_as_zero=missing_as_zero, store=store, settings=self.settings())
+        return Evaluation(dict(done.results), tuple(measures), labels, done.qrels.statement(), done.qrels.fingerprint,
+                          tuple(done.notes), done.evaluation_id)
+
+    def compare(self, *, runs: Sequence[str], measures: Sequence[str], labels: Labels = "merged",
+                level: Literal["doc", "chunk"] | None = None, chunking: str | None = None, rel: int = 1,
+                test: Literal["randomization", "bootstrap", "ttest"] = "randomization", seed: int = 0,
+                n_resamples: int = 10_000) -> Comparison:
+        """Paired tests of ``runs`` against the first (``workbench compare --runs``)."""
+        from workbench.services.evaluation.evaluate import compare_project
+
+        runs, measures = _names(runs, "runs"), _names(measures, "measures")
+        with self._db() as db:
+            report, _ = compare_project(db, runs, measures, labels=labels, level=level, chunking=chunking, rel=rel,
+                                        test=test, seed=seed, n_resamples=n_resamples, settings=self.settings())
+        r = report.result
+        return Comparison(r.baseline, tuple(runs), tuple(dict.fromkeys(measures)), r.test, r.seed, r.n_resamples,
+                          r.table.copy())
+
+
+def _names(values: Sequence[str] | str, what: str) -> list[str]:
+    if isinstance(values, str):
+        raise ConfigError(f"{what}= takes a list of names, like {what}=[{values!r}]")
+    names = [str(v) for v in values]
+    if not names:
+        raise ConfigError(f"give at least one of {what}=")
+    return names
