@@ -24,7 +24,7 @@ Handler = Callable[[argparse.Namespace], int]
 # `handler` on its parsers. The list is explicit: a module that fails to import is an error,
 # never a command that silently disappears.
 from workbench.cli import (  # noqa: E402
-    calibrate, citations, compare, data, evaluation, harness, judge, labels, project, query_kinds,
+    calibrate, citations, compare, data, evaluation, harness, judge, labels, ppi, project, query_kinds,
     rank_agreement, retrieval, stages, sweep,
 )
 
@@ -38,6 +38,7 @@ COMMAND_GROUPS = (
     labels,      # synth, labels propagate|unpropagate|budget
     evaluation,  # eval
     compare,     # compare
+    ppi,         # ppi (judge-corrected intervals, PPI++)
     stages,      # stages
     citations,   # citations
     query_kinds,  # abstention, rbac-check, multihop, answerability
