@@ -2,6 +2,7 @@
 #   make run    set up, create the demo project on first start, serve the app on 127.0.0.1:$(PORT)
 #   make test   set up with the test extras and run every test (in parallel workers)
 #   make check  the fast subset: everything but browser and slow-marked tests
+#   make docs   regenerate docs/cli.md from the parser and build the docs site into var/site
 PYTHON ?= python3
 VENV ?= .venv
 PORT ?= 8501
@@ -9,7 +10,7 @@ DB ?= var/demo.duckdb
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test check install install-test bench clean
+.PHONY: run test check docs install install-test bench clean
 
 run: $(VENV)/.installed
 	$(BIN)/workbench --db $(DB) init --demo
@@ -25,6 +26,11 @@ test: $(VENV)/.installed-test
 
 check: $(VENV)/.installed-test
 	$(BIN)/python -m pytest $(XDIST) -m "not browser and not slow" $(PYTEST_ARGS)
+
+# docs/cli.md is generated from the parser; --strict fails on a broken link or a page left out.
+docs: $(VENV)/.installed-test
+	$(BIN)/python -m workbench.cli.reference --write
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
