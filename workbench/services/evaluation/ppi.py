@@ -127,9 +127,11 @@ def load_values(human_qrels: str | Path, judge_qrels: str | Path, runs: Sequence
             f"(e.g. {clip(missing[0])}): the judge must label every query of the human sample",
             path=str(human_qrels))
     if len(labelled_ids) < min_labelled:
+        need = (f"a plan needs a pilot of at least {min_labelled}" if min_labelled >= MIN_PILOT
+                else f"PPI needs at least {min_labelled}")
         raise InputError(
-            f"{len(labelled_ids)} labelled queries; PPI needs at least {min_labelled} queries with human "
-            "labels (a random sample of the judge's queries)", path=str(human_qrels))
+            f"{len(labelled_ids)} labelled queries; {need} queries with human labels (a random sample of "
+            "the judge's queries)", path=str(human_qrels))
     names = run_names(runs)
     judge: dict[str, dict[str, np.ndarray]] = {m: {} for m in measures}
     human: dict[str, dict[str, np.ndarray]] = {m: {} for m in measures}
