@@ -1,5 +1,6 @@
-"""The README's demo figures match the demo: the data files (read here with the standard library)
-and the project that ``workbench init --demo`` builds (what ``make run`` serves)."""
+"""The demo figures of the docs (``docs/concepts.md``, "The demo project") and of the README's
+walkthrough match the demo: the data files (read here with the standard library) and the project
+that ``workbench init --demo`` builds (what ``make run`` serves)."""
 
 from __future__ import annotations
 
@@ -13,19 +14,20 @@ from workbench.store.meta import table_counts
 from workbench.store.pools import read_pool, read_pool_pairs
 from workbench.store.runs import read_run_rows
 
+PAGE = REPO / "docs" / "concepts.md"
 README = REPO / "README.md"
 
 
 def _paragraph() -> str:
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     match = re.search(r"\*\*The demo project\*\*(.*?)\n\n", text, re.S)
-    assert match, "README has no '**The demo project**' paragraph"
+    assert match, "docs/concepts.md has no '**The demo project**' paragraph"
     return " ".join(match.group(1).split())
 
 
 def _number(pattern: str, paragraph: str) -> int:
     match = re.search(pattern, paragraph)
-    assert match, f"README demo paragraph does not match {pattern!r}: {paragraph}"
+    assert match, f"docs/concepts.md demo paragraph does not match {pattern!r}: {paragraph}"
     return int(match.group(1).replace(",", ""))
 
 
@@ -34,7 +36,7 @@ def _jsonl_rows(name: str) -> list[dict]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def test_readme_demo_figures_match_the_demo(cli, tmp_path):
+def test_docs_demo_figures_match_the_demo(cli, tmp_path):
     paragraph = _paragraph()
     claimed = {
         "documents": _number(r"([\d,]+) documents", paragraph),
@@ -72,3 +74,15 @@ def test_readme_demo_figures_match_the_demo(cli, tmp_path):
     assert pool["depth"] == claimed["depth"]
     # Nine figures checked.
     assert len(claimed) == 9
+
+
+def test_readme_walkthrough_demo_figures_match_the_docs():
+    """The README's walkthrough repeats four of the figures: they are the ones checked above."""
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    match = re.search(r"([\d,]+) documents, ([\d,]+) queries and ([\d,]+) SME labels, with a `sections` chunking, "
+                      r"a `bm25` run and a `demo` pool of ([\d,]+) query–passage pairs", readme)
+    assert match, "README walkthrough does not state the demo's documents, queries, labels and pool pairs"
+    paragraph = _paragraph()
+    assert [int(g.replace(",", "")) for g in match.groups()] == [
+        _number(r"([\d,]+) documents", paragraph), _number(r"([\d,]+) queries", paragraph),
+        _number(r"([\d,]+) reference SME labels", paragraph), _number(r"`demo` pool of ([\d,]+) pairs", paragraph)]

@@ -1,4 +1,4 @@
-"""The README's Query kinds figures for the demo match what the services compute on it."""
+"""The Query kinds figures of ``docs/query-kinds.md`` for the demo match what the services compute on it."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from workbench.services.project.lifecycle import init_project, open_project
 from workbench.services.evaluation.query_kinds import DEMO_TRAJECTORIES
 
 
-def test_readme_query_kinds_demo_figures(tmp_path):
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def test_docs_query_kinds_demo_figures(tmp_path):
+    text = (REPO / "docs" / "query-kinds.md").read_text(encoding="utf-8")
     m = re.search(r"BM25's best threshold abstains on (\d+) of (\d+) unanswerable queries and (\d+) of (\d+)\s+"
                   r"answerable\s+ones \(balanced accuracy ([\d.]+), area ([\d.]+)\); the sample agent completes "
                   r"(\d+) of (\d+) chains at k = (\d+)", " ".join(text.split()))
-    assert m, "README has no Query kinds demo figures"
+    assert m, "docs/query-kinds.md has no Query kinds demo figures"
     a_u, n_u, a_a, n_a, bal, area, done, chains, k = m.groups()
     path = tmp_path / "demo.duckdb"
     init_project(path, demo=True)

@@ -1,4 +1,4 @@
-"""The README's label-multiplier figures match what the code computes: the demo's synthetic
+"""The label-multiplier figures of ``docs/label-multipliers.md`` match what the code computes: the demo's synthetic
 queries (offline-template baseline, deterministic) and the DL19 near-duplicate propagation."""
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from workbench.services.project.lifecycle import init_project, open_project
 from workbench.services.qrels.synthetic_queries import bm25_baseline, synthesize
 
 
-def _readme() -> str:
-    return " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+def _page() -> str:
+    return " ".join((REPO / "docs" / "label-multipliers.md").read_text(encoding="utf-8").split())
 
 
-def test_readme_synthetic_query_figures(tmp_path, monkeypatch):
+def test_docs_synthetic_query_figures(tmp_path, monkeypatch):
     m = re.search(r"On the demo \(`sections`, (\d+) chunks × (\d+), seed (\d+), offline-template\): (\d+) questions, "
                   r"overlap ([\d.]+) before → ([\d.]+) after rewriting, (\d+) flagged; BM25 finds the source chunk "
                   r"\(hit@10\) for ([\d.]+) of the original questions and ([\d.]+) of the rewritten ones \(MRR@10 "
-                  r"([\d.]+) → ([\d.]+)\)", _readme())
-    assert m, "README has no synthetic-query demo figures"
+                  r"([\d.]+) → ([\d.]+)\)", _page())
+    assert m, "docs/label-multipliers.md has no synthetic-query demo figures"
     chunks, k, seed, created, before, after, flagged, hit0, hit1, mrr0, mrr1 = m.groups()
     path = tmp_path / "demo.duckdb"
     init_project(path, demo=True)
@@ -40,11 +40,11 @@ def test_readme_synthetic_query_figures(tmp_path, monkeypatch):
     assert [f"{base[s][m]:.3f}" for s in ("before", "after") for m in ("hit", "mrr")] == [hit0, mrr0, hit1, mrr1]
 
 
-def test_readme_dl19_propagation_figures():
+def test_docs_dl19_propagation_figures():
     m = re.search(r"at Jaccard ≥ 0\.8: ([\d,]+) pairs in ([\d,]+) clusters, (\d+) labels propagated; propagated vs "
                   r"direct grades on ([\d,]+) labelled pairs: exact ([\d.]+), binary \(grade ≥ 2\) ([\d.]+), κ ([\d.]+)",
-                  _readme())
-    assert m, "README has no DL19 propagation figures"
+                  _page())
+    assert m, "docs/label-multipliers.md has no DL19 propagation figures"
     pairs_n, clusters_n, propagated, n, exact, binary, kappa = m.groups()
     data = shared_path("datasets", "trec-dl-2019-passage")
     docs = [json.loads(line) for line in (data / "dl2019_document.jsonl").read_text(encoding="utf-8").splitlines()]
