@@ -40,6 +40,9 @@ def _shot(page, folder: Path, name: str) -> Path:
 
     path = folder / f"{name}.png"
     page.wait_for_function("() => document.fonts.status === 'loaded'")
+    page.evaluate("() => { document.activeElement && document.activeElement.blur();"  # no focus ring
+                  " document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; }); }")
+    page.wait_for_timeout(300)
     page.screenshot(path=str(path))
     Image.open(path).convert("RGB").quantize(colors=128).save(path, optimize=True)
     print(f"{path}: {path.stat().st_size / 1024:.0f} KB")
@@ -52,7 +55,7 @@ def take(url: str, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_executable(), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 820})
+        page = browser.new_page(viewport={"width": 1280, "height": 960})
         page.goto(url)
         page.get_by_text("Pipeline").wait_for(timeout=LONG)
         _idle(page)
