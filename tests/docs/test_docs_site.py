@@ -48,3 +48,20 @@ def test_a_broken_link_fails_the_build(tmp_path):
                             cwd=copy, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0
     assert re.search(r"no-such-page\.md", result.stdout + result.stderr)
+
+
+def test_readme_links_and_images_resolve():
+    """mkdocs does not read the README: its relative links and images are checked here, and its
+    screenshots stay small."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    local = [t for t in targets if not re.match(r"[a-z]+://", t)]
+    assert len(local) >= 15
+    for target in local:
+        path = (REPO / target.split("#", 1)[0])
+        assert path.exists(), f"README links to {target}, which does not exist"
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert 2 <= len(images) <= 3
+    for image in images:
+        assert (REPO / image).stat().st_size < 150_000, f"{image} is over 150 KB"
+    assert len(text.splitlines()) <= 200, "README.md is over 200 lines: move the detail to docs/"
