@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.prerequisites import require_module
 from workbench.core.metrics.ppi import (
+    jackknife_replicates,
     plan_sample_size,
     ppi_mean,
     ppi_mean_difference,
@@ -27,6 +28,12 @@ from workbench.core.metrics.ppi import (
 )
 
 N_ORACLE_CASES = 500
+
+
+def same(a, b) -> bool:
+    """Two intervals equal up to rounding (the jackknife and the plug-in sum differently)."""
+    return all(x == pytest.approx(y, abs=1e-12) for x, y in ((a.estimate, b.estimate), (a.low, b.low),
+                                                               (a.high, b.high), (a.std_error, b.std_error)))
 
 
 def _random_case(rng: np.random.Generator):
@@ -141,18 +148,45 @@ def test_hand_worked_interior_lambda_and_difference():
     #   Ȳ = 0, f̄_L = 0.1; cov_L = (0.2·0 + −0.2·−0.2 + 0·0.2)/2 = 0.02
     #   λ = 0.02/0.025 = 0.8
     #   θ̂ = 0 + 0.8·(0.1 − 0.1) = 0
-    #   residuals Y − 0.8 f = [0.12, −0.12, −0.24]; mean −0.08, deviations [0.20, −0.04, −0.16];
-    #   s² = (0.04 + 0.0016 + 0.0256)/2 = 0.0336
-    #   SE = sqrt((1 − 3/5)·0.0336/3) = sqrt(0.00448) = 0.0669328
+    #   SE, delete-one jackknife with λ re-tuned (var f over all N stays 0.025, f̄ = 0.1):
+    #     without pos 0: f [−0.1, 0.3], Y [−0.2, 0]: cov 0.04 -> λ 1.6 -> 1; θ = −0.1 + (0.1 − 0.1) = −0.1
+    #     without pos 2: f [0.1, 0.3], Y [0.2, 0]: cov −0.02 -> λ 0; θ = 0.1
+    #     without pos 4: f [0.1, −0.1], Y [0.2, −0.2]: cov 0.04 -> λ 1; θ = 0 + (0.1 − 0) = 0.1
+    #     replicates [−0.1, 0.1, 0.1], mean 1/30; Σ dev² = 0.0177778 + 0.0044444 + 0.0044444 = 0.0266667
+    #     SE² = (1 − 3/5)·(2/3)·0.0266667 = 0.00711111 -> SE = 0.0843274
+    #   the plug-in at λ = 0.8 (fixed): residuals Y − 0.8 f = [0.12, −0.12, −0.24], deviations
+    #     [0.20, −0.04, −0.16]; s² = 0.0672/2 = 0.0336; SE = sqrt(0.4·0.0336/3) = 0.0669328
     fa = np.full(5, 0.5)
     fb = np.array([0.6, 0.7, 0.4, 0.5, 0.8])
     est = ppi_mean_difference([0.4, 0.6, 0.5], [0.6, 0.4, 0.5], fa, fb, [0, 2, 4])
     assert est.lam == pytest.approx(0.8)
     assert est.ppi.estimate == pytest.approx(0.0, abs=1e-12)
-    assert est.ppi.std_error == pytest.approx(0.0669328, abs=1e-7)
+    assert est.ppi.std_error == pytest.approx(0.0843274, abs=1e-7)
     assert est.judge_only == pytest.approx(0.1)
-    half = 4.302653 * 0.0669328  # t_{2, 0.975} = 4.302653
+    half = 4.302653 * 0.0843274  # t_{2, 0.975} = 4.302653
     assert (est.ppi.low, est.ppi.high) == pytest.approx((-half, half), abs=1e-6)
+    fixed = ppi_mean_difference([0.4, 0.6, 0.5], [0.6, 0.4, 0.5], fa, fb, [0, 2, 4], lam=0.8)
+    assert fixed.ppi.std_error == pytest.approx(0.0669328, abs=1e-7)
+
+
+def test_jackknife_replicates_equal_refitting_without_each_query():
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        big_n = int(rng.integers(5, 40))
+        n = int(rng.integers(3, big_n + 1))
+        f = rng.uniform(0, 1, big_n)
+        idx = rng.choice(big_n, n, replace=False)
+        y = np.clip(rng.uniform(-0.5, 1.5) * f[idx] + rng.normal(0, 0.2, n), 0, 1)
+        refit = [ppi_mean(np.delete(y, i), f, np.delete(idx, i)).ppi.estimate for i in range(n)]
+        assert jackknife_replicates(y, f[idx], f) == pytest.approx(refit, abs=1e-12)
+
+
+def test_with_a_fixed_lambda_the_jackknife_is_the_plug_in():
+    """The tuned estimate's jackknife SE reduces to the plug-in when every replicate keeps the
+    same λ (here all clip to 1)."""
+    f = np.array([0.2, 0.4, 0.6, 0.8, 0.5, 0.5])
+    y = np.array([0.3, 0.3, 0.7, 0.9])
+    assert same(ppi_mean(y, f, [0, 1, 2, 3]).ppi, ppi_mean(y, f, [0, 1, 2, 3], lam=1.0).ppi)
 
 
 def test_lambda_clips_at_zero_for_an_anticorrelated_judge():
@@ -160,7 +194,7 @@ def test_lambda_clips_at_zero_for_an_anticorrelated_judge():
     y = 1 - f[:4]
     est = ppi_mean(y, f, [0, 1, 2, 3])
     assert est.lam == 0.0
-    assert est.ppi == est.human_only  # λ = 0 is the human-only estimate and interval
+    assert same(est.ppi, est.human_only)  # λ = 0 is the human-only estimate and interval
 
 
 def test_constant_judge_gets_lambda_zero():
@@ -168,15 +202,17 @@ def test_constant_judge_gets_lambda_zero():
     est = ppi_mean([0.1, 0.5, 0.9], f, [2, 3, 5])
     assert est.lam == 0.0
     assert tuned_lambda(np.array([0.1, 0.5, 0.9]), f[[2, 3, 5]], f) == 0.0
-    assert est.ppi == est.human_only
+    assert same(est.ppi, est.human_only)
 
 
 def test_zero_residual_variance_gives_a_point_interval():
     f = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
-    est = ppi_mean(f[[0, 2, 4]], f, [0, 2, 4])  # the judge is exact
-    assert est.lam == 1.0
+    est = ppi_mean(f[[0, 2, 4]], f, [0, 2, 4], lam=1.0)  # the judge is exact
     assert est.ppi.low == est.ppi.high == pytest.approx(f.mean())
     assert est.human_only.high > est.human_only.low
+    tuned = ppi_mean(f[[0, 2, 4]], f, [0, 2, 4])  # λ = 1, but the jackknife sees its tuning vary
+    assert tuned.lam == 1.0 and tuned.ppi.estimate == pytest.approx(f.mean())
+    assert 0 < tuned.ppi.high - tuned.ppi.low < tuned.human_only.high - tuned.human_only.low
 
 
 def test_two_labelled_queries_use_t_with_one_degree_of_freedom():

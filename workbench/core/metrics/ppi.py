@@ -43,10 +43,20 @@ Power tuning (λ, per estimate)
     formula). λ is clipped to [0, 1]: 0 is the human-only estimate, 1 classic PPI. A judge
     constant over all queries (``S²(f) = 0``) gets λ = 0.
 
+Standard error with a tuned λ (delete-one jackknife)
+    λ̂ is tuned on the same labelled queries whose residuals give ``s²``, which makes the plug-in
+    ``s²(Y − λ̂f)`` too small (on TREC DL19 its 95% intervals covered 0.92-0.93). The standard
+    error of the tuned estimate is therefore the jackknife's, with λ re-tuned in each replicate:
+    ``θ̂_(−i)`` is the estimate with labelled query i left out (λ re-tuned on the other n − 1),
+    ``SE² = (1 − n/N) · ((n − 1)/n) · Σ_i (θ̂_(−i) − mean_i θ̂_(−i))²``. For a fixed λ the jackknife
+    equals the plug-in ``(1 − n/N) · s²(Y − λf) / n`` exactly, so this is the same variance with the
+    tuning's own noise added. With n = 2 a replicate of one query cannot tune λ, and the plug-in
+    is used.
+
 Interval
     Student t with ``n − 1`` degrees of freedom: ``θ̂ ± t_{n−1, (1+c)/2} · SE`` (c the
     confidence), for PPI and human-only alike; with n = 2 the interval is wide, as it should be.
-    n = N gives width 0 (the mean is known); a zero residual variance gives width 0 too.
+    n = N gives width 0 (the mean is known); so does a zero residual variance at a fixed λ.
 
 Paired difference of two runs
     The same estimator on per-query differences ``Y = Y_B − Y_A``, ``f = f_B − f_A`` with its
@@ -76,6 +86,7 @@ __all__ = [
     "ppi_mean",
     "ppi_mean_difference",
     "ppi_mean_independent",
+    "jackknife_replicates",
     "t_quantile",
     "tuned_lambda",
 ]
@@ -146,13 +157,31 @@ def tuned_lambda(y: np.ndarray, f_labelled: np.ndarray, f_all: np.ndarray) -> fl
     return float(min(1.0, max(0.0, cov / var_f)))
 
 
+def _t_interval(estimate: float, se: float, n: int, confidence: float) -> Interval:
+    half = t_quantile((1 + confidence) / 2, n - 1) * se if se > 0 else 0.0
+    return Interval(estimate=estimate, low=estimate - half, high=estimate + half, std_error=se)
+
+
 def _finite_interval(residuals: np.ndarray, estimate: float, n_total: int, confidence: float) -> Interval:
     """``estimate ± t_{n−1} · sqrt((1 − n/N) · s²(residuals) / n)``."""
     n = len(residuals)
     variance = max(0.0, 1.0 - n / n_total) * float(np.var(residuals, ddof=1)) / n
-    se = math.sqrt(variance)
-    half = t_quantile((1 + confidence) / 2, n - 1) * se if se > 0 else 0.0
-    return Interval(estimate=estimate, low=estimate - half, high=estimate + half, std_error=se)
+    return _t_interval(estimate, math.sqrt(variance), n, confidence)
+
+
+def jackknife_replicates(y: np.ndarray, f_labelled: np.ndarray, f_all: np.ndarray) -> np.ndarray:
+    """``θ̂_(−i)`` for each labelled query i: the tuned estimate without it (λ re-tuned on the
+    other n − 1 queries, as :func:`tuned_lambda`), in closed form. Needs n >= 3."""
+    n = len(y)
+    var_f = float(np.var(f_all, ddof=1))
+    y_loo = (y.sum() - y) / (n - 1)
+    f_loo = (f_labelled.sum() - f_labelled) / (n - 1)
+    if var_f > 0:
+        cross = (float(np.dot(y, f_labelled)) - y * f_labelled - (n - 1) * y_loo * f_loo) / (n - 2)
+        lam_loo = np.clip(cross / var_f, 0.0, 1.0)
+    else:
+        lam_loo = np.zeros(n)
+    return y_loo + lam_loo * (float(f_all.mean()) - f_loo)
 
 
 def ppi_mean(y, f_all, labelled, *, confidence: float = 0.95, lam: float | None = None) -> PPIEstimate:
@@ -176,10 +205,16 @@ def ppi_mean(y, f_all, labelled, *, confidence: float = 0.95, lam: float | None 
     if idx.min() < 0 or idx.max() >= n_total or len(np.unique(idx)) != n:
         raise ValueError("labelled positions must be distinct positions in the judge values")
     f_lab = f_all[idx]
-    lam = tuned_lambda(y, f_lab, f_all) if lam is None else float(lam)
+    tuned = lam is None
+    lam = tuned_lambda(y, f_lab, f_all) if tuned else float(lam)
     f_mean = float(f_all.mean())
     estimate = float(y.mean() + lam * (f_mean - f_lab.mean()))
-    ppi = _finite_interval(y - lam * f_lab, estimate, n_total, confidence)
+    if tuned and n >= 3:
+        replicates = jackknife_replicates(y, f_lab, f_all)
+        variance = max(0.0, 1.0 - n / n_total) * (n - 1) / n * float(np.sum((replicates - replicates.mean()) ** 2))
+        ppi = _t_interval(estimate, math.sqrt(variance), n, confidence)
+    else:
+        ppi = _finite_interval(y - lam * f_lab, estimate, n_total, confidence)
     human = _finite_interval(y, float(y.mean()), n_total, confidence)
     return PPIEstimate(ppi=ppi, human_only=human, judge_only=f_mean, lam=lam, n_labelled=n,
                        n_total=n_total, confidence=confidence)

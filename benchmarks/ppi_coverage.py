@@ -1,0 +1,197 @@
+"""Do the PPI++ intervals of ``workbench ppi`` cover, and how much narrower are they?
+
+Simulation on real data (TREC DL 2019 passage, ``../shared/datasets/trec-dl-2019-passage``):
+
+* population: the 43 judged queries; truth: each run's mean over all 43 with NIST's labels
+  (and each run's difference from the first, BM25);
+* human sample: NIST's labels on a random subset of n queries (a fresh seed per draw);
+* judge: published LLM labels for every query, one of
+  ``llama70b`` (Llama-3.3-70B, 4-prompt method; the stronger published labels: binary κ 0.39),
+  ``flant5large`` (FLAN-T5-large, same method; binary κ 0.32), and
+  ``llama70b-noisy`` (a weak judge made here: each llama70b label replaced, with probability
+  0.5, by a uniformly random grade 0-3, seed 0);
+* six runs (BM25, BM25+RM3, TAS-B, ada-002, SPLADE++, RepLLaMA).
+
+Per configuration it reports the coverage of the 95% PPI++ intervals (runs and paired
+differences) and of the human-only intervals, and the mean width of the PPI++ interval over the
+human-only one. Per-query values are computed once by the same service ``workbench ppi`` calls
+(:func:`workbench.services.evaluation.ppi.load_values`); a draw keeps n of the 43 queries as
+labelled, which is exactly what a HUMAN_QRELS of those n queries gives (a query's values depend
+on its own labels only). A few draws per judge are also run through the real command
+(``python -m workbench ppi`` on a written subset qrels file) and must give the same numbers.
+
+    .venv/bin/python benchmarks/ppi_coverage.py [--draws 1000] [--sizes 5,10,20,30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from workbench.services.evaluation.ppi import PerQueryValues, estimate, load_values  # noqa: E402
+
+DL19 = ROOT.parent / "shared" / "datasets" / "trec-dl-2019-passage"
+RUNS = ("BM25", "BM25_RM3", "D_BERT_KD_TASB", "OPEN_AI_ADA2", "SPLADE_P_P_ENSEMBLE_DISTIL", "REP_LLAMA")
+MEASURES = ("ndcg@10", "RR(rel=2)@10", "AP(rel=2)@100")
+JUDGES = ("llama70b", "flant5large", "llama70b-noisy")
+NOISE = 0.5
+
+
+def run_files(folder: Path = DL19) -> list[Path]:
+    return [next((folder / "runs" / r).glob("*.txt")) for r in RUNS]
+
+
+def judge_file(judge: str, workdir: Path, folder: Path = DL19) -> Path:
+    """The judge's qrels file; the noisy judge is written to ``workdir``."""
+    if judge in ("llama70b", "flant5large"):
+        return folder / "llm-labels" / f"dl2019_test_4prompts_{judge}.txt"
+    rng = np.random.default_rng(0)
+    lines = (folder / "llm-labels" / "dl2019_test_4prompts_llama70b.txt").read_text().splitlines()
+    out = []
+    for line in lines:
+        q, it, doc, grade = line.split()
+        if rng.random() < NOISE:
+            grade = str(int(rng.integers(0, 4)))
+        out.append(f"{q} {it} {doc} {grade}")
+    path = workdir / "llama70b-noisy.qrels"
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def all_values(judge: str, workdir: Path, measures=MEASURES, folder: Path = DL19) -> PerQueryValues:
+    """Per-query values with every query labelled by NIST (draws take subsets)."""
+    return load_values(folder / "qrels.dl19-passage.txt", judge_file(judge, workdir, folder),
+                       run_files(folder), list(measures))
+
+
+@dataclass
+class Coverage:
+    runs_ppi: float
+    runs_human: float
+    diffs_ppi: float
+    diffs_human: float
+    width_runs: float  # mean PPI++ width / mean human-only width
+    width_diffs: float
+    median_lambda: float
+    n_run_intervals: int
+    n_diff_intervals: int
+
+
+def coverage(values: PerQueryValues, n: int, draws: int, *, seed: int = 0, confidence: float = 0.95,
+             measures=None) -> dict[str, Coverage]:
+    """Coverage per measure over ``draws`` random labelled subsets of size ``n``."""
+    measures = list(measures or values.measures)
+    first = values.runs[0]
+    truth = {m: {r: float(values.human[m][r].mean()) for r in values.runs} for m in measures}
+    ids = list(values.query_ids)
+    acc = {m: {k: [] for k in ("rp", "rh", "dp", "dh", "wrp", "wrh", "wdp", "wdh", "lam")} for m in measures}
+    for d in range(draws):
+        rng = np.random.default_rng([seed, d])
+        chosen = sorted(rng.choice(len(ids), size=n, replace=False).tolist())
+        report = estimate(values.subset([ids[i] for i in chosen]), confidence=confidence)
+        for m in measures:
+            a = acc[m]
+            for r, e in report.runs[m].items():
+                t = truth[m][r]
+                a["rp"].append(e.ppi.low <= t <= e.ppi.high)
+                a["rh"].append(e.human_only.low <= t <= e.human_only.high)
+                a["wrp"].append(e.ppi.high - e.ppi.low)
+                a["wrh"].append(e.human_only.high - e.human_only.low)
+                a["lam"].append(e.lam)
+            for r, e in report.differences[m].items():
+                t = truth[m][r] - truth[m][first]
+                a["dp"].append(e.ppi.low <= t <= e.ppi.high)
+                a["dh"].append(e.human_only.low <= t <= e.human_only.high)
+                a["wdp"].append(e.ppi.high - e.ppi.low)
+                a["wdh"].append(e.human_only.high - e.human_only.low)
+    out = {}
+    for m, a in acc.items():
+        out[m] = Coverage(
+            runs_ppi=float(np.mean(a["rp"])), runs_human=float(np.mean(a["rh"])),
+            diffs_ppi=float(np.mean(a["dp"])), diffs_human=float(np.mean(a["dh"])),
+            width_runs=float(np.mean(a["wrp"]) / np.mean(a["wrh"])),
+            width_diffs=float(np.mean(a["wdp"]) / np.mean(a["wdh"])),
+            median_lambda=float(np.median(a["lam"])),
+            n_run_intervals=len(a["rp"]), n_diff_intervals=len(a["dp"]))
+    return out
+
+
+def check_cli(values: PerQueryValues, judge_path: Path, n: int, seed: int, workdir: Path) -> float:
+    """Run ``workbench ppi`` on a written subset of NIST's qrels; the largest absolute difference
+    from the in-process numbers (must be ~0)."""
+    rng = np.random.default_rng([seed, 99])
+    ids = list(values.query_ids)
+    chosen = {ids[i] for i in rng.choice(len(ids), size=n, replace=False)}
+    human = workdir / f"human-{seed}.qrels"
+    nist = (DL19 / "qrels.dl19-passage.txt").read_text().splitlines()
+    human.write_text("\n".join(line for line in nist if line.split()[0] in chosen) + "\n")
+    argv = [sys.executable, "-m", "workbench", "ppi", str(human), str(judge_path), *map(str, run_files()),
+            *[x for m in values.measures for x in ("-m", m)], "--seed", str(seed), "--format", "json"]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    if done.returncode:
+        raise SystemExit(f"workbench ppi failed: {done.stderr.strip()}")
+    got = json.loads(done.stdout)
+    want = estimate(values.subset(sorted(chosen))).to_json()
+    assert got["n_labelled"] == n and got["n_unlabelled"] == len(ids) - n
+    worst = 0.0
+    for m, block in want["measures"].items():
+        for part in ("runs", "differences"):
+            for r, row in block[part].items():
+                other = got["measures"][m][part][r]
+                for key in ("estimate", "ci", "human_only_ci"):
+                    worst = max(worst, float(np.max(np.abs(np.subtract(row[key], other[key])))))
+    return worst
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--draws", type=int, default=1000)
+    ap.add_argument("--sizes", default="5,10,20,30")
+    ap.add_argument("--seed", type=int, default=2019)
+    ap.add_argument("--cli-checks", type=int, default=2, help="draws per judge run through the real command")
+    args = ap.parse_args()
+    if not DL19.exists():
+        raise SystemExit(f"TREC DL19 not found at {DL19}")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        for judge in JUDGES:
+            values = all_values(judge, workdir)
+            for k in range(args.cli_checks):
+                worst = check_cli(values, judge_file(judge, workdir), 15, args.seed + k, workdir)
+                assert worst < 1e-9, f"the command differs from the in-process numbers by {worst}"
+            for n in sizes:
+                start = time.perf_counter()
+                cov = coverage(values, n, args.draws, seed=args.seed)
+                took = time.perf_counter() - start
+                for m, c in cov.items():
+                    rows.append((judge, n, m, c))
+                print(f"# {judge} n={n}: {args.draws} draws in {took:.1f} s", file=sys.stderr)
+    level = 95
+    print(f"PPI++ coverage on TREC DL19 (43 queries, 6 runs, 5 differences vs BM25), {args.draws} draws "
+          f"per row, nominal {level}%; width = mean PPI++ CI width / mean human-only CI width")
+    print()
+    print("| judge | n | measure | runs: PPI++ | runs: human | width | diffs: PPI++ | diffs: human | width | median λ |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for judge, n, m, c in rows:
+        print(f"| {judge} | {n} | {m} | {c.runs_ppi:.3f} | {c.runs_human:.3f} | {c.width_runs:.2f} | "
+              f"{c.diffs_ppi:.3f} | {c.diffs_human:.3f} | {c.width_diffs:.2f} | {c.median_lambda:.2f} |")
+    print()
+    print(f"command line checked against the in-process numbers on {args.cli_checks} draws per judge (n = 15)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
