@@ -180,6 +180,13 @@ def load_settings(
             parsed = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at byte {exc.start}); "
+                              "re-save the configuration file with UTF-8 encoding") from None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the configuration file: {exc.strerror or exc}") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: TOML nested too deeply to read") from None
         _merge(values, parsed, str(path), sources)
 
     from_env: dict[str, dict[str, Any]] = {}

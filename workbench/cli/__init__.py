@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, clip
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -110,7 +110,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _undecodable_argument(argv: Sequence[str]) -> str | None:
+    """The first argument holding bytes that are not UTF-8 (Python keeps them as lone
+    surrogates, which no file name, id or database value can hold), shown as bytes."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return clip(str(arg.encode("utf-8", "surrogateescape"))[1:], quote=False)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    bad = _undecodable_argument(sys.argv[1:] if argv is None else argv)
+    if bad is not None:
+        print(f"workbench: error: argument {bad} is not UTF-8 text; pass names, ids and paths as UTF-8",
+              file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:

@@ -170,7 +170,14 @@ def load_prompt(prompt: str, directory: Path = PROMPTS_DIR) -> PromptTemplate:
             known = ", ".join(available_prompts(directory)) or "none"
             raise InputError(f"unknown prompt {prompt!r}; available prompts: {known} "
                              f"(or pass a path to a template .md file)")
-    template = _parse(path.read_text(encoding="utf-8"), str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at byte {exc.start}); "
+                         "re-save the prompt template with UTF-8 encoding") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the prompt template: {exc.strerror or exc}") from None
+    template = _parse(text, str(path))
     if path.parent == Path(directory) and template.id != path.stem:
         raise ConfigError(f"{path}: front matter id {template.id!r} differs from the file name")
     return template

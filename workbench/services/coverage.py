@@ -68,10 +68,13 @@ def coverage_notes(db: Database, names: list[str]) -> list[str]:
 
 
 def chunking_coverage(db: Database) -> pd.DataFrame:
-    """``name, strategy, chunks, documents, documents_now, complete`` per chunking."""
+    """``name, strategy, chunks, documents, documents_now, documents_empty, complete`` per chunking.
+
+    A document with an empty text has nothing to chunk: a chunking that covers every other
+    document is complete (``documents_empty`` says how many there are)."""
     frame = read_chunkings(db)
-    out = frame[["name", "strategy", "chunks", "documents", "documents_now"]].copy()
-    out["complete"] = out["documents"] >= out["documents_now"]
+    out = frame[["name", "strategy", "chunks", "documents", "documents_now", "documents_empty"]].copy()
+    out["complete"] = out["documents"] + out["documents_empty"] >= out["documents_now"]
     return out.reset_index(drop=True)
 
 

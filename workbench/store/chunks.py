@@ -50,12 +50,14 @@ def chunking_exists(db: Database, name: str) -> bool:
 
 
 def read_chunkings(db: Database) -> pd.DataFrame:
-    """``name, strategy, params, created_at, chunks, documents, documents_now`` of every
-    chunking, oldest first: ``documents`` is how many documents have chunks in it,
-    ``documents_now`` how many the project holds."""
+    """``name, strategy, params, created_at, chunks, documents, documents_now, documents_empty`` of
+    every chunking, oldest first: ``documents`` is how many documents have chunks in it,
+    ``documents_now`` how many the project holds, ``documents_empty`` how many of those have an
+    empty text (which yields no chunk)."""
     return db.query_df(
         """SELECT c.name, c.strategy, c.params, c.created_at, count(k.chunk_id) AS chunks,
-                  count(DISTINCT k.doc_id) AS documents, (SELECT count(*) FROM documents) AS documents_now
+                  count(DISTINCT k.doc_id) AS documents, (SELECT count(*) FROM documents) AS documents_now,
+                  (SELECT count(*) FROM documents WHERE text = '') AS documents_empty
            FROM chunkings c LEFT JOIN chunks k ON k.chunking = c.name
            GROUP BY ALL ORDER BY c.created_at, c.name"""
     )

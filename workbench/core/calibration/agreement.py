@@ -51,11 +51,13 @@ from statistics import NormalDist
 
 import numpy as np
 
-from workbench.errors import InputError
+from workbench.errors import InputError, clip
 
 GRADE_LEVELS: tuple[int, ...] = (0, 1, 2, 3)
 DEFAULT_THRESHOLD = 2
 DEFAULT_BOOTSTRAP = 2000
+#: Most bootstrap resamples an agreement report draws (each is a confusion matrix in memory).
+MAX_BOOTSTRAP = 100_000
 CONFIDENCE = 0.95
 # Below this many distinct queries the bootstrap resamples pairs instead of query clusters.
 MIN_CLUSTERS = 20
@@ -335,6 +337,9 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
         raise AgreementInputError("no paired labels: the two label sets share no (query, item) pair")
     if n_boot < 1:
         raise AgreementInputError(f"the number of bootstrap resamples must be positive, got {n_boot}")
+    if n_boot > MAX_BOOTSTRAP:
+        raise AgreementInputError(f"the number of bootstrap resamples must be at most {MAX_BOOTSTRAP:,}, "
+                                  f"got {clip(str(n_boot), 40, quote=False)}")
     L = len(levels)
     ref_idx = level_index(reference, levels, what="reference grade")
     cand_idx = level_index(candidate, levels, what="candidate grade")

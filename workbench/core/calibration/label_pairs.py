@@ -19,11 +19,11 @@ grades ("pooled, not judged" in TREC files) are always refused: they are not lab
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.core.formats.lines import load_json_line
 from workbench.errors import InputError
 
 
@@ -126,10 +126,7 @@ def _jsonl_rows(text: str, path: str) -> tuple[list[tuple[int, str, str, object]
     for line, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=path, line=line) from None
+        record = load_json_line(raw, path, line, invalid="invalid JSON: {msg}")
         if not isinstance(record, dict) or "query_id" not in record:
             raise InputError('expected an object with "query_id"', path=path, line=line)
         query_id = _id(record["query_id"], "query_id", path, line)

@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.core.option_names import CHUNKING_STRATEGIES
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, clip
 
 __all__ = [
     "STRATEGIES",
@@ -95,9 +95,15 @@ _ALLOWED = {
 }
 
 
+#: Largest window size or overlap: far beyond any document, and small enough for int64 offsets.
+MAX_SIZE = 2**31 - 1
+
+
 def _positive_int(name: str, key: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ChunkingError(f"chunking {name!r}: {key} must be a positive integer, got {value!r}")
+    if value > MAX_SIZE:
+        raise ChunkingError(f"chunking {name!r}: {key} must be at most {MAX_SIZE:,}, got {clip(str(value), 40, quote=False)}")
     return int(value)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from collections.abc import Callable, Iterable
 
 from workbench.errors import InputError
@@ -45,6 +46,38 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+# A JSON ``\\uD800``-``\\uDFFF`` escape: half of a UTF-16 surrogate pair. A pair decodes to one
+# character; a half alone decodes to a lone surrogate, which is not text (UTF-8 cannot hold it).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def load_json_line(line: str, path: str, number: int, *,
+                   invalid: str = "not valid JSON ({msg} at column {column}); expected one JSON object per line"):
+    """``json.loads(line)``, with every way a line can fail as an :class:`InputError` naming
+    ``path:number``: broken JSON (the message ``invalid``, formatted with the parser's ``msg``
+    and ``column``), nesting too deep for the parser, and a lone surrogate escape
+    (``"\\ud800"``), which JSON accepts but no UTF-8 file or database can store."""
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(invalid.format(msg=exc.msg, column=exc.colno), path=path, line=number) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read; flatten the record", path=path, line=number) from None
+    if "\\" in line and _SURROGATE_ESCAPE.search(line) is not None:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except RecursionError:
+            raise InputError("JSON nested too deeply to read; flatten the record", path=path, line=number) from None
+        except UnicodeEncodeError:
+            found = _SURROGATE_ESCAPE.search(line)
+            raise InputError(
+                f"holds {found.group(0)[:6]} at column {found.start() + 1}, half of a UTF-16 surrogate pair "
+                "without its other half, which is not a character; remove it or write the character itself",
+                path=path, line=number,
+            ) from None
+    return value
+
+
 def read_json_objects(text: str, path: str, *, tick: Tick | None = None) -> list[tuple[int, dict]]:
     """``(line, object)`` for every non-blank line of a JSONL text.
 
@@ -52,20 +85,13 @@ def read_json_objects(text: str, path: str, *, tick: Tick | None = None) -> list
     :class:`InputError` naming the line.
     """
     out: list[tuple[int, dict]] = []
-    loads = json.loads
     number = 0
     for number, line in enumerate(split_lines(text), start=1):
         if tick is not None and number % _TICK_EVERY == 0:
             tick(_TICK_EVERY)
         if not line.strip():
             continue
-        try:
-            value = loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"not valid JSON ({exc.msg} at column {exc.colno}); expected one JSON object per line",
-                path=path, line=number,
-            ) from None
+        value = load_json_line(line, path, number)
         if not isinstance(value, dict):
             raise InputError(
                 f"expected a JSON object per line, got a JSON {type(value).__name__}", path=path, line=number

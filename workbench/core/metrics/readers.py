@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from workbench.core.formats.lines import load_json_line
 from workbench.core.metrics.arrow_buffers import has_empty_string, to_numpy
 from workbench.core.metrics.qrels_and_runs import Qrels, Run
 from workbench.errors import InputError, clip
@@ -400,10 +401,7 @@ def read_jsonl_qrels(path: str | Path) -> Qrels:
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=lineno) from None
+        row = load_json_line(line, str(path), lineno, invalid="invalid JSON: {msg}")
         if not isinstance(row, dict) or "query_id" not in row or not isinstance(row.get("relevant"), dict):
             raise InputError(
                 'expected an object with "query_id" and "relevant": {doc_id: grade}',

@@ -57,6 +57,11 @@ def import_corpus(db, source, result, *, progress, fields, **_):
             "give changed documents new ids or start a new project",
         )
         new = merged.loc[~exists, DOCUMENT_COLUMNS]
+        empty = merged.loc[~exists & (merged["text"] == "").to_numpy()]
+        if len(empty):
+            first = empty.iloc[0]
+            line = f":{int(first['line'])}" if "line" in empty.columns and pd.notna(first["line"]) else ""
+            result.empty_texts, result.empty_example = len(empty), f"{source.label}{line} doc_id {short(first['doc_id'])}"
         result.present = int(exists.sum())
         result.rows = write_documents(cur, new)
         # A chunking covers every document: new documents join each existing chunking now.

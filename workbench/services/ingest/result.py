@@ -22,6 +22,8 @@ class ImportResult:
     chunking: str | None = None
     queries_added: int = 0
     chunked: dict[str, int] = field(default_factory=dict)  # chunking -> chunks of the new documents
+    empty_texts: int = 0  # new documents with an empty text (stored; nothing to chunk or retrieve)
+    empty_example: str | None = None  # "file:line doc_id 'x'" of the first of them
     seconds: float = 0.0
 
     @property
@@ -44,6 +46,9 @@ class ImportResult:
         if self.chunked:
             parts.append("chunked the new documents into " + ", ".join(
                 f"{name!r} ({n:,} chunks)" for name, n in self.chunked.items()))
+        if self.empty_texts:
+            parts.append(f"{self.empty_texts:,} of them have an empty text (nothing to chunk or retrieve; "
+                         f"first: {self.empty_example})")
         if self.present:
             parts.append(f"{self.present:,} rows were already stored")
         if self.excluded:

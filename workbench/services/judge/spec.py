@@ -99,6 +99,10 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
     if offline:
         from workbench.core.judging import offline as offline_judge
 
+        # The offline judge reads no prompt, but a prompt that does not load is still a mistake
+        # to report (the same run with a key would fail on it), not to ignore.
+        load_prompt(str(j["prompt"]))
+
         prompt_hash = offline_judge.settings_fingerprint()
         return JudgeSpec(model=OFFLINE_MODEL, base_url=None, prompt_id=OFFLINE_MODEL, prompt_hash=prompt_hash,
                          output="offline", params={}, samples=1, aggregate="majority",

@@ -33,7 +33,7 @@ from workbench.config import DEFAULTS
 from workbench.core.pooling import diagnostics as core_pooling
 from workbench.core.formats.names import check_name
 from workbench.core.pooling.fusion import check_run_summary, duplicate_pair_error, fuse_wide
-from workbench.errors import InputError, StoreError
+from workbench.errors import InputError, StoreError, clip
 from workbench.services import access
 from workbench.services.coverage import coverage_notes
 from workbench.services.progress import ProgressFactory, no_progress
@@ -81,9 +81,16 @@ class PoolSummary:
     notes: tuple[str, ...] = ()
 
 
+#: Largest pool depth (the depth is stored as a 32-bit integer).
+MAX_DEPTH = 2**31 - 1
+
+
 def _check_depth(depth) -> int:
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
         raise InputError(f"pool depth must be a positive integer (items per run and query), got {depth!r}")
+    if depth > MAX_DEPTH:
+        raise InputError(f"pool depth must be at most {MAX_DEPTH:,} (a depth beyond a run's length pools all "
+                         f"of it), got {clip(str(depth), 40, quote=False)}")
     return int(depth)
 
 

@@ -122,19 +122,22 @@ class ProjectStatus:
 
 
 def chunking_coverage(db: Database, documents: int | None = None) -> pd.DataFrame:
-    """Every chunking with ``name, strategy, params, chunks, documents, total_documents, complete``.
+    """Every chunking with ``name, strategy, params, chunks, documents, total_documents,
+    empty_documents, complete``.
 
     ``documents`` is how many documents have at least one chunk in the chunking (the rule of
-    :mod:`workbench.services.coverage`); ``total_documents`` how many the project holds.
+    :mod:`workbench.services.coverage`); ``total_documents`` how many the project holds,
+    ``empty_documents`` how many of them have an empty text (nothing to chunk; they do not keep a
+    chunking from being complete).
     """
     from workbench.services.chunking import list_chunkings
     from workbench.services.coverage import chunking_coverage as coverage
 
-    cov = coverage(db).rename(columns={"documents_now": "total_documents"})
+    cov = coverage(db).rename(columns={"documents_now": "total_documents", "documents_empty": "empty_documents"})
     params = list_chunkings(db)[["name", "params"]]
     out = cov.merge(params, on="name", how="left")
-    out = out.astype({"documents": "int64", "total_documents": "int64", "complete": bool})
-    return out[["name", "strategy", "params", "chunks", "documents", "total_documents", "complete"]]
+    out = out.astype({"documents": "int64", "total_documents": "int64", "empty_documents": "int64", "complete": bool})
+    return out[["name", "strategy", "params", "chunks", "documents", "total_documents", "empty_documents", "complete"]]
 
 
 def run_coverage(db: Database, documents: int | None = None) -> pd.DataFrame:
@@ -261,6 +264,7 @@ def project_status(db: Database, *, min_overlap: float = DEFAULTS["evaluation"][
     steps.append(PipelineStep(
         "chunks", "Chunks", len(chunkings), chunk_state,
         "; ".join(f"{c.name}: {c.chunks:,} chunks over {c.documents:,} of {c.total_documents:,} documents"
+                  + (f" ({c.empty_documents:,} with an empty text: nothing to chunk)" if c.empty_documents else "")
                   for c in chunkings.itertuples(index=False)) or "no chunking yet",
         chunk_warnings))
 
