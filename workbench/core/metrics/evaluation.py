@@ -3,8 +3,8 @@
 It joins the inputs (:mod:`~workbench.core.metrics.ranking`), runs the measures' kernels
 (:mod:`~workbench.core.metrics.kernels`, named by :mod:`~workbench.core.metrics.measures`) and averages them.
 
-Conventions (the single place they are written down; the README repeats them)
------------------------------------------------------------------------------
+Conventions (the single place they are written down; docs/metrics.md repeats them)
+----------------------------------------------------------------------------------
 Ranking
     Score descending, ties broken by doc_id descending (byte-wise), as trec_eval. The rank
     column of a run file is ignored. Scores are float64 (pytrec_eval rounds them to float32).
