@@ -48,6 +48,13 @@ def test_a_broken_link_fails_the_build(tmp_path):
                             cwd=copy, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0
     assert re.search(r"no-such-page\.md", result.stdout + result.stderr)
+    # a page nobody can reach from the nav fails too
+    page.write_text(page.read_text(encoding="utf-8").replace("\nSee [nowhere](no-such-page.md).\n", ""), encoding="utf-8")
+    (copy / "docs" / "orphan.md").write_text("# Orphan\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                            cwd=copy, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "orphan.md" in result.stdout + result.stderr
 
 
 def test_readme_links_and_images_resolve():
