@@ -57,22 +57,26 @@ def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 
 
 def _inline(text: str) -> str:
-    """One table cell: whitespace folded, pipes and angle brackets escaped outside code spans."""
+    """One table cell: whitespace folded, pipes and angle brackets escaped."""
     text = " ".join(str(text).split())
     parts = text.split("`")
     for i, part in enumerate(parts):
         if i % 2 == 0:
             part = part.replace("\\", "\\\\").replace("<", "&lt;").replace(">", "&gt;")
-            part = re.sub(r"([*\[\]])", r"\\\1", part)
-        parts[i] = part.replace("|", "\\|")
+            part = re.sub(r"([*\[\]|])", r"\\\1", part)
+        else:  # a pipe inside a code span: close the span around an escaped pipe (see _code)
+            part = part.replace("|", "`\\|`")
+        parts[i] = part
     if len(parts) % 2 == 0:  # an unmatched backtick: show it literally
         return "\\`".join(["`".join(parts[:-1]), parts[-1]])
     return "`".join(parts)
 
 
 def _code(value: object) -> str:
-    text = str(value).replace("|", "\\|")
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
+    """A table cell's code span; a pipe is written between two spans, escaped (a pipe inside a
+    code span would end the cell on GitHub, and an escaped one shows its backslash in mkdocs)."""
+    pieces = [f"`` {piece} ``" if "`" in piece else f"`{piece}`" for piece in str(value).split("|")]
+    return "\\|".join(pieces)
 
 
 def _formatter(parser: argparse.ArgumentParser) -> argparse.HelpFormatter:
