@@ -20,7 +20,10 @@ labelled, which is exactly what a HUMAN_QRELS of those n queries gives (a query'
 on its own labels only). A few draws per judge are also run through the real command
 (``python -m workbench ppi`` on a written subset qrels file) and must give the same numbers.
 
-    .venv/bin/python benchmarks/ppi_coverage.py [--draws 1000] [--sizes 5,10,20,30]
+    .venv/bin/python benchmarks/ppi_coverage.py [--draws 1000] [--sizes 5,10,20,30] [--plan-draws 200]
+
+It also checks `--plan`: from a random pilot it plans the labelled queries for a target half-width
+(nDCG@10), draws a fresh sample of that size and reports the half-width it reaches.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workbench.services.evaluation.ppi import PerQueryValues, estimate, load_values  # noqa: E402
+from workbench.services.evaluation.ppi import PerQueryValues, estimate, load_values, plan  # noqa: E402
 
 DL19 = ROOT.parent / "shared" / "datasets" / "trec-dl-2019-passage"
 RUNS = ("BM25", "BM25_RM3", "D_BERT_KD_TASB", "OPEN_AI_ADA2", "SPLADE_P_P_ENSEMBLE_DISTIL", "REP_LLAMA")
@@ -127,6 +130,40 @@ def coverage(values: PerQueryValues, n: int, draws: int, *, seed: int = 0, confi
     return out
 
 
+@dataclass
+class PlanCheck:
+    n_ppi: float  # median planned labelled queries
+    n_human: float
+    realised_ppi: float  # median realised half-width / target at the planned n
+    realised_human: float
+    reached_ppi: float  # share of fresh samples of the planned size whose half-width <= target
+    reached_human: float
+
+
+def plan_check(values: PerQueryValues, measure: str, pilot_n: int, half_width: float, draws: int, *,
+               seed: int = 0) -> PlanCheck:
+    """Plan from a random pilot of ``pilot_n`` queries (``workbench ppi --plan``), then draw a fresh
+    sample of the planned size and measure the half-width it gets (runs only)."""
+    ids = list(values.query_ids)
+    one = PerQueryValues(values.query_ids, values.labelled, values.runs, [measure], values.judge, values.human)
+    rows = {k: [] for k in ("np", "nh", "rp", "rh")}
+    for d in range(draws):
+        rng = np.random.default_rng([seed, d, 7])
+        pilot = sorted(rng.choice(len(ids), size=pilot_n, replace=False).tolist())
+        planned = plan(one.subset([ids[i] for i in pilot]), half_width).runs[measure]
+        for r, p in planned.items():
+            rows["np"].append(p.n_ppi)
+            rows["nh"].append(p.n_human)
+            for n, key, side in ((p.n_ppi, "rp", "ppi"), (p.n_human, "rh", "human_only")):
+                fresh = sorted(rng.choice(len(ids), size=max(n, 2), replace=False).tolist())
+                e = estimate(one.subset([ids[i] for i in fresh])).runs[measure][r]
+                rows[key].append(getattr(e, side).half_width / half_width)
+    return PlanCheck(n_ppi=float(np.median(rows["np"])), n_human=float(np.median(rows["nh"])),
+                     realised_ppi=float(np.median(rows["rp"])), realised_human=float(np.median(rows["rh"])),
+                     reached_ppi=float(np.mean(np.array(rows["rp"]) <= 1 + 1e-12)),
+                     reached_human=float(np.mean(np.array(rows["rh"]) <= 1 + 1e-12)))
+
+
 def check_cli(values: PerQueryValues, judge_path: Path, n: int, seed: int, workdir: Path) -> float:
     """Run ``workbench ppi`` on a written subset of NIST's qrels; the largest absolute difference
     from the in-process numbers (must be ~0)."""
@@ -160,11 +197,14 @@ def main() -> int:
     ap.add_argument("--sizes", default="5,10,20,30")
     ap.add_argument("--seed", type=int, default=2019)
     ap.add_argument("--cli-checks", type=int, default=2, help="draws per judge run through the real command")
+    ap.add_argument("--plan-draws", type=int, default=200, help="pilots per judge for the --plan check")
+    ap.add_argument("--plan-half-width", type=float, default=0.08)
+    ap.add_argument("--pilot", type=int, default=8)
     args = ap.parse_args()
     if not DL19.exists():
         raise SystemExit(f"TREC DL19 not found at {DL19}")
-    sizes = [int(s) for s in args.sizes.split(",")]
-    rows = []
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    rows, plans = [], []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for judge in JUDGES:
@@ -179,6 +219,9 @@ def main() -> int:
                 for m, c in cov.items():
                     rows.append((judge, n, m, c))
                 print(f"# {judge} n={n}: {args.draws} draws in {took:.1f} s", file=sys.stderr)
+            if args.plan_draws:
+                plans.append((judge, plan_check(values, "ndcg@10", args.pilot, args.plan_half_width,
+                                                args.plan_draws, seed=args.seed)))
     level = 95
     print(f"PPI++ coverage on TREC DL19 (43 queries, 6 runs, 5 differences vs BM25), {args.draws} draws "
           f"per row, nominal {level}%; width = mean PPI++ CI width / mean human-only CI width")
@@ -188,6 +231,18 @@ def main() -> int:
     for judge, n, m, c in rows:
         print(f"| {judge} | {n} | {m} | {c.runs_ppi:.3f} | {c.runs_human:.3f} | {c.width_runs:.2f} | "
               f"{c.diffs_ppi:.3f} | {c.diffs_human:.3f} | {c.width_diffs:.2f} | {c.median_lambda:.2f} |")
+    if plans:
+        print()
+        print(f"--plan check (ndcg@10, runs): pilot of {args.pilot} random queries, target half-width "
+              f"{args.plan_half_width:g}, {args.plan_draws} pilots per judge; then a fresh sample of the planned "
+              "size: median realised half-width / target, and the share of samples reaching the target")
+        print()
+        print("| judge | planned n: PPI++ | planned n: human | realised: PPI++ | realised: human "
+              "| reached: PPI++ | reached: human |")
+        print("|---|---|---|---|---|---|---|")
+        for judge, c in plans:
+            print(f"| {judge} | {c.n_ppi:.0f} | {c.n_human:.0f} | {c.realised_ppi:.2f} | {c.realised_human:.2f} | "
+                  f"{c.reached_ppi:.2f} | {c.reached_human:.2f} |")
     print()
     print(f"command line checked against the in-process numbers on {args.cli_checks} draws per judge (n = 15)")
     return 0
