@@ -21,7 +21,7 @@ from pathlib import Path
 #: Where the reference lives in a checkout.
 REFERENCE_PATH = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 REGENERATE = "python -m workbench.cli.reference --write"
-WIDTH = 100
+WIDTH = 90
 
 HEADER = f"""# Command-line reference
 
@@ -133,15 +133,16 @@ def _arguments_table(parser: argparse.ArgumentParser) -> list[str]:
             continue
         if action.option_strings:
             name = ", ".join(_code(s) for s in action.option_strings)
+            value = _value(action)
+            name += f" {value}" if value else ""
         else:
             name = _code(action.metavar or action.dest)
-        required = "yes" if (action.required or not action.option_strings) and action.nargs not in ("?", "*") else ""
-        rows.append(f"| {name} | {_value(action)} | {required} | {_default(action)} | {_choices(action)} "
-                    f"| {_help(parser, action)} |")
+        if (action.required or not action.option_strings) and action.nargs not in ("?", "*"):
+            name += " (required)"
+        rows.append(f"| {name} | {_default(action)} | {_choices(action)} | {_help(parser, action)} |")
     if not rows:
         return []
-    return ["| argument | value | required | default | choices | what it does |",
-            "| --- | --- | --- | --- | --- | --- |", *rows]
+    return ["| argument | default | choices | what it does |", "| --- | --- | --- | --- |", *rows]
 
 
 def _epilog(parser: argparse.ArgumentParser) -> list[str]:
