@@ -74,6 +74,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "high_risk_tags": "",
         "high_risk_min_rate": 0.90,
         "overlap": 0,
+        "min_visible_ms": 300,
     },
     "qrels": {
         "order": "adjudicated,sme,imported,llm",

@@ -47,8 +47,8 @@ def acting():
     def set_actor(who: Actor | None) -> None:
         holder["who"] = who
 
-    previous = access._source  # the app's source, when a UI test imported it in this process
-    access.set_actor_source(lambda: holder.get("who"))
+    # the app's source, when a UI test imported it in this process
+    previous = access.set_actor_source(lambda: holder.get("who"))
     yield set_actor
     access.set_actor_source(previous)
 

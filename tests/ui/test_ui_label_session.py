@@ -59,8 +59,25 @@ def _press(at: AppTest, key: str) -> AppTest:
     return at
 
 
+def _card_data(at: AppTest) -> dict:
+    """The data the Label card (a components.v2 element) was last sent."""
+    found = []
+
+    def walk(node):
+        for child in getattr(node, "children", {}).values():
+            proto = getattr(child, "proto", None)
+            if getattr(proto, "component_name", None) == "workbench_label_card":
+                found.append(json.loads(proto.json))
+            walk(child)
+
+    walk(at.main)
+    assert len(found) <= 1, found
+    return found[0] if found else {"pair": None}
+
+
 def _texts(at: AppTest) -> str:
-    parts = [h.proto.body for h in at.get("html")]
+    pair = _card_data(at)["pair"]
+    parts = [h.proto.body for h in at.get("html")] + ([pair["html"]] if pair else [])
     for kind in ("info", "success", "warning", "error", "caption", "markdown"):
         parts += [m.value for m in getattr(at, kind)]
     return "\n".join(parts)
@@ -170,7 +187,7 @@ def test_undo_previous_and_next_work_from_the_read_ahead(judged):
 def test_with_an_overlap_a_pair_filled_meanwhile_is_passed_over(judged, monkeypatch):
     from workbench.ui.views import label
 
-    monkeypatch.setattr(label, "_overlap", lambda: 1)
+    monkeypatch.setattr(label, "_settings", lambda: (1, 300))
     at = _page("ann")
     assert _pair(at) == "1" and at.session_state["_label_view"]["next"] == {0: 1}
     db = Database(judged)

@@ -87,11 +87,13 @@ LOCAL_OPERATOR = Actor("local operator", "lead")
 _source: Callable[[], Actor | None] | None = None
 
 
-def set_actor_source(source: Callable[[], Actor | None] | None) -> None:
+def set_actor_source(source: Callable[[], Actor | None] | None) -> Callable[[], Actor | None] | None:
     """Register where :func:`current_actor` finds the actor (the app's page session); the
-    source returns ``None`` when the call does not come from a page session."""
+    source returns ``None`` when the call does not come from a page session. Returns the source
+    it replaces (so a caller can put it back)."""
     global _source
-    _source = source
+    previous, _source = _source, source
+    return previous
 
 
 def current_actor() -> Actor:

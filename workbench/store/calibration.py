@@ -392,3 +392,23 @@ def adjudicated_judgment_ids(db: Database) -> pd.DataFrame:
            WHERE e.annotator = 'adjudication' AND e.action = 'label'
            ORDER BY e.judgment_id"""
     )
+
+
+def latest_sample_of(db: Database, annotator: str) -> str | None:
+    """The sample of ``annotator``'s most recent label event (None when they have none)."""
+    return db.query_value(
+        "SELECT sample FROM label_events WHERE annotator = ? ORDER BY event_id DESC LIMIT 1", [annotator])
+
+
+def time_on_task(db: Database, sample: str) -> pd.DataFrame:
+    """Per annotator of ``sample`` (adjudications left out): ``labels`` (label events, undone
+    ones included: the time was spent), ``answers`` (labels, skips, can't judge) and
+    ``seconds`` (their summed time on task, where recorded)."""
+    return db.query_df(
+        """SELECT annotator, count(*) FILTER (WHERE action = 'label') AS labels, count(*) AS answers,
+                  coalesce(sum(seconds), 0) AS seconds, count(seconds) AS timed
+           FROM label_events
+           WHERE sample = ? AND annotator <> 'adjudication' AND action <> 'clear' AND undoes IS NULL
+           GROUP BY annotator ORDER BY annotator""",
+        [sample],
+    )

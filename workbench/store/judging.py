@@ -386,8 +386,12 @@ def export_judgment_rows(db: Database, *, pool: str | None, sources: list[str]) 
     return db.query_df(
         f"""SELECT j.query_id, j.doc_id, j.chunk_id, j.start, j."end", j.grade, j.status, j.source, j.assessor,
                    j.model, j.prompt_hash AS prompt_version, j.reason, j.error, j.prompt_tokens,
-                   j.completion_tokens, j.latency_ms, j.cost_usd
+                   j.completion_tokens, j.latency_ms, j.cost_usd,
+                   CASE WHEN j.source = 'human' THEN coalesce(ev.evidence::VARCHAR, '[]') END AS evidence
             FROM judgments j
+            LEFT JOIN (SELECT judgment_id, any_value(evidence) AS evidence FROM label_events
+                       WHERE judgment_id IS NOT NULL AND evidence IS NOT NULL GROUP BY judgment_id) ev
+                ON ev.judgment_id = j.judgment_id
             WHERE j.source IN (SELECT unnest(?::VARCHAR[])) {pool_filter}
             ORDER BY j.query_id, j.doc_id, j.start, j."end", j.judgment_id""",
         params,

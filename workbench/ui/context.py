@@ -100,7 +100,34 @@ def page_link(url_path: str, label: str, icon: str | None = None) -> bool:
 
 
 def annotator() -> str:
-    return st.session_state.get("annotator", "").strip()
+    """The annotator id as typed, trimmed (with sign-in on, the signed-in name)."""
+    return str(st.session_state.get("annotator", "") or "").strip()
+
+
+ANNOTATOR_COOKIE = "workbench_annotator"  # set by the Label page's card (a cookie needs the browser)
+
+
+def remembered_annotator() -> str:
+    """The annotator id a reload or a new tab brings back: the address's ``?annotator=``, else
+    the cookie the Label page set; "" when neither holds one."""
+    from urllib.parse import unquote
+
+    found = st.query_params.get("annotator")
+    if not found:
+        try:
+            found = unquote(st.context.cookies.get(ANNOTATOR_COOKIE) or "")
+        except Exception:  # noqa: BLE001 - no browser behind the session (tests): nothing remembered
+            found = ""
+    return str(found or "").strip()
+
+
+def _remember_annotator() -> None:
+    typed = annotator()
+    st.session_state["annotator"] = typed  # the box keeps what was typed, trimmed
+    if typed:
+        st.query_params["annotator"] = typed
+    elif "annotator" in st.query_params:
+        del st.query_params["annotator"]
 
 
 def sidebar() -> None:
@@ -110,12 +137,18 @@ def sidebar() -> None:
         st.text(Path(db_path()).stem)
         if auth.sidebar_user():  # signed in: the annotator id is the sign-in name
             return
+        if "annotator" not in st.session_state:  # a reload or a new tab: the id given before
+            st.session_state["annotator"] = remembered_annotator()
         st.text_input(
             "Annotator",
             key="annotator",
             placeholder="your name or id",
-            help="Recorded with every label you give, so agreement can be measured per person.",
+            on_change=_remember_annotator,
+            help="Recorded with every label you give, so agreement can be measured per person. "
+                 "Press Enter to start labelling.",
         )
+        if annotator() and st.query_params.get("annotator") != annotator():
+            st.query_params["annotator"] = annotator()  # the address keeps it across reloads
 
 
 _MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|~$"})

@@ -1,19 +1,26 @@
-"""A labelled span shown in place inside its document, as safe HTML.
+"""Corpus text shown with marks, as safe HTML: the one highlighter of the app.
 
-The text is cut into segments at the span's edges; every segment is escaped with
-``html.escape`` on its own and only the span's segment is wrapped in ``<mark>``, so no character
-of the corpus can open a tag (``<script>``, ``<img onerror=...>`` stay literal text).
-Offsets are Python string offsets, ``end`` exclusive, as everywhere in the project.
+Every piece of corpus text is escaped with ``html.escape`` on its own and only our own tags
+(``<mark>``, ``<span>``) are put around the escaped pieces, so no character of the corpus can
+open a tag (``<script>``, ``<img onerror=...>`` stay literal text). Offsets are Python string
+offsets, ``end`` exclusive, as everywhere in the project.
+
+- :func:`marked_span_html`: a labelled span in place inside its document (the Browse page).
+- :func:`marked_terms`: text with the query's terms in ``<mark>`` (the Label page).
+- :func:`units_html`: the judged passage inside its document, each evidence unit (line or
+  sentence) a ``<span data-unit="i">`` the Label page's keys move over and choose.
 """
 
 from __future__ import annotations
 
 import html
+import re
 
 GRADE_COLOURS = {3: "#b7e4c7", 2: "#d8f3dc", 1: "#fff3bf", 0: "#ffd6d6"}
 
 
-def _before(text: str, start: int, window: int | None) -> tuple[str, bool]:
+def context_before(text: str, start: int, window: int | None) -> tuple[str, bool]:
+    """Up to ``window`` characters before ``start`` (cut at a word boundary); whether it was cut."""
     if window is None or start <= window:
         return text[:start], False
     cut = text[start - window:start]
@@ -23,7 +30,8 @@ def _before(text: str, start: int, window: int | None) -> tuple[str, bool]:
     return cut, True
 
 
-def _after(text: str, end: int, window: int | None) -> tuple[str, bool]:
+def context_after(text: str, end: int, window: int | None) -> tuple[str, bool]:
+    """Up to ``window`` characters after ``end`` (cut at a word boundary); whether it was cut."""
     if window is None or len(text) - end <= window:
         return text[end:], False
     cut = text[end:end + window]
@@ -39,8 +47,8 @@ def marked_span_html(text: str, start: int, end: int, *, grade: int | None = Non
     (None: the whole document), cut at word boundaries and marked with "…" where cut."""
     start = max(0, min(int(start), len(text)))
     end = max(start, min(int(end), len(text)))
-    before, cut_before = _before(text, start, window)
-    after, cut_after = _after(text, end, window)
+    before, cut_before = context_before(text, start, window)
+    after, cut_after = context_after(text, end, window)
     colour = GRADE_COLOURS.get(grade, "#fff3bf") if grade is not None else "#fff3bf"
     title = f' title="grade {int(grade)}"' if grade is not None else ""
     return (
@@ -49,4 +57,43 @@ def marked_span_html(text: str, start: int, end: int, *, grade: int | None = Non
         + f'<mark style="background: {colour}; padding: 0 1px"{title}>{html.escape(text[start:end])}</mark>'
         + html.escape(after)
         + (" …" if cut_after else "")
+    )
+
+
+def marked_terms(text: str, terms: list[str]) -> str:
+    """``text`` as safe HTML with the query terms in ``<mark>``: the text is split on the terms
+    first and each piece escaped on its own, so a term can never match inside an HTML entity."""
+    if not terms:
+        return html.escape(text)
+    pattern = re.compile(r"\b(" + "|".join(re.escape(t) for t in terms) + r")\b", re.IGNORECASE)
+    out, last = [], 0
+    for m in pattern.finditer(text):
+        out.append(html.escape(text[last:m.start()]))
+        out.append(f"<mark>{html.escape(m.group(0))}</mark>")
+        last = m.end()
+    out.append(html.escape(text[last:]))
+    return "".join(out)
+
+
+def units_html(text: str, start: int, end: int, units: list[tuple[int, int]], terms: list[str], *,
+               window: int | None = 600) -> str:
+    """The document around ``text[start:end]`` (``window`` characters each side, muted), the
+    passage highlighted, each of ``units`` (document spans inside the passage, in order, not
+    overlapping) wrapped in ``<span class="wb-unit" data-unit="i">``; query terms marked."""
+    start = max(0, min(int(start), len(text)))
+    end = max(start, min(int(end), len(text)))
+    before, cut_before = context_before(text, start, window)
+    after, cut_after = context_after(text, end, window)
+    parts, at = [], start
+    for i, (s, e) in enumerate(units):
+        parts.append(marked_terms(text[at:s], terms))
+        parts.append(f'<span class="wb-unit" data-unit="{i}">{marked_terms(text[s:e], terms)}</span>')
+        at = e
+    parts.append(marked_terms(text[at:end], terms))
+    muted = 'style="color: rgba(49,51,63,0.6)"'
+    return (
+        '<div data-testid="label-document" class="wb-document">'
+        f'<span {muted}>{"… " if cut_before else ""}{marked_terms(before, terms)}</span>'
+        f'<span data-testid="label-passage" class="wb-passage">{"".join(parts)}</span>'
+        f'<span {muted}>{marked_terms(after, terms)}{" …" if cut_after else ""}</span></div>'
     )

@@ -326,7 +326,7 @@ def test_adjudication_resolves_sme_disagreements(project):
     cal.adjudicate(db, "s", 2, 2, lead="lead2")  # a later resolution replaces the earlier one
     found = {d["position"]: d for d in cal.sme_disagreements(db, "s")}
     assert found[2]["resolved"] == 2 and found[2]["resolved_by"] == "lead2"
-    labels = cal._reference_labels(db, "s").set_index("position")
+    labels = cal.reference_labels(db, "s").set_index("position")
     assert labels.loc[2, "grade"] == 2 and bool(labels.loc[2, "adjudicated"])
     assert labels.loc[4, "grade"] == 1 and not bool(labels.loc[4, "adjudicated"])
     assert db.query_all("SELECT assessor, grade FROM judgments WHERE source = 'human' AND assessor LIKE 'lead%'") == \

@@ -186,7 +186,7 @@ def wilson_interval(successes: float, trials: float, confidence: float = CONFIDE
     """Wilson score interval of a binomial proportion (NaN, NaN for zero trials)."""
     if trials <= 0:
         return (math.nan, math.nan)
-    z = _NORMAL.inv_cdf(0.5 + confidence / 2)
+    z = STANDARD_NORMAL.inv_cdf(0.5 + confidence / 2)
     p = successes / trials
     denom = 1 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denom
@@ -198,7 +198,7 @@ def wilson_interval(successes: float, trials: float, confidence: float = CONFIDE
 
 #: The standard normal (Φ and Φ⁻¹) from the standard library: scipy.stats gives the same values
 #: (both to double precision) but costs seconds to import on a busy machine, on every gate.
-_NORMAL = NormalDist()
+STANDARD_NORMAL = NormalDist()
 
 def _rng(seed: SeedLike) -> tuple[np.random.Generator, int | None]:
     if isinstance(seed, np.random.Generator):
@@ -238,17 +238,17 @@ def bca_interval(values: np.ndarray, estimate: float, jackknife: np.ndarray, mul
         return percentile_interval(values, confidence)
     below = np.mean(finite < estimate) + 0.5 * np.mean(finite == estimate)
     below = min(max(below, 1.0 / (2 * finite.size)), 1 - 1.0 / (2 * finite.size))
-    z0 = _NORMAL.inv_cdf(float(below))
+    z0 = STANDARD_NORMAL.inv_cdf(float(below))
     mult = multiplicity.astype(np.float64)
     mean_jack = float((jackknife * mult).sum() / mult.sum())
     d = mean_jack - jackknife
     denom = float((mult * d * d).sum()) ** 1.5
     a = float((mult * d ** 3).sum() / (6 * denom)) if denom > 0 else 0.0
-    z = _NORMAL.inv_cdf(0.5 + confidence / 2)
+    z = STANDARD_NORMAL.inv_cdf(0.5 + confidence / 2)
     qs = []
     for zq in (-z, z):
         shifted = z0 + zq
-        qs.append(_NORMAL.cdf(z0 + shifted / (1 - a * shifted)))
+        qs.append(STANDARD_NORMAL.cdf(z0 + shifted / (1 - a * shifted)))
     lo, hi = np.quantile(finite, qs)
     return (float(lo), float(hi))
 

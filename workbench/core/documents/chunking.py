@@ -336,7 +336,7 @@ def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
 
 
-def _batch_unit_starts(texts: list[str], unit: str) -> tuple[np.ndarray, np.ndarray]:
+def batch_unit_starts(texts: list[str], unit: str) -> tuple[np.ndarray, np.ndarray]:
     """Unit (token or sentence) starts of many texts, found on one joined string.
 
     Returns ``(doc_index, position_in_doc)``, sorted by document then position. Texts are
@@ -379,7 +379,7 @@ def _unit_windows_many(
     while lo < len(texts):
         # Batches keep the joined corpus small; ~_BATCH_CHARS characters each.
         hi = lo + max(1, int(np.searchsorted(np.cumsum(lengths[lo:] + 1), _BATCH_CHARS, side="right")))
-        u_doc, u_pos = _batch_unit_starts(texts[lo:hi], unit)
+        u_doc, u_pos = batch_unit_starts(texts[lo:hi], unit)
         n_batch = hi - lo
         lens = lengths[lo:hi]
         counts = np.bincount(u_doc, minlength=n_batch)

@@ -76,14 +76,14 @@ def token_start_table(docs: Iterable[tuple[str, str]]) -> pd.DataFrame:
     found on all texts at once, each document's first start moved to 0, a non-empty text
     without any token owning one start at 0, an empty text none.
     """
-    from workbench.core.documents.chunking import _batch_unit_starts
+    from workbench.core.documents.chunking import batch_unit_starts
 
     pairs = list(docs)
     ids = np.array([str(d) for d, _ in pairs], dtype=object)
     texts = [str(t) for _, t in pairs]
     if not texts:
         return pd.DataFrame({"doc_id": pd.Series([], dtype="str"), "start": pd.Series([], dtype="int64")})
-    doc, rel = _batch_unit_starts(texts, "tokens")
+    doc, rel = batch_unit_starts(texts, "tokens")
     first = np.ones(len(doc), dtype=bool)
     first[1:] = doc[1:] != doc[:-1]
     rel = np.where(first, 0, rel)

@@ -120,7 +120,7 @@ def _sample(db: Database, name: str | None) -> dict:
 def tuning_pairs(db: Database, sample: str) -> pd.DataFrame:
     """The tuning part's pairs with their SME labels: the only pairs that may become few-shot
     examples or guide prompt changes. Held-out pairs are never returned."""
-    labels = _reference_labels(db, sample)
+    labels = reference_labels(db, sample)
     return labels[labels["part"] == TUNING].reset_index(drop=True)
 
 
@@ -149,21 +149,48 @@ def few_shot_examples(db: Database, sample: str, *, per_grade: int = 1, seed: in
 
 # -- labelling -------------------------------------------------------------------------------
 
+def annotator_id(annotator: str) -> str:
+    """The identity of an annotator id as typed: trimmed and case-folded, so ``"SME-Anna "`` and
+    ``"sme-anna"`` are one person (labels, progress and agreement are kept under this form; the
+    page shows what was typed, trimmed)."""
+    return annotator.strip().casefold() if isinstance(annotator, str) else ""
+
+
 def _annotator(annotator: str, action: str | None = None) -> str:
-    """The checked annotator id. ``action``: the permission the call needs
+    """The checked annotator id (:func:`annotator_id`). ``action``: the permission the call needs
     (:mod:`workbench.services.access`); an annotator acts and reads only as themselves, a lead or
     viewer may read anyone's labels (``None``: a read)."""
     if not isinstance(annotator, str) or not annotator.strip():
         raise InputError("labels need an annotator id; enter yours first")
-    if annotator.strip() == ADJUDICATION:
+    identity = annotator_id(annotator)
+    if identity == ADJUDICATION:
         raise InputError(f"{ADJUDICATION!r} is reserved for resolved labels; choose another annotator id")
     actor = access.require(action) if action else access.current_actor()
     # The local operator (CLI, scripts) may act for anyone; a signed-in person only as themselves.
-    if actor is not access.LOCAL_OPERATOR and actor.name != annotator.strip() and (
+    if actor is not access.LOCAL_OPERATOR and annotator_id(actor.name) != identity and (
             action == "label" or not access.allowed(actor, "see_all_labels")):
         raise access.PermissionDenied(f"{actor.name} ({actor.role}) may only give and see their own labels, "
                                       f"not {annotator.strip()}'s")
-    return annotator.strip()
+    return identity
+
+
+def latest_sample(db: Database, annotator: str) -> str | None:
+    """The sample the annotator last labelled in (None when they have not labelled yet, or that
+    sample is gone): the Label page opens on it rather than on the newest sample."""
+    name = store.latest_sample_of(db, _annotator(annotator))
+    return name if name is not None and store.read_sample(db, name) is not None else None
+
+
+def throughput(db: Database, sample: str) -> list[dict]:
+    """Per annotator of ``sample``: ``labels``, ``answers`` (labels, skips, can't judge),
+    ``hours`` of time on task (the seconds each pair was on screen before its answer, summed) and
+    ``labels_per_hour`` (labels / hours; None before any timed answer)."""
+    out = []
+    for row in store.time_on_task(db, sample).itertuples(index=False):
+        hours = float(row.seconds) / 3600.0
+        out.append({"annotator": str(row.annotator), "labels": int(row.labels), "answers": int(row.answers),
+                    "hours": hours, "labels_per_hour": (int(row.labels) / hours) if hours > 0 else None})
+    return out
 
 
 def next_item(db: Database, sample: str, annotator: str, *, after: int = -1,
@@ -438,7 +465,7 @@ def progress(db: Database, sample: str, annotator: str) -> dict:
 
 # -- the report ------------------------------------------------------------------------------
 
-def _reference_labels(db: Database, sample: str) -> pd.DataFrame:
+def reference_labels(db: Database, sample: str) -> pd.DataFrame:
     """One reference grade per labelled item: the resolved label when a lead adjudicated it,
     else the lower median of its SMEs' grades."""
     table = store.label_table(db, sample)
@@ -517,7 +544,7 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
     access.require("see_all_labels")
     info = _sample(db, sample)
     name = info["name"]
-    labels = _reference_labels(db, name)
+    labels = reference_labels(db, name)
     part = labels if options.part == "all" else labels[labels["part"] == options.part]
     total_items = store.count_items(db, name)
     base = {"sample": name, "pool": info["pool"], "seed": info["seed"], "part": options.part,
@@ -595,7 +622,7 @@ def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNIN
     one on the held-out part once), each with its figures, intervals and the verdict the gate
     would give. Sorted by binary κ, best first; configurations with no labelled pair are left out."""
     info = _sample(db, sample)
-    labels = _reference_labels(db, info["name"])
+    labels = reference_labels(db, info["name"])
     if part != "all":
         labels = labels[labels["part"] == part]
     grades = store.judge_grades_for_sample(db, info["name"])
@@ -701,6 +728,7 @@ __all__ = [
     "ReportOptions",
     "adjudicate",
     "agree_files",
+    "annotator_id",
     "cant_judge",
     "compare_judges",
     "create_sample",
@@ -709,6 +737,7 @@ __all__ = [
     "item",
     "judge_output",
     "labelling_view",
+    "latest_sample",
     "list_pools",
     "list_samples",
     "my_state",
@@ -721,6 +750,7 @@ __all__ = [
     "save_label",
     "skip",
     "sme_disagreements",
+    "throughput",
     "tuning_pairs",
     "undo",
 ]

@@ -72,7 +72,7 @@ def run_names(paths: Sequence[str | Path]) -> list[str]:
     return out
 
 
-def _check_measures(measures: Sequence[str]) -> None:
+def check_measures(measures: Sequence[str]) -> None:
     from workbench.core.metrics.measures import parse_measures
 
     if not measures:
@@ -164,7 +164,7 @@ def evaluate_files(
     from workbench.core.metrics.evaluation import evaluate
     from workbench.core.metrics.readers import read_qrels, read_trec_run
 
-    _check_measures(measures)
+    check_measures(measures)
     if not runs:
         raise ConfigError("give at least one run file")
     names = list(names) if names is not None else run_names(runs)
@@ -343,7 +343,7 @@ def evaluate_project(
     from workbench.services.qrels.rule import project_qrels
     from workbench.store.runs import read_run_info
 
-    _check_measures(measures)
+    check_measures(measures)
     runs = list(dict.fromkeys(runs))
     if not runs:
         raise ConfigError("give at least one stored run, e.g. --runs bm25,dense")

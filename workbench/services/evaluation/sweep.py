@@ -340,9 +340,9 @@ def _store(db: Database, name: str, retriever: str, rows: pd.DataFrame, params: 
 
 
 def _rows(data: _ChunkingData, qi, ci, score) -> pd.DataFrame:
-    from workbench.services.retrieval.runs import _ranked_rows
+    from workbench.services.retrieval.runs import ranked_rows
 
-    return _ranked_rows(data.queries, data.chunks, np.asarray(qi, np.int64), np.asarray(ci, np.int64),
+    return ranked_rows(data.queries, data.chunks, np.asarray(qi, np.int64), np.asarray(ci, np.int64),
                         np.asarray(score, np.float64))
 
 
@@ -555,7 +555,7 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
     encoder for ``model`` (any object with the SentenceTransformer ``encode``).
     """
     from workbench.retrieval import dense as dense_mod
-    from workbench.services.evaluation.evaluate import LABELS, _check_measures, evaluate_project
+    from workbench.services.evaluation.evaluate import LABELS, check_measures, evaluate_project
     from workbench.store.chunks import read_chunks
     from workbench.store.corpus import read_documents, read_queries
     from workbench.store.runs import run_exists
@@ -565,7 +565,7 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
                                            ",".join(c.spec for c in chunkings),
                                            retrievers if isinstance(retrievers, str) else ",".join(retrievers))
     measures = list(dict.fromkeys(measures))
-    _check_measures(measures)
+    check_measures(measures)
     if labels not in LABELS:
         raise ConfigError(f"unknown labels {labels!r}; expected one of {', '.join(LABELS)}")
     budgets = tuple(sorted({int(b) for b in budgets}))
@@ -672,7 +672,7 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
                 cell.judged, cell.unjudged = judged_pairs(ranked, spans, judged_k)
         _latencies_into(db, ran)
     if pool:
-        result.pools = _pool_unjudged(db, pool, [c for c in cells if not c.skipped], judged_k)
+        result.pools = pool_unjudged(db, pool, [c for c in cells if not c.skipped], judged_k)
     result.stages = clock.totals
     notify(clock.line())
     if work is not None and work.counts["chunks"]:
@@ -713,7 +713,7 @@ def _latencies_into(db: Database, cells: list[Cell]) -> None:
         cell.latency_p95 = percentile_latency(values, 95)
 
 
-def _pool_unjudged(db: Database, pool: str, cells: list[Cell], depth: int) -> dict:
+def pool_unjudged(db: Database, pool: str, cells: list[Cell], depth: int) -> dict:
     """Add the runs of low-judged cells to ``<pool>.<chunking>`` (one pool per chunking, as a
     pool ranks the chunks of one chunking). Returns ``{pool: runs added}``."""
     from workbench.core.formats.names import check_name

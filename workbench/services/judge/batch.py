@@ -22,8 +22,8 @@ from workbench.store import judging as store
 
 
 async def run_batch(runner, units: pd.DataFrame, grader) -> None:
-    from workbench.services.judge.runner import PAGE_UNITS, _nan_none, _Use, cached_outcome
-    from workbench.services.judge.spec import _system_chars
+    from workbench.services.judge.runner import PAGE_UNITS, DatabaseUse, cached_outcome, nan_none
+    from workbench.services.judge.spec import system_chars
 
     runner.flush_lock = asyncio.Lock()
     runner.total = len(units)
@@ -41,12 +41,12 @@ async def run_batch(runner, units: pd.DataFrame, grader) -> None:
             page = units.iloc[start:start + PAGE_UNITS]
 
             def load(page=page):
-                with _Use(runner.db_path, runner.wait) as db:
+                with DatabaseUse(runner.db_path, runner.wait) as db:
                     return (store.unit_texts(db, pool=info["name"], level=info["level"], keys=page),
                             store.cache_hits(db, page))
 
             texts, hits = await asyncio.to_thread(load)
-            texts = {(r.query_id, r.doc_id, _nan_none(r.chunk_id)): r for r in texts.itertuples(index=False)}
+            texts = {(r.query_id, r.doc_id, nan_none(r.chunk_id)): r for r in texts.itertuples(index=False)}
             hit_map = {(r.cache_key, int(r.sample)): r for r in hits.itertuples(index=False)}
             cached = []
             for unit in page.to_dict("records"):
@@ -57,15 +57,15 @@ async def run_batch(runner, units: pd.DataFrame, grader) -> None:
                     continue
                 custom_id = f"{int(unit['sample'])}:{unit['cache_key']}"
                 if custom_id not in groups:
-                    text = texts.get((unit["query_id"], unit["doc_id"], _nan_none(unit["chunk_id"])))
+                    text = texts.get((unit["query_id"], unit["doc_id"], nan_none(unit["chunk_id"])))
                     if text is None:
                         continue
                     groups[custom_id] = []
                     if not batch_id:
-                        messages = spec.template.render(text.query_text, text.passage, _nan_none(text.description))
+                        messages = spec.template.render(text.query_text, text.passage, nan_none(text.description))
                         lines.append(api.request_line(custom_id, client.request_body(spec.template, messages)))
                         per_request = 1 if spec.output == "single_token" else 60
-                        guess += spec.cost((int(unit["text_chars"]) + _system_chars(spec)) // 4, per_request,
+                        guess += spec.cost((int(unit["text_chars"]) + system_chars(spec)) // 4, per_request,
                                            batch=True) or 0.0
                 groups[custom_id].append(unit)
             if cached:
@@ -80,7 +80,7 @@ async def run_batch(runner, units: pd.DataFrame, grader) -> None:
             batch_id = await api.submit(client, lines)
 
             def remember():
-                with _Use(runner.db_path, runner.wait) as db, db.transaction() as tx:
+                with DatabaseUse(runner.db_path, runner.wait) as db, db.transaction() as tx:
                     store.update_job(tx, runner.job["job_id"], batch_id=batch_id, state="batch")
 
             await asyncio.to_thread(remember)
@@ -112,7 +112,7 @@ async def run_batch(runner, units: pd.DataFrame, grader) -> None:
         await runner.flush()
 
         def forget():
-            with _Use(runner.db_path, runner.wait) as db, db.transaction() as tx:
+            with DatabaseUse(runner.db_path, runner.wait) as db, db.transaction() as tx:
                 store.update_job(tx, runner.job["job_id"], batch_id=None)
 
         await asyncio.to_thread(forget)

@@ -2,7 +2,9 @@
 
 One JSON object per judgment, with exactly the keys of :data:`KEYS`, in that order:
 ``query_id, doc_id, chunk_id, start, end, grade, status, source, assessor, model,
-prompt_version, reason, error, prompt_tokens, completion_tokens, latency_ms, cost_usd``.
+prompt_version, reason, error, prompt_tokens, completion_tokens, latency_ms, cost_usd, evidence``.
+``evidence``: an SME label's evidence, a list of ``[start, end]`` document offsets (one per
+chosen sentence; ``[]`` when none was chosen); null for LLM and imported judgments.
 ``grade`` is null unless ``status`` is ``ok``; ``prompt_version`` is the prompt hash of LLM
 judgments (null for people); missing values are null. Rows are ordered by query_id, doc_id,
 start, end, then age.
@@ -29,7 +31,8 @@ from workbench.store.judging import export_judgment_rows
 from workbench.store.pools import read_pool
 
 KEYS = ("query_id", "doc_id", "chunk_id", "start", "end", "grade", "status", "source", "assessor", "model",
-        "prompt_version", "reason", "error", "prompt_tokens", "completion_tokens", "latency_ms", "cost_usd")
+        "prompt_version", "reason", "error", "prompt_tokens", "completion_tokens", "latency_ms", "cost_usd",
+        "evidence")
 SOURCES = ("llm", "human", "imported", "all")
 _INTS = ("start", "end", "grade", "prompt_tokens", "completion_tokens")
 
@@ -72,6 +75,8 @@ def _lines(frame):
             value = _clean(value)
             if key in _INTS and value is not None:
                 value = int(value)
+            if key == "evidence" and value is not None:  # the SME's evidence spans, stored as JSON text
+                value = [[int(s), int(e)] for s, e in json.loads(value)]
             record[key] = value
         if record["status"] != "ok":
             record["grade"] = None

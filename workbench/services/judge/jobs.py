@@ -79,21 +79,21 @@ from workbench.llm.prompts import available_prompts  # noqa: F401 - part of the 
 from workbench.services import access
 from workbench.services.judge.runner import (  # noqa: F401 - Progress and open_briefly are part of the API
     PAGE_UNITS,
+    DatabaseUse,
+    LLMGrader,
+    OfflineGrader,
     Progress,
-    _LLMGrader,
-    _nan_none,
-    _OfflineGrader,
-    _run_with_close,
-    _Runner,
-    _Use,
+    Runner,
+    nan_none,
     open_briefly,
+    run_with_close,
 )
 from workbench.services.judge.spec import (  # noqa: F401 - re-exported: the service API in one module
     OFFLINE_MODEL,
     JudgeSpec,
-    _system_chars,
     cache_prefix,
     resolve_spec,
+    system_chars,
 )
 from workbench.store import judging as store
 from workbench.store.database import Database, sigint_held
@@ -143,7 +143,7 @@ def estimate(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, b
     """What running the job would send and cost (no request is made). Tokens are characters / 4
     of the rendered prompt (template plus texts), completions ``estimate_completion_tokens`` per
     request (1 for single-token prompts)."""
-    with _Use(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
+    with DatabaseUse(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
         info = _pool_info(db, pool)
         job = store.find_job(db, pool, spec.config_key)
         job_id = job["job_id"] if job else -1
@@ -163,7 +163,7 @@ def estimate(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, b
     if spec.offline:
         prompt_tokens = completion_tokens = 0
     else:
-        prompt_tokens = int(((sending["text_chars"] + _system_chars(spec)) // 4).sum()) if len(sending) else 0
+        prompt_tokens = int(((sending["text_chars"] + system_chars(spec)) // 4).sum()) if len(sending) else 0
         completion_tokens = per_request * len(sending)
     cost = spec.cost(prompt_tokens, completion_tokens, batch=batch)
     return Estimate(pool=pool, pairs=pairs, units=total_units, already_judged=total_units - len(units),
@@ -231,7 +231,7 @@ def _pid_alive(pid: int | None) -> bool:
 
 
 def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed, batch) -> tuple[dict, dict]:
-    with _Use(db_path, float(spec.settings["db_wait"])) as db:
+    with DatabaseUse(db_path, float(spec.settings["db_wait"])) as db:
         info = _pool_info(db, pool)
         job = store.find_job(db, pool, spec.config_key)
         with db.transaction() as tx:
@@ -289,19 +289,19 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
 
 
 def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_progress, cancel) -> JobReport:
-    runner = _Runner(db_path, job, info, spec, limit=limit, budget=budget, on_progress=on_progress,
+    runner = Runner(db_path, job, info, spec, limit=limit, budget=budget, on_progress=on_progress,
                      cancel=cancel, batch=batch)
     unit_args = {"job_id": job["job_id"], "pool": pool, "level": info["level"], "samples": spec.samples,
                  "limit": limit}
 
     def next_page(after: tuple | None) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The next page of pending units after the unit key ``after``, and their cache hits."""
-        with _Use(db_path, runner.wait, migrate=False) as db:
+        with DatabaseUse(db_path, runner.wait, migrate=False) as db:
             page = store.pending_units(db, prefix=spec.cache_prefix, page=PAGE_UNITS, with_text=True,
                                        after=after, **unit_args)
             return page, store.cache_hits(db, page)
 
-    with _Use(db_path, runner.wait, migrate=False) as db:
+    with DatabaseUse(db_path, runner.wait, migrate=False) as db:
         total = store.count_pending_units(db, **unit_args)
         units = store.pending_units(db, prefix=spec.cache_prefix, **unit_args) if batch else None
     state, message = "finished", ""
@@ -311,10 +311,10 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
         elif batch:
             from workbench.services.judge.batch import run_batch
 
-            asyncio.run(run_batch(runner, units, _LLMGrader(spec)))
+            asyncio.run(run_batch(runner, units, LLMGrader(spec)))
         else:
-            grader = _OfflineGrader() if spec.offline else _LLMGrader(spec)
-            asyncio.run(_run_with_close(runner, next_page, total, grader))
+            grader = OfflineGrader() if spec.offline else LLMGrader(spec)
+            asyncio.run(run_with_close(runner, next_page, total, grader))
     except KeyboardInterrupt:
         runner.stop_reason = "cancelled"
     finally:
@@ -333,7 +333,7 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
         # already stored, and an interrupted close would leave the job 'running' and report
         # "nothing was changed". A Ctrl-C here is held until it is done (the summary then tells
         # the truth about what was stored).
-        with sigint_held(), _Use(db_path, runner.wait, migrate=False) as db:
+        with sigint_held(), DatabaseUse(db_path, runner.wait, migrate=False) as db:
             with db.transaction() as tx:
                 store.recount_job(tx, job["job_id"])
                 remaining = store.count_pending_units(db, **unit_args)
@@ -357,22 +357,22 @@ def preview_prompt(db_path, pool: str, spec: JudgeSpec) -> dict | None:
     empty pool. For the Judge page's "rendered prompt" view."""
     if spec.offline or spec.template is None:
         return None
-    with _Use(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
+    with DatabaseUse(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
         info = _pool_info(db, pool)
         units = store.pending_units(db, job_id=-1, pool=pool, level=info["level"], prefix=spec.cache_prefix,
                                     samples=1, limit=1, with_text=True)
     if units.empty:
         return None
     row = units.iloc[0]
-    return {"query_id": row["query_id"], "doc_id": row["doc_id"], "chunk_id": _nan_none(row["chunk_id"]),
-            "messages": spec.template.render(row["query_text"], row["passage"], _nan_none(row["description"]))}
+    return {"query_id": row["query_id"], "doc_id": row["doc_id"], "chunk_id": nan_none(row["chunk_id"]),
+            "messages": spec.template.render(row["query_text"], row["passage"], nan_none(row["description"]))}
 
 
 def cancel_job(db_path, job_id: int) -> dict:
     """Ask job ``job_id`` to stop (state ``cancelling``; the runner stops at its next write). A job
     whose process is gone is marked ``cancelled`` at once."""
     access.require("judge")
-    with _Use(db_path) as db:
+    with DatabaseUse(db_path) as db:
         job = store.read_job(db, job_id)
         if job is None:
             raise InputError(f"no judge job {job_id}")
@@ -395,7 +395,7 @@ def _live(job: dict) -> dict:
 
 
 def job_status(db_path, job_id: int) -> dict:
-    with _Use(db_path) as db:
+    with DatabaseUse(db_path) as db:
         job = store.read_job(db, job_id)
     if job is None:
         raise InputError(f"no judge job {job_id}")
@@ -403,7 +403,7 @@ def job_status(db_path, job_id: int) -> dict:
 
 
 def list_jobs(db_path, pool: str | None = None) -> list[dict]:
-    with _Use(db_path) as db:
+    with DatabaseUse(db_path) as db:
         return [_live(job) for job in store.read_jobs(db, pool)]
 
 
@@ -418,7 +418,7 @@ def ensemble(db_path, job_ids: list[int], method: str = "majority") -> pd.DataFr
         raise InputError("an ensemble needs at least two judge jobs")
     key = ["query_id", "doc_id", "chunk_id"]
     merged = None
-    with _Use(db_path) as db:
+    with DatabaseUse(db_path) as db:
         for job_id in job_ids:
             frame = store.job_judgments(db, job_id)
             frame = frame.assign(**{f"grade_{job_id}": frame["grade"].where(frame["status"] == "ok")})
@@ -433,10 +433,10 @@ def ensemble(db_path, job_ids: list[int], method: str = "majority") -> pd.DataFr
 
 
 def list_failures(db_path, job_id: int, limit: int | None = None) -> pd.DataFrame:
-    with _Use(db_path) as db:
+    with DatabaseUse(db_path) as db:
         return store.job_failures(db, job_id, limit)
 
 
 def job_judgments(db_path, job_id: int) -> pd.DataFrame:
-    with _Use(db_path) as db:
+    with DatabaseUse(db_path) as db:
         return store.job_judgments(db, job_id)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.errors import ConfigError, StoreError, StoreLockedError
-from workbench.services.judge.spec import JudgeSpec, _system_chars
+from workbench.services.judge.spec import JudgeSpec, system_chars
 from workbench.store import judging as store
 from workbench.store.database import Database
 
@@ -49,8 +49,8 @@ def open_briefly(db_path, wait: float = 30.0, *, migrate: bool = True) -> Databa
 _VISIT = threading.RLock()
 
 
-class _Use:
-    """``with _Use(target) as db``: an open Database as is, or a path opened briefly (one such
+class DatabaseUse:
+    """``with DatabaseUse(target) as db``: an open Database as is, or a path opened briefly (one such
     visit at a time in the process, see :data:`_VISIT`)."""
 
     def __init__(self, target, wait: float = 30.0, *, migrate: bool = True):
@@ -95,7 +95,7 @@ class Progress:
 
 # -- graders ---------------------------------------------------------------------------------
 
-class _OfflineGrader:
+class OfflineGrader:
     async def grade(self, query: str, description: str | None, passage: str):
         from workbench.core.judging.offline import grade_pair
         from workbench.llm.client import CallOutcome
@@ -110,7 +110,7 @@ class _OfflineGrader:
         return None
 
 
-class _LLMGrader:
+class LLMGrader:
     def __init__(self, spec: JudgeSpec):
         from workbench.llm.client import ClientConfig, JudgeClient
 
@@ -122,7 +122,7 @@ class _LLMGrader:
             backoff_initial=float(s["backoff_initial"]), backoff_max=float(s["backoff_max"]),
             response_format=s["response_format"], requests_per_minute=int(s["requests_per_minute"]),
             tokens_per_minute=int(s["tokens_per_minute"])), spec.api_key)
-        self.system_chars = _system_chars(spec)
+        self.system_chars = system_chars(spec)
 
     async def grade(self, query: str, description: str | None, passage: str):
         messages = self.spec.template.render(query, passage, description)
@@ -142,13 +142,13 @@ def cached_outcome(hit):
     from workbench.llm.client import CallOutcome
 
     probs = json.loads(hit.probabilities) if isinstance(hit.probabilities, str) else None
-    return CallOutcome(status="ok", grade=int(hit.grade), reason=_nan_none(hit.reason),
-                       raw_response=_nan_none(hit.raw_response),
+    return CallOutcome(status="ok", grade=int(hit.grade), reason=nan_none(hit.reason),
+                       raw_response=nan_none(hit.raw_response),
                        probabilities={int(k): v for k, v in probs.items()} if probs else None,
-                       expected_grade=_nan_none(hit.expected_grade))
+                       expected_grade=nan_none(hit.expected_grade))
 
 
-def _nan_none(value):
+def nan_none(value):
     if value is None:
         return None
     try:
@@ -159,7 +159,7 @@ def _nan_none(value):
     return value
 
 
-class _Runner:
+class Runner:
     def __init__(self, db_path, job: dict, pool_info: dict, spec: JudgeSpec, *, limit, budget, on_progress,
                  cancel: threading.Event | None, batch: bool):
         self.db_path, self.job, self.pool_info, self.spec = db_path, job, pool_info, spec
@@ -199,7 +199,7 @@ class _Runner:
                                                      batch=self.batch)
         probs = json.dumps({str(k): v for k, v in outcome.probabilities.items()}) if outcome.probabilities else None
         return {"job_id": self.job["job_id"], "query_id": unit["query_id"], "doc_id": unit["doc_id"],
-                "chunk_id": _nan_none(unit["chunk_id"]), "start": int(unit["start"]), "end": int(unit["end"]),
+                "chunk_id": nan_none(unit["chunk_id"]), "start": int(unit["start"]), "end": int(unit["end"]),
                 "sample": int(unit["sample"]), "cache_key": unit["cache_key"], "status": outcome.status,
                 "grade": outcome.grade if outcome.status == "ok" else None, "reason": outcome.reason,
                 "raw_response": outcome.raw_response, "error": outcome.error, "probabilities": probs,
@@ -252,7 +252,7 @@ class _Runner:
         """One transaction: the samples, the judgments of the pairs they complete, the counters.
         Returns the job's state as stored (to notice a cancel from another process)."""
         frame = pd.DataFrame(rows, columns=store.SAMPLE_COLUMNS)
-        with _Use(self.db_path, self.wait, migrate=False) as db, db.transaction() as tx:
+        with DatabaseUse(self.db_path, self.wait, migrate=False) as db, db.transaction() as tx:
             state = store.job_state(tx, self.job["job_id"])
             if frame.empty:
                 return state
@@ -310,24 +310,24 @@ class _Runner:
             lead = ok_rows.iloc[0] if len(ok_rows) else first
             errors = [e for e in group["error"] if isinstance(e, str) and e]
             out.append({
-                "query_id": first["query_id"], "doc_id": first["doc_id"], "chunk_id": _nan_none(first["chunk_id"]),
+                "query_id": first["query_id"], "doc_id": first["doc_id"], "chunk_id": nan_none(first["chunk_id"]),
                 "start": int(first["start"]), "end": int(first["end"]),
                 "grade": grade if status == "ok" else None, "source": "llm",
                 "assessor": self.spec.model, "prompt_hash": self.spec.prompt_hash, "model": self.spec.model,
-                "reason": _nan_none(lead["reason"]),
-                "raw_response": _nan_none(lead["raw_response"]) if len(group) == 1 else
-                json.dumps([_nan_none(r) for r in group["raw_response"]]),
+                "reason": nan_none(lead["reason"]),
+                "raw_response": nan_none(lead["raw_response"]) if len(group) == 1 else
+                json.dumps([nan_none(r) for r in group["raw_response"]]),
                 "status": status,
                 "error": None if status == "ok" and len(group) == 1 else ("; ".join(errors) or None),
                 "prompt_tokens": int(group["prompt_tokens"].fillna(0).sum()),
                 "completion_tokens": int(group["completion_tokens"].fillna(0).sum()),
                 "cost_usd": float(group["cost_usd"].fillna(0).sum()),
-                "latency_ms": _nan_none(group["latency_ms"].max()),
+                "latency_ms": nan_none(group["latency_ms"].max()),
                 "job_id": int(self.job["job_id"]),
                 "samples": json.dumps(grades) if self.spec.samples > 1 else None,
                 "grade_spread": spread if self.spec.samples > 1 else None,
-                "probabilities": _nan_none(lead["probabilities"]),
-                "expected_grade": _nan_none(lead["expected_grade"]),
+                "probabilities": nan_none(lead["probabilities"]),
+                "expected_grade": nan_none(lead["expected_grade"]),
                 "cached": int(group["from_cache"].sum()),
             })
         return pd.DataFrame(out)
@@ -526,7 +526,7 @@ class _Runner:
         longest reply allowed, so that the requests in flight when the cap is reached cannot
         carry the spend past it."""
         per_request = 1 if self.spec.output == "single_token" else int(self.spec.settings["max_tokens"])
-        sys_chars = _system_chars(self.spec)
+        sys_chars = system_chars(self.spec)
         while True:
             unit = await queue.get()
             if unit is None or self._should_stop():
@@ -553,7 +553,7 @@ class _Runner:
             self.inflight_cost += guess
             self.sending[key] = []
             try:
-                outcome = await grader.grade(unit["query_text"], _nan_none(unit["description"]), unit["passage"])
+                outcome = await grader.grade(unit["query_text"], nan_none(unit["description"]), unit["passage"])
             finally:
                 self.inflight_cost -= guess
                 members = self.sending.pop(key)
@@ -574,7 +574,7 @@ class _Runner:
             self.request_flush()
 
 
-async def _run_with_close(runner: _Runner, next_page, total: int, grader) -> None:
+async def run_with_close(runner: Runner, next_page, total: int, grader) -> None:
     loop = asyncio.get_running_loop()
     installed = []
     if threading.current_thread() is threading.main_thread():
@@ -592,7 +592,7 @@ async def _run_with_close(runner: _Runner, next_page, total: int, grader) -> Non
                 pass
     try:
         ready = None
-        if isinstance(grader, _LLMGrader):
+        if isinstance(grader, LLMGrader):
             async def check() -> None:
                 problem = await grader.client.check_server()
                 if problem:

@@ -124,7 +124,7 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
                      settings=j, template=template, api_key=key)
 
 
-def _system_chars(spec: JudgeSpec) -> int:
+def system_chars(spec: JudgeSpec) -> int:
     if spec.template is None:
         return 0
     return len(spec.template.system) + sum(len(p) for p in spec.template.user_parts if isinstance(p, str)) + 120

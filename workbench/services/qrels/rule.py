@@ -146,7 +146,7 @@ def gate_verdict(db: Database, sample: str, thresholds=None, options=None) -> st
     thresholds = GateThresholds() if thresholds is None else thresholds
     options = calibration.ReportOptions() if options is None else options
     judge = (read_sample(db, sample) or {}).get("judge") or {}
-    labels = calibration._reference_labels(db, sample)
+    labels = calibration.reference_labels(db, sample)
     part = labels if options.part == "all" else labels[labels["part"] == options.part]
     key = gate_cache_key(sample=sample, judge=(judge.get("model"), judge.get("prompt_hash")),
                          labels_fingerprint=_labels_fingerprint(part), seed=options.seed, n_boot=options.n_boot,

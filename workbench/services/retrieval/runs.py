@@ -154,7 +154,7 @@ def _load_queries(db: Database) -> pd.DataFrame:
     return queries
 
 
-def _ranked_rows(queries: pd.DataFrame, chunks: pd.DataFrame, qi, ci, score) -> pd.DataFrame:
+def ranked_rows(queries: pd.DataFrame, chunks: pd.DataFrame, qi, ci, score) -> pd.DataFrame:
     """Flat hits to run rows in the evaluation's order (:func:`evaluation_order`)."""
     rows = pd.DataFrame({
         "query_id": queries["query_id"].to_numpy(dtype=object)[qi],
@@ -233,7 +233,7 @@ def run_bm25(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
         # One query at a time, each timed (module docstring, "Latency").
         qi, ci, score, times = timed_per_query(
             queries["text"].tolist(), lambda text: bm25_mod.search(index, [text], k)[1:], advance)
-    rows = _ranked_rows(queries, chunks, qi, ci, score)
+    rows = ranked_rows(queries, chunks, qi, ci, score)
     run_params = {**params.as_dict(), "k": k, "chunking": chunking,
                   **latency_params(times, "per query, ms: one query searched at a time (table run_latencies)")}
     n = _store_run(db, name, "bm25", rows, run_params, "chunk", chunking, _latency_frame(queries, times))
@@ -352,7 +352,7 @@ def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
             queries["text"].tolist(),
             lambda text: dense_mod.top_k(dense_mod.encode(encoder, [text], batch_size=1), matrix, k)[1:],
             advance)
-    rows = _ranked_rows(queries, chunks, qi, ci, score)
+    rows = ranked_rows(queries, chunks, qi, ci, score)
     run_params = {"retriever": "dense", "model": dense_mod.model_key(model), "normalised": True,
                   "score": "cosine", "k": k, "chunking": chunking, "backend": backend,
                   "cache_key": key,

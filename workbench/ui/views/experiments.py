@@ -125,7 +125,7 @@ def _unjudged(db, result) -> None:
     name = st.text_input("Pool name", "sweep-new")
     if st.button("Add their top 10 to a pool"):
         try:
-            added = sweep._pool_unjudged(db, name, low, sweep.JUDGED_K)
+            added = sweep.pool_unjudged(db, name, low, sweep.JUDGED_K)
         except WorkbenchError as exc:
             context.error(exc)
             return

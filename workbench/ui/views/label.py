@@ -1,38 +1,55 @@
 """Label: an SME grades a calibration sample's pairs, one at a time, blind to the judge.
 
 The page shows the query (and its description), the document's title and the judged passage
-highlighted inside its document with the text around it, query terms marked. Grade buttons 0–3
-(keys 0–3), Skip (S), Can't judge (X), Undo (U), Previous / Next (← / →). Every action is
-stored in the script run its key press starts, right after the next pair is drawn
-(:mod:`workbench.services.calibration.workflow`), so a reload loses nothing: the page reopens on the
-first pair not labelled yet.
+highlighted inside its document with the text around it, query terms marked.
+
+Keyboard first. The card is a component (``st.components.v2``, :data:`CARD_JS`) with one key
+listener for the whole page; keys act wherever the focus is except inside a text box (comment,
+annotator id), where they type (Escape leaves the box for the card):
+
+- evidence: every line and every sentence of the judged passage is an evidence unit
+  (:func:`sentences`); ``↓``/``↑`` (or ``j``/``k``) move the evidence cursor, which starts on
+  the first one; ``Space`` (or a click) chooses or drops the unit under it; the chosen units are
+  highlighted and listed. A grade-2 label with one sentence of evidence is ``Space`` then ``2``.
+  Nothing chooses "all sentences" by default; the stored evidence spans are exactly the chosen
+  units' document spans;
+- ``0``–``3`` grade, ``S`` skip, ``X`` can't judge, ``U`` undo, ``←``/``→`` previous / next.
+
+No misfiled key: a grade (or skip / can't judge) key is taken only once its pair has been visible
+in the browser for ``[calibration] min_visible_ms`` (300 ms) and only once per pair; an earlier
+press, a second one, or grade 2–3 without evidence is refused, the card says why, and the pair's
+one answer is not used up. The browser sends one action at a time (a key pressed while the last
+one travels waits for it), numbered, so a repeated message is never applied twice, and the
+server checks again which pair it is for. Enter in the annotator box moves the focus to the card.
+
+Every action is stored in the script run its key press starts, right after the next pair is drawn
+(:mod:`workbench.services.calibration.workflow`), so a reload loses nothing: the page reopens on
+the sample the annotator last worked on, at the first pair not labelled yet. The annotator id is
+remembered in the address (``?annotator=``) and a cookie, so reloads and new tabs keep it; ids are
+one person whatever their case and spaces (:func:`workbench.services.calibration.workflow.annotator_id`).
 
 Blind by default: nothing the judge produced (grade, reason, model output) is read for the page
 until this SME's label is in. With "Show the judge's label after I submit" ticked, the judge's
 grade and reason appear after submitting, and the label records that they did.
 
-Evidence: the passage's sentences are offered as evidence; the chosen ones are stored as
-document character spans. They are required for grades 2 and 3 (the guide's rule).
+All corpus text is escaped (``html.escape``, :mod:`workbench.ui.highlight`) before it reaches the page.
 
-All corpus text is escaped (``html.escape``) before it reaches the page.
-
-Speed (the issue's bar: the next pair on screen within 150 ms of a key press at p95, with a
-million judgments stored; ``benchmarks/label_bench.py`` measures it in a real server and
-browser): opening the project costs more than everything else a key press needs, so the next
-pair never waits for it. The labelling card is a fragment (a key press reruns only the card, not the app
-around it), and the session keeps what the card needs around the pair on screen: the items at
-the pair after it and its neighbours, and the annotator's answers (never anything from the
-judge). At a key press the card moves to the pair after it at once, then, in the same script
-run, right after drawing it, opens the project, stores the answer, reads what the next key
-press needs and closes the project again (``finally``: an interrupted drawing still stores
-it). "Saved grade ..." appears when the answer is stored; an answer that could not be stored
-brings its pair back with the reason. The file is never held between key presses, so the judge
-job and CLI commands get it in between; while one of them holds it, the page waits a few
-seconds for it (:func:`workbench.services.calibration.workflow.open_for_labelling`).
+Speed (the bar: the next pair on screen within 150 ms of a key press at p95, with a million
+judgments stored; ``benchmarks/label_bench.py`` measures it in a real server and browser): the
+card is a fragment and the session keeps the pairs around the one on screen; the card is also
+sent the pair that comes after the one on screen, so the browser shows it at the key press
+without waiting for the server. The server then, in the key press's script run, draws the same
+pair, opens the project, stores the answer, reads what the next key press needs and closes the
+project again (``finally``: an interrupted drawing still stores it). "Saved grade ..." appears
+when the answer is stored; an answer that could not be stored brings its pair back with the
+reason. The file is never held between key presses, so the judge job and CLI commands get it in
+between; while one of them holds it, the page waits a few seconds for it
+(:func:`workbench.services.calibration.workflow.open_for_labelling`).
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import os
@@ -40,11 +57,14 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import streamlit as st
 
+from workbench.core.stopwords import STOPWORDS
 from workbench.errors import WorkbenchError
 from workbench.ui import auth, context
+from workbench.ui.highlight import marked_terms, units_html
 
 GRADE_LABELS = {
     0: "0 · Not relevant",
@@ -53,86 +73,96 @@ GRADE_LABELS = {
     3: "3 · Fully answers",
 }
 CONTEXT_CHARS = 600
-_STOP = {"the", "and", "for", "with", "what", "how", "are", "does", "from", "that", "this", "which",
-         "who", "why", "when", "where", "into", "can", "you", "your", "our", "was", "were", "has", "have"}
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+#: The card's script (a file next to this module, read once).
+CARD_JS = (Path(__file__).with_name("label_card.js")).read_text(encoding="utf-8")
+CARD_CSS = """
+.wb-card { outline: none; }
+.wb-card:focus-visible { outline: 2px solid rgba(240, 165, 0, 0.5); outline-offset: 4px; border-radius: 0.5rem; }
+.wb-document { white-space: pre-wrap; line-height: 1.55; border: 1px solid rgba(49,51,63,0.2);
+  border-radius: 0.5rem; padding: 0.8rem; max-height: 28rem; overflow-y: auto; }
+.wb-passage { background: rgba(255, 214, 102, 0.35); border-left: 3px solid #f0a500; padding: 0 0.2rem; }
+.wb-unit { cursor: pointer; border-radius: 0.2rem; }
+.wb-unit.wb-cursor { outline: 2px dashed #1c6dd0; outline-offset: 1px; }
+.wb-unit.wb-chosen { background: #b7e4c7; box-shadow: inset 0 -2px 0 #2d6a4f; }
+.wb-note { margin-top: 0.5rem; padding: 0.4rem 0.7rem; border-radius: 0.4rem; background: #fff3bf; }
+.wb-note[data-kind="info"] { background: rgba(28, 109, 208, 0.1); }
+.wb-evidence { margin-top: 0.5rem; font-size: 0.92rem; }
+.wb-evidence ol { margin: 0.2rem 0 0 1.2rem; padding: 0; }
+.wb-answered { margin: 0.4rem 0; padding: 0.4rem 0.7rem; border-radius: 0.4rem; background: rgba(28,109,208,0.1); }
+"""
 
 
 def query_terms(query: str) -> list[str]:
     """The query's words worth marking in the text (3+ letters, no stop words)."""
     words = {w.lower() for w in re.findall(r"\w+", query or "") if len(w) >= 3}
-    return sorted(words - _STOP, key=len, reverse=True)
+    return sorted(words - STOPWORDS, key=len, reverse=True)
 
 
 def marked(text: str, terms: list[str]) -> str:
-    """``text`` as safe HTML with the query terms in ``<mark>``: the text is split on the terms
-    first and each piece escaped on its own, so a term can never match inside an HTML entity."""
-    if not terms:
-        return html.escape(text)
-    pattern = re.compile(r"\b(" + "|".join(re.escape(t) for t in terms) + r")\b", re.IGNORECASE)
-    out, last = [], 0
-    for m in pattern.finditer(text):
-        out.append(html.escape(text[last:m.start()]))
-        out.append(f"<mark>{html.escape(m.group(0))}</mark>")
-        last = m.end()
-    out.append(html.escape(text[last:]))
-    return "".join(out)
-
-
-def passage_html(item: dict, terms: list[str]) -> str:
-    """The document around the judged span, the span highlighted (all pieces escaped)."""
-    text = item["text"] or ""
-    start, end = item["start"], min(item["end"], len(text))
-    before_start = max(0, start - CONTEXT_CHARS)
-    after_end = min(len(text), end + CONTEXT_CHARS)
-    before = ("… " if before_start > 0 else "") + text[before_start:start]
-    after = text[end:after_end] + (" …" if after_end < len(text) else "")
-    return (
-        '<div data-testid="label-document" style="white-space: pre-wrap; line-height: 1.55; '
-        'border: 1px solid rgba(49,51,63,0.2); border-radius: 0.5rem; padding: 0.8rem; max-height: 28rem; '
-        'overflow-y: auto">'
-        f'<span style="color: rgba(49,51,63,0.6)">{marked(before, terms)}</span>'
-        f'<span data-testid="label-passage" style="background: rgba(255, 214, 102, 0.35); '
-        f'border-left: 3px solid #f0a500; padding: 0 0.2rem">{marked(text[start:end], terms)}</span>'
-        f'<span style="color: rgba(49,51,63,0.6)">{marked(after, terms)}</span></div>'
-    )
-
-
-def pair_html(item: dict, position: int, total: int, terms: list[str]) -> str:
-    """The pair as the SME reads it, as one block of safe HTML: "Pair n of N", the query (terms
-    marked), its description, the document's title and :func:`passage_html`."""
-    description = (f'<div style="color: rgba(49,51,63,0.75)">{html.escape(item["description"])}</div>'
-                   if item["description"] else "")
-    return (
-        f'<div data-testid="label-pair" style="font-weight: 600; margin-bottom: 0.4rem">'
-        f"Pair {position + 1} of {total}</div>"
-        f'<div data-testid="label-query" style="font-size: 1.25rem; font-weight: 600">'
-        f'{marked(item["query"] or item["query_id"], terms)}</div>{description}'
-        f'<div data-testid="label-title" style="font-weight: 600; margin: 0.6rem 0 0.3rem">'
-        f'{html.escape(item["title"] or item["doc_id"])}</div>'
-        f"{passage_html(item, terms)}"
-    )
+    """``text`` as safe HTML with the query terms marked (:func:`workbench.ui.highlight.marked_terms`)."""
+    return marked_terms(text, terms)
 
 
 def sentences(item: dict) -> list[tuple[int, int, str]]:
-    """The passage's sentences as ``(start, end, text)`` document spans (evidence choices)."""
+    """The passage's evidence units as ``(start, end, text)`` document spans, in document order:
+    every line and every sentence (headings and table rows are lines), ``text[start:end]`` being
+    the unit without the spaces around it."""
     text = item["text"] or ""
     start, end = item["start"], min(item["end"], len(text))
     out = []
     for m in _SENTENCE.finditer(text[start:end]):
         piece = m.group(0)
         if piece.strip():
-            lead = len(piece) - len(piece.lstrip())
-            s = start + m.start() + lead
-            out.append((s, start + m.end(), piece.strip()))
+            s = start + m.start() + len(piece) - len(piece.lstrip())
+            out.append((s, s + len(piece.strip()), piece.strip()))
     return out
 
 
-def _overlap() -> int:
-    """SMEs per pair (``[calibration] overlap``; 0: every SME labels every pair)."""
+def passage_html(item: dict, terms: list[str], units: list[tuple[int, int, str]] | None = None) -> str:
+    """The document around the judged span, the span highlighted, each evidence unit a
+    ``span.wb-unit`` (all pieces escaped)."""
+    text = item["text"] or ""
+    units = sentences(item) if units is None else units
+    return units_html(text, item["start"], min(item["end"], len(text)), [(s, e) for s, e, _ in units], terms,
+                      window=CONTEXT_CHARS)
+
+
+def pair_html(item: dict, position: int, total: int, terms: list[str], *, state: dict | None = None,
+              units: list[tuple[int, int, str]] | None = None) -> str:
+    """The pair as the SME reads it, as one block of safe HTML: "Pair n of N", the query (terms
+    marked), its description, the document's title, :func:`passage_html`, the chosen evidence
+    list (filled in the browser) and, for a pair answered already, what the answer was."""
+    description = (f'<div style="color: rgba(49,51,63,0.75)">{html.escape(item["description"])}</div>'
+                   if item["description"] else "")
+    answered = ""
+    if state is not None:
+        word = {"label": f"your grade: {state.get('grade')}", "skip": "skipped",
+                "cant_judge": "marked can't judge"}.get(state.get("action"), "answered")
+        answered = (f'<div class="wb-answered" data-testid="label-answered">You already answered this pair '
+                    f"({html.escape(word)}). Choosing again replaces it.</div>")
+    return (
+        f'<div data-testid="label-pair" style="font-weight: 600; margin-bottom: 0.4rem">'
+        f"Pair {position + 1} of {total}</div>"
+        f'<div data-testid="label-query" style="font-size: 1.25rem; font-weight: 600">'
+        f'{marked(item["query"] or item["query_id"], terms)}</div>{description}'
+        f'<div data-testid="label-title" style="font-weight: 600; margin: 0.6rem 0 0.3rem">'
+        f'{html.escape(item["title"] or item["doc_id"])}</div>{answered}'
+        f"{passage_html(item, terms, units)}"
+        f'<div data-testid="label-evidence" class="wb-evidence"></div>'
+    )
+
+
+def _settings() -> tuple[int, int]:
+    """(SMEs per pair, ``[calibration] overlap``; minimum visible milliseconds, ``min_visible_ms``)."""
     from workbench.config import load_settings
 
-    return int(load_settings().get("calibration", "overlap"))
+    settings = load_settings()
+    return int(settings.get("calibration", "overlap")), int(settings.get("calibration", "min_visible_ms"))
+
+
+def _overlap() -> int:
+    return _settings()[0]
 
 
 def _key(*parts) -> str:
@@ -148,6 +178,9 @@ _PENDING = "_label_pending"  # answers given on screen, not stored yet (in order
 _ADVANCING = ("label", "skip", "cant_judge")
 _SAID = "_label_said"  # (kind, message) of the last stored answer, shown above the card
 _UNKNOWN = "unknown"  # the pair after an answer, when the card did not hold it at the key press
+_ACK = "_label_ack"  # the number of the last action the browser sent that was handled
+_TAKEN = "_label_taken"  # the card tokens (pair on screen, visit) whose one answer was taken
+_CARD = None  # the registered card component (registered on first use)
 
 
 #: Set (to a file path) by ``benchmarks/label_bench.py``: the server then appends one JSON line
@@ -171,9 +204,18 @@ def _timed(phase: str) -> Iterator[None]:
             handle.write(line + "\n")
 
 
+def _visit(sample: str) -> int:
+    return int(st.session_state.get(_key("visit", sample), 0))
+
+
 def _go(sample: str, position: int | None) -> None:
+    """Move the card to ``position``: a new visit (a new card token, so one new answer)."""
     st.session_state[_key("position", sample)] = position
-    st.session_state.pop(_key("shown_at", sample), None)
+    st.session_state[_key("visit", sample)] = _visit(sample) + 1
+
+
+def _token(sample: str, position: int | None, visit: int) -> str:
+    return f"{sample}|{position}|{visit}"
 
 
 def _view(sample: str, annotator: str) -> dict:
@@ -181,10 +223,17 @@ def _view(sample: str, annotator: str) -> dict:
     key = (str(context.db_path()), sample, annotator)
     view = st.session_state.get(_VIEW)
     if view is None or view["key"] != key:
+        overlap, min_ms = _settings()
         view = {"key": key, "items": {}, "states": {}, "total": 0, "next": {}, "stale": True,
-                "overlap": _overlap()}
+                "overlap": overlap, "min_ms": min_ms}
         st.session_state[_VIEW] = view
     return view
+
+
+def _identity(annotator: str) -> str:
+    from workbench.services.calibration.workflow import annotator_id
+
+    return annotator_id(annotator)
 
 
 def render() -> None:
@@ -217,23 +266,48 @@ def render() -> None:
             context.page_link("calibration", "Go to Calibration", ":material/verified:")
             return
         names = samples["name"].tolist()
-        sample = st.selectbox("Calibration sample", names, key="label_sample")
-        annotator = context.annotator()
-        if not annotator:
+        typed = context.annotator()
+        if not typed:
             st.warning("Enter your annotator id in the sidebar first: every label is recorded with it.")
             return
+        annotator = _identity(typed)
+        if "label_sample" not in st.session_state or st.session_state["label_sample"] not in names:
+            # the sample this annotator was working on (not simply the newest one)
+            try:
+                last = cal.latest_sample(db, annotator)
+            except WorkbenchError:
+                last = None
+            st.session_state["label_sample"] = last if last in names else names[0]
+        sample = st.selectbox("Calibration sample", names, key="label_sample")
         if not auth.may("label"):
             st.info("You can read this project but not label it; ask a lead for the annotator role.")
             return
-        st.checkbox("Show the judge's label after I submit", key="label_reveal",
-                    help="Off by default, so the judge cannot anchor your grade. When on, "
-                         "each label records that the judge's output was shown afterwards.")
-        _view(sample, annotator)["overlap"] = _overlap()
+        from workbench.services import visibility
+
+        if visibility.can_read("judge_output"):  # a signed-in annotator never sees the judge's output
+            st.checkbox("Show the judge's label after I submit", key="label_reveal",
+                        help="Off by default, so the judge cannot anchor your grade. When on, "
+                             "each label records that the judge's output was shown afterwards.")
+        else:
+            st.session_state["label_reveal"] = False
+        view = _view(sample, annotator)
+        view["overlap"], view["min_ms"] = _settings()
+        view["display"] = typed
         # A whole-page run (opening the page, another sample, the reveal box) reads everything
         # afresh: another tab may have labelled, a lead may have re-imported a document.
         _sync(db, sample, annotator, fresh=True)
+        try:
+            pace = next((t for t in cal.throughput(db, sample) if t["annotator"] == annotator), None)
+        except WorkbenchError:
+            pace = None
     finally:
         db.close()
+    shown = typed if typed == annotator else f"{typed} (id {annotator})"
+    if pace and pace["labels_per_hour"] is not None:
+        st.caption(f"Labelling as {shown} · your pace on this sample: {pace['labels_per_hour']:,.0f} labels per "
+                   f"hour of time on task ({pace['labels']} labels in {pace['hours'] * 60:,.1f} min)")
+    else:
+        st.caption(f"Labelling as {shown}")
     _labelling(sample, annotator)
 
 
@@ -334,8 +408,11 @@ def _store(db, cal, action: dict) -> tuple[str, str]:
     if kind == "label":
         grade = action["grade"]
         cal.save_label(db, sample, annotator, position, grade, comment=action["comment"],
-                       evidence=action["evidence"], seconds=action["seconds"], reveal=action["reveal"])
-        message = f"Saved grade {grade} for pair {position + 1}."
+                       evidence=action["evidence"], seconds=action["seconds"], reveal=action["reveal"],
+                       require_evidence=True)
+        spans = len(action["evidence"] or [])
+        message = f"Saved grade {grade} for pair {position + 1}" + (
+            f" with {spans} evidence sentence{'s' if spans > 1 else ''}." if spans else ".")
         if action["reveal"]:
             judge = cal.judge_output(db, sample, annotator, position)
             message += f" The judge said {judge.get('grade')}: {judge.get('reason') or 'no reason given'}"
@@ -356,8 +433,8 @@ def _store(db, cal, action: dict) -> tuple[str, str]:
 
 @st.fragment
 def _labelling(sample: str, annotator: str) -> None:
-    # Buttons act in on_click callbacks, which run before the card is drawn again: one
-    # fragment run per key press (see the module docstring for the order of the work).
+    # Keys and buttons act in callbacks, which run before the card is drawn again: one
+    # fragment run per action (see the module docstring for the order of the work).
     with _timed("card run"):
         _card(sample, annotator)
 
@@ -378,6 +455,7 @@ def _card(sample: str, annotator: str) -> None:
     status = st.empty()
     drawn = position
     stored = False
+    sent_ahead = {p for p, following in view["next"].items() if following is not None}
     try:
         with _timed("draw"):
             bar = _draw(view, sample, annotator, position)
@@ -388,7 +466,10 @@ def _card(sample: str, annotator: str) -> None:
                 drawn is not None and drawn not in view["next"])):
             stored = _sync_open(sample, annotator)
     said = st.session_state.pop(_SAID, None)
-    if st.session_state.get(pos_key) != drawn:
+    if st.session_state.get(pos_key) != drawn or (
+            stored and drawn is not None and drawn not in sent_ahead and view["next"].get(drawn) is not None):
+        # moved on, or the pair after the one on screen is known only now: draw the card again,
+        # so the browser holds it for the next key press
         if said:  # for the card drawn next
             st.session_state[_SAID] = said
         _rerun_card()
@@ -416,79 +497,173 @@ def _progress_bar(view: dict) -> tuple[float, str]:
     return min(1.0, (done["total"] - done["open"]) / max(done["total"], 1)), text
 
 
+def _card_component():
+    global _CARD
+    if _CARD is None:
+        _CARD = st.components.v2.component("workbench_label_card", js=CARD_JS, css=CARD_CSS,
+                                           isolate_styles=False)
+    return _CARD
+
+
+def _payload(view: dict, sample: str, position: int, visit: int) -> dict | None:
+    """What the card needs to draw the pair at ``position`` (None when the session does not hold it)."""
+    item = view["items"].get(position)
+    if item is None:
+        return None
+    units = sentences(item)
+    state = view["states"].get(position)
+    stored = {tuple(span) for span in ((state or {}).get("evidence") or [])}
+    token = _token(sample, position, visit)
+    return {"token": token, "position": position, "units": len(units),
+            "chosen": [i for i, (s, e, _) in enumerate(units) if (s, e) in stored],
+            "taken": token in st.session_state.get(_TAKEN, set()),
+            "html": pair_html(item, position, view["total"], query_terms(item["query"] or ""), state=state,
+                              units=units)}
+
+
 def _draw(view: dict, sample: str, annotator: str, position: int | None):
     """Draw the card from the session's view (no project access); returns the progress bar."""
     value, text = _progress_bar(view)
     bar = st.empty()
     bar.progress(value, text=text)
+    visit = _visit(sample)
+    shown = st.session_state.get(_key("shown_at", sample))
+    if not shown or shown[0] != _token(sample, position, visit):
+        st.session_state[_key("shown_at", sample)] = (_token(sample, position, visit), time.monotonic())
+    pair = None if position is None else _payload(view, sample, position, visit)
+    following = None if position is None else view["next"].get(position)
+    ahead = None if following is None else _payload(view, sample, following, visit + 1)
+    display = None if auth.mode() != "none" else view.get("display")
+    _card_component()(key=_key("card", sample), data={
+        "pair": pair, "next": ahead, "ack": st.session_state.get(_ACK, 0), "min_ms": view["min_ms"],
+        "annotator": display}, on_action_change=functools.partial(_on_card, sample, annotator),
+        on_chosen_change=_nothing)
     if position is None:
         st.success("You have labelled every pair of this sample. Thank you! The Calibration page shows "
                    "how the judge compares.")
-        st.button("Undo my last action", key=_key("undo_end", sample), shortcut="U",
-                  on_click=_on_undo, args=(sample, annotator))
+        st.button("Undo my last action", key=_key("undo_end", sample), on_click=_on_undo, args=(sample, annotator))
+        st.caption("Keys: U undo")
         return bar
     total = view["total"]
-    item = view["items"].get(position)
-    if item is None:  # the project could not be read (the reason is shown above)
+    if pair is None:  # the project could not be read (the reason is shown above)
         st.warning("This pair cannot be shown right now. Press a key again in a moment, or reload the page.")
         return bar
-    shown_key = _key("shown_at", sample)
-    if st.session_state.get(shown_key, (None,))[0] != position:
-        st.session_state[shown_key] = (position, time.monotonic())
-    state = view["states"].get(position)
-
-    terms = query_terms(item["query"] or "")
-    st.html(pair_html(item, position, total, terms))  # one element: one message, one browser update
-
-    if state is not None:
-        word = {"label": f"your grade: {state['grade']}", "skip": "skipped", "cant_judge": "marked can't judge"}
-        st.info(f"You already answered this pair ({word[state['action']]}). Choosing again replaces it.")
-
-    choices = sentences(item)
-    st.multiselect(
-        "Evidence: the sentence(s) that support your grade (needed for grades 2 and 3)",
-        options=list(range(len(choices))), format_func=lambda i: choices[i][2][:120],
-        key=_key("evidence", sample, position),
-    )
     st.text_input("Comment (optional)", key=_key("comment", sample, position))
-    spans = [[s, e] for s, e, _ in choices]
-
     cols = st.columns(4)
     for grade, col in zip(range(4), cols):
+        state = view["states"].get(position)
         with col:
-            st.button(GRADE_LABELS[grade], key=_key("grade", sample, grade), shortcut=str(grade), width="stretch",
+            st.button(GRADE_LABELS[grade], key=_key("grade", sample, grade), width="stretch",
                       type="primary" if state and state.get("grade") == grade else "secondary",
-                      on_click=_on_grade, args=(sample, annotator, position, grade, spans))
+                      on_click=_on_grade, args=(sample, annotator, position, grade))
     nav = st.columns(5)
     with nav[0]:
-        st.button("Previous", key=_key("prev", sample), shortcut="Left", disabled=position == 0,
+        st.button("Previous", key=_key("prev", sample), disabled=position == 0,
                   on_click=_on_step, args=(sample, -1, total))
     with nav[1]:
-        st.button("Next", key=_key("next", sample), shortcut="Right", disabled=position >= total - 1,
+        st.button("Next", key=_key("next", sample), disabled=position >= total - 1,
                   on_click=_on_step, args=(sample, 1, total))
     with nav[2]:
-        st.button("Skip", key=_key("skip", sample), shortcut="S", on_click=_on_act,
-                  args=(sample, annotator, position, "skip"))
+        st.button("Skip", key=_key("skip", sample), on_click=_on_act, args=(sample, annotator, position, "skip"))
     with nav[3]:
-        st.button("Can't judge", key=_key("cant", sample), shortcut="X", on_click=_on_act,
+        st.button("Can't judge", key=_key("cant", sample), on_click=_on_act,
                   args=(sample, annotator, position, "cant_judge"))
     with nav[4]:
-        st.button("Undo", key=_key("undo", sample), shortcut="U", on_click=_on_undo, args=(sample, annotator))
-    st.caption("Keys: 0–3 grade · S skip · X can't judge · U undo · ← previous · → next")
+        st.button("Undo", key=_key("undo", sample), on_click=_on_undo, args=(sample, annotator))
+    st.caption("Keys: ↓/↑ or j/k move the evidence cursor · Space choose / drop the sentence · 0–3 grade "
+               "(2 and 3 need evidence) · S skip · X can't judge · U undo · ← previous · → next · "
+               "Esc leaves a text box")
     return bar
 
 
-# -- key presses (callbacks: they only record the answer and move the card) ------------------
+def _nothing(*_args) -> None:
+    """The card's chosen evidence changed (read at a button press; nothing to do now)."""
 
-def _seconds(sample: str, position: int) -> float | None:
-    shown = st.session_state.get(_key("shown_at", sample))
-    if not shown or shown[0] != position:
-        return None
-    return round(time.monotonic() - shown[1], 3)
+
+# -- key presses and buttons (callbacks: they only record the answer and move the card) -------
+
+def _taken(token: str) -> bool:
+    return token in st.session_state.get(_TAKEN, set())
+
+
+def _take(token: str) -> None:
+    taken = st.session_state.setdefault(_TAKEN, set())
+    if len(taken) > 500:
+        taken.clear()
+    taken.add(token)
+
+
+def _on_card(sample: str, annotator: str) -> None:
+    """An action the card sent (a key press or a click on it), applied once."""
+    result = st.session_state.get(_key("card", sample))
+    action = getattr(result, "action", None) if result is not None else None
+    if not isinstance(action, dict):
+        return
+    seq = int(action.get("seq") or 0)
+    if seq <= st.session_state.get(_ACK, 0):
+        return  # a message handled already
+    st.session_state[_ACK] = seq
+    kind = action.get("kind")
+    view = _view(sample, annotator)
+    total = view["total"]
+    if kind == "prev":
+        _on_step(sample, -1, total)
+    elif kind == "next":
+        _on_step(sample, 1, total)
+    elif kind == "undo":
+        _on_undo(sample, annotator)
+    elif kind in _ADVANCING:
+        position = st.session_state.get(_key("position", sample))
+        token = _token(sample, position, _visit(sample))
+        if action.get("token") != token or position is None:
+            context.flash("label", "That key came while the page was moving to another pair; nothing was stored. "
+                                   "Press it again.", "warning")
+            return
+        if _taken(token):
+            context.flash("label", "This pair's answer was already taken; the second key was ignored.", "warning")
+            return
+        seen = float(action.get("visible_ms") or 0)
+        if seen < view["min_ms"]:
+            context.flash("label", f"Too early: the pair had been on screen {seen:.0f} ms (at least "
+                                   f"{view['min_ms']} ms); the key was ignored.", "warning")
+            return
+        seconds = round(seen / 1000.0, 3)
+        if kind == "label":
+            grade = action.get("grade")
+            if grade not in (0, 1, 2, 3):
+                return
+            _grade(sample, annotator, position, int(grade), action.get("units") or [], seconds, token)
+        else:
+            _take(token)
+            comment = st.session_state.get(_key("comment", sample, position)) or None
+            _answer(sample, annotator, position, kind, seconds=seconds, comment=comment)
+
+
+def _spans(view: dict, position: int, units) -> list[list[int]]:
+    """The document spans of the chosen units (one per unit, in document order)."""
+    item = view["items"].get(position)
+    found = sentences(item) if item is not None else []
+    picked = sorted({int(u) for u in units if isinstance(u, int) or str(u).isdigit()})
+    return [[found[i][0], found[i][1]] for i in picked if 0 <= i < len(found)]
+
+
+def _grade(sample, annotator, position, grade, units, seconds, token) -> None:
+    view = _view(sample, annotator)
+    chosen = _spans(view, position, units)
+    if grade >= 2 and not chosen:
+        context.flash("label", f"Grade {grade} needs evidence: move to a sentence with ↓/↑ (or j/k) and press "
+                               "Space, then the grade. Nothing was stored.", "warning")
+        return
+    _take(token)
+    # Read at the key press, not when the card was drawn: the box may have just been ticked.
+    reveal = bool(st.session_state.get("label_reveal", False))
+    comment = st.session_state.get(_key("comment", sample, position)) or None
+    _answer(sample, annotator, position, "label", seconds=seconds, grade=grade, comment=comment,
+            evidence=chosen or None, reveal=reveal)
 
 
 def _on_screen(sample: str, position: int) -> bool:
-    """Whether the pair a key press answers is the pair the session is on. A key that comes while
+    """Whether the pair a button answers is the pair the session is on. A click that comes while
     the card is being redrawn for another pair may still carry the old card's buttons: it is
     refused (nothing stored) rather than given to a pair the SME is no longer looking at."""
     if st.session_state.get(_key("position", sample)) == position:
@@ -505,7 +680,7 @@ def _on_step(sample: str, delta: int, total: int) -> None:
         _go(sample, position + delta)
 
 
-def _answer(sample: str, annotator: str, position: int, action: str, **fields) -> None:
+def _answer(sample: str, annotator: str, position: int, action: str, *, seconds: float | None, **fields) -> None:
     """Queue an answer to the pair on screen and move the card to the pair after it, which the
     session already holds when it can (the answer is stored right after the card is drawn)."""
     view = _view(sample, annotator)
@@ -516,33 +691,44 @@ def _answer(sample: str, annotator: str, position: int, action: str, **fields) -
         following = _UNKNOWN
     st.session_state.setdefault(_PENDING, []).append(
         {"sample": sample, "annotator": annotator, "position": position, "action": action,
-         "seconds": _seconds(sample, position), "to": following, **fields})
+         "seconds": seconds, "to": following, **fields})
     # What the card shows until the answer is stored (the progress line); replaced by what is
     # read back after storing.
-    view["states"] = {**view["states"], position: {"action": action, "grade": fields.get("grade")}}
+    view["states"] = {**view["states"], position: {"action": action, "grade": fields.get("grade"),
+                                                   "evidence": fields.get("evidence")}}
     _go(sample, None if following == _UNKNOWN else following)
 
 
-def _on_grade(sample, annotator, position, grade, spans) -> None:
+def _drawn_seconds(sample: str, token: str) -> float | None:
+    """Seconds since the server drew the card ``token`` (time on task of a button press)."""
+    shown = st.session_state.get(_key("shown_at", sample))
+    return round(time.monotonic() - shown[1], 3) if shown and shown[0] == token else None
+
+
+def _on_grade(sample, annotator, position, grade) -> None:
     if not _on_screen(sample, position):
         return
-    # Read at the key press, not when the buttons were drawn: the box may have just been ticked.
-    reveal = bool(st.session_state.get("label_reveal", False))
-    chosen = [spans[i] for i in st.session_state.get(_key("evidence", sample, position), [])]
-    if grade >= 2 and not chosen:
-        context.flash("label", "Grades 2 and 3 need evidence: choose the sentence(s) that support the grade "
-                               "first.", "warning")
+    token = _token(sample, position, _visit(sample))
+    if _taken(token):
+        context.flash("label", "This pair's answer was already taken; the second press was ignored.", "warning")
         return
-    comment = st.session_state.get(_key("comment", sample, position)) or None
-    _answer(sample, annotator, position, "label", grade=grade, comment=comment, evidence=chosen or None,
-            reveal=reveal)
+    result = st.session_state.get(_key("card", sample))
+    chosen = getattr(result, "chosen", None) if result is not None else None
+    units = chosen.get("units", []) if isinstance(chosen, dict) and chosen.get("token") == token else \
+        st.session_state.get(_key("evidence", sample, position), [])
+    _grade(sample, annotator, position, grade, units, _drawn_seconds(sample, token), token)
 
 
 def _on_act(sample, annotator, position, action) -> None:
     if not _on_screen(sample, position):
         return
+    token = _token(sample, position, _visit(sample))
+    if _taken(token):
+        context.flash("label", "This pair's answer was already taken; the second press was ignored.", "warning")
+        return
+    _take(token)
     comment = st.session_state.get(_key("comment", sample, position)) or None
-    _answer(sample, annotator, position, action, comment=comment)
+    _answer(sample, annotator, position, action, seconds=_drawn_seconds(sample, token), comment=comment)
 
 
 def _on_undo(sample, annotator) -> None:

@@ -1,0 +1,205 @@
+// The Label page's card (st.components.v2, mounted in the page's DOM): draws the pair sent from
+// Python, keeps the evidence cursor and the chosen units, and turns key presses into actions.
+// One document-level key listener serves the card wherever the focus is, except text boxes.
+const W = window.__workbenchLabel || (window.__workbenchLabel = {
+  installed: false, token: null, position: null, shownAt: null, cursor: 0, chosen: new Set(),
+  sent: false, seq: 0, inflight: 0, queue: [], next: null, minMs: 300, units: 0, root: null,
+  send: null, setChosen: null, focusCard: false,
+});
+
+function isTextBox(el) {
+  if (!el || !el.tagName) return false;
+  if (el.isContentEditable) return true;
+  const tag = el.tagName.toUpperCase();
+  if (tag === "TEXTAREA" || tag === "SELECT") return true;
+  if (tag !== "INPUT") return false;
+  const type = (el.getAttribute("type") || "text").toLowerCase();
+  return !["checkbox", "radio", "button", "submit", "reset", "range", "color", "file", "image"].includes(type);
+}
+
+function isAnnotatorBox(el) {
+  return !!el && el.tagName === "INPUT" && el.getAttribute("aria-label") === "Annotator";
+}
+
+function card() { return W.root ? W.root.querySelector(".wb-card") : null; }
+
+function note(text, kind) {
+  const el = W.root && W.root.querySelector("[data-testid='label-key-note']");
+  if (!el) return;
+  el.textContent = text || "";
+  el.dataset.kind = kind || "";
+  el.style.display = text ? "block" : "none";
+}
+
+function paint() {
+  const c = card();
+  if (!c) return;
+  const units = c.querySelectorAll(".wb-unit");
+  units.forEach((u) => {
+    const i = Number(u.dataset.unit);
+    u.classList.toggle("wb-cursor", i === W.cursor);
+    u.classList.toggle("wb-chosen", W.chosen.has(i));
+  });
+  const list = c.querySelector("[data-testid='label-evidence']");
+  if (list) {
+    list.textContent = "";
+    const picked = Array.from(W.chosen).sort((a, b) => a - b);
+    const head = document.createElement("div");
+    head.className = "wb-evidence-head";
+    head.textContent = picked.length
+      ? `Evidence (${picked.length} sentence${picked.length > 1 ? "s" : ""}):`
+      : "Evidence: none chosen (grades 2 and 3 need at least one sentence: ↓/↑ or j/k, then Space).";
+    list.appendChild(head);
+    const ol = document.createElement("ol");
+    for (const i of picked) {
+      const li = document.createElement("li");
+      const u = c.querySelector(`.wb-unit[data-unit="${i}"]`);
+      li.textContent = u ? u.textContent : "";
+      ol.appendChild(li);
+    }
+    if (picked.length) list.appendChild(ol);
+  }
+  const at = c.querySelector(`.wb-unit[data-unit="${W.cursor}"]`);
+  if (at && at.scrollIntoView) at.scrollIntoView({ block: "nearest" });
+}
+
+function markShown() {
+  W.shownAt = document.visibilityState === "visible" ? performance.now() : null;
+}
+
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible" && W.shownAt === null && W.token) W.shownAt = performance.now();
+  else if (document.visibilityState !== "visible") W.shownAt = null;  // hidden: the count starts again
+});
+
+function draw(pair) {
+  const c = card();
+  if (!c) return;
+  c.querySelector(".wb-pair").innerHTML = pair.html;  // escaped in Python (html.escape)
+  c.dataset.token = pair.token;
+  W.token = pair.token;
+  W.position = pair.position;
+  W.units = pair.units;
+  W.cursor = 0;
+  W.chosen = new Set(pair.chosen || []);
+  W.sent = false;
+  markShown();
+  note("");
+  paint();
+  const box = document.activeElement;
+  if (W.focusCard || isAnnotatorBox(box)) { W.focusCard = false; c.focus({ preventScroll: true }); }
+}
+
+function dispatch(action) {
+  action.seq = ++W.seq;
+  if (W.inflight) { W.queue.push(action); return; }
+  W.inflight = action.seq;
+  W.send(action);
+}
+
+function visibleMs() { return W.shownAt === null ? 0 : performance.now() - W.shownAt; }
+
+function answer(kind, grade) {
+  if (!W.token) return;
+  if (W.sent) { note("This pair's answer is already given; the key was ignored.", "warning"); return; }
+  const seen = visibleMs();
+  if (seen < W.minMs) {
+    note(`Too early: this pair has been on screen ${Math.round(seen)} ms (at least ${W.minMs} ms); ` +
+         "the key was ignored. Press it again.", "warning");
+    return;
+  }
+  const units = Array.from(W.chosen).sort((a, b) => a - b);
+  if (kind === "label" && grade >= 2 && !units.length) {
+    note(`Grade ${grade} needs evidence: move to a sentence with ↓/↑ (or j/k) and press Space, ` +
+         "then the grade. Nothing was stored.", "warning");
+    return;
+  }
+  W.sent = true;
+  dispatch({ kind, grade: kind === "label" ? grade : null, token: W.token, position: W.position,
+             units: kind === "label" ? units : [], visible_ms: Math.round(seen) });
+  if (W.next) draw(W.next);  // the pair after it, held already: on screen at once
+  else note("Saving…", "info");
+}
+
+function toggle(i) {
+  if (W.sent || i < 0 || i >= W.units) return;
+  if (W.chosen.has(i)) W.chosen.delete(i); else W.chosen.add(i);
+  paint();
+  if (W.setChosen) W.setChosen("chosen", { token: W.token, units: Array.from(W.chosen).sort((a, b) => a - b) });
+}
+
+function onKey(e) {
+  if (!W.root || !W.root.isConnected || !card()) return;
+  const t = e.target;
+  if (isTextBox(t)) {
+    if (e.key === "Enter" && isAnnotatorBox(t)) { W.focusCard = true; setTimeout(() => { const c = card(); if (c) c.focus({ preventScroll: true }); }, 0); }
+    if (e.key === "Escape") { const c = card(); if (c) { t.blur(); c.focus({ preventScroll: true }); } }
+    return;
+  }
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  const k = e.key;
+  let handled = true;
+  if (k === "ArrowDown" || k === "j") { if (W.units) { W.cursor = Math.min(W.units - 1, W.cursor + 1); paint(); } }
+  else if (k === "ArrowUp" || k === "k") { if (W.units) { W.cursor = Math.max(0, W.cursor - 1); paint(); } }
+  else if (k === " " || k === "Spacebar") { if (!e.repeat) toggle(W.cursor); }
+  else if (["0", "1", "2", "3"].includes(k)) { if (!e.repeat) answer("label", Number(k)); }
+  else if (k === "s" || k === "S") { if (!e.repeat) answer("skip", null); }
+  else if (k === "x" || k === "X") { if (!e.repeat) answer("cant_judge", null); }
+  else if (k === "u" || k === "U") { if (!e.repeat) dispatch({ kind: "undo" }); }
+  else if (k === "ArrowLeft") { if (!e.repeat) dispatch({ kind: "prev", position: W.position }); }
+  else if (k === "ArrowRight") { if (!e.repeat) dispatch({ kind: "next", position: W.position }); }
+  else handled = false;
+  if (handled) { e.preventDefault(); e.stopPropagation(); }
+}
+
+function onKeyUp(e) {  // a focused button or box must not act on Space / Enter the card took
+  if (!W.root || !W.root.isConnected || isTextBox(e.target)) return;
+  if (e.key === " ") e.preventDefault();
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue, setStateValue } = component;
+  W.send = (action) => setTriggerValue("action", action);
+  W.setChosen = setStateValue;
+  W.root = parentElement;
+  if (!W.installed) {
+    document.addEventListener("keydown", onKey, true);
+    document.addEventListener("keyup", onKeyUp, true);
+    W.installed = true;
+  }
+  let c = card();
+  if (!c) {
+    c = document.createElement("div");
+    c.className = "wb-card";
+    c.tabIndex = -1;
+    c.setAttribute("data-testid", "label-card");
+    c.innerHTML = '<div class="wb-pair"></div><div data-testid="label-key-note" class="wb-note" role="status" style="display:none"></div>';
+    parentElement.appendChild(c);
+    c.addEventListener("click", (e) => {
+      const u = e.target.closest && e.target.closest(".wb-unit");
+      if (u) { W.cursor = Number(u.dataset.unit); toggle(W.cursor); }
+    });
+    W.token = null;
+  }
+  W.minMs = Number(data.min_ms || 0);
+  if (data.annotator) {
+    document.cookie = "workbench_annotator=" + encodeURIComponent(data.annotator) +
+      "; path=/; max-age=31536000; SameSite=Lax";
+  }
+  if ((data.ack || 0) >= W.inflight) {
+    W.inflight = 0;
+    if (W.queue.length) { const a = W.queue.shift(); W.inflight = a.seq; W.send(a); }
+  }
+  W.next = data.next || null;
+  if (!data.pair) {
+    W.token = null; W.next = null;
+    c.querySelector(".wb-pair").innerHTML = "";
+    note("");
+  } else if (data.pair.token !== W.token) {
+    draw(data.pair);
+  } else if (!W.inflight && !W.queue.length && W.sent && !data.pair.taken) {
+    W.sent = false;  // the answer was not taken (the page said why): the pair can be answered again
+    note("");
+  }
+  return () => { if (W.root === parentElement) W.root = null; };
+}
