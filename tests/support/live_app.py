@@ -41,7 +41,7 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> No
     raise TimeoutError(f"{url} did not answer /_stcore/health within {timeout} s")
 
 
-def _start(db_path: Path, env: dict) -> tuple[subprocess.Popen, str]:
+def _start(db_path: Path, env: dict, cwd: Path = REPO) -> tuple[subprocess.Popen, str]:
     """Start the app on a free port; a port taken between the probe and the bind is retried.
 
     Tests run in parallel workers (pytest-xdist), so another worker's server can take the port
@@ -51,7 +51,7 @@ def _start(db_path: Path, env: dict) -> tuple[subprocess.Popen, str]:
         port = free_port()
         process = subprocess.Popen(
             [sys.executable, "-m", "workbench", "--db", str(db_path), "app", "--port", str(port)],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True,  # its own process group, so cleanup reaches every child
         )
         url = f"http://127.0.0.1:{port}"
@@ -77,10 +77,12 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def serve(db_path: Path, extra_env: dict | None = None) -> Iterator[str]:
-    """Run ``python -m workbench --db DB app --port P``; yield its base URL; stop it after."""
+def serve(db_path: Path, extra_env: dict | None = None, cwd: Path | None = None) -> Iterator[str]:
+    """Run ``python -m workbench --db DB app --port P`` (in ``cwd``, default the repository: the
+    app reads ``.streamlit/secrets.toml`` and ``config/workbench.toml`` there); yield its base
+    URL; stop it after."""
     env = dict(os.environ, **(extra_env or {}))
-    process, url = _start(db_path, env)
+    process, url = _start(db_path, env, REPO if cwd is None else cwd)
     try:
         yield url
     finally:

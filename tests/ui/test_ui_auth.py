@@ -29,7 +29,7 @@ attempt = st.session_state.get("attempt")
 if attempt:
     from workbench.config import load_settings
     from workbench.errors import WorkbenchError
-    from workbench.services import calibration as cal
+    from workbench.services.calibration import workflow as cal
     from workbench.services.project.deletion import delete
     from workbench.services.judge.jobs import resolve_spec, run_job
     try:

@@ -114,13 +114,16 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def app_command(db_path: Path, host: str, port: int) -> list[str]:
-    """The command line that serves the app on ``db_path``."""
+def app_command(db_path: Path, host: str, port: int, allowed_hosts: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The command line that serves the app on ``db_path``; ``allowed_hosts``: the only Host
+    names Streamlit accepts a session from (``server.allowedHosts``, against DNS rebinding)."""
     script = Path(__file__).resolve().parents[1] / "ui" / "app.py"
+    hosts = [arg for name in allowed_hosts for arg in ("--server.allowedHosts", name)]
     return [
         sys.executable, "-m", "streamlit", "run", str(script),
         "--server.address", host, "--server.port", str(port), "--server.headless", "true",
         "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
+        "--server.enableCORS", "true", "--server.enableXsrfProtection", "true", *hosts,
         "--", "--db", str(db_path),
     ]
 
@@ -168,7 +171,9 @@ def _app(args: argparse.Namespace) -> int:
         # The app resolves its settings (pool depth, evaluation rule) with load_settings(),
         # which reads WORKBENCH_CONFIG: hand it the --config file this command was given.
         env["WORKBENCH_CONFIG"] = str(Path(args.config).resolve())
-    command = app_command(settings.db_path, host, port)
+    from workbench.services.access import allowed_hosts
+
+    command = app_command(settings.db_path, host, port, allowed_hosts(settings.get("app", "allowed_hosts"), host))
     # Replace this process with the server, so that stopping `workbench app` (Ctrl+C, SIGTERM
     # from a supervisor or a test) stops Streamlit itself and leaves no orphan holding the port.
     os.execve(command[0], command, env)

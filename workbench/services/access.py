@@ -132,6 +132,46 @@ def check_serving(host: str, auth: str, *, allow_public_without_auth: bool = Fal
                           f"lead; set [app] auth to password or oidc, or allow_public_without_auth = true")
 
 
+#: The host names served when ``[app] allowed_hosts`` names none.
+DEFAULT_ALLOWED_HOSTS = ("127.0.0.1", "localhost", "::1")
+_ANY_ADDRESS = ("", "0.0.0.0", "::", "[::]")
+
+
+def allowed_hosts(configured: str | None, host: str | None = None) -> list[str]:
+    """The host names the app serves (DNS rebinding: a page on another site that resolves its
+    own name to this server must not reach the app): ``[app] allowed_hosts`` (comma-separated;
+    empty: :data:`DEFAULT_ALLOWED_HOSTS`) plus ``[app] host`` when it names one address."""
+    names = [part.strip().lower().rstrip(".") for part in str(configured or "").split(",") if part.strip()]
+    names = names or list(DEFAULT_ALLOWED_HOSTS)
+    if host and host.strip() not in _ANY_ADDRESS:
+        names.append(host.strip().lower().strip("[]").rstrip("."))
+    return list(dict.fromkeys(names))
+
+
+def host_allowed(header: str | None, allowed: list[str] | tuple[str, ...]) -> bool:
+    """Whether a request's ``Host`` header (a name or address, with an optional port) names
+    one of ``allowed`` (a leading ``*.`` allows subdomains); a missing or malformed header never
+    matches."""
+    from urllib.parse import urlsplit
+
+    if not header:
+        return False
+    try:
+        parts = urlsplit(f"//{header.strip()}")
+        _ = parts.port  # a port that is not a number is malformed
+    except ValueError:
+        return False
+    name = parts.hostname
+    if not name or parts.username is not None or parts.password is not None or parts.path or parts.query:
+        return False
+    name = name.lower().rstrip(".")
+    for pattern in allowed:
+        pattern = str(pattern).strip().lower().rstrip(".")
+        if pattern == name or (pattern.startswith("*.") and name.endswith(pattern[1:])):
+            return True
+    return False
+
+
 def data_folders(data_dirs: str, base: Path | None = None) -> list[Path]:
     """The folders ``[app] data_dirs`` names (comma-separated; relative to ``base``, default the
     working directory), symlinks resolved."""
@@ -230,6 +270,22 @@ class SignInThrottle:
             wait = min(self.cap, self.base * 2 ** (count - self.free))
             return max(0.0, last + wait - now)
 
+    def attempt(self, name: str) -> float:
+        """Check and count one sign-in attempt in one step (atomic, so that simultaneous
+        attempts cannot all pass the check before any failure is counted): 0 when the password
+        may be checked now (the attempt is counted as a failure until :meth:`succeeded`), else
+        the seconds left to wait (nothing counted, the password must not be checked)."""
+        with self._lock:
+            now = self.clock()
+            key = self._key(name)
+            count, last = self._count(key, now)
+            if count >= self.free:
+                wait = max(0.0, last + min(self.cap, self.base * 2 ** (count - self.free)) - now)
+                if wait > 0:
+                    return wait
+            self._failures[key] = (count + 1, now)
+            return 0.0
+
     def failed(self, name: str) -> None:
         with self._lock:
             now = self.clock()
@@ -250,6 +306,34 @@ class SignInThrottle:
 SIGN_IN_THROTTLE = SignInThrottle()
 
 
+def check_user_name(name: str) -> str:
+    """``name`` when it can be a user name in ``secrets.toml`` (and typed in the sign-in form);
+    else :class:`ConfigError` in one line. Refused: an empty name, spaces at either end (the
+    form strips them), control characters, quotes and backslashes."""
+    if not name or not name.strip():
+        raise ConfigError("a user name cannot be empty; choose a name such as john.doe")
+    if name != name.strip():
+        raise ConfigError(f"the user name {name!r} starts or ends with a space; the sign-in form drops those, "
+                          f"so remove them")
+    bad = sorted({c for c in name if not c.isprintable() or c in '"\\'})
+    if bad:
+        raise ConfigError(f"the user name {name!r} holds {', '.join(map(repr, bad))}, which a user name "
+                          f"cannot hold; use letters, digits, spaces and . _ - @")
+    return name
+
+
+def secrets_entry(name: str, role: str, hashed: str) -> str:
+    """The ``[auth.users.<name>]`` table for ``secrets.toml`` (the name quoted unless it is a bare
+    TOML key, so a dot or a space stays part of it); checks the name and the role first."""
+    check_user_name(name)
+    if role not in ROLES:
+        raise ConfigError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
+    import re
+
+    key = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else f'"{name}"'  # a bare TOML key, else quoted
+    return f'[auth.users.{key}]\nrole = "{role}"\nhash = "{hashed}"'
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m workbench.services.access [NAME [ROLE]]``: read a password twice without echo
     and print the secrets entry to paste into ``.streamlit/secrets.toml``."""
@@ -262,6 +346,11 @@ def main(argv: list[str] | None = None) -> int:
     if role not in ROLES:
         print(f"unknown role {role!r}; use one of {', '.join(ROLES)}", file=sys.stderr)
         return 2
+    try:
+        check_user_name(name)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     first = getpass.getpass("Password: ")
     if first != getpass.getpass("Again: "):
         print("the two passwords differ; nothing printed", file=sys.stderr)
@@ -271,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    print(f'[auth.users.{name}]\nrole = "{role}"\nhash = "{hashed}"')
+    print(secrets_entry(name, role, hashed))
     return 0
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from workbench.config import DEFAULTS
 from workbench.errors import StoreError
-from workbench.services import access
+from workbench.services import visibility
 from workbench.store.corpus import read_documents, read_queries
 from workbench.store.database import Database
 from workbench.store.judgments import read_judgments
@@ -27,11 +27,9 @@ LABEL_COLUMNS = ["judgment_id", "query_id", "doc_id", "title", "start", "end", "
 
 
 def _visible(labels: pd.DataFrame) -> pd.DataFrame:
-    """The labels the caller may see: all for a lead or viewer; an annotator's own human labels."""
-    actor = access.current_actor()
-    if access.allowed(actor, "see_all_labels"):
-        return labels
-    return labels.loc[(labels["assessor"] == actor.name) & (labels["source"] != "llm")]
+    """The labels the caller may see (:func:`workbench.services.visibility.visible_judgments`):
+    all for a lead or viewer; an annotator's own human labels and the imported ones."""
+    return visibility.visible_judgments(labels)
 
 
 def queries_table(db: Database) -> pd.DataFrame:

@@ -105,8 +105,9 @@ def _password_form() -> None:
     if not submitted:
         return
     throttle = access.SIGN_IN_THROTTLE
-    wait = throttle.wait_seconds(name)
-    # During a wait the password is not checked at all, so a right guess cannot be confirmed.
+    # One step checks and counts the attempt, so simultaneous wrong guesses cannot all be checked
+    # before any is counted. During a wait the password is not checked at all.
+    wait = throttle.attempt(name)
     actor = None if wait else check_password(users, name, password)
     # Only the hash comparison ever sees the password: drop it from the session at once.
     del password
@@ -114,8 +115,7 @@ def _password_form() -> None:
     if wait:
         st.error(f"Too many failed sign-ins for this user name; wait {math.ceil(wait)} seconds and try again.")
         return
-    if actor is None:
-        throttle.failed(name)
+    if actor is None:  # already counted by attempt()
         st.error("That user name and password do not match; try again.")
         return
     throttle.succeeded(name)
@@ -123,9 +123,27 @@ def _password_form() -> None:
     st.rerun()
 
 
+def _check_host() -> None:
+    """Stop the page when the browser reached the app under a host name it does not serve
+    (``[app] allowed_hosts``, against DNS rebinding). ``workbench app`` also has Streamlit refuse
+    such a session (``server.allowedHosts``); this covers ``streamlit run`` started by hand."""
+    try:
+        header = st.context.headers.get("Host")
+    except Exception:  # noqa: BLE001 - no request headers (a test run of the script): nothing to check
+        return
+    if header is None:
+        return
+    settings = load_settings()
+    if not access.host_allowed(header, access.allowed_hosts(settings.get("app", "allowed_hosts"),
+                                                              settings.get("app", "host"))):
+        st.error("This app is not served under this address; open it at the address its operator gave you.")
+        st.stop()
+
+
 def gate() -> Actor:
     """Call first on every run: shows the sign-in (and stops the page) until someone is signed
     in; returns the actor. With auth ``none`` it returns the lead named by the Annotator field."""
+    _check_host()
     how = mode()
     if how == "none":
         return session_actor() or access.LOCAL_OPERATOR

@@ -385,7 +385,11 @@ def undo(db: Database, sample: str, annotator: str) -> int | None:
 
 
 def judge_output(db: Database, sample: str, annotator: str, position: int) -> dict:
-    """The judge's grade and reason for an item, only once this annotator labelled it."""
+    """The judge's grade and reason for an item, only once this annotator labelled it; never to a
+    signed-in annotator (:mod:`workbench.services.visibility`: they label blind)."""
+    from workbench.services import visibility
+
+    visibility.require_read("judge_output")
     state = my_state(db, sample, annotator, position)
     if state is None or state["action"] != "label":
         raise InputError("the judge's label is shown only after you submit yours")
@@ -432,7 +436,10 @@ def adjudicate(db: Database, sample: str, position: int, grade: int, *, lead: st
 
 def judge_reason(db: Database, sample: str, position: int) -> dict:
     """The judge's output for an item, for the report's drill-down into disagreements (items
-    an SME has labelled already; the labelling page uses :func:`judge_output`)."""
+    an SME has labelled already; the labelling page uses :func:`judge_output`). Leads and viewers only."""
+    from workbench.services import visibility
+
+    visibility.require_read("judge_output")
     return store.read_judge_output(db, sample, position) or {}
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from workbench.errors import ConfigError, InputError, clip
 
+from workbench.services import access
 if TYPE_CHECKING:
     from workbench.core.metrics.comparison import Comparison
     from workbench.core.metrics.evaluation import EvaluationResult
@@ -344,6 +345,8 @@ def evaluate_project(
     from workbench.store.runs import read_run_info
 
     check_measures(measures)
+    if store:
+        access.require("build")  # storing an evaluation is a write: viewers and annotators may not
     runs = list(dict.fromkeys(runs))
     if not runs:
         raise ConfigError("give at least one stored run, e.g. --runs bm25,dense")

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import InputError, WorkbenchError
+from workbench.services import visibility
 from workbench.store.database import Database
 
 CONFIDENCE = 0.95
@@ -57,7 +58,10 @@ def _project_qrels(db: Database, level: str = "doc", chunking: str | None = None
 
 def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = None,
                    source: str = "merged") -> QrelsOverview:
-    """Policy, counts and pool coverage of the project's qrels (module docstring)."""
+    """Policy, counts and pool coverage of the project's qrels (module docstring); an annotator's
+    are computed from their own and the imported labels (:mod:`workbench.services.visibility`)."""
+    if source == "llm":
+        visibility.require_read("judge_output")
     from workbench.services.pooling.pools import list_pools, pool_pairs
 
     from workbench.services.qrels.answerability import without_unanswerable
@@ -91,8 +95,10 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
 def qrels_download(db: Database, *, format: str, level: str = "doc", chunking: str | None = None,
                    source: str = "merged") -> tuple[bytes, str]:
     """The export file's bytes and its summary line, written by ``export_qrels`` into a private
-    temporary folder (the same code path as ``workbench export qrels``)."""
+    temporary folder (the same code path as ``workbench export qrels``). Refused to annotators."""
     from workbench.services.qrels.export import export_qrels
+
+    visibility.require_read("label_files")
 
     with tempfile.TemporaryDirectory(prefix="workbench-qrels-") as folder:
         out = Path(folder) / f"qrels.{format}"
@@ -136,6 +142,8 @@ def evaluate_runs(db: Database, runs: list[str], measures: list[str], *, source:
         raise InputError("choose at least one run")
     if not measures:
         raise InputError("choose at least one measure")
+    if source == "llm":
+        visibility.require_read("judge_output")
     info = run_table(db).set_index("name")
     unknown = [r for r in runs if r not in info.index]
     if unknown:
@@ -155,8 +163,11 @@ def evaluate_runs(db: Database, runs: list[str], measures: list[str], *, source:
 
 def stored_evaluations(db: Database) -> pd.DataFrame:
     """The history of stored evaluations, newest first: ``when, runs, measures, labels, level,
-    qrels`` (fingerprint) and ``means`` as ``run measure=value`` text."""
+    qrels`` (fingerprint) and ``means`` as ``run measure=value`` text. Refused to annotators (they
+    were scored with everyone's labels)."""
     from workbench.services.evaluation.evaluate import stored_evaluations as stored
+
+    visibility.require_read("others_labels")
 
     table = stored(db)
     if table.empty:
@@ -176,8 +187,11 @@ def stored_evaluations(db: Database) -> pd.DataFrame:
 def rank_agreement(db: Database, runs: list[str], measures: list[str]) -> tuple[pd.DataFrame, str | None]:
     """Per measure, Kendall's τ and τ_AP between the ranking of ``runs`` under the people's
     qrels and under the judge's (:func:`workbench.services.calibration.rank_agreement.rank_agreement`);
-    ``(empty, reason)`` when the project lacks one of the two label kinds."""
+    ``(empty, reason)`` when the project lacks one of the two label kinds, or for an annotator."""
     from workbench.services.calibration.rank_agreement import rank_agreement as agreement
+
+    if not visibility.can_read("judge_output"):
+        return pd.DataFrame(), "the ranking by the judge's labels is shown to leads and viewers only"
 
     rows = []
     for measure in measures:

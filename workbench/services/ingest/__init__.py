@@ -52,6 +52,7 @@ Rules shared by every import:
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -95,19 +96,22 @@ def import_file(
     title_field: str | None = None,
     label: str | None = None,
     progress: ProgressFactory | None = None,
+    allowed_folders: Sequence[Path] | None = None,
 ) -> ImportResult:
     """Import one file (or folder) of ``kind`` into the project; see the module docstring.
 
     ``label`` names the file in messages and the ledger when ``path`` is a temporary copy (an
     upload in the app). ``progress`` is a :mod:`workbench.services.progress` factory (the CLI's
-    tqdm bar); parsing large files advances it by lines.
+    tqdm bar); parsing large files advances it by lines. ``allowed_folders`` (the app's
+    ``[app] data_dirs``): the path and, for a folder, every file in it must lie inside one of
+    them with links resolved, else :class:`~workbench.services.access.PermissionDenied`.
     Returns an :class:`ImportResult`; raises :class:`InputError` and leaves the project unchanged
     when anything is wrong.
     """
     access.require("import")
     started = time.perf_counter()
     path = Path(path)
-    source = read_source(path, label or str(path))
+    source = read_source(path, label or str(path), allowed_folders)
     fmt = resolve_format(kind, format, source)
     result = ImportResult(kind=kind, path=source.label, format=fmt, name=name)
     earlier = ledger.earlier_import(db, kind, source.sha256)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ from workbench.core.formats import IMPORT_FORMATS, IMPORT_KINDS
 from workbench.core.formats import corpus as corpus_formats
 from workbench.core.formats.lines import decode_utf8, split_lines
 from workbench.errors import InputError
+from workbench.services.access import PermissionDenied
 from workbench.services.progress import ProgressFactory
 
 KINDS = IMPORT_KINDS
@@ -44,7 +45,22 @@ class Source:
         return decode_utf8(self.data, self.label)
 
 
-def read_source(path: Path, label: str) -> Source:
+def check_inside(path: Path, label: str, allowed: Sequence[Path] | None) -> None:
+    """Refuse (one line) a file or folder that, links resolved, lies outside every folder of
+    ``allowed`` (the app's ``[app] data_dirs``; None: no limit, as for the command line)."""
+    if allowed is None:
+        return
+    resolved = path.resolve()
+    if not any(resolved == folder or resolved.is_relative_to(folder) for folder in allowed):
+        # The target is not named: the page must not map the server's file system.
+        raise PermissionDenied(f"{label} leads outside the folders this app may import from (links are "
+                               f"followed); remove the link, or copy the file into the data folder")
+
+
+def read_source(path: Path, label: str, allowed: Sequence[Path] | None = None) -> Source:
+    """The file or folder to import. ``allowed``: the folders it must lie in, every file of a
+    folder checked with its links resolved (:func:`check_inside`); None: anywhere."""
+    check_inside(path, label, allowed)
     if path.is_dir():
         files = []
         digest = hashlib.sha256()
@@ -53,6 +69,7 @@ def read_source(path: Path, label: str) -> Source:
             if file.suffix.lower() not in corpus_formats.TEXT_SUFFIXES or any(
                     part.startswith(".") for part in rel.split("/")):
                 continue
+            check_inside(file, f"{label.rstrip('/')}/{rel}", allowed)
             data = file.read_bytes()
             digest.update(rel.encode() + b"\0" + data + b"\0")
             files.append((rel, data))

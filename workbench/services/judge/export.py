@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import InputError
+from workbench.services import visibility
 from workbench.services.output_file import check_output, write_lines
 from workbench.store.database import Database
 from workbench.store.judging import export_judgment_rows
@@ -85,7 +86,9 @@ def _lines(frame):
 
 def export_judgments(db: Database, out: str | Path, *, pool: str | None = None, source: str = "all",
                      force: bool = False) -> JudgmentExport:
-    """Write the judgments (see the module doc) to ``out``; returns what was written."""
+    """Write the judgments (see the module doc) to ``out``; returns what was written. Refused to
+    annotators (:mod:`workbench.services.visibility`)."""
+    visibility.require_read("label_files")
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
     out = Path(out)

@@ -76,7 +76,7 @@ import pandas as pd
 
 from workbench.errors import ConfigError, InputError, StoreError
 from workbench.llm.prompts import available_prompts  # noqa: F401 - part of the service API (prompt ids)
-from workbench.services import access
+from workbench.services import access, visibility
 from workbench.services.judge.runner import (  # noqa: F401 - Progress and open_briefly are part of the API
     PAGE_UNITS,
     DatabaseUse,
@@ -438,5 +438,18 @@ def list_failures(db_path, job_id: int, limit: int | None = None) -> pd.DataFram
 
 
 def job_judgments(db_path, job_id: int) -> pd.DataFrame:
+    visibility.require_read("judge_output")
     with DatabaseUse(db_path) as db:
         return store.job_judgments(db, job_id)
+    """Failed and invalid samples with the judge's raw reply: judge output, refused to annotators."""
+    visibility.require_read("judge_output")
+    visibility.require_read("judge_output")
+
+
+def offline_preview(query: str, passage: str, description: str | None = None):
+    """The offline baseline's grade and reason for one pair, computed now (the Judge page's
+    "What the judge sees"): judge output, refused to annotators (:mod:`workbench.services.visibility`)."""
+    from workbench.core.judging.offline import grade_pair
+
+    visibility.require_read("judge_output")
+    return grade_pair(query, passage, description=description)

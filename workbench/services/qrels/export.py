@@ -46,6 +46,7 @@ import pandas as pd
 
 from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, EXPORT_SOURCES
 from workbench.errors import InputError
+from workbench.services import visibility
 from workbench.services.output_file import check_output, write_lines
 from workbench.store.corpus import query_texts
 from workbench.store.database import Database
@@ -137,8 +138,9 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
     """Write qrels to ``out`` (see the module docstring); returns what was written.
 
     ``out`` follows :mod:`workbench.services.output_file`: never a database, link or device,
-    an existing file only with ``force``.
+    an existing file only with ``force``. Refused to annotators (:mod:`workbench.services.visibility`).
     """
+    visibility.require_read("label_files")
     _check(format, level, source, chunking)
     out = Path(out)
     check_output(out, force=force)

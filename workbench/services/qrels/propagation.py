@@ -203,9 +203,11 @@ def export_qrels_with_propagated(db: Database, chunking: str, out, *, source: st
     file is written next to ``out`` and renamed when complete (:mod:`workbench.services.output_file`:
     never over a database, a link or, unless ``force``, an existing file). Returns the counts."""
     from workbench.services.output_file import check_output, write_lines
+    from workbench.services import visibility
     from workbench.store.synthetic_queries import synthetic_query_ids
 
     if queries not in QUERY_SETS:
+    visibility.require_read("label_files")
         raise InputError(f"unknown query set {queries!r}; expected one of {', '.join(QUERY_SETS)}")
     check_output(out, force=force)  # before any work: never a database, a link or (unforced) a file
     if not chunking_exists(db, chunking):

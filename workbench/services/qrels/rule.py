@@ -46,6 +46,7 @@ import pandas as pd
 from workbench.core.qrels_policy import QrelsPolicy, merge_qrels
 from workbench.errors import InputError
 from workbench.store.database import Database
+from workbench.services import visibility
 
 SOURCES = ("human", "llm", "merged")
 
@@ -308,6 +309,9 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
                 ok = ok | _by_construction(db, spans)
             dropped = int((is_llm & ~ok).sum())
             spans = spans[~is_llm | ok]
+    if visibility.limited():  # an annotator: their own labels and the imported ones (services.visibility)
+        spans = visibility.visible_spans(spans)
+        notes.append(visibility.LIMITED_NOTE)
             if dropped:
                 notes.append(f"{dropped:,} LLM labels left out: their judge configuration has not passed "
                              f"the calibration gate (`workbench calibrate report`), or opt in with llm_labels = all")
@@ -325,7 +329,7 @@ def project_qrels(db: Database, *, level: str = "doc", chunking: str | None = No
     admitted = admitted_spans(db, source=source, policy=policy, settings=settings)
     pol = admitted.policy
     table = merge_qrels(admitted.spans, pol, level=level, chunks=chunks)
-    if pol.propagated and level == "chunk":
+    if pol.propagated and level == "chunk" and not visibility.limited():  # copies of others' grades
         table = _with_propagated(db, table, str(chunking), pol.synthetic)
     return ProjectQrels(table, pol, level, chunking if level == "chunk" else None, admitted.passed_configurations,
                         admitted.notes)

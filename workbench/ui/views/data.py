@@ -16,7 +16,7 @@ import streamlit as st
 
 from workbench.config import load_settings
 from workbench.errors import WorkbenchError
-from workbench.services.access import check_data_path
+from workbench.services.access import check_data_path, data_folders
 from workbench.services.ingest import FORMATS, KINDS, import_file, preview_documents, recent_imports
 from workbench.services.project.lifecycle import project_status
 from workbench.ui import context
@@ -125,9 +125,12 @@ def _import_form() -> None:
                 path.write_bytes(upload.getvalue())
                 result = import_file(db, kind, path, label=upload.name, progress=context.progress, **arguments)
             else:
-                # Only files inside [app] data_dirs (symlinks resolved): no page serves other server files.
-                allowed = check_data_path(server_path, load_settings().get("app", "data_dirs"))
-                result = import_file(db, kind, allowed, label=server_path, progress=context.progress, **arguments)
+                # Only files inside [app] data_dirs (symlinks resolved, every file of a folder too):
+                # no page serves other server files.
+                data_dirs = load_settings().get("app", "data_dirs")
+                allowed = check_data_path(server_path, data_dirs)
+                result = import_file(db, kind, allowed, label=server_path, progress=context.progress,
+                                     allowed_folders=data_folders(data_dirs), **arguments)
     except WorkbenchError as exc:
         context.error(exc, FIELDS, uploaded=uploaded)
         return
@@ -161,7 +164,12 @@ EXPORT_EXTENSIONS = {"trec": "txt", "beir": "tsv", "jsonl": "jsonl", "spans": "j
 def _export_section(chunkings: list[str]) -> None:
     from workbench.services.qrels.export import export_qrels
 
+    from workbench.services import visibility
+
     st.subheader("Export qrels")
+    if not visibility.can_read("label_files"):  # the files carry everyone's labels: annotators label blind
+        st.caption("Qrels files carry other people's labels and the judge's, so leads and viewers export them.")
+        return
     cols = st.columns(4)
     fmt = cols[0].selectbox("Format", list(EXPORT_FORMATS), format_func=EXPORT_FORMATS.get, key="export_format")
     by_chunk = cols[1].selectbox("Level", ["doc", "chunk"], key="export_level", disabled=fmt == "spans",

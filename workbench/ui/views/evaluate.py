@@ -102,7 +102,10 @@ def _choices(runs: pd.DataFrame) -> dict:
     words = right.multiselect("Measures", list(MEASURES), default=["nDCG", "Recall"], key="evaluate_measures")
     a, b, c = st.columns(3)
     k = int(a.number_input("Cutoff k", min_value=1, max_value=1000, value=10, step=1, key="evaluate_k"))
-    source = SOURCES[b.selectbox("Labels", list(SOURCES), key="evaluate_source")]
+    from workbench.services import visibility
+
+    sources = [w for w, v in SOURCES.items() if v != "llm" or visibility.can_read("judge_output")]
+    source = SOURCES[b.selectbox("Labels", sources, key="evaluate_source")]
     test = TESTS[c.selectbox("Paired test", list(TESTS), key="evaluate_test")]
     return {"runs": chosen, "measures": _measure_names(words, k), "k": k, "source": source, "test": test}
 
@@ -290,6 +293,10 @@ def _stages(ev, evaluation, choices: dict) -> None:
 
 
 def _save(db, ev, choices: dict) -> None:
+    from workbench.services import access
+
+    if not access.allowed(access.current_actor(), "build"):  # a write: leads only (the service checks too)
+        return
     if st.button("Save this evaluation", key="evaluate_save",
                  help="Stores the runs, the qrels policy and fingerprint, the measures and every per-query "
                       "value, so results can be compared across time."):
@@ -305,7 +312,12 @@ def _save(db, ev, choices: dict) -> None:
 
 
 def _history(db, ev) -> None:
+    from workbench.services import visibility
+
     st.subheader("Saved evaluations")
+    if visibility.limited():  # scored with everyone's labels: an annotator labels blind
+        st.caption("Saved evaluations were scored with everyone's labels, so leads and viewers see them.")
+        return
     try:
         frame = ev.stored_evaluations(db)
     except WorkbenchError as exc:

@@ -250,11 +250,15 @@ def _preview(choices: dict, spec) -> None:
     item = row["chunk_id"] if isinstance(row["chunk_id"], str) else row["doc_id"]
     context.escaped(f"First pair of {query_id}: {item}", css="color: rgba(49, 51, 63, 0.6); font-size: 0.875em;")
     if spec.offline:
-        from workbench.core.judging.offline import grade_pair
+        from workbench.services import visibility
+        from workbench.services.judge.jobs import offline_preview
 
-        graded = grade_pair(peek["query"], passage, description=description)
-        st.caption("The offline baseline uses no prompt. It would grade this pair:")
-        context.escaped(f"Grade {graded.grade}: {graded.reason}", css="font-weight: 600;")
+        if visibility.can_read("judge_output"):
+            graded = offline_preview(peek["query"], passage, description)
+            st.caption("The offline baseline uses no prompt. It would grade this pair:")
+            context.escaped(f"Grade {graded.grade}: {graded.reason}", css="font-weight: 600;")
+        else:  # an annotator labels blind: no judge grade or reason
+            st.caption("The offline baseline uses no prompt. Its grades are shown to leads and viewers only.")
         context.escaped(f"Query: {peek['query']}\n\nPassage:\n{passage}",
                         tag="pre", css="white-space: pre-wrap; font-size: 0.85em;")
         return
@@ -338,9 +342,14 @@ def _progress(pool: str, config_key: str, active_at_render: bool, job_at_render:
 def _failures(job: dict) -> None:
     from workbench.services.judge.jobs import list_failures
 
+    from workbench.services import visibility
+
     st.subheader("5. Failures and invalid outputs")
     if not (job["failed"] or job["invalid"]):
         st.caption("None: every judged pair has a grade.")
+        return
+    if not visibility.can_read("judge_output"):  # the raw replies carry the judge's grades and reasons
+        st.caption("The judge's raw replies are shown to leads and viewers only.")
         return
     try:
         frame = list_failures(context.db_path(), job["job_id"], limit=1000)

@@ -38,7 +38,7 @@ def render() -> None:
                                    disabled=not names)
         level = "chunk" if level_word == "Chunks" and names else "doc"
         chunking = cols[1].selectbox("Chunking", names, key="qrels_chunking") if level == "chunk" else None
-        source = SOURCES[cols[2].selectbox("Labels", list(SOURCES), key="qrels_source")]
+        source = SOURCES[cols[2].selectbox("Labels", _sources(), key="qrels_source")]
         try:
             overview = ev.qrels_overview(db, level=level, chunking=chunking, source=source)
         except WorkbenchError as exc:
@@ -58,12 +58,20 @@ def render() -> None:
             _download(db, ev, level, chunking, source)
 
 
+def _sources() -> list[str]:
+    """The Labels choices the signed-in user may read (an annotator: not the judge's alone)."""
+    from workbench.services import visibility
+
+    return [word for word, value in SOURCES.items() if value != "llm" or visibility.can_read("judge_output")]
+
+
 def _counts(overview) -> None:
     st.subheader("Counts")
     a, b, c = st.columns(3)
     a.metric("Qrels", f"{overview.rows:,}")
     b.metric("Queries", f"{overview.queries:,}")
     c.metric("Relevant (grade ≥ 1)", f"{sum(n for g, n in overview.by_grade.items() if g >= 1):,}")
+    st.caption(binarising_note("qrels"))
     left, right = st.columns(2)
     with left:
         st.caption("Per grade")
@@ -90,6 +98,8 @@ def _coverage(coverage: pd.DataFrame) -> None:
 
 
 def _download(db, ev, level: str, chunking: str | None, source: str) -> None:
+    from workbench.services import visibility
+
     st.subheader("Download")
     format_word = st.selectbox("Format", list(FORMATS), key="qrels_format")
     fmt = FORMATS[format_word]
