@@ -46,6 +46,10 @@ TESTS = ("randomization", "bootstrap", "ttest")
 def _compare(args: argparse.Namespace) -> int:
     from workbench.services.evaluation.evaluate import compare_files
 
+    if args.per_query and args.stored_runs is not None:
+        from workbench.errors import ConfigError
+
+        raise ConfigError("--per-query compares run files (QRELS RUN RUN ...); stored runs are not supported yet")
     if args.stored_runs is not None:
         report = _compare_project(args)
     elif not args.qrels or not args.runs:
@@ -56,14 +60,45 @@ def _compare(args: argparse.Namespace) -> int:
         report = compare_files(args.qrels, args.runs, args.measure, rel=args.rel, test=args.test,
                                seed=args.seed, n_resamples=args.resamples)
     result = report.result
+    diffs = None
+    if args.per_query:
+        from workbench.services.evaluation.per_query_diff import per_query_diff
+
+        diffs = per_query_diff(args.qrels, args.runs, args.measure, rel=args.rel, k=args.top)
     if args.format == "json":
         meta = result.metadata()
         meta.update(missing_from_run=report.missing_from_run, run_files=report.run_files,
                     qrels=args.qrels, rel=args.rel)
-        print_json({"metadata": meta, "comparisons": result.table.to_dict(orient="records")})
+        payload = {"metadata": meta, "comparisons": result.table.to_dict(orient="records")}
+        if diffs is not None:
+            payload["per_query"] = [d.to_json() for d in diffs]
+        print_json(payload)
     else:
         print(_format_table(result, report.missing_from_run))
+        if diffs is not None:
+            print(_format_per_query(diffs))
     return 0
+
+
+def _top_words(items) -> str:
+    """``id(grade)`` for each item, ``id(?)`` when unjudged; ``-`` for an empty list."""
+    return " ".join(f"{i}({'?' if g is None else g})" for i, g in items) or "-"
+
+
+def _format_per_query(diffs) -> str:
+    """One section per (measure, run): queries by delta, both runs' top results side by side."""
+    lines = []
+    sections: dict[tuple[str, str], list] = {}
+    for d in diffs:
+        sections.setdefault((d.measure, d.run), []).append(d)
+    for (measure, run), rows in sections.items():
+        base = rows[0].baseline
+        lines += ["", f"per query: {measure}, {run} - {base} (sorted by delta; (?) = unjudged)"]
+        header = ["query", "base", "run", "delta", f"{base} top", f"{run} top"]
+        body = [[d.query_id, number(d.baseline_value), number(d.run_value), number(d.delta, signed=True),
+                 _top_words(d.baseline_top), _top_words(d.run_top)] for d in rows]
+        lines += aligned([header, *body], text_columns=1)
+    return "\n".join(lines)
 
 
 def _compare_project(args: argparse.Namespace):
@@ -153,5 +188,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="random seed of the resampling, reported in the output (default: 0)")
     p.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES, metavar="N",
                    help=f"resamples for the test and the bootstrap interval (default: {DEFAULT_RESAMPLES})")
+    p.add_argument("--per-query", action="store_true",
+                   help="also list every query sorted by the difference from the baseline, with both runs' "
+                        "top results side by side and unjudged ones marked (?) (run files only)")
+    p.add_argument("--top", type=positive_int, default=5, metavar="K",
+                   help="with --per-query: top results shown per run (default: 5)")
     add_format_option(p)
     p.set_defaults(handler=_compare)

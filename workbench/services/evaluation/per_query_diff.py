@@ -1,0 +1,92 @@
+"""Per-query difference of runs against a baseline, with both runs' top results side by side:
+what ``workbench compare --per-query`` prints.
+
+For each measure and each run after the first: every query's value for the baseline and the
+run, ``delta = run − baseline``, and each side's top ``k`` results in the engine's order (score
+descending, ties by id descending) with their grade, ``None`` when the item is unjudged (no
+label, or a label below 0). Queries are sorted by ``delta`` ascending (where the run loses most
+first), ties by query id. Values are scored as ``eval`` and ``compare`` score them (a query a run
+does not answer scores 0 and has an empty top list).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.errors import ConfigError
+
+DEFAULT_TOP = 5
+
+
+@dataclass(frozen=True)
+class QueryDiff:
+    """One query of one comparison: values, delta and both top lists of ``(item_id, grade)``."""
+
+    measure: str
+    baseline: str
+    run: str
+    query_id: str
+    baseline_value: float
+    run_value: float
+    delta: float
+    baseline_top: tuple[tuple[str, int | None], ...]
+    run_top: tuple[tuple[str, int | None], ...]
+
+    def to_json(self) -> dict:
+        def top(items):
+            return [{"id": i, "grade": g} for i, g in items]
+
+        return {"measure": self.measure, "baseline": self.baseline, "run": self.run, "query_id": self.query_id,
+                "baseline_value": self.baseline_value, "run_value": self.run_value, "delta": self.delta,
+                "baseline_top": top(self.baseline_top), "run_top": top(self.run_top)}
+
+
+def top_items(run: dict[str, dict[str, float]], query_id: str, grades: dict[str, int], k: int):
+    """The top ``k`` of one query of a run (``{query: {item: score}}``) in trec_eval's order,
+    each with its grade (``None`` when unjudged)."""
+    scored = run.get(query_id, {})
+    by_id = sorted(scored.items(), key=lambda kv: kv[0].encode(), reverse=True)  # ties: id descending
+    ordered = sorted(by_id, key=lambda kv: -kv[1])[:k]  # stable: score descending
+    out = []
+    for item, _ in ordered:
+        g = grades.get(item)
+        out.append((item, g if g is not None and g >= 0 else None))
+    return tuple(out)
+
+
+def per_query_diff(qrels: str | Path, runs: Sequence[str | Path], measures: Sequence[str], *, rel: int = 1,
+                   k: int = DEFAULT_TOP) -> list[QueryDiff]:
+    """Every query's difference of each run from the first, per measure (module docstring)."""
+    import math
+
+    from workbench.core.metrics.readers import read_qrels, read_trec_run
+    from workbench.services.evaluation.evaluate import evaluate_files, run_names
+
+    if len(runs) < 2:
+        raise ConfigError("a per-query comparison needs at least two run files (the baseline first)")
+    if k < 1:
+        raise ConfigError(f"--top must be at least 1, got {k}")
+    measures = list(dict.fromkeys(measures))
+    names = run_names(runs)
+    results = evaluate_files(qrels, runs, measures, rel=rel, names=names)
+    judged = read_qrels(qrels).to_dict()
+    tops = {name: read_trec_run(path, name=name).to_dict() for name, path in zip(names, runs)}
+    base = names[0]
+    out: list[QueryDiff] = []
+    for m in measures:
+        base_values = dict(zip(results[base].query_ids.astype(str).tolist(), results[base].scores[m].tolist()))
+        for name in names[1:]:
+            values = dict(zip(results[name].query_ids.astype(str).tolist(), results[name].scores[m].tolist()))
+            rows = []
+            for q in sorted(set(base_values) & set(values)):
+                a, b = base_values[q], values[q]
+                if math.isnan(a) or math.isnan(b):
+                    continue  # the measure excludes the query (no relevant item at its threshold)
+                grades = judged.get(q, {})
+                rows.append(QueryDiff(m, base, name, q, a, b, b - a, top_items(tops[base], q, grades, k),
+                                      top_items(tops[name], q, grades, k)))
+            rows.sort(key=lambda r: (r.delta, r.query_id))
+            out.extend(rows)
+    return out
