@@ -36,8 +36,19 @@ def _run(page, annotator: str | None = None) -> AppTest:
     return at
 
 
+def _cards(node) -> list[str]:
+    """The data sent to components (the Label card), as JSON text."""
+    found = []
+    for child in getattr(node, "children", {}).values():
+        proto = getattr(child, "proto", None)
+        if getattr(proto, "component_name", None):
+            found.append(proto.json)
+        found += _cards(child)
+    return found
+
+
 def _texts(at: AppTest) -> str:
-    parts = [h.proto.body for h in at.get("html")]
+    parts = [h.proto.body for h in at.get("html")] + _cards(at.main)
     for kind in ("info", "success", "warning", "error", "caption", "markdown"):
         parts += [m.value for m in getattr(at, kind)]
     return "\n".join(parts)
@@ -88,7 +99,8 @@ def test_label_page_asks_for_the_annotator_then_stores_a_grade(judged):
         assert db.query_value("SELECT count(*) FROM label_events") == 1
     # with evidence and the reveal option the judge's reason appears after submitting
     at.checkbox(key="label_reveal").check().run()
-    at.multiselect(key="label_evidence_s_1").select(0).run()
+    at.session_state["label_evidence_s_1"] = [0]  # the card's first sentence, as a click on it chooses it
+    at.run()
     assert MARKER not in _texts(at)
     at.button(key="label_grade_s_3").click().run()
     text = _texts(at)

@@ -129,7 +129,7 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
         _pair(page, 2)
         time.sleep(WAIT)
         _keys(page, "3")  # no evidence: refused, said so, the pair still open
-        _note(page, "Grade 3 needs evidence")
+        _note(page, "Grade 3 refused: grades 2 and 3 need evidence")
         _keys(page, "Space", "ArrowDown", "Space")
         assert page.locator("[data-testid='label-evidence'] li").all_inner_texts() == [
             f"First fact about {doc[1]}.", "Second fact, different!"]

@@ -651,8 +651,8 @@ def _grade(sample, annotator, position, grade, units, seconds, token) -> None:
     view = _view(sample, annotator)
     chosen = _spans(view, position, units)
     if grade >= 2 and not chosen:
-        context.flash("label", f"Grade {grade} needs evidence: move to a sentence with ↓/↑ (or j/k) and press "
-                               "Space, then the grade. Nothing was stored.", "warning")
+        context.flash("label", f"Grade {grade} refused: grades 2 and 3 need evidence. Move to a sentence with "
+                               "↓/↑ (or j/k), press Space, then the grade. Nothing was stored.", "warning")
         return
     _take(token)
     # Read at the key press, not when the card was drawn: the box may have just been ticked.

@@ -110,8 +110,8 @@ function answer(kind, grade) {
   }
   const units = Array.from(W.chosen).sort((a, b) => a - b);
   if (kind === "label" && grade >= 2 && !units.length) {
-    note(`Grade ${grade} needs evidence: move to a sentence with ↓/↑ (or j/k) and press Space, ` +
-         "then the grade. Nothing was stored.", "warning");
+    note(`Grade ${grade} refused: grades 2 and 3 need evidence. Move to a sentence with ↓/↑ (or j/k), ` +
+         "press Space, then the grade. Nothing was stored.", "warning");
     return;
   }
   W.sent = true;
