@@ -254,6 +254,10 @@ def test_plan_finds_the_smallest_sufficient_sample():
     pilot = np.arange(10)
     plan = plan_sample_size(y_all[pilot], f, pilot, 0.02)
     assert 2 <= plan.n_ppi < plan.n_human <= 200
+    # the sd each design assumes: the human values' own, and the one the pilot's PPI++ SE implies
+    est = ppi_mean(y_all[pilot], f, pilot)
+    assert plan.sd_human == pytest.approx(np.std(y_all[pilot], ddof=1))
+    assert plan.sd_ppi == pytest.approx(est.ppi.std_error * math.sqrt(10 / (1 - 10 / 200)))
     p = (1 + plan.confidence) / 2
 
     def half(n, sd):
