@@ -5,10 +5,17 @@ Builds a project in a temporary DuckDB file with ``--judgments`` LLM judgments (
 Then it measures:
 
 1. **The browser** (what the SME waits for): a real ``workbench app`` server and Debian's
-   chromium (Playwright). An SME presses a grade key ``--presses`` times; each time the page
-   measures, in the browser's clock, from the key press to the moment the next pair's header
-   and query text are on screen. Between presses it waits for the page to finish its work and
-   a short reading pause (``--think``). Afterwards every press must be stored in the project.
+   chromium (Playwright), while a real judge job (``workbench judge`` against the loopback
+   OpenAI-compatible server of ``tests/support/openai_server.py``, 50 ms per answer) grades
+   the same project's pool in another process and writes its batches to the same file. A
+   scripted expert labels ``--presses`` pairs with the keyboard only: a seeded mix of grades
+   0–3, grades 2 and 3 with one evidence sentence (``Space`` then the grade, now and then
+   ``j`` first to take the second sentence). For each label the browser's clock measures from
+   the grade key to the moment the next pair's header and query text are on screen, per kind
+   of label; the expert reads each pair ``--think`` seconds (at least the page's minimum
+   on-screen time) and does not wait for the server. Afterwards every label must be stored
+   with its evidence, and labels per hour are worked out from the stored time on task and
+   from the session's wall clock.
    The server writes how long each phase of its work took (``WORKBENCH_LABEL_TIMINGS``,
    :mod:`workbench.ui.views.label`): drawing the card, opening the project, storing the answer,
    reading ahead, closing, and the card's whole run.
@@ -29,7 +36,7 @@ load above the number of cores (or under ``nice``) are slower than on an idle on
 p95 < 150 ms.
 
     python benchmarks/label_bench.py [--judgments 1000000] [--presses 100] [--labels 150]
-                                     [--think 0.3] [--baseline DIR]
+                                     [--think 0.35] [--no-judge-job] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -205,8 +212,42 @@ def _idle(page) -> None:
                            timeout=120_000)
 
 
+@contextmanager
+def judge_job(path: Path, enabled: bool = True):
+    """A judge job grading pool ``p`` with a model the project has no grades of, against the
+    loopback OpenAI-compatible server, in processes of their own; yields a callable telling
+    whether the job still runs."""
+    if not enabled:
+        yield lambda: None
+        return
+    server = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", "--latency", "0.05"],
+                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              start_new_session=True)
+    job = None
+    try:
+        base_url = server.stdout.readline().strip()
+        env = dict(os.environ, OPENAI_API_KEY="bench", PYTHONPATH=str(REPO))
+        job = subprocess.Popen([sys.executable, "-m", "workbench", "--db", str(path), "judge", "--pool", "p",
+                                "--model", "bench-judge", "--base-url", base_url],
+                               cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+        time.sleep(3.0)  # under way (its first batch written) before the SME starts
+        if job.poll() is not None:
+            raise RuntimeError(f"the judge job ended at once: {job.stderr.read()[-2000:]}")
+        yield lambda: job.poll() is None
+    finally:
+        for process in (job, server):
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGINT if process is job else signal.SIGTERM)
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=20)
+
+
 def browser_times(repo: Path, path: Path, presses: int, think: float, annotator: str,
-                  timings: Path) -> tuple[np.ndarray, int, list[str]]:
+                  timings: Path, *, expert: bool = False, job: bool = False) -> tuple[np.ndarray, int, list[str]]:
     """Key press → next pair on screen, in the browser; (times, labels stored, load readings)."""
     db = Database(path)
     try:
@@ -226,7 +267,17 @@ def browser_times(repo: Path, path: Path, presses: int, think: float, annotator:
         _idle(page)
         page.get_by_role("heading", name="Label").click()  # grade keys act on the page, not a text box
         timings.write_text("")  # only the presses' phases from here on
-        out, loads = press_loop(page, presses, think, lambda i: (f"Pair {i + 2} of {total}", queries[i + 1]))
+        expected = lambda i: (f"Pair {i + 2} of {total}", queries[i + 1])  # noqa: E731
+        with judge_job(path, job) as running:
+            if expert:
+                out, loads = expert_loop(page, presses, think, expected)
+            else:
+                out, loads = press_loop(page, presses, think, expected)
+            still = running()
+        if still is not None:
+            loads.append(f"the judge job was {'still running' if still else 'NOT running'} at the last label")
+    if expert:
+        return out, expert_stored(path, annotator, out), loads
     db = Database(path, read_only=True)
     try:
         stored = db.query_value("SELECT count(*) FROM label_events WHERE annotator = ? AND action = 'label'",
@@ -251,6 +302,90 @@ def press_loop(page, presses: int, think: float, expected) -> tuple[np.ndarray, 
         out.append(shown - page.evaluate("() => window.__presses[window.__presses.length - 1]"))
     _idle(page)
     return np.array(out), loads
+
+
+def expert_plan(n: int, seed: int = 7) -> list[tuple[str, list[str]]]:
+    """The scripted expert's labels: (kind, keys) per pair, a seeded mix of grades 0–3 (2 and 3
+    with one evidence sentence: ``Space`` then the grade, a quarter of them ``j`` first)."""
+    rng = np.random.default_rng(seed)
+    plan = []
+    for grade in rng.choice(4, size=n, p=[0.3, 0.25, 0.25, 0.2]):
+        if grade < 2:
+            plan.append(("0/1, one key", [str(grade)]))
+        elif rng.random() < 0.25:
+            plan.append(("2/3 + evidence", ["j", "Space", str(grade)]))
+        else:
+            plan.append(("2/3 + evidence", ["Space", str(grade)]))
+    return plan
+
+
+def expert_loop(page, labels: int, think: float, expected) -> tuple[dict, list[str]]:
+    """The scripted expert (keys only): per label, the browser's time from the grade key to the
+    next pair on screen; returns ({kind: ms array, "wall": seconds, "plan": plan}, loads)."""
+    page.evaluate(WATCH)
+    plan = expert_plan(labels)
+    out: dict = defaultdict(list)
+    loads = []
+    started = time.perf_counter()
+    for i, (kind, keys) in enumerate(plan):
+        if i % 25 == 0:
+            loads.append(load())
+        time.sleep(think)  # reading the pair (never less than the page's minimum on-screen time)
+        for key in keys:
+            page.keyboard.press(key)
+        shown = page.wait_for_function(SHOWN, arg=list(expected(i)), polling="raf", timeout=120_000).json_value()
+        out[kind].append(shown - page.evaluate("() => window.__presses[window.__presses.length - 1]"))
+    wall = time.perf_counter() - started
+    _idle(page)
+    page.get_by_text(re.compile(rf"Saved grade \d for pair {labels}\b")).wait_for(timeout=120_000)
+    _idle(page)
+    result = {k: np.array(v) for k, v in out.items()}
+    result["wall"] = wall
+    result["plan"] = plan
+    return result, loads
+
+
+def expert_stored(path: Path, annotator: str, out: dict) -> int:
+    """How many of the expert's labels are stored as pressed (grade, and one evidence span on
+    grades 2–3); the time on task is kept in ``out["seconds"]``."""
+    db = Database(path, read_only=True)
+    try:
+        rows = db.query_all("SELECT position, grade, evidence::VARCHAR, seconds FROM label_events "
+                            "WHERE annotator = ? AND action = 'label' ORDER BY event_id", [annotator])
+    finally:
+        db.close()
+    out["seconds"] = [r[3] for r in rows if r[3] is not None]
+    good = 0
+    for (kind, keys), (position, grade, evidence, _) in zip(out["plan"], rows):
+        spans = json.loads(evidence) if evidence else []
+        if grade == int(keys[-1]) and len(spans) == (1 if grade >= 2 else 0):
+            good += 1
+    return good
+
+
+def report_expert(ms: dict, stored: int, loads: list[str], timings: Path) -> None:
+    plan = ms["plan"]
+    every = np.concatenate([v for k, v in ms.items() if isinstance(v, np.ndarray)])
+    verdict = "meets" if np.percentile(every, 95) <= BAR_MS else "misses"
+    print(f"scripted expert, keys only, {len(plan)} labels: grade key -> next pair on screen (browser clock): "
+          f"{stats(every)}; {verdict} the bar (p95 <= {BAR_MS:.0f} ms); {stored} of {len(plan)} stored as pressed")
+    for kind, values in ms.items():
+        if isinstance(values, np.ndarray):
+            keys = np.mean([len(k) for c, k in plan if c == kind])
+            print(f"  {kind:<16} ({len(values)} labels, {keys:.2f} keys each): {stats(values)}")
+    seconds = ms.get("seconds") or []
+    if seconds:
+        print(f"  labels per hour, from the stored time on task: {3600 * len(seconds) / sum(seconds):,.0f} "
+              f"(median {np.median(seconds):.2f} s per label)")
+    print(f"  labels per hour, from the session's wall clock: {3600 * len(plan) / ms['wall']:,.0f}")
+    for reading in loads:
+        print(f"  during the labels: {reading}")
+    found = phases(timings)
+    if found:
+        print("  server phases per action (from the server's own clock):")
+        for phase in ("draw", "open", "store", "read", "close", "card run"):
+            if found.get(phase):
+                print(f"    {phase:<9} {stats(found[phase])}")
 
 
 def floor_times(folder: Path, presses: int, think: float) -> tuple[np.ndarray, list[str]]:
@@ -292,7 +427,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--judgments", type=int, default=1_000_000)
     parser.add_argument("--presses", type=int, default=100, help="grade keys pressed in the browser")
-    parser.add_argument("--think", type=float, default=0.3, help="seconds between a drawn page and the next key")
+    parser.add_argument("--think", type=float, default=0.35, help="seconds the expert reads each pair")
+    parser.add_argument("--no-judge-job", action="store_true", help="no judge job running meanwhile")
+    parser.add_argument("--no-peer", action="store_true", help="skip the bare Streamlit page")
     parser.add_argument("--labels", type=int, default=150, help="pairs labelled through the services")
     parser.add_argument("--baseline", type=Path, help="another checkout whose page is measured as well")
     args = parser.parse_args()
@@ -314,17 +451,19 @@ def main() -> None:
         pristine = tmp / "pristine.duckdb"
         shutil.copy(path, pristine)
 
-        print(f"browser, this checkout: {load()}")
-        ms, stored, loads = browser_times(REPO, path, args.presses, args.think, "browser-sme",
-                                          tmp / "timings.jsonl")
-        report_browser("this checkout", ms, stored, loads, tmp / "timings.jsonl")
-        print(f"browser, peer (a bare Streamlit page): {load()}")
-        floor, floor_loads = floor_times(tmp, args.presses, args.think)
-        print(f"peer: a bare Streamlit fragment, key -> text on screen: {stats(floor)}")
-        for reading in floor_loads:
-            print(f"  during the presses: {reading}")
-        print(f"p95 this checkout / peer: {np.percentile(ms, 95) / np.percentile(floor, 95):.1f}x; "
-              f"p50: {np.percentile(ms, 50) / np.percentile(floor, 50):.1f}x")
+        print(f"browser, this checkout, {'with' if not args.no_judge_job else 'without'} a judge job: {load()}")
+        found, stored, loads = browser_times(REPO, path, args.presses, args.think, "browser-sme",
+                                             tmp / "timings.jsonl", expert=True, job=not args.no_judge_job)
+        report_expert(found, stored, loads, tmp / "timings.jsonl")
+        ms = np.concatenate([v for v in found.values() if isinstance(v, np.ndarray)])
+        if not args.no_peer:
+            print(f"browser, peer (a bare Streamlit page): {load()}")
+            floor, floor_loads = floor_times(tmp, args.presses, args.think)
+            print(f"peer: a bare Streamlit fragment, key -> text on screen: {stats(floor)}")
+            for reading in floor_loads:
+                print(f"  during the presses: {reading}")
+            print(f"p95 this checkout / peer: {np.percentile(ms, 95) / np.percentile(floor, 95):.1f}x; "
+                  f"p50: {np.percentile(ms, 50) / np.percentile(floor, 50):.1f}x")
         if args.baseline:
             other = tmp / "baseline.duckdb"
             shutil.copy(pristine, other)

@@ -150,13 +150,20 @@ def _options(args):
 def _report(args: argparse.Namespace) -> int:
     from workbench.services.calibration.workflow import report
 
+    from workbench.services.calibration.workflow import throughput
+
     with open_project_from_args(args) as db:
         body = report(db, args.sample, thresholds=_thresholds(args), options=_options(args))
+        body["throughput"] = throughput(db, body["sample"])  # labels per hour of time on task, per SME
     if args.format == "json":
         print_json(body)
         return 0
     print(f"calibration sample {body['sample']!r} (pool {body['pool']!r}): {body['labelled']} of "
           f"{body['items']} items labelled, {body['labelled_in_part']} in the {body['part']} part")
+    for t in body["throughput"]:
+        pace = "n/a" if t["labels_per_hour"] is None else f"{t['labels_per_hour']:,.0f}"
+        print(f"  {t['annotator']}: {t['labels']} labels, {pace} labels per hour of time on task "
+              f"({t['hours'] * 60:,.1f} min)")
     if body["agreement"] is None:
         print(f"gate: INCONCLUSIVE: no SME labels on the {body['part']} part yet")
         return 0
@@ -169,9 +176,10 @@ def _report(args: argparse.Namespace) -> int:
             print(f"  {s['tag']}{risk}: n={s['n']} TPR {_f(s['tpr'])} TNR {_f(s['tnr'])} "
                   f"kappa {_f(s['kappa'])} -> {s['verdict']}")
     if body["disagreements"]:
-        print("worst disagreements (position, query, item, SME grade, judge grade):")
+        print("worst disagreements (pair, query, item, SME grade, judge grade; pair n is 'Pair n' on the "
+              "Label page):")
         for d in body["disagreements"]:
-            print(f"  {d['position']}  {d['query_id']}  {d['chunk_id'] or d['doc_id']}  "
+            print(f"  {d['position'] + 1}  {d['query_id']}  {d['chunk_id'] or d['doc_id']}  "
                   f"{d['sme_grade']}  {d['judge_grade']}")
     sme = body["sme_agreement"]
     if sme:

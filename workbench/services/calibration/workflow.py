@@ -181,12 +181,18 @@ def latest_sample(db: Database, annotator: str) -> str | None:
     return name if name is not None and store.read_sample(db, name) is not None else None
 
 
-def throughput(db: Database, sample: str) -> list[dict]:
+def throughput(db: Database, sample: str, annotator: str | None = None) -> list[dict]:
     """Per annotator of ``sample``: ``labels``, ``answers`` (labels, skips, can't judge),
     ``hours`` of time on task (the seconds each pair was on screen before its answer, summed) and
-    ``labels_per_hour`` (labels / hours; None before any timed answer)."""
+    ``labels_per_hour`` (labels / hours; None before any timed answer). ``annotator``: only that
+    one (their own pace); every annotator's needs the right to see all labels."""
+    who = _annotator(annotator) if annotator is not None else None
+    if who is None:
+        access.require("see_all_labels")
     out = []
     for row in store.time_on_task(db, sample).itertuples(index=False):
+        if who is not None and row.annotator != who:
+            continue
         hours = float(row.seconds) / 3600.0
         out.append({"annotator": str(row.annotator), "labels": int(row.labels), "answers": int(row.answers),
                     "hours": hours, "labels_per_hour": (int(row.labels) / hours) if hours > 0 else None})
@@ -671,11 +677,28 @@ def _sme_agreement(db: Database, sample: str) -> dict | None:
             "pairwise_kappa": [{"a": a, "b": b, "n": n, "kappa": k} for a, b, n, k in pairs]}
 
 
+def _gate(part: pd.DataFrame, thresholds: GateThresholds, options: ReportOptions, *,
+          keep_boot: bool = False) -> tuple[AgreementResult | None, GateResult]:
+    """The gate on a gated part under ``options`` (:func:`workbench.core.calibration.gate.gate_on_labels`,
+    which the qrels rule's cached verdict uses too)."""
+    return gate_on_labels(part, thresholds, part_name=options.part, threshold=options.threshold,
+                          seed=options.seed, n_boot=options.n_boot, weighted=options.weighted,
+                          keep_boot=keep_boot)
+
+
+def gated_part(labels: pd.DataFrame, options: ReportOptions) -> pd.DataFrame:
+    """The reference labels (:func:`reference_labels`) of the part ``options`` gates."""
+    return labels if options.part == "all" else labels[labels["part"] == options.part]
+
+
 def gate(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
          options: ReportOptions = ReportOptions()) -> dict:
-    """The gate verdict of a sample's held-out part (a subset of :func:`report`)."""
-    full = report(db, sample, thresholds=thresholds, options=options)
-    return {"sample": full["sample"], "gate": full["gate"], "n": full["labelled_in_part"]}
+    """The gate verdict of a sample's held-out part (the ``gate`` of :func:`report`, without
+    the rest of the report)."""
+    access.require("see_all_labels")
+    name = _sample(db, sample)["name"]
+    part = gated_part(reference_labels(db, name), options)
+    return {"sample": name, "gate": _gate(part, thresholds, options)[1].as_dict(), "n": len(part)}
 
 
 # -- two label files -------------------------------------------------------------------------

@@ -68,10 +68,12 @@ def render() -> None:
             body = cal.report(db, sample, thresholds=_thresholds(), options=_options(cal))
             configs = cal.compare_judges(db, sample, options=_options(cal), thresholds=_thresholds())
             disagreements = cal.sme_disagreements(db, sample)
+            pace = cal.throughput(db, sample)
         except WorkbenchError as exc:
             context.error(exc, FIELDS)
             return
     _report(body)
+    _pace(pace)
     _configurations(configs)
     _adjudication(sample, disagreements)
 
@@ -185,6 +187,18 @@ def _verdict(body: dict) -> None:
                 if n is not None else "")
     kind = {"pass": st.success, "fail": st.error, "inconclusive": st.warning}[verdict]
     kind(f"**{text}**\n\n{reasons}{more}")
+
+
+def _pace(rows: list[dict]) -> None:
+    """Labels per hour of time on task, per SME (time on task: how long each pair was on screen
+    before its answer)."""
+    if not rows:
+        return
+    st.subheader("Labelling pace")
+    context.table([{"SME": t["annotator"], "labels": t["labels"], "answers": t["answers"],
+                    "time on task": f"{t['hours'] * 60:,.1f} min",
+                    "labels per hour": "n/a" if t["labels_per_hour"] is None else f"{t['labels_per_hour']:,.0f}"}
+                   for t in rows], key="calibration-pace")
 
 
 def _report(body: dict) -> None:

@@ -297,7 +297,7 @@ def render() -> None:
         # afresh: another tab may have labelled, a lead may have re-imported a document.
         _sync(db, sample, annotator, fresh=True)
         try:
-            pace = next((t for t in cal.throughput(db, sample) if t["annotator"] == annotator), None)
+            pace = next(iter(cal.throughput(db, sample, annotator)), None)
         except WorkbenchError:
             pace = None
     finally:
