@@ -677,28 +677,11 @@ def _sme_agreement(db: Database, sample: str) -> dict | None:
             "pairwise_kappa": [{"a": a, "b": b, "n": n, "kappa": k} for a, b, n, k in pairs]}
 
 
-def _gate(part: pd.DataFrame, thresholds: GateThresholds, options: ReportOptions, *,
-          keep_boot: bool = False) -> tuple[AgreementResult | None, GateResult]:
-    """The gate on a gated part under ``options`` (:func:`workbench.core.calibration.gate.gate_on_labels`,
-    which the qrels rule's cached verdict uses too)."""
-    return gate_on_labels(part, thresholds, part_name=options.part, threshold=options.threshold,
-                          seed=options.seed, n_boot=options.n_boot, weighted=options.weighted,
-                          keep_boot=keep_boot)
-
-
-def gated_part(labels: pd.DataFrame, options: ReportOptions) -> pd.DataFrame:
-    """The reference labels (:func:`reference_labels`) of the part ``options`` gates."""
-    return labels if options.part == "all" else labels[labels["part"] == options.part]
-
-
 def gate(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
          options: ReportOptions = ReportOptions()) -> dict:
-    """The gate verdict of a sample's held-out part (the ``gate`` of :func:`report`, without
-    the rest of the report)."""
-    access.require("see_all_labels")
-    name = _sample(db, sample)["name"]
-    part = gated_part(reference_labels(db, name), options)
-    return {"sample": name, "gate": _gate(part, thresholds, options)[1].as_dict(), "n": len(part)}
+    """The gate verdict of a sample's held-out part (a subset of :func:`report`)."""
+    full = report(db, sample, thresholds=thresholds, options=options)
+    return {"sample": full["sample"], "gate": full["gate"], "n": full["labelled_in_part"]}
 
 
 # -- two label files -------------------------------------------------------------------------
