@@ -7,6 +7,13 @@ runs with --skip-unknown) and ../shared/datasets/cranfield (1,400 / 225 / 1,837 
 Each figure is one ``import_file`` call on a fresh project: read + hash + parse + validate
 against the store + one transaction (rows and ledger). The best of ``--repeat`` fresh projects
 is reported, then a re-import of everything (the sha256 ledger no-op) and a TREC qrels export.
+
+``--scale 200000,2000000`` instead times ``workbench import corpus`` on a BEIR corpus.jsonl of
+that many documents (DL19 passage texts under new ids, written once to a temporary folder) next
+to a bare DuckDB load of the same file (``read_json`` into a table of the same schema: what the
+import would cost if it checked nothing), side by side in one run. Each is a whole process
+(interpreter start, imports, the load, commit); the figures are its CPU time (user + system) and
+peak resident memory (``wait4`` rusage), best of ``--repeat`` (alternating the two).
 """
 
 from __future__ import annotations
@@ -69,13 +76,100 @@ def one_pass(workdir: Path, number: int) -> dict:
     return timings
 
 
+# -- import corpus vs a bare DuckDB load, whole processes -----------------------------------------
+
+BARE_LOAD = """
+import sys, duckdb
+db = duckdb.connect(sys.argv[1])
+db.execute("CREATE TABLE documents (doc_id VARCHAR PRIMARY KEY, title VARCHAR, text VARCHAR NOT NULL, metadata JSON)")
+db.execute("BEGIN")
+db.execute("INSERT INTO documents SELECT _id, title, text, NULL FROM read_json(?, format='newline_delimited', "
+           "columns={'_id': 'VARCHAR', 'title': 'VARCHAR', 'text': 'VARCHAR'})", [sys.argv[2]])
+db.execute("COMMIT")
+print(db.execute("SELECT count(*) FROM documents").fetchone()[0])
+"""
+
+
+def write_corpus(path: Path, n: int) -> int:
+    """A BEIR corpus.jsonl of ``n`` documents: DL19 passages (cycled) under new ids, with a title."""
+    import json
+
+    texts = [json.loads(line)["doc"] for line in (DL19 / "dl2019_document.jsonl").read_text().splitlines() if line]
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(n):
+            out.write(json.dumps({"_id": f"d{i}", "title": f"passage {i % len(texts)}", "text": texts[i % len(texts)]},
+                                 ensure_ascii=False) + "\n")
+    return path.stat().st_size
+
+
+def whole_process(command: list[str]) -> tuple[float, float, float, str]:
+    """``command`` as a child process: wall s, CPU s (user + system), peak RSS MB, stdout."""
+    import os
+
+    read, write = os.pipe()
+    started = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # the child: stdout to the pipe, stderr kept
+        os.close(read)
+        os.dup2(write, 1)
+        try:
+            os.execv(command[0], command)
+        finally:
+            os._exit(127)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 65536):
+        chunks.append(chunk)
+    os.close(read)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{' '.join(command[:5])} failed with status {os.waitstatus_to_exitcode(status)}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, b"".join(chunks).decode()
+
+
+def scale(sizes: list[int], repeat: int) -> None:
+    python = sys.executable
+    print(f"import corpus vs a bare DuckDB load of the same file, whole processes, best of {repeat}")
+    print(f"{'documents':>10}{'file MB':>9}  {'what':<24}{'wall s':>8}{'CPU s':>8}{'peak MB':>9}"
+          f"{'CPU x':>7}{'mem x':>7}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            corpus = Path(tmp) / f"corpus-{n}.jsonl"
+            size = write_corpus(corpus, n)
+            best: dict[str, list[float]] = {}
+            for i in range(repeat):
+                for what in ("bare duckdb load", "workbench import corpus"):
+                    db = Path(tmp) / f"{what.split()[0]}-{n}-{i}.duckdb"
+                    if what.startswith("bare"):
+                        command = [python, "-c", BARE_LOAD, str(db), str(corpus)]
+                    else:
+                        command = [python, "-m", "workbench", "--db", str(db), "import", "corpus", str(corpus)]
+                    if not what.startswith("bare"):  # the project exists before the import
+                        whole_process([python, "-m", "workbench", "--db", str(db), "init"])
+                    wall, cpu, rss, out = whole_process(command)
+                    row = best.setdefault(what, [wall, cpu, rss])
+                    best[what] = [min(row[0], wall), min(row[1], cpu), min(row[2], rss)]
+                    db.unlink(missing_ok=True)
+            bare = best["bare duckdb load"]
+            for what, (wall, cpu, rss) in best.items():
+                ratio = "" if what.startswith("bare") else f"{cpu / bare[1]:>7.2f}{rss / bare[2]:>7.2f}"
+                print(f"{n:>10,}{size / 1e6:>9.1f}  {what:<24}{wall:>8.2f}{cpu:>8.2f}{rss:>9.0f}{ratio}")
+            corpus.unlink()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="fresh projects to time (best is shown)")
+    parser.add_argument("--scale", metavar="N,N", help="time import corpus against a bare DuckDB load at these "
+                                                      "corpus sizes (documents), e.g. 200000,2000000")
     args = parser.parse_args()
     missing = [str(p) for p in (DL19, CRANFIELD) if not p.is_dir()]
     if missing:
         sys.exit(f"shared datasets not found: {', '.join(missing)}")
+    if args.scale:
+        scale([int(n.replace("_", "")) for n in args.scale.split(",")], args.repeat)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         passes = [one_pass(Path(tmp), i) for i in range(args.repeat)]
     print(f"import service, best of {args.repeat} fresh projects")

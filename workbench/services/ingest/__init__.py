@@ -60,6 +60,7 @@ import pandas as pd
 from workbench.services import access
 from workbench.services.ingest import ledger
 from workbench.services.ingest.corpus import import_corpus
+from workbench.services.ingest.corpus_stream import stream_jsonl_corpus
 from workbench.services.ingest.qrels import import_qrels
 from workbench.services.ingest.queries import import_queries
 from workbench.services.ingest.result import ImportResult
@@ -67,6 +68,7 @@ from workbench.services.ingest.runs import import_run
 from workbench.services.ingest.source import (
     FORMATS,
     KINDS,
+    check_inside,
     detect_format,
     read_source,
     resolve_format,
@@ -111,6 +113,14 @@ def import_file(
     access.require("import")
     started = time.perf_counter()
     path = Path(path)
+    fields = {"id_field": id_field, "text_field": text_field, "title_field": title_field}
+    if kind == "corpus":  # a JSONL corpus streams (corpus_stream); None: the general importer decides
+        check_inside(path, label or str(path), allowed_folders)
+        streamed = stream_jsonl_corpus(db, path, label or str(path), format=format, name=name, fields=fields,
+                                       progress=progress or no_progress)
+        if streamed is not None:
+            streamed.seconds = time.perf_counter() - started
+            return streamed
     source = read_source(path, label or str(path), allowed_folders)
     fmt = resolve_format(kind, format, source)
     result = ImportResult(kind=kind, path=source.label, format=fmt, name=name)
@@ -120,8 +130,7 @@ def import_file(
         result.name = earlier["name"]
         return result
     progress = progress or no_progress
-    _IMPORTERS[kind](db, source, result, progress=progress, assessor=assessor, skip=skip_unknown,
-             fields={"id_field": id_field, "text_field": text_field, "title_field": title_field})
+    _IMPORTERS[kind](db, source, result, progress=progress, assessor=assessor, skip=skip_unknown, fields=fields)
     result.seconds = time.perf_counter() - started
     return result
 
