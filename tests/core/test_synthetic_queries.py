@@ -16,7 +16,8 @@ def test_content_words_drop_stopwords():
 
 
 def test_overlap_by_hand():
-    # content words of the source: engineering laptops refreshed every 36 months contractors use loaner
+    # content words of the source ("every" is a stop word): engineering laptops refreshed 36 months
+    # contractors use loaner
     # laptop; question: engineering laptops refreshed often -> bigrams (engineering laptops) C, (laptops refreshed) C,
     # (refreshed often) no; trigrams (engineering laptops refreshed) C, (laptops refreshed often) no -> 3/5
     assert sq.overlap("Are engineering laptops refreshed often?", SOURCE) == pytest.approx(3 / 5)
@@ -32,7 +33,7 @@ def test_overlap_by_hand():
 
 def test_copied_phrases():
     assert sq.copied_phrases("Are engineering laptops refreshed every 36 months for contractors?", SOURCE) == [
-        "engineering laptops refreshed every 36 months contractors"]
+        "engineering laptops refreshed 36 months contractors"]  # "every": a stop word (core.stopwords)
     assert sq.copied_phrases("Do contractors use a loaner or engineering laptops?", SOURCE) == [
         "contractors use loaner", "engineering laptops"]
 

@@ -2,7 +2,8 @@
 
 Lexical overlap (:func:`overlap`)
     Content words are the lower-cased ``\\w+`` tokens of a text that are not in
-    :data:`STOPWORDS` (question words, articles, auxiliaries, pronouns, prepositions). For a
+    :data:`workbench.core.stopwords.STOPWORDS` (question words, articles, auxiliaries, pronouns,
+    prepositions). For a
     question Q and its source chunk S, with ``G_n(x)`` the set of content-word n-grams of x
     (n-grams over the sequence of content words, so stopwords in between do not break a copied
     phrase)::
@@ -41,21 +42,13 @@ import random
 import re
 from collections import Counter
 
+from workbench.core.stopwords import STOPWORDS
+
 _TOKEN = re.compile(r"\w+")
 
 OFFLINE_GENERATOR = "offline-template"
 SYNTHETIC_TAG = "synthetic"
 DEFAULT_MAX_OVERLAP = 0.3
-
-STOPWORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below between
-both but by can could did do does doing down during each few for from further had has have having he her
-here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
-now of off on once only or other our ours ourselves out over own same she should so some such than that the
-their theirs them themselves then there these they this those through to too under until up very was we were
-what when where which while who whom why will with would you your yours yourself yourselves get gets got
-may might must shall us also there's what's does do done within without per via across upon
-""".split())
 
 
 def content_words(text: str) -> list[str]:

@@ -49,13 +49,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
+from workbench.core.stopwords import STOPWORDS
+
 MODEL_LEXICAL = "offline-lexical"
 MODEL_LEXICAL_EMBEDDING = "offline-lexical+embedding"
 RULES_VERSION = 1  # bump when the tokeniser, stemmer or formula changes
-
-STOPWORDS = frozenset(
-    ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot", "could", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each", "either", "else", "ever", "every", "few", "for", "from", "further", "get", "gets", "getting", "got", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "let", "may", "me", "might", "more", "most", "must", "my", "need", "needs", "no", "nor", "not", "now", "of", "off", "on", "once", "one", "only", "or", "other", "our", "ours", "out", "over", "own", "per", "same", "shall", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "upon", "us", "very", "via", "was", "we", "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "would", "yes", "yet", "you", "your", "yours"]
-)
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _KEEP_DOUBLE = frozenset("lsz")
