@@ -95,7 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from workbench.core.formats import (
         EXPORT_FORMATS,
         EXPORT_LEVELS,
-        EXPORT_SOURCES,
+        LABEL_SOURCES,
         IMPORT_FORMATS,
     )
 
@@ -137,7 +137,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--level", choices=EXPORT_LEVELS, default="doc",
                    help="grade documents, or the chunks of --chunking by span overlap")
     q.add_argument("--chunking", metavar="NAME", help="chunking for --level chunk")
-    q.add_argument("--source", choices=EXPORT_SOURCES, default="merged",
+    q.add_argument("--source", choices=LABEL_SOURCES, default="merged",
                    help="merged: the [qrels] policy (adjudicated > SME > imported > LLM labels of a judge that "
                         "passed the gate); human: without LLM labels; llm: the judge's labels alone")
     q.add_argument("--min-overlap", type=float, default=None,

@@ -25,6 +25,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 
+#: The "Labels" choice of the pages that read qrels (Qrels, Evaluate, Experiments): the page's words
+#: for each label source (:data:`workbench.core.formats.LABEL_SOURCES`), the policy first.
+LABEL_SOURCE_WORDS: dict[str, str] = {"Merged (the policy)": "merged", "People only": "human",
+                                      "LLM judge only": "llm"}
+
+
 @dataclass(frozen=True)
 class Field:
     """A control on a page: its label and kind (``text``, ``check``, ``choice``, ``number``, ``file``)."""

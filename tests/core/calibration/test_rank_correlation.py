@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import kendalltau
 
 from workbench.core.calibration.rank_correlation import kendall_tau_b, ranking, tau_ap
+from workbench.errors import InputError
 
 
 def test_tau_b_equals_scipy_with_and_without_ties():
@@ -19,7 +20,8 @@ def test_tau_b_equals_scipy_with_and_without_ties():
         # few distinct values half the time: many ties on either side
         levels = int(rng.integers(2, 5)) if rng.random() < 0.5 else 1000
         x = rng.integers(0, levels, n).astype(float)
-        y = rng.integers(0, levels, n).astype(float)
+        # continuous y a third of the time: ties on one side only
+        y = rng.integers(0, levels, n).astype(float) if rng.random() < 0.67 else rng.random(n)
         ours = kendall_tau_b(x, y)
         theirs = kendalltau(x, y, variant="b").statistic
         if math.isnan(theirs):
@@ -35,6 +37,12 @@ def test_tau_b_hand_worked_and_undefined():
     assert kendall_tau_b([4, 3, 2, 1], [3, 4, 2, 1]) == pytest.approx(2 / 3)
     assert math.isnan(kendall_tau_b([1.0], [2.0]))
     assert math.isnan(kendall_tau_b([1, 1, 1], [1, 2, 3]))  # one side has no order
+    assert kendall_tau_b([1, 2, 3], [1, 2, 3]) == 1.0
+    assert kendall_tau_b([1, 2, 3], [3, 2, 1]) == -1.0
+    # (1,2,3) vs (1,3,2): pairs 12 C, 13 C, 23 D -> (2-1)/3
+    assert kendall_tau_b([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
+    with pytest.raises(InputError, match="one length"):
+        kendall_tau_b([1, 2], [1, 2, 3])
 
 
 def test_tau_ap_hand_worked():
@@ -50,7 +58,7 @@ def test_tau_ap_hand_worked():
     assert tau_ap(["A", "B", "C"], ["C", "A", "B"]) == pytest.approx(-0.5)
     assert kendall_tau_b([3, 2, 1], [2, 1, 3]) == pytest.approx(-1 / 3)
     assert math.isnan(tau_ap(["A"], ["A"]))
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         tau_ap(["A", "B"], ["A", "C"])
 
 

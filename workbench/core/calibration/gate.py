@@ -28,7 +28,7 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from workbench.core.calibration.agreement import AgreementResult
+from workbench.core.calibration.agreement import AgreementResult, agreement
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 EXIT_CODES = {PASS: 0, FAIL: 1, INCONCLUSIVE: 2}
@@ -175,6 +175,27 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
                 reasons.append(f"{more} more labels is over ten times the {n} so far: a figure sits close "
                                f"to its threshold; improving the judge is likelier to decide than labelling")
     return GateResult(verdict, tuple(reasons), more, tuple(checks))
+
+
+def gate_on_labels(part, thresholds: GateThresholds = GateThresholds(), *, part_name: str, threshold: int,
+                   seed: int, n_boot: int, weighted: bool,
+                   keep_boot: bool = False) -> tuple[AgreementResult | None, GateResult]:
+    """The gate on a sample's gated labels: the one computation behind ``calibrate gate``,
+    the calibration report and the qrels rule's cached verdict.
+
+    ``part``: the reference labels of the gated part (a DataFrame with ``grade``, ``judge_grade``,
+    ``query_id``, ``weight`` and ``stratum``; ``part_name`` names it in messages). The agreement
+    (bootstrap with ``seed`` and ``n_boot``; weighted and stratified when ``weighted``) is decided
+    by :func:`decide`; no label yet gives ``(None, inconclusive)``.
+    """
+    if len(part) == 0:
+        return None, GateResult(INCONCLUSIVE, (f"no SME labels on the {part_name} part yet",), None, ())
+    result = agreement(part["grade"].to_numpy(), part["judge_grade"].to_numpy(), threshold=threshold,
+                       query_ids=part["query_id"].astype(str).to_numpy(),
+                       weights=part["weight"].to_numpy() if weighted else None,
+                       strata=part["stratum"].to_numpy() if weighted else None,
+                       seed=seed, n_boot=n_boot, keep_boot=keep_boot)
+    return result, decide(result, thresholds)
 
 
 # -- the verdict cache -------------------------------------------------------------------------

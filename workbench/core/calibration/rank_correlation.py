@@ -29,13 +29,15 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from workbench.errors import InputError
+
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
     """τ-b of paired scores ``x`` and ``y`` (module docstring); NaN when undefined."""
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
     if a.shape != b.shape:
-        raise ValueError(f"x and y must have the same length, got {a.size} and {b.size}")
+        raise InputError(f"Kendall's tau needs two score vectors of one length, got {a.size} and {b.size}")
     n = a.size
     if n < 2:
         return math.nan
@@ -58,7 +60,7 @@ def tau_ap(reference: Sequence[str], candidate: Sequence[str]) -> float:
     """τ_AP of the ``candidate`` ranking against the ``reference`` ranking (both best first,
     the same systems); NaN for fewer than two systems."""
     if sorted(reference) != sorted(candidate) or len(set(reference)) != len(reference):
-        raise ValueError("both rankings must hold the same distinct systems")
+        raise InputError("both rankings must hold the same distinct systems")
     n = len(candidate)
     if n < 2:
         return math.nan

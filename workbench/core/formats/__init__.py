@@ -19,4 +19,6 @@ IMPORT_FORMATS: dict[str, tuple[str, ...]] = {
 }
 EXPORT_FORMATS = ("trec", "beir", "jsonl", "spans")
 EXPORT_LEVELS = ("doc", "chunk")
-EXPORT_SOURCES = ("human", "llm", "merged")
+#: Whose labels a qrels view reads: SMEs' (with adjudicated and imported ones), the LLM judge's, or
+#: both under the merge policy. The one tuple export, evaluation, propagation and sweeps check.
+LABEL_SOURCES = ("human", "llm", "merged")

@@ -36,11 +36,10 @@ Expected effect on the intervals (:func:`interval_effect`)
     half-width ``1.96 sqrt(.)`` is what the budget removes. Both are reported before and after
     judging the selected pairs, per run.
 
-Ranking agreement (:func:`kendall_tau`)
-    Kendall's tau-b between two score vectors over the same systems:
-    ``(C - D) / sqrt((n0 - n1)(n0 - n2))`` with C/D concordant/discordant pairs,
-    ``n0 = n(n-1)/2`` and ``n1``/``n2`` the pairs tied in x / in y. NaN when either vector is
-    constant (scipy.stats.kendalltau gives the same).
+Ranking agreement
+    Kendall's tau-b between two score vectors over the same systems
+    (:func:`workbench.core.calibration.rank_correlation.kendall_tau_b`, the one τ-b of the
+    package; NaN when either vector is constant).
 """
 
 from __future__ import annotations
@@ -52,34 +51,11 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from workbench.core.calibration.rank_correlation import kendall_tau_b
 from workbench.errors import InputError
 
 STRATEGIES = ("combined", "priority", "comparison", "disagreement", "random")
 RANK_PREFIX = "rank:"
-
-
-def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
-    """Kendall's tau-b (see the module docstring)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if len(x) != len(y):
-        raise InputError(f"kendall_tau needs two vectors of one length, got {len(x)} and {len(y)}")
-    n = len(x)
-    concordant = discordant = tied_x = tied_y = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
-            if dx == 0:
-                tied_x += 1
-            if dy == 0:
-                tied_y += 1
-            if dx != 0 and dy != 0:
-                if dx == dy:
-                    concordant += 1
-                else:
-                    discordant += 1
-    n0 = n * (n - 1) / 2
-    denominator = math.sqrt((n0 - tied_x) * (n0 - tied_y))
-    return float("nan") if denominator == 0 else (concordant - discordant) / denominator
 
 
 def run_columns(pairs: pd.DataFrame) -> list[str]:
@@ -267,7 +243,7 @@ def simulate(full_qrels: Mapping[str, Mapping[str, int]], runs: Mapping[str, Map
                     qrels.setdefault(q, {})[item] = g
                     rel += g >= 2
                 scores = system_scores(qrels, runs, measure)
-                taus.append(kendall_tau(truth_vec, [scores[n] for n in names]))
+                taus.append(kendall_tau_b(truth_vec, [scores[n] for n in names]))
                 found.append(rel)
             arr = np.array(taus, dtype=float)
             rows.append({"strategy": strategy, "budget": int(min(budget, len(pool))),

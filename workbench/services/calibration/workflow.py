@@ -34,7 +34,7 @@ import pandas as pd
 from workbench.core.calibration import agreement as core_agreement
 from workbench.core.calibration.agreement import AgreementResult, agreement, worst_disagreements
 from workbench.core.calibration.sample import HOLDOUT, TUNING, SampleSpec, draw_sample
-from workbench.core.calibration.gate import GateResult, GateThresholds, decide
+from workbench.core.calibration.gate import GateResult, GateThresholds, decide, gate_on_labels
 from workbench.core.calibration.label_pairs import pair_files, parse_label_file
 from workbench.core.qrels_policy import combine_grades
 from workbench.errors import InputError, StoreError
@@ -558,23 +558,16 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
     info = _sample(db, sample)
     name = info["name"]
     labels = reference_labels(db, name)
-    part = labels if options.part == "all" else labels[labels["part"] == options.part]
+    part = gated_part(labels, options)
     total_items = store.count_items(db, name)
     base = {"sample": name, "pool": info["pool"], "seed": info["seed"], "part": options.part,
             "items": total_items, "labelled": len(labels), "labelled_in_part": len(part),
             "weighted": options.weighted, "threshold": options.threshold}
-    if part.empty:
-        verdict = GateResult("inconclusive", (f"no SME labels on the {options.part} part yet",),
-                             None, ())
+    result, verdict = _gate(part, thresholds, options, keep_boot=True)
+    if result is None:
         return {**base, "agreement": None, "gate": verdict.as_dict(), "slices": [], "disagreements": [],
                 "sme_agreement": _sme_agreement(db, name), "corrected_prevalence": None,
                 "corrected_precision": []}
-    result = agreement(part["grade"].to_numpy(), part["judge_grade"].to_numpy(), threshold=options.threshold,
-                       query_ids=part["query_id"].astype(str).to_numpy(),
-                       weights=part["weight"].to_numpy() if options.weighted else None,
-                       strata=part["stratum"].to_numpy() if options.weighted else None,
-                       seed=options.seed, n_boot=options.n_boot, keep_boot=True)
-    verdict = decide(result, thresholds)
     body = result_dict(result, verdict)
     slices = []
     from workbench.services.evaluation.rbac import (
@@ -677,11 +670,28 @@ def _sme_agreement(db: Database, sample: str) -> dict | None:
             "pairwise_kappa": [{"a": a, "b": b, "n": n, "kappa": k} for a, b, n, k in pairs]}
 
 
+def _gate(part: pd.DataFrame, thresholds: GateThresholds, options: ReportOptions, *,
+          keep_boot: bool = False) -> tuple[AgreementResult | None, GateResult]:
+    """The gate on a gated part under ``options`` (:func:`workbench.core.calibration.gate.gate_on_labels`,
+    which the qrels rule's cached verdict uses too)."""
+    return gate_on_labels(part, thresholds, part_name=options.part, threshold=options.threshold,
+                          seed=options.seed, n_boot=options.n_boot, weighted=options.weighted,
+                          keep_boot=keep_boot)
+
+
+def gated_part(labels: pd.DataFrame, options: ReportOptions) -> pd.DataFrame:
+    """The reference labels (:func:`reference_labels`) of the part ``options`` gates."""
+    return labels if options.part == "all" else labels[labels["part"] == options.part]
+
+
 def gate(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
          options: ReportOptions = ReportOptions()) -> dict:
-    """The gate verdict of a sample's held-out part (a subset of :func:`report`)."""
-    full = report(db, sample, thresholds=thresholds, options=options)
-    return {"sample": full["sample"], "gate": full["gate"], "n": full["labelled_in_part"]}
+    """The gate verdict of a sample's held-out part (the ``gate`` of :func:`report`, without
+    the rest of the report)."""
+    access.require("see_all_labels")
+    name = _sample(db, sample)["name"]
+    part = gated_part(reference_labels(db, name), options)
+    return {"sample": name, "gate": _gate(part, thresholds, options)[1].as_dict(), "n": len(part)}
 
 
 # -- two label files -------------------------------------------------------------------------

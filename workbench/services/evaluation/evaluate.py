@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench.core.formats import LABEL_SOURCES
 from workbench.errors import ConfigError, InputError, clip
 
 from workbench.services import access
@@ -241,7 +242,7 @@ def compare_files(
 
 # -- stored runs against the project's qrels ------------------------------------------------
 
-LABELS = ("human", "llm", "merged")
+LABELS = LABEL_SOURCES
 
 
 @dataclass(frozen=True)

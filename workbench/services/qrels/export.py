@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, EXPORT_SOURCES
+from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, LABEL_SOURCES
 from workbench.errors import InputError
 from workbench.services import visibility
 from workbench.services.output_file import check_output, write_lines
@@ -54,7 +54,7 @@ from workbench.store.runs import read_run_info, read_run_rows
 
 FORMATS = EXPORT_FORMATS
 LEVELS = EXPORT_LEVELS
-SOURCES = EXPORT_SOURCES
+SOURCES = LABEL_SOURCES
 
 
 @dataclass

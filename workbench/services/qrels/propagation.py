@@ -30,13 +30,14 @@ import numpy as np
 import pandas as pd
 
 from workbench.core.documents import near_duplicates as nd
+from workbench.core.formats import LABEL_SOURCES
 from workbench.errors import InputError
 from workbench.store import propagated_labels as store
 from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.database import Database
 from workbench.store.runs import read_run_info, read_run_rows_many
 
-PROPAGATION_SOURCES = ("human", "llm", "merged")
+PROPAGATION_SOURCES = LABEL_SOURCES
 
 
 @dataclass
@@ -202,12 +203,12 @@ def export_qrels_with_propagated(db: Database, chunking: str, out, *, source: st
     queries, only real ones, or only synthetic ones (``workbench synth``). All or nothing: the
     file is written next to ``out`` and renamed when complete (:mod:`workbench.services.output_file`:
     never over a database, a link or, unless ``force``, an existing file). Returns the counts."""
-    from workbench.services.output_file import check_output, write_lines
     from workbench.services import visibility
+    from workbench.services.output_file import check_output, write_lines
     from workbench.store.synthetic_queries import synthetic_query_ids
 
-    if queries not in QUERY_SETS:
     visibility.require_read("label_files")
+    if queries not in QUERY_SETS:
         raise InputError(f"unknown query set {queries!r}; expected one of {', '.join(QUERY_SETS)}")
     check_output(out, force=force)  # before any work: never a database, a link or (unforced) a file
     if not chunking_exists(db, chunking):

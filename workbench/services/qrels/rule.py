@@ -43,12 +43,13 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
+from workbench.core.formats import LABEL_SOURCES
 from workbench.core.qrels_policy import QrelsPolicy, merge_qrels
 from workbench.errors import InputError
 from workbench.store.database import Database
 from workbench.services import visibility
 
-SOURCES = ("human", "llm", "merged")
+SOURCES = LABEL_SOURCES
 
 
 def default_policy(settings=None) -> QrelsPolicy:
@@ -133,13 +134,12 @@ def gate_verdict(db: Database, sample: str, thresholds=None, options=None) -> st
     entry per sample holding the key's hash), so a later command reuses it too. A verdict is not
     a label, so reading it needs no permission to see other people's labels.
     """
-    from workbench.core.calibration.agreement import agreement
     from workbench.core.calibration.gate import (
         INCONCLUSIVE,
         VERDICTS,
         GateThresholds,
-        decide,
         gate_cache_key,
+        gate_on_labels,
     )
     from workbench.services.calibration import workflow as calibration
     from workbench.store.calibration import read_sample
@@ -148,7 +148,7 @@ def gate_verdict(db: Database, sample: str, thresholds=None, options=None) -> st
     options = calibration.ReportOptions() if options is None else options
     judge = (read_sample(db, sample) or {}).get("judge") or {}
     labels = calibration.reference_labels(db, sample)
-    part = labels if options.part == "all" else labels[labels["part"] == options.part]
+    part = calibration.gated_part(labels, options)
     key = gate_cache_key(sample=sample, judge=(judge.get("model"), judge.get("prompt_hash")),
                          labels_fingerprint=_labels_fingerprint(part), seed=options.seed, n_boot=options.n_boot,
                          threshold=options.threshold, part=options.part, weighted=options.weighted,
@@ -160,12 +160,8 @@ def gate_verdict(db: Database, sample: str, thresholds=None, options=None) -> st
         stored = _stored_verdict(db, sample, key)
         if stored is not None:
             return stored
-        result = agreement(part["grade"].to_numpy(), part["judge_grade"].to_numpy(), threshold=options.threshold,
-                           query_ids=part["query_id"].astype(str).to_numpy(),
-                           weights=part["weight"].to_numpy() if options.weighted else None,
-                           strata=part["stratum"].to_numpy() if options.weighted else None,
-                           seed=options.seed, n_boot=options.n_boot)
-        verdict = decide(result, thresholds).verdict
+        verdict = gate_on_labels(part, thresholds, part_name=options.part, threshold=options.threshold,
+                                 seed=options.seed, n_boot=options.n_boot, weighted=options.weighted)[1].verdict
         _store_verdict(db, sample, key, verdict)
         return verdict
 

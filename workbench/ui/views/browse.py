@@ -22,7 +22,7 @@ from workbench.errors import WorkbenchError
 from workbench.services.browse import label_document, labels_table, queries_table
 from workbench.ui import context
 from workbench.ui.highlight import marked_span_html
-from workbench.ui.words import cell, params_text
+from workbench.ui.words import cell, params_text, qrels_note
 
 ALL = "All queries"
 GRADES = (3, 2, 1, 0)
@@ -121,14 +121,6 @@ def render() -> None:
         )
 
 
-def _policy_words(note: str) -> str:
-    """A policy note in the page's words (the service's notes name commands and settings)."""
-    if "calibration gate" in note:
-        return (note.split(":")[0] + ": their judge configuration has not passed the calibration gate yet "
-                "(see the Calibration page).")
-    return note
-
-
 def _merged(query_id: str | None, everything) -> None:
     """The grade of each pair under the merge policy, the policy stated first (``everything``:
     every label, for the documents' titles)."""
@@ -151,7 +143,7 @@ def _merged(query_id: str | None, everything) -> None:
     statement = qrels.statement()
     context.escaped(statement[0].upper() + statement[1:] + ".", css="font-size: 0.9em;")
     for note in qrels.notes:
-        st.warning(context.plain(_policy_words(note)))
+        st.warning(context.plain(qrels_note(note)))
     if qrels.table.empty:
         st.info("No pair has a grade under the merge policy yet.")
         return

@@ -19,11 +19,11 @@ import streamlit as st
 
 from workbench.errors import WorkbenchError
 from workbench.ui import context
-from workbench.ui.words import Field, qrels_note
+from workbench.ui.words import LABEL_SOURCE_WORDS, Field, qrels_note
 
 MEASURES = {"nDCG": "ndcg@{k}", "Recall": "recall@{k}", "Precision": "P@{k}", "MRR": "recip_rank@{k}",
             "MAP": "map@{k}"}
-SOURCES = {"Merged (the policy)": "merged", "People only": "human", "LLM judge only": "llm"}
+SOURCES = LABEL_SOURCE_WORDS
 TESTS = {"Randomization (permutation)": "randomization", "Paired t-test": "t", "Bootstrap": "bootstrap"}
 FIELDS = {"--runs": Field("Runs", "choice"), "-m": Field("Measures", "choice")}
 LOW_JUDGED = 0.5  # below this share of judged top-k items, a run's score is not comparable

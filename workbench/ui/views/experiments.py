@@ -18,12 +18,13 @@ import streamlit as st
 
 from workbench.errors import WorkbenchError
 from workbench.ui import context
+from workbench.ui.words import LABEL_SOURCE_WORDS
 
 CHUNKINGS = ["fixed:32", "fixed:64", "fixed:128", "fixed:256", "fixed:512", "fixed:1024", "fixed:2048",
              "fixed:512:64", "section", "sentences", "document"]
 RETRIEVERS = {"BM25": "bm25", "Dense": "dense", "Hybrid (BM25 + dense)": "hybrid"}
 MEASURES = ["ndcg@10", "recall@10", "P@10", "recip_rank@10"]
-LABELS = {"Merged (the policy)": "merged", "People only": "human", "LLM judge only": "llm"}
+LABELS = LABEL_SOURCE_WORDS
 KEY = "experiments_result"
 
 

@@ -13,11 +13,11 @@ import streamlit as st
 
 from workbench.errors import WorkbenchError
 from workbench.ui import context
-from workbench.ui.words import Field, qrels_note
+from workbench.ui.words import LABEL_SOURCE_WORDS, Field, qrels_note
 
 FORMATS = {"TREC qrels": "trec", "BEIR (TSV)": "beir", "JSON lines (one query a line)": "jsonl",
            "Span judgments (JSON lines)": "spans"}
-SOURCES = {"Merged (the policy)": "merged", "People only": "human", "LLM judge only": "llm"}
+SOURCES = LABEL_SOURCE_WORDS
 FIELDS = {"--chunking": Field("Chunking", "choice"), "--level": Field("Level", "choice"),
           "--source": Field("Labels", "choice"), "--format": Field("Format", "choice")}
 TIER_WORDS = {"adjudicated": "Resolved by a lead", "sme": "SME labels", "imported": "Imported qrels",
