@@ -30,7 +30,8 @@ def test_json_output(files):
     out = json.loads(proc.stdout)
     assert list(out) == ["system_a", "system_b"]
     a = out["system_a"]
-    assert set(a["aggregate"]) == {"P@5", "nDCG@5", "RBP(p=0.8)", "RBP(p=0.8).residual"}
+    assert set(a["aggregate"]) == {"P@5", "nDCG@5", "RBP(p=0.8)", "RBP(p=0.8).residual",
+                                   "RBP(p=0.8).residual_unjudged"}
     assert a["aggregate"]["P@5"] == pytest.approx(0.60)
     assert round(a["aggregate"]["nDCG@5"], 2) == 0.55
     assert round(a["aggregate"]["RBP(p=0.8)"], 2) == 0.37

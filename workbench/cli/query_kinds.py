@@ -120,7 +120,8 @@ def _abstention(args: argparse.Namespace) -> int:
 def _abstention_table(r, per_query: bool) -> str:
     c = r.counts
     lines = [f"{r.kind}: {r.name}   queries: {c['queries']}   unanswerable: {c['unanswerable']}   "
-             f"answerable: {c['answerable']}   without {'results' if r.kind == 'run' else 'an answer'}: {c['missing_from_run']}   only in {r.kind}: {c['only_in_run']}"]
+             f"answerable: {c['answerable']}   without {'results' if r.kind == 'run' else 'an answer'}: {c['missing_from_run']}   only in {r.kind}: {c['only_in_run']}"
+             + (f"   synthetic queries left out: {c['synthetic_left_out']}" if c.get("synthetic_left_out") else "")]
     if r.kind == "run":
         how = "given" if r.threshold_source == "given" else "best balanced accuracy on these queries (optimistic)"
         lines.append(f"  abstains when the top score < {r.threshold:.4f} ({how})")

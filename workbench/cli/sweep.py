@@ -74,6 +74,11 @@ def _run(args: argparse.Namespace) -> int:
             print(cell.skipped, file=sys.stderr)
     if result.statement:
         print(f"qrels: {result.statement}", file=sys.stderr)
+    counted = sorted({c.queries for c in result.cells if not c.skipped})
+    if counted:
+        print(f"queries: every column (measures, coverage, judged@10) averages over the "
+              f"{' / '.join(map(str, counted))} queries the evaluation scores (unanswerable and synthetic "
+              f"queries and queries without a relevant label are left out)", file=sys.stderr)
     if args.format == "json":
         out = result.as_json()
         if slices is not None:

@@ -192,6 +192,24 @@ def qrels_note(note: str) -> str:
     return note
 
 
+def binarising_note(page: str, *, calibration: int | None = None) -> str:
+    """Where "relevant" starts on the Qrels page (grade 1, as evaluation counts it by default) and
+    on the Calibration page (the gate's ``[calibration] relevant_min_grade``, 2 by default), said
+    on both pages so that a grade-1 label is not read the same way on each."""
+    from workbench.config import load_settings
+
+    settings = load_settings()
+    evaluation = int(settings.get("evaluation", "relevance_threshold"))
+    gate = int(settings.get("calibration", "relevant_min_grade")) if calibration is None else int(calibration)
+    if page == "qrels":
+        return (f"Relevant here means grade 1 or higher; evaluation counts grade {evaluation} or higher as "
+                f"relevant. The Calibration page checks the judge at grade {gate} or higher, so there a "
+                f"grade-{gate - 1} label counts as not relevant.")
+    return (f"Relevant here means grade {gate} or higher (SME and judge alike), so a grade-{gate - 1} label "
+            f"counts as not relevant. The Qrels page counts grade 1 or higher as relevant, and evaluation "
+            f"grade {evaluation} or higher.")
+
+
 def policy_words(text: str) -> str:
     """A qrels policy line with its notes (joined by ``"; "``, as pool statistics and the pool
     peek return it) with every note in the page's words (:func:`qrels_note`)."""

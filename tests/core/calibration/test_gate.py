@@ -185,3 +185,36 @@ def test_the_cache_computes_once_per_key_and_forgets_the_least_recently_used():
     assert calls == ["a", "b", "c", "b2"] and (cache.hits, cache.misses) == (2, 4) and len(cache) == 2
     cache.clear()
     assert (len(cache), cache.hits, cache.misses) == (0, 0, 0)
+
+
+def test_class_minimums_count_pairs_not_weights():
+    # 30 reference-relevant and 70 non-relevant pairs, a perfect judge, relevant pairs weighted 0.5:
+    # the weighted relevant share is 15 / 85 = 0.176, and share x n = 17.6 "pairs" is what the gate
+    # used to compare with the minimum of 30. Counts are counts: 30 pairs clear it, the gate passes
+    # (TPR 30/30 has Wilson lower bound 0.886, TNR 70/70 0.948, kappa 1).
+    ref = np.array([3] * 30 + [0] * 70)
+    r = agreement(ref, ref, threshold=2, weights=np.array([0.5] * 30 + [1.0] * 70), seed=0, n_boot=500)
+    assert r.n_relevant == pytest.approx(15.0) and (r.relevant_pairs, r.not_relevant_pairs) == (30, 70)
+    g = decide(r)
+    assert g.verdict == "pass", g.reasons
+    assert not any("reference-relevant pairs" in x for x in g.reasons)
+
+
+def test_a_perfect_judge_is_told_to_label_not_to_improve():
+    # 2 reference-relevant pairs of 100, judge right on all: TPR 2/2 = 1.0 with Wilson interval
+    # [0.342, 1]: more labels decide it (and the class minimum of 30 wants 100 x (30/2 - 1) = 1400
+    # more), far over ten times the 100 so far. A judge at 1.0 cannot get better.
+    ref = np.array([3] * 2 + [0] * 98)
+    g = decide(agreement(ref, ref, threshold=2, seed=0, n_boot=500))
+    assert g.verdict == "inconclusive" and g.more_labels_needed > 1000
+    assert "only 2 reference-relevant pairs; at least 30 are needed to pass" in g.reasons
+    assert not any("improving the judge" in x for x in g.reasons)
+    assert "only more labels will" in g.reasons[-1]
+
+
+def test_an_imperfect_judge_near_its_threshold_is_told_improving_it_may_decide():
+    # kappa 0.61 [0.40, 0.80] vs 0.60: half-width 0.21, gap 0.01 -> 400 x (21^2 - 1) = 176,000 more.
+    r = _result({"tpr": (0.88, 0.95), "tnr": (0.86, 0.93), "kappa": (0.40, 0.80)},
+                {"tpr": 0.92, "tnr": 0.9, "kappa": 0.61})
+    g = decide(r)
+    assert g.more_labels_needed == 176_000 and "improving the judge" in g.reasons[-1]

@@ -52,7 +52,7 @@ TE_NAMES = [
     (r"Rprec", "Rprec"),
     (r"bpref", "Bpref"),
     (r"rbp", "RBP(p=0.9)"),  # trec_eval 10's rbp default persistence is 0.9
-    (r"rbp_resid", "RBP(p=0.9).residual"),
+    (r"rbp_resid", "RBP(p=0.9).residual_unjudged"),
 ]
 
 
@@ -138,7 +138,7 @@ def test_matches_trec_eval(case):
     expected = read_trec_eval(oracle(*out_parts))
     labels = {te: ours_for(te) for te in expected if te not in skip_names and ours_for(te)}
     assert labels, "no comparable measure in the oracle file"
-    wanted = sorted({label.removesuffix(".residual") for label in labels.values()})
+    wanted = sorted({label.removesuffix(".residual_unjudged") for label in labels.values()})
     # trec_eval scores topics without relevant docs; our default excludes them
     options = {"include_no_relevant": True, **options}
     result = evaluate(_input(qrels_name), _input(run_name), wanted, **options)
@@ -194,6 +194,7 @@ def test_rr_at_10_matches_trec_eval_depth_10():
 def test_missing_topic_residual_is_one_not_trec_eval_zero():
     result = evaluate(_input("generated/edge.qrels"), _input("generated/edge.run"), ["rbp"])
     assert result.per_query.loc["3", "rbp.residual"] == 1.0
+    assert result.per_query.loc["3", "rbp.residual_unjudged"] == 1.0
     assert result.missing_from_run == ("3",)
     assert result.excluded_no_relevant == ("5",)
     assert result.only_in_run == ("4",)

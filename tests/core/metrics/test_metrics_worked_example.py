@@ -71,10 +71,15 @@ def test_rbp_residual_is_p_to_the_n(result):
 
 
 def test_rbp_residual_counts_unjudged_docs():
-    # Without d7/d9 in the qrels they are unjudged: their weight could still be gained.
+    # Without d7/d9 in the qrels they are unjudged: their weight could still be gained. The
+    # spec's residual stays p^n = 0.33 (it counts the unseen ranks below the list only); the
+    # unjudged residual (trec_eval's rbp_resid) adds d7's and d9's weight: 0.33 + 0.2 (1 + 0.8^3) = 0.63.
     qrels = {"q": {"d1": 3, "d3": 2, "d5": 2, "d4": 1}}
     res = evaluate(qrels, RUN, ["rbp@0.8"])
-    assert res.aggregate["rbp@0.8.residual"] == pytest.approx(0.8**5 + 0.2 * (1 + 0.8**3))
+    assert res.aggregate["rbp@0.8.residual"] == pytest.approx(0.8**5)
+    assert round(res.aggregate["rbp@0.8.residual"], 2) == 0.33
+    assert res.aggregate["rbp@0.8.residual_unjudged"] == pytest.approx(0.8**5 + 0.2 * (1 + 0.8**3))
+    assert round(res.aggregate["rbp@0.8.residual_unjudged"], 2) == 0.63
     assert res.aggregate["rbp@0.8"] == pytest.approx(0.36992)
 
 

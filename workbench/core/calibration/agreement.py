@@ -282,10 +282,12 @@ class AgreementResult:
     interval: str = "bca"
     stratified: bool = False
     boot: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    #: The confusion matrix in pairs when ``confusion`` holds weights (None: unweighted, the same).
+    counts: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_relevant(self) -> float:
-        """Reference-relevant pairs (weighted when weights were given)."""
+        """Reference-relevant weight (the pair count when no weights were given)."""
         rel = np.asarray(self.levels) >= self.threshold
         return float(self.confusion[rel].sum())
 
@@ -293,6 +295,23 @@ class AgreementResult:
     def n_not_relevant(self) -> float:
         rel = np.asarray(self.levels) >= self.threshold
         return float(self.confusion[~rel].sum())
+
+    @property
+    def pair_counts(self) -> np.ndarray:
+        """The confusion matrix in pairs (counts, never weights)."""
+        return self.confusion if self.counts is None else self.counts
+
+    @property
+    def relevant_pairs(self) -> int:
+        """Reference-relevant pairs: a count, whatever the weights."""
+        rel = np.asarray(self.levels) >= self.threshold
+        return int(round(float(self.pair_counts[rel].sum())))
+
+    @property
+    def not_relevant_pairs(self) -> int:
+        """Reference-non-relevant pairs: a count, whatever the weights."""
+        rel = np.asarray(self.levels) >= self.threshold
+        return int(round(float(self.pair_counts[~rel].sum())))
 
 
 def _units(ref_idx: np.ndarray, cand_idx: np.ndarray, L: int, weights: np.ndarray | None,
@@ -420,7 +439,7 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
         n=int(reference.size), levels=levels, threshold=int(threshold), confusion=C, figures=point,
         ci=ci, seed=seed_int, n_boot=int(n_boot), resampling=resampling, n_queries=n_queries,
         confidence=confidence, notes=tuple(notes), boot=stats if keep_boot else None, interval=interval,
-        stratified=strata is not None,
+        stratified=strata is not None, counts=None if w is None else raw,
     )
 
 

@@ -107,14 +107,13 @@ def _extra_pairs(n: int, behind: float, value: float, lo: float, hi: float, thre
 def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds()) -> GateResult:
     """The verdict for one agreement result (see the module docstring)."""
     n = result.n
-    rel, non = result.n_relevant, result.n_not_relevant
-    # Class counts behind each figure are unweighted pair counts when weights were used.
-    if rel + non > 0 and abs(rel + non - n) > 1e-6:
-        share = rel / (rel + non)
-        rel, non = share * n, (1 - share) * n
+    # Counts are counts: the pairs behind each figure and the class minimums are numbers of
+    # labelled pairs, never weights (the figures themselves may be re-weighted to the pool).
+    rel, non = result.relevant_pairs, result.not_relevant_pairs
     behind = {"tpr": rel, "tnr": non, "kappa": float(n)}
     wanted = {"tpr": thresholds.min_tpr, "tnr": thresholds.min_tnr, "kappa": thresholds.min_kappa}
     checks, reasons, extras = [], [], []
+    improvable: list[bool] = []  # per entry of ``extras``
     unknown = False
     for name, threshold in wanted.items():
         value = result.figures[name]
@@ -141,6 +140,8 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
             status = "undecided"
             reasons.append(f"{label} {_fmt(value)} [{_fmt(lo)}, {_fmt(hi)}]: the interval straddles {threshold:.2f}")
             extras.append(_extra_pairs(n, behind[name], value, lo, hi, threshold))
+            # A better judge can move this figure only when it is not perfect already.
+            improvable.append(value < 1.0)
         checks.append(Check(name, value, lo, hi, threshold, status))
 
     size_short = []
@@ -172,8 +173,15 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
             # (the small tolerance keeps float noise such as 1200.0000001 from adding a label)
             more = int(math.ceil(max(candidates) - 1e-9)) if candidates else 0
             if more > 10 * max(n, 1):
-                reasons.append(f"{more} more labels is over ten times the {n} so far: a figure sits close "
-                               f"to its threshold; improving the judge is likelier to decide than labelling")
+                # Whoever sets the count decides the advice: a sample-size minimum or a figure the
+                # judge already gets right (1.0) is decided by labels only, never by a better judge.
+                top = max(range(len(candidates)), key=lambda i: candidates[i])
+                if top < len(extras) and improvable[top]:
+                    reasons.append(f"{more} more labels is over ten times the {n} so far: a figure sits close "
+                                   f"to its threshold; improving the judge is likelier to decide than labelling")
+                else:
+                    reasons.append(f"{more} more labels is over ten times the {n} so far: the judge cannot do "
+                                   f"better on what decides it, so only more labels will")
     return GateResult(verdict, tuple(reasons), more, tuple(checks))
 
 

@@ -41,7 +41,9 @@ Duplicates
 Differences from trec_eval's defaults: queries with no relevant doc are excluded (trec_eval
 scores them), missing queries count 0 (trec_eval 9 needs ``-c``), scores are not truncated to
 float32 (pytrec_eval), judged@k divides by min(k, retrieved) (trec_eval's unj@k divides by k),
-and RBP's residual is 1 for a query missing from the run (trec_eval -c prints 0).
+and RBP's residuals are 1 for a query missing from the run (trec_eval -c prints 0). RBP reports
+two residuals: ``.residual`` is the spec's p^n (what the ranks below the list could add) and
+``.residual_unjudged`` is trec_eval's rbp_resid (p^n plus the weight of the unjudged ranks).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from workbench.core.metrics.measures import Measure, parse_measures
-from workbench.core.metrics.kernels import RESIDUAL_SUFFIX, compute
+from workbench.core.metrics.kernels import RESIDUAL_SUFFIX, UNJUDGED_RESIDUAL_SUFFIX, compute
 from workbench.core.metrics.qrels_and_runs import Qrels, Run
 from workbench.core.metrics.ranking import rank_run
 from workbench.core.metrics.readers import read_qrels, read_trec_run
@@ -70,7 +72,8 @@ __all__ = ["EvaluationResult", "evaluate", "load_qrels", "load_run"]
 @dataclass(frozen=True)
 class EvaluationResult:
     """Scores of one run. ``per_query`` has one row per evaluated query, one column per measure
-    (named as given; RBP adds ``<name>.residual``); ``aggregate`` is the mean of each column.
+    (named as given; RBP adds ``<name>.residual``, p^n, and ``<name>.residual_unjudged``,
+    trec_eval's rbp_resid); ``aggregate`` is the mean of each column.
 
     ``query_ids`` (sorted) and ``scores`` (label -> one float64 per query id) hold the same
     numbers as ``per_query``; that DataFrame is built on first access, so an evaluation that
@@ -215,8 +218,9 @@ def evaluate(
     # which queries each threshold scores (a measure's own rel, else the evaluation's)
     thresholds = {label: int(rel if m.rel is None else m.rel) for label, m in parsed}
     for label in list(values):
-        if label not in thresholds:  # RBP's residual follows its measure
-            thresholds[label] = thresholds[label[: -len(RESIDUAL_SUFFIX)]]
+        if label not in thresholds:  # RBP's residuals follow their measure
+            suffix = UNJUDGED_RESIDUAL_SUFFIX if label.endswith(UNJUDGED_RESIDUAL_SUFFIX) else RESIDUAL_SUFFIX
+            thresholds[label] = thresholds[label[: -len(suffix)]]
     chosen_at, missing_at, no_rel_at = {}, {}, {}
     for t in sorted(set(thresholds.values())):
         has_rel = np.bincount(ranked.judged_qidx[ranked.judged_grade >= t], minlength=ranked.n_queries) > 0
@@ -259,6 +263,7 @@ def evaluate(
             "missing_as_zero": missing_as_zero,
             "duplicates": duplicates,
             "residual_suffix": RESIDUAL_SUFFIX,
+            "unjudged_residual_suffix": UNJUDGED_RESIDUAL_SUFFIX,
         },
         thresholds=thresholds,
         excluded_by_measure=excluded_by,

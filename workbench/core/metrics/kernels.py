@@ -18,14 +18,18 @@ ndcg[@k]        DCG/IDCG, DCG = sum_{i<=k} gain(g_i) / log2(i+1); gain(g) = g (l
 rprec           sum_{i<=R} rel_i / R
 err[@k]         sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i), R_i = (2^min(g_i,gmax) - 1)/2^gmax
 rbp             (1-p) sum_i x_i p^(i-1), x_i = rel_i (or min(g_i,gmax)/gmax if graded);
-                residual = p^n + (1-p) sum_{i unjudged} p^(i-1): the most that unseen ranks
-                and unjudged docs could add (Moffat & Zobel; trec_eval 10's rbp_resid).
+                two residuals, both reported:
+                ``.residual`` = p^n for a list of n results: the most the unseen ranks
+                below the list could add (the spec's definition; 0.8^5 = 0.33 on its example);
+                ``.residual_unjudged`` = p^n + (1-p) sum_{i unjudged} p^(i-1): the most unseen
+                ranks *and* unjudged docs in the list could add (Moffat & Zobel; trec_eval 10's
+                rbp_resid). They differ only when the list holds unjudged docs.
 bpref           (1/R) sum_{rel retrieved r} (1 - min(n_r, R) / min(R, N)), n_r = judged
                 non-relevant docs ranked above r; the term is 1 when n_r = 0 (so N = 0 is safe)
 judged@k        (docs in the top min(k, n) with a label >= 0) / min(k, n); 0 when n = 0
 ==============  =========================================================================
 
-Every measure returns 0 for a query with nothing retrieved or R = 0 (rbp's residual is 1 then).
+Every measure returns 0 for a query with nothing retrieved or R = 0 (rbp's residuals are 1 then).
 """
 
 from __future__ import annotations
@@ -245,7 +249,7 @@ def _err(c: _Context, m: Measure, rel: int) -> np.ndarray:
     return c.per_query(stop * reach / c.r.rank, c.top(m.cutoff))
 
 
-def _rbp(c: _Context, m: Measure, rel: int) -> tuple[np.ndarray, np.ndarray]:
+def _rbp(c: _Context, m: Measure, rel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     p = m.persistence
     weight = (1.0 - p) * np.power(p, c.r.rank - 1.0)
     if m.graded:
@@ -253,8 +257,8 @@ def _rbp(c: _Context, m: Measure, rel: int) -> tuple[np.ndarray, np.ndarray]:
     else:
         x = c.relevant(rel).astype(np.float64)
     score = c.per_query(weight * x)
-    residual = np.power(p, c.n_ret.astype(np.float64)) + c.per_query(weight, ~c.judged)
-    return score, residual
+    unseen = np.power(p, c.n_ret.astype(np.float64))
+    return score, unseen, unseen + c.per_query(weight, ~c.judged)
 
 
 _FUNCTIONS = {
@@ -263,20 +267,22 @@ _FUNCTIONS = {
     "rbp": _rbp, "bpref": _bpref, "judged": _judged,
 }
 
-RESIDUAL_SUFFIX = ".residual"
+RESIDUAL_SUFFIX = ".residual"  # p^n, the spec's residual
+UNJUDGED_RESIDUAL_SUFFIX = ".residual_unjudged"  # p^n + unjudged weight, trec_eval's rbp_resid
 
 
 def compute(ranked: RankedLists, measures: list[tuple[str, Measure]], rel: int) -> dict[str, np.ndarray]:
     """Per-query values (one array over ``ranked.query_ids``) for each ``(label, Measure)``.
 
-    RBP adds a second entry ``label + ".residual"``.
+    RBP adds ``label + ".residual"`` (p^n) and ``label + ".residual_unjudged"`` (trec_eval's
+    rbp_resid: p^n plus the weight of the unjudged ranks).
     """
     ctx = _Context(ranked)
     out: dict[str, np.ndarray] = {}
     for label, measure in measures:
         value = _FUNCTIONS[measure.name](ctx, measure, rel if measure.rel is None else measure.rel)
         if isinstance(value, tuple):
-            out[label], out[label + RESIDUAL_SUFFIX] = value
+            out[label], out[label + RESIDUAL_SUFFIX], out[label + UNJUDGED_RESIDUAL_SUFFIX] = value
         else:
             out[label] = value
     return out

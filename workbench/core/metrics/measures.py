@@ -64,7 +64,9 @@ REGISTRY: dict[str, MeasureInfo] = {
         MeasureInfo("rprec", "precision at rank R", "none", frozenset({"rel"})),
         MeasureInfo("err", "expected reciprocal rank (Chapelle 2009)", "optional", frozenset({"rel", "gmax"}), True),
         MeasureInfo(
-            "rbp", "rank-biased precision with residual", "none", frozenset({"rel", "p", "gmax", "graded"})
+            "rbp", "rank-biased precision with residuals: .residual = p^n (unseen ranks), "
+            ".residual_unjudged = p^n + unjudged ranks (trec_eval rbp_resid)", "none",
+            frozenset({"rel", "p", "gmax", "graded"})
         ),
         MeasureInfo("bpref", "Buckley & Voorhees bpref as trec_eval", "none", frozenset({"rel"})),
         MeasureInfo("judged", "share of the top min(k, retrieved) docs with a label", "required", frozenset()),

@@ -526,6 +526,9 @@ def result_dict(result: AgreementResult, verdict: GateResult) -> dict:
     out["msd"] = result.figures["msd"]
     out["exact"] = result.figures["exact"]
     out["confusion"] = [[float(x) if not float(x).is_integer() else int(x) for x in row] for row in result.confusion]
+    # ``confusion`` holds weights when the figures are re-weighted; ``counts`` is always pairs.
+    out["counts"] = [[int(round(float(x))) for x in row] for row in result.pair_counts]
+    out["relevant_pairs"], out["not_relevant_pairs"] = result.relevant_pairs, result.not_relevant_pairs
     out["ci"] = {name: [lo, hi] for name, (lo, hi) in result.ci.items()}
     out["gate"] = verdict.as_dict()
     out["threshold"] = result.threshold

@@ -46,10 +46,23 @@ class AbstentionReport:
         return out
 
 
-def _counts(per_query: pd.DataFrame, only_in: int, missing: int) -> dict[str, int]:
+def _counts(per_query: pd.DataFrame, only_in: int, missing: int, synthetic: int = 0) -> dict[str, int]:
     u = per_query["unanswerable"].to_numpy(dtype=bool)
     return {"queries": int(len(per_query)), "unanswerable": int(u.sum()), "answerable": int((~u).sum()),
-            "missing_from_run": int(missing), "only_in_run": int(only_in)}
+            "missing_from_run": int(missing), "only_in_run": int(only_in), "synthetic_left_out": int(synthetic)}
+
+
+def scored_queries(db: Database) -> tuple[pd.DataFrame, set[str]]:
+    """The queries abstention scores (:func:`query_answerability` without the synthetic queries
+    ``workbench synth`` made: each is answerable by construction, so hundreds of them would drown
+    the project's own queries) and the synthetic ids left out."""
+    from workbench.store.synthetic_queries import synthetic_query_ids
+
+    marks = query_answerability(db)
+    synthetic = synthetic_query_ids(db)
+    if synthetic:
+        marks = marks[~marks["query_id"].isin(synthetic)].reset_index(drop=True)
+    return marks, synthetic
 
 
 def run_abstention(db: Database, run: str, threshold: float | None = None) -> AbstentionReport:
@@ -60,8 +73,9 @@ def run_abstention(db: Database, run: str, threshold: float | None = None) -> Ab
     runs = set(store.run_names_with_params(db)["name"])
     if run not in runs:
         raise InputError(f"no run {clip(run)} in the project; runs: {', '.join(sorted(runs)) or 'none'}")
-    marks = query_answerability(db)
+    marks, synthetic = scored_queries(db)
     tops = store.run_top_scores(db, run)
+    tops = tops[~tops["query_id"].astype(str).isin(synthetic)]
     frame = marks[["query_id", "unanswerable"]].merge(tops[["query_id", "top_score"]], on="query_id", how="left")
     only_in = int((~tops["query_id"].isin(marks["query_id"])).sum())
     missing = int(frame["top_score"].isna().sum())
@@ -74,7 +88,8 @@ def run_abstention(db: Database, run: str, threshold: float | None = None) -> Ab
     frame["abstained"] = abstained
     frame["correct"] = abstained == frame["unanswerable"].to_numpy(dtype=bool)
     return AbstentionReport(run, "run", core.rates(frame["unanswerable"], abstained), frame,
-                            _counts(frame, only_in, missing), threshold, source, curve, core.curve_auc(curve))
+                            _counts(frame, only_in, missing, len(synthetic)), threshold, source, curve,
+                            core.curve_auc(curve))
 
 
 def read_answers_file(path: str | Path, pattern: str = core.ABSTENTION_PATTERN) -> pd.DataFrame:
@@ -115,7 +130,8 @@ def answers_abstention(db: Database, name: str, answers: pd.DataFrame) -> Absten
     """Abstention of generated answers (``query_id, abstained``) on the project's queries. Only
     the queries that have an answer are scored; the others are counted as missing (an answer
     set usually covers a sample of the queries)."""
-    marks = query_answerability(db)
+    marks, synthetic = scored_queries(db)
+    answers = answers[~answers["query_id"].astype(str).isin(synthetic)]
     frame = marks[["query_id", "unanswerable"]].merge(answers[["query_id", "abstained"]], on="query_id", how="inner")
     missing = int(len(marks) - len(frame))
     only_in = int((~answers["query_id"].isin(marks["query_id"])).sum())
@@ -124,7 +140,7 @@ def answers_abstention(db: Database, name: str, answers: pd.DataFrame) -> Absten
     frame["abstained"] = frame["abstained"].astype(bool)
     frame["correct"] = frame["abstained"] == frame["unanswerable"]
     return AbstentionReport(name, "answers", core.rates(frame["unanswerable"], frame["abstained"]), frame,
-                            _counts(frame, only_in, missing))
+                            _counts(frame, only_in, missing, len(synthetic)))
 
 
 def stored_answers_abstention(db: Database, name: str) -> AbstentionReport:

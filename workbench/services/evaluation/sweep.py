@@ -486,9 +486,12 @@ class Cell:
     seconds: float = 0.0
     skipped: str | None = None
     per_query: pd.DataFrame | None = None  # query_id + one column per measure
+    #: How many queries every column of the cell averages over: the ones its evaluation scored
+    #: (coverage and judged@k use the same set, so no column has queries the others lack).
+    queries: int = 0
 
     def as_json(self, judged_k: int = JUDGED_K) -> dict:
-        return {"chunking": self.chunking, "retriever": self.retriever,
+        return {"chunking": self.chunking, "retriever": self.retriever, "queries": self.queries,
                 "aggregate": {m: _num(v) for m, v in self.aggregate.items()},
                 "coverage": {str(b): _num(v) for b, v in self.coverage.items()},
                 f"judged@{judged_k}": _num(self.judged)}
@@ -665,8 +668,14 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
             table = res.per_query
             cell.per_query = table.reset_index() if "query_id" not in table.columns else table
             with clock("coverage and judged@k"):
+                # One query set for every column: the queries the evaluation scored (it leaves out
+                # unanswerable and synthetic queries and those without a relevant label).
+                scored = set(cell.per_query["query_id"].astype(str))
+                cell.queries = len(scored)
                 ranked = _ranked_spans(db, cell.run, chunks)
-                cov = budgeted_coverage(ranked[["query_id", "rank", "doc_id", "start", "end"]], gold,
+                ranked = ranked[ranked["query_id"].astype(str).isin(scored)]
+                cell_gold = gold[gold["query_id"].astype(str).isin(scored)]
+                cov = budgeted_coverage(ranked[["query_id", "rank", "doc_id", "start", "end"]], cell_gold,
                                         starts.of(ranked["doc_id"]), budgets)
                 cell.coverage = mean_coverage(cov)
                 cell.judged, cell.unjudged = judged_pairs(ranked, spans, judged_k)

@@ -2,8 +2,10 @@
 
 ``plan_budget(db, pool, budget=..., unit=...)``
     The pool's pairs that still need a label from the side the budget pays for (``calls`` and
-    ``usd`` pay the LLM judge: pairs without an ``ok`` LLM judgment; ``hours`` pay SMEs: pairs
-    without a human or imported label), ordered by a strategy of
+    ``usd`` pay the LLM judge: pairs without any label, since an ``ok`` LLM judgment, a human
+    label or an imported one (NIST qrels) each already labels the pair, and the qrels policy puts
+    human and imported labels above the judge's; ``hours`` pay SMEs: pairs without a human or
+    imported label), ordered by a strategy of
     :mod:`workbench.core.judging.budget` (pool priority, run-comparison weight over the pool's
     runs, judge disagreement, their combination, or a seeded random baseline), cut at the budget:
     one unit per judge call (times the judge's samples), the judge's estimated dollars per
@@ -153,8 +155,10 @@ def plan_budget(db: Database, pool: str, *, budget: float, unit: str = "calls", 
         spread = labels.groupby(["query_id", "item_id"])["grade"].agg(lambda g: g.max() - g.min() if len(g) > 1
                                                                        else np.nan)
         pairs = pairs.merge(spread.rename("spread").reset_index(), on=["query_id", "item_id"], how="left")
-    side = "human" if unit == "hours" else "llm"
-    done = set(zip(labels.loc[labels["side"] == side, "query_id"], labels.loc[labels["side"] == side, "item_id"]))
+    # Pairs already labelled are not "unlabelled": for the judge, any label counts (a human or
+    # imported label outranks the judge's in every qrels); for SME hours, human and imported ones.
+    paid = labels if unit != "hours" else labels[labels["side"] == "human"]
+    done = set(zip(paid["query_id"], paid["item_id"]))
     todo = pairs[[(q, i) not in done for q, i in zip(pairs["query_id"], pairs["item_id"])]]
     cost = _cost_per_pair(db, pool, unit, settings, seconds_per_pair)
     ordered = bj.order_pairs(todo, strategy, k=k, seed=seed)

@@ -21,7 +21,7 @@ import streamlit as st
 
 from workbench.errors import WorkbenchError
 from workbench.ui import auth, context
-from workbench.ui.words import Field
+from workbench.ui.words import Field, binarising_note
 
 FIGURE_NAMES = [
     ("tpr", "TPR: relevant pairs the judge finds"),
@@ -206,8 +206,8 @@ def _report(body: dict) -> None:
     st.html(f'<div data-testid="calibration-verdict" data-verdict="{html.escape(body["gate"]["verdict"])}"></div>')
     _verdict(body)
     st.caption(f"{body['labelled']} of {body['items']} pairs labelled; {body['labelled_in_part']} in the held-out "
-               f"part. Relevant means grade {body['threshold']} or higher. "
-               + ("Figures are re-weighted to the pool." if body["weighted"] else ""))
+               f"part. " + ("Figures are re-weighted to the pool. " if body["weighted"] else "")
+               + binarising_note("calibration", calibration=body["threshold"]))
     a = body["agreement"]
     if a is None:
         st.info("No SME labels on the held-out part yet. Label pairs on the Label page.")
@@ -219,7 +219,7 @@ def _report(body: dict) -> None:
                    for key, label in FIGURE_NAMES], key="calibration-figures")
     b = a["bootstrap"]
     st.caption(f"{b['resamples']} bootstrap resamples by {b['resampling']}, seed {b['seed']}.")
-    _heatmap(a)
+    _heatmap(a, weighted=body["weighted"])
     if body["slices"]:
         st.subheader("By query tag")
         context.table([{"tag": s["tag"] + (" (high risk)" if s["high_risk"] else ""), "pairs": s["n"],
@@ -257,11 +257,14 @@ def _report(body: dict) -> None:
     _exports(body)
 
 
-def _heatmap(a: dict) -> None:
+def _heatmap(a: dict, *, weighted: bool = False) -> None:
     import altair as alt
 
     levels = a["levels"]
-    rows = [{"SME grade": str(r), "judge grade": str(c), "pairs": float(a["confusion"][i][j])}
+    # Cells count labelled pairs (counts are counts); the re-weighted cells behind the figures
+    # are named as weights in the caption, never shown as pairs.
+    counts = a.get("counts", a["confusion"])
+    rows = [{"SME grade": str(r), "judge grade": str(c), "pairs": float(counts[i][j])}
             for i, r in enumerate(levels) for j, c in enumerate(levels)]
     frame = pd.DataFrame(rows)
     base = alt.Chart(frame).encode(
@@ -270,6 +273,14 @@ def _heatmap(a: dict) -> None:
         base.mark_text().encode(text=alt.Text("pairs:Q", format=".0f"))
     st.subheader("Confusion matrix")
     st.altair_chart(chart.properties(width=320, height=280))
+    relevant = a.get("relevant_pairs")
+    note = (f"{relevant} reference-relevant and {a.get('not_relevant_pairs')} reference-non-relevant pairs. "
+            if relevant is not None else "")
+    st.caption(f"Each cell counts labelled pairs. {note}"
+               + ("The figures use these pairs re-weighted to the pool (weights, not pairs: "
+                  + "; ".join(f"SME {r} / judge {c}: {float(a['confusion'][i][j]):.1f}"
+                              for i, r in enumerate(levels) for j, c in enumerate(levels)
+                              if float(a["confusion"][i][j]) > 0) + ")." if weighted else ""))
 
 
 def _drill_down(sample: str, rows: list[dict]) -> None:

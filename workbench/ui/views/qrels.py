@@ -13,7 +13,7 @@ import streamlit as st
 
 from workbench.errors import WorkbenchError
 from workbench.ui import context
-from workbench.ui.words import LABEL_SOURCE_WORDS, Field, qrels_note
+from workbench.ui.words import LABEL_SOURCE_WORDS, Field, binarising_note, qrels_note
 
 FORMATS = {"TREC qrels": "trec", "BEIR (TSV)": "beir", "JSON lines (one query a line)": "jsonl",
            "Span judgments (JSON lines)": "spans"}
@@ -71,6 +71,7 @@ def _counts(overview) -> None:
     a.metric("Qrels", f"{overview.rows:,}")
     b.metric("Queries", f"{overview.queries:,}")
     c.metric("Relevant (grade ≥ 1)", f"{sum(n for g, n in overview.by_grade.items() if g >= 1):,}")
+    st.caption(binarising_note("qrels"))
     st.caption(binarising_note("qrels"))
     left, right = st.columns(2)
     with left:

@@ -1,0 +1,80 @@
+"""Numbers issue 19 found wrong against the spec, checked through the real CLI on the demo project
+against independent counts (the pool's labelled pairs as exported, the evaluation's own query
+set, the abstention report before any synthetic query existed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _workbench(db: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "WORKBENCH_"))}
+    done = subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], cwd=db.parent, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    _workbench(db, "init", "--demo")
+    return db
+
+
+@pytest.fixture
+def project(demo, tmp_path) -> Path:
+    db = tmp_path / "project.duckdb"
+    shutil.copyfile(demo, db)
+    return db
+
+
+def _abstention(db: Path) -> dict:
+    return json.loads(_workbench(db, "abstention", "--runs", "bm25", "--format", "json").stdout)["bm25"]
+
+
+def test_abstention_leaves_synthetic_queries_out(project):
+    before = _abstention(project)  # 44 queries, 4 of them unanswerable: no synthetic query yet
+    assert before["counts"]["queries"] == 44 and before["counts"]["unanswerable"] == 4
+    _workbench(project, "synth", "--chunking", "sections", "--per-chunk", "2", "--limit", "5")
+    after = _abstention(project)
+    # The 10 synthetic queries are not in run bm25: counted in, each would be "without results",
+    # so "abstained" on an answerable query (the issue's 881 queries and AUC 0.03 on a full synth).
+    assert after["counts"]["synthetic_left_out"] == 10
+    assert {k: after["counts"][k] for k in ("queries", "unanswerable", "answerable", "missing_from_run")} == \
+        {k: before["counts"][k] for k in ("queries", "unanswerable", "answerable", "missing_from_run")}
+    assert after["aggregate"] == pytest.approx(before["aggregate"])
+
+
+def test_budget_candidates_leave_out_labelled_pairs(project):
+    plan = json.loads(_workbench(project, "labels", "budget", "--pool", "demo", "--budget", "1000",
+                                 "--format", "json").stdout)
+    exported = project.parent / "human.qrels"
+    _workbench(project, "export", "qrels", "--source", "human", "--level", "chunk", "--chunking", "sections",
+               "--keep-unanswerable", "--out", str(exported))
+    labelled = {tuple(line.split()[0:3:2]) for line in exported.read_text().splitlines()}
+    status = _workbench(project, "status").stdout
+    # status: "demo: 131 of 880 pairs labelled" (the human labels of the demo; no LLM label yet)
+    assert "demo: 131 of 880 pairs labelled" in status
+    assert plan["candidates"] == 880 - 131 == 749
+    chosen = {(p["query_id"], p["chunk_id"]) for p in plan["pairs"]}
+    assert len(chosen) == plan["selected"] > 0 and not chosen & labelled
+
+
+def test_sweep_columns_share_one_query_set(project):
+    out = json.loads(_workbench(project, "sweep", "--chunkings", "section", "--retrievers", "bm25",
+                                "-m", "ndcg@10", "--labels", "human", "--format", "json", "--no-progress").stdout)
+    cell = out["cells"][0]
+    evaluation = json.loads(_workbench(project, "eval", "--runs", "sweep.sections.bm25", "-m", "ndcg@10",
+                                       "--labels", "human", "--level", "chunk", "--chunking", "sections",
+                                       "--format", "json").stdout)
+    scored = next(iter(evaluation.values()))["per_query"]
+    # 44 queries less the 4 unanswerable: nDCG, coverage and judged@10 all average over these 40.
+    assert cell["queries"] == len(scored) == 40
