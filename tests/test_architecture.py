@@ -304,164 +304,6 @@ def _module_name(path: Path, package: Path = PACKAGE) -> str:
 
 def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     """``{module: the package modules it imports}``, lazy imports included; ``from a.b import c``
-    names the module ``a.b.c`` when ``c`` is one, else ``a.b``."""
-    modules = {_module_name(p, package): p for p in _modules(package)}
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        edges = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-            if isinstance(node, ast.Import):
-                edges.update(a.name for a in node.names if a.name in modules)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for a in node.names:
-                    sub = f"{node.module}.{a.name}"
-                    edges.add(sub if sub in modules else node.module)
-        graph[name] = {m for m in edges if m in modules and m != name}
-    return graph
-
-
-def import_circles(package: Path = PACKAGE) -> list[list[str]]:
-    """The strongly connected components of :func:`import_graph` with more than one module
-    (Tarjan's algorithm, iterative), each sorted, in sorted order."""
-    graph = import_graph(package)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    circles = []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    circles.append(sorted(component))
-    return sorted(circles)
-
-
-def _private(name: str) -> bool:
-    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
-
-
-def private_imports(package: Path = PACKAGE) -> dict[str, list[str]]:
-    """``{module: [module.name, ...]}``: private names (``_name``, dunders aside) a module takes
-    from another package module, by ``from m import _name`` or as ``m._name`` on an imported m."""
-    modules = {_module_name(p, package) for p in _modules(package)}
-    found = {}
-    for path in _modules(package):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        bound: dict[str, str] = {}  # local name -> package module it stands for
-        bad = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name in modules:  # `import a.b` binds a; `import a.b as m` binds a.b
-                        if a.asname:
-                            bound[a.asname] = a.name
-                        else:
-                            bound[a.name.split(".")[0]] = a.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom) and node.module in modules and node.level == 0:
-                for a in node.names:
-                    if f"{node.module}.{a.name}" in modules:
-                        bound[a.asname or a.name] = f"{node.module}.{a.name}"
-                    elif _private(a.name):
-                        bad.add(f"{node.module}.{a.name}")
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and _private(node.attr):
-                base = node.value
-                dotted = []
-                while isinstance(base, ast.Attribute):
-                    dotted.append(base.attr)
-                    base = base.value
-                if isinstance(base, ast.Name) and base.id in bound:
-                    target = ".".join([bound[base.id], *reversed(dotted)])
-                    if target in modules:
-                        bad.add(f"{target}.{node.attr}")
-        if bad:
-            found[str(path.relative_to(package))] = sorted(bad)
-    return found
-
-
-def test_there_are_no_import_circles():
-    # A circle makes import order matter and hides which concept depends on which: move the
-    # shared piece to the module both sides may import.
-    assert import_circles() == []
-
-
-def test_no_private_name_is_imported_from_another_module():
-    # Shared means public: rename it at its definition (and every use) instead.
-    assert private_imports() == {}
-
-
-def test_the_circle_checker_finds_circles(tmp_path):
-    _write(tmp_path, "services/a.py", "from workbench.services.b import x\n")
-    _write(tmp_path, "services/b.py", "def f():\n    from workbench.services import c\n")  # lazy, a module
-    _write(tmp_path, "services/c.py", "import workbench.services.a\n")
-    _write(tmp_path, "store/d.py", "from workbench.store.e import y\n")
-    _write(tmp_path, "store/e.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                   "    from workbench.store.d import z\n")
-    _write(tmp_path, "core/f.py", "from workbench.services.a import x\n")  # reaches a circle, not in one
-    assert import_circles(tmp_path / "workbench") == [
-        ["workbench.services.a", "workbench.services.b", "workbench.services.c"],
-        ["workbench.store.d", "workbench.store.e"],
-    ]
-
-
-def test_the_circle_checker_accepts_a_tree(tmp_path):
-    _write(tmp_path, "services/__init__.py", "")
-    _write(tmp_path, "services/a.py", "from workbench.services import b\nfrom workbench.core.c import x\n")
-    _write(tmp_path, "services/b.py", "from workbench.core.c import x\n")
-    _write(tmp_path, "core/c.py", "import os\n")
-    assert import_circles(tmp_path / "workbench") == []
-
-
-def test_the_private_import_checker_finds_them(tmp_path):
-    _write(tmp_path, "services/__init__.py", "")
-    _write(tmp_path, "services/a.py", "_hidden = 1\n__all__ = []\n")
-    _write(tmp_path, "services/b.py", "def f():\n    from workbench.services.a import _hidden, __all__\n")
-    _write(tmp_path, "services/c.py", "from workbench.services import a\nimport workbench.services.a\n"
-                                      "y = a._hidden + workbench.services.a._other + a.__all__\n")
-    _write(tmp_path, "services/d.py", "from workbench.services import _private_module\n")
-    _write(tmp_path, "services/_private_module.py", "def _own():\n    return _own\n")
-    assert private_imports(tmp_path / "workbench") == {
-        "services/b.py": ["workbench.services.a._hidden"],
-        "services/c.py": ["workbench.services.a._hidden", "workbench.services.a._other"],
-    }
-
-
-# --- no import circles; no private names across modules --------------------------------------------
-def _module_name(path: Path, package: Path = PACKAGE) -> str:
-    parts = list(path.relative_to(package.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
-    """``{module: the package modules it imports}``, lazy imports included; ``from a.b import c``
     names the module ``a.b.c`` when ``c`` is one, else ``a.b``. Reading the root package's
     metadata (``from workbench import __version__``) is no edge: every import of a package
     module runs the root first anyway, and the root's exports are lazy (its ``__getattr__``)."""
@@ -622,3 +464,54 @@ def test_the_private_import_checker_finds_them(tmp_path):
         "services/b.py": ["workbench.services.a._hidden"],
         "services/c.py": ["workbench.services.a._hidden", "workbench.services.a._other"],
     }
+
+
+# --- core touches files only in its named readers ---------------------------------------------
+# core is values and functions; the one exception is the qrels and run file readers (the public
+# ``workbench.evaluate`` takes paths). Every other core module works on what it is given.
+CORE_FILE_READERS = {"core/metrics/readers.py"}
+_FILE_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes", "stat", "lstat", "exists",
+               "is_file", "is_dir", "iterdir", "glob", "rglob", "unlink", "mkdir", "rmdir", "touch",
+               "read_csv", "read_json", "read_parquet", "read_table", "load", "fromfile", "save", "savez",
+               "to_csv", "to_parquet"}
+_FILE_MODULES = {"os", "shutil", "tempfile", "subprocess", "socket", "io"}
+
+
+def _file_access(path: Path) -> list[int]:
+    """Lines that call ``open``, a file method of a path (``read_text``, ``open``, ``stat``, ...),
+    a file reader or writer (``read_csv``, ``np.load``, ``to_parquet``) or anything of ``os``,
+    ``shutil``, ``tempfile``, ``subprocess``, ``socket`` or ``io``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if (isinstance(f, ast.Name) and f.id == "open") or (isinstance(f, ast.Attribute) and (
+                f.attr in _FILE_CALLS or (isinstance(f.value, ast.Name) and f.value.id in _FILE_MODULES))):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def core_file_access(package: Path = PACKAGE) -> dict[str, list[int]]:
+    found = {}
+    for p in sorted((package / "core").rglob("*.py")):
+        name = str(p.relative_to(package))
+        if name not in CORE_FILE_READERS and (lines := _file_access(p)):
+            found[name] = lines
+    return found
+
+
+def test_core_touches_files_only_in_its_readers():
+    assert core_file_access() == {}, f"only {sorted(CORE_FILE_READERS)} in core may read files"
+    assert all((PACKAGE / name).is_file() for name in CORE_FILE_READERS)
+
+
+def test_the_core_file_checker_finds_file_access(tmp_path):
+    _write(tmp_path, "core/metrics/readers.py", "def f(p):\n    return open(p).read()\n")  # the exception
+    _write(tmp_path, "core/bad.py", "import os\nfrom pathlib import Path\n"
+                                    "def f(p):\n    return Path(p).read_text()\n"
+                                    "def g(p):\n    with open(p) as fh:\n        return fh\n"
+                                    "def h(p):\n    return os.listdir(p)\n")
+    _write(tmp_path, "core/good.py", "def f(text):\n    return text.replace('a', 'b').split()\n")
+    assert core_file_access(tmp_path / "workbench") == {"core/bad.py": [4, 6, 9]}

@@ -14,6 +14,7 @@ import pytest
 
 from tests.llm.judge_project import demo_project, query
 from tests.support.openai_server import running_server
+from tests.support.polling import wait_until
 from tests.support.prerequisites import REPO
 
 KEY = "sk-cli-test-0123456789abcdef"
@@ -51,12 +52,7 @@ def _table(path) -> pd.DataFrame:
 
 
 def _wait_for(predicate, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
+    return wait_until(predicate, timeout=timeout, interval=0.02)
 
 
 def test_sigkill_mid_job_then_resume_gives_exactly_the_uninterrupted_table(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support.openai_server import OUT_OF_RANGE_GRADE, running_server
+from tests.support.polling import wait_until
 from workbench.config import load_settings
 from workbench.core.judging.offline import grade_pair
 from workbench.services.browse import peek_pool
@@ -54,6 +55,18 @@ def _first_pair(db_path: Path) -> dict:
         query_id = str(pairs["query_id"].iloc[0])
         return peek_pool(db, "demo", query_id, limit=1)
 
+
+
+def _latest_job(db, predicate, timeout: float = 60.0) -> dict:
+    """The pool's latest judge job once ``predicate`` holds for it (polled; fails after ``timeout``)."""
+    from workbench.services.judge.jobs import list_jobs
+
+    def latest():
+        jobs = list_jobs(db, "demo")
+        return jobs[-1] if jobs and predicate(jobs[-1]) else None
+
+    return wait_until(latest, timeout=timeout,
+                      what=lambda: f"the job to reach the expected state: {list_jobs(db, 'demo')}")
 
 def test_empty_project_names_the_page_that_builds_a_pool(tmp_path, monkeypatch):
     path = tmp_path / "empty.duckdb"
@@ -193,16 +206,8 @@ def test_start_stop_and_resume_a_job_in_its_own_process(demo_db):
     the page then offers Resume, and resuming continues the same job."""
     import time
 
-    from workbench.services.judge.jobs import list_jobs
-
     def wait_for(predicate, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            jobs = list_jobs(demo_db, "demo")
-            if jobs and predicate(jobs[-1]):
-                return jobs[-1]
-            time.sleep(0.2)
-        raise AssertionError(f"job did not reach the expected state: {list_jobs(demo_db, 'demo')}")
+        return _latest_job(demo_db, predicate, timeout)
 
     with running_server(latency=0.2) as server:
         at = _run()
@@ -237,10 +242,6 @@ def test_start_stop_and_resume_a_job_in_its_own_process(demo_db):
 
 
 def test_retry_failed_judges_only_the_failed_and_invalid_pairs_again(demo_db):
-    import time
-
-    from workbench.services.judge.jobs import list_jobs
-
     with running_server() as server:
         server.control.fault_rule = lambda call: "500" if int(call.prompt_sha[:6], 16) % 5 == 0 else None
         overrides = {"model": "test-judge", "base_url": server.base_url, "max_attempts": 1}
@@ -257,12 +258,7 @@ def test_retry_failed_judges_only_the_failed_and_invalid_pairs_again(demo_db):
         at.number_input(key="judge_limit").set_value(30).run()
         next(b for b in at.button if b.label == "Retry failed").click().run()
         assert not at.exception, at.exception
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            job = list_jobs(demo_db, "demo")[-1]
-            if job["state"] == "finished" and job["failed"] == 0:
-                break
-            time.sleep(0.3)
+        job = _latest_job(demo_db, lambda j: j["state"] == "finished" and j["failed"] == 0, 60)
         assert (job["job_id"], job["ok"], job["failed"], job["invalid"]) == (first["job_id"], 30, 0, 0)
         # only the failed pairs were sent again, once each
         assert server.control.count("/v1/chat/completions") - sent_before == first["failed"]
@@ -273,18 +269,11 @@ def test_retry_failed_judges_only_the_failed_and_invalid_pairs_again(demo_db):
 def test_a_killed_job_shows_as_interrupted_and_resumes(demo_db):
     import os
     import signal
-    import time
 
     from workbench.services.judge.jobs import list_jobs
 
     def latest(predicate, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            jobs = list_jobs(demo_db, "demo")
-            if jobs and predicate(jobs[-1]):
-                return jobs[-1]
-            time.sleep(0.2)
-        raise AssertionError(f"job did not reach the expected state: {list_jobs(demo_db, 'demo')}")
+        return _latest_job(demo_db, predicate, timeout)
 
     with running_server(latency=0.2) as server:
         at = _run()
@@ -295,11 +284,11 @@ def test_a_killed_job_shows_as_interrupted_and_resumes(demo_db):
         next(b for b in at.button if b.label == "Start").click().run()
         running = latest(lambda j: j["state"] == "running" and j["judged"] >= 2)
         os.kill(int(running["pid"]), signal.SIGKILL)
-        deadline = time.monotonic() + 20
-        while not any("Press Resume" in m for m in _messages(at)) and time.monotonic() < deadline:
-            time.sleep(0.3)
+        def collected():
             at.run()  # the page collects its dead job process; the job then reads as interrupted
-        assert any("Press Resume" in m for m in _messages(at))
+            return any("Press Resume" in m for m in _messages(at))
+
+        wait_until(collected, timeout=20, interval=0.3, what="the page to offer Resume")
         assert list_jobs(demo_db, "demo")[-1]["state"] == "interrupted"
         resume = next(b for b in at.button if b.label == "Resume")
         assert resume.disabled is False

@@ -11,32 +11,18 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 
 from tests.support.calibration_project import build_project
+from tests.support.holding import hold
 from tests.support.live_app import browser_page, serve
-from tests.support.prerequisites import REPO
 from workbench.services.calibration import workflow as cal
 from workbench.store.database import Database
 
 pytestmark = pytest.mark.browser
 
 MARKER = "JUDGE-SAYS-"
-
-# Holds the project file until told to let go (a line on stdin).
-_HOLD = """
-import sys
-from workbench.store.database import Database
-db = Database(sys.argv[1])
-print("holding", flush=True)
-sys.stdin.readline()
-db.close()
-print("released", flush=True)
-"""
-
 
 def _project(path):
     db, _ = build_project(path)
@@ -90,19 +76,14 @@ def test_keys_store_at_once_and_a_busy_project_does_not_hold_the_next_pair_back(
         assert _events(path) == [(0, "label", 1)]
         assert MARKER not in page.content()
 
-        holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(path)], cwd=REPO, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
+        holder = hold(path)  # until released
         try:
-            assert holder.stdout.readline().strip() == "holding"
             page.keyboard.press("0")
             _pair(page, 3)  # on screen while the other process still holds the file
             assert holder.poll() is None
             assert MARKER not in page.content()
         finally:
-            holder.stdin.write("go\n")
-            holder.stdin.flush()
-            assert holder.stdout.readline().strip() == "released"
-            holder.wait(timeout=60)
+            holder.release()
         page.get_by_text("Saved grade 0 for pair 2.").wait_for(timeout=60_000)
         _wait_idle(page)
         assert _events(path) == [(0, "label", 1), (1, "label", 0)]

@@ -20,6 +20,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support.calibration_project import build_project
+from tests.support.holding import hold
 from tests.support.prerequisites import REPO
 from workbench.services.calibration import workflow as cal
 from workbench.store.database import Database
@@ -138,7 +139,7 @@ def _strings(value) -> str:
 def test_the_read_ahead_and_the_page_stay_blind_until_submission(judged):
     at = _page()
     view = at.session_state["_label_view"]
-    assert set(view["items"]) == {0, 1}  # the pair and the one after it are held already
+    assert set(view["items"]) == {0, 1, 2}  # the pair and the two after it are held already
     assert MARKER not in _strings(at.session_state.to_dict()) and MARKER not in _texts(at)
     for _ in range(3):
         _press(at, "label_grade_s_0")
@@ -189,7 +190,7 @@ def test_with_an_overlap_a_pair_filled_meanwhile_is_passed_over(judged, monkeypa
 
     monkeypatch.setattr(label, "_settings", lambda: (1, 300))
     at = _page("ann")
-    assert _pair(at) == "1" and at.session_state["_label_view"]["next"] == {0: 1}
+    assert _pair(at) == "1" and at.session_state["_label_view"]["next"] == {0: 1, 1: 2}
     db = Database(judged)
     try:
         cal.save_label(db, "s", "bob", 1, 3, evidence=[[0, 5]])  # bob fills pair 2 while ann reads pair 1
@@ -200,29 +201,12 @@ def test_with_an_overlap_a_pair_filled_meanwhile_is_passed_over(judged, monkeypa
     assert _read_in_another_process(judged)["events"] == [[1, "bob", "label", 3], [0, "ann", "label", 0]]
 
 
-_HOLD = """
-import sys, time
-from workbench.store.database import Database
-db = Database(sys.argv[1])
-print("holding", flush=True)
-time.sleep(float(sys.argv[2]))
-db.close()
-"""
-
-
-def _hold(path, seconds: float) -> subprocess.Popen:
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(path), str(seconds)], cwd=REPO,
-                              stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "holding"
-    return holder
-
-
 def test_a_key_press_waits_for_a_project_another_process_holds_briefly(judged, monkeypatch):
     from workbench.ui.views import label
 
     monkeypatch.setattr(label, "OPEN_WAIT", 60.0)
     at = _page()
-    holder = _hold(judged, 1.0)  # a judge job writing a batch, say
+    holder = hold(judged, 1.0)  # a judge job writing a batch, say
     try:
         _press(at, "label_grade_s_1")
     finally:
@@ -237,7 +221,7 @@ def test_a_project_held_past_the_wait_brings_the_pair_back_with_the_reason(judge
     monkeypatch.setattr(label, "OPEN_WAIT", 0.2)
     at = _page()
     _press(at, "label_grade_s_0")
-    holder = _hold(judged, 8.0)
+    holder = hold(judged, 8.0)
     try:
         _press(at, "label_grade_s_1")
         texts = _texts(at)

@@ -4,14 +4,12 @@ another process holds it."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import pytest
 
 from tests.support.calibration_project import build_project
-from tests.support.prerequisites import REPO
+from tests.support.holding import hold
 from workbench.errors import InputError, StoreLockedError
 from workbench.services.calibration import workflow as cal
 from workbench.store import calibration as store
@@ -33,21 +31,21 @@ def project(db_path):
 def test_the_view_says_which_pair_comes_next_and_reads_it_ahead(project):
     db = project
     view = cal.labelling_view(db, "s", "ann")
-    assert view["position"] == 0 and view["next"] == 1 and view["total"] == 200
-    assert set(view["items"]) == {0, 1}  # the pair, the one after it (no pair before 0)
+    assert view["position"] == 0 and view["next"] == 1 and view["then"] == 2 and view["total"] == 200
+    assert set(view["items"]) == {0, 1, 2}  # the pair, the two after it (no pair before 0)
     assert view["progress"] == {"total": 200, "labelled": 0, "skipped": 0, "cant_judge": 0, "open": 200}
     # items equal what item() gives, one by one
     for position, item in view["items"].items():
         assert item == cal.item(db, "s", position)
     # positions the caller holds are not read again
     again = cal.labelling_view(db, "s", "ann", position=5, have={4, 5})
-    assert again["position"] == 5 and again["next"] == 6 and set(again["items"]) == {6}
+    assert again["position"] == 5 and again["next"] == 6 and set(again["items"]) == {6, 7}
 
     cal.save_label(db, "s", "ann", 0, 1)
     cal.skip(db, "s", "ann", 1)
     cal.cant_judge(db, "s", "ann", 2)
     view = cal.labelling_view(db, "s", "ann", after=2)
-    assert view["position"] == 3 and view["next"] == 4
+    assert view["position"] == 3 and view["next"] == 4 and view["then"] == 5
     assert view["states"][0]["grade"] == 1 and view["states"][1]["action"] == "skip"
     assert view["progress"] == {"total": 200, "labelled": 1, "skipped": 1, "cant_judge": 1, "open": 197}
     full = cal.progress(db, "s", "ann")
@@ -92,7 +90,7 @@ def test_besides_leaves_out_one_position(project):
 def test_read_ahead_holds_nothing_from_the_judge(project):
     db = project
     view = cal.labelling_view(db, "s", "ann", position=10)
-    assert set(view["items"]) == {9, 10, 11}
+    assert set(view["items"]) == {9, 10, 11, 12}
     for item in view["items"].values():
         assert set(item) == {"position", "query_id", "doc_id", "chunk_id", "start", "end", "part", "query",
                              "description", "tags", "title", "text"}
@@ -122,29 +120,11 @@ def test_the_overlap_hands_out_pairs_others_have_not_filled(project):
     assert view["position"] == 0 and view["next"] == 2  # bob's answer fills pair 1
 
 
-_HOLD = """
-import sys, time
-from workbench.store.database import Database
-db = Database(sys.argv[1])
-print("holding", flush=True)
-time.sleep(float(sys.argv[2]))
-db.close()
-"""
-
-
-def _hold(path, seconds: float) -> subprocess.Popen:
-    """Another process holding the project file for ``seconds``."""
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(path), str(seconds)], cwd=REPO,
-                              stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "holding"
-    return holder
-
-
 def test_opening_waits_while_another_process_holds_the_file(db_path):
     db, _ = build_project(db_path)
     cal.create_sample(db, "s", "p", seed=1)
     db.close()
-    holder = _hold(db_path, 1.5)
+    holder = hold(db_path, 1.5)
     try:
         with pytest.raises(StoreLockedError, match="in use by process"):
             cal.open_for_labelling(db_path, wait=0)
