@@ -331,15 +331,29 @@ def expert_loop(page, labels: int, think: float, expected) -> tuple[dict, list[s
         if i % 25 == 0:
             loads.append(load())
         time.sleep(think)  # reading the pair (never less than the page's minimum on-screen time)
-        for key in keys:
-            page.keyboard.press(key)
-        shown = page.wait_for_function(SHOWN, arg=list(expected(i)), polling="raf", timeout=120_000).json_value()
+        for attempt in range(4):
+            for key in keys:
+                page.keyboard.press(key)
+            try:
+                shown = page.wait_for_function(SHOWN, arg=list(expected(i)), polling="raf",
+                                               timeout=40_000).json_value()
+                break
+            except Exception:
+                said = (page.locator("[data-testid=label-key-note]").all_inner_texts()
+                        + page.locator("[data-testid=stAlert]").all_inner_texts())
+                print(f"label {i + 1} ({keys}) did not move on: {said}", file=sys.stderr)
+                if attempt == 3 or not any("again" in text for text in said):
+                    raise
+                out["refused, pressed again"].append(1)  # as an SME would: the page asked for it
+                _idle(page)
+                time.sleep(think)
         out[kind].append(shown - page.evaluate("() => window.__presses[window.__presses.length - 1]"))
     wall = time.perf_counter() - started
     _idle(page)
     page.get_by_text(re.compile(rf"Saved grade \d for pair {labels}\b")).wait_for(timeout=120_000)
     _idle(page)
-    result = {k: np.array(v) for k, v in out.items()}
+    result = {k: np.array(v) for k, v in out.items() if k != "refused, pressed again"}
+    result["retries"] = len(out.get("refused, pressed again", []))
     result["wall"] = wall
     result["plan"] = plan
     return result, loads
@@ -378,6 +392,7 @@ def report_expert(ms: dict, stored: int, loads: list[str], timings: Path) -> Non
         print(f"  labels per hour, from the stored time on task: {3600 * len(seconds) / sum(seconds):,.0f} "
               f"(median {np.median(seconds):.2f} s per label)")
     print(f"  labels per hour, from the session's wall clock: {3600 * len(plan) / ms['wall']:,.0f}")
+    print(f"  answers the page refused and asked for again: {ms['retries']}")
     for reading in loads:
         print(f"  during the labels: {reading}")
     found = phases(timings)

@@ -270,7 +270,9 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
     - ``next``: the pair that comes after ``position`` once it is answered (the page moves
       there at the key press; the pair on screen itself is never ``next``, so ``None`` means
       it is the last open pair; after a skip, the skipped pair itself comes back);
-    - ``items``: the items at ``position``, ``next`` and the two neighbours (previous / next
+    - ``then``: the pair that comes after ``next`` once both are answered, as far as can be
+      told now (the browser holds it, so the key press after next draws it at once);
+    - ``items``: the items at ``position``, ``next``, ``then`` and the two neighbours (previous / next
       buttons) that are not in ``have`` (positions the caller holds already; items never
       change once drawn), as :func:`item` gives them, without the judge's output;
     - ``states``, ``total``, ``progress``: :func:`my_states`, the sample's size, :func:`progress_of`.
@@ -286,17 +288,21 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
                                             after=-1 if after is None else int(after))
     elif not 0 <= int(position) < total:
         raise InputError(f"sample {sample!r} has no item at position {position}")
-    following = None
+    following = then = None
     if position is not None:
         position = int(position)
         following = store.next_open_position(db, sample, annotator, after=position, overlap=overlap or None,
                                              besides=position)
+        if following is not None and following != position:
+            then = store.next_open_position(db, sample, annotator, after=following, overlap=overlap or None,
+                                            besides=following)
+            then = None if then in (position, following) else then
     held = {int(p) for p in have}
-    wanted = {p for p in (position, following, None if position is None else position - 1,
+    wanted = {p for p in (position, following, then, None if position is None else position - 1,
                           None if position is None else position + 1)
               if p is not None and 0 <= p < total and p not in held}
     return {"total": total, "states": states, "progress": progress_of(states, total), "position": position,
-            "next": following, "items": store.read_items(db, sample, wanted)}
+            "next": following, "then": then, "items": store.read_items(db, sample, wanted)}
 
 
 def _check_evidence(evidence, doc_len: int | None) -> list[list[int]] | None:

@@ -43,8 +43,8 @@ pair, opens the project, stores the answer, reads what the next key press needs 
 project again (``finally``: an interrupted drawing still stores it). "Saved grade ..." appears
 when the answer is stored; an answer that could not be stored brings its pair back with the
 reason. The file is never held between key presses, so the judge job and CLI commands get it in
-between; while one of them holds it, the page waits a few seconds for it
-(:func:`workbench.services.calibration.workflow.open_for_labelling`).
+between; while one of them holds it, the page waits for it (up to :data:`OPEN_WAIT` seconds,
+:func:`workbench.services.calibration.workflow.open_for_labelling`).
 """
 
 from __future__ import annotations
@@ -171,8 +171,9 @@ def _key(*parts) -> str:
 
 #: Seconds a key press waits for the project while another process (a judge job writing a
 #: batch, a CLI command) holds it; past that, the answer is not stored and its pair comes back.
-#: ``None``: the services' default for long-running writers (the store's ``WRITER_WAIT``).
-OPEN_WAIT: float | None = None
+#: As long as a judge job waits for the file itself: on a loaded machine one batch visit of the
+#: job can take several seconds, and the SME meanwhile labels on (the card is a pair ahead).
+OPEN_WAIT: float | None = 30.0
 _VIEW = "_label_view"  # what the card draws from (see the module docstring)
 _PENDING = "_label_pending"  # answers given on screen, not stored yet (in order)
 _ADVANCING = ("label", "skip", "cant_judge")
@@ -390,13 +391,15 @@ def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
         _say("error", context.plain(str(exc)))
         view["stale"] = True
         return
-    keep = {p for p in (snap["position"], snap["next"]) if p is not None}
+    keep = {p for p in (snap["position"], snap["next"], snap.get("then")) if p is not None}
     if snap["position"] is not None:
         keep |= {snap["position"] - 1, snap["position"] + 1}
     items = {p: item for p, item in view["items"].items() if p in keep}
     items.update(snap["items"])
-    view.update(items=items, states=snap["states"], total=snap["total"], stale=False,
-                next={} if snap["position"] is None else {snap["position"]: snap["next"]})
+    chain = {} if snap["position"] is None else {snap["position"]: snap["next"]}
+    if snap["next"] is not None and snap.get("then") is not None and snap["next"] != snap["position"]:
+        chain[snap["next"]] = snap["then"]  # what the card sends ahead after the next key press
+    view.update(items=items, states=snap["states"], total=snap["total"], stale=False, next=chain)
     if st.session_state.get(pos_key) != snap["position"]:
         _go(sample, snap["position"])
 
@@ -455,10 +458,10 @@ def _card(sample: str, annotator: str) -> None:
     status = st.empty()
     drawn = position
     stored = False
-    sent_ahead = {p for p, following in view["next"].items() if following is not None}
+    sent_ahead = None
     try:
         with _timed("draw"):
-            bar = _draw(view, sample, annotator, position)
+            bar, sent_ahead = _draw(view, sample, annotator, position)  # and the pair the card holds ahead
     finally:
         # Store the answer (and read ahead for the next key press) right after drawing, even when
         # the drawing was interrupted (another key press, a reload): no Streamlit call in here.
@@ -467,7 +470,7 @@ def _card(sample: str, annotator: str) -> None:
             stored = _sync_open(sample, annotator)
     said = st.session_state.pop(_SAID, None)
     if st.session_state.get(pos_key) != drawn or (
-            stored and drawn is not None and drawn not in sent_ahead and view["next"].get(drawn) is not None):
+            stored and drawn is not None and view["next"].get(drawn) != sent_ahead):
         # moved on, or the pair after the one on screen is known only now: draw the card again,
         # so the browser holds it for the next key press
         if said:  # for the card drawn next
@@ -522,7 +525,8 @@ def _payload(view: dict, sample: str, position: int, visit: int) -> dict | None:
 
 
 def _draw(view: dict, sample: str, annotator: str, position: int | None):
-    """Draw the card from the session's view (no project access); returns the progress bar."""
+    """Draw the card from the session's view (no project access); returns the progress bar and
+    the position of the pair sent ahead (None when none was)."""
     value, text = _progress_bar(view)
     bar = st.empty()
     bar.progress(value, text=text)
@@ -543,11 +547,11 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
                    "how the judge compares.")
         st.button("Undo my last action", key=_key("undo_end", sample), on_click=_on_undo, args=(sample, annotator))
         st.caption("Keys: U undo")
-        return bar
+        return bar, None
     total = view["total"]
     if pair is None:  # the project could not be read (the reason is shown above)
         st.warning("This pair cannot be shown right now. Press a key again in a moment, or reload the page.")
-        return bar
+        return bar, None
     st.text_input("Comment (optional)", key=_key("comment", sample, position))
     cols = st.columns(4)
     for grade, col in zip(range(4), cols):
@@ -573,7 +577,7 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
     st.caption("Keys: ↓/↑ or j/k move the evidence cursor · Space choose / drop the sentence · 0–3 grade "
                "(2 and 3 need evidence) · S skip · X can't judge · U undo · ← previous · → next · "
                "Esc leaves a text box")
-    return bar
+    return bar, None if ahead is None else following
 
 
 def _nothing(*_args) -> None:
