@@ -78,3 +78,25 @@ def test_sweep_columns_share_one_query_set(project):
     scored = next(iter(evaluation.values()))["per_query"]
     # 44 queries less the 4 unanswerable: nDCG, coverage and judged@10 all average over these 40.
     assert cell["queries"] == len(scored) == 40
+
+
+def test_numeric_citations_say_they_resolve_by_position(tmp_path):
+    # context [a, b, 3]: by position [1] -> a and [3] -> "3" (2 of 2 valid, 2 of 3 cited);
+    # by id (the spec's bracket_number) "1" is no context id: 1 of 2 valid.
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"answer": "See [1] and [3].", "context_ids": ["a", "b", "3"]}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "WORKBENCH_"))}
+
+    def run(*extra):
+        done = subprocess.run([sys.executable, "-m", "workbench", "citations", str(answers), "--pattern", "numeric",
+                               *extra], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    by_position = run()
+    assert "resolve by position" in by_position and "not as the id 'n'" in by_position
+    agg = json.loads(run("--format", "json"))["aggregate"]
+    assert (agg["resolve"], agg["micro_faithfulness"], agg["mean_coverage"]) == ("position", 1.0, pytest.approx(2 / 3))
+    agg = json.loads(run("--resolve", "id", "--format", "json"))["aggregate"]
+    assert (agg["resolve"], agg["micro_faithfulness"]) == ("id", 0.5)
+    assert "not as the id" not in run("--resolve", "id")

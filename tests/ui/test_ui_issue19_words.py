@@ -4,6 +4,7 @@ pairs while naming the re-weighted cells as weights."""
 
 from __future__ import annotations
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support.calibration_project import build_project, label_all
@@ -52,3 +53,18 @@ def test_calibration_page_says_grade_2_and_counts_pairs(tmp_path, monkeypatch):
     assert (f"Each cell counts labelled pairs. {a['relevant_pairs']} reference-relevant and "
             f"{a['not_relevant_pairs']} reference-non-relevant pairs.") in text
     assert "weights, not pairs" in text  # the sample's figures are re-weighted to the pool
+
+
+def _retrieve_page():
+    from workbench.ui.views import retrieve
+
+    retrieve.render()
+
+
+def test_retrieve_page_says_a_dense_run_stops_when_the_page_is_left(demo_db):
+    from workbench.ui.views.retrieve import DENSE_STAYS_ON_PAGE, dense_available
+
+    if not dense_available():
+        pytest.skip("the dense extra is not installed: the Dense tab shows how to install it instead")
+    text = _captions(_retrieve_page)
+    assert DENSE_STAYS_ON_PAGE in text and "stops it before anything is stored" in text

@@ -39,6 +39,10 @@ def _citations(args: argparse.Namespace) -> int:
         return 0
     agg = batch.aggregate
     print(f"answers: {agg['n_answers']}   pattern: {agg['pattern']} (resolve by {agg['resolve']})")
+    if agg["resolve"] == "position" and args.resolve is None:
+        # The spec's bracket_number pattern compares the number with the context ids instead.
+        print("  [n] is read as the n-th context document (1-based), not as the id 'n'; "
+              "--resolve id compares it with the context ids, as the spec's bracket_number pattern does")
     print(f"  without citations    {agg['n_no_citations']:>8}")
     print(f"  with invalid refs    {agg['n_with_invalid']:>8}")
     print(f"  citations            {agg['total_citations']:>8}  ({agg['invalid_citations']} invalid)")

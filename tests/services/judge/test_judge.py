@@ -153,11 +153,16 @@ def test_budget_stops_cleanly_and_a_larger_budget_resumes(project):
         job = judge.job_status(project, report.job_id)
         assert 0 < job["judged"] < 100
         assert job["cost_usd"] <= estimate.cost_usd / 4
-        # Resumed without --budget, the job keeps its budget: it stops again at once.
-        again = judge.run_job(project, "demo", spec, limit=100)
+        # Resumed with the same budget it stops again at once; a larger one goes further.
+        again = judge.run_job(project, "demo", spec, limit=100, budget_usd=estimate.cost_usd / 4)
         assert again.state == "budget" and again.job["judged"] <= job["judged"] + 1
-        report = judge.run_job(project, "demo", spec, limit=100, budget_usd=estimate.cost_usd * 10)
+        larger = judge.run_job(project, "demo", spec, limit=100, budget_usd=estimate.cost_usd / 2)
+        assert larger.state == "budget" and job["judged"] < larger.job["judged"] < 100
+        assert judge.job_status(project, larger.job_id)["budget_usd"] == pytest.approx(estimate.cost_usd / 2)
+        # Resumed without --budget, the earlier budget is dropped: the job runs to the end (issue 19).
+        report = judge.run_job(project, "demo", spec, limit=100)
         assert report.state == "finished" and report.job["judged"] == 100
+        assert judge.job_status(project, report.job_id)["budget_usd"] is None
         assert server.control.count("/v1/chat/completions") == 100
         after = judge.estimate(project, "demo", spec, limit=100)
         assert (after.to_send, after.already_judged) == (0, 100)

@@ -15,8 +15,9 @@ Service API (shared by ``workbench judge`` and the app's Judge page)
 ``run_job(db_path, pool, spec, *, limit, budget_usd, retry_failed, batch, on_progress, cancel) -> JobReport``
     Start or resume the pool's job for this configuration and run it until every unit is
     judged, the budget is reached, or it is cancelled. One run per job at a time: a job running
-    in another live process or in another thread is refused. Without ``budget_usd`` (and no
-    ``[judge] budget_usd``) a resumed job keeps the budget it was started with. Blocking; call it in a thread or a
+    in another live process or in another thread is refused. Each run sets the job's budget:
+    ``budget_usd`` (else ``[judge] budget_usd``); a run without either has no budget, even when an
+    earlier run of the job had one (a dropped ``--budget`` is not kept). Blocking; call it in a thread or a
     subprocess from the app. Re-running a finished job sends nothing; ``retry_failed`` first
     drops the job's failed and invalid samples so they are judged again. ``on_progress(p)``
     gets a :class:`Progress` after every batch write; ``cancel`` is a ``threading.Event``.
@@ -245,8 +246,7 @@ def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed
                 if job["state"] in STATES_ACTIVE and job["pid"] != os.getpid() and _pid_alive(job["pid"]):
                     raise StoreError(f"judge job {job_id} on pool {pool} is running in process {job['pid']}; "
                                      f"wait for it or cancel it first")
-            effective = budget if budget is not None else (job or {}).get("budget_usd")
-            if effective and spec.price is None:
+            if budget and spec.price is None:
                 raise ConfigError(
                     f"a budget needs the price of {spec.model}: add it to [judge.prices] in the configuration "
                     f'("{spec.model}" = [input USD per 1M tokens, output USD per 1M tokens])')
@@ -255,10 +255,10 @@ def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed
                 store.recount_job(tx, job_id)
         total = store.count_pool_pairs_for_job(db, pool, info["level"], limit)
         with db.transaction() as tx:
-            # No budget given: the job keeps the one it was started with.
-            kept = {"budget_usd": budget} if budget is not None else {}
+            # This run's budget, or none: a --budget dropped since an earlier run is not kept.
             store.update_job(tx, job_id, state="batch" if batch else "running", total=total, pid=os.getpid(),
-                             message=None, base_url=spec.base_url, started=True, heartbeat=True, **kept)
+                             message=None, base_url=spec.base_url, started=True, heartbeat=True,
+                             budget_usd=budget)
         return store.read_job(db, job_id), info
 
 

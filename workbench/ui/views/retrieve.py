@@ -223,6 +223,12 @@ def _bm25_form(chunkings: list[str], taken: list[str]) -> None:
                      follow={"pool_runs": [name], "pool_add_runs": [name]})
 
 
+#: A dense run lives in this page's script run (not a background job like the judge's).
+DENSE_STAYS_ON_PAGE = ("Stay on this page until the run is stored: a dense run works while the page is open, "
+                       "and going to another page or closing the tab stops it before anything is stored "
+                       "(start it again then).")
+
+
 def _dense_form(chunkings: list[str], taken: list[str]) -> None:
     from workbench.retrieval.dense import DEFAULT_MODEL
     from workbench.services.retrieval.runs import run_dense
@@ -239,6 +245,7 @@ def _dense_form(chunkings: list[str], taken: list[str]) -> None:
         k = cols[2].number_input("Results per query", min_value=1, value=100, key="dense_k")
         model = cols[3].text_input("Model (name or local path)", value=DEFAULT_MODEL, key="dense_model")
         st.caption("Chunk embeddings are cached per chunking and model: running again only encodes the queries.")
+        st.caption(DENSE_STAYS_ON_PAGE)
         if st.form_submit_button("Run dense"):
             name = name.strip()
             if chunking is None:
