@@ -114,10 +114,17 @@ def _sample(args: argparse.Namespace) -> int:
     from workbench.services.calibration.workflow import create_sample
 
     settings = settings_from_args(args)
-    name = args.name or f"{args.pool}-seed{args.seed}"
+    from workbench.errors import ConfigError
+
+    if args.design == "queries" and args.queries is None:
+        raise ConfigError("--design queries needs --queries N, the number of queries to draw (e.g. --queries 30)")
+    if args.design == "pairs" and args.queries is not None:
+        raise ConfigError("--queries is a --design queries option; add --design queries to sample queries")
+    suffix = "-queries" if args.design == "queries" else ""
+    name = args.name or f"{args.pool}{suffix}-seed{args.seed}"
     with open_project_from_args(args) as db:
         summary = create_sample(
-            db, name, args.pool, seed=args.seed,
+            db, name, args.pool, seed=args.seed, design=args.design, queries=args.queries,
             size=args.size if args.size is not None else int(settings.get("calibration", "sample_size")),
             holdout_share=(args.holdout_share if args.holdout_share is not None
                            else float(settings.get("calibration", "holdout_share"))),
@@ -127,6 +134,14 @@ def _sample(args: argparse.Namespace) -> int:
         print_json(summary)
         return 0
     grades = ", ".join(f"{g}: {c}" for g, c in summary["by_judge_grade"].items())
+    if summary.get("design") == "queries":
+        print(f"calibration sample {summary['name']!r} from pool {summary['pool']!r} (seed {summary['seed']}): "
+              f"{summary['queries']} of {summary['population_queries']} queries drawn at random, all "
+              f"{summary['size']} of their pool pairs to grade; {summary['holdout']} held out (feed the gate), "
+              f"{summary['tuning']} for tuning; by judge grade {grades}")
+        for note in summary["notes"]:
+            print(f"note: {note}")
+        return 0
     print(f"calibration sample {summary['name']!r} from pool {summary['pool']!r} (seed {summary['seed']}): "
           f"{summary['size']} pairs over {summary['queries']} queries; {summary['holdout']} held out "
           f"(feed the gate), {summary['tuning']} for tuning; by judge grade {grades}")
@@ -263,6 +278,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--size", type=positive_int, default=None, metavar="N",
                    help="pairs to draw (default: [calibration] sample_size, 200)")
     s.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed (default 0; stored)")
+    s.add_argument("--design", choices=("pairs", "queries"), default="pairs",
+                   help="pairs (default): pairs stratified by judge grade and query, for the gate; queries: "
+                        "a random sample of --queries queries with every pool pair of each, for "
+                        "judge-corrected intervals (eval/compare --labels corrected)")
+    s.add_argument("--queries", type=positive_int, default=None, metavar="N",
+                   help="with --design queries: how many queries to draw")
     s.add_argument("--name", metavar="NAME", help="sample name (default POOL-seedS)")
     s.add_argument("--holdout-share", type=_share, default=None, metavar="X",
                    help="share held out for the gate (default: [calibration] holdout_share, 0.75; "

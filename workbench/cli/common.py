@@ -131,8 +131,10 @@ def add_stored_run_options(parser: argparse.ArgumentParser, runs_help: str) -> N
     project = parser.add_argument_group(
         "stored runs (instead of files): the project's qrels, stored as an evaluation")
     project.add_argument("--runs", dest="stored_runs", metavar="A,B", help=runs_help)
-    project.add_argument("--labels", choices=("human", "llm", "merged"), default="merged",
-                         help="which labels make the qrels, by the [qrels] policy (default: merged)")
+    project.add_argument("--labels", choices=("human", "llm", "merged", "corrected"), default="merged",
+                         help="which labels make the qrels, by the [qrels] policy (default: merged); corrected: "
+                              "the judge's labels corrected by the SME labels of a query-design calibration "
+                              "sample (PPI++ estimates and intervals, not stored)")
     project.add_argument("--level", choices=("doc", "chunk"), default=None,
                          help="score documents or chunks (default: the runs' own level)")
     project.add_argument("--chunking", metavar="NAME", default=None,

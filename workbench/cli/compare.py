@@ -46,6 +46,14 @@ TESTS = ("randomization", "bootstrap", "ttest")
 def _compare(args: argparse.Namespace) -> int:
     from workbench.services.evaluation.evaluate import compare_files
 
+    if args.stored_runs is not None and args.labels == "corrected" and not args.per_query:
+        from workbench.cli.common import names_option
+        from workbench.cli.evaluation import corrected_command
+        from workbench.errors import ConfigError
+
+        if len(dict.fromkeys(names_option(args.stored_runs, "--runs"))) < 2:
+            raise ConfigError("compare needs at least two runs (the baseline first)")
+        return corrected_command(args)  # PPI++ differences from the first run, beside each run's mean
     if args.per_query and args.stored_runs is not None:
         from workbench.errors import ConfigError
 

@@ -73,6 +73,8 @@ conventions:
 def _eval(args: argparse.Namespace) -> int:
     from workbench.services.evaluation.evaluate import distributions, evaluate_files
 
+    if args.stored_runs is not None and args.labels == "corrected":
+        return corrected_command(args)
     if args.stored_runs is not None:
         results = _eval_project(args)
     elif not args.qrels or not args.runs:
@@ -93,6 +95,35 @@ def _eval(args: argparse.Namespace) -> int:
         print("\n".join(_tsv(results, dists, args.per_query)))
     else:
         print("\n\n".join(_table(name, res, dists.get(name), args.per_query) for name, res in results.items()))
+    return 0
+
+
+def corrected_command(args: argparse.Namespace, *, confidence: float = 0.95) -> int:
+    """``eval/compare --runs A,B --labels corrected``: PPI++ estimates of the stored runs' means
+    and differences from the first (services.evaluation.ppi_project); JSON is ``workbench ppi``'s
+    object plus ``labels``, ``sample``, ``seed``, ``queries_drawn``."""
+    import sys
+
+    from workbench.cli.common import names_option, open_project_from_args
+    from workbench.cli.ppi import ppi_table
+    from workbench.errors import ConfigError
+    from workbench.services.evaluation.ppi_project import corrected_project
+
+    if getattr(args, "qrels", None) or getattr(args, "runs", None):
+        raise ConfigError("--runs scores the project's stored runs; give either --runs or QRELS RUN files, not both")
+    db = open_project_from_args(args)
+    try:
+        done = corrected_project(db, names_option(args.stored_runs, "--runs"), args.measure, level=args.level,
+                                 chunking=args.chunking, rel=args.rel, confidence=confidence)
+    finally:
+        db.close()
+    print(done.statement(), file=sys.stderr)
+    if args.format == "json":
+        print_json(done.to_json())
+    else:
+        print(f"{done.status.labelled} labelled queries (query sample {done.status.sample!r}), "
+              f"{done.report.n_unlabelled} judged only")
+        print(ppi_table(done.report))
     return 0
 
 

@@ -82,7 +82,7 @@ def _ppi(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json(report.to_json())
     else:
-        print(_table(report))
+        print(ppi_table(report))
     return 0
 
 
@@ -94,7 +94,8 @@ def _ci_signed(interval) -> str:
     return f"[{number(interval.low, True)}, {number(interval.high, True)}]"
 
 
-def _table(report) -> str:
+def ppi_table(report) -> str:
+    """The table of a PPI report (also ``eval/compare --labels corrected``)."""
     level = round(report.confidence * 100)
     lines = [f"labelled queries: {report.n_labelled}   unlabelled: {report.n_unlabelled}   "
              f"confidence: {report.confidence:g}"]

@@ -94,6 +94,20 @@ def judged_pool_pairs(db: Database, pool: str, *, model: str | None = None,
     )
 
 
+def pool_pairs_per_query(db: Database, pool: str) -> dict[str, int]:
+    """``{query_id: pool pairs}`` of a pool (the query design needs every pair of a query judged)."""
+    rows = db.query_all("SELECT query_id, count(*) FROM pool_pairs WHERE pool = ? GROUP BY query_id", [pool])
+    return {str(q): int(n) for q, n in rows}
+
+
+def query_design_samples(db: Database) -> list[str]:
+    """Names of the samples drawn by the query design (``spec.design = 'queries'``), newest first."""
+    rows = db.query_all(
+        """SELECT name FROM calibration_samples WHERE json_extract_string(spec, '$.design') = 'queries'
+           ORDER BY created_at DESC, name""")
+    return [str(r[0]) for r in rows]
+
+
 def count_pool_pairs(db: Database, pool: str) -> int:
     return int(db.query_value("SELECT count(*) FROM pool_pairs WHERE pool = ?", [pool]))
 

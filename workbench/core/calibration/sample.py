@@ -30,6 +30,15 @@ drawn pairs is *held out*; only held-out labels feed the gate. The rest is the *
 
 The labelling order (``position``) is a seeded shuffle, so SMEs do not see pairs grouped by the
 judge's grade (which would hint at it).
+
+**The query design** (:func:`draw_query_sample`, for judge-corrected metric intervals, PPI++ in
+:mod:`workbench.core.metrics.ppi`): a simple random sample of ``n`` of the ``N`` queries whose
+every pool pair carries a judge grade (drawn without replacement with the seed), and *every*
+judged pool pair of each drawn query, so the SMEs' labels score a drawn query to the pool depth
+the way the judge's labels score every query. Each pair's weight is ``N / n`` (its query's inverse
+inclusion probability), its stratum the judge grade, the held-out split as above. The labelling
+order keeps a query's pairs together (queries in a seeded random order, pairs shuffled within a
+query), so an SME finishes one query before the next.
 """
 
 from __future__ import annotations
@@ -178,6 +187,61 @@ def draw_sample(pool: pd.DataFrame, spec: SampleSpec = SampleSpec(), *, seed: in
     out["position"] = rng.permutation(len(out)).astype(np.int64)
     out = out.sort_values("position", kind="stable").reset_index(drop=True)
     return CalibrationSample(out, int(seed), spec, n_pool, tuple(notes))
+
+
+QUERY_DESIGN, PAIR_DESIGN = "queries", "pairs"
+
+
+@dataclass(frozen=True)
+class QuerySampleSpec:
+    """The query design: ``queries`` drawn (at least 2), ``holdout_share`` as :class:`SampleSpec`."""
+
+    queries: int
+    threshold: int = 2
+    holdout_share: float = 0.75
+
+    def check(self) -> None:
+        if isinstance(self.queries, bool) or int(self.queries) < 2:
+            raise CalibrationSampleError(
+                f"a query sample needs at least 2 queries (an interval needs two), got {self.queries}")
+        if not 0 < self.holdout_share <= 1:
+            raise CalibrationSampleError(
+                f"the held-out share must be in (0, 1], got {self.holdout_share}")
+
+
+def draw_query_sample(pool: pd.DataFrame, spec: QuerySampleSpec, *, seed: int) -> CalibrationSample:
+    """A simple random sample of ``spec.queries`` of the queries of ``pool`` (columns ``query_id``
+    and ``judge_grade``: every judged pair of the eligible queries; others carried along) with
+    all their pairs, by the module docstring's query design. Refuses more queries than the pool
+    has."""
+    spec.check()
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise CalibrationSampleError(f"the seed must be an integer, got {seed!r}")
+    missing = {"query_id", "judge_grade"} - set(pool.columns)
+    if missing:
+        raise CalibrationSampleError(f"the pool frame lacks {sorted(missing)}")
+    pool = pool.reset_index(drop=True)
+    queries = np.array(sorted(pool["query_id"].astype(str).unique().tolist()), dtype=object)
+    n_total, n = len(queries), int(spec.queries)
+    if n > n_total:
+        raise CalibrationSampleError(
+            f"{n} queries asked, but only {n_total} queries have every pool pair judged; ask for at most "
+            f"{n_total} (or judge the rest of the pool first)")
+    rng = np.random.default_rng(int(seed))
+    drawn = queries[rng.choice(n_total, size=n, replace=False)]  # in the seeded random order
+    order = {q: i for i, q in enumerate(drawn)}
+    qid = pool["query_id"].astype(str)
+    out = pool[qid.isin(set(drawn))].copy()
+    out["stratum"] = out["judge_grade"].to_numpy(dtype=np.int64)
+    out["weight"] = float(n_total) / n
+    out = out.reset_index(drop=True)
+    out["part"] = split_sample(out["stratum"].to_numpy(), spec.holdout_share, rng)
+    # queries in their drawn order, pairs shuffled within a query (no hint of the judge's grade)
+    shuffle = rng.permutation(len(out))
+    key = np.array([order[q] for q in out["query_id"].astype(str)], dtype=np.int64) * (len(out) + 1) + shuffle
+    out = out.iloc[np.argsort(key, kind="stable")].reset_index(drop=True)
+    out["position"] = np.arange(len(out), dtype=np.int64)
+    return CalibrationSample(out, int(seed), spec, len(pool), ())
 
 
 def split_sample(strata: np.ndarray, holdout_share: float, rng: np.random.Generator) -> np.ndarray:

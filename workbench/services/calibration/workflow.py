@@ -55,17 +55,28 @@ ADJUDICATION = "adjudication"
 
 def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: int = 0,
                   holdout_share: float = 0.75, threshold: int = 2, min_per_class: int = 50,
-                  model: str | None = None, prompt_hash: str | None = None) -> dict:
+                  model: str | None = None, prompt_hash: str | None = None, design: str = "pairs",
+                  queries: int | None = None) -> dict:
     """Draw and store a calibration sample named ``name`` from ``pool``'s judged pairs (leads only).
 
-    Refuses an existing name (a sample is never overwritten: SMEs may have labelled it).
+    ``design="pairs"`` (the default) draws ``size`` pairs stratified by judge grade and query;
+    ``design="queries"`` draws ``queries`` queries at random among those whose every pool pair
+    has a judge grade, with all their pairs (what judge-corrected metric intervals need,
+    :func:`workbench.core.calibration.sample.draw_query_sample`). Refuses an existing name (a
+    sample is never overwritten: SMEs may have labelled it).
     """
     access.require("sample")
     if not name or not name.strip():
         raise InputError("a calibration sample needs a name")
+    if design not in ("pairs", "queries"):
+        raise InputError(f"unknown sample design {design!r}; expected pairs or queries")
     if read_pool(db, pool) is None:
         raise InputError(f"there is no pool named {pool!r}; build one with `workbench pool` first")
     judged = store.judged_pool_pairs(db, pool, model=model, prompt_hash=prompt_hash)
+    if design == "queries":
+        return _create_query_sample(db, name, pool, judged, queries=queries, seed=seed,
+                                    holdout_share=holdout_share, threshold=threshold, model=model,
+                                    prompt_hash=prompt_hash)
     spec = SampleSpec(size=int(size), min_per_class=int(min_per_class), threshold=int(threshold),
                       holdout_share=float(holdout_share))
     try:
@@ -90,6 +101,47 @@ def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: 
             "by_judge_grade": {int(g): int(c) for g, c in items.groupby("stratum").size().items()},
             "queries": int(items["query_id"].nunique()), "pool_judged": drawn.pool_size,
             "notes": list(drawn.notes)}
+
+
+def _create_query_sample(db: Database, name: str, pool: str, judged: pd.DataFrame, *, queries: int | None,
+                         seed: int, holdout_share: float, threshold: int, model: str | None,
+                         prompt_hash: str | None) -> dict:
+    """:func:`create_sample`'s query design: the population is every query of the pool whose
+    pool pairs all carry a judge grade; it is stored with the sample (``spec.population``)."""
+    from workbench.core.calibration.sample import QuerySampleSpec, draw_query_sample
+
+    if queries is None:
+        raise InputError("the query design needs the number of queries to draw: --queries N")
+    per_query = store.pool_pairs_per_query(db, pool)
+    judged_per_query = judged.groupby("query_id").size()
+    complete = sorted(str(q) for q, k in judged_per_query.items() if int(k) == per_query.get(str(q), -1))
+    eligible = judged[judged["query_id"].astype(str).isin(set(complete))]
+    spec = QuerySampleSpec(queries=int(queries), threshold=int(threshold), holdout_share=float(holdout_share))
+    try:
+        drawn = draw_query_sample(eligible, spec, seed=seed)
+    except InputError as exc:
+        raise type(exc)(f"pool {pool!r} ({len(per_query)} queries, {len(complete)} with every pair judged): "
+                        f"{exc}") from None
+    items = drawn.pairs.copy()
+    notes = []
+    if len(complete) < len(per_query):
+        notes.append(f"{len(per_query) - len(complete)} of the pool's {len(per_query)} queries have pairs without "
+                     f"a judge grade and were not eligible")
+    with db.transaction() as tx:
+        if store.sample_exists(tx, name):
+            raise InputError(f"a calibration sample named {name!r} exists already; pick another name "
+                             f"(samples are never overwritten)")
+        store.write_sample(
+            tx, name=name, pool=pool, seed=int(seed), threshold=int(threshold),
+            spec={"design": "queries", "queries": spec.queries, "holdout_share": spec.holdout_share,
+                  "population_size": len(complete), "population": complete},
+            judge={"model": model, "prompt_hash": prompt_hash}, pool_size=drawn.pool_size,
+            notes=notes, items=items)
+    return {"name": name, "pool": pool, "seed": int(seed), "design": "queries", "size": len(items),
+            "holdout": int((items["part"] == HOLDOUT).sum()), "tuning": int((items["part"] == TUNING).sum()),
+            "by_judge_grade": {int(g): int(c) for g, c in items.groupby("stratum").size().items()},
+            "queries": int(items["query_id"].nunique()), "population_queries": len(complete),
+            "pool_judged": drawn.pool_size, "notes": notes}
 
 
 def list_samples(db: Database) -> pd.DataFrame:

@@ -100,9 +100,6 @@ def _column(result, measure: str, ids: list[str]):
 def load_values(human_qrels: str | Path, judge_qrels: str | Path, runs: Sequence[str | Path],
                 measures: Sequence[str], *, rel: int = 1, min_labelled: int = 2) -> PerQueryValues:
     """Read the files and score every run on both qrels (module docstring)."""
-    import numpy as np
-
-    from workbench.core.metrics.evaluation import evaluate
     from workbench.core.metrics.measures import parse_measures
     from workbench.core.metrics.readers import read_qrels, read_trec_run
     from workbench.services.evaluation.evaluate import run_names
@@ -111,40 +108,66 @@ def load_values(human_qrels: str | Path, judge_qrels: str | Path, runs: Sequence
         raise ConfigError("give at least one measure, e.g. -m ndcg@10 -m 'AP(rel=2)@100'")
     if not runs:
         raise ConfigError("give at least one run file")
-    measures = list(dict.fromkeys(measures))
-    parsed = parse_measures(measures)  # an unknown measure: one line, exit 3, before reading any file
+    parse_measures(list(dict.fromkeys(measures)))  # an unknown measure: one line, exit 3, before reading any file
     human_q = read_qrels(human_qrels)
     judge_q = read_qrels(judge_qrels)
+
+    def read_runs():
+        for name, path in zip(run_names(runs), runs):
+            run = read_trec_run(path, name=name)
+            if not len(run):
+                raise InputError("the run has no result lines", path=str(path))
+            yield name, run, str(path)
+
+    return score_values(human_q, judge_q, read_runs(), measures, rel=rel, min_labelled=min_labelled,
+                        human_path=str(human_qrels), judge_path=str(judge_qrels))
+
+
+def score_values(human_q, judge_q, runs, measures: Sequence[str], *, rel: int = 1, min_labelled: int = 2,
+                 human_path: str | None = None, judge_path: str | None = None) -> PerQueryValues:
+    """Score every run on both qrels (engine :class:`Qrels`): ``runs`` yields ``(name, Run,
+    where)`` (``where`` a file path or a description). What :func:`load_values` does after
+    reading the files, shared with the project mode (:mod:`workbench.services.evaluation.ppi_project`)."""
+    import numpy as np
+
+    from workbench.core.metrics.evaluation import evaluate
+    from workbench.core.metrics.measures import parse_measures
+
+    measures = list(dict.fromkeys(measures))
+    parsed = parse_measures(measures)
+    judge_name = judge_path or "the judge labels"
     if not len(judge_q):
-        raise InputError("no judgments in the judge qrels", path=str(judge_qrels))
+        raise InputError("no judgments in the judge qrels", path=judge_path)
     query_ids = _query_set(judge_q)
     labelled_ids = _query_set(human_q) if len(human_q) else []
     position = {q: i for i, q in enumerate(query_ids)}
     missing = [q for q in labelled_ids if q not in position]
     if missing:
         raise InputError(
-            f"{len(missing)} labelled queries are not in the judge qrels {clip(str(judge_qrels))} "
+            f"{len(missing)} labelled queries are not in the judge qrels {clip(judge_name)} "
             f"(e.g. {clip(missing[0])}): the judge must label every query of the human sample",
-            path=str(human_qrels))
+            path=human_path)
     if len(labelled_ids) < min_labelled:
         need = (f"a plan needs a pilot of at least {min_labelled}" if min_labelled >= MIN_PILOT
                 else f"PPI needs at least {min_labelled}")
         raise InputError(
             f"{len(labelled_ids)} labelled queries; {need} queries with human labels (a random sample of "
-            "the judge's queries)", path=str(human_qrels))
-    names = run_names(runs)
+            "the judge's queries)", path=human_path)
+    names: list[str] = []
+    files: dict[str, str] = {}
     judge: dict[str, dict[str, np.ndarray]] = {m: {} for m in measures}
     human: dict[str, dict[str, np.ndarray]] = {m: {} for m in measures}
     no_relevant: set[str] = set()
-    for name, path in zip(names, runs):
-        run = read_trec_run(path, name=name)
-        if not len(run):
-            raise InputError("the run has no result lines", path=str(path))
+    for name, run, where in runs:
+        names.append(name)
+        files[name] = where
         on_judge = evaluate(judge_q, run, measures, rel=rel, include_no_relevant=True)
         on_human = evaluate(human_q, run, measures, rel=rel, include_no_relevant=True)
         for m in measures:
             judge[m][name] = _column(on_judge, m, query_ids)
             human[m][name] = _column(on_human, m, labelled_ids)
+    if not names:
+        raise ConfigError("give at least one run")
     # queries without a relevant judge label at a measure's threshold (scored 0 there)
     judged_query = np.asarray(judge_q.query_ids.to_pylist(), dtype=object)
     for threshold in {rel if measure.rel is None else measure.rel for _, measure in parsed}:
@@ -153,8 +176,7 @@ def load_values(human_qrels: str | Path, judge_qrels: str | Path, runs: Sequence
     return PerQueryValues(query_ids=query_ids,
                           labelled=np.array([position[q] for q in labelled_ids], dtype=np.int64),
                           runs=names, measures=measures, judge=judge, human=human,
-                          judge_no_relevant=tuple(sorted(no_relevant)),
-                          run_files={n: str(p) for n, p in zip(names, runs)})
+                          judge_no_relevant=tuple(sorted(no_relevant)), run_files=files)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,226 @@
+"""Judge-corrected metric intervals over the project's stored runs: ``eval --runs A,B --labels
+corrected``, ``compare --runs A,B --labels corrected`` and the Evaluate page's "judge, corrected by
+SME labels".
+
+The labelled sample is a calibration sample drawn by the **query design**
+(``workbench calibrate sample --design queries --queries N``,
+:func:`workbench.core.calibration.sample.draw_query_sample`): a random subset of the queries whose
+every pool pair has a judge grade, with every pool pair of each drawn query for the SMEs to grade.
+
+* *Judge values*: every run scored on the judge's labels (the latest ``ok`` LLM grade of each pool
+  pair, of the sample's judge configuration) over every query of the sample's population (stored
+  with the sample when it was drawn).
+* *Human values*: every run scored on the SMEs' reference labels (:func:`workbench.services.
+  calibration.workflow.reference_labels`: adjudicated, else the lower median) of the drawn queries
+  that are **fully labelled** (every one of their pairs has a reference grade; a query with a
+  pair skipped or not yet labelled is not used, and the count says so).
+
+Both go to the same computation as ``workbench ppi`` on files
+(:func:`workbench.services.evaluation.ppi.score_values`, :func:`~workbench.services.evaluation.ppi.estimate`,
+:func:`~workbench.services.evaluation.ppi.plan`), so exporting the same labels and runs as files and
+running ``workbench ppi`` gives the same numbers.
+
+Level: the pool's. A chunk pool scores chunk runs of its chunking by chunk; asked for document
+level (or given document runs) a document's grade is the highest grade of its pooled chunks, on
+both sides alike. A document pool scores by document.
+
+Reading both people's labels and the judge's grades, the estimate is for leads and viewers
+(:func:`workbench.services.visibility.require_read`): annotators label blind. Refused in one line
+(:class:`~workbench.errors.InputError`, exit 3): no query-design sample, fewer than 2 fully labelled
+queries (5 for a plan).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from workbench.errors import ConfigError, InputError, clip
+from workbench.services import visibility
+from workbench.services.evaluation.ppi import MIN_PILOT, PerQueryValues, PlanReport, PPIReport, estimate, plan
+
+NO_SAMPLE = ("no query-design calibration sample: draw one with `workbench calibrate sample --pool POOL "
+             "--design queries --queries N`, then grade every pair of its queries on the Label page")
+
+
+@dataclass(frozen=True)
+class QuerySampleStatus:
+    """A query-design sample's progress: queries drawn, fully labelled, in the population."""
+
+    sample: str
+    pool: str
+    seed: int
+    drawn: int
+    labelled: int
+    population: int
+    labelled_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProjectPPI:
+    """The PPI++ report of stored runs, with what it rests on."""
+
+    status: QuerySampleStatus
+    level: str
+    chunking: str | None
+    report: PPIReport
+    values: PerQueryValues
+
+    def statement(self) -> str:
+        s = self.status
+        return (f"judge corrected by SME labels (PPI++): {s.labelled} labelled queries of {s.drawn} drawn "
+                f"(query sample {s.sample!r}, seed {s.seed}), judge labels on all {s.population} queries of "
+                f"pool {s.pool!r}; {self.level} level")
+
+    def to_json(self) -> dict:
+        """The ``workbench ppi`` JSON object plus ``labels``, ``sample``, ``queries_drawn``."""
+        return {"labels": "corrected", "sample": self.status.sample, "seed": self.status.seed,
+                "queries_drawn": self.status.drawn, **self.report.to_json()}
+
+
+def _query_sample(db, sample: str | None) -> dict:
+    from workbench.store import calibration as store
+
+    names = store.query_design_samples(db)
+    if sample is None:
+        if not names:
+            raise InputError(NO_SAMPLE)
+        sample = names[0]
+    elif sample not in names:
+        raise InputError(f"{clip(sample)} is not a query-design calibration sample; " + NO_SAMPLE)
+    return store.read_sample(db, sample)
+
+
+def sample_status(db, sample: str | None = None) -> QuerySampleStatus | None:
+    """The newest (or named) query-design sample's progress; None when there is none. Counts
+    only, no grade: any role may read it (the Evaluate and Label pages show it)."""
+    from workbench.services.calibration.workflow import reference_labels
+    from workbench.store import calibration as store
+
+    try:
+        info = _query_sample(db, sample)
+    except InputError:
+        if sample is None:
+            return None
+        raise
+    items = store.read_sample_items(db, info["name"])
+    labels = reference_labels(db, info["name"])
+    graded = set(labels["position"].astype(int)) if len(labels) else set()
+    per_query = items.assign(done=items["position"].astype(int).isin(graded)).groupby("query_id")["done"].all()
+    done = tuple(sorted(str(q) for q, ok in per_query.items() if ok))
+    return QuerySampleStatus(info["name"], info["pool"], int(info["seed"]), int(items["query_id"].nunique()),
+                             len(done), int(info["spec"].get("population_size", 0)), done)
+
+
+def _scope(db, pool: dict, runs: Sequence[str], level: str | None, chunking: str | None) -> tuple[str, str | None]:
+    from workbench.store.runs import read_run_info
+
+    info = read_run_info(db, list(runs))
+    unknown = [r for r in runs if r not in set(info["name"])]
+    if unknown:
+        known = ", ".join(read_run_info(db)["name"]) or "none yet"
+        raise InputError(f"no run named {clip(unknown[0])} in the project; known runs: {known}")
+    run_levels = set(info["level"].astype(str))
+    run_chunkings = {str(c) for c in info["chunking"].dropna()}
+    if pool["level"] == "doc":
+        if level == "chunk":
+            raise ConfigError(f"pool {pool['name']!r} pools documents: its labels score documents; drop --level chunk")
+        return "doc", None
+    if level == "doc" or run_levels != {"chunk"}:
+        return "doc", None
+    if chunking is not None and chunking != pool["chunking"]:
+        raise ConfigError(f"pool {pool['name']!r} pools chunks of {pool['chunking']!r}, not {chunking!r}; "
+                          f"score its chunking or pass --level doc")
+    if run_chunkings != {pool["chunking"]}:
+        raise ConfigError(f"the runs are chunk runs of {', '.join(sorted(run_chunkings))} and pool {pool['name']!r} "
+                          f"pools chunks of {pool['chunking']!r}; pass --level doc to score them by document")
+    return "chunk", pool["chunking"]
+
+
+def _qrels(frame: pd.DataFrame, level: str, source: str):
+    """Engine qrels from ``query_id, doc_id, chunk_id, grade`` rows: by chunk, or by document
+    with a document's highest grade."""
+    import numpy as np
+    import pyarrow as pa
+
+    from workbench.core.metrics.qrels_and_runs import Qrels
+
+    if level == "chunk":
+        items = frame["chunk_id"].where(frame["chunk_id"].notna(), frame["doc_id"]).astype(str)
+        table = pd.DataFrame({"query_id": frame["query_id"].astype(str), "item": items,
+                              "grade": frame["grade"].astype("int64")})
+    else:
+        table = (pd.DataFrame({"query_id": frame["query_id"].astype(str), "item": frame["doc_id"].astype(str),
+                               "grade": frame["grade"].astype("int64")})
+                 .groupby(["query_id", "item"], as_index=False, sort=True)["grade"].max())
+    return Qrels(pa.array(table["query_id"].tolist(), type=pa.string()), pa.array(table["item"].tolist(), type=pa.string()),
+                 table["grade"].to_numpy(dtype=np.int64), source=source)
+
+
+def corrected_values(db, runs: Sequence[str], measures: Sequence[str], *, sample: str | None = None,
+                     level: str | None = None, chunking: str | None = None, rel: int = 1,
+                     min_labelled: int = 2) -> tuple[PerQueryValues, QuerySampleStatus, str, str | None]:
+    """Per-query values of the stored ``runs`` on the judge's and the SMEs' labels (module
+    docstring), with the sample's status and the level scored at."""
+    from workbench.services.calibration.workflow import reference_labels
+    from workbench.services.evaluation.evaluate import check_measures, stored_run
+    from workbench.services.evaluation.ppi import score_values
+    from workbench.store import calibration as store
+    from workbench.store.pools import read_pool
+
+    visibility.require_read("judge_output")
+    visibility.require_read("others_labels")
+    check_measures(measures)
+    runs = list(dict.fromkeys(runs))
+    if not runs:
+        raise ConfigError("give at least one stored run, e.g. --runs bm25,dense")
+    info = _query_sample(db, sample)
+    status = sample_status(db, info["name"])
+    if status.labelled < min_labelled:
+        what = f"a plan needs a pilot of at least {min_labelled}" if min_labelled >= MIN_PILOT else \
+            f"corrected labels need at least {min_labelled}"
+        raise InputError(f"query sample {info['name']!r}: {status.labelled} of its {status.drawn} queries are fully "
+                         f"labelled; {what} (grade every pair of a query on the Label page)")
+    pool = read_pool(db, info["pool"])
+    level, chunking = _scope(db, pool, runs, level, chunking)
+    population = set(info["spec"].get("population", []))
+    judged = store.judged_pool_pairs(db, info["pool"], model=info["judge"].get("model"),
+                                     prompt_hash=info["judge"].get("prompt_hash"))
+    judged = judged[judged["query_id"].astype(str).isin(population)].rename(columns={"judge_grade": "grade"})
+    labels = reference_labels(db, info["name"])
+    human = labels[labels["query_id"].astype(str).isin(set(status.labelled_ids))]
+    judge_q = _qrels(judged, level, f"judge labels of pool {info['pool']}")
+    human_q = _qrels(human, level, f"SME labels of query sample {info['name']}")
+
+    def scored():
+        for name in runs:
+            run = stored_run(db, name, level)
+            if not len(run):
+                raise InputError(f"run {clip(name)} has no rows")
+            yield name, run, f"stored run {name}"
+
+    values = score_values(human_q, judge_q, scored(), measures, rel=rel, min_labelled=min_labelled,
+                          human_path=None, judge_path=None)
+    return values, status, level, chunking
+
+
+def corrected_project(db, runs: Sequence[str], measures: Sequence[str], *, sample: str | None = None,
+                      level: str | None = None, chunking: str | None = None, rel: int = 1,
+                      confidence: float = 0.95) -> ProjectPPI:
+    """PPI++ estimates of every stored run's mean and every run's difference from the first
+    (:func:`workbench.services.evaluation.ppi.estimate`) on the project's labels."""
+    values, status, level, chunking = corrected_values(db, runs, measures, sample=sample, level=level,
+                                                       chunking=chunking, rel=rel)
+    return ProjectPPI(status, level, chunking, estimate(values, confidence=confidence), values)
+
+
+def corrected_plan(db, runs: Sequence[str], measures: Sequence[str], half_width: float, *,
+                   sample: str | None = None, level: str | None = None, chunking: str | None = None,
+                   rel: int = 1, confidence: float = 0.95) -> tuple[PlanReport, QuerySampleStatus]:
+    """Labelled queries needed for ``half_width`` (``ppi --plan``'s
+    :func:`workbench.services.evaluation.ppi.plan`), the sample's fully labelled queries as the pilot."""
+    values, status, _, _ = corrected_values(db, runs, measures, sample=sample, level=level, chunking=chunking,
+                                            rel=rel, min_labelled=MIN_PILOT)
+    return plan(values, half_width, confidence=confidence), status
