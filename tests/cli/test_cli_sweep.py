@@ -131,7 +131,7 @@ def test_bad_specs_are_one_line_errors(demo):
         assert "Traceback" not in done.stderr and "'sweep'" not in done.stderr  # the user's spec is named
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     torch_int8 = run_cli("--db", str(demo), "sweep", "--chunkings", "fixed:64", "--retrievers", "dense",
-                         "-m", "ndcg@10", "--precision", "int8-safe", timeout=120)
+                         "-m", "ndcg@10", "--backend", "torch", "--precision", "int8-safe", timeout=120)
     assert torch_int8.returncode == 3
     assert torch_int8.stderr.strip() == ("workbench sweep: error: --precision int8-safe applies to "
                                          "--backend onnx only; add --backend onnx")
@@ -144,7 +144,7 @@ def test_dense_without_sentence_transformers_is_skipped_per_cell(demo, tmp_path)
     copy = tmp_path / "copy.duckdb"
     shutil.copy(demo, copy)
     done = run_cli("--db", str(copy), "sweep", "--chunkings", "fixed:96", "--retrievers", "bm25,dense,hybrid",
-                   "-m", "ndcg@10", "--format", "json", "--no-progress",
+                   "-m", "ndcg@10", "--format", "json", "--no-progress", "--backend", "torch",
                    env={"PYTHONPATH": str(tmp_path / "block")}, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "dense skipped: dense retrieval needs sentence-transformers" in done.stderr

@@ -186,7 +186,7 @@ def test_service_keeps_backends_apart_in_the_cache(tmp_path):
             write_documents(tx, docs)
             write_queries(tx, pd.DataFrame({"query_id": ["q1"], "text": ["capital city of France"]}))
         create_chunking(db, "docs", "document")
-        torch_run = run_dense(db, "docs", "t", k=3)
+        torch_run = run_dense(db, "docs", "t", k=3, backend="torch")
         onnx_run = run_dense(db, "docs", "o", k=3, backend="onnx")
         assert torch_run.stats["encoded"] == 3 and onnx_run.stats["encoded"] == 3
         assert onnx_run.params["cache_key"] == dense_cache_key(dense.DEFAULT_MODEL, "onnx") != dense.DEFAULT_MODEL

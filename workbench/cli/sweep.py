@@ -46,7 +46,10 @@ def _run(args: argparse.Namespace) -> int:
     budgets = parse_budgets(args.budgets)
     if not args.measure:
         raise InputError("give at least one measure, e.g. -m ndcg@10 -m recall@10")
-    if args.backend == "torch" and args.precision != "fp32":
+    from workbench.services.retrieval.runs import default_dense_backend
+
+    backend = args.backend or default_dense_backend()
+    if backend == "torch" and args.precision != "fp32":
         raise InputError(f"--precision {args.precision} applies to --backend onnx only; add --backend onnx")
     slice_pair = None
     if args.slices:
@@ -57,7 +60,7 @@ def _run(args: argparse.Namespace) -> int:
     db = open_project_from_args(args)
     try:
         result = sweep.run_sweep(db, chunkings, retrievers, args.measure, budgets=budgets, labels=args.labels,
-                                 rel=args.rel, pool=args.pool, progress=progress_from_args(args), backend=args.backend,
+                                 rel=args.rel, pool=args.pool, progress=progress_from_args(args), backend=backend,
                                  precision=args.precision, device=args.device, notify=lambda line: print(line, file=sys.stderr))
         slices = None
         if slice_pair:
@@ -163,9 +166,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="add the runs of cells with judged@10 below 0.8 to pool NAME.<chunking> to judge their new pairs")
     p.add_argument("--slices", default=None, metavar="BASE,OTHER",
                    help="per query tag: lift of cell OTHER over BASE (SPEC/RETRIEVER) on the first measure, paired test")
-    p.add_argument("--backend", choices=("torch", "onnx"), default="torch",
-                   help="dense encoder: torch (sentence-transformers) or onnx (ONNX Runtime, the onnx extra; see --precision); "
-                        "each has its own embedding cache (default torch)")
+    p.add_argument("--backend", choices=("torch", "onnx"), default=None,
+                   help="dense encoder: onnx (ONNX Runtime, the onnx extra; see --precision) or torch (sentence-transformers); "
+                        "each has its own embedding cache (default onnx where the onnx extra is installed, else torch)")
     p.add_argument("--precision", choices=("fp32", "int8-safe", "int8"), default="fp32",
                    help="onnx only: fp32 (default, same vectors as torch), int8-safe (per-token int8, cosine "
                         ">= 0.999 with torch) or int8 (fastest, cosine ~0.98); each has its own embedding cache")

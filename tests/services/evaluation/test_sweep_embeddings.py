@@ -51,7 +51,7 @@ def test_shared_vectors_equal_independent_encoding_and_runs_equal_their_ranking(
     db = _project(tmp_path)
     try:
         result = sweep.run_sweep(db, "fixed:16,fixed:48", "dense", ["ndcg@10"], budgets=[100], labels="human",
-                                 k=10)
+                                 k=10, backend="torch")  # the vectors are checked against PyTorch's
         encoder = dense_mod.load_encoder()
         all_texts = []
         checked = 0
@@ -84,7 +84,8 @@ def test_shared_vectors_equal_independent_encoding_and_runs_equal_their_ranking(
         assert counts["encoded"] == distinct  # each distinct text once, across both chunkings
         assert counts["shared"] > 0 and counts["encoded"] + counts["shared"] < len(all_texts)
         # a second sweep reuses every run; nothing is encoded again
-        again = sweep.run_sweep(db, "fixed:16,fixed:48", "dense", ["ndcg@10"], budgets=[100], labels="human", k=10)
+        again = sweep.run_sweep(db, "fixed:16,fixed:48", "dense", ["ndcg@10"], budgets=[100], labels="human", k=10,
+                                backend="torch")
         assert all(c.reused for c in again.cells)
         assert again.dense == {}
     finally:

@@ -545,7 +545,7 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
               measures: Sequence[str], *, budgets: Sequence[int] = DEFAULT_BUDGETS, labels: str = "merged",
               rel: int = 1, k: int = 100, model: str | None = None, pool: str | None = None,
               judged_k: int = JUDGED_K, progress: ProgressFactory = no_progress,
-              notify: Notify = _silent, backend: str = "torch", precision: str = "fp32",
+              notify: Notify = _silent, backend: str | None = None, precision: str = "fp32",
               device: str = "cpu", encoder=None) -> SweepResult:
     """Run (or resume) the grid and measure every cell (module docstring).
 
@@ -554,9 +554,13 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
     ``notify`` receives one line per cell (which cell runs, the ETA of the grid), then one line
     of time by stage and, when dense cells ran, one line of where the chunk vectors came from.
     ``backend``/``precision``/``device``: the dense encoder (:func:`services.retrieval.load_dense_encoder`;
-    each backend and precision has its own embedding cache key). ``encoder``: an already loaded
+    each backend and precision has its own embedding cache key; ``backend`` None:
+    :func:`services.retrieval.runs.default_dense_backend`). ``encoder``: an already loaded
     encoder for ``model`` (any object with the SentenceTransformer ``encode``).
     """
+    from workbench.services.retrieval.runs import default_dense_backend
+
+    backend = backend or default_dense_backend(encoder)
     from workbench.retrieval import dense as dense_mod
     from workbench.services.evaluation.evaluate import LABELS, check_measures, evaluate_project
     from workbench.store.chunks import read_chunks
@@ -688,7 +692,8 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
         result.dense = {**work.counts, "backend": work.backend, "precision": work.precision,
                         "cache_key": work.key}
         c = work.counts
-        notify(f"chunk vectors ({work.key}): {c['chunks']} needed, {c['cached']} from the cache, "
+        used = "torch" if work.backend == "torch" else f"{work.backend} {work.precision}"
+        notify(f"chunk vectors ({used} encoder, cache {work.key}): {c['chunks']} needed, {c['cached']} from the cache, "
                f"{c['shared']} shared across chunkings, {c['encoded']} distinct texts encoded")
     return result
 
