@@ -305,12 +305,12 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
                 ok = ok | _by_construction(db, spans)
             dropped = int((is_llm & ~ok).sum())
             spans = spans[~is_llm | ok]
-    if visibility.limited():  # an annotator: their own labels and the imported ones (services.visibility)
-        spans = visibility.visible_spans(spans)
-        notes.append(visibility.LIMITED_NOTE)
             if dropped:
                 notes.append(f"{dropped:,} LLM labels left out: their judge configuration has not passed "
                              f"the calibration gate (`workbench calibrate report`), or opt in with llm_labels = all")
+    if visibility.limited():  # an annotator: their own labels and the imported ones (services.visibility)
+        spans = visibility.visible_spans(spans)
+        notes.append(visibility.LIMITED_NOTE)
     spans = _synthetic_filter(db, spans, pol.synthetic)
     return AdmittedSpans(spans.reset_index(drop=True), pol, passed, tuple(notes))
 
