@@ -1,0 +1,111 @@
+"""Project mode of PPI++: the query design of calibration samples and ``--labels corrected``
+over stored runs, checked against ``workbench ppi``'s file mode on files exported from the same
+project by the export commands (an independent path: export, TREC files, the file readers)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.support.ppi_project import RUNS, build_ppi_project, label_queries
+from workbench.errors import InputError
+from workbench.services import access
+from workbench.services.calibration import workflow as cal
+from workbench.services.evaluation.ppi import ppi_files
+from workbench.services.evaluation.ppi_project import corrected_project, sample_status
+from workbench.store import calibration as store
+
+MEASURES = ["ndcg@10", "P@5", "AP(rel=2)"]
+
+
+def test_query_design_draws_whole_queries_seeded(tmp_path):
+    db, _ = build_ppi_project(tmp_path / "p.duckdb")
+    a = cal.create_sample(db, "a", "p", design="queries", queries=8, seed=11)
+    b = cal.create_sample(db, "b", "p", design="queries", queries=8, seed=11)
+    c = cal.create_sample(db, "c", "p", design="queries", queries=8, seed=12)
+    items = {n: store.read_sample_items(db, n) for n in "abc"}
+    assert a["queries"] == 8 and a["population_queries"] == 30
+    assert a["size"] == 8 * 12  # every pool pair of each drawn query
+    assert list(items["a"]["query_id"]) == list(items["b"]["query_id"])  # the seed decides
+    assert set(items["a"]["query_id"]) != set(items["c"]["query_id"])
+    info = store.read_sample(db, "a")
+    assert info["seed"] == 11 and info["spec"]["design"] == "queries" and len(info["spec"]["population"]) == 30
+    assert set(items["a"]["weight"]) == {30 / 8}
+    # a query's pairs are consecutive in the labelling order
+    order = items["a"]["query_id"].tolist()
+    assert sum(1 for x, y in zip(order, order[1:]) if x != y) == 7
+    assert set(store.query_design_samples(db)) == {"a", "b", "c"}
+    with pytest.raises(InputError, match="only 30 queries"):
+        cal.create_sample(db, "d", "p", design="queries", queries=31, seed=1)
+    db.close()
+
+
+def _write_qrels(path, rows):
+    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows))
+    return path
+
+
+def test_corrected_equals_file_mode_on_exported_files(tmp_path):
+    path = tmp_path / "p.duckdb"
+    db, truth = build_ppi_project(path)
+    cal.create_sample(db, "qs", "p", design="queries", queries=10, seed=3)
+    with pytest.raises(InputError, match="0 of its 10 queries are fully labelled"):
+        corrected_project(db, list(RUNS), MEASURES)
+    labelled = label_queries(db, "qs", truth, 7, partial=1)
+    status = sample_status(db)
+    assert (status.drawn, status.labelled, status.population) == (10, 7, 30)
+    done = corrected_project(db, list(RUNS), MEASURES)
+    db.close()
+
+    # the independent path: the project's export commands, then files
+    for source in ("llm", "human"):
+        proc = run_cli("--db", str(path), "export", "judgments", "--source", source, "--pool", "p",
+                       "--out", str(tmp_path / f"{source}.jsonl"), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    runs = []
+    for r in RUNS:
+        proc = run_cli("--db", str(path), "export", "run", r, "--out", str(tmp_path / f"{r}.run"), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(tmp_path / f"{r}.run")
+    judge = [json.loads(line) for line in (tmp_path / "llm.jsonl").read_text().splitlines()]
+    human = [json.loads(line) for line in (tmp_path / "human.jsonl").read_text().splitlines()]
+    judge_qrels = _write_qrels(tmp_path / "judge.qrels",
+                               [(j["query_id"], j["doc_id"], j["grade"]) for j in judge if j["status"] == "ok"])
+    human_qrels = _write_qrels(tmp_path / "human.qrels",
+                               [(h["query_id"], h["doc_id"], h["grade"]) for h in human
+                                if h["query_id"] in set(labelled)])
+    files = ppi_files(human_qrels, judge_qrels, runs, MEASURES)
+
+    assert done.report.n_labelled == files.n_labelled == 7
+    assert done.report.n_unlabelled == files.n_unlabelled == 23
+    ours, theirs = done.report.to_json()["measures"], files.to_json()["measures"]
+    assert ours.keys() == theirs.keys()
+    for m in MEASURES:
+        for r in RUNS:
+            a, b = ours[m]["runs"][r], theirs[m]["runs"][r]
+            for key in ("estimate", "judge_only", "lambda"):
+                assert math.isclose(a[key], b[key], rel_tol=1e-12, abs_tol=1e-12), (m, r, key)
+            assert a["ci"] == pytest.approx(b["ci"], abs=1e-12)
+            assert a["human_only_ci"] == pytest.approx(b["human_only_ci"], abs=1e-12)
+        d, e = ours[m]["differences"]["rb"], theirs[m]["differences"]["rb"]
+        assert d["vs"] == "ra" and d["estimate"] == pytest.approx(e["estimate"], abs=1e-12)
+        assert d["ci"] == pytest.approx(e["ci"], abs=1e-12)
+    # the corrected estimate is not the judge's mean: the SME labels moved it
+    assert ours["ndcg@10"]["runs"]["ra"]["estimate"] != ours["ndcg@10"]["runs"]["ra"]["judge_only"]
+
+
+def test_annotator_may_not_read_corrected(tmp_path):
+    db, truth = build_ppi_project(tmp_path / "p.duckdb")
+    cal.create_sample(db, "qs", "p", design="queries", queries=4, seed=3)
+    label_queries(db, "qs", truth, 3)
+    previous = access.set_actor_source(lambda: access.Actor("anna", "annotator"))
+    try:
+        with pytest.raises(access.PermissionDenied):
+            corrected_project(db, list(RUNS), ["ndcg@10"])
+        assert sample_status(db).labelled == 3  # counts only: readable by anyone
+    finally:
+        access.set_actor_source(previous)
+    db.close()
