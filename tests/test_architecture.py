@@ -515,3 +515,25 @@ def test_the_core_file_checker_finds_file_access(tmp_path):
                                     "def h(p):\n    return os.listdir(p)\n")
     _write(tmp_path, "core/good.py", "def f(text):\n    return text.replace('a', 'b').split()\n")
     assert core_file_access(tmp_path / "workbench") == {"core/bad.py": [4, 6, 9]}
+
+
+# --- front ends start no processes -----------------------------------------------------------------
+# A job the app starts (the judge) is launched by a service (services/judge/launch.py), so the
+# page and the CLI share one way to start, follow and stop it.
+PROCESS_MODULES = ("subprocess", "multiprocessing")
+
+
+def process_violations(package: Path = PACKAGE) -> dict[str, list[str]]:
+    return {str(p.relative_to(package)): bad for p in _modules(package)
+            if _layer(p, package) in {"ui", "cli", "api"}
+            and (bad := sorted(n for n in _imports(p) if any(_matches(n, m) for m in PROCESS_MODULES)))}
+
+
+def test_front_ends_start_no_processes():
+    assert process_violations() == {}
+
+
+def test_the_process_rule_is_reported(tmp_path):
+    _write(tmp_path, "ui/page.py", "def f():\n    import subprocess\n")
+    _write(tmp_path, "services/launch.py", "import subprocess\n")
+    assert process_violations(tmp_path / "workbench") == {"ui/page.py": ["subprocess"]}

@@ -57,6 +57,18 @@ def _first_pair(db_path: Path) -> dict:
 
 
 
+
+def _start_llm_job(server, *, concurrency: int):
+    """The page with the LLM judge on ``server`` chosen, after pressing Start."""
+    at = _run()
+    at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
+    at.text_input(key="judge_model").set_value("test-judge").run()
+    at.text_input(key="judge_url").set_value(server.base_url).run()
+    at.number_input(key="judge_conc").set_value(concurrency).run()
+    next(b for b in at.button if b.label == "Start").click().run()
+    assert not at.exception, at.exception
+    return at
+
 def _latest_job(db, predicate, timeout: float = 60.0) -> dict:
     """The pool's latest judge job once ``predicate`` holds for it (polled; fails after ``timeout``)."""
     from workbench.services.judge.jobs import list_jobs
@@ -210,13 +222,7 @@ def test_start_stop_and_resume_a_job_in_its_own_process(demo_db):
         return _latest_job(demo_db, predicate, timeout)
 
     with running_server(latency=0.2) as server:
-        at = _run()
-        at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
-        at.text_input(key="judge_model").set_value("test-judge").run()
-        at.text_input(key="judge_url").set_value(server.base_url).run()
-        at.number_input(key="judge_conc").set_value(1).run()
-        next(b for b in at.button if b.label == "Start").click().run()
-        assert not at.exception, at.exception
+        at = _start_llm_job(server, concurrency=1)
         job = wait_for(lambda j: j["state"] == "running" and j["judged"] >= 1)
         at.run()
         buttons = {b.label: b for b in at.button}
@@ -276,12 +282,7 @@ def test_a_killed_job_shows_as_interrupted_and_resumes(demo_db):
         return _latest_job(demo_db, predicate, timeout)
 
     with running_server(latency=0.2) as server:
-        at = _run()
-        at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
-        at.text_input(key="judge_model").set_value("test-judge").run()
-        at.text_input(key="judge_url").set_value(server.base_url).run()
-        at.number_input(key="judge_conc").set_value(2).run()
-        next(b for b in at.button if b.label == "Start").click().run()
+        at = _start_llm_job(server, concurrency=2)
         running = latest(lambda j: j["state"] == "running" and j["judged"] >= 2)
         os.kill(int(running["pid"]), signal.SIGKILL)
         def collected():

@@ -1,11 +1,11 @@
 """Judge: grade a pool's pairs with an LLM judge or the offline baseline, and follow the job.
 
 The job never runs inside the page's script run: **Start** launches ``workbench judge`` in its own
-process (with the page's choices as its options), so the page stays responsive, the job survives
+process (:mod:`workbench.services.judge.launch`, with the page's choices as its request), so the page stays responsive, the job survives
 a page reload, and the project file is held only for the job's short batch writes. The page reads
 the job's stored row (:func:`workbench.services.judge.jobs.list_jobs`) in a fragment that refreshes
 every ``LIVE_SECONDS`` while the job is active; **Stop** asks the job to stop through the project
-(:func:`workbench.services.judge.jobs.cancel_job`), which works whichever process started it.
+(:func:`workbench.services.judge.launch.stop`), which works whichever process started it.
 
 The API key is never asked for on the page: it comes from the app's environment
 (``OPENAI_API_KEY``) or Streamlit secrets and is handed to the job's process in its environment.
@@ -16,12 +16,8 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-import tempfile
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 import streamlit as st
 
@@ -146,84 +142,54 @@ def _spec(choices: dict):
     return resolve_spec(settings, api_key=_api_key())
 
 
-def _command(choices: dict, *, retry_failed: bool = False) -> list[str]:
-    """``python -m workbench --db DB judge --pool P ...`` for the page's choices."""
-    cmd = [sys.executable, "-m", "workbench", "--db", str(context.db_path()), "judge", "--pool", choices["pool"]]
+def _request(choices: dict, *, retry_failed: bool = False):
+    """The page's choices as a judge job request (:class:`workbench.services.judge.launch.JobRequest`)."""
+    from workbench.services.judge.launch import JobRequest
+
     if choices["offline"]:
-        cmd += ["--model", OFFLINE]
-    else:
-        cmd += ["--model", choices["model"].strip(), "--base-url", choices["base_url"].strip(),
-                "--prompt", choices["prompt"], "--concurrency", str(choices["concurrency"]),
-                "--samples", str(choices["samples"])]
-    if choices["limit"]:
-        cmd += ["--limit", str(choices["limit"])]
-    if choices["budget"]:
-        cmd += ["--budget", f"{choices['budget']:g}"]
-    if retry_failed:
-        cmd.append("--retry-failed")
-    return cmd
+        return JobRequest(choices["pool"], offline=True, limit=choices["limit"] or None,
+                          budget=choices["budget"] or None, retry_failed=retry_failed)
+    return JobRequest(choices["pool"], model=choices["model"].strip(), base_url=choices["base_url"].strip(),
+                      prompt=choices["prompt"], concurrency=choices["concurrency"], samples=choices["samples"],
+                      limit=choices["limit"] or None, budget=choices["budget"] or None, retry_failed=retry_failed)
 
 
 def _launch(choices: dict, config_key: str, *, retry_failed: bool = False) -> None:
-    """Start the job's process, detached from the script run; remember it in the session.
-    The process is the CLI (the local operator), so the session's role is checked here first."""
-    from workbench.services.access import PermissionDenied, require
+    """Start the job's process (:func:`workbench.services.judge.launch.start`, which checks the
+    session's role first); remember the launch in the session."""
+    from workbench.services.access import PermissionDenied
+    from workbench.services.judge import launch
 
     try:
-        require("judge")
+        started = launch.start(context.db_path(), _request(choices, retry_failed=retry_failed), config_key,
+                               api_key=_api_key())
     except PermissionDenied as exc:
         st.error(context.plain(str(exc)))
         st.stop()
-    log = Path(tempfile.gettempdir()) / f"workbench-judge-{os.getpid()}-{time.time_ns()}.log"
-    env = dict(os.environ)
-    key = _api_key()
-    if key:
-        env["OPENAI_API_KEY"] = key  # from Streamlit secrets: the job's process reads it from here
-    with open(log, "wb") as out:
-        process = subprocess.Popen(_command(choices, retry_failed=retry_failed), stdout=out,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                   start_new_session=True)
-    st.session_state["judge_launch"] = {"pid": process.pid, "log": str(log), "pool": choices["pool"],
-                                        "config_key": config_key, "started": time.time()}
-    _LAUNCHED[process.pid] = process  # keeps the Popen so its exit status is collected
-
-
-_LAUNCHED: dict[int, subprocess.Popen] = {}
+    st.session_state["judge_launch"] = started.as_dict()
 
 
 def _reap() -> None:
-    """Collect the exit status of job processes this app started. Without it a job process that
-    died (killed, crashed) stays a zombie of the app's process, still "alive" to a pid check, and
-    the page would show its job as running forever instead of interrupted."""
-    for process in list(_LAUNCHED.values()):
-        process.poll()
+    from workbench.services.judge import launch
+
+    launch.collect()
 
 
 def _launch_problem() -> str | None:
     """The last lines of the launched process's output when it ended with an error, else None."""
-    launch = st.session_state.get("judge_launch")
-    if not launch:
-        return None
-    process = _LAUNCHED.get(launch["pid"])
-    if process is None or process.poll() in (None, 0):
-        return None
-    try:
-        lines = Path(launch["log"]).read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return None
-    tail = [ln for ln in lines if ln.strip() and "\r" not in ln][-3:]
-    return " ".join(tail) or f"the judge stopped with exit code {process.returncode}"
+    from workbench.services.judge import launch
+
+    return launch.problem(st.session_state.get("judge_launch"))
 
 
 def _job(pool: str, config_key: str) -> dict | None:
-    from workbench.services.judge.jobs import list_jobs
+    from workbench.services.judge.launch import latest_job
 
     try:
-        jobs = [j for j in list_jobs(context.db_path(), pool) if j["config_key"] == config_key]
+        return latest_job(context.db_path(), pool, config_key)
     except WorkbenchError as exc:
         st.error(context.plain(_say(exc)))
         return None
-    return jobs[-1] if jobs else None
 
 
 # -- preview and estimate ----------------------------------------------------------------------
@@ -396,10 +362,10 @@ def render() -> None:
         _launch(choices, spec.config_key)
         st.rerun()
     if cols[1].button("Stop", disabled=not active, key="judge_stop"):
-        from workbench.services.judge.jobs import cancel_job
+        from workbench.services.judge.launch import stop
 
         try:
-            cancel_job(context.db_path(), job["job_id"])
+            stop(context.db_path(), job["job_id"])
         except WorkbenchError as exc:
             st.error(context.plain(_say(exc)))
         st.rerun()

@@ -1,0 +1,74 @@
+"""The judge-job launch service the Judge page uses: the command it runs is one the CLI parses
+to the request's values, a launched job runs and is followed through the project, a failed
+launch's output is reported, and a caller who may not judge launches nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.polling import wait_until
+from workbench.cli import build_parser
+from workbench.services import access
+from workbench.services.judge import launch
+from workbench.services.project.lifecycle import init_project
+
+
+def test_the_command_is_what_the_cli_parses_back():
+    request = launch.JobRequest("demo", model="m-1", base_url="http://127.0.0.1:9/v1", prompt="umbrela",
+                                concurrency=3, samples=2, limit=40, budget=0.5, retry_failed=True)
+    cmd = launch.command("/p/x.duckdb", request)
+    assert cmd[1:3] == ["-m", "workbench"]
+    args = build_parser().parse_args(cmd[3:])
+    assert (args.db, args.group, args.pool, args.model, args.base_url, args.prompt, args.concurrency,
+            args.samples, args.limit, args.budget, args.retry_failed) == (
+        "/p/x.duckdb", "judge", "demo", "m-1", "http://127.0.0.1:9/v1", "umbrela", 3, 2, 40, 0.5, True)
+    offline = build_parser().parse_args(launch.command("x.duckdb", launch.JobRequest("demo", offline=True))[3:])
+    assert (offline.model, offline.base_url, offline.limit, offline.budget, offline.retry_failed) == (
+        launch.OFFLINE, None, None, None, False)
+
+
+@pytest.fixture
+def demo(tmp_path):
+    path = tmp_path / "demo.duckdb"
+    init_project(path, demo=True)
+    return path
+
+
+def test_a_launched_offline_job_finishes_and_is_read_back(demo):
+    from workbench.services.judge.jobs import resolve_spec
+    from workbench.config import load_settings
+
+    spec = resolve_spec(load_settings(overrides={"judge": {"model": launch.OFFLINE}}), api_key=None)
+    started = launch.start(demo, launch.JobRequest("demo", offline=True, limit=12), spec.config_key)
+    assert started.pool == "demo" and started.config_key == spec.config_key
+
+    def finished():
+        launch.collect()
+        job = launch.latest_job(demo, "demo", spec.config_key)
+        return job if job and job["state"] == "finished" else None
+
+    job = wait_until(finished, timeout=120, what="the launched job to finish", tolerate=(Exception,))
+    assert (job["judged"], job["ok"]) == (12, 12)
+    assert launch.problem(started) is None and launch.problem(started.as_dict()) is None
+
+
+def test_a_failed_launch_says_why(demo):
+    started = launch.start(demo, launch.JobRequest("no-such-pool", offline=True), "key")
+
+    def ended():
+        launch.collect()
+        return launch.problem(started)
+
+    said = wait_until(ended, timeout=60, what="the failed launch's message")
+    assert "no-such-pool" in said and "Traceback" not in said
+    assert launch.latest_job(demo, "no-such-pool", "key") is None
+
+
+def test_a_caller_who_may_not_judge_launches_nothing(demo):
+    previous = access.set_actor_source(lambda: access.Actor("ann", "annotator"))
+    try:
+        with pytest.raises(access.PermissionDenied):
+            launch.start(demo, launch.JobRequest("demo", offline=True), "key")
+    finally:
+        access.set_actor_source(previous)
+    assert launch.latest_job(demo, "demo", "key") is None

@@ -1,0 +1,138 @@
+"""Judge jobs in their own process: launch, stop and state, for the front ends that must not run a
+job inside their own process (the Judge page: a script run must stay responsive, and the job must
+survive a page reload).
+
+:func:`start` runs ``python -m workbench --db DB judge ...`` (the CLI, so the job is exactly what
+``workbench judge`` does with the same :class:`JobRequest`), detached, its output in a log file;
+:func:`collect` gathers the exit status of the processes this process started (a job process that
+died would otherwise stay a zombie, "alive" to a pid check, and its job would look running);
+:func:`problem` is the end of a failed launch's output; :func:`latest_job` the state the job
+stores (:func:`workbench.services.judge.jobs.list_jobs`); :func:`stop` asks the job to stop
+through the project (:func:`workbench.services.judge.jobs.cancel_job`), whichever process runs it.
+
+The launched process is the local operator, so the caller's permission to judge is checked here,
+before launching. An API key is handed to the job in its environment, never on its command line.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from workbench.services import access
+
+OFFLINE = "offline-lexical"
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What a judge job is asked to do: the options of ``workbench judge`` (None: the configured
+    default). ``offline``: the offline baseline (no server, no prompt)."""
+
+    pool: str
+    offline: bool = False
+    model: str | None = None
+    base_url: str | None = None
+    prompt: str | None = None
+    concurrency: int | None = None
+    samples: int | None = None
+    limit: int | None = None
+    budget: float | None = None
+    retry_failed: bool = False
+
+    def options(self) -> list[str]:
+        """The ``workbench judge`` options for this request."""
+        out = ["--pool", self.pool]
+        if self.offline:
+            out += ["--model", OFFLINE]
+        else:
+            for flag, value in (("--model", self.model), ("--base-url", self.base_url), ("--prompt", self.prompt),
+                                ("--concurrency", self.concurrency), ("--samples", self.samples)):
+                if value is not None and value != "":
+                    out += [flag, str(value).strip()]
+        if self.limit:
+            out += ["--limit", str(int(self.limit))]
+        if self.budget:
+            out += ["--budget", f"{float(self.budget):g}"]
+        if self.retry_failed:
+            out.append("--retry-failed")
+        return out
+
+
+def command(db_path: str | Path, request: JobRequest) -> list[str]:
+    """``python -m workbench --db DB judge ...`` for ``request``."""
+    return [sys.executable, "-m", "workbench", "--db", str(db_path), "judge", *request.options()]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A job process this process started: its pid, log file, pool, judge configuration and when."""
+
+    pid: int
+    log: str
+    pool: str
+    config_key: str
+    started: float = field(default_factory=time.time)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+_LAUNCHED: dict[int, subprocess.Popen] = {}  # keeps each Popen so its exit status is collected
+
+
+def start(db_path: str | Path, request: JobRequest, config_key: str, *, api_key: str | None = None) -> Launch:
+    """Launch the job's process, detached; raises ``PermissionDenied`` when the caller may not judge."""
+    access.require("judge")
+    log = Path(tempfile.gettempdir()) / f"workbench-judge-{os.getpid()}-{time.time_ns()}.log"
+    env = dict(os.environ)
+    if api_key:
+        env["OPENAI_API_KEY"] = api_key  # the job's process reads it from here
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command(db_path, request), stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    _LAUNCHED[process.pid] = process
+    return Launch(process.pid, str(log), request.pool, config_key)
+
+
+def collect() -> None:
+    """Collect the exit status of the job processes this process started."""
+    for process in list(_LAUNCHED.values()):
+        process.poll()
+
+
+def problem(launch: Launch | dict | None) -> str | None:
+    """The last lines of a launched process's output when it ended with an error, else None (also
+    for a process another app process started: its exit status is not ours to read)."""
+    if not launch:
+        return None
+    launch = Launch(**launch) if isinstance(launch, dict) else launch
+    process = _LAUNCHED.get(launch.pid)
+    if process is None or process.poll() in (None, 0):
+        return None
+    try:
+        lines = Path(launch.log).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return None
+    tail = [ln for ln in lines if ln.strip() and "\r" not in ln][-3:]
+    return " ".join(tail) or f"the judge stopped with exit code {process.returncode}"
+
+
+def latest_job(db_path: str | Path, pool: str, config_key: str) -> dict | None:
+    """The latest stored job of ``pool`` with this judge configuration (None: none yet)."""
+    from workbench.services.judge.jobs import list_jobs
+
+    jobs = [j for j in list_jobs(db_path, pool) if j["config_key"] == config_key]
+    return jobs[-1] if jobs else None
+
+
+def stop(db_path: str | Path, job_id: int) -> dict:
+    """Ask job ``job_id`` to stop (:func:`workbench.services.judge.jobs.cancel_job`)."""
+    from workbench.services.judge.jobs import cancel_job
+
+    return cancel_job(db_path, job_id)
