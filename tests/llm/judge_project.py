@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from tests.conftest import run_cli
+from tests.support.openai_server import sha256_text
 from workbench.config import load_settings
 from workbench.store.database import Database
 
@@ -59,3 +60,29 @@ def pair_texts(path: Path, pool: str = "demo") -> pd.DataFrame:
                                  substr(d.text, k.start + 1, k."end" - k.start) AS passage
                           FROM pool_pairs p JOIN chunks k ON k.chunk_id = p.chunk_id
                           JOIN documents d ON d.doc_id = k.doc_id WHERE p.pool = ?""", [pool])
+
+
+def probe_calls(server) -> int:
+    """Chat requests of the judge's capability probe (its fixed prompts) the fault server received."""
+    from workbench.llm.client import PROBE_MESSAGES, PROBE_SEED_MESSAGES, PROBE_TOKEN_MESSAGES
+
+    attempts = server.control.attempts_by_prompt()
+    return sum(attempts.get(sha256_text("\n".join(m["content"] for m in messages)), 0)
+               for messages in (PROBE_MESSAGES, PROBE_TOKEN_MESSAGES, PROBE_SEED_MESSAGES))
+
+
+def _probe_shas() -> set[str]:
+    from workbench.llm.client import PROBE_MESSAGES, PROBE_SEED_MESSAGES, PROBE_TOKEN_MESSAGES
+
+    return {sha256_text("\n".join(m["content"] for m in messages))
+            for messages in (PROBE_MESSAGES, PROBE_TOKEN_MESSAGES, PROBE_SEED_MESSAGES)}
+
+
+def judgment_prompts(server) -> int:
+    """Distinct judgment prompts the fault server received (the probe's left out)."""
+    return len(set(server.control.attempts_by_prompt()) - _probe_shas())
+
+
+def judgment_calls(server) -> int:
+    """Chat requests the fault server received for judgments (the capability probe's left out)."""
+    return server.control.count("/v1/chat/completions") - probe_calls(server)

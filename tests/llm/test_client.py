@@ -154,13 +154,24 @@ def test_requests_per_minute_limit_spaces_the_requests():
         assert server.control.count("/v1/chat/completions") == 16
 
 
-def test_a_server_refusing_json_schema_gets_json_mode_then_plain_text():
-    # A real HTTP server (not the SDK mocked) that refuses response formats as some servers do.
+# llama-cpp-python 0.3.36 answers a json_schema response format like this (HTTP 500, its
+# pydantic validation error in the body): seen against the real server.
+LLAMA_CPP_REFUSAL = (500, {"error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                                                "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                                                "'json_object'\", 'input': 'json_schema'}", "type": "internal_server_error"}})
+
+
+@pytest.mark.parametrize("refusal", ["400", "500-validation"])
+def test_the_probe_walks_the_formats_and_the_job_never_sends_a_refused_one(refusal):
+    """Each refused format is tried once by the probe (a 400, or a 500 whose body says a field is
+    invalid, as llama.cpp answers), never retried; the judgments then use the format that
+    worked; and a shape refusal during the job fails the pair at once with the whole message."""
     import json as _json
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     seen = []
+    refuse_all = []
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -168,10 +179,14 @@ def test_a_server_refusing_json_schema_gets_json_mode_then_plain_text():
 
         def do_POST(self):
             body = _json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append((body.get("response_format") or {}).get("type"))
-            if body.get("response_format"):
-                code, payload = 400, {"error": {"message": f"response_format {body['response_format']['type']} "
-                                                           "is not supported by this server"}}
+            fmt = body.get("response_format") or {}
+            seen.append(fmt.get("type", "text") + ("+schema" if "schema" in fmt else ""))
+            if fmt or refuse_all:
+                if refusal == "400":
+                    code, payload = 400, {"error": {"message": f"response_format {fmt.get('type')} "
+                                                               "is not supported by this server"}}
+                else:
+                    code, payload = LLAMA_CPP_REFUSAL
             else:
                 code, payload = 200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
                                       "choices": [{"index": 0, "finish_reason": "stop", "message": {
@@ -189,20 +204,43 @@ def test_a_server_refusing_json_schema_gets_json_mode_then_plain_text():
     try:
         async def go():
             client = JudgeClient(ClientConfig(base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1",
-                                              model="m"), None)
+                                              model="m", backoff_initial=0.01), None)
             try:
+                caps = await client.probe(RUBRIC)
+                client.use(caps)
                 first = await client.judge(RUBRIC, RUBRIC.render("q", "p"))
                 second = await client.judge(RUBRIC, RUBRIC.render("q", "p2"))
-                return first, second
+                refuse_all.append(True)
+                third = await client.judge(RUBRIC, RUBRIC.render("q", "p3"))
+                return caps, first, second, third
             finally:
                 await client.aclose()
-        first, second = asyncio.run(go())
+        caps, first, second, third = asyncio.run(go())
     finally:
         httpd.shutdown()
         httpd.server_close()
+    assert caps.format == "text" and [r.split(":")[0] for r in caps.refused] == [
+        "json_schema", "json_object+schema", "json_object"]
     assert (first.status, first.grade, second.grade) == ("ok", 1, 1)
-    # json_schema refused, JSON mode refused, plain text read; the next request starts plain.
-    assert seen == ["json_schema", "json_object", None, None]
+    # one probe request per format, then every judgment plain; the refused judgment is sent once
+    assert seen == ["json_schema", "json_object+schema", "json_object", "text", "text", "text", "text"]
+    assert third.status == "failed" and third.http_calls == 1
+    if refusal == "500-validation":
+        assert third.error.startswith("HTTP 500: ") and "Input should be 'text' or 'json_object'" in third.error
+        assert "\n" in third.error  # the whole message, not its first line
+
+
+def test_errors_are_kept_whole_but_bounded():
+    from workbench.llm.client import ERROR_CHARS, describe_error
+    import httpx
+    import openai
+
+    long_body = "x" * 5000
+    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    exc = openai.InternalServerError("boom", response=httpx.Response(503, text="line one\nline two " + long_body,
+                                                                     request=request), body=None)
+    text = describe_error(exc)
+    assert text.startswith("HTTP 503: line one\nline two") and len(text) == ERROR_CHARS
 
 
 def test_a_429_holds_the_other_requests_until_retry_after():

@@ -51,6 +51,7 @@ def _judge(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, **{
         "judge.model": args.model, "judge.base_url": args.base_url, "judge.prompt": args.prompt,
         "judge.concurrency": args.concurrency, "judge.samples": args.samples,
+        "judge.response_format": args.response_format, "judge.timeout": args.timeout,
     })
     import math
 
@@ -102,5 +103,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retry-failed", action="store_true", help="judge the failed and invalid pairs again")
     p.add_argument("--estimate", action="store_true", help="print requests, tokens and cost, send nothing")
     p.add_argument("--batch", action="store_true", help="use the Batch API (submit, poll, collect; resumable)")
+    p.add_argument("--response-format", choices=("auto", "json_schema", "json_object", "text"),
+                   help="structured output: auto (default) probes the server once per job and uses the strictest "
+                        "format it accepts; the others force one")
+    p.add_argument("--timeout", type=float, metavar="S",
+                   help="seconds before a request is abandoned (default: grows with the probe's latency, >= 60)")
     add_progress_option(p)
     p.set_defaults(handler=_judge)

@@ -12,10 +12,23 @@ A reply that cannot be validated (see :mod:`workbench.llm.parse`) gets one repai
 reply and the problem are sent back); if that fails too the pair is ``invalid`` and both raw
 replies are kept. A grade is never invented.
 
-Structured output: ``response_format = "auto"`` asks for a ``json_schema`` response; a server
-that refuses it (HTTP 400/422 naming the response format) is asked again with JSON mode and then
-with no response format (the tolerant parser reads the reply); the working mode is remembered
-for the rest of the run. ``"json_schema"``, ``"json_object"`` or ``"none"`` fix the mode.
+Structured output and the capability probe. Before a job's first pair, :meth:`JudgeClient.probe`
+finds what the server accepts with one or two tiny requests (``max_tokens`` 8): the formats of
+:data:`FORMAT_LADDER` strictest first (``json_schema``; ``json_object`` with a ``schema``, which
+llama.cpp enforces as a grammar; ``json_object``; ``text``, no response format), or for
+single-token prompts ``logprobs``/``top_logprobs``. A *shape rejection* (:func:`shape_rejection`:
+HTTP 400 or 422, or a 500 whose body says a field is invalid, as llama-cpp-python answers
+``json_schema``) moves to the next format and is never sent again; the first accepted format is
+used for the whole job. ``response_format`` ``"json_schema"``, ``"json_object"`` or ``"text"``
+(``"none"`` is the old name of ``"text"``) force one, and a server that refuses it stops the job
+with one line. A shape rejection during the job fails that pair at once (no retry).
+
+Concurrency. :class:`AdaptiveLimit` bounds the requests in flight (every attempt, retries
+included, takes a slot): it starts at the configured concurrency, halves on a timeout or when the
+recent latency climbs past three times the best seen, and grows by one after a window of calm
+replies. A timed-out request is retried only once fewer than the limit are in flight.
+
+Errors are kept whole (the server's full message, at most :data:`ERROR_CHARS` characters).
 
 Secrets: the API key is passed to the SDK and nowhere else; every error text and raw reply
 kept by this module goes through :meth:`JudgeClient.scrub`, which replaces the key.
@@ -36,7 +49,19 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 from workbench.llm.parse import Parsed, json_schema, parse_reply, repair_message
 from workbench.llm.prompts import PromptTemplate
 
-RESPONSE_FORMATS = ("auto", "json_schema", "json_object", "none")
+RESPONSE_FORMATS = ("auto", "json_schema", "json_object", "text", "none")
+#: Structured-output modes, strictest first; what the probe tries in this order.
+FORMAT_LADDER = ("json_schema", "json_object+schema", "json_object", "text")
+#: The modes a forced ``response_format`` may use.
+FORCED_MODES = {"json_schema": ("json_schema",), "json_object": ("json_object+schema", "json_object"),
+                "text": ("text",), "none": ("text",)}
+ERROR_CHARS = 2000
+CANNOT_CONNECT = "connection error: cannot connect to the server"
+REASON_MAX_CHARS = 300  # json_object+schema only: the longest reason the grammar allows
+PROBE_MESSAGES = [{"role": "system", "content": "You answer with JSON only."},
+                  {"role": "user", "content": 'Reply with this JSON object: {"reason": "probe", "grade": 0}'}]
+PROBE_TOKEN_MESSAGES = [{"role": "user", "content": "Reply with the digit 0."}]
+PROBE_SEED_MESSAGES = [{"role": "user", "content": "Write five random words."}]
 
 
 @dataclass(frozen=True)
@@ -55,6 +80,77 @@ class ClientConfig:
     response_format: str = "auto"
     requests_per_minute: int = 0
     tokens_per_minute: int = 0
+    concurrency: int = 0  # 0: no adaptive limit (the caller bounds the requests in flight)
+    logprobs: bool = True
+
+
+@dataclass
+class Capabilities:
+    """What the probe found: the mode used for the whole job, whether logprobs are accepted,
+    the probe's latency (seconds), the model as the server lists it, and each refusal seen."""
+
+    format: str
+    logprobs: bool = True
+    latency_s: float = 0.0
+    server_model: str | None = None
+    refused: list[str] = field(default_factory=list)
+    seed: bool | None = None
+
+    def as_dict(self) -> dict:
+        return {"format": self.format, "logprobs": self.logprobs, "latency_s": round(self.latency_s, 4),
+                "server_model": self.server_model, "refused": self.refused, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Capabilities":
+        return cls(format=d["format"], logprobs=bool(d.get("logprobs", True)),
+                   latency_s=float(d.get("latency_s") or 0.0), server_model=d.get("server_model"),
+                   refused=list(d.get("refused") or []), seed=d.get("seed"))
+
+
+class AdaptiveLimit:
+    """AIMD bound on requests in flight (module doc). ``limit`` is a float; a request may start
+    while ``inflight < max(1, floor(limit))``."""
+
+    def __init__(self, start: int):
+        self.ceiling = max(1, int(start))
+        self.limit = float(self.ceiling)
+        self.inflight = 0
+        self.best: float | None = None
+        self.recent: float | None = None
+        self.calm = 0
+        self.timeouts = 0
+        self._cond = asyncio.Condition()
+
+    async def acquire(self) -> None:
+        async with self._cond:
+            while self.inflight >= max(1, int(self.limit)):
+                await self._cond.wait()
+            self.inflight += 1
+
+    async def release(self, latency_s: float | None, *, timed_out: bool = False) -> None:
+        async with self._cond:
+            self.inflight -= 1
+            if timed_out:
+                self.timeouts += 1
+                self._decrease()
+            elif latency_s is not None:
+                self.best = latency_s if self.best is None else min(self.best, latency_s)
+                self.recent = latency_s if self.recent is None else 0.7 * self.recent + 0.3 * latency_s
+                if self.recent > 3.0 * self.best and self.calm >= int(self.limit):
+                    self._decrease()
+                elif self.recent <= 1.5 * self.best:
+                    self.calm += 1
+                    if self.calm >= 2 * int(self.limit) and self.limit < self.ceiling:
+                        self.limit = min(self.ceiling, self.limit + 1.0)
+                        self.calm = 0
+                else:
+                    self.calm += 1
+            self._cond.notify_all()
+
+    def _decrease(self) -> None:
+        self.limit = max(1.0, float(int(self.limit) // 2))
+        self.calm = 0
+        self.recent = None
 
 
 @dataclass
@@ -116,7 +212,48 @@ def _transient(exc: BaseException) -> bool:
                         json.JSONDecodeError)):
         return True
     if isinstance(exc, openai.APIStatusError):
+        if shape_rejection(exc):
+            return False  # the same request would be refused again
         return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    return False
+
+
+_SHAPE_WORDS = ("response_format", "json_schema", "json_object", "logprobs", "top_logprobs", "seed",
+                "validation error", "literal_error", "input should be", "extra inputs", "extra_forbidden",
+                "unrecognized request argument", "unknown field", "unsupported", "not supported",
+                "invalid type", "invalid value")
+
+
+def error_body(exc: BaseException) -> str:
+    """The server's whole error text for an HTTP error: the JSON body's ``error.message`` (or
+    ``detail``) when it has one, else the body as sent, else the exception's text."""
+    response = getattr(exc, "response", None)
+    try:
+        text = response.text if response is not None else ""
+    except Exception:  # noqa: BLE001 - a streamed or closed body
+        text = ""
+    try:
+        parsed = json.loads(text) if text else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        inner = parsed.get("error") if isinstance(parsed.get("error"), dict) else parsed
+        message = inner.get("message") or inner.get("detail") or parsed.get("detail")
+        if isinstance(message, str) and message:
+            return message
+    return text or str(exc)
+
+
+def shape_rejection(exc: BaseException) -> bool:
+    """Did the server refuse the request's shape (a field or value it does not accept)? HTTP 400
+    or 422, or a 500 whose body names a field as invalid (llama-cpp-python's validation errors)."""
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    if exc.status_code in (400, 422):
+        return True
+    if exc.status_code == 500:
+        text = error_body(exc).lower()
+        return any(word in text for word in _SHAPE_WORDS)
     return False
 
 
@@ -144,14 +281,6 @@ def retry_after_seconds(exc: BaseException) -> float | None:
         return max(0.0, when.timestamp() - time.time())
 
 
-def _format_refused(exc: BaseException) -> bool:
-    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
-        return False
-    text = str(exc).lower()
-    return any(word in text for word in ("response_format", "json_schema", "json_object", "response format",
-                                         "structured output", "not supported"))
-
-
 class JudgeClient:
     """An AsyncOpenAI client with the retry, repair and rate-limit rules of the module doc."""
 
@@ -162,7 +291,10 @@ class JudgeClient:
             api_key=api_key or "no-key-needed", base_url=config.base_url, max_retries=0,
             timeout=config.timeout,
         )
-        self._mode = "json_schema" if config.response_format == "auto" else config.response_format
+        forced = FORCED_MODES.get(config.response_format)
+        self._mode = forced[0] if forced else "json_schema"
+        self._logprobs = config.logprobs
+        self.limit = AdaptiveLimit(config.concurrency) if config.concurrency > 0 else None
         self._limiter = RateLimiter(config.requests_per_minute, config.tokens_per_minute)
         self._rng = rng or random.Random()
         self.http_calls = 0
@@ -196,7 +328,7 @@ class JudgeClient:
                               f"(HTTP {exc.status_code}); check OPENAI_API_KEY")
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             return self.scrub(f"cannot reach the judge server at {self.config.base_url} "
-                              f"({describe_error(exc)}); check --base-url and that the server runs")
+                              f"({describe_error(exc).splitlines()[0][:300]}); check --base-url and that the server runs")
         except openai.APIStatusError:
             return None  # no /models endpoint (or not allowed): the requests will tell
         return None
@@ -223,37 +355,163 @@ class JudgeClient:
         ceiling = min(self.config.backoff_max, self.config.backoff_initial * 2 ** (state.attempt_number - 1))
         return self._rng.uniform(0, ceiling)
 
-    def request_body(self, template: PromptTemplate, messages: list[dict]) -> dict:
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    def use(self, caps: Capabilities) -> None:
+        """Send every later request in the mode the probe chose."""
+        self._mode = caps.format
+        self._logprobs = caps.logprobs
+
+    def request_body(self, template: PromptTemplate, messages: list[dict], *, seed: int | None = None) -> dict:
         """The chat-completions request body for ``messages`` (also used for batch files)."""
         body: dict = {"model": self.config.model, "messages": messages,
                       "temperature": self.config.temperature}
         if template.output == "single_token":
-            body.update(max_tokens=1, logprobs=True, top_logprobs=10)
+            body["max_tokens"] = 1
+            if self._logprobs:
+                body.update(logprobs=True, top_logprobs=10)
         else:
             body["max_tokens"] = self.config.max_tokens
-            if self._mode == "json_schema":
-                body["response_format"] = json_schema(template)
-            elif self._mode == "json_object":
-                body["response_format"] = {"type": "json_object"}
+            format_body = response_format_body(self._mode, template)
+            if format_body is not None:
+                body["response_format"] = format_body
+        if seed is not None:
+            body["seed"] = int(seed)
         return body
 
-    async def _create(self, body: dict, calls: list[int]):
-        """One chat completion with retries; falls back on response formats the server refuses.
-        ``calls[0]`` counts the HTTP requests made."""
-        while True:
-            try:
-                return await self._create_retrying(body, calls)
-            except openai.APIStatusError as exc:
-                if (self.config.response_format == "auto" and "response_format" in body
-                        and _format_refused(exc)):
-                    self._mode = "json_object" if self._mode == "json_schema" else "none"
-                    body = dict(body)
-                    if self._mode == "json_object":
-                        body["response_format"] = {"type": "json_object"}
-                    else:
-                        body.pop("response_format", None)
-                    continue
+    # -- the capability probe ----------------------------------------------------------------
+    async def server_models(self) -> list[str] | None:
+        """The model ids ``GET /models`` lists (None when the server has no such endpoint).
+        Raises :class:`ConnectionError`-like one-line problems via :meth:`check_server`."""
+        try:
+            reply = await self._create_get("/models")
+        except openai.APIStatusError as exc:
+            if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
                 raise
+            return None
+        data = reply.get("data") if isinstance(reply, dict) else None
+        if not isinstance(data, list):
+            return None
+        return [str(m.get("id")) for m in data if isinstance(m, dict) and m.get("id") is not None]
+
+    async def server_info(self, *, batch: bool = False) -> str | None:
+        """Before a job: ``GET /models`` (reachable? key accepted?) and, for ``batch``, ``GET
+        /batches`` (is there a Batch API?). Returns the model as the server reports it; raises
+        :class:`ServerProblem` with one line saying what is wrong."""
+        url = self.config.base_url
+        try:
+            models = await self.server_models()
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise ServerProblem(self.scrub(f"the judge server at {url} refused the API key "
+                                           f"(HTTP {exc.status_code}); check OPENAI_API_KEY")) from None
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            raise ServerProblem(self.scrub(f"cannot reach the judge server at {url} ({first_line(describe_error(exc))}); "
+                                           f"check --base-url and that the server runs")) from None
+        if batch:
+            try:
+                await self._client.get("/batches", cast_to=dict, options={"params": {"limit": 1}})
+            except openai.APIStatusError as exc:
+                if exc.status_code in (404, 405, 501):
+                    raise ServerProblem(
+                        f"the judge server at {url} has no Batch API (GET /batches: HTTP {exc.status_code}); "
+                        f"judge online without --batch, or write the requests with --batch-file FILE and "
+                        f"store the results with --batch-results FILE") from None
+                raise ServerProblem(self.scrub(f"the judge server at {url} refused the Batch API "
+                                               f"({first_line(describe_error(exc))})")) from None
+            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+                raise ServerProblem(f"cannot reach the judge server at {url} ({first_line(describe_error(exc))})") \
+                    from None
+        return self.reported_model(models)
+
+    def reported_model(self, models: list[str] | None) -> str | None:
+        """The model as the server reports it: the configured name when listed, else the only
+        model a one-model server (llama.cpp) lists, else None."""
+        if not models:
+            return None
+        if self.config.model in models:
+            return self.config.model
+        return models[0] if len(models) == 1 else None
+
+    async def probe(self, template: PromptTemplate, *, seed: bool = False) -> Capabilities:
+        """Find the strictest accepted mode (module doc) with one tiny request per mode tried
+        (and with ``seed``, whether the server honours seeds: :meth:`probe_seed`). Raises
+        :class:`ServerProblem` (one line) when the server accepts none, refuses a forced one, or
+        fails the probe."""
+        try:
+            caps = await self._probe(template)
+            if seed:
+                caps.seed = await self.probe_seed()
+            return caps
+        except openai.APIError as exc:
+            raise ServerProblem(self.scrub(
+                f"the judge server at {self.config.base_url} failed the capability probe "
+                f"({first_line(describe_error(exc))}); check the server, then run again")) from None
+        except json.JSONDecodeError as exc:
+            raise ServerProblem(f"the judge server at {self.config.base_url} answered the capability probe "
+                                f"with something that is not JSON ({exc.msg})") from None
+
+    async def _probe(self, template: PromptTemplate) -> Capabilities:
+        refused: list[str] = []
+        calls = [0]
+        if template.output == "single_token":
+            for logprobs in (True, False):
+                body = {"model": self.config.model, "messages": PROBE_TOKEN_MESSAGES, "temperature": 0.0,
+                        "max_tokens": 1}
+                if logprobs:
+                    body.update(logprobs=True, top_logprobs=10)
+                try:
+                    _, latency = await self._create_retrying(body, calls)
+                except openai.APIStatusError as exc:
+                    if not shape_rejection(exc):
+                        raise
+                    refused.append(f"logprobs: {self.scrub(describe_error(exc))[:300]}")
+                    continue
+                return Capabilities(format="text", logprobs=logprobs, latency_s=latency / 1000.0, refused=refused)
+            raise ServerProblem(self.scrub("the judge server refused even a plain one-token request: "
+                                           + first_line(refused[-1])))
+        modes = FORCED_MODES.get(self.config.response_format) or FORMAT_LADDER
+        for mode in modes:
+            body = {"model": self.config.model, "messages": PROBE_MESSAGES, "temperature": 0.0, "max_tokens": 8}
+            format_body = response_format_body(mode, template)
+            if format_body is not None:
+                body["response_format"] = format_body
+            try:
+                _, latency = await self._create_retrying(body, calls)
+            except openai.APIStatusError as exc:
+                if not shape_rejection(exc):
+                    raise
+                refused.append(f"{mode}: {self.scrub(describe_error(exc))[:300]}")
+                continue
+            return Capabilities(format=mode, latency_s=latency / 1000.0, refused=refused)
+        if self.config.response_format in ("auto",):
+            raise ServerProblem(self.scrub("the judge server refused every request format (json_schema, "
+                                           "json_object, text); last answer: " + first_line(refused[-1])))
+        raise ServerProblem(self.scrub(f"the judge server refuses response_format {self.config.response_format} "
+                                       f"({first_line(refused[-1])}); use --response-format auto"))
+
+    async def probe_seed(self) -> bool:
+        """Does the server honour ``seed``? Two identical sampled requests (temperature 1) with the
+        same seed must answer the same text; a shape rejection of ``seed`` means no."""
+        body = {"model": self.config.model, "temperature": 1.0, "max_tokens": 12, "seed": 12345,
+                "messages": PROBE_SEED_MESSAGES}
+        calls = [0]
+        texts = []
+        for _ in range(2):
+            try:
+                reply, _ = await self._create_retrying(body, calls)
+            except openai.APIStatusError as exc:
+                if shape_rejection(exc):
+                    return False
+                raise
+            choices = reply.get("choices") or [{}]
+            texts.append(((choices[0] or {}).get("message") or {}).get("content"))
+        return texts[0] == texts[1]
+
+    async def _create(self, body: dict, calls: list[int]):
+        """One chat completion with retries. ``calls[0]`` counts the HTTP requests made."""
+        return await self._create_retrying(body, calls)
 
     async def _create_retrying(self, body: dict, calls: list[int]):
         retrying = AsyncRetrying(stop=stop_after_attempt(max(1, self.config.max_attempts)),
@@ -262,24 +520,35 @@ class JudgeClient:
             with attempt:
                 self.http_calls += 1
                 calls[0] += 1
+                if self.limit is not None:
+                    await self.limit.acquire()
                 started = time.perf_counter()
                 # The SDK's generic POST (its HTTP client, errors, timeout) with the JSON body as
                 # built here and the reply as a plain dict: `chat.completions.create` would walk
                 # the request and build pydantic models for every reply, which costs more CPU per
                 # judgment than everything else together at high concurrency.
-                response = await self._client.post("/chat/completions", body=body, cast_to=dict)
+                latency, timed_out = None, False
+                try:
+                    response = await self._client.post("/chat/completions", body=body, cast_to=dict)
+                    latency = time.perf_counter() - started
+                except openai.APITimeoutError:
+                    timed_out = True
+                    raise
+                finally:
+                    if self.limit is not None:
+                        await self.limit.release(latency, timed_out=timed_out)
                 if not isinstance(response, dict):
                     raise json.JSONDecodeError("the reply is not a JSON object", str(response)[:200], 0)
                 return response, (time.perf_counter() - started) * 1000.0
         return None  # unreachable: reraise=True
 
     # -- one judgment ----------------------------------------------------------------------
-    async def judge(self, template: PromptTemplate, messages: list[dict], *, estimated_tokens: int = 0
-                    ) -> CallOutcome:
+    async def judge(self, template: PromptTemplate, messages: list[dict], *, estimated_tokens: int = 0,
+                    seed: int | None = None) -> CallOutcome:
         """Grade one pair: request, validate, one repair attempt, outcome (never raises for
         server or network trouble; those become ``failed``)."""
         outcome = CallOutcome(status="failed")
-        body = self.request_body(template, messages)
+        body = self.request_body(template, messages, seed=seed)
         calls = [0]
         try:
             pause = self._paused_until - time.monotonic()
@@ -350,13 +619,40 @@ def read_completion(template: PromptTemplate, body: dict, outcome: CallOutcome) 
     return parse_reply(template, raw, top), raw
 
 
+def response_format_body(mode: str, template: PromptTemplate) -> dict | None:
+    """The ``response_format`` field of ``mode`` (:data:`FORMAT_LADDER`); None for ``text``."""
+    if mode == "json_schema":
+        return json_schema(template)
+    if mode == "json_object+schema":
+        # llama.cpp compiles this schema into a grammar; a bounded reason keeps a rambling small
+        # model's object complete within max_tokens (an unclosed object is no answer at all).
+        schema = json.loads(json.dumps(json_schema(template)["json_schema"]["schema"]))
+        schema["properties"]["reason"]["maxLength"] = REASON_MAX_CHARS
+        return {"type": "json_object", "schema": schema}
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+class ServerProblem(Exception):
+    """The server cannot be used as asked (unreachable, key refused, no Batch API, no accepted
+    format); the message is one line."""
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    return (str(text).splitlines() or [""])[0][:limit]
+
+
 def describe_error(exc: BaseException) -> str:
-    """One line naming the kind of failure (status code, timeout, connection) and its text."""
+    """The kind of failure (status code, timeout, connection) and the server's whole text, at
+    most :data:`ERROR_CHARS` characters (it starts with the kind: ``HTTP 500: ...``)."""
     if isinstance(exc, openai.APITimeoutError):
         return "timeout: the server did not answer in time"
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
-        return f"connection error: {cause or exc}".splitlines()[0][:500]
+        if type(cause).__name__ == "ConnectError":  # nothing listens: the server is down or gone
+            return f"{CANNOT_CONNECT} ({cause})"[:ERROR_CHARS]
+        return f"connection error: {cause or exc}"[:ERROR_CHARS]
     if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {exc.message}".splitlines()[0][:500]
-    return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        return f"HTTP {exc.status_code}: {error_body(exc)}"[:ERROR_CHARS]
+    return f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]

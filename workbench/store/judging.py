@@ -387,7 +387,8 @@ def export_judgment_rows(db: Database, *, pool: str | None, sources: list[str]) 
         f"""SELECT j.query_id, j.doc_id, j.chunk_id, j.start, j."end", j.grade, j.status, j.source, j.assessor,
                    j.model, j.prompt_hash AS prompt_version, j.reason, j.error, j.prompt_tokens,
                    j.completion_tokens, j.latency_ms, j.cost_usd,
-                   CASE WHEN j.source = 'human' THEN coalesce(ev.evidence::VARCHAR, '[]') END AS evidence
+                   CASE WHEN j.source = 'human' THEN coalesce(ev.evidence::VARCHAR, '[]') END AS evidence,
+                   j.raw_response
             FROM judgments j
             LEFT JOIN (SELECT judgment_id, any_value(evidence) AS evidence FROM label_events
                        WHERE judgment_id IS NOT NULL AND evidence IS NOT NULL GROUP BY judgment_id) ev

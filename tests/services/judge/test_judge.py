@@ -11,6 +11,8 @@ from tests.llm.judge_project import (
     demo_project,
     empty_config,
     judge_settings,
+    judgment_calls,
+    judgment_prompts,
     pair_texts,
     query,
 )
@@ -45,7 +47,7 @@ def test_a_job_grades_every_pair_as_the_server_says_and_a_rerun_sends_nothing(pr
         spec = _spec(server, concurrency=8)
         report = judge.run_job(project, "demo", spec, limit=60)
         assert report.state == "finished"
-        assert server.control.count("/v1/chat/completions") == 60
+        assert judgment_calls(server) == 60
         stored = _judgments(project)
         assert len(stored) == 60 and set(stored["status"]) == {"ok"}
         # Oracle: the server's grade rule recomputed from the passage text read from the project.
@@ -62,7 +64,7 @@ def test_a_job_grades_every_pair_as_the_server_says_and_a_rerun_sends_nothing(pr
 
         again = judge.run_job(project, "demo", spec, limit=60)
         assert again.job_id == report.job_id and again.units_run == 0
-        assert server.control.count("/v1/chat/completions") == 60
+        assert judgment_calls(server) == 60
         assert len(_judgments(project)) == 60
 
 
@@ -72,10 +74,10 @@ def test_the_cache_answers_the_same_texts_in_another_pool_without_a_request(proj
     with running_server() as server:
         spec = _spec(server, concurrency=8)
         judge.run_job(project, "demo", spec)
-        sent = server.control.count("/v1/chat/completions")
-        assert len(server.control.attempts_by_prompt()) == 880  # distinct prompts (a retry is no new one)
+        sent = judgment_calls(server)
+        assert judgment_prompts(server) == 880  # distinct prompts (a retry is no new one)
         report = judge.run_job(project, "small", spec)
-        assert server.control.count("/v1/chat/completions") == sent  # nothing sent again
+        assert judgment_calls(server) == sent  # nothing sent again
         small = _judgments(project, report.job_id)
         pairs = query(project, "SELECT count(*) AS n FROM pool_pairs WHERE pool = 'small'")["n"][0]
         assert len(small) == pairs > 0
@@ -89,7 +91,7 @@ def test_the_cache_answers_the_same_texts_in_another_pool_without_a_request(proj
         # A different prompt is a different cache key: it is sent.
         binary = _spec(server, prompt="relevance_token_v1")
         judge.run_job(project, "small", binary)
-        assert server.control.count("/v1/chat/completions") == sent + pairs
+        assert judgment_calls(server) == sent + pairs
 
 
 def test_faults_end_ok_invalid_or_failed_never_lost_or_duplicated(project):
@@ -104,7 +106,7 @@ def test_faults_end_ok_invalid_or_failed_never_lost_or_duplicated(project):
         assert stored.loc[stored["status"] != "ok", "grade"].isna().all()
         assert stored.loc[stored["status"] == "ok", "grade"].between(0, 3).all()
         assert stored.loc[stored["status"] != "ok", "error"].notna().all()
-        calls = server.control.count("/v1/chat/completions")
+        calls = judgment_calls(server)
         # Retry budget: at most max_attempts per request and one repair request per pair.
         assert 300 < calls <= 300 * 3 * 2
         job = judge.job_status(project, report.job_id)
@@ -135,9 +137,9 @@ def test_invalid_and_failed_pairs_keep_their_text_and_retry_failed_judges_them_a
         assert len(failures) == n_broken + n_invalid
 
         server.control.fault_rule = None
-        before = server.control.count("/v1/chat/completions")
+        before = judgment_calls(server)
         report = judge.run_job(project, "demo", spec, limit=20, retry_failed=True)
-        assert server.control.count("/v1/chat/completions") - before == n_broken + n_invalid
+        assert judgment_calls(server) - before == n_broken + n_invalid
         stored = _judgments(project)
         assert len(stored) == 20 and set(stored["status"]) == {"ok"}
         assert report.job["failed"] == report.job["invalid"] == 0
@@ -163,7 +165,7 @@ def test_budget_stops_cleanly_and_a_larger_budget_resumes(project):
         report = judge.run_job(project, "demo", spec, limit=100)
         assert report.state == "finished" and report.job["judged"] == 100
         assert judge.job_status(project, report.job_id)["budget_usd"] is None
-        assert server.control.count("/v1/chat/completions") == 100
+        assert judgment_calls(server) == 100
         after = judge.estimate(project, "demo", spec, limit=100)
         assert (after.to_send, after.already_judged) == (0, 100)
 
@@ -180,14 +182,14 @@ def test_samples_are_stored_and_aggregated_by_majority_with_the_spread(project):
     with running_server() as server:
         # The n-th time the same prompt arrives it gets grade [2, 3, 2][n - 1].
         server.control.grade_rule = lambda call: [2, 3, 2][(call.attempt - 1) % 3]
-        spec = _spec(server, samples=3, concurrency=1)
+        spec = _spec(server, samples=3, concurrency=1, temperature=0.7)
         report = judge.run_job(project, "demo", spec, limit=5)
         stored = _judgments(project, report.job_id)
         assert len(stored) == 5
         assert (stored["grade"] == 2).all() and (stored["grade_spread"] == 1.0).all()
         assert all(sorted(json.loads(s)) == [2, 2, 3] for s in stored["samples"])
         samples = query(project, "SELECT count(*) AS n FROM judge_samples WHERE job_id = ?", [report.job_id])
-        assert samples["n"][0] == 15 == server.control.count("/v1/chat/completions")
+        assert samples["n"][0] == 15 == judgment_calls(server)
 
 
 def test_single_token_prompt_stores_probabilities_and_expected_grade(project):
@@ -220,8 +222,8 @@ def test_cancel_from_another_thread_stops_and_resume_completes(project):
         assert report.state == "finished" and report.job["judged"] == 200
         # Every pair was asked once; only requests abandoned at the cancel (at most the two in
         # flight, after the grace period under a loaded machine) may have been asked again.
-        assert len(server.control.attempts_by_prompt()) == 200
-        assert server.control.count("/v1/chat/completions") <= 200 + 2
+        assert judgment_prompts(server) == 200
+        assert judgment_calls(server) <= 200 + 2
 
 
 def test_cancel_job_marks_a_job_whose_process_is_gone(project):
@@ -247,7 +249,7 @@ def test_the_api_key_never_reaches_the_database_or_the_output(project, capsys, c
         with pytest.raises(ConfigError, match="refused the API key") as err:
             judge.run_job(project, "demo", wrong, limit=3)
         print(err.value)
-        assert server.control.count("/v1/chat/completions") == 10  # refused before any judgment request
+        assert judgment_calls(server) == 10  # refused before any judgment request
     captured = capsys.readouterr()
     data = project.read_bytes()
     wal = project.with_name(project.name + ".wal")
@@ -331,17 +333,17 @@ def test_an_unreachable_server_is_named_before_anything_is_sent(project):
     spec = judge.resolve_spec(judge_settings(f"http://127.0.0.1:{port}/v1", max_attempts=2), api_key=KEY)
     with pytest.raises(ConfigError, match=f"cannot reach the judge server at http://127.0.0.1:{port}/v1"):
         judge.run_job(project, "demo", spec, limit=5)
-    assert judge.list_jobs(project)[0]["judged"] == 0
+    assert judge.list_jobs(project) == []  # refused before a job was stored
 
 
 def test_a_run_of_failures_stops_the_job_instead_of_failing_every_pair(project):
     with running_server() as server:
-        server.control.fault_rates = {"500": 1.0}
+        server.control.fault_rule = lambda call: "500" if call.passage else None  # the probe passes
         spec = _spec(server, max_attempts=1, concurrency=2)
         report = judge.run_job(project, "demo", spec, limit=200)
         assert report.state == "stopped" and "all failed" in report.message and "HTTP 500" in report.message
         assert 20 <= report.job["failed"] < 30
-        assert server.control.count("/v1/chat/completions") < 30
+        assert judgment_calls(server) < 30
 
 
 def test_a_document_level_pool_is_judged_on_whole_documents(project, tmp_path, cli):
@@ -370,7 +372,7 @@ def test_preview_prompt_renders_the_first_pair_exactly_as_sent(project):
         spec = _spec(server)
         preview = judge.preview_prompt(project, "demo", spec)
         judge.run_job(project, "demo", spec, limit=1)
-        sent = server.control.chat_calls()[0].body["messages"]
+        sent = server.control.chat_calls()[-1].body["messages"]  # the first is the capability probe
     assert preview["messages"] == sent
     first = query(project, "SELECT query_id, chunk_id FROM pool_pairs WHERE pool = 'demo' "
                            "ORDER BY priority, query_id, doc_id, chunk_id LIMIT 1")
@@ -388,14 +390,14 @@ def test_batch_mode_validates_every_line_like_online_replies(project):
         invalid = stored[stored["status"] == "invalid"]
         assert 0 < len(invalid) < 60 and invalid["grade"].isna().all()
         assert invalid["error"].str.contains("batch mode: no repair attempt").all()
-        assert server.control.count("/v1/chat/completions") == 0
+        assert judgment_calls(server) == 0
         texts = pair_texts(project).set_index(["query_id", "doc_id", "chunk_id"])["passage"]
         for row in stored[stored["status"] == "ok"].itertuples():
             assert row.grade == expected_default_grade(texts[(row.query_id, row.doc_id, row.chunk_id)])
         # The invalid ones are judged again online with --retry-failed.
         server.control.batch_fault_rates = {}
         again = judge.run_job(project, "demo", spec, limit=60, retry_failed=True)
-        assert server.control.count("/v1/chat/completions") == len(invalid)
+        assert judgment_calls(server) == len(invalid)
         assert again.job["ok"] == 60
 
 
@@ -404,4 +406,4 @@ def test_batch_budget_is_checked_before_submitting(project):
         spec = _spec(server, poll_seconds=0.05)
         estimate = judge.estimate(project, "demo", spec, limit=50, batch=True)
         report = judge.run_job(project, "demo", spec, limit=50, batch=True, budget_usd=estimate.cost_usd / 10)
-        assert report.state == "budget" and server.control.count("/v1/batches") == 0
+        assert report.state == "budget" and not [r for r in server.control.requests if r.path == "/v1/batches" and r.method == "POST"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.llm.judge_project import demo_project, judge_settings, pair_texts, query
+from tests.llm.judge_project import demo_project, judge_settings, judgment_calls, pair_texts, query
 from tests.support.openai_server import running_server
 from workbench.services.judge import jobs as judge
 from workbench.store import judging as store
@@ -70,7 +70,7 @@ def test_tiny_pages_judge_every_pair_once_and_send_each_text_once(project, monke
     with running_server(latency=0.02) as server:
         spec = judge.resolve_spec(judge_settings(server.base_url, concurrency=8), api_key=KEY)
         report = judge.run_job(project, "demo", spec, limit=limit)
-        calls = server.control.count("/v1/chat/completions")
+        calls = judgment_calls(server)
     assert report.state == "finished"
     stored = query(project, """SELECT query_id, doc_id, chunk_id, status, grade, cached FROM judgments
                                WHERE job_id = ? ORDER BY query_id, doc_id, chunk_id""", [report.job_id])

@@ -141,9 +141,14 @@ def _pool_info(db: Database, pool: str) -> dict:
 
 
 def estimate(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, batch: bool = False) -> Estimate:
-    """What running the job would send and cost (no request is made). Tokens are characters / 4
+    """What running the job would send and cost (no judgment request is made; ``GET /models``
+    names the server's model when it answers). Tokens are characters / 4
     of the rendered prompt (template plus texts), completions ``estimate_completion_tokens`` per
     request (1 for single-token prompts)."""
+    if not spec.offline and spec.caps is None:
+        from workbench.services.judge.probe import discover
+
+        spec = discover(db_path, pool, spec, probe=False)  # the job's stored format, if any
     with DatabaseUse(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
         info = _pool_info(db, pool)
         job = store.find_job(db, pool, spec.config_key)
@@ -196,12 +201,14 @@ class JobReport:
         cost = "unknown (no price)" if self.spec.price is None else f"${j['cost_usd']:,.4f}"
         judge = (f"{OFFLINE_MODEL} (offline lexical baseline, not an LLM)" if self.spec.offline else
                  f"{self.spec.model} at {self.spec.base_url}, prompt {self.spec.prompt_id} "
-                 f"({self.spec.prompt_hash[:12]})")
+                 f"({self.spec.prompt_hash[:12]}), {format_words(self.spec)}")
         lines = [
             f"judge job {self.job_id} on pool {self.pool}: {self.state}",
             f"  judge     {judge}" + (f", {self.spec.samples} samples ({self.spec.aggregate})"
                                       if self.spec.samples > 1 else ""),
-            (f"  pairs     {j['judged']:,} of {j['total']:,} judged: {j['ok']:,} ok, {j['invalid']:,} invalid, "
+            (f"  pairs     " + (f"{j['judged']:,} of {j['total']:,} judged" if j['judged'] <= j['total'] else
+                                 f"{j['judged']:,} judged (all {j['total']:,} asked for)")
+             + f": {j['ok']:,} ok, {j['invalid']:,} invalid, "
              f"{j['failed']:,} failed"),
             f"  this run  {self.units_run:,} judgments in {self.elapsed:,.1f} s ({self.rate:,.1f}/s); "
             + ("graded offline, no requests" if self.spec.offline else f"{self.sent:,} requests")
@@ -215,6 +222,18 @@ class JobReport:
         if self.message:
             lines.append(f"  {self.message}")
         return "\n".join(lines)
+
+
+def format_words(spec: JudgeSpec) -> str:
+    """How the job asks for structured output, for the summary: ``format json_object+schema
+    (auto; refused: json_schema)``."""
+    caps = spec.caps or {}
+    fmt = caps.get("format") or "not probed"
+    if spec.output == "single_token":
+        fmt = "single token, " + ("with logprobs" if caps.get("logprobs", True) else "no logprobs (refused)")
+    how = "auto" if spec.requested_format == "auto" else "forced"
+    refused = [r.split(":")[0] for r in caps.get("refused") or []]
+    return f"format {fmt} ({how}" + (f"; refused: {', '.join(refused)})" if refused else ")")
 
 
 # -- public operations -------------------------------------------------------------------------
@@ -239,7 +258,7 @@ def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed
             if job is None:
                 job_id = store.create_job(
                     tx, pool=pool, judge=spec.judge, model=spec.model, base_url=spec.base_url,
-                    prompt_id=spec.prompt_id, prompt_hash=spec.prompt_hash, params=spec.params,
+                    prompt_id=spec.prompt_id, prompt_hash=spec.prompt_hash, params=spec.stored_params(),
                     samples=spec.samples, aggregate=spec.aggregate, config_key=spec.config_key, budget_usd=budget)
             else:
                 job_id = job["job_id"]
@@ -274,6 +293,12 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
         raise InputError(f"--budget must be a positive amount in USD, got {budget}")
     if batch and spec.offline:
         raise InputError("--batch sends requests to an OpenAI-compatible server; the offline judge needs none")
+    if not spec.offline and spec.caps is None:
+        from workbench.services.judge.probe import discover
+
+        with DatabaseUse(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
+            _pool_info(db, pool)  # an unknown pool is refused before the server is asked anything
+        spec = discover(db_path, pool, spec, batch=batch)  # before anything is stored or deleted
     job, info = _prepare(db_path, pool, spec, limit=limit, budget=budget, retry_failed=retry_failed, batch=batch)
     budget = job.get("budget_usd") or None
     with _ACTIVE_LOCK:
@@ -345,6 +370,10 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
     if state == "finished" and final["failed"] + final["invalid"]:
         message = (f"{final['failed'] + final['invalid']:,} pairs failed or gave invalid output; "
                    f"`workbench judge --pool {pool} --retry-failed` judges them again")
+    if state == "finished" and not total:
+        scope = f"the first {limit:,} pairs" if limit is not None else "every pair"
+        message = f"nothing left to judge: {scope} of pool {pool} already judged by job {job['job_id']}" + (
+            f"; {message}" if message else "")
     errors = sorted(runner.errors.items(), key=lambda kv: -kv[1])
     return JobReport(job_id=job["job_id"], pool=pool, state=state, message=message, spec=spec, job=final,
                      units_run=runner.done, sent=runner.sent, cached=runner.cached,
@@ -414,6 +443,7 @@ def ensemble(db_path, job_ids: list[int], method: str = "majority") -> pd.DataFr
     stored judgments stay one per job."""
     from workbench.core.judging.ensemble import aggregate_grades
 
+    visibility.require_read("judge_output")
     if len(job_ids) < 2:
         raise InputError("an ensemble needs at least two judge jobs")
     key = ["query_id", "doc_id", "chunk_id"]
@@ -433,6 +463,8 @@ def ensemble(db_path, job_ids: list[int], method: str = "majority") -> pd.DataFr
 
 
 def list_failures(db_path, job_id: int, limit: int | None = None) -> pd.DataFrame:
+    """Failed and invalid samples with the judge's raw reply: judge output, refused to annotators."""
+    visibility.require_read("judge_output")
     with DatabaseUse(db_path) as db:
         return store.job_failures(db, job_id, limit)
 
@@ -441,9 +473,6 @@ def job_judgments(db_path, job_id: int) -> pd.DataFrame:
     visibility.require_read("judge_output")
     with DatabaseUse(db_path) as db:
         return store.job_judgments(db, job_id)
-    """Failed and invalid samples with the judge's raw reply: judge output, refused to annotators."""
-    visibility.require_read("judge_output")
-    visibility.require_read("judge_output")
 
 
 def offline_preview(query: str, passage: str, description: str | None = None):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.errors import ConfigError, StoreError, StoreLockedError
-from workbench.services.judge.spec import JudgeSpec, system_chars
+from workbench.services.judge.spec import JudgeSpec, request_timeout, system_chars
 from workbench.store import judging as store
 from workbench.store.database import Database
 
@@ -114,20 +114,28 @@ class LLMGrader:
     def __init__(self, spec: JudgeSpec):
         from workbench.llm.client import ClientConfig, JudgeClient
 
+        from workbench.llm.client import Capabilities
+
         s = spec.settings
         self.spec = spec
+        # Every attempt takes a slot of the client's adaptive limit (AIMD, starting at the
+        # configured concurrency): a slow server sheds load instead of piling up timeouts.
         self.client = JudgeClient(ClientConfig(
             base_url=spec.base_url, model=spec.model, temperature=float(s["temperature"]),
-            max_tokens=int(s["max_tokens"]), timeout=float(s["timeout"]), max_attempts=int(s["max_attempts"]),
+            max_tokens=int(s["max_tokens"]), timeout=request_timeout(spec), max_attempts=int(s["max_attempts"]),
             backoff_initial=float(s["backoff_initial"]), backoff_max=float(s["backoff_max"]),
             response_format=s["response_format"], requests_per_minute=int(s["requests_per_minute"]),
-            tokens_per_minute=int(s["tokens_per_minute"])), spec.api_key)
+            tokens_per_minute=int(s["tokens_per_minute"]), concurrency=int(spec.concurrency)), spec.api_key)
+        if spec.caps:
+            self.client.use(Capabilities.from_dict(spec.caps))
         self.system_chars = system_chars(spec)
 
-    async def grade(self, query: str, description: str | None, passage: str):
+    async def grade(self, query: str, description: str | None, passage: str, sample: int | None = None):
         messages = self.spec.template.render(query, passage, description)
         chars = sum(len(m["content"]) for m in messages)
-        return await self.client.judge(self.spec.template, messages, estimated_tokens=chars // 4)
+        # Several samples of a pair: each its own seed (sample index + 1), so they can differ.
+        seed = sample + 1 if sample is not None and self.spec.samples > 1 else None
+        return await self.client.judge(self.spec.template, messages, estimated_tokens=chars // 4, seed=seed)
 
     async def aclose(self):
         await self.client.aclose()
@@ -211,6 +219,19 @@ class Runner:
                 "cached_from": cached_from}
 
     def _record(self, rows: list[dict]) -> None:
+        from workbench.llm.client import CANNOT_CONNECT
+
+        gone = [r for r in rows if r["status"] == "failed" and not r["from_cache"]
+                and (r["error"] or "").startswith(CANNOT_CONNECT)]
+        if gone:
+            # Nothing listens at the base URL any more (the server was stopped or crashed): stop
+            # now, and leave these pairs pending (not failed) so that running again resumes them.
+            rows = [r for r in rows if r not in gone]
+            if not self.stop_reason:
+                self.stop_reason = "failing"
+                self.batch_message = (f"stopped: the judge server at {self.spec.base_url} went away "
+                                      f"({gone[0]['error'].splitlines()[0][:200]}); start it again, then run "
+                                      f"the same command to resume")
         for row in rows:
             self.done += 1
             if row["from_cache"]:
@@ -229,7 +250,8 @@ class Runner:
                 if self.consecutive_failed >= max(FAILURE_RUN, 2 * self.spec.concurrency) and not self.stop_reason:
                     self.stop_reason = "failing"
                     self.batch_message = (
-                        f"stopped: the last {self.consecutive_failed} requests all failed ({row['error']}); "
+                        f"stopped: the last {self.consecutive_failed} requests all failed "
+                        f"({row['error'].splitlines()[0][:300]}); "
                         f"check the server, then run again (--retry-failed also re-judges the failed pairs)")
         self.buffer.extend(rows)
 
@@ -553,7 +575,9 @@ class Runner:
             self.inflight_cost += guess
             self.sending[key] = []
             try:
-                outcome = await grader.grade(unit["query_text"], nan_none(unit["description"]), unit["passage"])
+                sample = {"sample": int(unit["sample"])} if self.spec.samples > 1 else {}
+                outcome = await grader.grade(unit["query_text"], nan_none(unit["description"]), unit["passage"],
+                                             **sample)
             finally:
                 self.inflight_cost -= guess
                 members = self.sending.pop(key)

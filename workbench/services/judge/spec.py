@@ -38,6 +38,12 @@ class JudgeSpec:
     settings: dict
     template: object = field(repr=False, default=None)
     api_key: str | None = field(repr=False, default=None)
+    #: The server as found before the job: ``host`` (of the base URL) and ``server_model`` (the
+    #: model as ``GET /models`` lists it, or None); part of the job and cache keys.
+    server: dict = field(default_factory=dict)
+    #: The capability probe's result (:class:`workbench.llm.client.Capabilities` as a dict), once
+    #: known; its ``format`` is part of the cache key.
+    caps: dict | None = None
 
     @property
     def offline(self) -> bool:
@@ -48,14 +54,42 @@ class JudgeSpec:
         return OFFLINE_MODEL if self.offline else "llm"
 
     @property
+    def requested_format(self) -> str:
+        value = str(self.settings.get("response_format", "auto"))
+        return "text" if value == "none" else value
+
+    @property
+    def response_format(self) -> str | None:
+        """The format used for the whole job (the probe's choice), None before the probe."""
+        return (self.caps or {}).get("format")
+
+    def key_params(self, response_format: str | None) -> dict:
+        """``params`` plus the server identity and a response format (offline: ``params``)."""
+        if self.offline:
+            return dict(self.params)
+        return {**self.params, "host": self.server.get("host") or base_url_host(self.base_url),
+                "server_model": self.server.get("server_model"), "response_format": response_format}
+
+    @property
     def cache_prefix(self) -> str:
-        return cache_prefix(self.model, self.prompt_hash, self.params)
+        params = self.key_params(self.response_format or _guess_format(self))
+        return cache_prefix(self.model, self.prompt_hash, params)
 
     @property
     def config_key(self) -> str:
-        text = json.dumps({"prefix": self.cache_prefix, "samples": self.samples, "aggregate": self.aggregate},
+        """The job key: model, prompt, parameters, server host and model, the *requested* format,
+        samples and aggregate (the chosen format is stored with the job)."""
+        prefix = cache_prefix(self.model, self.prompt_hash, self.key_params(self.requested_format))
+        text = json.dumps({"prefix": prefix, "samples": self.samples, "aggregate": self.aggregate},
                           sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
+
+    def stored_params(self) -> dict:
+        """What the job row keeps in ``params``: the cache parameters and the probe's result."""
+        if self.offline:
+            return dict(self.params)
+        return {**self.key_params(self.response_format), "requested_format": self.requested_format,
+                "probe": self.caps}
 
     def cost(self, prompt_tokens: int, completion_tokens: int, *, batch: bool = False) -> float | None:
         if self.price is None:
@@ -67,6 +101,31 @@ class JudgeSpec:
 def cache_prefix(model: str, prompt_hash: str, params: dict) -> str:
     """The first part of every cache key: ``model 0x1f prompt_hash 0x1f params_json 0x1f``."""
     return f"{model}\x1f{prompt_hash}\x1f{json.dumps(params, sort_keys=True)}\x1f"
+
+
+def base_url_host(base_url: str | None) -> str | None:
+    """``host[:port]`` of a base URL (part of the job and cache keys)."""
+    return urlparse(base_url).netloc or None if base_url else None
+
+
+def _guess_format(spec: "JudgeSpec") -> str:
+    """Before a probe: the format a job would most likely use (estimates only)."""
+    if spec.output == "single_token":
+        return "text"
+    return {"auto": "json_schema", "json_object": "json_object+schema"}.get(spec.requested_format,
+                                                                            spec.requested_format)
+
+
+MAX_TIMEOUT = 900.0
+
+
+def request_timeout(spec: "JudgeSpec") -> float:
+    """Seconds before a judgment request is abandoned: ``[judge] timeout`` (``--timeout``), grown
+    to 40 times the capability probe's latency when that is longer (a judgment's prompt and reply
+    are ~50 times the probe's), at most 900 s: a slow local server gets the time it needs."""
+    configured = float(spec.settings.get("timeout") or 60.0)
+    latency = float((spec.caps or {}).get("latency_s") or 0.0)
+    return max(configured, min(MAX_TIMEOUT, 40.0 * latency))
 
 
 def _is_openai(base_url: str) -> bool:
@@ -84,6 +143,8 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
     base_url = str(j["base_url"]).strip()
     if not model:
         raise ConfigError("judge.model is empty; set --model or [judge] model")
+    if not float(j.get("timeout") or 0.0) > 0:
+        raise ConfigError(f"judge.timeout must be a positive number of seconds, got {j['timeout']}")
     for name, low in (("concurrency", 1), ("samples", 1), ("max_attempts", 1), ("max_tokens", 1),
                       ("batch_size", 1)):
         if int(j[name]) < low:

@@ -1,0 +1,83 @@
+"""Before a judge job: what the server is and what it accepts.
+
+:func:`discover` runs before anything is stored or deleted. It reads ``GET /models`` (can the
+server be reached, does it take the key, which model does it serve), refuses ``--batch`` in one
+line when the server has no Batch API (llama.cpp, vLLM's server, Ollama and LM Studio answer
+``GET /batches`` with 404), finds the job of this configuration and, unless that job already
+recorded one, runs the capability probe (:meth:`workbench.llm.client.JudgeClient.probe`): the
+format found is used for the whole job and stored with it, so the probe runs once per job.
+
+With ``samples > 1`` and temperature 0 each sample sends its own ``seed``; that only makes
+sense on a server that honours it, so the probe checks (two sampled requests with one seed must
+agree) and the job is refused in one line where it does not.
+
+The request timeout grows with the probe's latency (:func:`request_timeout`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from workbench.errors import ConfigError, InputError
+from workbench.services.judge.spec import JudgeSpec, base_url_host, request_timeout  # noqa: F401 - part of the API
+from workbench.store import judging as store
+
+
+def needs_seed(spec: JudgeSpec) -> bool:
+    """Several samples at temperature 0: each sample sends its own seed (module doc)."""
+    return spec.samples > 1 and not spec.offline and float(spec.settings["temperature"]) == 0.0
+
+
+def _client(spec: JudgeSpec):
+    from workbench.llm.client import ClientConfig, JudgeClient
+
+    s = spec.settings
+    return JudgeClient(ClientConfig(
+        base_url=spec.base_url, model=spec.model, temperature=float(s["temperature"]),
+        max_tokens=int(s["max_tokens"]), timeout=2.0 * float(s.get("timeout") or 60.0),
+        max_attempts=int(s["max_attempts"]), backoff_initial=float(s["backoff_initial"]),
+        backoff_max=float(s["backoff_max"]), response_format=s["response_format"]), spec.api_key)
+
+
+async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False):
+    from workbench.llm.client import ServerProblem
+
+    client = _client(spec)
+    try:
+        if what == "server":
+            return await client.server_info(batch=batch)
+        return (await client.probe(spec.template, seed=needs_seed(spec))).as_dict()
+    except ServerProblem as exc:
+        raise ConfigError(str(exc)) from None
+    finally:
+        await client.aclose()
+
+
+def discover(db, pool: str, spec: JudgeSpec, *, batch: bool = False, probe: bool = True) -> JudgeSpec:
+    """``spec`` with the server identity and the job's capabilities (module doc). ``db``: an open
+    :class:`~workbench.store.database.Database` or a path (opened briefly). ``probe=False``
+    (estimates) sends no chat request: it reuses a stored probe, and works without the server. Raises :class:`ConfigError` in one line when the
+    server cannot be used as asked; nothing is stored."""
+    from workbench.services.judge.runner import DatabaseUse
+
+    if spec.offline:
+        return spec
+    try:
+        server_model = asyncio.run(_ask(spec, "server", batch=batch))
+    except ConfigError:
+        if probe:
+            raise
+        server_model = None  # an estimate works without the server
+    spec = replace(spec, server={"host": base_url_host(spec.base_url), "server_model": server_model})
+    with DatabaseUse(db, float(spec.settings.get("db_wait", 30.0))) as opened:
+        job = store.find_job(opened, pool, spec.config_key)
+    caps = ((job or {}).get("params") or {}).get("probe")
+    if caps is None and probe:
+        caps = asyncio.run(_ask(spec, "probe"))
+    if caps is not None and needs_seed(spec) and caps.get("seed") is False:
+        raise InputError(
+            f"--samples {spec.samples} at temperature 0: the server at {spec.base_url} does not honour `seed` "
+            f"(the same seed gave different answers), so the samples could not differ reproducibly; "
+            f"set [judge] temperature above 0 or use --samples 1")
+    return replace(spec, caps=caps) if caps is not None else spec
