@@ -145,6 +145,9 @@ def _options(cal):
                              high_risk_rate=float(settings.get("calibration", "high_risk_min_rate")))
 
 
+DESIGNS = {"Pairs (to test the judge)": "pairs", "Whole queries (for corrected scores)": "queries"}
+
+
 def _draw_form(db, cal) -> None:
     pools = cal.list_pools(db)
     with st.expander("Draw a calibration sample", expanded=cal.list_samples(db).empty):
@@ -158,11 +161,19 @@ def _draw_form(db, cal) -> None:
                                    help="The same seed draws the same sample; it is stored with it.")
             share = st.slider("Share held out for the gate", 0.5, 1.0, 0.75, 0.05,
                               help="Only held-out labels decide the gate; the rest may be used to tune the judge.")
+            design = st.selectbox("Design", list(DESIGNS), key="calibration_design",
+                              help="Pairs: stratified by the judge's grade, to test the judge. Whole queries: "
+                                   "every pooled pair of queries drawn at random, for scores corrected by SME "
+                                   "labels on the Evaluate page.")
+            queries = st.number_input("Queries to draw (whole queries)", min_value=2, max_value=100_000, value=30,
+                                      step=1, key="calibration_queries")
             name = st.text_input("Sample name", value="", placeholder="default: POOL-seedSEED")
             if st.form_submit_button("Draw sample"):
-                chosen = name.strip() or f"{pool}-seed{int(seed)}"
+                by_query = DESIGNS[design] == "queries"
+                chosen = name.strip() or f"{pool}{'-queries' if by_query else ''}-seed{int(seed)}"
                 try:
-                    out = cal.create_sample(db, chosen, pool, size=int(size), seed=int(seed), holdout_share=float(share))
+                    out = cal.create_sample(db, chosen, pool, size=int(size), seed=int(seed), holdout_share=float(share),
+                                            design=DESIGNS[design], queries=int(queries) if by_query else None)
                 except WorkbenchError as exc:
                     context.error(exc, FIELDS)
                     return

@@ -27,6 +27,7 @@ SOURCES = LABEL_SOURCE_WORDS
 TESTS = {"Randomization (permutation)": "randomization", "Paired t-test": "t", "Bootstrap": "bootstrap"}
 FIELDS = {"--runs": Field("Runs", "choice"), "-m": Field("Measures", "choice")}
 LOW_JUDGED = 0.5  # below this share of judged top-k items, a run's score is not comparable
+CORRECTED = "Judge, corrected by SME labels"  # PPI++ (services.evaluation.ppi_project)
 
 
 def _num(x, digits: int = 3) -> str:
@@ -65,6 +66,9 @@ def render() -> None:
             return
         if not choices["measures"]:
             st.info("Choose at least one measure above.")
+            return
+        if choices["source"] == "corrected":
+            _corrected(db, choices)
             return
         try:
             with st.spinner("Scoring the runs…"):
@@ -105,7 +109,10 @@ def _choices(runs: pd.DataFrame) -> dict:
     from workbench.services import visibility
 
     sources = [w for w, v in SOURCES.items() if v != "llm" or visibility.can_read("judge_output")]
-    source = SOURCES[b.selectbox("Labels", sources, key="evaluate_source")]
+    if visibility.can_read("judge_output") and visibility.can_read("others_labels"):
+        sources.append(CORRECTED)  # reads the judge's grades and every SME's labels
+    picked = b.selectbox("Labels", sources, key="evaluate_source")
+    source = "corrected" if picked == CORRECTED else SOURCES[picked]
     test = TESTS[c.selectbox("Paired test", list(TESTS), key="evaluate_test")]
     return {"runs": chosen, "measures": _measure_names(words, k), "k": k, "source": source, "test": test}
 
@@ -343,3 +350,50 @@ def _rank_agreement(db, ev, choices: dict) -> None:
                     "ranking by people": ", ".join(map(str, r.ranking_human)),
                     "ranking by the judge": ", ".join(map(str, r.ranking_judge)),
                     "note": r.reason or ""} for r in frame.itertuples(index=False)], key="evaluate-rank-agreement")
+
+
+def _corrected(db, choices: dict) -> None:
+    """"Judge, corrected by SME labels": PPI++ estimates beside the human-only intervals, and
+    how many labelled queries they rest on (services.evaluation.ppi_project)."""
+    from workbench.services.evaluation import ppi_project
+
+    status = ppi_project.sample_status(db)
+    if status is None:
+        st.info("No query sample yet. Corrected scores need SME labels on every pooled pair of a few queries "
+                "drawn at random: draw a query sample on the Calibration page (Design: Whole queries), then "
+                "grade every pair of its queries on the Label page.")
+        context.page_link("calibration", "Go to Calibration", ":material/balance:")
+        return
+    if status.labelled < 2:
+        st.info(context.plain(
+            f"Query sample {status.sample}: {status.labelled} of its {status.drawn} queries are fully labelled. "
+            "Grade every pair of at least 2 of its queries on the Label page to see corrected scores."))
+        context.page_link("label", "Go to Label", ":material/edit_note:")
+        return
+    try:
+        with st.spinner("Scoring the runs on the judge's and the SMEs' labels…"):
+            done = ppi_project.corrected_project(db, choices["runs"], choices["measures"])
+    except WorkbenchError as exc:
+        context.error(exc, FIELDS)
+        return
+    report = done.report
+    st.metric("Labelled queries it rests on", f"{report.n_labelled} of {report.n_labelled + report.n_unlabelled}")
+    st.caption(context.plain(
+        f"Query sample {status.sample} (seed {status.seed}): {status.labelled} of its {status.drawn} queries fully "
+        f"labelled by SMEs; the judge labelled all {report.n_labelled + report.n_unlabelled}. PPI++ uses every judge "
+        "label and corrects its bias with the SME labels; the human-only interval uses the labelled queries alone."))
+    st.subheader("Means with 95% intervals: corrected and human-only")
+    context.table([{"run": r, "measure": m, "corrected": _num(e.ppi.estimate),
+                    "corrected 95% interval": f"{_num(e.ppi.low)} – {_num(e.ppi.high)}",
+                    "human-only": _num(e.human_only.estimate),
+                    "human-only 95% interval": f"{_num(e.human_only.low)} – {_num(e.human_only.high)}",
+                    "judge only": _num(e.judge_only), "width ratio": _num(e.width_ratio, 2)}
+                   for m, by_run in report.runs.items() for r, e in by_run.items()], key="evaluate-corrected")
+    if len(choices["runs"]) > 1:
+        st.subheader(f"Difference from {report.first_run}")
+        context.table([{"run": r, "measure": m, "corrected Δ": f"{e.ppi.estimate:+.3f}",
+                        "corrected 95% interval": f"{e.ppi.low:+.3f} – {e.ppi.high:+.3f}",
+                        "human-only Δ": f"{e.human_only.estimate:+.3f}",
+                        "human-only 95% interval": f"{e.human_only.low:+.3f} – {e.human_only.high:+.3f}"}
+                       for m, by_run in report.differences.items() for r, e in by_run.items()],
+                      key="evaluate-corrected-differences")
