@@ -341,7 +341,11 @@ def expert_loop(page, labels: int, think: float, expected) -> tuple[dict, list[s
             except Exception:
                 said = (page.locator("[data-testid=label-key-note]").all_inner_texts()
                         + page.locator("[data-testid=stAlert]").all_inner_texts())
-                print(f"label {i + 1} ({keys}) did not move on: {said}", file=sys.stderr)
+                card = page.evaluate("() => { const W = window.__workbenchLabel || {}; return {token: W.token, "
+                                     "sent: W.sent, inflight: W.inflight, queued: (W.queue || []).length, "
+                                     "next: W.next && W.next.token, pair: (document.querySelector("
+                                     "'[data-testid=label-pair]') || {}).textContent}; }")
+                print(f"label {i + 1} ({keys}) did not move on: {said}; the card: {card}", file=sys.stderr)
                 if attempt == 3 or not any("again" in text for text in said):
                     raise
                 out["refused, pressed again"].append(1)  # as an SME would: the page asked for it

@@ -458,7 +458,7 @@ def _card(sample: str, annotator: str) -> None:
     status = st.empty()
     drawn = position
     stored = False
-    sent_ahead = None
+    sent_ahead = (None, None)
     try:
         with _timed("draw"):
             bar, sent_ahead = _draw(view, sample, annotator, position)  # and the pair the card holds ahead
@@ -469,8 +469,9 @@ def _card(sample: str, annotator: str) -> None:
                 drawn is not None and drawn not in view["next"])):
             stored = _sync_open(sample, annotator)
     said = st.session_state.pop(_SAID, None)
-    if st.session_state.get(pos_key) != drawn or (
-            stored and drawn is not None and view["next"].get(drawn) != sent_ahead):
+    known = None if drawn is None else view["next"].get(drawn)
+    if st.session_state.get(pos_key) != drawn or (stored and drawn is not None and (
+            known != sent_ahead[0] or (known is not None and view["next"].get(known) != sent_ahead[1]))):
         # moved on, or the pair after the one on screen is known only now: draw the card again,
         # so the browser holds it for the next key press
         if said:  # for the card drawn next
@@ -526,7 +527,7 @@ def _payload(view: dict, sample: str, position: int, visit: int) -> dict | None:
 
 def _draw(view: dict, sample: str, annotator: str, position: int | None):
     """Draw the card from the session's view (no project access); returns the progress bar and
-    the position of the pair sent ahead (None when none was)."""
+    the positions of the two pairs sent ahead (None where none was)."""
     value, text = _progress_bar(view)
     bar = st.empty()
     bar.progress(value, text=text)
@@ -537,9 +538,11 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
     pair = None if position is None else _payload(view, sample, position, visit)
     following = None if position is None else view["next"].get(position)
     ahead = None if following is None else _payload(view, sample, following, visit + 1)
+    after = None if ahead is None else view["next"].get(following)
+    then = None if after is None or after in (position, following) else _payload(view, sample, after, visit + 2)
     display = None if auth.mode() != "none" else view.get("display")
     _card_component()(key=_key("card", sample), data={
-        "pair": pair, "next": ahead, "ack": st.session_state.get(_ACK, 0), "min_ms": view["min_ms"],
+        "pair": pair, "next": ahead, "then": then, "ack": st.session_state.get(_ACK, 0), "min_ms": view["min_ms"],
         "annotator": display}, on_action_change=functools.partial(_on_card, sample, annotator),
         on_chosen_change=_nothing)
     if position is None:
@@ -547,11 +550,11 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
                    "how the judge compares.")
         st.button("Undo my last action", key=_key("undo_end", sample), on_click=_on_undo, args=(sample, annotator))
         st.caption("Keys: U undo")
-        return bar, None
+        return bar, (None, None)
     total = view["total"]
     if pair is None:  # the project could not be read (the reason is shown above)
         st.warning("This pair cannot be shown right now. Press a key again in a moment, or reload the page.")
-        return bar, None
+        return bar, (None, None)
     st.text_input("Comment (optional)", key=_key("comment", sample, position))
     cols = st.columns(4)
     for grade, col in zip(range(4), cols):
@@ -577,7 +580,7 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
     st.caption("Keys: ↓/↑ or j/k move the evidence cursor · Space choose / drop the sentence · 0–3 grade "
                "(2 and 3 need evidence) · S skip · X can't judge · U undo · ← previous · → next · "
                "Esc leaves a text box")
-    return bar, None if ahead is None else following
+    return bar, (None if ahead is None else following, None if then is None else after)
 
 
 def _nothing(*_args) -> None:
