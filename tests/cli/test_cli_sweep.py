@@ -50,8 +50,12 @@ def brute_coverage(db: Path, run: str, budget: int) -> float:
         texts = dict(con.query_all("SELECT doc_id, text FROM documents"))
         rows = con.query_all("""SELECT r.query_id, r.rank, k.doc_id, k.start, k."end" FROM run_rows r
                                 JOIN chunks k USING (chunk_id) WHERE r.run = ? ORDER BY r.query_id, r.rank""", [run])
+        # the queries the evaluation scores: unanswerable ones (type unanswerable) are left out of
+        # every column, coverage included (issue 19: one query set for all columns)
         gold = con.query_all("""SELECT query_id, doc_id, start, "end" FROM judgments
-                                WHERE status = 'ok' AND grade >= 1 AND source <> 'llm'""")
+                                WHERE status = 'ok' AND grade >= 1 AND source <> 'llm'
+                                  AND query_id NOT IN (SELECT query_id FROM queries
+                                                       WHERE tags ->> 'type' = 'unanswerable')""")
     finally:
         con.close()
     starts_of = {}
@@ -84,7 +88,8 @@ def test_sweep_json_shape_coverage_oracle_and_resume(demo):
     assert set(out) == {"cells", "winner_by_budget"}
     assert [(c["chunking"], c["retriever"]) for c in out["cells"]] == [("fixed:64", "bm25"), ("fixed:256", "bm25")]
     for cell in out["cells"]:
-        assert set(cell) == {"chunking", "retriever", "aggregate", "coverage", "judged@10"}
+        assert set(cell) == {"chunking", "retriever", "queries", "aggregate", "coverage", "judged@10"}
+        assert cell["queries"] == 40  # 44 less the 4 unanswerable
         assert set(cell["aggregate"]) == {"ndcg@10", "recall@10"}
         assert set(cell["coverage"]) == {"500", "2000"}
         assert 0 <= cell["judged@10"] <= 1
