@@ -45,6 +45,31 @@ def _progress(args: argparse.Namespace):
     return on_progress, close
 
 
+def _with_few_shot(args: argparse.Namespace, settings, spec):
+    """The spec with ``--few-shot K`` examples from a calibration sample's tuning part."""
+    from workbench.errors import ConfigError
+    from workbench.services.calibration.workflow import few_shot_examples, list_samples, open_for_labelling
+    from workbench.services.judge.spec import with_few_shot
+
+    if args.few_shot < 1:
+        raise ConfigError(f"--few-shot must be at least 1 example, got {args.few_shot}")
+    if spec.offline:
+        with_few_shot(spec, [], sample="", seed=0)  # refuses in one line: the offline judge reads no prompt
+    db = open_for_labelling(settings.db_path)
+    try:
+        sample = args.few_shot_sample
+        if sample is None:
+            samples = list_samples(db)
+            if samples.empty:
+                raise ConfigError("--few-shot takes its examples from a calibration sample's tuning part; draw "
+                                  "one with `workbench calibrate sample --pool POOL` and label some of it first")
+            sample = str(samples.iloc[0]["name"])
+        examples = few_shot_examples(db, sample, seed=args.few_shot_seed, total=args.few_shot)
+    finally:
+        db.close()
+    return with_few_shot(spec, examples, sample=sample, seed=args.few_shot_seed)
+
+
 def _judge(args: argparse.Namespace) -> int:
     from workbench.services.judge.jobs import estimate, resolve_spec, run_job
 
@@ -63,6 +88,10 @@ def _judge(args: argparse.Namespace) -> int:
     if args.budget is not None and not (math.isfinite(args.budget) and args.budget >= 0):
         raise InputError(f"--budget must be a number of dollars of at least 0, got {args.budget}")
     spec = resolve_spec(settings)
+    if args.few_shot is not None:
+        spec = _with_few_shot(args, settings, spec)
+    elif args.few_shot_sample is not None:
+        raise ConfigError("--few-shot-sample is a --few-shot option; add --few-shot K")
     if spec.offline and args.model not in (None, "offline-lexical"):
         # The user named a model: grading with something else would be a silent substitution.
         raise ConfigError(f"--model {args.model} needs OPENAI_API_KEY (or --base-url pointing at your own "
@@ -73,9 +102,23 @@ def _judge(args: argparse.Namespace) -> int:
     if spec.samples > 1 and not spec.offline and float(spec.settings["temperature"]) == 0.0:
         print("workbench judge: note: --samples with temperature 0 usually gives the same answer each time; "
               "set [judge] temperature (e.g. 0.7) for self-consistency", file=sys.stderr)
+    if sum(map(bool, (args.batch, args.batch_file, args.batch_results))) > 1:
+        raise InputError("--batch, --batch-file and --batch-results are three ways to batch; pass one of them")
+    if args.batch_file and not args.estimate:
+        from workbench.services.judge.batch_files import write_batch_file
+
+        print(write_batch_file(settings.db_path, args.pool, spec, args.batch_file, limit=args.limit,
+                               force=args.force).summary())
+        return 0
     if args.estimate:
         print(estimate(settings.db_path, args.pool, spec, limit=args.limit, batch=args.batch).summary())
         return 0
+    if args.batch_results:
+        from workbench.services.judge.batch_files import store_batch_results
+
+        report = store_batch_results(settings.db_path, args.pool, spec, args.batch_results, limit=args.limit)
+        print(report.summary())
+        return 0 if report.state == "finished" else STOPPED_EXIT
     on_progress, close = _progress(args)
     try:
         report = run_job(settings.db_path, args.pool, spec, limit=args.limit, budget_usd=args.budget,
@@ -96,6 +139,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", metavar="M", help="model name (default [judge] model); offline-lexical for the baseline")
     p.add_argument("--base-url", metavar="U", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     p.add_argument("--prompt", metavar="ID", help="prompt template id or .md path (default [judge] prompt)")
+    p.add_argument("--few-shot", type=int, metavar="K", default=None,
+                   help="put K SME-graded examples in the prompt, stratified by grade, from the calibration "
+                        "sample's tuning part only (never the held-out part); the examples are part of the "
+                        "prompt hash, so the gate judges this configuration on its own labels")
+    p.add_argument("--few-shot-sample", metavar="NAME", default=None,
+                   help="with --few-shot: the calibration sample to take them from (default: the newest)")
+    p.add_argument("--few-shot-seed", type=int, metavar="N", default=0,
+                   help="with --few-shot: the seed that picks the examples (default 0; stored with the job)")
     p.add_argument("--concurrency", type=int, metavar="C", help="requests in flight (default [judge] concurrency)")
     p.add_argument("--limit", type=int, metavar="N", help="judge only the first N pairs in priority order")
     p.add_argument("--budget", type=float, metavar="USD", help="stop cleanly before spending more than this")
@@ -103,6 +154,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retry-failed", action="store_true", help="judge the failed and invalid pairs again")
     p.add_argument("--estimate", action="store_true", help="print requests, tokens and cost, send nothing")
     p.add_argument("--batch", action="store_true", help="use the Batch API (submit, poll, collect; resumable)")
+    p.add_argument("--batch-file", metavar="OUT.jsonl",
+                   help="write the pending requests as an OpenAI Batch API input file (for vllm run-batch, the "
+                        "OpenAI or Together batch endpoints); sends nothing")
+    p.add_argument("--batch-results", metavar="IN.jsonl",
+                   help="store a Batch API results file written for --batch-file's requests")
+    p.add_argument("--force", action="store_true", help="with --batch-file: replace an existing file")
     p.add_argument("--response-format", choices=("auto", "json_schema", "json_object", "text"),
                    help="structured output: auto (default) probes the server once per job and uses the strictest "
                         "format it accepts; the others force one")

@@ -75,6 +75,7 @@ def discover(db, pool: str, spec: JudgeSpec, *, batch: bool = False, probe: bool
     caps = ((job or {}).get("params") or {}).get("probe")
     if caps is None and probe:
         caps = asyncio.run(_ask(spec, "probe"))
+        caps["server_model"] = server_model
     if caps is not None and needs_seed(spec) and caps.get("seed") is False:
         raise InputError(
             f"--samples {spec.samples} at temperature 0: the server at {spec.base_url} does not honour `seed` "

@@ -616,7 +616,7 @@ async def run_with_close(runner: Runner, next_page, total: int, grader) -> None:
                 pass
     try:
         ready = None
-        if isinstance(grader, LLMGrader):
+        if isinstance(grader, LLMGrader) and not grader.spec.server:  # (the probe has checked it)
             async def check() -> None:
                 problem = await grader.client.check_server()
                 if problem:

@@ -1,0 +1,110 @@
+"""``judge --batch-file`` / ``--batch-results``: the offline batch path, checked against the openai
+SDK's own types, with the results produced by sending each request body to a loopback server
+through the SDK (as ``vllm run-batch`` would), and ``--samples`` at temperature 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import typing
+
+import openai
+from openai.types.chat import ChatCompletion
+from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+
+from tests.llm.judge_project import demo_project, empty_config, judgment_calls, query
+from tests.support.openai_server import expected_default_grade, running_server
+from tests.support.prerequisites import REPO
+
+
+def _run(tmp_path, db, *args, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WORKBENCH_")}
+    env["OPENAI_API_KEY"] = "sk-test-batch-files"
+    return subprocess.run([sys.executable, "-m", "workbench", "--config", str(empty_config(tmp_path)), "--db",
+                           str(db), *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
+                          check=False)
+
+
+def test_batch_file_then_results_store_like_the_online_path(tmp_path):
+    db = demo_project(tmp_path / "demo.duckdb")
+    requests = tmp_path / "requests.jsonl"
+    base = ["judge", "--pool", "demo", "--base-url", "http://127.0.0.1:9/v1", "--model", "test-judge"]
+    done = _run(tmp_path, db, *base, "--limit", "6", "--batch-file", str(requests))
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in requests.read_text().splitlines()]
+    assert len(lines) == 6 and "wrote 6 requests" in done.stdout
+    allowed = set(typing.get_type_hints(CompletionCreateParamsNonStreaming))
+    for line in lines:
+        assert set(line) == {"custom_id", "method", "url", "body"}
+        assert line["method"] == "POST" and line["url"] == "/v1/chat/completions"
+        assert set(line["body"]) <= allowed and line["body"]["model"] == "test-judge"
+        assert line["body"]["response_format"]["type"] == "json_schema"  # what batch endpoints accept
+    assert len({line["custom_id"] for line in lines}) == 6
+
+    # Run the file "elsewhere": each body through the SDK to a loopback server, one failure.
+    results = tmp_path / "results.jsonl"
+    with running_server() as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+        out = []
+        for i, line in enumerate(lines[:5]):  # the sixth is left out: it stays pending
+            if i == 4:
+                out.append({"id": f"r{i}", "custom_id": line["custom_id"],
+                            "response": {"status_code": 500, "request_id": "x", "body": {"error": {
+                                "message": "the worker ran out of memory\nsecond line"}}}, "error": None})
+                continue
+            completion = client.chat.completions.create(**line["body"])
+            ChatCompletion.model_validate(completion.model_dump())  # the shape the results carry
+            out.append({"id": f"r{i}", "custom_id": line["custom_id"],
+                        "response": {"status_code": 200, "request_id": "x", "body": completion.model_dump()},
+                        "error": None})
+    results.write_text("".join(json.dumps(r) + "\n" for r in out))
+    stored = _run(tmp_path, db, *base, "--limit", "6", "--batch-results", str(results))
+    assert stored.returncode == 6, stored.stdout + stored.stderr  # one pair still to make
+    assert "1 judgments still to make" in stored.stdout
+    table = query(db, """SELECT j.status, j.grade, j.error, substr(d.text, k.start + 1, k."end" - k.start) AS passage
+                         FROM judgments j JOIN chunks k ON k.chunk_id = j.chunk_id
+                         JOIN documents d ON d.doc_id = k.doc_id WHERE j.source = 'llm'""")
+    assert sorted(table["status"]) == ["failed", "ok", "ok", "ok", "ok"]
+    for row in table.itertuples():
+        if row.status == "ok":
+            assert row.grade == expected_default_grade(row.passage)
+        else:
+            assert "HTTP 500" in row.error and "second line" in row.error  # the whole message
+    # Storing the same file again adds nothing; the missing pair is what a new file asks for.
+    again = _run(tmp_path, db, *base, "--limit", "6", "--batch-results", str(results))
+    assert again.returncode == 6 and len(query(db, "SELECT * FROM judgments WHERE source = 'llm'")) == 5
+    rest = tmp_path / "rest.jsonl"
+    done = _run(tmp_path, db, *base, "--limit", "6", "--batch-file", str(rest))
+    assert done.returncode == 0 and [json.loads(x)["custom_id"] for x in rest.read_text().splitlines()] == \
+        [lines[5]["custom_id"]]
+    # A bad results file is one line, exit 3.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"custom_id": "x"}\nnot json\n')
+    refused = _run(tmp_path, db, *base, "--batch-results", str(bad))
+    assert refused.returncode == 3 and "line 2" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_samples_at_temperature_zero_send_distinct_seeds_where_honoured(tmp_path):
+    db = demo_project(tmp_path / "demo.duckdb")
+    with running_server() as server:  # answers the same request the same way: the seed check passes
+        done = _run(tmp_path, db, "judge", "--pool", "demo", "--base-url", server.base_url, "--model", "test-judge",
+                    "--samples", "3", "--limit", "2")
+        assert done.returncode == 0, done.stdout + done.stderr
+        seeds = {}
+        for call in server.control.chat_calls():
+            if call.body.get("max_tokens") == 200:  # a judgment, not the probe
+                seeds.setdefault(call.prompt_sha, []).append(call.body.get("seed"))
+        assert len(seeds) == 2 and all(sorted(s) == [1, 2, 3] for s in seeds.values())
+
+
+def test_samples_at_temperature_zero_are_refused_where_seed_is_not_honoured(tmp_path):
+    db = demo_project(tmp_path / "demo.duckdb")
+    with running_server() as server:
+        server.control.grade_rule = lambda call: call.attempt % 4  # the same seed, another answer
+        done = _run(tmp_path, db, "judge", "--pool", "demo", "--base-url", server.base_url, "--model", "test-judge",
+                    "--samples", "3", "--limit", "3")
+        assert done.returncode == 3 and "does not honour `seed`" in done.stderr, done.stdout + done.stderr
+        assert len(done.stderr.strip().splitlines()) <= 2 and "Traceback" not in done.stderr
+        assert judgment_calls(server) == 0
