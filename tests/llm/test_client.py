@@ -261,3 +261,97 @@ def test_a_429_holds_the_other_requests_until_retry_after():
         first, second, waited = asyncio.run(go())
         assert first.status == second.status == "ok" and first.http_calls == 2
         assert waited >= 0.2  # held back instead of hitting the rate-limited server at once
+
+
+def test_a_one_at_a_time_server_makes_the_limit_back_off_instead_of_piling_up_timeouts():
+    """A real loopback server that answers one request at a time (as llama.cpp on a CPU does):
+    with 4 in flight the last ones time out; the adaptive limit halves, the retries wait for a
+    free slot, and every pair ends ok with fewer requests in flight at the server."""
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    serving = threading.Lock()
+    state = {"open": 0, "max_open_after_backoff": 0, "backed_off": False}
+    count = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            with count:
+                state["open"] += 1
+                if state["backed_off"]:
+                    state["max_open_after_backoff"] = max(state["max_open_after_backoff"], state["open"])
+            with serving:
+                time.sleep(0.25)
+            with count:
+                state["open"] -= 1
+            payload = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                       "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                           "role": "assistant", "content": '{"reason": "ok", "grade": 2}'}}]}
+            data = _json.dumps(payload).encode()
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:
+                pass  # the client gave up (timeout)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        async def go():
+            client = JudgeClient(ClientConfig(base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1", model="m",
+                                              timeout=0.6, max_attempts=8, backoff_initial=0.01, backoff_max=0.05,
+                                              concurrency=4), None)
+            try:
+                first = await asyncio.gather(*[client.judge(RUBRIC, RUBRIC.render("q", f"p{i}")) for i in range(4)])
+                state["backed_off"] = client.limit.limit < 4
+                rest = await asyncio.gather(*[client.judge(RUBRIC, RUBRIC.render("q", f"r{i}")) for i in range(6)])
+                return first + rest, client.limit
+            finally:
+                await client.aclose()
+        outcomes, limit = asyncio.run(go())
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert all(o.status == "ok" for o in outcomes)
+    assert limit.timeouts >= 1 and state["backed_off"]  # 4 at once on a 0.25 s serial server: the 3rd+ time out
+    assert limit.limit < 4
+
+
+def test_the_adaptive_limit_halves_on_timeouts_and_grows_after_calm_replies():
+    from workbench.llm.client import AdaptiveLimit
+
+    async def go():
+        limit = AdaptiveLimit(8)
+        for _ in range(3):
+            await limit.acquire()
+        await limit.release(None, timed_out=True)
+        assert limit.limit == 4
+        await limit.release(None, timed_out=True)
+        await limit.release(None, timed_out=True)
+        assert limit.limit == 1 and limit.inflight == 0
+        await limit.acquire()
+        blocked = asyncio.create_task(limit.acquire())
+        await asyncio.sleep(0.05)
+        assert not blocked.done()  # a second request waits while one is in flight at limit 1
+        await limit.release(1.0)
+        await asyncio.wait_for(blocked, 1)
+        await limit.release(1.0)
+        for _ in range(10):  # calm replies (latency at the best seen) grow the limit by one at a time
+            await limit.acquire()
+            await limit.release(1.0)
+        grown = limit.limit
+        assert 2 <= grown <= 8
+        for _ in range(6):  # latency climbing past 3x the best: back off
+            await limit.acquire()
+            await limit.release(10.0)
+        assert limit.limit < grown
+
+    asyncio.run(go())
