@@ -176,19 +176,33 @@ def tuning_pairs(db: Database, sample: str) -> pd.DataFrame:
     return labels[labels["part"] == TUNING].reset_index(drop=True)
 
 
-def few_shot_examples(db: Database, sample: str, *, per_grade: int = 1, seed: int = 0) -> list[dict]:
+def few_shot_examples(db: Database, sample: str, *, per_grade: int = 1, seed: int = 0,
+                      total: int | None = None) -> list[dict]:
     """Labelled examples for a judge prompt, drawn only from the sample's **tuning** part:
     up to ``per_grade`` pairs per SME grade (seeded), each with the query, its description, the
-    passage text and the SME grade. The held-out part never reaches a prompt, so the gate
-    measures the judge on pairs it was not tuned on."""
+    passage text and the SME grade. With ``total`` (``judge --few-shot K``), K pairs stratified by
+    grade instead: the grades share K as equally as their tuning pairs allow. The held-out part
+    never reaches a prompt, so the gate measures the judge on pairs it was not tuned on."""
+    from workbench.core.calibration.sample import water_fill
+
     tuning = tuning_pairs(db, sample)
     if tuning.empty:
         raise InputError(f"sample {sample!r} has no SME labels on its tuning part yet; label some of its "
                          f"tuning pairs first (only those may become examples)")
     rng = np.random.default_rng(int(seed))
+    groups = list(tuning.groupby("grade", sort=True))
+    if total is not None:
+        if int(total) < 1:
+            raise InputError(f"the number of few-shot examples must be at least 1, got {total}")
+        if int(total) > len(tuning):
+            raise InputError(f"{total} few-shot examples asked, but sample {sample!r} has {len(tuning)} SME "
+                             f"labels on its tuning part; ask for at most {len(tuning)} or label more tuning pairs")
+        quotas = water_fill(int(total), np.array([len(rows) for _, rows in groups], dtype=np.int64), rng)
+    else:
+        quotas = [min(per_grade, len(rows)) for _, rows in groups]
     out = []
-    for grade, rows in tuning.groupby("grade", sort=True):
-        pick = rows.iloc[np.sort(rng.choice(len(rows), size=min(per_grade, len(rows)), replace=False))]
+    for (grade, rows), quota in zip(groups, quotas):
+        pick = rows.iloc[np.sort(rng.choice(len(rows), size=int(quota), replace=False))]
         for row in pick.itertuples(index=False):
             found = store.read_item(db, sample, int(row.position))
             text = found["text"] or ""

@@ -44,6 +44,9 @@ class JudgeSpec:
     #: The capability probe's result (:class:`workbench.llm.client.Capabilities` as a dict), once
     #: known; its ``format`` is part of the cache key.
     caps: dict | None = None
+    #: Few-shot examples in the prompt (:func:`with_few_shot`): ``{"k", "sample", "seed",
+    #: "positions"}`` (the tuning-part pairs used), stored with the job; None for zero-shot.
+    few_shot: dict | None = None
 
     @property
     def offline(self) -> bool:
@@ -88,8 +91,11 @@ class JudgeSpec:
         """What the job row keeps in ``params``: the cache parameters and the probe's result."""
         if self.offline:
             return dict(self.params)
-        return {**self.key_params(self.response_format), "requested_format": self.requested_format,
-                "probe": self.caps}
+        out = {**self.key_params(self.response_format), "requested_format": self.requested_format,
+               "probe": self.caps}
+        if self.few_shot is not None:
+            out["few_shot"] = dict(self.few_shot)
+        return out
 
     def cost(self, prompt_tokens: int, completion_tokens: int, *, batch: bool = False) -> float | None:
         if self.price is None:
@@ -185,7 +191,28 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
                      settings=j, template=template, api_key=key)
 
 
+def with_few_shot(spec: JudgeSpec, examples: list[dict], *, sample: str, seed: int) -> JudgeSpec:
+    """``spec`` with few-shot ``examples`` (from
+    :func:`workbench.services.calibration.workflow.few_shot_examples`: the tuning part only) in its
+    prompt: a new ``prompt_hash`` (the examples are part of it, so the few-shot judge's labels are
+    their own configuration for the gate and the cache) and ``few_shot`` recorded with the job."""
+    from dataclasses import replace
+
+    if spec.offline or spec.template is None:
+        raise ConfigError("--few-shot needs an LLM judge (the offline baseline reads no prompt); set "
+                          "OPENAI_API_KEY or --base-url")
+    if not examples:
+        raise ConfigError("--few-shot found no example to put in the prompt")
+    template = spec.template.with_examples(examples)
+    return replace(spec, template=template, prompt_hash=template.prompt_hash,
+                   prompt_id=f"{spec.prompt_id}+{len(examples)}shot",
+                   few_shot={"k": len(examples), "sample": sample, "seed": int(seed),
+                             "positions": [int(e["position"]) for e in examples]})
+
+
 def system_chars(spec: JudgeSpec) -> int:
     if spec.template is None:
         return 0
-    return len(spec.template.system) + sum(len(p) for p in spec.template.user_parts if isinstance(p, str)) + 120
+    examples = sum(len(e["query"]) + len(e["passage"]) + 160 for e in getattr(spec.template, "examples", ()))
+    return (len(spec.template.system) + sum(len(p) for p in spec.template.user_parts if isinstance(p, str)) + 120
+            + examples)

@@ -1,0 +1,109 @@
+"""``judge --few-shot K``: K SME-graded examples from a calibration sample's tuning part (stratified
+by grade, never the held-out part) in the prompt, part of the prompt hash; the CLI as a real process
+against a loopback OpenAI-compatible server (the real openai client)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from tests.support.calibration_project import build_project
+from tests.support.openai_server import running_server
+from tests.support.prerequisites import REPO
+from workbench.errors import InputError
+from workbench.llm.prompts import load_prompt
+from workbench.services.calibration import workflow as cal
+from workbench.store import calibration as store
+
+
+def _labelled(tmp_path):
+    path = tmp_path / "p.duckdb"
+    db, truth = build_project(path)
+    cal.create_sample(db, "s", "p", seed=1)
+    items = store.read_sample_items(db, "s")
+    for row in items.itertuples(index=False):  # every pair, tuning and held-out
+        cal.save_label(db, "s", "sme", int(row.position), truth[(row.query_id, row.doc_id)])
+    return path, db, items
+
+
+def test_examples_come_from_the_tuning_part_stratified_by_grade(tmp_path):
+    _, db, items = _labelled(tmp_path)
+    part = dict(zip(items["position"].astype(int), items["part"]))
+    examples = cal.few_shot_examples(db, "s", total=8, seed=3)
+    assert len(examples) == 8
+    assert {part[e["position"]] for e in examples} == {"tuning"}
+    by_grade = Counter(e["grade"] for e in examples)
+    assert sorted(by_grade) == [0, 1, 2, 3] and max(by_grade.values()) - min(by_grade.values()) <= 1
+    assert examples == cal.few_shot_examples(db, "s", total=8, seed=3)  # seeded
+    assert examples != cal.few_shot_examples(db, "s", total=8, seed=4)
+    tuning = int((items["part"] == "tuning").sum())
+    with pytest.raises(InputError, match=f"has {tuning} SME labels on its tuning part"):
+        cal.few_shot_examples(db, "s", total=tuning + 1)
+    db.close()
+
+
+def test_examples_enter_the_prompt_and_its_hash(tmp_path):
+    _, db, items = _labelled(tmp_path)
+    examples = cal.few_shot_examples(db, "s", total=4, seed=0)
+    held_out = [store.read_item(db, "s", int(p)) for p in items.loc[items["part"] == "holdout", "position"]]
+    db.close()
+    zero = load_prompt("relevance_v1")
+    few = zero.with_examples(examples)
+    assert few.prompt_hash != zero.prompt_hash
+    assert load_prompt("relevance_v1").prompt_hash == zero.prompt_hash  # zero-shot hash unchanged
+    assert zero.with_examples(examples[:3]).prompt_hash != few.prompt_hash
+    messages = few.render("the query to grade", "THE PASSAGE TO GRADE")
+    assert messages[0] == zero.render("x", "y")[0]  # the system message carries no example
+    user = messages[1]["content"]
+    for e in examples:
+        assert e["passage"] in user and f"grade {e['grade']}" in user
+    assert user.rindex("THE PASSAGE TO GRADE") > max(user.index(e["passage"]) for e in examples)
+    texts = {e["passage"] for e in examples}
+    for item in held_out:
+        passage = item["text"][item["start"]:item["end"]]
+        assert passage in texts or passage not in user  # no held-out pair's text (unless it equals an example)
+    assert "<<<EXAMPLE_PASSAGE " in user
+
+
+def test_judge_few_shot_cli_stores_its_own_configuration(tmp_path):
+    path, db, items = _labelled(tmp_path)
+    tuning = set(items.loc[items["part"] == "tuning", "position"].astype(int))
+    db.close()
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test-few-shot"}
+    env.pop("WORKBENCH_DB", None)
+
+    def judge(server, *extra):
+        cmd = [sys.executable, "-m", "workbench", "--db", str(path), "judge", "--pool", "p", "--model", "m2",
+               "--base-url", server.base_url, "--limit", "12", "--no-progress", *extra]
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+
+    with running_server() as server:
+        done = judge(server, "--few-shot", "4", "--few-shot-seed", "2")
+        assert done.returncode == 0, done.stderr
+        prompts = [json.dumps(r.body) for r in server.control.chat_calls() if "Examples graded" in json.dumps(r.body)]
+        assert len(prompts) >= 12
+        zero = judge(server)
+        assert zero.returncode == 0, zero.stderr
+    refused = subprocess.run([sys.executable, "-m", "workbench", "--db", str(path), "judge", "--pool", "p",
+                              "--model", "offline-lexical", "--few-shot", "2"], capture_output=True, text=True,
+                             cwd=REPO, env={k: v for k, v in env.items() if k != "OPENAI_API_KEY"}, timeout=120)
+    assert refused.returncode == 2 and "needs an LLM judge" in refused.stderr
+    from workbench.store.database import Database
+
+    with Database(path) as d:
+        hashes = d.query_all("SELECT prompt_hash, count(*) FROM judgments WHERE model = 'm2' AND status = 'ok' "
+                             "GROUP BY prompt_hash ORDER BY prompt_hash")
+        params = [json.loads(p) for (p,) in d.query_all("SELECT params::VARCHAR FROM judge_jobs WHERE model = 'm2'")]
+        examples = cal.few_shot_examples(d, "s", total=4, seed=2)
+    few_shot = [p["few_shot"] for p in params if "few_shot" in p]
+    assert len(few_shot) == 1 and few_shot[0]["k"] == 4 and few_shot[0]["sample"] == "s"
+    assert set(few_shot[0]["positions"]) <= tuning
+    assert sorted(few_shot[0]["positions"]) == sorted(e["position"] for e in examples)
+    expected = load_prompt("relevance_v1").with_examples(examples).prompt_hash
+    assert sorted(h for h, _ in hashes) == sorted([expected, load_prompt("relevance_v1").prompt_hash])
+    assert all(n == 12 for _, n in hashes)
