@@ -1,0 +1,160 @@
+"""``workbench judge`` against a real llama.cpp server (llama-cpp-python 0.3.36, SmolLM2-135M).
+
+Plumbing only, never the tiny model's grades: the built-in defaults give no failed pair (the
+probe finds that llama.cpp refuses json_schema with HTTP 500 and takes json_object with a schema),
+logprobs reach the single-token parser, a killed server stops the job (exit 6) and a restarted one
+resumes it, and --batch is refused in one line. One server for the whole module (it is slow to
+start and serves one request at a time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.llm.judge_project import demo_project, query
+from tests.support.llama_server import ALIAS, live_llama, llama_server  # noqa: F401 - fixtures
+from tests.support.prerequisites import REPO
+
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WORKBENCH_")}
+    env["OPENAI_API_KEY"] = "sk-local"
+    return env
+
+
+def _workbench(cwd, db, *args, timeout=900):
+    """The command exactly as a user types it: no --config, no WORKBENCH_* variable, and a working
+    directory without config/workbench.toml, so the built-in defaults apply."""
+    return subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], capture_output=True,
+                          text=True, cwd=cwd, env=_env(), timeout=timeout, check=False)
+
+
+def _judge(cwd, db, server, *args, timeout=900):
+    return _workbench(cwd, db, "judge", "--pool", "demo", "--base-url", server.base_url, "--model", ALIAS, *args,
+                      timeout=timeout)
+
+
+def test_defaults_judge_every_pair_then_batch_is_refused_in_one_line(live_llama, tmp_path):
+    assert not (tmp_path / "config" / "workbench.toml").exists()
+    db = demo_project(tmp_path / "demo.duckdb")
+    started = time.monotonic()
+    done = _judge(tmp_path, db, live_llama, "--limit", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and time.monotonic() - started < 900
+    # llama.cpp refuses json_schema (HTTP 500 naming the field); the probe falls back once, for the job
+    assert "format json_object+schema (auto; refused: json_schema)" in done.stdout
+    out = tmp_path / "judgments.jsonl"
+    exported = _workbench(tmp_path, db, "export", "judgments", "--out", str(out), "--source", "llm")
+    assert exported.returncode == 0, exported.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["query_id"] and row["chunk_id"] and row["model"] == ALIAS
+        assert row["status"] in ("ok", "invalid")  # never failed for the request's shape
+        assert (row["grade"] in (0, 1, 2, 3)) if row["status"] == "ok" else row["grade"] is None
+        assert row["status"] == "ok" or row["error"]
+        assert row["raw_response"]
+    job = query(db, "SELECT params::VARCHAR AS params FROM judge_jobs")["params"][0]
+    probe = json.loads(job)["probe"]
+    assert probe["format"] == "json_object+schema" and probe["server_model"] == ALIAS
+    assert "Input should be 'text' or 'json_object'" in probe["refused"][0]
+
+    # A finished job asked for fewer pairs: nothing is sent, and the summary says so.
+    again = _judge(tmp_path, db, live_llama, "--limit", "1")
+    assert again.returncode == 0 and "nothing left to judge" in again.stdout, again.stdout + again.stderr
+
+    # No Files/Batch API on llama.cpp: one line, exit 2, and nothing deleted first.
+    before = query(db, "SELECT count(*) AS n FROM judgments WHERE source = 'llm'")["n"][0]
+    started = time.monotonic()
+    refused = _judge(tmp_path, db, live_llama, "--limit", "2", "--batch", "--retry-failed", timeout=180)
+    assert refused.returncode == 2 and time.monotonic() - started < 180
+    assert "Traceback" not in refused.stderr and 1 <= len(refused.stderr.strip().splitlines()) <= 3
+    assert "no Batch API" in refused.stderr and "--batch-file" in refused.stderr
+    assert query(db, "SELECT count(*) AS n FROM judgments WHERE source = 'llm'")["n"][0] == before
+
+
+def test_logprobs_from_the_server_reach_the_single_token_parser(live_llama):
+    """The probe finds logprobs accepted; the body the judge sends asks for them; the reply's
+    top candidates are read as the parser's grade distribution (checked against the raw JSON)."""
+    import openai  # the oracle: the SDK's own request, not the judge's client
+
+    from workbench.llm.client import CallOutcome, ClientConfig, JudgeClient, read_completion
+    from workbench.llm.parse import grade_probabilities
+    from workbench.llm.prompts import load_prompt
+
+    template = load_prompt("relevance_token_v1")
+
+    async def go():
+        client = JudgeClient(ClientConfig(base_url=live_llama.base_url, model=ALIAS, timeout=300), "sk-local")
+        try:
+            caps = await client.probe(template)
+            client.use(caps)
+            body = client.request_body(template, [{"role": "user", "content": "Reply with the digit 2."}])
+        finally:
+            await client.aclose()
+        sdk = openai.AsyncOpenAI(base_url=live_llama.base_url, api_key="sk-local", timeout=300)
+        try:
+            reply = await sdk.chat.completions.create(**body)
+        finally:
+            await sdk.close()
+        return caps, body, reply.model_dump()
+
+    caps, body, reply = asyncio.run(go())
+    assert caps.format == "text" and caps.logprobs
+    assert body["logprobs"] is True and body["top_logprobs"] == 10 and body["max_tokens"] == 1
+    first = reply["choices"][0]["logprobs"]["content"][0]
+    assert len(first["top_logprobs"]) == 10
+    outcome = CallOutcome(status="failed")
+    parsed, raw = read_completion(template, reply, outcome)
+    assert raw == reply["choices"][0]["message"]["content"] and outcome.prompt_tokens > 0
+    digits = {int(t["token"].strip()): t["logprob"] for t in first["top_logprobs"]
+              if t["token"].strip() in ("0", "1", "2", "3")}
+    probs, _ = grade_probabilities([(t["token"], t["logprob"]) for t in first["top_logprobs"]], (0, 1, 2, 3))
+    if digits:  # by hand: exp(lp_g) / sum over the grade tokens present
+        total = sum(math.exp(v) for v in digits.values())
+        assert probs == pytest.approx({g: math.exp(digits[g]) / total if g in digits else 0.0 for g in range(4)})
+    else:
+        assert probs is None
+    if parsed.grade is not None:
+        assert parsed.probabilities == probs
+
+
+def test_a_killed_server_stops_the_job_and_a_restarted_one_resumes_it(live_llama, tmp_path):
+    db = demo_project(tmp_path / "demo.duckdb")
+    log_start = live_llama.log.stat().st_size if live_llama.log.exists() else 0
+
+    def chat_lines() -> int:
+        with open(live_llama.log, "rb") as f:
+            f.seek(log_start)
+            return f.read().count(b"POST /v1/chat/completions")
+
+    cmd = [sys.executable, "-m", "workbench", "--db", str(db), "judge", "--pool", "demo", "--base-url",
+           live_llama.base_url, "--model", ALIAS, "--prompt", "relevance_token_v1", "--limit", "3"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while chat_lines() < 1 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)  # the probe has been answered: judgment requests follow
+    time.sleep(1.0)
+    live_llama.stop()
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 6, out + err
+    assert "Traceback" not in err and "went away" in out
+    judged = query(db, "SELECT count(*) AS n, count(*) FILTER (WHERE status = 'failed') AS failed "
+                       "FROM judgments WHERE source = 'llm'")
+    assert judged["failed"][0] == 0  # the pairs the dead server could not answer stay pending
+    assert judged["n"][0] < 3
+
+    live_llama.start()
+    done = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = query(db, "SELECT status FROM judgments WHERE source = 'llm'")
+    assert len(table) == 3 and set(table["status"]) <= {"ok", "invalid"}
