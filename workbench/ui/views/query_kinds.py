@@ -56,6 +56,7 @@ def render() -> None:
 
 # --- unanswerable -------------------------------------------------------------------------------
 def _unanswerable(info: dict) -> None:
+    from workbench.services.evaluation import abstention
     from workbench.services.qrels import answerability
 
     st.header("Unanswerable queries")
