@@ -108,6 +108,15 @@ def query_design_samples(db: Database) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
+def few_shot_configurations(db: Database) -> dict[tuple[str, str], dict]:
+    """``{(model, prompt_hash): few_shot}`` of every judge job run with few-shot examples
+    (``params.few_shot``: k, sample, seed, positions; the latest job's when several)."""
+    rows = db.query_all(
+        """SELECT model, prompt_hash, json_extract(params, '$.few_shot')::VARCHAR FROM judge_jobs
+           WHERE json_extract(params, '$.few_shot') IS NOT NULL ORDER BY job_id""")
+    return {(str(m), str(h)): json.loads(f) for m, h, f in rows if f and f != "null"}
+
+
 def count_pool_pairs(db: Database, pool: str) -> int:
     return int(db.query_value("SELECT count(*) FROM pool_pairs WHERE pool = ?", [pool]))
 

@@ -107,3 +107,31 @@ def test_judge_few_shot_cli_stores_its_own_configuration(tmp_path):
     expected = load_prompt("relevance_v1").with_examples(examples).prompt_hash
     assert sorted(h for h, _ in hashes) == sorted([expected, load_prompt("relevance_v1").prompt_hash])
     assert all(n == 12 for _, n in hashes)
+
+
+
+def test_compare_judges_ranks_few_shot_without_its_examples(tmp_path):
+    """Few-shot and zero-shot configurations side by side on the tuning part; the few-shot one is
+    scored without the pairs in its prompt (counted by hand from the sample)."""
+    import pandas as pd
+
+    from workbench.store.judgments import write_judgments
+
+    _, db, items = _labelled(tmp_path)
+    examples = cal.few_shot_examples(db, "s", total=4, seed=0)
+    shown = {e["position"] for e in examples}
+    frame = pd.DataFrame({"query_id": items["query_id"], "doc_id": items["doc_id"], "start": items["start"],
+                          "end": items["end"], "grade": items["judge_grade"].astype(int), "source": "llm",
+                          "assessor": "judge", "model": "m2", "status": "ok"})
+    with db.transaction() as tx:
+        write_judgments(tx, frame.assign(prompt_hash="h-zero"))
+        write_judgments(tx, frame.assign(prompt_hash="h-few"))
+        tx.execute("""INSERT INTO judge_jobs (pool, judge, model, prompt_id, prompt_hash, params, config_key)
+                      VALUES ('p', 'llm', 'm2', 'relevance_v1+4shot', 'h-few', ?, 'k')""",
+                   [json.dumps({"few_shot": {"k": 4, "sample": "s", "seed": 0, "positions": sorted(shown)}})])
+    rows = {(c["model"], c["prompt_hash"]): c for c in cal.compare_judges(db, "s", part="tuning")}
+    db.close()
+    tuning = int((items["part"] == "tuning").sum())
+    few, zero = rows[("m2", "h-few")], rows[("m2", "h-zero")]
+    assert (zero["few_shot"], zero["examples_left_out"], zero["n"]) == (0, 0, tuning)
+    assert (few["few_shot"], few["examples_left_out"], few["n"]) == (4, 4, tuning - 4)

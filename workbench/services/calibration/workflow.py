@@ -701,15 +701,25 @@ def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNIN
     """Every judge configuration (model × prompt) that graded the sample's pairs, against the
     SMEs on ``part`` (the tuning part by default: compare and choose there, then gate the chosen
     one on the held-out part once), each with its figures, intervals and the verdict the gate
-    would give. Sorted by binary κ, best first; configurations with no labelled pair are left out."""
+    would give. Sorted by binary κ, best first; configurations with no labelled pair are left out.
+    A few-shot configuration (``judge --few-shot``) is compared without its own examples (they
+    are in its prompt): ``few_shot`` is its number of examples (0: zero-shot) and
+    ``examples_left_out`` how many of this sample's pairs that removed."""
     info = _sample(db, sample)
     labels = reference_labels(db, info["name"])
     if part != "all":
         labels = labels[labels["part"] == part]
     grades = store.judge_grades_for_sample(db, info["name"])
+    shots = store.few_shot_configurations(db)
     out = []
     for (model, prompt_hash), rows in grades.groupby(["model", "prompt_hash"], sort=True):
         merged = labels.merge(rows[["position", "grade"]].rename(columns={"grade": "config_grade"}), on="position")
+        few = shots.get((str(model), str(prompt_hash)))
+        left_out = 0
+        if few is not None and few.get("sample") == info["name"]:
+            examples = merged["position"].astype(int).isin({int(p) for p in few.get("positions", [])})
+            left_out = int(examples.sum())
+            merged = merged[~examples]
         if merged.empty:
             continue
         r = agreement(merged["grade"].to_numpy(), merged["config_grade"].to_numpy(), threshold=options.threshold,
@@ -720,7 +730,8 @@ def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNIN
         out.append({"model": model or None, "prompt_hash": prompt_hash or None, "n": r.n,
                     **{k: r.figures[k] for k in ("tpr", "tnr", "precision", "kappa", "kappa_graded", "msd")},
                     "ci": {k: list(r.ci[k]) for k in ("tpr", "tnr", "precision", "kappa", "kappa_graded", "msd")},
-                    "verdict": decide(r, thresholds).verdict})
+                    "verdict": decide(r, thresholds).verdict,
+                    "few_shot": int(few["k"]) if few is not None else 0, "examples_left_out": left_out})
     return sorted(out, key=lambda d: -(d["kappa"] if d["kappa"] == d["kappa"] else -2.0))
 
 

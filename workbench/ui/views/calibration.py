@@ -118,8 +118,11 @@ def _configurations(configs: list[dict]) -> None:
         st.info("No SME labels on the tuning part yet. Compare judge configurations there, choose one, "
                 "then gate it on the held-out part once.")
         return
-    st.caption("Compare and choose on the tuning part; only the held-out part decides the verdict above.")
-    context.table([{"model": c["model"] or "–", "prompt": (c["prompt_hash"] or "–")[:12], "pairs": c["n"],
+    st.caption("Compare and choose on the tuning part; only the held-out part decides the verdict above. "
+               "Best first; a few-shot judge is compared without the pairs shown to it as examples.")
+    context.table([{"model": c["model"] or "–", "prompt": (c["prompt_hash"] or "–")[:12],
+                    "examples in the prompt": (f"few-shot ({c['few_shot']})" if c.get("few_shot") else "zero-shot"),
+                    "pairs": c["n"],
                     "TPR": f"{_fmt(c['tpr'])} ({_fmt(c['ci']['tpr'][0])}–{_fmt(c['ci']['tpr'][1])})",
                     "TNR": f"{_fmt(c['tnr'])} ({_fmt(c['ci']['tnr'][0])}–{_fmt(c['ci']['tnr'][1])})",
                     "κ": f"{_fmt(c['kappa'])} ({_fmt(c['ci']['kappa'][0])}–{_fmt(c['ci']['kappa'][1])})",
