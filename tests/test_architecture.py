@@ -6,7 +6,7 @@ reports the violation, so no rule can pass by seeing nothing.
 
 Layers (a directory or a top-level module of ``workbench/``) and the direction of imports::
 
-    errors, config            the foundation every layer may use (config reads files only)
+    errors, config, version   the foundation every layer may use (config reads files only)
     core                      pure values and functions
     retrieval   -> core       retrievers over in-memory data
     store                     the database (duckdb and SQL live only here)
@@ -28,11 +28,12 @@ from tests.support.prerequisites import REPO
 
 PACKAGE = REPO / "workbench"
 
-FOUNDATION = {"errors", "config"}
+FOUNDATION = {"errors", "config", "version"}
 # importing layer -> the other workbench layers it may import. "workbench" is the package root
 # (its ``__version__``). A layer missing from this table fails test_every_layer_is_in_the_matrix.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "version": set(),
     "config": {"errors"},
     "resources": set(),
     "core": {"errors"},
@@ -44,7 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "ui": FOUNDATION | {"core", "retrieval", "services", "workbench"},
     "api": FOUNDATION | {"core", "retrieval", "services", "workbench"},  # the Python API, like cli and ui
     "__main__": {"cli"},
-    "__init__": {"core", "api"},  # the lazy ``workbench.evaluate`` and ``workbench.Project`` exports
+    "__init__": {"core", "api", "version"},  # the lazy ``workbench.evaluate`` and ``workbench.Project`` exports
 }
 LAYERS = sorted(ALLOWED)
 
@@ -138,7 +139,7 @@ def _write(root: Path, relative: str, text: str) -> Path:
 
 def _module_of(layer: str) -> str:
     """Where a sample module of ``layer`` lives in a scratch package."""
-    return f"{layer}.py" if layer in {"errors", "config", "__main__", "__init__"} else f"{layer}/sample.py"
+    return f"{layer}.py" if layer in {"errors", "config", "version", "__main__", "__init__"} else f"{layer}/sample.py"
 
 
 # --- the package --------------------------------------------------------------------------------
@@ -304,9 +305,9 @@ def _module_name(path: Path, package: Path = PACKAGE) -> str:
 
 def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     """``{module: the package modules it imports}``, lazy imports included; ``from a.b import c``
-    names the module ``a.b.c`` when ``c`` is one, else ``a.b``. Reading the root package's
-    metadata (``from workbench import __version__``) is no edge: every import of a package
-    module runs the root first anyway, and the root's exports are lazy (its ``__getattr__``)."""
+    names the module ``a.b.c`` when ``c`` is one, else ``a.b`` (the root package too: its lazy
+    exports import the API, so a module that reads ``workbench.__version__`` would close a circle;
+    the version lives in ``workbench.version``)."""
     modules = {_module_name(p, package): p for p in _modules(package)}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
@@ -317,8 +318,6 @@ def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 for a in node.names:
                     sub = f"{node.module}.{a.name}"
-                    if node.module == package.name and sub not in modules and _dunder(a.name):
-                        continue
                     edges.add(sub if sub in modules else node.module)
         graph[name] = {m for m in edges if m in modules and m != name}
     return graph
@@ -437,6 +436,7 @@ def test_the_circle_checker_finds_circles(tmp_path):
     _write(tmp_path, "__init__.py", "def __getattr__(name):\n    from workbench.api import Api\n")
     _write(tmp_path, "api.py", "from workbench import __version__\nfrom workbench.core import f\n")
     assert import_circles(tmp_path / "workbench") == [
+        ["workbench", "workbench.api"],  # the root's lazy export and the API reading the root's version
         ["workbench.services.a", "workbench.services.b", "workbench.services.c"],
         ["workbench.store.d", "workbench.store.e"],
     ]
@@ -448,7 +448,8 @@ def test_the_circle_checker_accepts_a_tree(tmp_path):
     _write(tmp_path, "services/b.py", "from workbench.core.c import x\n")
     _write(tmp_path, "core/c.py", "import os\n")
     _write(tmp_path, "__init__.py", "def __getattr__(name):\n    from workbench.services.a import Api\n")
-    _write(tmp_path, "core/version.py", "from workbench import __version__\n")  # metadata, no edge
+    _write(tmp_path, "version.py", "__version__ = '1'\n")
+    _write(tmp_path, "services/c.py", "from workbench.version import __version__\n")
     assert import_circles(tmp_path / "workbench") == []
 
 

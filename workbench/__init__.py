@@ -15,7 +15,8 @@ The public Python API:
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from workbench.version import __version__
+
 __all__ = ["Project", "evaluate", "__version__"]
 
 

@@ -47,3 +47,26 @@ def test_excerpt_never_cuts_a_word():
     cut = excerpt(text, 14)
     assert cut == "alpha beta …"
     assert all(word in text.split() for word in cut.rstrip(" …").split())
+
+
+def test_an_error_that_names_its_field_is_rendered_by_each_front_end_without_rewriting():
+    """Errors as data: the service says which field; the CLI names its flag, the page its label."""
+    from workbench.cli.common import error_text
+    from workbench.core.formats.names import check_name
+    from workbench.errors import InputError, StoreError
+    from workbench.services.retrieval.runs import read_runs_checked
+
+    with pytest.raises(InputError) as caught:
+        read_runs_checked(None, [])
+    exc = caught.value
+    assert (exc.what, exc.field, exc.hint) == ("no runs given", "runs", "{set_field}")
+    assert error_text(exc) == "no runs given; pass --runs A,B"
+    assert page_message(exc, {"--runs": Field("Runs to fuse", "choice")}) == "no runs given; choose “Runs to fuse”"
+    with pytest.raises(InputError) as caught:
+        check_name("a,b", "run", "choose another {field}", field="name")
+    assert error_text(caught.value).endswith("; choose another --name")
+    assert page_message(caught.value, {"name": Field("Run name")}).endswith("; choose another “Run name”")
+    # a page's own words are never rewritten: "--" in a value stays as it is
+    odd = StoreError("pool 'a--b' already exists in /p/a.duckdb", field="name", hint="choose another {field}")
+    assert page_message(odd, project="/p/a.duckdb") == "pool 'a--b' already exists in this project; choose another “Name”"
+    assert str(odd) == "pool 'a--b' already exists in /p/a.duckdb; choose another --name"

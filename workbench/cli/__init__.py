@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from workbench import __version__
+        from workbench.version import __version__
 
         print(__version__)
         return 0
@@ -143,7 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
         return code
     except WorkbenchError as exc:
-        print(f"workbench {args.group}: error: {exc}", file=sys.stderr)
+        from workbench.cli.common import error_text
+
+        print(f"workbench {args.group}: error: {error_text(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"workbench {args.group}: interrupted", file=sys.stderr)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import InputError
+from workbench.errors import InputError, WorkbenchError, field_flag
 
 if TYPE_CHECKING:
     from workbench.config import Settings
@@ -34,6 +34,29 @@ EXIT_CODES = (
     (5, "the project database is locked by another process"),
     (130, "interrupted (Ctrl-C)"),
 )
+
+
+#: The flag of each field an error may concern (:class:`workbench.errors.WorkbenchError`): the one
+#: place the CLI names a field. A field missing here is named ``--`` + its key (``_`` as ``-``).
+FIELD_FLAGS: dict[str, str] = {
+    "name": "--name", "k": "--k", "runs": "--runs", "chunking": "--chunking", "backend": "--backend",
+    "device": "--device", "precision": "--precision", "size": "--size", "overlap": "--overlap",
+    "out": "--out", "force": "--force", "pool": "--pool", "depth": "--depth", "model": "--model",
+}
+
+
+#: What "pass FLAG" shows after the flag, for fields whose value needs an example.
+FIELD_EXAMPLES: dict[str, str] = {"runs": "A,B"}
+
+
+def flag_of(field: str) -> str:
+    return FIELD_FLAGS.get(field) or field_flag(field)
+
+
+def error_text(exc: WorkbenchError) -> str:
+    """An error as the CLI says it: its field as the flag (``{set_field}``: ``pass --runs A,B``)."""
+    return exc.render(flag_of, lambda field: " ".join(
+        ["pass", flag_of(field), *([FIELD_EXAMPLES[field]] if field in FIELD_EXAMPLES else [])]))
 
 
 def wrapped(text: str) -> str:

@@ -64,7 +64,7 @@ def chunking_spec(name: str, strategy: str, size: int | None = None, overlap: in
     params: dict = {}
     if strategy == "document":
         if size is not None or overlap is not None:
-            raise InputError("the 'document' strategy takes no --size or --overlap; drop them")
+            raise InputError("the 'document' strategy takes no {field} or --overlap", field="size", hint="drop them")
     else:
         key = "max_size" if strategy == "section" else "size"
         params[key] = DEFAULT_SIZE[strategy] if size is None else size
@@ -87,10 +87,9 @@ def create_chunking(db: Database, name: str, strategy: str, *, size: int | None 
     access.require("build")
     spec = chunking_spec(name, strategy, size, overlap, unit)
     if chunking_exists(db, name):
-        raise StoreError(
-            f"chunking {name!r} already exists in {db.path}; choose another --name "
-            f"(chunkings are immutable because runs and pools refer to their chunk ids)"
-        )
+        raise StoreError(f"chunking {name!r} already exists in {db.path}", field="name",
+                         hint="choose another {field} (chunkings are immutable because runs and pools refer "
+                              "to their chunk ids)")
     started = time.perf_counter()
     documents = read_documents(db)
     if documents.empty:

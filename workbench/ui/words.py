@@ -10,6 +10,11 @@ shows, so the same error names the field or button the user can act on:
   → "the Data page");
 * the server-side path of an uploaded file → the name of the file the user uploaded.
 
+An error that says which field it concerns (:attr:`workbench.errors.WorkbenchError.field`) is not
+rewritten: it is rendered from that data with the field's label (:data:`COMMON_FIELDS`, or the
+page's own fields). The rewriting above is the fallback for messages that still name flags in
+their text, until every service message carries its field.
+
 Pages also check their fields before calling a service (empty or taken names, nothing chosen),
 so the most common mistakes never reach this translation; it is the safety net for the rest.
 
@@ -23,6 +28,8 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from workbench.errors import WorkbenchError
 
 
 #: The "Labels" choice of the pages that read qrels (Qrels, Evaluate, Experiments): the page's words
@@ -47,29 +54,30 @@ class Field:
         return f"“{self.label}”"
 
 
-# Flags the services name, with the words most pages use for them; a page passes its own.
+# The fields errors concern (:attr:`workbench.errors.WorkbenchError.field`, the CLI's flags without
+# ``--``), with the words most pages use for them: the one table of field labels; a page passes its own.
 COMMON_FIELDS: dict[str, Field] = {
-    "--name": Field("Name"),
-    "--format": Field("Format", "choice"),
-    "--skip-unknown": Field("Skip rows with unknown ids", "check"),
-    "--assessor": Field("Assessor"),
-    "--chunking": Field("Chunking", "choice"),
-    "--runs": Field("Runs", "choice"),
-    "--k": Field("Results per query", "number"),
-    "--depth": Field("Depth", "number"),
-    "--size": Field("Size", "number"),
-    "--overlap": Field("Overlap", "number"),
-    "--unit": Field("Unit", "choice"),
-    "--model": Field("Model"),
-    "--weights": Field("Weights"),
-    "--rrf-k": Field("RRF k", "number"),
-    "--source": Field("Source run", "choice"),
-    "--level": Field("Level", "choice"),
-    "--out": Field("File name"),
-    "--force": Field("Replace the existing file", "check"),
-    "--id-field": Field("Id field"),
-    "--text-field": Field("Text field"),
-    "--title-field": Field("Title field"),
+    "name": Field("Name"),
+    "format": Field("Format", "choice"),
+    "skip_unknown": Field("Skip rows with unknown ids", "check"),
+    "assessor": Field("Assessor"),
+    "chunking": Field("Chunking", "choice"),
+    "runs": Field("Runs", "choice"),
+    "k": Field("Results per query", "number"),
+    "depth": Field("Depth", "number"),
+    "size": Field("Size", "number"),
+    "overlap": Field("Overlap", "number"),
+    "unit": Field("Unit", "choice"),
+    "model": Field("Model"),
+    "weights": Field("Weights"),
+    "rrf_k": Field("RRF k", "number"),
+    "source": Field("Source run", "choice"),
+    "level": Field("Level", "choice"),
+    "out": Field("File name"),
+    "force": Field("Replace the existing file", "check"),
+    "id_field": Field("Id field"),
+    "text_field": Field("Text field"),
+    "title_field": Field("Title field"),
 }
 
 # CLI commands and the page that does the same thing.
@@ -87,6 +95,12 @@ _LIST_REPR = re.compile(r"\[((?:'[^'\[\]]*'(?:, )?)*)\]")
 _DICT_REPR = re.compile(r"\{((?:'[^'{}]*': [^,{}]+(?:, )?)+)\}")
 
 
+def _field_key(name: str) -> str:
+    """A field key from a key or a flag (pages still pass their fields by flag): ``--base-url`` ->
+    ``base_url``."""
+    return name[2:].replace("-", "_") if name.startswith("--") else name
+
+
 def page_message(message: str | Exception, fields: Mapping[str, Field] | None = None, *,
                  uploaded: Mapping[str, str] | None = None, project: str | None = None) -> str:
     """``message`` in the page's words (see the module doc); one line.
@@ -95,18 +109,26 @@ def page_message(message: str | Exception, fields: Mapping[str, Field] | None = 
     :data:`COMMON_FIELDS`); ``uploaded`` maps server paths of uploaded files to the names the
     user gave them; ``project`` is the project database path, which the page calls "this project".
     """
-    text = str(message)
+    known = {_field_key(k): v for k, v in {**COMMON_FIELDS, **(fields or {})}.items()}
+
+    def field_of(key: str) -> Field:
+        return known.get(key) or Field(key.replace("_", " ").capitalize())
+
+    structured = isinstance(message, WorkbenchError) and message.field is not None
+    if structured:
+        # An error that says which field it concerns: named in the page's words, no rewriting.
+        text = message.render(lambda key: field_of(key).quoted,
+                              lambda key: f"{field_of(key).verb} {field_of(key).quoted}")
+    else:
+        text = str(message)
     for server_path, name in (uploaded or {}).items():
         text = text.replace(str(server_path), name)
     if project:
         text = text.replace(f" in {project}", " in this project").replace(str(project), "this project")
-    known = {**COMMON_FIELDS, **(fields or {})}
-
-    def field_of(flag: str) -> Field:
-        return known.get(flag) or Field(flag.lstrip("-").replace("-", " ").capitalize())
-
+    if structured:
+        return " ".join(text.split())
     def as_action(match: re.Match) -> str:
-        field = field_of(match.group(1))
+        field = field_of(_field_key(match.group(1)))
         return f"{field.verb} {field.quoted}"
 
     def as_page(match: re.Match) -> str:
@@ -120,7 +142,7 @@ def page_message(message: str | Exception, fields: Mapping[str, Field] | None = 
                                               re.findall(r"'([^']*)': ([^,{}]+)", m.group(1))), text)
     text = _PASS.sub(as_action, text)
     text = _COMMAND.sub(as_page, text)
-    text = _BARE_FLAG.sub(lambda m: field_of(m.group(0)).quoted, text)
+    text = _BARE_FLAG.sub(lambda m: field_of(_field_key(m.group(0))).quoted, text)
     return " ".join(text.split())
 
 

@@ -19,9 +19,10 @@ NAME_RULE = (f"letters, digits, '_', '-' and '.', starting with a letter or digi
 _NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.\-]{{0,{MAX_LENGTH - 1}}}")
 
 
-def check_name(name: object, what: str, fix: str = "choose another name") -> str:
-    """``name`` when it follows the rule, else an :class:`InputError` saying the rule and ``fix``."""
+def check_name(name: object, what: str, fix: str = "choose another name", *, field: str | None = None) -> str:
+    """``name`` when it follows the rule, else an :class:`InputError` saying the rule and ``fix``
+    (which may name ``field``, the input that holds the name, as ``{field}``)."""
     if isinstance(name, str) and _NAME.fullmatch(name):
         return name
     shown = clip(name) if isinstance(name, str) else repr(name)
-    raise InputError(f"{what} name {shown} is not allowed: use {NAME_RULE}; {fix}")
+    raise InputError(f"{what} name {shown} is not allowed: use {NAME_RULE}", field=field, hint=fix)

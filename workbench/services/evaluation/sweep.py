@@ -734,7 +734,7 @@ def pool_unjudged(db: Database, pool: str, cells: list[Cell], depth: int) -> dic
     from workbench.services.pooling.pools import add_runs, build_pool
     from workbench.store.pools import read_pool
 
-    check_name(pool, "pool", "choose another --pool")
+    check_name(pool, "pool", "choose another {field}", field="pool")
     added: dict[str, list[str]] = {}
     for cell in cells:
         if not (cell.judged < LOW_JUDGED):

@@ -130,7 +130,7 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
     """
     access.require("build")
     depth = _check_depth(depth)
-    check_name(name, "pool", "choose another --name")
+    check_name(name, "pool", "choose another {field}", field="name")
     if read_pool(db, name) is not None:
         raise StoreError(
             f"pool {name!r} already exists in {db.path}; add runs to it with "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from workbench import __version__
+from workbench.version import __version__
 from workbench.config import Settings, load_settings
 from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError, StoreError

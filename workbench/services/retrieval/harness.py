@@ -279,7 +279,7 @@ def plan_harness(db: Database, name: str, *, queries: str | list[str] = "all", c
         raise InputError("give exactly one of --command 'PROGRAM ... {query}' or --url http://127.0.0.1:PORT/PATH")
     if not (timeout > 0):
         raise InputError(f"--timeout must be a positive number of seconds, got {timeout!r}")
-    check_name(name, "run", "choose another --name")
+    check_name(name, "run", "choose another {field}", field="name")
     if run_exists(db, name):
         raise StoreError(f"run {name!r} already exists in {db.path}; choose another --name")
     if command is not None:

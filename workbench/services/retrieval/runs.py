@@ -122,17 +122,16 @@ def timed_per_query(texts: list[str], search_one, advance=None):
 
 def _check_k(k) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"--k must be a positive integer (results per query), got {k!r}")
+        raise InputError(f"{{field}} must be a positive integer (results per query), got {k!r}", field="k")
     return int(k)
 
 
 def _check_new_run(db: Database, name: str) -> None:
-    check_name(name, "run", "choose another --name")
+    check_name(name, "run", "choose another {field}", field="name")
     if run_exists(db, name):
-        raise StoreError(
-            f"run {name!r} already exists in {db.path}; choose another --name (runs are kept so "
-            f"pools and evaluations that used them stay reproducible)"
-        )
+        raise StoreError(f"run {name!r} already exists in {db.path}", field="name",
+                         hint="choose another {field} (runs are kept so pools and evaluations that used them "
+                              "stay reproducible)")
 
 
 def _load_chunks(db: Database, chunking: str) -> pd.DataFrame:
@@ -257,7 +256,7 @@ def dense_cache_key(model: str, backend: str = "torch", precision: str = "fp32")
         # The recipe number too: vectors of an older export/quantisation recipe differ (about 1%
         # cosine for int8) and must never be mixed with new ones in one cache.
         return f"{key}#onnx-{precision}-r{RECIPE}"
-    raise InputError(f"--backend must be torch or onnx, got {backend!r}")
+    raise InputError(f"{{field}} must be torch or onnx, got {backend!r}", field="backend")
 
 
 def default_dense_backend(encoder=None) -> str:
@@ -275,7 +274,7 @@ def load_dense_encoder(model: str, backend: str = "torch", device: str = "cpu", 
     """The encoder for ``backend`` (``torch``: sentence-transformers on ``device``; ``onnx``:
     :mod:`workbench.retrieval.onnx_dense`, CPU unless a CUDA provider exists)."""
     if device not in ("cpu", "cuda", "auto"):
-        raise InputError(f"--device must be cpu, cuda or auto, got {device!r}")
+        raise InputError(f"{{field}} must be cpu, cuda or auto, got {device!r}", field="device")
     if backend == "onnx":
         from workbench.retrieval import onnx_dense
 
@@ -287,7 +286,7 @@ def load_dense_encoder(model: str, backend: str = "torch", device: str = "cpu", 
         if torch.cuda.is_available():
             device = "cuda"
         elif device == "cuda":
-            raise InputError("--device cuda: torch sees no CUDA device here; use --device cpu or auto")
+            raise InputError("{field} cuda: torch sees no CUDA device here", field="device", hint="use {field} cpu or auto")
         else:
             device = "cpu"
     return dense_mod.load_encoder(model, device=device)
@@ -349,7 +348,8 @@ def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
     access.require("build")
     backend = backend or default_dense_backend(encoder)
     if backend == "torch" and precision != "fp32":
-        raise InputError(f"--precision {precision} applies to --backend onnx only; add --backend onnx")
+        raise InputError(f"{{field}} {precision} applies to --backend onnx only", field="precision",
+                         hint="add --backend onnx")
     k = _check_k(k)
     _check_new_run(db, name)
     started = time.perf_counter()
@@ -400,9 +400,9 @@ def same_scope(info: pd.DataFrame, what: str) -> tuple[str, str | None]:
 def read_runs_checked(db: Database, runs: list[str]) -> pd.DataFrame:
     """Run info for ``runs`` in the given order; unknown names raise with the known ones listed."""
     if not runs:
-        raise InputError("no runs given; pass --runs A,B")
+        raise InputError("no runs given", field="runs", hint="{set_field}")
     if len(set(runs)) != len(runs):
-        raise InputError(f"--runs lists a run twice: {', '.join(runs)}")
+        raise InputError(f"{{field}} lists a run twice: {', '.join(runs)}", field="runs")
     info = read_run_info(db, runs)
     unknown = [r for r in runs if r not in set(info["name"])]
     if unknown:
@@ -427,7 +427,8 @@ def run_hybrid(db: Database, name: str, runs: list[str], *, k: int = DEFAULT_K, 
     if chunking is not None:
         odd = [r.name for r in info.itertuples() if r.chunking != chunking]
         if odd:
-            raise InputError(f"runs {odd} are not over chunking {chunking!r}; drop --chunking or pick other runs")
+            raise InputError(f"runs {odd} are not over chunking {chunking!r}", field="chunking",
+                             hint="drop {field} or pick other runs")
     level, chunking = same_scope(info, "hybrid fusion")
     rows = read_run_rows_many(db, runs)
     id_col = "chunk_id" if level == "chunk" else "doc_id"
