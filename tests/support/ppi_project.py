@@ -52,3 +52,29 @@ def label_queries(db, sample: str, truth: dict, queries: int, *, annotator: str 
         for row in rows.itertuples(index=False):
             cal.save_label(db, sample, annotator, int(row.position), truth[(row.query_id, row.doc_id)])
     return full
+
+
+def export_files(path, out, labelled) -> tuple:
+    """The project's labels and runs as files by its export commands (real processes): the judge's
+    qrels (every ok LLM grade), the SMEs' qrels of the ``labelled`` queries, and one TREC run file
+    per run; what ``workbench ppi`` reads. Returns ``(human_qrels, judge_qrels, [run files])``."""
+    import json
+
+    from tests.conftest import run_cli
+
+    for source in ("llm", "human"):
+        proc = run_cli("--db", str(path), "export", "judgments", "--source", source, "--pool", "p",
+                       "--out", str(out / f"{source}.jsonl"), cwd=out)
+        assert proc.returncode == 0, proc.stderr
+    runs = []
+    for r in RUNS:
+        proc = run_cli("--db", str(path), "export", "run", r, "--out", str(out / f"{r}.run"), cwd=out)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(out / f"{r}.run")
+    judge = [json.loads(line) for line in (out / "llm.jsonl").read_text().splitlines()]
+    human = [json.loads(line) for line in (out / "human.jsonl").read_text().splitlines()]
+    (out / "judge.qrels").write_text("".join(f"{j['query_id']} 0 {j['doc_id']} {j['grade']}\n"
+                                             for j in judge if j["status"] == "ok"))
+    (out / "human.qrels").write_text("".join(f"{h['query_id']} 0 {h['doc_id']} {h['grade']}\n"
+                                             for h in human if h["query_id"] in set(labelled)))
+    return out / "human.qrels", out / "judge.qrels", runs

@@ -110,3 +110,36 @@ def test_calibration_page_draws_a_query_sample(tmp_path, monkeypatch):
         info = store.read_sample(d, "p-queries-seed0")
         items = store.read_sample_items(d, "p-queries-seed0")
     assert info["spec"]["design"] == "queries" and items["query_id"].nunique() == 6 and len(items) == 72
+
+
+def test_calibration_page_labels_needed_box(tmp_path, monkeypatch):
+    """The box's numbers equal ``workbench ppi --plan`` (a separate process) on the labels and runs
+    exported from the same project."""
+    from tests.support.ppi_project import export_files
+
+    path = tmp_path / "p.duckdb"
+    db, truth = build_ppi_project(path)
+    cal.create_sample(db, "qs", "p", design="queries", queries=10, seed=2)
+    label_queries(db, "qs", truth, 3)
+    db.close()
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    at = AppTest.from_function(_calibration_page, default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    assert "at least 5 of them" in " ".join(c.value for c in at.caption)
+    db = cal.open_for_labelling(path)
+    labelled = label_queries(db, "qs", truth, 7)
+    db.close()
+    at.run()
+    assert not at.exception, at.exception
+    rows = {r["target"]: r for r in html_tables(at)["calibration-labels-needed"]}
+    human, judge, runs = export_files(path, tmp_path, labelled)
+    proc = run_cli("ppi", str(human), str(judge), *map(str, runs), "-m", "ndcg@10", "--plan", "--half-width",
+                   "0.05", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)["measures"]["ndcg@10"]
+    for run in ("ra", "rb"):
+        assert rows[f"{run} (mean)"]["labelled queries, judge corrected"] == str(plan["runs"][run]["n_ppi"])
+        assert rows[f"{run} (mean)"]["labelled queries, SME labels only"] == str(plan["runs"][run]["n_human"])
+    assert rows["rb − ra"]["labelled queries, judge corrected"] == str(plan["differences"]["rb"]["n_ppi"])
+    assert rows["rb − ra"]["labelled queries, SME labels only"] == str(plan["differences"]["rb"]["n_human"])

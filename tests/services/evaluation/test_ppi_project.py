@@ -4,13 +4,11 @@ project by the export commands (an independent path: export, TREC files, the fil
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.support.ppi_project import RUNS, build_ppi_project, label_queries
+from tests.support.ppi_project import RUNS, build_ppi_project, export_files, label_queries
 from workbench.errors import InputError
 from workbench.services import access
 from workbench.services.calibration import workflow as cal
@@ -24,8 +22,8 @@ MEASURES = ["ndcg@10", "P@5", "AP(rel=2)"]
 def test_query_design_draws_whole_queries_seeded(tmp_path):
     db, _ = build_ppi_project(tmp_path / "p.duckdb")
     a = cal.create_sample(db, "a", "p", design="queries", queries=8, seed=11)
-    b = cal.create_sample(db, "b", "p", design="queries", queries=8, seed=11)
-    c = cal.create_sample(db, "c", "p", design="queries", queries=8, seed=12)
+    cal.create_sample(db, "b", "p", design="queries", queries=8, seed=11)
+    cal.create_sample(db, "c", "p", design="queries", queries=8, seed=12)
     items = {n: store.read_sample_items(db, n) for n in "abc"}
     assert a["queries"] == 8 and a["population_queries"] == 30
     assert a["size"] == 8 * 12  # every pool pair of each drawn query
@@ -43,11 +41,6 @@ def test_query_design_draws_whole_queries_seeded(tmp_path):
     db.close()
 
 
-def _write_qrels(path, rows):
-    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows))
-    return path
-
-
 def test_corrected_equals_file_mode_on_exported_files(tmp_path):
     path = tmp_path / "p.duckdb"
     db, truth = build_ppi_project(path)
@@ -61,22 +54,7 @@ def test_corrected_equals_file_mode_on_exported_files(tmp_path):
     db.close()
 
     # the independent path: the project's export commands, then files
-    for source in ("llm", "human"):
-        proc = run_cli("--db", str(path), "export", "judgments", "--source", source, "--pool", "p",
-                       "--out", str(tmp_path / f"{source}.jsonl"), cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr
-    runs = []
-    for r in RUNS:
-        proc = run_cli("--db", str(path), "export", "run", r, "--out", str(tmp_path / f"{r}.run"), cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr
-        runs.append(tmp_path / f"{r}.run")
-    judge = [json.loads(line) for line in (tmp_path / "llm.jsonl").read_text().splitlines()]
-    human = [json.loads(line) for line in (tmp_path / "human.jsonl").read_text().splitlines()]
-    judge_qrels = _write_qrels(tmp_path / "judge.qrels",
-                               [(j["query_id"], j["doc_id"], j["grade"]) for j in judge if j["status"] == "ok"])
-    human_qrels = _write_qrels(tmp_path / "human.qrels",
-                               [(h["query_id"], h["doc_id"], h["grade"]) for h in human
-                                if h["query_id"] in set(labelled)])
+    human_qrels, judge_qrels, runs = export_files(path, tmp_path, labelled)
     files = ppi_files(human_qrels, judge_qrels, runs, MEASURES)
 
     assert done.report.n_labelled == files.n_labelled == 7

@@ -75,6 +75,7 @@ def render() -> None:
     _report(body)
     _pace(pace)
     _configurations(configs)
+    _labels_needed()
     _adjudication(sample, disagreements)
 
 
@@ -328,3 +329,51 @@ def _exports(body: dict) -> None:
                             file_name=f"calibration-{body['sample']}.json", mime="application/json")
     cols[1].download_button("Download figures (CSV)", csv.getvalue(), file_name=f"calibration-{body['sample']}.csv",
                             mime="text/csv")
+
+
+def _labels_needed() -> None:
+    """How many labelled queries reach a target interval half-width, with the judge corrected by
+    SME labels (PPI++) and with SME labels alone, from the query sample's labelled queries as the
+    pilot (the service of ``workbench ppi --plan``: services.evaluation.ppi_project)."""
+    from workbench.services.evaluation import ppi_project
+    from workbench.services.evaluation.ppi import MIN_PILOT
+    from workbench.services.evaluation.views import run_table
+
+    st.subheader("Labels needed")
+    with context.project() as db:
+        status = ppi_project.sample_status(db)
+        if status is None:
+            st.caption("Draw a query sample above (Design: Whole queries) and grade every pair of a few of its "
+                       "queries: from that pilot this box estimates how many labelled queries a run's score needs.")
+            return
+        if status.labelled < MIN_PILOT:
+            st.caption(context.plain(
+                f"Query sample {status.sample}: {status.labelled} of its {status.drawn} queries fully labelled. Grade "
+                f"every pair of at least {MIN_PILOT} of them on the Label page for an estimate of the labels needed."))
+            return
+        names = run_table(db)["name"].tolist()
+        if not names:
+            st.caption("No run yet: run a retriever on Retrieve & Pool to plan its labels.")
+            return
+        cols = st.columns([3, 2, 2])
+        runs = cols[0].multiselect("Runs (differences are from the first)", names, default=names[:2],
+                                   key="calibration_plan_runs")
+        measure = cols[1].selectbox("Measure", ["ndcg@10", "P@10", "recall@100", "map"], key="calibration_plan_measure")
+        half = cols[2].number_input("Target half-width", min_value=0.005, max_value=0.5, value=0.05, step=0.005,
+                                    format="%.3f", key="calibration_plan_half_width")
+        if not runs:
+            st.caption("Choose at least one run.")
+            return
+        try:
+            plan, _ = ppi_project.corrected_plan(db, runs, [measure], float(half))
+        except WorkbenchError as exc:
+            context.error(exc, FIELDS)
+            return
+    rows = [{"target": f"{r} (mean)", "labelled queries, judge corrected": p.n_ppi,
+             "labelled queries, SME labels only": p.n_human} for r, p in plan.runs[measure].items()]
+    rows += [{"target": f"{r} − {plan.first_run}", "labelled queries, judge corrected": p.n_ppi,
+              "labelled queries, SME labels only": p.n_human} for r, p in plan.differences[measure].items()]
+    context.table(rows, key="calibration-labels-needed")
+    st.caption(context.plain(
+        f"For a 95% interval of ±{float(half):g} on {measure}, from a pilot of {plan.n_pilot} labelled queries of "
+        f"{plan.n_total} (query sample {status.sample}); rough with a small pilot. You have {status.labelled}."))
