@@ -139,7 +139,7 @@ def _strings(value) -> str:
 def test_the_read_ahead_and_the_page_stay_blind_until_submission(judged):
     at = _page()
     view = at.session_state["_label_view"]
-    assert set(view["items"]) == {0, 1, 2}  # the pair and the two after it are held already
+    assert set(view["items"]) == {0, 1, 2, 3, 4}  # the pair and the four after it are held already
     assert MARKER not in _strings(at.session_state.to_dict()) and MARKER not in _texts(at)
     for _ in range(3):
         _press(at, "label_grade_s_0")
@@ -190,7 +190,7 @@ def test_with_an_overlap_a_pair_filled_meanwhile_is_passed_over(judged, monkeypa
 
     monkeypatch.setattr(label, "_settings", lambda: (1, 300))
     at = _page("ann")
-    assert _pair(at) == "1" and at.session_state["_label_view"]["next"] == {0: 1, 1: 2}
+    assert _pair(at) == "1" and at.session_state["_label_view"]["next"] == {0: 1, 1: 2, 2: 3, 3: 4}
     db = Database(judged)
     try:
         cal.save_label(db, "s", "bob", 1, 3, evidence=[[0, 5]])  # bob fills pair 2 while ann reads pair 1

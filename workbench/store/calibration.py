@@ -308,6 +308,13 @@ def event_before(cur: Cursor, sample: str, annotator: str, position: int, event_
 
 def next_open_position(db: Database, sample: str, annotator: str, *, after: int = -1,
                        overlap: int | None = None, besides: int | None = None) -> int | None:
+    """The first of :func:`next_open_positions` (None when all are done)."""
+    found = next_open_positions(db, sample, annotator, after=after, overlap=overlap, besides=besides, limit=1)
+    return found[0] if found else None
+
+
+def next_open_positions(db: Database, sample: str, annotator: str, *, after: int = -1,
+                        overlap: int | None = None, besides: int | None = None, limit: int = 1) -> list[int]:
     """The first position after ``after`` the annotator has not labelled (no state, or
     ``clear``); then, wrapping around, skipped items come back; None when all are done.
 
@@ -329,10 +336,10 @@ def next_open_position(db: Database, sample: str, annotator: str, *, after: int 
              AND (?::INTEGER IS NULL OR coalesce(o.answered, 0) < ?)
              AND (?::INTEGER IS NULL OR i.position <> ?)
            ORDER BY (coalesce(c.action, 'clear') = 'skip'), (i.position <= ?), i.position
-           LIMIT 1""",
-        [sample, annotator, annotator, sample, overlap, overlap, besides, besides, int(after)],
+           LIMIT ?""",
+        [sample, annotator, annotator, sample, overlap, overlap, besides, besides, int(after), int(limit)],
     )
-    return None if not rows else int(rows[0][0])
+    return [int(r[0]) for r in rows]
 
 
 def label_table(db: Database, sample: str) -> pd.DataFrame:

@@ -326,7 +326,7 @@ def open_for_labelling(path: str | Path, *, wait: float | None = None, migrate: 
 
 
 def labelling_view(db: Database, sample: str, annotator: str, *, position: int | None = None,
-                   after: int | None = None, overlap: int | None = None, have=()) -> dict:
+                   after: int | None = None, overlap: int | None = None, have=(), depth: int = 2) -> dict:
     """What the Label page needs to show ``position`` and answer the next key press without
     another read, in one go:
 
@@ -336,9 +336,10 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
     - ``next``: the pair that comes after ``position`` once it is answered (the page moves
       there at the key press; the pair on screen itself is never ``next``, so ``None`` means
       it is the last open pair; after a skip, the skipped pair itself comes back);
-    - ``then``: the pair that comes after ``next`` once both are answered, as far as can be
-      told now (the browser holds it, so the key press after next draws it at once);
-    - ``items``: the items at ``position``, ``next``, ``then`` and the two neighbours (previous / next
+    - ``ahead``: the ``depth`` pairs that come after ``position`` when each is answered in
+      turn, as far as can be told now (``next`` is the first, ``then`` the second); the browser
+      holds them, so the key presses after this one draw their pair at once;
+    - ``items``: the items at ``position``, those ``ahead`` and the two neighbours (previous / next
       buttons) that are not in ``have`` (positions the caller holds already; items never
       change once drawn), as :func:`item` gives them, without the judge's output;
     - ``states``, ``total``, ``progress``: :func:`my_states`, the sample's size, :func:`progress_of`.
@@ -354,21 +355,19 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
                                             after=-1 if after is None else int(after))
     elif not 0 <= int(position) < total:
         raise InputError(f"sample {sample!r} has no item at position {position}")
-    following = then = None
+    following, ahead = None, []
     if position is not None:
         position = int(position)
-        following = store.next_open_position(db, sample, annotator, after=position, overlap=overlap or None,
-                                             besides=position)
-        if following is not None and following != position:
-            then = store.next_open_position(db, sample, annotator, after=following, overlap=overlap or None,
-                                            besides=following)
-            then = None if then in (position, following) else then
+        ahead = store.next_open_positions(db, sample, annotator, after=position, overlap=overlap or None,
+                                          besides=position, limit=max(1, int(depth)))
+        following = ahead[0] if ahead else None
     held = {int(p) for p in have}
-    wanted = {p for p in (position, following, then, None if position is None else position - 1,
+    wanted = {p for p in (position, *ahead, None if position is None else position - 1,
                           None if position is None else position + 1)
               if p is not None and 0 <= p < total and p not in held}
     return {"total": total, "states": states, "progress": progress_of(states, total), "position": position,
-            "next": following, "then": then, "items": store.read_items(db, sample, wanted)}
+            "next": following, "then": ahead[1] if len(ahead) > 1 else None, "ahead": ahead,
+            "items": store.read_items(db, sample, wanted)}
 
 
 def _check_evidence(evidence, doc_len: int | None) -> list[list[int]] | None:

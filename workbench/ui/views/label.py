@@ -182,6 +182,10 @@ _UNKNOWN = "unknown"  # the pair after an answer, when the card did not hold it 
 _ACK = "_label_ack"  # the number of the last action the browser sent that was handled
 _TAKEN = "_label_taken"  # the card tokens (pair on screen, visit) whose one answer was taken
 _CARD = None  # the registered card component (registered on first use)
+#: Pairs the card holds ahead of the one on screen: the browser draws each at its key press
+#: without the server, so a server that is busy (a judge job holding the file) is caught up
+#: with later instead of being waited for.
+AHEAD = 4
 
 
 #: Set (to a file path) by ``benchmarks/label_bench.py``: the server then appends one JSON line
@@ -386,19 +390,22 @@ def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
     try:
         with _timed("read"):
             snap = cal.labelling_view(db, sample, annotator, position=position, after=after,
-                                      overlap=view["overlap"], have=() if fresh else view["items"].keys())
+                                      overlap=view["overlap"], have=() if fresh else view["items"].keys(),
+                                      depth=AHEAD)
     except WorkbenchError as exc:
         _say("error", context.plain(str(exc)))
         view["stale"] = True
         return
-    keep = {p for p in (snap["position"], snap["next"], snap.get("then")) if p is not None}
+    walk = [] if snap["position"] is None else [snap["position"], *snap["ahead"]]
+    keep = set(walk)
     if snap["position"] is not None:
         keep |= {snap["position"] - 1, snap["position"] + 1}
     items = {p: item for p, item in view["items"].items() if p in keep}
     items.update(snap["items"])
-    chain = {} if snap["position"] is None else {snap["position"]: snap["next"]}
-    if snap["next"] is not None and snap.get("then") is not None and snap["next"] != snap["position"]:
-        chain[snap["next"]] = snap["then"]  # what the card sends ahead after the next key press
+    # pair -> the pair after it, along the pairs the card holds ahead (None: the last open one)
+    chain = {a: b for a, b in zip(walk, walk[1:])}
+    if snap["position"] is not None and not snap["ahead"]:
+        chain[snap["position"]] = None
     view.update(items=items, states=snap["states"], total=snap["total"], stale=False, next=chain)
     if st.session_state.get(pos_key) != snap["position"]:
         _go(sample, snap["position"])
@@ -458,7 +465,7 @@ def _card(sample: str, annotator: str) -> None:
     status = st.empty()
     drawn = position
     stored = False
-    sent_ahead = (None, None)
+    sent_ahead: list[int] = []
     try:
         with _timed("draw"):
             bar, sent_ahead = _draw(view, sample, annotator, position)  # and the pair the card holds ahead
@@ -469,9 +476,7 @@ def _card(sample: str, annotator: str) -> None:
                 drawn is not None and drawn not in view["next"])):
             stored = _sync_open(sample, annotator)
     said = st.session_state.pop(_SAID, None)
-    known = None if drawn is None else view["next"].get(drawn)
-    if st.session_state.get(pos_key) != drawn or (stored and drawn is not None and (
-            known != sent_ahead[0] or (known is not None and view["next"].get(known) != sent_ahead[1]))):
+    if st.session_state.get(pos_key) != drawn or (stored and drawn is not None and _walk(view, drawn) != sent_ahead):
         # moved on, or the pair after the one on screen is known only now: draw the card again,
         # so the browser holds it for the next key press
         if said:  # for the card drawn next
@@ -481,6 +486,17 @@ def _card(sample: str, annotator: str) -> None:
         getattr(status, said[0])(said[1])
     if stored:
         bar.progress(*_progress_bar(view))
+
+
+def _walk(view: dict, position: int) -> list[int]:
+    """The pairs after ``position`` the card could hold ahead now (as :func:`_draw` walks them)."""
+    out, at = [], position
+    while len(out) < AHEAD:
+        at = view["next"].get(at)
+        if at is None or at == position or at in out or at not in view["items"]:
+            break
+        out.append(at)
+    return out
 
 
 def _rerun_card() -> None:
@@ -527,7 +543,7 @@ def _payload(view: dict, sample: str, position: int, visit: int) -> dict | None:
 
 def _draw(view: dict, sample: str, annotator: str, position: int | None):
     """Draw the card from the session's view (no project access); returns the progress bar and
-    the positions of the two pairs sent ahead (None where none was)."""
+    the positions of the pairs sent ahead, in order."""
     value, text = _progress_bar(view)
     bar = st.empty()
     bar.progress(value, text=text)
@@ -536,13 +552,20 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
     if not shown or shown[0] != _token(sample, position, visit):
         st.session_state[_key("shown_at", sample)] = (_token(sample, position, visit), time.monotonic())
     pair = None if position is None else _payload(view, sample, position, visit)
-    following = None if position is None else view["next"].get(position)
-    ahead = None if following is None else _payload(view, sample, following, visit + 1)
-    after = None if ahead is None else view["next"].get(following)
-    then = None if after is None or after in (position, following) else _payload(view, sample, after, visit + 2)
+    ahead, held = [], []
+    at = position
+    while at is not None and len(ahead) < AHEAD:
+        at = view["next"].get(at)
+        if at is None or at == position or at in held:
+            break
+        payload = _payload(view, sample, at, visit + 1 + len(ahead))
+        if payload is None:
+            break
+        ahead.append(payload)
+        held.append(at)
     display = None if auth.mode() != "none" else view.get("display")
     _card_component()(key=_key("card", sample), data={
-        "pair": pair, "next": ahead, "then": then, "ack": st.session_state.get(_ACK, 0), "min_ms": view["min_ms"],
+        "pair": pair, "ahead": ahead, "ack": st.session_state.get(_ACK, 0), "min_ms": view["min_ms"],
         "annotator": display}, on_action_change=functools.partial(_on_card, sample, annotator),
         on_chosen_change=_nothing)
     if position is None:
@@ -550,11 +573,11 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
                    "how the judge compares.")
         st.button("Undo my last action", key=_key("undo_end", sample), on_click=_on_undo, args=(sample, annotator))
         st.caption("Keys: U undo")
-        return bar, (None, None)
+        return bar, []
     total = view["total"]
     if pair is None:  # the project could not be read (the reason is shown above)
         st.warning("This pair cannot be shown right now. Press a key again in a moment, or reload the page.")
-        return bar, (None, None)
+        return bar, []
     st.text_input("Comment (optional)", key=_key("comment", sample, position))
     cols = st.columns(4)
     for grade, col in zip(range(4), cols):
@@ -580,7 +603,7 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
     st.caption("Keys: ↓/↑ or j/k move the evidence cursor · Space choose / drop the sentence · 0–3 grade "
                "(2 and 3 need evidence) · S skip · X can't judge · U undo · ← previous · → next · "
                "Esc leaves a text box")
-    return bar, (None if ahead is None else following, None if then is None else after)
+    return bar, held
 
 
 def _nothing(*_args) -> None:

@@ -3,7 +3,7 @@
 // One document-level key listener serves the card wherever the focus is, except text boxes.
 const W = window.__workbenchLabel || (window.__workbenchLabel = {
   installed: false, token: null, position: null, shownAt: null, cursor: 0, chosen: new Set(),
-  sent: false, seq: 0, inflight: 0, queue: [], next: null, then: null, minMs: 300, units: 0, root: null,
+  sent: false, seq: 0, inflight: 0, queue: [], ahead: [], minMs: 300, units: 0, root: null,
   send: null, setChosen: null, focusCard: false,
 });
 
@@ -117,11 +117,8 @@ function answer(kind, grade) {
   W.sent = true;
   dispatch({ kind, grade: kind === "label" ? grade : null, token: W.token, position: W.position,
              units: kind === "label" ? units : [], visible_ms: Math.round(seen) });
-  if (W.next) {  // the pair after it, held already: on screen at once
-    const following = W.next;
-    W.next = W.then; W.then = null;
-    draw(following);
-  } else note("Saving…", "info");
+  if (W.ahead.length) draw(W.ahead.shift());  // the pair after it, held already: on screen at once
+  else note("Saving…", "info");
 }
 
 function toggle(i) {
@@ -195,10 +192,9 @@ export default function (component) {
   }
   // While an action is still on its way the server is behind what the browser shows: keep it.
   if (W.inflight) return () => { if (W.root === parentElement) W.root = null; };
-  W.next = data.next || null;
-  W.then = data.then || null;
+  W.ahead = (data.ahead || []).slice();
   if (!data.pair) {
-    W.token = null; W.next = null;
+    W.token = null; W.ahead = [];
     c.querySelector(".wb-pair").innerHTML = "";
     note("");
   } else if (data.pair.token !== W.token) {
