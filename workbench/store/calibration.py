@@ -321,7 +321,8 @@ def next_open_positions(db: Database, sample: str, annotator: str, *, after: int
     ``overlap = k`` hands out only items that fewer than ``k`` *other* annotators have answered
     (labelled or marked can't judge), so each item collects about ``k`` answers.
     ``besides``: a position never returned (the Label page asks, before storing an answer to
-    the pair on screen, which pair comes after it)."""
+    the pair on screen, which pair comes after it). Up to ``limit`` positions, in the order the
+    annotator meets them when answering each in turn."""
     rows = db.query_all(
         """WITH latest AS (
                SELECT position, annotator, action FROM label_events WHERE sample = ?
