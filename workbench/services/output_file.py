@@ -42,20 +42,22 @@ def check_output(path: str | Path, *, force: bool = False) -> bool:
             path.stat()
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise InputError("is a symbolic link loop; give --out a plain file name", path=label) from None
-        raise InputError("is a symbolic link; refusing to write through it (it points elsewhere); give --out "
-                         "a plain file name", path=label)
+                raise InputError("is a symbolic link loop", path=label, field="out",
+                                 hint="give {field} a plain file name") from None
+        raise InputError("is a symbolic link; refusing to write through it (it points elsewhere)", path=label,
+                         field="out", hint="give {field} a plain file name")
     if info is None:
         return False
     if stat.S_ISDIR(info.st_mode):
-        raise InputError("is a directory; --out needs a file name such as run.trec", path=label)
+        raise InputError("is a directory", path=label, field="out", hint="{field} needs a file name such as run.trec")
     if not stat.S_ISREG(info.st_mode):
         kind = ("a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode)
                 or stat.S_ISBLK(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file")
-        raise InputError(f"is {kind}; refusing to write to it; give --out a regular file name", path=label)
+        raise InputError(f"is {kind}; refusing to write to it", path=label, field="out",
+                         hint="give {field} a regular file name")
     if is_duckdb_file(path):
-        raise InputError("is a DuckDB database (a workbench project?); refusing to overwrite it; choose "
-                         "another --out", path=label)
+        raise InputError("is a DuckDB database (a workbench project?); refusing to overwrite it", path=label,
+                         field="out", hint="choose another {field}")
     if not force:
         raise InputError("already exists; choose another --out, or pass --force to replace it", path=label)
     return True
@@ -77,9 +79,8 @@ def write_lines(path: str | Path, lines: Iterable[str], *, force: bool = False) 
                          f"remove it or wait", path=str(path)) from None
     except OSError as exc:
         partial.unlink(missing_ok=True)
-        raise InputError(f"cannot write: {exc.strerror or exc}; nothing was written; choose a writable "
-                         f"location for --out",
-                         path=str(path)) from None
+        raise InputError(f"cannot write: {exc.strerror or exc}; nothing was written", path=str(path),
+                         field="out", hint="choose a writable location for {field}") from None
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
