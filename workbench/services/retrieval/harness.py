@@ -92,9 +92,11 @@ def command_argv(template: str, query_id: str, query: str) -> list[str]:
     try:
         parts = shlex.split(template)
     except ValueError as exc:
-        raise InputError(f"--command {template!r} cannot be split into arguments ({exc}); check its quotes") from None
+        raise InputError(f"{{field}} {template!r} cannot be split into arguments ({exc})", field="command",
+                         hint="check its quotes") from None
     if not parts:
-        raise InputError("--command is empty; give a program and its arguments, like --command 'mysearch {query}'")
+        raise InputError("{field} is empty", field="command",
+                         hint="give a program and its arguments, like {field} 'mysearch {query}'")
     return [p.replace("{query_id}", query_id).replace("{query}", query) for p in parts]
 
 
@@ -123,8 +125,8 @@ def run_command(template: str, query_id: str, query: str, timeout: float) -> lis
 def check_url(url: str) -> str:
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme not in ("http", "https") or parsed.hostname not in LOCAL_HOSTS:
-        raise InputError(f"--url {url!r} must be http://127.0.0.1:PORT/... (or localhost): the harness only "
-                         f"calls a system running on this machine")
+        raise InputError(f"{{field}} {url!r} must be http://127.0.0.1:PORT/... (or localhost): the harness only "
+                         f"calls a system running on this machine", field="url")
     return url
 
 
@@ -205,13 +207,14 @@ def select_queries(db: Database, spec) -> pd.DataFrame:
 
         picked = queries.loc[queries["tags"].map(has)]
         if picked.empty:
-            raise InputError(f"--queries {spec}: no query carries the tag {tag!r}")
+            raise InputError(f"{{field}} {spec}: no query carries the tag {tag!r}", field="queries")
         return picked
     from pathlib import Path
 
     path = Path(spec)
     if not path.is_file():
-        raise InputError(f"--queries {spec!r}: not 'all', 'tag:VALUE' or an existing file of query ids")
+        raise InputError(f"{{field}} {spec!r}: not 'all', 'tag:VALUE' or an existing file of query ids",
+                         field="queries")
     ids = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
            if line.strip() and not line.lstrip().startswith("#")]
     return _pick_ids(queries, ids, str(path))
@@ -278,10 +281,10 @@ def plan_harness(db: Database, name: str, *, queries: str | list[str] = "all", c
     if (command is None) == (url is None):
         raise InputError("give exactly one of --command 'PROGRAM ... {query}' or --url http://127.0.0.1:PORT/PATH")
     if not (timeout > 0):
-        raise InputError(f"--timeout must be a positive number of seconds, got {timeout!r}")
+        raise InputError(f"{{field}} must be a positive number of seconds, got {timeout!r}", field="timeout")
     check_name(name, "run", "choose another {field}", field="name")
     if run_exists(db, name):
-        raise StoreError(f"run {name!r} already exists in {db.path}; choose another --name")
+        raise StoreError(f"run {name!r} already exists in {db.path}", field="name", hint="choose another {field}")
     if command is not None:
         command_argv(command, "q", "q")  # template errors before any query runs
     else:
@@ -332,7 +335,7 @@ def store_harness(db: Database, plan: HarnessPlan, got: Collected) -> HarnessSum
     name, command, url, queries, timeout, picked = (plan.name, plan.command, plan.url, plan.queries,
                                                     plan.timeout, plan.picked)
     if run_exists(db, name):  # made by someone else while the queries were out
-        raise StoreError(f"run {name!r} already exists in {db.path}; choose another --name")
+        raise StoreError(f"run {name!r} already exists in {db.path}", field="name", hint="choose another {field}")
     answers, kinds = got.answers, got.kinds
     failures = [dict(f) for f in got.failures]
     latency = list(got.latency)
@@ -381,7 +384,8 @@ def _rows(db, answers, failures, kinds, span_chunks, chunking):
         if len(chunkings) > 1:
             raise InputError(f"the answers name chunks of several chunkings {chunkings}; a run ranks one chunking")
         if chunking is not None and chunkings and chunkings != [chunking]:
-            raise InputError(f"the answers name chunks of {chunkings[0]!r}, not of --chunking {chunking!r}")
+            raise InputError(f"the answers name chunks of {chunkings[0]!r}, not of {{field}} {chunking!r}",
+                             field="chunking")
         chunking = chunkings[0] if chunkings else chunking
         known = known.set_index("chunk_id")["doc_id"]
     frames = []
