@@ -21,6 +21,8 @@ TOKEN = load_prompt("relevance_token_v1")
     ('```json\n{"reason": "r", "grade": 3}\n```', 3),
     ('Sure! Here it is: {"reason": "has {braces}", "grade": 1} Hope it helps.', 1),
     ('{"reason": "r", "grade": "2"}', 2),
+    # SmolLM2 under llama.cpp's json_object+schema grammar: raw newlines inside the string
+    ('{ "reason": "}\nThe passage is not about the question.\n\n1. It", "grade" : 0}', 0),
 ])
 def test_valid_rubric_replies(text, grade):
     parsed = parse_reply(RUBRIC, text)

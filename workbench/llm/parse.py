@@ -1,7 +1,8 @@
 """Reading the judge's answer: strict validation, tolerant only about the wrapping.
 
 A reply is *valid* when it yields a grade among the template's grades. Tolerated wrapping: code
-fences, text around one JSON object, a grade written as a digit string (``"2"``). Never
+fences, text around one JSON object, raw control characters (newlines) inside its strings, a
+grade written as a digit string (``"2"``). Never
 tolerated (the reply is *invalid*, with the problem named): no JSON object, a missing or
 out-of-range grade (``5``, ``-1``, ``2.5``, ``true``), a non-boolean ``relevant``. An invalid reply
 is never turned into a grade.
@@ -38,7 +39,9 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 
 def _json_object(text: str) -> dict | None:
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
+    # strict=False: raw control characters (a newline) inside a string are read as text; llama.cpp's
+    # JSON grammar lets a model write them, and they change nothing about the grade.
+    decoder = json.JSONDecoder(strict=False)
     for candidate in candidates:
         stripped = candidate.strip()
         for start in [i for i, ch in enumerate(stripped) if ch == "{"][:20]:

@@ -33,6 +33,13 @@ Service API (shared by ``workbench judge`` and the app's Judge page)
 ``ensemble(db_path, job_ids, method="majority") -> DataFrame``  several judge configurations
     combined per pair (grade, spread, each job's grade); computed, not stored.
 
+Before a job runs (:mod:`workbench.services.judge.probe`): ``GET /models`` (reachable, key
+accepted, the model the server serves), for ``batch`` ``GET /batches`` (a server without a Batch
+API is refused in one line, before anything is stored or deleted), and once per job the
+capability probe choosing the response format (stored with the job, shown in its summary). The
+base URL's host, the server's model and the format are part of the job and cache keys. The offline
+batch path (``--batch-file`` / ``--batch-results``) is :mod:`workbench.services.judge.batch_files`.
+
 Job states: ``running``, ``batch`` (a batch is on the server), ``cancelling``, ``cancelled``,
 ``budget`` (stopped at the budget), ``stopped`` (work left, e.g. a batch that ended early),
 ``finished``; the reads show a running job whose process is gone as ``interrupted``. A run
