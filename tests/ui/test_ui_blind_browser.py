@@ -1,0 +1,233 @@
+"""Every page and every download, per role, in a real Streamlit server driven by Debian's
+chromium: an annotator signed in with a password never receives a judge grade or reason or
+another person's grade (:mod:`workbench.services.visibility`).
+
+The project (:mod:`tests.support.blind_project`): the demo, judged by the offline judge (a
+reason on every pool pair), a calibration sample two other annotators labelled (with marked
+comments), a judge configuration whose reasons carry a marker, and one imported reference label.
+The server runs in a folder of its own that holds ``.streamlit/secrets.toml`` (written by the
+project's hash helper) and ``config/workbench.toml`` (``auth = "password"``), as an operator's.
+
+Each role signs in through the form, then visits every page through the sidebar and tries every
+choice of the Labels, Level and Format selectors (Qrels, Evaluate), every query of the Retrieve
+& Pool peek and of the Judge page's example, and presses every download it is offered. Every
+websocket frame the browser receives, every page's text and every downloaded file is kept; for
+the annotator none may hold a judge reason, a marker, a "grade" next to a pair other than the
+imported one, or a qrels file. The lead's walk is the control: the same detectors find the
+judge's grades and other people's labels there.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.support import blind_project
+from tests.support.live_app import browser_page, serve
+from workbench.store.database import Database
+
+pytestmark = pytest.mark.browser
+
+LONG = 180_000
+HEADINGS = {"Overview": "Relevance Workbench"}  # a page's title when it is not the link's
+PAGES = ["Overview", "Data", "Queries & Labels", "Retrieve & Pool", "Judge", "Label", "Calibration", "Qrels",
+         "Evaluate", "Experiments", "Query kinds"]
+PEEK_HEAD = re.compile(r"priority \d+ · .*? · (\S+) · (grade \d|no label yet) · RRF")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("blind-app")
+    (folder / ".streamlit").mkdir()
+    (folder / ".streamlit" / "secrets.toml").write_text(blind_project.secrets_toml())
+    (folder / "config").mkdir()
+    (folder / "config" / "workbench.toml").write_text('[app]\nauth = "password"\n')
+    db_path = folder / "blind.duckdb"
+    info = blind_project.build(db_path)
+    with Database(db_path) as db:
+        info["queries"] = db.query_df("SELECT DISTINCT query_id FROM pool_pairs ORDER BY query_id")["query_id"].tolist()
+    with serve(db_path, cwd=folder) as url:
+        yield url, info
+
+
+def _idle(page) -> None:
+    """Until the script run an action started has finished: the app says it is not running and
+    no element is left stale from the run before (a run can start a moment after the click)."""
+    page.wait_for_timeout(400)
+    page.wait_for_function(
+        "() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
+        " return app && app.getAttribute('data-test-script-state') === 'notRunning'"
+        " && !document.querySelector('[data-stale=\"true\"]')"
+        " && !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }", timeout=LONG)
+
+
+class Walk:
+    """One signed-in browser session: what it received and saw."""
+
+    def __init__(self, page, url: str, name: str):
+        self.page, self.url, self.name = page, url, name
+        self.frames: list[bytes] = []
+        self.texts: dict[str, str] = {}
+        self.downloads: dict[str, bytes] = {}
+        self.peeks: dict[str, str] = {}
+        self.tracebacks: list[str] = []
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        self.frames.append(payload if isinstance(payload, bytes) else str(payload).encode())
+
+    def sign_in(self) -> None:
+        page = self.page
+        page.goto(self.url)
+        page.get_by_role("textbox", name="User name").fill(self.name)
+        page.get_by_role("textbox", name="Password").fill(blind_project.PASSWORDS[self.name])
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_text(f"{self.name} · {blind_project.ROLES[self.name]}").wait_for(timeout=LONG)
+        _idle(page)
+
+    def open(self, title: str) -> None:
+        nav = self.page.locator("[data-testid='stSidebarNav']")
+        nav.get_by_role("link", name=title, exact=True).click()
+        self.page.get_by_role("heading", name=HEADINGS.get(title, title), exact=True).first.wait_for(timeout=LONG)
+        _idle(self.page)
+        self.keep(title)
+
+    def keep(self, key: str) -> None:
+        text = self.page.inner_text("body")
+        if "Traceback" in text:  # asserted at the end, with every page that showed one
+            self.tracebacks.append(key)
+        self.texts[key] = self.texts.get(key, "") + "\n" + text
+
+    def options(self, label: str) -> list[str]:
+        box = self.page.get_by_label(label, exact=True).first
+        if not box.count():
+            return []
+        self._open_list(box)
+        found = [o.inner_text().strip() for o in self.page.get_by_role("option").all()]
+        self.page.keyboard.press("Escape")
+        return found
+
+    def _open_list(self, box) -> None:
+        """Open a select box's list (a click; a box that kept the focus opens with the down key)."""
+        box.click()
+        try:
+            self.page.get_by_role("option").first.wait_for(timeout=3000)
+        except Exception:  # noqa: BLE001 - playwright's timeout: try the keyboard
+            box.press("ArrowDown")
+            self.page.get_by_role("option").first.wait_for(timeout=LONG)
+
+    def choose(self, label: str, option: str) -> None:
+        box = self.page.get_by_label(label, exact=True).first
+        self._open_list(box)
+        self.page.keyboard.type(option)
+        self.page.get_by_role("option").filter(has_text=option).first.wait_for(timeout=LONG)
+        self.page.keyboard.press("Enter")
+        _idle(self.page)
+
+    def download_all(self, key: str) -> None:
+        buttons = self.page.locator("[data-testid='stDownloadButton'] button")
+        for i in range(buttons.count()):
+            with self.page.expect_download(timeout=LONG) as got:
+                buttons.nth(i).click()
+            download = got.value
+            self.downloads[f"{key}: {download.suggested_filename}"] = Path(download.path()).read_bytes()
+        _idle(self.page)
+
+
+def _walk(url: str, name: str, info: dict, every_query: bool) -> Walk:
+    queries = info["queries"] if every_query else info["queries"][:3]
+    with browser_page() as page:
+        walk = Walk(page, url, name)
+        walk.sign_in()
+        for title in PAGES:
+            walk.open(title)
+            if title == "Qrels":
+                for level in ("Documents", "Chunks"):
+                    page.locator("[data-testid='stRadio']").get_by_text(level, exact=True).click()
+                    _idle(page)
+                    for labels in walk.options("Labels"):
+                        walk.choose("Labels", labels)
+                        walk.keep(f"Qrels {level} {labels}")
+                        for fmt in walk.options("Format"):
+                            walk.choose("Format", fmt)
+                            walk.keep(f"Qrels {level} {labels} {fmt}")
+                            walk.download_all(f"Qrels {level} {labels} {fmt}")
+            elif title == "Evaluate":
+                for labels in walk.options("Labels"):
+                    walk.choose("Labels", labels)
+                    walk.keep(f"Evaluate {labels}")
+            elif title == "Retrieve & Pool":
+                page.get_by_text("Peek at a query's pool").click()
+                _idle(page)
+                for query in queries:
+                    walk.choose("Query", query)
+                    expander = page.locator("[data-testid='stExpander']").filter(has_text="Peek at a query's pool")
+                    walk.peeks[query] = expander.inner_text()
+                    walk.keep(f"Peek {query}")
+                if page.get_by_role("button", name="Prepare the file").count():
+                    page.get_by_role("button", name="Prepare the file").first.click()
+                    _idle(page)
+                walk.download_all("Retrieve")
+            elif title == "Judge":
+                for query in queries:
+                    walk.choose("Example query", query)
+                    walk.keep(f"Judge {query}")
+            elif title == "Data":
+                if page.get_by_role("button", name="Prepare the file").count():
+                    page.get_by_role("button", name="Prepare the file").click()
+                    _idle(page)
+                walk.download_all("Data")
+            else:
+                walk.download_all(title)
+    return walk
+
+
+def _received(walk: Walk) -> str:
+    return "\n".join([b"\n".join(walk.frames).decode("utf-8", "replace"), *walk.texts.values(),
+                      *(data.decode("utf-8", "replace") for data in walk.downloads.values())])
+
+
+def _graded_peeks(walk: Walk) -> list[tuple[str, str]]:
+    """(query, chunk) of every pair the peek showed with a grade."""
+    return [(query, item) for query, text in walk.peeks.items()
+            for item, grade in PEEK_HEAD.findall(text) if grade.startswith("grade")]
+
+
+def test_an_annotator_receives_no_judge_output_and_no_other_persons_grade(served):
+    url, info = served
+    reasons = [r for r in info["reasons"] if len(r) >= 30]
+    assert reasons, "the offline judge stored reasons"
+
+    lead = _walk(url, "lea", info, every_query=False)
+    everything = _received(lead)
+    # The control: the same detectors find judge output and other people's grades for a lead.
+    assert "It would grade this pair" in everything
+    assert _graded_peeks(lead), lead.peeks
+    assert any(name.startswith("Qrels") and "trec" in name for name in lead.downloads), list(lead.downloads)
+
+    carol = _walk(url, "carol", info, every_query=True)
+    received = _received(carol)
+    assert set(carol.peeks) == set(info["queries"]) and len(carol.texts) > len(PAGES)
+    for marker in blind_project.MARKERS:
+        assert marker not in received, marker
+    leaked = [r for r in reasons if r in received]
+    assert not leaked, leaked[:3]
+    assert "It would grade this pair" not in received
+    assert "Grades are shown to leads and viewers only" in received or "shown to leads and viewers only" in received
+    # The only grade next to a pair is the imported reference label (its document's chunks).
+    query, doc = info["imported"]
+    assert {(q, item.split(":")[1]) for q, item in _graded_peeks(carol)} <= {(query, doc)}
+    assert all(PEEK_HEAD.search(text) for text in carol.peeks.values())  # the pairs are there, unlabelled
+    # No label file: qrels and judgments downloads are not offered; run downloads stay allowed.
+    assert not [name for name in carol.downloads if "qrels" in name.lower() or "judgment" in name.lower()]
+    assert any(name.startswith("Retrieve") for name in carol.downloads), list(carol.downloads)
+    assert "leads and viewers download them" in received
+
+    viewer = _walk(url, "vi", info, every_query=False)
+    assert _graded_peeks(viewer) and "It would grade this pair" in _received(viewer)
+    # Last, so that a page broken for another reason does not hide a leak found above.
+    assert not (lead.tracebacks or carol.tracebacks or viewer.tracebacks), (
+        lead.tracebacks, carol.tracebacks, viewer.tracebacks)
