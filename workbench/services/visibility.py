@@ -48,7 +48,7 @@ READ_WORDS = {
 REFERENCE_TIERS = frozenset({"imported"})
 
 #: Added to the notes of what an annotator reads, so the page says why it holds fewer labels.
-LIMITED_NOTE = ("shown from your own labels and the imported reference labels only: other people's labels "
+LIMITED_NOTE = ("Shown from your own labels and the imported reference labels only: other people's labels "
                 "and the judge's stay hidden until a lead shares the results")
 
 
