@@ -75,3 +75,8 @@ def test_refusals(tmp_path):
     assert proc.returncode == 2 and "--design queries" in proc.stderr
     proc = run_cli(*db, "calibrate", "sample", "--pool", "p", "--design", "queries", "--queries", "40", cwd=tmp_path)
     assert proc.returncode == 3 and "only 30 queries" in proc.stderr
+    proc = run_cli(*db, "eval", "--runs", "ra", "--labels", "corrected", "-m", "ndcg@10", "--format", "tsv",
+                   cwd=tmp_path)
+    assert proc.returncode == 2 and "table or JSON" in proc.stderr
+    proc = run_cli(*db, "eval", "--runs", "ra", "--labels", "corrected", "-m", "ndcg@10", "--condensed", cwd=tmp_path)
+    assert proc.returncode == 2 and "--condensed does not apply" in proc.stderr

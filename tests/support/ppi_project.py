@@ -14,11 +14,11 @@ from workbench.store.runs import set_run_scope, write_run
 RUNS = ("ra", "rb")
 
 
-def build_ppi_project(path, *, seed: int = 0):
+def build_ppi_project(path, *, seed: int = 0, judge_noise: float = 0.4):
     """The calibration project plus runs ``ra`` and ``rb`` (document level): each ranks its
     query's 12 pooled documents in a seeded random order, ``rb`` with the truly relevant ones
     pushed up, plus 2 documents of other queries (unjudged there). Returns ``(db, truth)``."""
-    db, truth = build_project(path, seed=seed, judge_noise=0.4)
+    db, truth = build_project(path, seed=seed, judge_noise=judge_noise)
     rng = np.random.default_rng(seed + 1)
     for run, boost in zip(RUNS, (0.0, 0.6)):
         rows = []

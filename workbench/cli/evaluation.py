@@ -111,6 +111,15 @@ def corrected_command(args: argparse.Namespace, *, confidence: float = 0.95) -> 
 
     if getattr(args, "qrels", None) or getattr(args, "runs", None):
         raise ConfigError("--runs scores the project's stored runs; give either --runs or QRELS RUN files, not both")
+    if args.format not in ("table", "json"):
+        raise ConfigError("--labels corrected prints a table or JSON; pass --format table or --format json")
+    unsupported = [flag for flag, attr in (("--condensed", "condensed"), ("--drop-missing", "drop_missing"),
+                                           ("--distribution", "distribution"), ("--per-query", "per_query"),
+                                           ("--include-no-relevant", "include_no_relevant"))
+                   if getattr(args, attr, False)]
+    if unsupported:  # every query is scored (0 without a relevant item), missing ones 0, as `workbench ppi`
+        raise ConfigError(f"{unsupported[0]} does not apply to --labels corrected (its values are those of "
+                          f"`workbench ppi`); drop it")
     db = open_project_from_args(args)
     try:
         done = corrected_project(db, names_option(args.stored_runs, "--runs"), args.measure, level=args.level,
