@@ -445,7 +445,7 @@ class JudgeClient:
                 caps.seed = await self.probe_seed()
             return caps
         except openai.APIError as exc:
-            raise ServerProblem(self.scrub(
+            raise ProbeInconclusive(self.scrub(
                 f"the judge server at {self.config.base_url} failed the capability probe "
                 f"({first_line(describe_error(exc))}); check the server, then run again")) from None
         except json.JSONDecodeError as exc:
@@ -637,6 +637,10 @@ def response_format_body(mode: str, template: PromptTemplate) -> dict | None:
 class ServerProblem(Exception):
     """The server cannot be used as asked (unreachable, key refused, no Batch API, no accepted
     format); the message is one line."""
+
+
+class ProbeInconclusive(ServerProblem):
+    """The probe's requests failed for a reason that is not their shape (a 5xx, a timeout)."""
 
 
 def first_line(text: str, limit: int = 300) -> str:

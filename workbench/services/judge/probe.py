@@ -20,7 +20,7 @@ import asyncio
 from dataclasses import replace
 
 from workbench.errors import ConfigError, InputError
-from workbench.services.judge.spec import JudgeSpec, base_url_host, request_timeout  # noqa: F401 - part of the API
+from workbench.services.judge.spec import JudgeSpec, base_url_host, guess_format, request_timeout  # noqa: F401
 from workbench.store import judging as store
 
 
@@ -41,13 +41,18 @@ def _client(spec: JudgeSpec):
 
 
 async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False):
-    from workbench.llm.client import ServerProblem
+    from workbench.llm.client import ProbeInconclusive, ServerProblem
 
     client = _client(spec)
     try:
         if what == "server":
             return await client.server_info(batch=batch)
         return (await client.probe(spec.template, seed=needs_seed(spec))).as_dict()
+    except ProbeInconclusive as exc:
+        # The probe met server trouble, not a refusal: the job asks in the format it would
+        # most likely have chosen, and the next run probes again (nothing is stored).
+        return {"format": guess_format(spec), "logprobs": True, "latency_s": 0.0, "server_model": None,
+                "refused": [], "seed": None, "inconclusive": str(exc)}
     except ServerProblem as exc:
         raise ConfigError(str(exc)) from None
     finally:
@@ -78,7 +83,7 @@ def discover(db, pool: str, spec: JudgeSpec, *, batch: bool = False, probe: bool
         caps["server_model"] = server_model
     if caps is not None and needs_seed(spec) and caps.get("seed") is False:
         raise InputError(
-            f"--samples {spec.samples} at temperature 0: the server at {spec.base_url} does not honour `seed` "
+            f"{{field:samples {spec.samples}}} at temperature 0: the server at {spec.base_url} does not honour `seed` "
             f"(the same seed gave different answers), so the samples could not differ reproducibly; "
-            f"set [judge] temperature above 0 or use --samples 1")
+            f"set [judge] temperature above 0 or use {{field:samples 1}}")
     return replace(spec, caps=caps) if caps is not None else spec

@@ -70,12 +70,17 @@ class JudgeSpec:
         """``params`` plus the server identity and a response format (offline: ``params``)."""
         if self.offline:
             return dict(self.params)
+        # The server's model counts only where it differs from the name asked for (a llama.cpp
+        # server answers any name with the model it loaded), so the key can be computed without
+        # asking the server whenever the two agree (the app finds its job that way).
+        served = self.server.get("server_model")
         return {**self.params, "host": self.server.get("host") or base_url_host(self.base_url),
-                "server_model": self.server.get("server_model"), "response_format": response_format}
+                "server_model": served if served and served != self.model else None,
+                "response_format": response_format}
 
     @property
     def cache_prefix(self) -> str:
-        params = self.key_params(self.response_format or _guess_format(self))
+        params = self.key_params(self.response_format or guess_format(self))
         return cache_prefix(self.model, self.prompt_hash, params)
 
     @property
@@ -114,7 +119,7 @@ def base_url_host(base_url: str | None) -> str | None:
     return urlparse(base_url).netloc or None if base_url else None
 
 
-def _guess_format(spec: "JudgeSpec") -> str:
+def guess_format(spec: "JudgeSpec") -> str:
     """Before a probe: the format a job would most likely use (estimates only)."""
     if spec.output == "single_token":
         return "text"
@@ -148,7 +153,7 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
     model = str(j["model"]).strip()
     base_url = str(j["base_url"]).strip()
     if not model:
-        raise ConfigError("judge.model is empty; set --model or [judge] model")
+        raise ConfigError("judge.model is empty; set {field:model} or [judge] model")
     if not float(j.get("timeout") or 0.0) > 0:
         raise ConfigError(f"judge.timeout must be a positive number of seconds, got {j['timeout']}")
     for name, low in (("concurrency", 1), ("samples", 1), ("max_attempts", 1), ("max_tokens", 1),
@@ -199,10 +204,10 @@ def with_few_shot(spec: JudgeSpec, examples: list[dict], *, sample: str, seed: i
     from dataclasses import replace
 
     if spec.offline or spec.template is None:
-        raise ConfigError("--few-shot needs an LLM judge (the offline baseline reads no prompt); set "
-                          "OPENAI_API_KEY or --base-url")
+        raise ConfigError("{field:few_shot} needs an LLM judge (the offline baseline reads no prompt); set "
+                          "OPENAI_API_KEY or {field:base_url}")
     if not examples:
-        raise ConfigError("--few-shot found no example to put in the prompt")
+        raise ConfigError("{field:few_shot} found no example to put in the prompt")
     template = spec.template.with_examples(examples)
     return replace(spec, template=template, prompt_hash=template.prompt_hash,
                    prompt_id=f"{spec.prompt_id}+{len(examples)}shot",
