@@ -10,6 +10,13 @@ The text may name the field as ``{field}`` and the act of giving it as ``{set_fi
 end renders them in its own words (:meth:`WorkbenchError.render`): the CLI as the field's flag
 (:data:`workbench.cli.common.FIELD_FLAGS`), a page as the field's label
 (:data:`workbench.ui.words.COMMON_FIELDS`). ``str()`` names the field as ``--`` + its key.
+
+A message that concerns several fields names each as ``{field:KEY}`` (``{set_field:KEY}`` for the
+act of giving it); ``{field:KEY VALUE}`` adds a value (``--level doc``; an upper-case metavariable
+such as ``NAME`` is for the CLI only). ``field`` may be a tuple; the keys named in the text are
+added to :attr:`WorkbenchError.fields`. A CLI command the user can run is ``{command:WORDS}`` (the
+words after ``workbench``) or ``{command}`` with ``command=`` (for words built at run time); the CLI
+shows it in backticks, a page names the page that does the same. No front end rewrites text.
 """
 
 from __future__ import annotations
@@ -46,26 +53,91 @@ class WorkbenchError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message: str = "", *args, field: str | None = None, hint: str | None = None):
+    def __init__(self, message: str = "", *args, field: str | tuple[str, ...] | None = None,
+                 hint: str | None = None, command: str | None = None):
         super().__init__(message, *args)
         self.what = message
-        self.field = field
         self.hint = hint
+        self.command = command
+        declared = (field,) if isinstance(field, str) else tuple(field or ())
+        named = [part.key for part in placeholders(f"{message} {hint or ''}") if part.kind != "command"]
+        self.fields: tuple[str, ...] = tuple(dict.fromkeys([*declared, *named]))
+        self.field = self.fields[0] if self.fields else None
 
-    def render(self, name: Callable[[str], str] = field_flag, action: Callable[[str], str] | None = None) -> str:
-        """The message with ``{field}`` as ``name(field)`` and ``{set_field}`` as ``action(field)``
-        (default: ``pass`` and the name), the hint after ``"; "``."""
+    @property
+    def structured(self) -> bool:
+        """Whether the text has anything for a front end to render (a field, a hint or a command)."""
+        return bool(self.fields or self.hint or self.command or placeholders(str(self.what)))
+
+    def render(self, name: Callable[[str], str] = field_flag, action: Callable[[str], str] | None = None,
+               command: Callable[[str], str] | None = None, valued: Callable[[str, str, str], str] | None = None) -> str:
+        """The message in one front end's words: ``{field}`` / ``{field:KEY}`` as ``name(key)``,
+        ``{set_field}`` / ``{set_field:KEY}`` as ``action(key)`` (default: ``pass`` and the name),
+        ``{field:KEY VALUE}`` as ``valued(kind, key, value)`` (default: the name, a space and the
+        value), ``{command}`` / ``{command:WORDS}`` as ``command(words)`` (default: in backticks
+        after ``workbench``); the hint after ``"; "``."""
+        act = action or (lambda key: f"pass {name(key)}")
+        say = command or (lambda words: f"`workbench {words}`")
+        with_value = valued or (lambda kind, key, value: f"{(act if kind == 'set_field' else name)(key)} {value}")
         text = f"{self.what}; {self.hint}" if self.hint else str(self.what)
-        if self.field is None:
-            return text
-        shown = name(self.field)
-        act = action(self.field) if action is not None else f"pass {shown}"
-        return text.replace("{set_field}", act).replace("{field}", shown)
+        out, at = [], 0
+        for part in placeholders(text):
+            out.append(text[at:part.start])
+            at = part.end
+            if part.kind == "command":
+                words = part.key if part.key else self.command
+                out.append(say(words) if words else text[part.start:part.end])
+                continue
+            key = part.key or self.field
+            if key is None:
+                out.append(text[part.start:part.end])
+            elif part.value:
+                out.append(with_value(part.kind, key, part.value))
+            else:
+                out.append(act(key) if part.kind == "set_field" else name(key))
+        out.append(text[at:])
+        return "".join(out)
 
     def __str__(self) -> str:
-        if self.field is None and self.hint is None:
+        if not self.structured:
             return super().__str__()
         return self.render()
+
+
+class Placeholder:
+    """One ``{field}``, ``{set_field}`` or ``{command}`` in a message (see the module doc)."""
+
+    __slots__ = ("kind", "key", "value", "start", "end")
+
+    def __init__(self, kind: str, key: str, value: str, start: int, end: int):
+        self.kind, self.key, self.value, self.start, self.end = kind, key, value, start, end
+
+
+PLACEHOLDER_KINDS = ("set_field", "field", "command")
+
+
+def placeholders(text: str) -> list[Placeholder]:
+    """The placeholders of ``text`` in order: ``{KIND}`` or ``{KIND:KEY}`` / ``{KIND:KEY VALUE}``
+    (for ``command`` the words after the colon); other braces are text."""
+    found, at = [], 0
+    while (start := text.find("{", at)) >= 0:
+        at = start + 1
+        for kind in PLACEHOLDER_KINDS:
+            head = "{" + kind
+            if not text.startswith(head, start):
+                continue
+            after = start + len(head)
+            if text.startswith("}", after):
+                found.append(Placeholder(kind, "", "", start, after + 1))
+            elif text.startswith(":", after) and (end := text.find("}", after)) > after + 1:
+                inner = text[after + 1:end]
+                key, _, value = (inner, "", "") if kind == "command" else inner.partition(" ")
+                found.append(Placeholder(kind, key, value, start, end + 1))
+            else:
+                continue
+            at = found[-1].end
+            break
+    return found
 
 
 class ConfigError(WorkbenchError):
@@ -80,11 +152,11 @@ class InputError(WorkbenchError):
     exit_code = 3
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None, hint: str | None = None):
+                 field: str | tuple[str, ...] | None = None, hint: str | None = None, command: str | None = None):
         where = ""
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
-        super().__init__(where + message, field=field, hint=hint)
+        super().__init__(where + message, field=field, hint=hint, command=command)
         self.path = path
         self.line = line
 

@@ -1,37 +1,99 @@
-"""Service messages in the page's words: flags become fields, commands become pages, server
-paths of uploads become the uploaded name, Python list/dict text becomes words."""
+"""Service errors in the page's words, rendered from their data (fields, hint, command) with no
+rewriting: fields become the page's labels, commands become pages, server paths of uploads become
+the uploaded name; text that is not an error's data is shown as it is."""
 
 from __future__ import annotations
 
 import pytest
 
+from workbench.errors import InputError, StoreError
 from workbench.ui.words import Field, cell, excerpt, page_message, params_text
 
 CASES = [
-    ("chunking 'x' already exists in /p/a.duckdb; choose another --name (chunkings are immutable)",
-     {"--name": Field("Name")}, "chunking 'x' already exists in this project; choose another “Name” (chunkings are immutable)"),
-    ("q.txt: 2 rows with unknown doc ids; import the documents first, or pass --skip-unknown to drop these rows",
-     None, "q.txt: 2 rows with unknown doc ids; import the documents first, or tick “Skip rows with unknown ids” to drop these rows"),
-    ("/tmp/up123/t.tsv: cannot tell the queries format from the file; pass --format (one of tsv, jsonl)",
-     None, "t.tsv: cannot tell the queries format from the file; choose “Format” (one of tsv, jsonl)"),
-    ("/p/a.duckdb holds no documents to chunk; import a corpus first (`workbench import corpus FILE`)",
-     None, "this project holds no documents to chunk; import a corpus first (on the Data page)"),
-    ("no runs given; pass --runs A,B", {"--runs": Field("Runs to fuse", "choice")}, "no runs given; choose “Runs to fuse”"),
-    ("runs ['bm25', 'dense'] have no rows; nothing to pool", None, "runs bm25, dense have no rows; nothing to pool"),
-    ("pool 'p' has {'depth': 20, 'level': 'chunk'}", None, "pool 'p' has depth = 20, level = 'chunk'"),
-    ("see `workbench judge --help`", None, "see on the command line"),
+    (StoreError("chunking 'x' already exists in /p/a.duckdb; choose another {field} (chunkings are immutable)",
+                field="name"),
+     {"--name": Field("Name")}, "chunking 'x' already exists in this project; choose another “Name” (chunkings are immutable)",
+     "chunking 'x' already exists in /p/a.duckdb; choose another --name (chunkings are immutable)"),
+    (InputError("2 rows with unknown doc ids; import the documents first, or {set_field:skip_unknown} to drop these rows",
+                path="q.txt"),
+     None, "q.txt: 2 rows with unknown doc ids; import the documents first, or tick “Skip rows with unknown ids” to drop these rows",
+     "q.txt: 2 rows with unknown doc ids; import the documents first, or pass --skip-unknown to drop these rows"),
+    (InputError("cannot tell the queries format from the file; {set_field:format} (one of tsv, jsonl)", path="/tmp/up123/t.tsv"),
+     None, "t.tsv: cannot tell the queries format from the file; choose “Format” (one of tsv, jsonl)",
+     "/tmp/up123/t.tsv: cannot tell the queries format from the file; pass --format (one of tsv, jsonl)"),
+    (InputError("/p/a.duckdb holds no documents to chunk; import a corpus first ({command:import corpus FILE})"),
+     None, "this project holds no documents to chunk; import a corpus first (on the Data page)",
+     "/p/a.duckdb holds no documents to chunk; import a corpus first (`workbench import corpus FILE`)"),
+    (InputError("no runs given", field="runs", hint="{set_field}"), {"--runs": Field("Runs to fuse", "choice")},
+     "no runs given; choose “Runs to fuse”", "no runs given; pass --runs A,B"),
+    (InputError("already exists; choose another {field:out}, or {set_field:force} to replace it", path="/p/x.tsv"),
+     None, "x.tsv: already exists; choose another “File name”, or tick “Replace the existing file” to replace it",
+     "/p/x.tsv: already exists; choose another --out, or pass --force to replace it"),
+    (StoreError("pool 'p' already exists in /p/a.duckdb; add runs to it with {command}, or choose another {field:name}",
+                command="pool --name p --runs NEW --add"),
+     None, "pool 'p' already exists in this project; add runs to it with on the Retrieve & Pool page, or choose another “Name”",
+     "pool 'p' already exists in /p/a.duckdb; add runs to it with `workbench pool --name p --runs NEW --add`, "
+     "or choose another --name"),
+    (StoreError("no project database at /p/b.duckdb; create one with {command} (add {field:demo} for the demo project)",
+                command="--db /p/b.duckdb init"),
+     {"demo": Field("Load the demo project", "check")},
+     "no project database at /p/b.duckdb; create one with on the Overview page (add “Load the demo project” for the demo project)",
+     "no project database at /p/b.duckdb; create one with `workbench --db /p/b.duckdb init` (add --demo for the demo project)"),
+    (InputError("chunk-level qrels need a chunking; {set_field:chunking NAME} (see {command:status})"), None,
+     "chunk-level qrels need a chunking; choose “Chunking” (see on the Overview page)",
+     "chunk-level qrels need a chunking; pass --chunking NAME (see `workbench status`)"),
+    (InputError("the runs use different chunkings; evaluate them with {field:level doc}, or {set_field:level doc}"), None,
+     "the runs use different chunkings; evaluate them with “Level” = doc, or set “Level” to doc",
+     "the runs use different chunkings; evaluate them with --level doc, or pass --level doc"),
+    (InputError("see {command:judge --help}"), None, "see on the command line", "see `workbench judge --help`"),
 ]
 
 
-@pytest.mark.parametrize("message,fields,expected", CASES)
-def test_page_message(message, fields, expected):
-    out = page_message(message, fields, uploaded={"/tmp/up123/t.tsv": "t.tsv"}, project="/p/a.duckdb")
+@pytest.mark.parametrize("error,fields,expected,cli", CASES)
+def test_page_message(error, fields, expected, cli):
+    from workbench.cli.common import error_text
+
+    out = page_message(error, fields, uploaded={"/tmp/up123/t.tsv": "t.tsv", "/p/x.tsv": "x.tsv"},
+                       project="/p/a.duckdb")
     assert out == expected
-    assert "--" not in out and "`" not in out
+    assert "--" not in out and "`" not in out and "{" not in out
+    assert error_text(error) == cli
 
 
 def test_cases_counted():
-    assert len(CASES) == 8
+    assert len(CASES) == 11
+
+
+def test_text_that_is_not_an_error_is_shown_as_it_is():
+    """No rewriting: a plain message (or an error without data) keeps its words, flags and all."""
+    text = "runs ['bm25', 'dense'] have no rows; pass --runs A,B (`workbench pool`)"
+    assert page_message(text) == text
+    assert page_message(InputError(text)) == text
+    assert page_message(InputError("x", path="/p/a.duckdb"), project="/p/a.duckdb") == "this project: x"
+
+
+def test_several_fields_are_the_errors_data():
+    error = InputError("choose another {field:out}, or {set_field:force}", field="out")
+    assert error.fields == ("out", "force") and error.field == "out"
+    assert InputError("{field:runs} and {field:level doc}", field=("pool",)).fields == ("pool", "runs", "level")
+
+
+def test_words_has_no_regular_expressions():
+    """The page renders errors from their data: ui/words.py imports no ``re`` and calls no ``re.sub``."""
+    import ast
+    import pathlib
+
+    import workbench.ui.words as words
+
+    source = pathlib.Path(words.__file__).read_text()
+    tree = ast.parse(source)
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+                for alias in node.names} | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "re" not in imported and "regex" not in imported
+    assert "re.sub" not in source and "re.compile" not in source
+    # the check can fail: the same scan over a source that imports re
+    fake = ast.parse("import re\nx = re.sub('a', 'b', 'c')")
+    assert "re" in {alias.name for node in ast.walk(fake) if isinstance(node, ast.Import) for alias in node.names}
 
 
 def test_cells_and_params():

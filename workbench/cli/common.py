@@ -56,7 +56,8 @@ def flag_of(field: str) -> str:
 def error_text(exc: WorkbenchError) -> str:
     """An error as the CLI says it: its field as the flag (``{set_field}``: ``pass --runs A,B``)."""
     return exc.render(flag_of, lambda field: " ".join(
-        ["pass", flag_of(field), *([FIELD_EXAMPLES[field]] if field in FIELD_EXAMPLES else [])]))
+        ["pass", flag_of(field), *([FIELD_EXAMPLES[field]] if field in FIELD_EXAMPLES else [])]),
+        valued=lambda kind, field, value: f"{'pass ' if kind == 'set_field' else ''}{flag_of(field)} {value}")
 
 
 def wrapped(text: str) -> str:

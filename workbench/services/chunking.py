@@ -64,7 +64,7 @@ def chunking_spec(name: str, strategy: str, size: int | None = None, overlap: in
     params: dict = {}
     if strategy == "document":
         if size is not None or overlap is not None:
-            raise InputError("the 'document' strategy takes no {field} or --overlap", field="size", hint="drop them")
+            raise InputError("the 'document' strategy takes no {field} or {field:overlap}", field="size", hint="drop them")
     else:
         key = "max_size" if strategy == "section" else "size"
         params[key] = DEFAULT_SIZE[strategy] if size is None else size
@@ -95,7 +95,7 @@ def create_chunking(db: Database, name: str, strategy: str, *, size: int | None 
     if documents.empty:
         raise InputError(
             f"{db.path} holds no documents to chunk; import a corpus first "
-            f"(`workbench import corpus FILE`)"
+            f"({{command:import corpus FILE}})"
         )
     with progress(f"chunk {name}", len(documents), "doc") as advance:
         chunks = chunk_documents(spec, documents[["doc_id", "text"]])

@@ -59,7 +59,7 @@ def check_output(path: str | Path, *, force: bool = False) -> bool:
         raise InputError("is a DuckDB database (a workbench project?); refusing to overwrite it", path=label,
                          field="out", hint="choose another {field}")
     if not force:
-        raise InputError("already exists; choose another --out, or pass --force to replace it", path=label)
+        raise InputError("already exists; choose another {field:out}, or {set_field:force} to replace it", path=label)
     return True
 
 

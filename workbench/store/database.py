@@ -137,23 +137,23 @@ class Database:
         self.read_only = read_only
         if read_only and not self.path.exists():
             raise StoreError(
-                f"project database {self.path} does not exist; create it with "
-                f"`workbench --db {self.path} init`"
+                f"project database {self.path} does not exist; create it with {{command}}",
+                command=f"--db {self.path} init",
             )
         if self.path.is_symlink() and not self.path.exists():
             try:
                 self.path.stat()
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
-                    raise StoreError(f"{self.path} is a symbolic link loop; point --db at the project file itself") from None
+                    raise StoreError(f"{self.path} is a symbolic link loop; point {{field:db}} at the project file itself") from None
         if self.path.exists() and not self.path.is_file():
-            raise StoreError(f"{self.path} is not a regular file; point --db at a workbench project (.duckdb)")
+            raise StoreError(f"{self.path} is not a regular file; point {{field:db}} at a workbench project (.duckdb)")
         if not read_only:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the folder of project database {self.path}: "
-                                 f"{exc.strerror}; pass --db with a writable location") from None
+                                 f"{exc.strerror}; {{set_field:db}} with a writable location") from None
         self._con = self._connect(read_only, float(wait))
         if migrate and not read_only:
             from workbench.store.migrations import migrate as run_migrations
@@ -178,7 +178,7 @@ class Database:
                 if "not a valid duckdb database" in message.lower():
                     raise StoreError(
                         f"{self.path} is not a usable DuckDB project database (it is some other kind of "
-                        f"file); point --db at a workbench project or create one with `workbench init`"
+                        f"file); point {{field:db}} at a workbench project or create one with {{command:init}}"
                     ) from None
                 if "lock" not in message.lower():
                     raise storage_error(self.path, exc) from None
@@ -187,7 +187,7 @@ class Database:
                     waited = f" (waited {wait:g} s)" if wait > 0 else ""
                     raise StoreLockedError(
                         f"project database {self.path} is in use by {_holder(message)}{waited}; "
-                        f"stop that process (a running `workbench app` or another command) or wait "
+                        f"stop that process (a running {{command:app}} or another command) or wait "
                         f"for it to finish, then try again"
                     ) from None
                 time.sleep(min(delay, left))
@@ -195,7 +195,7 @@ class Database:
             except duckdb.Error as exc:
                 raise StoreError(
                     f"{self.path} is not a usable DuckDB project database ({clip(str(exc), 160)}); "
-                    f"point --db at a workbench project or create one with `workbench init`"
+                    f"point {{field:db}} at a workbench project or create one with {{command:init}}"
                 ) from None
 
     # -- lifecycle -------------------------------------------------------------------------

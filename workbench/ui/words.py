@@ -1,19 +1,14 @@
 """The page's words: service messages and stored values as an app user should read them.
 
-The services word their errors for the CLI (they name flags such as ``--skip-unknown`` and
-commands such as ```workbench chunk ...```). A page calls :func:`page_message` with the fields it
-shows, so the same error names the field or button the user can act on:
+An error is data (:class:`workbench.errors.WorkbenchError`): it names the fields it concerns
+and the CLI commands it suggests as placeholders, and each front end renders them in its own words.
+A page calls :func:`page_message` with the fields it shows, so the same error names the field or
+button the user can act on, with no rewriting of text:
 
-* ``pass --skip-unknown`` → ``tick “Skip rows with unknown ids”`` (a checkbox), ``pass --name`` →
-  ``fill in “Run name”`` (a text field), ``choose another --name`` → ``choose another “Run name”``;
-* a CLI command in backticks → the page that does the same (```workbench import corpus FILE```
-  → "the Data page");
+* ``{set_field}`` on the field ``skip_unknown`` → ``tick “Skip rows with unknown ids”`` (a
+  checkbox), on ``name`` → ``fill in “Run name”`` (a text field), ``{field}`` → ``“Run name”``;
+* a CLI command (``{command:import corpus FILE}``) → the page that does the same ("on the Data page");
 * the server-side path of an uploaded file → the name of the file the user uploaded.
-
-An error that says which field it concerns (:attr:`workbench.errors.WorkbenchError.field`) is not
-rewritten: it is rendered from that data with the field's label (:data:`COMMON_FIELDS`, or the
-page's own fields). The rewriting above is the fallback for messages that still name flags in
-their text, until every service message carries its field.
 
 Pages also check their fields before calling a service (empty or taken names, nothing chosen),
 so the most common mistakes never reach this translation; it is the safety net for the rest.
@@ -25,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -87,62 +81,59 @@ COMMAND_PAGES = {
     "pool-stats": "Retrieve & Pool",
 }
 
-_FLAG = r"--[a-z][a-z0-9-]*"
-_PASS = re.compile(rf"\b(?:pass|use|give|add|set)\s+({_FLAG})(?:\s+(?:[A-Z][A-Z0-9_,.]*|\S*[,=]\S*))?")
-_COMMAND = re.compile(r"\(?`workbench\s+([a-z-]+)[^`]*`\)?")
-_BARE_FLAG = re.compile(_FLAG)
-_LIST_REPR = re.compile(r"\[((?:'[^'\[\]]*'(?:, )?)*)\]")
-_DICT_REPR = re.compile(r"\{((?:'[^'{}]*': [^,{}]+(?:, )?)+)\}")
-
-
 def _field_key(name: str) -> str:
     """A field key from a key or a flag (pages still pass their fields by flag): ``--base-url`` ->
     ``base_url``."""
     return name[2:].replace("-", "_") if name.startswith("--") else name
 
 
+def is_metavariable(value: str) -> bool:
+    """Whether a value in a message is a CLI metavariable (``NAME``, ``A,B``, ``N``), which a page
+    does not show: the field itself is where the user types it."""
+    return value.upper() == value and any(ch.isalpha() for ch in value)
+
+
+def command_page(words: str) -> str:
+    """Where a page does what the CLI command ``workbench WORDS`` does: "on the Data page", or
+    "on the command line" for a command no page offers."""
+    parts = words.split()
+    while parts and parts[0].startswith("--"):
+        parts = parts[2:] if parts[0] in ("--db", "--config") else parts[1:]
+    page = COMMAND_PAGES.get(parts[0]) if parts else None
+    return f"on the {page} page" if page else "on the command line"
+
+
 def page_message(message: str | Exception, fields: Mapping[str, Field] | None = None, *,
                  uploaded: Mapping[str, str] | None = None, project: str | None = None) -> str:
     """``message`` in the page's words (see the module doc); one line.
 
-    ``fields`` maps the flags a service may name to the page's controls (merged over
-    :data:`COMMON_FIELDS`); ``uploaded`` maps server paths of uploaded files to the names the
-    user gave them; ``project`` is the project database path, which the page calls "this project".
+    ``fields`` maps the fields an error may concern (keys, or flags as pages used to pass them) to
+    the page's controls (merged over :data:`COMMON_FIELDS`); ``uploaded`` maps server paths of
+    uploaded files to the names the user gave them; ``project`` is the project database path, which
+    the page calls "this project". A :class:`~workbench.errors.WorkbenchError` is rendered from its
+    data (fields, hint, command); any other text is shown as it is: nothing is rewritten.
     """
     known = {_field_key(k): v for k, v in {**COMMON_FIELDS, **(fields or {})}.items()}
 
     def field_of(key: str) -> Field:
         return known.get(key) or Field(key.replace("_", " ").capitalize())
 
-    structured = isinstance(message, WorkbenchError) and message.field is not None
-    if structured:
-        # An error that says which field it concerns: named in the page's words, no rewriting.
+    def valued(kind: str, key: str, value: str) -> str:
+        field = field_of(key)
+        if is_metavariable(value):
+            return f"{field.verb} {field.quoted}" if kind == "set_field" else field.quoted
+        return f"set {field.quoted} to {value}" if kind == "set_field" else f"{field.quoted} = {value}"
+
+    if isinstance(message, WorkbenchError):
         text = message.render(lambda key: field_of(key).quoted,
-                              lambda key: f"{field_of(key).verb} {field_of(key).quoted}")
+                              lambda key: f"{field_of(key).verb} {field_of(key).quoted}",
+                              command_page, valued)
     else:
         text = str(message)
     for server_path, name in (uploaded or {}).items():
         text = text.replace(str(server_path), name)
     if project:
         text = text.replace(f" in {project}", " in this project").replace(str(project), "this project")
-    if structured:
-        return " ".join(text.split())
-    def as_action(match: re.Match) -> str:
-        field = field_of(_field_key(match.group(1)))
-        return f"{field.verb} {field.quoted}"
-
-    def as_page(match: re.Match) -> str:
-        page = COMMAND_PAGES.get(match.group(1))
-        inner = f"on the {page} page" if page else "on the command line"
-        return f"({inner})" if match.group(0).startswith("(") else inner
-
-    # Python list/dict text from the service ("runs ['a', 'b']") as words ("runs a, b").
-    text = _LIST_REPR.sub(lambda m: ", ".join(re.findall(r"'([^']*)'", m.group(1))), text)
-    text = _DICT_REPR.sub(lambda m: ", ".join(f"{k} = {v.strip()}" for k, v in
-                                              re.findall(r"'([^']*)': ([^,{}]+)", m.group(1))), text)
-    text = _PASS.sub(as_action, text)
-    text = _COMMAND.sub(as_page, text)
-    text = _BARE_FLAG.sub(lambda m: field_of(_field_key(m.group(0))).quoted, text)
     return " ".join(text.split())
 
 

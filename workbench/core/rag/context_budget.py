@@ -60,12 +60,12 @@ def parse_budgets(text: str | Iterable[int] | None) -> tuple[int, ...]:
         try:
             value = int(p)
         except (TypeError, ValueError):
-            raise InputError(f"budget {p!r} is not a whole number of tokens; use e.g. --budgets 1000,2000") from None
+            raise InputError(f"budget {p!r} is not a whole number of tokens; use e.g. {{field:budgets 1000,2000}}") from None
         if value <= 0:
             raise InputError(f"budget {value} must be a positive number of tokens")
         out.append(value)
     if not out:
-        raise InputError("no budget given; use e.g. --budgets 1000,2000,4000,8000")
+        raise InputError("no budget given; use e.g. {field:budgets 1000,2000,4000,8000}")
     return tuple(sorted(set(out)))
 
 

@@ -71,7 +71,7 @@ def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: 
     if design not in ("pairs", "queries"):
         raise InputError(f"unknown sample design {design!r}; expected pairs or queries")
     if read_pool(db, pool) is None:
-        raise InputError(f"there is no pool named {pool!r}; build one with `workbench pool` first")
+        raise InputError(f"there is no pool named {pool!r}; build one with {{command:pool}} first")
     judged = store.judged_pool_pairs(db, pool, model=model, prompt_hash=prompt_hash)
     if design == "queries":
         return _create_query_sample(db, name, pool, judged, queries=queries, seed=seed,
@@ -111,7 +111,7 @@ def _create_query_sample(db: Database, name: str, pool: str, judged: pd.DataFram
     from workbench.core.calibration.sample import QuerySampleSpec, draw_query_sample
 
     if queries is None:
-        raise InputError("the query design needs the number of queries to draw: --queries N")
+        raise InputError("the query design needs the number of queries to draw: {field:queries N}")
     per_query = store.pool_pairs_per_query(db, pool)
     judged_per_query = judged.groupby("query_id").size()
     complete = sorted(str(q) for q, k in judged_per_query.items() if int(k) == per_query.get(str(q), -1))
@@ -160,8 +160,8 @@ def _sample(db: Database, name: str | None) -> dict:
     if name is None:
         samples = store.read_samples(db)
         if samples.empty:
-            raise InputError("the project has no calibration sample; draw one with "
-                             "`workbench calibrate sample --pool POOL`")
+            raise InputError("the project has no calibration sample; draw one with {command}",
+                             command="calibrate sample --pool POOL")
         name = str(samples.iloc[0]["name"])
     info = store.read_sample(db, name)
     if info is None:
@@ -321,7 +321,7 @@ def open_for_labelling(path: str | Path, *, wait: float | None = None, migrate: 
     presses after it need not). A missing project is an error, never created."""
     path = Path(path)
     if not path.exists():
-        raise StoreError(f"no project database at {path}; create one with `workbench --db {path} init`")
+        raise StoreError(f"no project database at {path}; create one with {{command}}", command=f"--db {path} init")
     return Database(path, migrate=migrate, wait=WRITER_WAIT if wait is None else max(0.0, float(wait)))
 
 
@@ -812,7 +812,7 @@ def agree_files(reference: str | Path, candidate: str | Path, *, threshold: int 
             f"{len(cand.keys)} labels); check that both use the same ids (and both spans or neither)")
     levels = tuple(range(scale_max + 1))
     if threshold not in levels[1:]:
-        raise InputError(f"--threshold {threshold} must be a grade between 1 and {scale_max}")
+        raise InputError(f"{{field:threshold {threshold}}} must be a grade between 1 and {scale_max}")
     result = agreement(paired.reference, paired.candidate, levels=levels, threshold=threshold,
                        query_ids=paired.query_ids, seed=seed, n_boot=n_boot)
     verdict = decide(result, thresholds)

@@ -128,12 +128,12 @@ def _no_judged_id(result: EvaluationResult, qrels, run, run_path: str) -> None:
     run_chunking, qrels_chunking = _chunking_of(run_id), _chunking_of(qrels_id)
     if run_chunking and not qrels_chunking:
         why = (f"the run ranks chunks of chunking {run_chunking!r} (e.g. {clip(run_id)}) and the qrels grade "
-               f"documents (e.g. {clip(qrels_id)}); export chunk qrels (`workbench export qrels --level chunk "
-               f"--chunking {run_chunking}`) or score a document-level run")
+               f"documents (e.g. {clip(qrels_id)}); export chunk qrels ({{command:export qrels --level chunk "
+               f"--chunking {run_chunking}}}) or score a document-level run")
     elif qrels_chunking and not run_chunking:
         why = (f"the qrels grade chunks of chunking {qrels_chunking!r} (e.g. {clip(qrels_id)}) and the run ranks "
-               f"documents (e.g. {clip(run_id)}); export document qrels (`workbench export qrels` without "
-               f"--level chunk) or score a chunk run of {qrels_chunking!r}")
+               f"documents (e.g. {clip(run_id)}); export document qrels ({{command:export qrels}} without "
+               f"{{field:level chunk}}) or score a chunk run of {qrels_chunking!r}")
     else:
         why = (f"the run's ids (e.g. {clip(run_id)}) are not the qrels' ids (e.g. {clip(qrels_id)}); check "
                f"that both name the same documents (or chunks of the same chunking)")
@@ -271,7 +271,7 @@ def _run_scope(info, level: str | None, chunking: str | None) -> tuple[str, str 
     if level is None:
         if len(levels) > 1:
             raise ConfigError(f"the runs mix document and chunk runs ({', '.join(info['name'])}); "
-                              f"pass --level doc to score all of them by document")
+                              f"{{set_field:level doc}} to score all of them by document")
         level = levels[0]
     if level not in ("doc", "chunk"):
         raise ConfigError(f"unknown level {level!r}; expected doc or chunk")
@@ -280,14 +280,14 @@ def _run_scope(info, level: str | None, chunking: str | None) -> tuple[str, str 
     chunkings = {None if pd.isna(c) else str(c) for c in info["chunking"]}
     doc_runs = info.loc[info["level"].astype(str) != "chunk", "name"].tolist()
     if doc_runs:
-        raise ConfigError(f"run {doc_runs[0]!r} ranks documents, not chunks; evaluate it with --level doc")
+        raise ConfigError(f"run {doc_runs[0]!r} ranks documents, not chunks; evaluate it with {{field:level doc}}")
     if chunking is None:
         if len(chunkings) > 1:
-            raise ConfigError("the runs use different chunkings; evaluate them with --level doc")
+            raise ConfigError("the runs use different chunkings; evaluate them with {field:level doc}")
         chunking = next(iter(chunkings))
     elif chunkings != {chunking}:
         raise ConfigError(f"the runs are chunk runs of {', '.join(sorted(map(str, chunkings)))}, not of "
-                          f"{chunking!r}; chunk qrels must use the runs' chunking (or pass --level doc)")
+                          f"{chunking!r}; chunk qrels must use the runs' chunking (or {{set_field:level doc}})")
     return "chunk", chunking
 
 
@@ -350,7 +350,7 @@ def evaluate_project(
         access.require("build")  # storing an evaluation is a write: viewers and annotators may not
     runs = list(dict.fromkeys(runs))
     if not runs:
-        raise ConfigError("give at least one stored run, e.g. --runs bm25,dense")
+        raise ConfigError("give at least one stored run, e.g. {field:runs bm25,dense}")
     if labels not in LABELS:
         raise ConfigError(f"unknown labels {labels!r}; expected one of {', '.join(LABELS)}")
     info = read_run_info(db, runs)

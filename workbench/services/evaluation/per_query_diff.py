@@ -67,7 +67,7 @@ def per_query_diff(qrels: str | Path, runs: Sequence[str | Path], measures: Sequ
     if len(runs) < 2:
         raise ConfigError("a per-query comparison needs at least two run files (the baseline first)")
     if k < 1:
-        raise ConfigError(f"--top must be at least 1, got {k}")
+        raise ConfigError(f"{{field:top}} must be at least 1, got {k}")
     measures = list(dict.fromkeys(measures))
     names = run_names(runs)
     results = evaluate_files(qrels, runs, measures, rel=rel, names=names)

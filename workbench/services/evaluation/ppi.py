@@ -212,7 +212,7 @@ class PPIReport:
 
 def _checked_confidence(confidence: float) -> float:
     if not 0 < confidence < 1:
-        raise ConfigError(f"--confidence must be strictly between 0 and 1 (e.g. 0.95), got {confidence}")
+        raise ConfigError(f"{{field:confidence}} must be strictly between 0 and 1 (e.g. 0.95), got {confidence}")
     return float(confidence)
 
 
@@ -278,7 +278,7 @@ def plan(values: PerQueryValues, half_width: float, *, confidence: float = 0.95)
 
     confidence = _checked_confidence(confidence)
     if not half_width > 0:
-        raise ConfigError(f"--half-width must be positive (e.g. 0.05), got {half_width}")
+        raise ConfigError(f"{{field:half_width}} must be positive (e.g. 0.05), got {half_width}")
     if values.n_labelled < MIN_PILOT:
         raise InputError(f"a plan needs a pilot of at least {MIN_PILOT} labelled queries, got {values.n_labelled}")
     first = values.runs[0]
@@ -300,6 +300,6 @@ def plan_files(human_qrels: str | Path, judge_qrels: str | Path, runs: Sequence[
     :func:`plan`."""
     _checked_confidence(confidence)
     if not half_width > 0:
-        raise ConfigError(f"--half-width must be positive (e.g. 0.05), got {half_width}")
+        raise ConfigError(f"{{field:half_width}} must be positive (e.g. 0.05), got {half_width}")
     values = load_values(human_qrels, judge_qrels, runs, measures, rel=rel, min_labelled=MIN_PILOT)
     return plan(values, half_width, confidence=confidence)

@@ -41,8 +41,8 @@ from workbench.errors import ConfigError, InputError, clip
 from workbench.services import visibility
 from workbench.services.evaluation.ppi import MIN_PILOT, PerQueryValues, PlanReport, PPIReport, estimate, plan
 
-NO_SAMPLE = ("no query-design calibration sample: draw one with `workbench calibrate sample --pool POOL "
-             "--design queries --queries N`, then grade every pair of its queries on the Label page")
+NO_SAMPLE = ("no query-design calibration sample: draw one with {command:calibrate sample --pool POOL "
+             "--design queries --queries N}, then grade every pair of its queries on the Label page")
 
 
 @dataclass(frozen=True)
@@ -126,16 +126,16 @@ def _scope(db, pool: dict, runs: Sequence[str], level: str | None, chunking: str
     run_chunkings = {str(c) for c in info["chunking"].dropna()}
     if pool["level"] == "doc":
         if level == "chunk":
-            raise ConfigError(f"pool {pool['name']!r} pools documents: its labels score documents; drop --level chunk")
+            raise ConfigError(f"pool {pool['name']!r} pools documents: its labels score documents; drop {{field:level chunk}}")
         return "doc", None
     if level == "doc" or run_levels != {"chunk"}:
         return "doc", None
     if chunking is not None and chunking != pool["chunking"]:
         raise ConfigError(f"pool {pool['name']!r} pools chunks of {pool['chunking']!r}, not {chunking!r}; "
-                          f"score its chunking or pass --level doc")
+                          f"score its chunking or {{set_field:level doc}}")
     if run_chunkings != {pool["chunking"]}:
         raise ConfigError(f"the runs are chunk runs of {', '.join(sorted(run_chunkings))} and pool {pool['name']!r} "
-                          f"pools chunks of {pool['chunking']!r}; pass --level doc to score them by document")
+                          f"pools chunks of {pool['chunking']!r}; {{set_field:level doc}} to score them by document")
     return "chunk", pool["chunking"]
 
 
@@ -175,7 +175,7 @@ def corrected_values(db, runs: Sequence[str], measures: Sequence[str], *, sample
     check_measures(measures)
     runs = list(dict.fromkeys(runs))
     if not runs:
-        raise ConfigError("give at least one stored run, e.g. --runs bm25,dense")
+        raise ConfigError("give at least one stored run, e.g. {field:runs bm25,dense}")
     info = _query_sample(db, sample)
     status = sample_status(db, info["name"])
     if status.labelled < min_labelled:

@@ -24,13 +24,13 @@ def parse_role_runs(text: str) -> dict[str, str]:
             continue
         role, sep, run = item.partition("=")
         if not sep or not role.strip() or not run.strip():
-            raise ConfigError(f"--runs expects ROLE=RUN items separated by commas, got {clip(item)} "
-                              "(e.g. --runs employee=bm25-employee,hr=bm25-hr)")
+            raise ConfigError(f"{{field:runs}} expects ROLE=RUN items separated by commas, got {clip(item)} "
+                              "(e.g. {field:runs employee=bm25-employee,hr=bm25-hr})")
         if role.strip() in out:
-            raise ConfigError(f"--runs names role {clip(role.strip())} twice; give one run per role")
+            raise ConfigError(f"{{field:runs}} names role {clip(role.strip())} twice; give one run per role")
         out[role.strip()] = run.strip()
     if not out:
-        raise ConfigError("--runs needs at least one ROLE=RUN item, e.g. --runs employee=bm25-employee")
+        raise ConfigError("{field:runs} needs at least one ROLE=RUN item, e.g. {field:runs employee=bm25-employee}")
     return out
 
 

@@ -93,7 +93,7 @@ def evaluate_stored_stages(
 def _check_stages(stages, measures, lift) -> list[str]:
     """The measures to evaluate (the lift's included), after checking the stage names."""
     if not stages:
-        raise ConfigError("give at least one stage, e.g. --stage fusion=fusion.run")
+        raise ConfigError("give at least one stage, e.g. {field:stage fusion=fusion.run}")
     names = [name for name, _ in stages]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -102,7 +102,7 @@ def _check_stages(stages, measures, lift) -> list[str]:
         for role, stage in (("pre-rerank", lift.pre_stage), ("post-rerank", lift.post_stage)):
             if stage not in names:
                 raise ConfigError(
-                    f"--lift: unknown {role} stage {stage!r}; stages are {', '.join(names)}"
+                    f"{{field:lift}}: unknown {role} stage {stage!r}; stages are {', '.join(names)}"
                 )
     wanted = list(dict.fromkeys(list(measures) + ([lift.pool_measure, lift.measure] if lift else [])))
     if not wanted:

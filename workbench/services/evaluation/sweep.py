@@ -92,7 +92,7 @@ def parse_chunking(text: str) -> ChunkingChoice:
     raw = text.strip()
     parts = raw.split(":")
     how = ("use fixed:SIZE or fixed:SIZE:OVERLAP (tokens), section, sentences or document, "
-           "e.g. --chunkings fixed:256,fixed:512:64,section")
+           "e.g. {field:chunkings fixed:256,fixed:512:64,section}")
     if parts[0] == "fixed" and len(parts) in (2, 3) and all(re.fullmatch(r"\d+", p) for p in parts[1:]):
         params = {"size": int(parts[1]), "overlap": int(parts[2]) if len(parts) == 3 else 0, "unit": "tokens"}
         strategy = "fixed"
@@ -118,18 +118,18 @@ def parse_chunking(text: str) -> ChunkingChoice:
 def parse_grid(chunkings: str, retrievers: str) -> tuple[list[ChunkingChoice], list[str]]:
     specs = [s for s in (chunkings or "").split(",") if s.strip()]
     if not specs:
-        raise InputError("--chunkings needs at least one spec, e.g. --chunkings fixed:256,fixed:512")
+        raise InputError("{field:chunkings} needs at least one spec, e.g. {field:chunkings fixed:256,fixed:512}")
     choices = [parse_chunking(s) for s in specs]
     if len({c.spec for c in choices}) != len(choices):
-        raise InputError(f"--chunkings lists a spec twice: {chunkings}")
+        raise InputError(f"{{field:chunkings}} lists a spec twice: {chunkings}")
     names = [r.strip() for r in (retrievers or "").split(",") if r.strip()]
     if not names:
-        raise InputError("--retrievers needs at least one of bm25, dense, hybrid")
+        raise InputError("{field:retrievers} needs at least one of bm25, dense, hybrid")
     bad = [r for r in names if r not in RETRIEVERS]
     if bad:
         raise InputError(f"unknown retriever {bad[0]!r}; choose from {', '.join(RETRIEVERS)}")
     if len(set(names)) != len(names):
-        raise InputError(f"--retrievers lists a retriever twice: {retrievers}")
+        raise InputError(f"{{field:retrievers}} lists a retriever twice: {retrievers}")
     return choices, names
 
 
@@ -580,12 +580,12 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
     clock = StageClock()
     queries = read_queries(db)
     if queries.empty:
-        raise InputError(f"{db.path} holds no queries; import them first (`workbench import queries FILE`)")
+        raise InputError(f"{db.path} holds no queries; import them first ({{command:import queries FILE}})")
     spans, label_notes = _label_spans(db, labels)
     if spans.empty:
         why = f" ({'; '.join(label_notes)})" if label_notes else ""
         raise InputError(f"the project has no {labels} labels to measure with{why}; label pairs on the Label page "
-                         "or import qrels (`workbench import qrels FILE`)")
+                         "or import qrels ({command:import qrels FILE})")
     gold = spans[spans["grade"] >= rel]
     with clock("read documents"):
         texts = read_documents(db).set_index("doc_id")["text"]

@@ -82,7 +82,7 @@ def drop_unknown(frame: pd.DataFrame, unknown: pd.Series, column: str, what: str
     examples = ", ".join(f"{clip(r[column])}{where(r)}" for _, r in distinct.head(EXAMPLES).iterrows())
     raise InputError(
         f"{len(bad):,} rows name {len(distinct):,} {what} that are not in the project (first: {examples}); "
-        f"{hint}, or pass --skip-unknown to drop these rows",
+        f"{hint}, or {{set_field:skip_unknown}} to drop these rows",
         path=path, line=int(bad["line"].iloc[0]) or None,
     )
 

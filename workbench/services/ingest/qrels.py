@@ -94,7 +94,7 @@ def import_qrels(db, source, result, *, assessor, skip, **_):
         conflict(clash, "item",
                   lambda r: f"grade {int(r['grade_stored'])} stored vs {int(r['grade'])} in the file",
                   f"judgments of assessor {default_assessor!r}", path,
-                  "Import the new version under another assessor name (--assessor) to keep both")
+                  "Import the new version under another assessor name ({field:assessor}) to keep both")
         new = merged.loc[~exists, ["query_id", "doc_id", "start", "end", "grade", "assessor"]].copy()
         new["source"] = "imported"
         new["status"] = "ok"

@@ -25,8 +25,8 @@ def import_run(db, source, result, *, skip, **_):
     given = result.name
     name = given or source.path.stem
     # One rule for run names (import, retrieve, pool): `a,b` would be accepted, then unusable.
-    check_name(name, "run", "choose another --name" if given else
-               f"the file name {source.path.name!r} does not give one; pass --name NAME")
+    check_name(name, "run", "choose another {field}" if given else
+               f"the file name {source.path.name!r} does not give one; {{set_field:name NAME}}", field="name")
     source.text()  # UTF-8 check with byte offset
     with named_as_label(source):
         frame = label_formats.run_frame(read_trec_run(source.path, careful=True))
@@ -138,8 +138,8 @@ def _first_line(differ: pd.DataFrame) -> int | None:
 def _name_taken(name: str, existing: dict, stored: pd.DataFrame, frame: pd.DataFrame, result, differ) -> str:
     """Why a run file whose name is taken by a stored run with other rows is refused: the name
     belongs to a different run (another level/chunking, or other results), and how to go on."""
-    fix = (f"nothing was imported; pass --name NEW_NAME to import the file as a new run, or delete the stored "
-           f"run first (`workbench delete run {name}`)")
+    fix = (f"nothing was imported; {{set_field:name NEW_NAME}} to import the file as a new run, or delete the stored "
+           f"run first ({{command:delete run {name}}})")
     head = f"the name {name!r} is taken by a different run: run {name!r} already exists"
     if (existing["level"], existing["chunking"]) != (result.level, result.chunking):
         return (f"{head} at {_scope(existing['level'], existing['chunking'])} with {_rows(len(stored))}, and this "

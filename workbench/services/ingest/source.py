@@ -149,7 +149,7 @@ def detect_format(kind: str, path: Path, data: bytes | None) -> str:
         if len(first.split()) == 4:
             return "trec"
     raise InputError(
-        f"cannot tell the {kind} format from the file; pass --format (one of {', '.join(FORMATS[kind])})",
+        f"cannot tell the {kind} format from the file; {{set_field:format}} (one of {', '.join(FORMATS[kind])})",
         path=str(path),
     )
 

@@ -72,7 +72,7 @@ def _client(spec: JudgeSpec):
 def _pool(db, pool: str) -> dict:
     info = read_pool(db, pool)
     if info is None:
-        raise InputError(f"no pool named {pool!r}; see `workbench status` for the pools")
+        raise InputError(f"no pool named {pool!r}; see {{command:status}} for the pools")
     return info
 
 
@@ -94,7 +94,7 @@ def write_batch_file(db_path, pool: str, spec: JudgeSpec, out, *, limit: int | N
     from workbench.llm import batch as api
 
     if spec.offline:
-        raise InputError("--batch-file writes requests for an LLM; the offline judge needs none")
+        raise InputError("{field:batch_file} writes requests for an LLM; the offline judge needs none")
     spec = file_spec(spec)
     client = _client(spec)
     with DatabaseUse(db_path, float(spec.settings["db_wait"])) as db:
@@ -151,7 +151,7 @@ def store_batch_results(db_path, pool: str, spec: JudgeSpec, path, *, limit: int
     from workbench.llm import batch as api
 
     if spec.offline:
-        raise InputError("--batch-results stores LLM answers; the offline judge makes none")
+        raise InputError("{field:batch_results} stores LLM answers; the offline judge makes none")
     rows = read_results(path)
     spec = file_spec(spec)
     with DatabaseUse(db_path, float(spec.settings["db_wait"])) as db:
@@ -159,7 +159,7 @@ def store_batch_results(db_path, pool: str, spec: JudgeSpec, path, *, limit: int
         job = _job(db, pool, spec, create=False)
         if job is None:
             raise InputError(f"no judge job of this configuration on pool {pool}: write the requests with "
-                             f"--batch-file first (same --model, --base-url, --prompt and options)")
+                             f"{{field:batch_file}} first (same {{field:model}}, {{field:base_url}}, {{field:prompt}} and options)")
         units = store.pending_units(db, job_id=job["job_id"], pool=pool, level=info["level"],
                                     prefix=spec.cache_prefix, samples=spec.samples, limit=limit)
         hits = store.cache_hits(db, units)

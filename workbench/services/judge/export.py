@@ -95,7 +95,7 @@ def export_judgments(db: Database, out: str | Path, *, pool: str | None = None, 
     out = Path(out)
     check_output(out, force=force)
     if pool is not None and read_pool(db, pool) is None:
-        raise InputError(f"no pool named {pool!r}; see `workbench status` for the pools")
+        raise InputError(f"no pool named {pool!r}; see {{command:status}} for the pools")
     sources = ["llm", "human", "imported"] if source == "all" else [source]
     frame = export_judgment_rows(db, pool=pool, sources=sources)
     replaced = write_lines(out, _lines(frame), force=force)

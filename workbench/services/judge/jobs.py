@@ -294,12 +294,12 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
     """Start or resume the pool's judge job (see the module doc) and return its report."""
     access.require("judge")
     if limit is not None and limit < 1:
-        raise InputError(f"--limit must be a positive number of pairs, got {limit}")
+        raise InputError(f"{{field:limit}} must be a positive number of pairs, got {limit}")
     budget = budget_usd if budget_usd is not None else (float(spec.settings.get("budget_usd") or 0.0) or None)
     if budget is not None and budget <= 0:
-        raise InputError(f"--budget must be a positive amount in USD, got {budget}")
+        raise InputError(f"{{field:budget}} must be a positive amount in USD, got {budget}")
     if batch and spec.offline:
-        raise InputError("--batch sends requests to an OpenAI-compatible server; the offline judge needs none")
+        raise InputError("{field:batch} sends requests to an OpenAI-compatible server; the offline judge needs none")
     if not spec.offline and spec.caps is None:
         from workbench.services.judge.probe import discover
 

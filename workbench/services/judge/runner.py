@@ -37,7 +37,7 @@ def open_briefly(db_path, wait: float = 30.0, *, migrate: bool = True) -> Databa
     project was migrated when the job started. A missing project is an error, never created."""
     path = Path(db_path)
     if not path.exists():
-        raise StoreError(f"no project database at {path}; create one with `workbench --db {path} init`")
+        raise StoreError(f"no project database at {path}; create one with {{command}}", command=f"--db {path} init")
     return Database(path, migrate=migrate, wait=max(0.0, wait))
 
 

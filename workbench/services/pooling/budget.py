@@ -122,7 +122,7 @@ def _cost_per_pair(db: Database, pool: str, unit: str, settings, seconds_per_pai
     est = estimate(db, pool, spec)
     if est.cost_usd is None:
         raise InputError(f"no price for model {spec.model!r} in [judge.prices]; add one, or budget in judge "
-                         f"calls (--unit calls)")
+                         f"calls ({{field:unit calls}})")
     if est.to_send == 0:
         return 0.0
     return float(est.cost_usd) / est.to_send * spec.samples
@@ -138,8 +138,8 @@ def plan_budget(db: Database, pool: str, *, budget: float, unit: str = "calls", 
         raise InputError(f"k must be at least 1, got {k}")
     info = read_pool(db, pool)
     if info is None:
-        raise InputError(f"no pool named {pool!r}; see `workbench status` for the pools, or make one with "
-                         f"`workbench pool`")
+        raise InputError(f"no pool named {pool!r}; see {{command:status}} for the pools, or make one with "
+                         f"{{command:pool}}")
     item = _item(info["level"])
     pairs = read_pool_pairs(db, pool).rename(columns={item: "item_id"})
     pairs["item_id"] = pairs["item_id"].astype(str)

@@ -134,7 +134,7 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
     if read_pool(db, name) is not None:
         raise StoreError(
             f"pool {name!r} already exists in {db.path}; add runs to it with "
-            f"`workbench pool --name {name} --runs NEW --add`, or choose another --name"
+            f"{{command}}, or choose another {{field:name}}", command=f"pool --name {name} --runs NEW --add",
         )
     started = time.perf_counter()
     info = read_runs_checked(db, list(runs))

@@ -30,11 +30,11 @@ def open_project(db_path: str | Path, *, create: bool = False) -> Database:
     path = Path(db_path)
     if not create and not path.exists():
         nearby = nearby_databases(path)
-        found = (f"; projects nearby: {', '.join(str(p) for p in nearby)} (choose one with --db PATH)"
+        found = (f"; projects nearby: {', '.join(str(p) for p in nearby)} (choose one with {{field:db PATH}})"
                  if nearby else "")
         raise StoreError(
-            f"no project database at {path}; create one with `workbench --db {path} init` "
-            f"(add --demo for the demo project){found}"
+            f"no project database at {path}; create one with {{command}} "
+            f"(add {{field:demo}} for the demo project){found}", command=f"--db {path} init",
         )
     return Database(path)
 
@@ -107,7 +107,7 @@ def init_project(db_path: str | Path, *, demo: bool = False, settings: Settings 
                 other = Path(db.path).with_name("handbook-demo.duckdb")
                 raise StoreError(
                     f"{db.path} already holds a corpus; load the demo into a new database "
-                    f"(`workbench --db {other} init --demo`, or `DB={other} make run`)"
+                    f"({{command}}, or `DB={other} make run`)", command=f"--db {other} init --demo",
                 )
             loaded = load_demo(db)
         from workbench.services.project.demo import prepare_demo

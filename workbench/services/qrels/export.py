@@ -92,9 +92,9 @@ def _check(format: str, level: str, source: str, chunking: str | None) -> None:
         if value not in allowed:
             raise InputError(f"unknown {what} {value!r}; expected one of {', '.join(allowed)}")
     if level == "chunk" and not chunking:
-        raise InputError("chunk-level qrels need a chunking; pass --chunking NAME (see `workbench status`)")
+        raise InputError("chunk-level qrels need a chunking; {set_field:chunking NAME} (see {command:status})")
     if format == "spans" and level == "chunk":
-        raise InputError("span judgments do not depend on a chunking; export spans without --level chunk")
+        raise InputError("span judgments do not depend on a chunking; export spans without {field:level chunk}")
 
 
 def qrels_table(db: Database, *, level: str = "doc", chunking: str | None = None, source: str = "merged",

@@ -125,8 +125,8 @@ def propagate_labels(db: Database, chunking: str, *, source: str = "human", thre
     if k < 1:
         raise InputError(f"k must be at least 1, got {k}")
     if not chunking_exists(db, chunking):
-        raise InputError(f"no chunking named {chunking!r} in the project; create it with `workbench chunk` "
-                         f"or pick one listed by `workbench status`")
+        raise InputError(f"no chunking named {chunking!r} in the project; create it with {{command:chunk}} "
+                         f"or pick one listed by {{command:status}}")
     chunks = read_chunks(db, chunking, with_text=True)
     pairs = nd.near_duplicate_pairs(chunks["chunk_id"].astype(str).tolist(), chunks["text"].astype(str).tolist(),
                                     threshold=threshold, width=shingle, num_perm=num_perm, seed=seed)
@@ -168,7 +168,7 @@ def revert_propagation(db: Database, chunking: str) -> int:
         active = store.active_propagations(cur, chunking)
         if not active:
             raise InputError(f"chunking {chunking!r} has no propagated labels to revert "
-                             f"(see `workbench labels propagate --chunking {chunking}`)")
+                             "(see {command})", command=f"labels propagate --chunking {chunking}")
         return sum(store.revert(cur, p["propagation_id"]) for p in active)
 
 
@@ -212,7 +212,7 @@ def export_qrels_with_propagated(db: Database, chunking: str, out, *, source: st
         raise InputError(f"unknown query set {queries!r}; expected one of {', '.join(QUERY_SETS)}")
     check_output(out, force=force)  # before any work: never a database, a link or (unforced) a file
     if not chunking_exists(db, chunking):
-        raise InputError(f"no chunking named {chunking!r} in the project; see `workbench status`")
+        raise InputError(f"no chunking named {chunking!r} in the project; see {{command:status}}")
     table = qrels_with_propagated(db, chunking, source) if propagated else \
         _direct_labels(db, chunking, source).assign(propagated=False)
     synthetic = synthetic_query_ids(db)

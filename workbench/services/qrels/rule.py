@@ -259,10 +259,10 @@ def _check_level(db: Database, level: str, chunking: str | None) -> pd.DataFrame
     if level == "doc":
         return None
     if not chunking:
-        raise InputError("chunk-level qrels need a chunking; pass --chunking NAME (see `workbench status`)")
+        raise InputError("chunk-level qrels need a chunking; {set_field:chunking NAME} (see {command:status})")
     if not chunking_exists(db, chunking):
-        raise InputError(f"no chunking named {chunking!r} in the project; create it with `workbench chunk` "
-                         f"or pick one listed by `workbench status`")
+        raise InputError(f"no chunking named {chunking!r} in the project; create it with {{command:chunk}} "
+                         f"or pick one listed by {{command:status}}")
     return read_chunks(db, chunking)
 
 

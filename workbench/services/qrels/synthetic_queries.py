@@ -226,9 +226,9 @@ def synthesize(settings: Settings, chunking: str, *, per_chunk: int, limit: int 
     from workbench.services.project.lifecycle import open_project
 
     if per_chunk < 1:
-        raise InputError(f"--per-chunk must be at least 1, got {per_chunk}")
+        raise InputError(f"{{field:per_chunk}} must be at least 1, got {per_chunk}")
     if limit is not None and limit < 1:
-        raise InputError(f"--limit must be at least 1, got {limit}")
+        raise InputError(f"{{field:limit}} must be at least 1, got {limit}")
     if not 0.0 < max_overlap <= 1.0:
         raise InputError(f"max overlap must lie in (0, 1], got {max_overlap}")
     judge = dict(settings.values["judge"])
@@ -245,8 +245,8 @@ def synthesize(settings: Settings, chunking: str, *, per_chunk: int, limit: int 
 
     with open_project(settings.db_path) as db:
         if not chunking_exists(db, chunking):
-            raise InputError(f"no chunking named {chunking!r} in the project; create it with `workbench chunk` or "
-                             f"pick one listed by `workbench status`")
+            raise InputError(f"no chunking named {chunking!r} in the project; create it with {{command:chunk}} or "
+                             f"pick one listed by {{command:status}}")
         chunks = _sample(read_chunks(db, chunking, with_text=True), limit, seed)
         cache = {} if offline else store.all_cached_replies(db)
     report = SynthReport(chunking=chunking, generator=generator, model=model, seed=seed, chunks=len(chunks),

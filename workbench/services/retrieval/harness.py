@@ -185,7 +185,7 @@ def select_queries(db: Database, spec) -> pd.DataFrame:
     must all be project queries."""
     queries = read_queries(db)
     if queries.empty:
-        raise InputError(f"{db.path} holds no queries; import them first (`workbench import queries FILE`)")
+        raise InputError(f"{db.path} holds no queries; import them first ({{command:import queries FILE}})")
     if isinstance(spec, (list, tuple)):
         return _pick_ids(queries, [str(q) for q in spec], "the chosen queries")
     if spec == "all":
@@ -279,7 +279,7 @@ def plan_harness(db: Database, name: str, *, queries: str | list[str] = "all", c
     """Check the options against the project and read what the run needs; sends nothing."""
     access.require("build")
     if (command is None) == (url is None):
-        raise InputError("give exactly one of --command 'PROGRAM ... {query}' or --url http://127.0.0.1:PORT/PATH")
+        raise InputError("give exactly one of {field:command} 'PROGRAM ... {query}' or {field:url} http://127.0.0.1:PORT/PATH")
     if not (timeout > 0):
         raise InputError(f"{{field}} must be a positive number of seconds, got {timeout!r}", field="timeout")
     check_name(name, "run", "choose another {field}", field="name")
@@ -292,7 +292,7 @@ def plan_harness(db: Database, name: str, *, queries: str | list[str] = "all", c
     span_chunks = None
     if chunking is not None:
         if not chunking_exists(db, chunking):
-            raise StoreError(f"no chunking {chunking!r} in {db.path}; create it first (`workbench chunk ...`)")
+            raise StoreError(f"no chunking {chunking!r} in {db.path}; create it first ({{command:chunk ...}})")
         span_chunks = read_chunks(db, chunking)
     picked = select_queries(db, queries)
     return HarnessPlan(name, queries, command, url, float(timeout), chunking, picked, span_chunks)
@@ -346,7 +346,7 @@ def store_harness(db: Database, plan: HarnessPlan, got: Collected) -> HarnessSum
         raise InputError(f"the system answered with mixed result kinds {sorted(kinds)}; a run ranks chunks "
                          f"(chunk_id or spans) or documents (doc_id), not both")
     if "span" in kinds and plan.span_chunks is None:
-        raise InputError("the system answered with spans (doc_id, start, end); pass --chunking NAME to map them "
+        raise InputError("the system answered with spans (doc_id, start, end); {set_field:chunking NAME} to map them "
                          "onto chunks")
     rows, level, run_chunking = _rows(db, answers, failures, kinds, plan.span_chunks, plan.chunking)
     failed_ids = {f["query_id"] for f in failures}

@@ -24,7 +24,7 @@ def import_latencies(db: Database, run: str, path) -> int:
     from workbench.store.runs import run_exists
 
     if not run_exists(db, run):
-        raise InputError(f"no run named {run!r} in the project; import the run first (`workbench import run FILE`)")
+        raise InputError(f"no run named {run!r} in the project; import the run first ({{command:import run FILE}})")
     path = Path(path)
     try:
         lines = split_lines(decode_utf8(path.read_bytes(), str(path)))

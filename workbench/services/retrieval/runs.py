@@ -138,7 +138,7 @@ def _load_chunks(db: Database, chunking: str) -> pd.DataFrame:
     if not chunking_exists(db, chunking):
         raise StoreError(
             f"no chunking {chunking!r} in {db.path}; create it first "
-            f"(`workbench chunk --name {chunking} --strategy section`)"
+            f"({{command}})", command=f"chunk --name {chunking} --strategy section",
         )
     chunks = read_chunks(db, chunking, with_text=True)
     if chunks.empty:
@@ -149,7 +149,7 @@ def _load_chunks(db: Database, chunking: str) -> pd.DataFrame:
 def _load_queries(db: Database) -> pd.DataFrame:
     queries = read_queries(db)
     if queries.empty:
-        raise InputError(f"{db.path} holds no queries; import them first (`workbench import queries FILE`)")
+        raise InputError(f"{db.path} holds no queries; import them first ({{command:import queries FILE}})")
     return queries
 
 
@@ -348,8 +348,8 @@ def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
     access.require("build")
     backend = backend or default_dense_backend(encoder)
     if backend == "torch" and precision != "fp32":
-        raise InputError(f"{{field}} {precision} applies to --backend onnx only", field="precision",
-                         hint="add --backend onnx")
+        raise InputError(f"{{field}} {precision} applies to {{field:backend onnx}} only", field="precision",
+                         hint="add {field:backend onnx}")
     k = _check_k(k)
     _check_new_run(db, name)
     started = time.perf_counter()
@@ -390,7 +390,7 @@ def same_scope(info: pd.DataFrame, what: str) -> tuple[str, str | None]:
         listing = "; ".join(f"{r.name}: level={r.level}, chunking={r.chunking}" for r in info.itertuples())
         if len({level for level, _ in scopes}) > 1:
             fix = ("map the document-level runs onto the chunking first "
-                   "(`workbench retrieve from-doc --source RUN --chunking N --name NEW`)")
+                   "({command:retrieve from-doc --source RUN --chunking N --name NEW})")
         else:
             fix = "pick runs over one chunking (or re-run a retriever on the other chunking)"
         raise InputError(f"{what} needs runs that rank the same items (one level and chunking), got {listing}; {fix}")

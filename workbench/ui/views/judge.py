@@ -48,9 +48,11 @@ _RETRY_COMMAND = re.compile(r"`workbench judge [^`]*--retry-failed[^`]*`")
 
 def _say(exc) -> str:
     """A service or job message in the page's words (buttons and fields, not commands and flags)."""
+    from workbench.errors import WorkbenchError
     from workbench.ui.words import page_message
 
-    text = _RETRY_COMMAND.sub("“Retry failed”", str(exc))
+    # an error is rendered from its data; a job's status text only has its retry command replaced
+    text = exc if isinstance(exc, WorkbenchError) else _RETRY_COMMAND.sub("“Retry failed”", str(exc))
     text = page_message(text, FIELDS, project=str(context.db_path()))
     return text.replace("run the same command again", "press Resume").replace("run again", "press Resume")
 

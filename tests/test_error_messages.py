@@ -1,0 +1,100 @@
+"""Errors as data: no service message names a CLI flag in its text.
+
+A service error names the fields it concerns as placeholders (``{field:pool}``, ``{set_field:force}``)
+and a CLI command as ``{command:...}`` or ``command=``; each front end renders them in its own words
+(the CLI as flags, a page as its labels), so no front end rewrites text. This scan reads every
+``raise`` in ``workbench/services/`` (and ``core/``, ``store/``) and fails on a message or hint whose string literal has ``--``
+followed by a letter (a flag written into the text) outside a ``{command:...}`` placeholder.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+import workbench.services
+from workbench.errors import placeholders
+
+FLAG = re.compile(r"--[A-Za-z]")
+SERVICES = pathlib.Path(workbench.services.__file__).parent
+
+
+def literal_text(node: ast.expr) -> str:
+    """The text a message expression writes itself: its string literals, each interpolated value as
+    ``X`` (an f-string), ``+`` joined; anything else (a variable, a call) as ``X``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(literal_text(part) if isinstance(part, ast.Constant) else "X" for part in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return literal_text(node.left) + literal_text(node.right)
+    return "X"
+
+
+def without_commands(text: str) -> str:
+    """``text`` without its ``{command:...}`` placeholders: a CLI command is data the front end
+    renders (the CLI in backticks, a page as the page that does the same), flags and all."""
+    out, at = [], 0
+    for part in placeholders(text):
+        if part.kind == "command":
+            out.append(text[at:part.start])
+            at = part.end
+    return "".join(out) + text[at:]
+
+
+def message_literals(call: ast.expr) -> list[str]:
+    """The literal text of an exception's message (first argument) and ``hint``."""
+    if not isinstance(call, ast.Call):
+        return []
+    parts = list(call.args[:1]) + [kw.value for kw in call.keywords if kw.arg in ("message", "hint")]
+    return [without_commands(literal_text(part)) for part in parts]
+
+
+def flagged_raises(source: str, name: str = "<source>") -> list[str]:
+    """``name:line: literal`` for each raise whose message or hint names a flag."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            for text in message_literals(node.exc):
+                if FLAG.search(text):
+                    found.append(f"{name}:{node.lineno}: {text!r}")
+                    break
+    return found
+
+
+@pytest.mark.parametrize("package", ["services", "core", "store"])
+def test_no_service_message_names_a_cli_flag(package):
+    """Services (and the core and store they raise through) word errors as data."""
+    root = SERVICES.parent / package
+    files = sorted(root.rglob("*.py"))
+    assert len(files) > 10  # the scan reads the real package
+    found = [hit for path in files for hit in flagged_raises(path.read_text(), str(path.relative_to(root.parent)))]
+    assert found == [], "service errors name CLI flags in their text; use {field:KEY} / {set_field:KEY}:\n" + \
+        "\n".join(found)
+
+
+def test_the_scan_finds_a_flag_in_a_message():
+    """The companion: the same scan flags the forms a flag takes in a message."""
+    source = '''
+def f(pool, x):
+    if x:
+        raise InputError(f"no pool {pool!r}; pass --pool NAME")
+    if pool:
+        raise ConfigError("bad value", field="depth", hint="choose another --depth")
+    raise StoreError("pool exists; " + "use --add")
+'''
+    hits = flagged_raises(source)
+    assert sorted(int(hit.split(":")[1]) for hit in hits) == [4, 6, 7]
+    clean = '''
+def f(pool):
+    raise InputError(f"no pool {pool!r}; {{set_field:pool NAME}} (see {{command}})", command="pool --name x")
+'''
+    assert flagged_raises(clean) == []
+    # a flag inside a CLI command placeholder is the command's, not the message's
+    assert flagged_raises('raise InputError(f"draw one with {{command:calibrate sample --pool {p}}}")') == []
+    assert len(flagged_raises('raise InputError(f"draw one with {{command:x}} --pool {p}")')) == 1
+    # "--" not followed by a letter (a value such as 'a--b', a dash) is not a flag
+    assert flagged_raises('raise InputError("range 1--2 or -- 3")') == []
