@@ -104,6 +104,12 @@ class WorkbenchError(Exception):
         return self.render()
 
 
+def render_text(text: str, **words) -> str:
+    """Text that is not an error (a summary, a note) with its placeholders in one front end's words
+    (``words`` as :meth:`WorkbenchError.render` takes them; none: as the CLI says them)."""
+    return WorkbenchError(text).render(**words)
+
+
 class Placeholder:
     """One ``{field}``, ``{set_field}`` or ``{command}`` in a message (see the module doc)."""
 

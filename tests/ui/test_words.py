@@ -70,6 +70,12 @@ def test_text_that_is_not_an_error_is_shown_as_it_is():
     assert page_message(text) == text
     assert page_message(InputError(text)) == text
     assert page_message(InputError("x", path="/p/a.duckdb"), project="/p/a.duckdb") == "this project: x"
+    # a summary asked for with its fields as data: the page renders them, the CLI says the flag
+    from workbench.errors import render_text
+
+    summary = "skipped 1 rows with unknown doc ids ({field:skip_unknown})"
+    assert page_message(summary) == "skipped 1 rows with unknown doc ids (“Skip rows with unknown ids”)"
+    assert render_text(summary) == "skipped 1 rows with unknown doc ids (--skip-unknown)"
 
 
 def test_several_fields_are_the_errors_data():

@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, placeholders
 
 
 #: The "Labels" choice of the pages that read qrels (Qrels, Evaluate, Experiments): the page's words
@@ -111,7 +111,8 @@ def page_message(message: str | Exception, fields: Mapping[str, Field] | None = 
     the page's controls (merged over :data:`COMMON_FIELDS`); ``uploaded`` maps server paths of
     uploaded files to the names the user gave them; ``project`` is the project database path, which
     the page calls "this project". A :class:`~workbench.errors.WorkbenchError` is rendered from its
-    data (fields, hint, command); any other text is shown as it is: nothing is rewritten.
+    data (fields, hint, command), and so is text with placeholders (a summary asked for with its
+    fields as data); any other text is shown as it is: nothing is rewritten.
     """
     known = {_field_key(k): v for k, v in {**COMMON_FIELDS, **(fields or {})}.items()}
 
@@ -124,6 +125,8 @@ def page_message(message: str | Exception, fields: Mapping[str, Field] | None = 
             return f"{field.verb} {field.quoted}" if kind == "set_field" else field.quoted
         return f"set {field.quoted} to {value}" if kind == "set_field" else f"{field.quoted} = {value}"
 
+    if isinstance(message, str) and placeholders(message):
+        message = WorkbenchError(message)  # a summary or note with fields as data (not an error)
     if isinstance(message, WorkbenchError):
         text = message.render(lambda key: field_of(key).quoted,
                               lambda key: f"{field_of(key).verb} {field_of(key).quoted}",

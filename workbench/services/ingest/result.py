@@ -30,8 +30,12 @@ class ImportResult:
     def skipped_total(self) -> int:
         return sum(self.skipped.values())
 
-    def summary(self) -> str:
-        """One human-readable paragraph (the CLI prints it; the app shows it)."""
+    def summary(self, *, data: bool = False) -> str:
+        """One human-readable paragraph (the CLI prints it; the app shows it): with ``data`` its fields
+        as placeholders for a page to render (:func:`workbench.ui.words.page_message`), else as the CLI
+        says them."""
+        from workbench.errors import render_text
+
         noun = {"corpus": "documents", "queries": "queries", "qrels": "judgments", "run": "run rows"}[self.kind]
         if self.already_imported is not None:
             earlier = self.already_imported
@@ -54,5 +58,6 @@ class ImportResult:
         if self.excluded:
             parts.append(f"excluded {self.excluded:,} rows with Cranfield code -1 (no grade)")
         for reason, n in self.skipped.items():
-            parts.append(f"skipped {n:,} rows with {reason} (--skip-unknown)")
-        return "; ".join(parts)
+            parts.append(f"skipped {n:,} rows with {reason} ({{field:skip_unknown}})")
+        text = "; ".join(parts)
+        return text if data else render_text(text)

@@ -144,7 +144,7 @@ def _import_form() -> None:
             f"{result.path} was already imported on {when} ({earlier['rows']:,} rows); nothing to do."), "info")
     else:
         note = _coverage_note() if kind == "corpus" else ""
-        summary = page_message(result.summary(), FIELDS, uploaded=uploaded)
+        summary = page_message(result.summary(data=True), FIELDS, uploaded=uploaded)
         context.flash("data", context.plain(summary[:1].upper() + summary[1:] + "." + note))
     if kind == "run" and result.already_imported is None and result.name:
         # The Retrieve & Pool page's selectors follow the run just imported.
