@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from workbench.core.formats import LABEL_SOURCES
 from workbench.errors import ConfigError, InputError, clip
-
 from workbench.services import access
+
 if TYPE_CHECKING:
     from workbench.core.metrics.comparison import Comparison
     from workbench.core.metrics.evaluation import EvaluationResult
@@ -345,9 +345,9 @@ def evaluate_project(
     from workbench.services.qrels.rule import project_qrels
     from workbench.store.runs import read_run_info
 
-    check_measures(measures)
     if store:
         access.require("build")  # storing an evaluation is a write: viewers and annotators may not
+    check_measures(measures)
     runs = list(dict.fromkeys(runs))
     if not runs:
         raise ConfigError("give at least one stored run, e.g. {field:runs bm25,dense}")

@@ -46,8 +46,8 @@ import pandas as pd
 from workbench.core.formats import LABEL_SOURCES
 from workbench.core.qrels_policy import QrelsPolicy, merge_qrels
 from workbench.errors import InputError
-from workbench.store.database import Database
 from workbench.services import visibility
+from workbench.store.database import Database
 
 SOURCES = LABEL_SOURCES
 
@@ -308,10 +308,10 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
             if dropped:
                 notes.append(f"{dropped:,} LLM labels left out: their judge configuration has not passed "
                              f"the calibration gate (`workbench calibrate report`), or opt in with llm_labels = all")
+    spans = _synthetic_filter(db, spans, pol.synthetic)
     if visibility.limited():  # an annotator: their own labels and the imported ones (services.visibility)
         spans = visibility.visible_spans(spans)
         notes.append(visibility.LIMITED_NOTE)
-    spans = _synthetic_filter(db, spans, pol.synthetic)
     return AdmittedSpans(spans.reset_index(drop=True), pol, passed, tuple(notes))
 
 

@@ -72,7 +72,6 @@ def _counts(overview) -> None:
     b.metric("Queries", f"{overview.queries:,}")
     c.metric("Relevant (grade ≥ 1)", f"{sum(n for g, n in overview.by_grade.items() if g >= 1):,}")
     st.caption(binarising_note("qrels"))
-    st.caption(binarising_note("qrels"))
     left, right = st.columns(2)
     with left:
         st.caption("Per grade")
@@ -102,6 +101,9 @@ def _download(db, ev, level: str, chunking: str | None, source: str) -> None:
     from workbench.services import visibility
 
     st.subheader("Download")
+    if not visibility.can_read("label_files"):  # the files carry everyone's labels: annotators label blind
+        st.caption("Qrels files carry other people's labels and the judge's, so leads and viewers download them.")
+        return
     format_word = st.selectbox("Format", list(FORMATS), key="qrels_format")
     fmt = FORMATS[format_word]
     try:
