@@ -143,12 +143,13 @@ def test_calibration_and_qrels_follow_the_sme_labelling_of_a_sample(demo, tmp_pa
         calibration.save_label(db, "s1", "sme-a", int(holdout[-1]), int(judge[holdout[-1]]))
         states = _states(project_status(db))
         assert states["calibration"] == "done"
-        # Full agreement, but the offline judge finds too few relevant pairs in the demo for the
-        # gate to decide: the qrels service admits none of its labels, and neither does status.
-        assert calibration.gate(db, "s1")["gate"]["verdict"] == "inconclusive"
-        assert passed_judge_configurations(db) == ()
+        # Full agreement on a sample drawn with >= 50 pairs per class: the gate counts pairs (not
+        # weighted shares), so both classes clear their minimum and the judge passes; its labels
+        # now count for the qrels, and status says every pool pair has one.
+        assert calibration.gate(db, "s1")["gate"]["verdict"] == "pass"
+        assert len(passed_judge_configurations(db)) == 1
         qrels = next(s for s in project_status(db).steps if s.key == "qrels")
-        assert qrels.state == "partial" and "once their judge passes the calibration gate" in qrels.detail
+        assert qrels.state == "done" and "880 of 880" in qrels.detail
     # The user opts in to every judge's labels (the qrels policy): now every pool pair has one.
     monkeypatch.setenv("WORKBENCH_QRELS_LLM_LABELS", "all")
     with open_project(path) as db:
