@@ -1,5 +1,6 @@
 """``workbench compare --per-query``: every query sorted by the difference from the baseline, both
-runs' top results side by side, unjudged ones marked; through ``python -m workbench``."""
+runs' top results side by side, unjudged ones marked; through ``python -m workbench``. The
+project's stored runs: :mod:`tests.cli.test_cli_compare_per_query_project`."""
 
 from __future__ import annotations
 
@@ -61,9 +62,3 @@ def test_per_query_table_and_tie_order(tmp_path):
     # q3 and q4 are not in the tied run: value 0, empty top list
     line_q3 = next(line for line in proc.stdout.splitlines() if line.startswith("q3 "))
     assert line_q3.split()[1:4] == ["1.0000", "0.0000", "-1.0000"] and line_q3.endswith(" -")
-
-
-def test_per_query_refuses_stored_runs(tmp_path):
-    proc = run_cli("--db", str(tmp_path / "x.duckdb"), "compare", "--runs", "a,b", "-m", "P@2", "--per-query",
-                   cwd=tmp_path)
-    assert proc.returncode == 2 and "--per-query compares run files" in proc.stderr, proc.stderr

@@ -13,8 +13,16 @@
       "comparisons": [{"measure": str, "baseline": str, "run": str, "n_queries": int,
                        "baseline_mean": float, "run_mean": float, "delta": float,
                        "ci_low": float, "ci_high": float, "p_value": float,
-                       "p_adjusted": float, "wins": int, "ties": int, "losses": int}]
+                       "p_adjusted": float, "wins": int, "ties": int, "losses": int}],
+      "per_query": [{"measure": str, "baseline": str, "run": str, "query_id": str,   # --per-query only
+                     "baseline_value": float, "run_value": float, "delta": float,
+                     "baseline_top": [{"id": str, "grade": int | null}], "run_top": [...]}]
     }
+
+With ``--runs`` (stored runs) ``qrels`` is null, ``run_files`` says ``stored run NAME`` and the
+qrels policy is stated on stderr; ``per_query`` has the same shape in both modes, sorted by
+delta ascending within each (measure, run), ``grade`` null when the item is unjudged
+(:mod:`workbench.services.evaluation.per_query_diff`).
 
 ``delta = run_mean - baseline_mean``; NaN values are written as ``null``. Runs are named as
 ``eval`` names them (:func:`workbench.services.evaluation.evaluate.run_names`).
@@ -54,12 +62,14 @@ def _compare(args: argparse.Namespace) -> int:
         if len(dict.fromkeys(names_option(args.stored_runs, "--runs"))) < 2:
             raise ConfigError("compare needs at least two runs (the baseline first)")
         return corrected_command(args)  # PPI++ differences from the first run, beside each run's mean
-    if args.per_query and args.stored_runs is not None:
+    if args.per_query and args.stored_runs is not None and args.labels == "corrected":
         from workbench.errors import ConfigError
 
-        raise ConfigError("--per-query compares run files (QRELS RUN RUN ...); stored runs are not supported yet")
+        raise ConfigError("--per-query lists each query's value under one set of labels; corrected estimates "
+                          "(PPI++) are not per query: choose --labels merged, human or llm")
+    diffs = None
     if args.stored_runs is not None:
-        report = _compare_project(args)
+        report, diffs = _compare_project(args)
     elif not args.qrels or not args.runs:
         from workbench.errors import ConfigError
 
@@ -68,8 +78,7 @@ def _compare(args: argparse.Namespace) -> int:
         report = compare_files(args.qrels, args.runs, args.measure, rel=args.rel, test=args.test,
                                seed=args.seed, n_resamples=args.resamples)
     result = report.result
-    diffs = None
-    if args.per_query:
+    if args.per_query and diffs is None:
         from workbench.services.evaluation.per_query_diff import per_query_diff
 
         diffs = per_query_diff(args.qrels, args.runs, args.measure, rel=args.rel, k=args.top)
@@ -110,7 +119,8 @@ def _format_per_query(diffs) -> str:
 
 
 def _compare_project(args: argparse.Namespace):
-    """``compare --runs A,B``: stored runs against the project's qrels (policy on stderr)."""
+    """``compare --runs A,B``: stored runs against the project's qrels (policy on stderr); with
+    ``--per-query`` also each query's difference, scored against the same qrels (else None)."""
     import sys
 
     from workbench.cli.common import (
@@ -129,11 +139,17 @@ def _compare_project(args: argparse.Namespace):
                                        labels=args.labels, level=args.level, chunking=args.chunking, rel=args.rel,
                                        test=args.test, seed=args.seed, n_resamples=args.resamples,
                                        settings=settings_from_args(args))
+        diffs = None
+        if args.per_query:
+            from workbench.services.evaluation.per_query_diff import stored_per_query_diff
+
+            diffs = stored_per_query_diff(db, done.results, done.qrels.table, done.qrels.level, args.measure,
+                                          k=args.top)
     finally:
         db.close()
     print("\n".join([done.qrels.statement(), *(f"note: {n}" for n in done.notes),
                      f"stored as evaluation {done.evaluation_id}"]), file=sys.stderr)
-    return report
+    return report, diffs
 
 
 def _pval(p: float) -> str:
@@ -198,7 +214,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"resamples for the test and the bootstrap interval (default: {DEFAULT_RESAMPLES})")
     p.add_argument("--per-query", action="store_true",
                    help="also list every query sorted by the difference from the baseline, with both runs' "
-                        "top results side by side and unjudged ones marked (?) (run files only)")
+                        "top results side by side and unjudged ones marked (?) (run files or --runs)")
     p.add_argument("--top", type=positive_int, default=5, metavar="K",
                    help="with --per-query: top results shown per run (default: 5)")
     add_format_option(p)

@@ -11,6 +11,8 @@ loop.
   mean over queries (queries resampled with replacement, ``seed`` given and shown).
 * :func:`worst_queries` / :func:`top_results` - the per-query drill-down, worst first, and a
   run's top ``k`` for one query with each item's grade (``None`` = unjudged).
+* :func:`per_query_difference` - one run against a baseline query by query, sorted by the
+  difference (worst for the run first), both runs' top results with their grades side by side.
 * :func:`judged_shares` - judged@k per run: the share of each run's top ``k`` that carries a
   label (divided by ``k`` as trec_eval does), mean over the queries the run answered.
 * :func:`slices` - per query tag, the mean of a measure over the queries carrying the tag.
@@ -265,6 +267,38 @@ def top_results(db: Database, evaluation: RunEvaluation, run: str, query_id: str
                         "score": rows["score"].astype(float).to_numpy()})
     out["grade"] = out["item_id"].map(grades).astype("Int64")
     return out
+
+
+def per_query_difference(db: Database, evaluation: RunEvaluation, baseline: str, run: str, measure: str,
+                         k: int = 5) -> pd.DataFrame:
+    """``query_id, query, baseline_value, run_value, delta, baseline_top, run_top`` of ``run``
+    against ``baseline`` on ``measure``: ``delta = run − baseline``, sorted by delta ascending
+    (where the run loses most first), ties by query id; each top is the run's top ``k`` as a
+    list of ``(item_id, grade)``, grade None when unjudged. The same computation as
+    ``workbench compare --runs --per-query``
+    (:func:`workbench.services.evaluation.per_query_diff.stored_per_query_diff`), on the
+    qrels the runs were scored with. Queries the measure excludes (no relevant item) are left
+    out."""
+    from workbench.services.evaluation.per_query_diff import stored_per_query_diff
+    from workbench.store.corpus import query_texts
+
+    if baseline == run:
+        raise InputError("choose two different runs: the baseline and the run to compare with it")
+    unknown = [r for r in (baseline, run) if r not in evaluation.results]
+    if unknown:
+        raise InputError(f"run {unknown[0]!r} is not among the runs evaluated here")
+    results = {name: evaluation.results[name] for name in (baseline, run)}
+    level, _ = evaluation.levels[baseline]
+    diffs = stored_per_query_diff(db, results, evaluation.qrels[baseline], level, [measure], k=k)
+    columns = ["query_id", "query", "baseline_value", "run_value", "delta", "baseline_top", "run_top"]
+    if not diffs:
+        return pd.DataFrame(columns=columns)
+    texts = query_texts(db).set_index("query_id")["text"]
+    frame = pd.DataFrame([{"query_id": d.query_id, "baseline_value": d.baseline_value, "run_value": d.run_value,
+                           "delta": d.delta, "baseline_top": list(d.baseline_top), "run_top": list(d.run_top)}
+                          for d in diffs])
+    frame["query"] = frame["query_id"].map(texts).fillna("")
+    return frame[columns]
 
 
 def judged_shares(db: Database, evaluation: RunEvaluation, k: int = 10) -> pd.DataFrame:

@@ -3,7 +3,9 @@
 Choose runs (or the stages of a pipeline), measures and a cutoff k. The page shows, in order:
 a warning for each run whose top k is too little judged (with one click to add it to a pool),
 the means with 95% intervals, the comparison of every run with the first (paired test,
-Benjamini–Hochberg), the per-query distribution with the share of queries at zero, the
+Benjamini–Hochberg), the per-query difference of two chosen runs (queries sorted by the
+difference, worst for the run first, both runs' top results side by side with their grades,
+unjudged ones marked), the per-query distribution with the share of queries at zero, the
 per-query drill-down worst first (the query, the run's top results with their grades, unjudged
 ones marked), the per-tag slices, quality against latency when runs record latencies, the
 stage report with reranker lift, and the stored evaluations and judge-vs-human ranking when
@@ -26,6 +28,7 @@ MEASURES = {"nDCG": "ndcg@{k}", "Recall": "recall@{k}", "Precision": "P@{k}", "M
 SOURCES = LABEL_SOURCE_WORDS
 TESTS = {"Randomization (permutation)": "randomization", "Paired t-test": "t", "Bootstrap": "bootstrap"}
 FIELDS = {"--runs": Field("Runs", "choice"), "-m": Field("Measures", "choice")}
+DIFF_ROWS = 50  # per-query difference rows shown before "Show every query"
 LOW_JUDGED = 0.5  # below this share of judged top-k items, a run's score is not comparable
 CORRECTED = "Judge, corrected by SME labels"  # PPI++ (services.evaluation.ppi_project)
 
@@ -87,6 +90,7 @@ def render() -> None:
         _means(means)
         if len(choices["runs"]) > 1:
             _comparison(ev, evaluation, choices)
+        _per_query_difference(db, ev, evaluation, choices)
         measure = st.selectbox("Measure for the details below", choices["measures"], key="evaluate_detail_measure")
         _distribution(ev, evaluation, means, measure)
         _drilldown(db, ev, evaluation, choices, measure)
@@ -194,6 +198,49 @@ def _comparison(ev, evaluation, choices: dict) -> None:
                     "significant (5%)": "yes" if r.p_adjusted < 0.05 else "no",
                     "wins / ties / losses": f"{r.wins} / {r.ties} / {r.losses}"}
                    for r in result.table.itertuples(index=False)], key="evaluate-comparison")
+
+
+def _graded(items) -> str:
+    """A top list in the page's words: ``d4 (grade 1) · x1 (unjudged)``."""
+    return " · ".join(f"{i} (unjudged)" if g is None else f"{i} (grade {g})" for i, g in items) or "no results"
+
+
+def _per_query_difference(db, ev, evaluation, choices: dict) -> None:
+    st.subheader("Per-query difference")
+    runs = list(evaluation.results)
+    if len(runs) < 2:
+        st.info("Choose at least two runs above (the first is the baseline) to see, query by query, where one "
+                "run does better or worse than the other. With only one run in the project, run another "
+                "retriever on Retrieve & Pool first.")
+        return
+    cols = st.columns(4)
+    baseline = cols[0].selectbox("Baseline run", runs, index=0, key="evaluate_diff_baseline")
+    run = cols[1].selectbox("Compared with", [r for r in runs if r != baseline], key="evaluate_diff_run")
+    measure = cols[2].selectbox("Measure", choices["measures"], key="evaluate_diff_measure")
+    top = int(cols[3].number_input("Top results shown", min_value=1, max_value=20, value=min(5, choices["k"]),
+                                   step=1, key="evaluate_diff_top"))
+    try:
+        with st.spinner("Comparing the runs query by query…"):
+            frame = ev.per_query_difference(db, evaluation, baseline, run, measure, k=top)
+    except WorkbenchError as exc:
+        context.error(exc, FIELDS)
+        return
+    if frame.empty:
+        st.info(context.plain(f"No query has a {measure} value in both runs: the queries need relevant "
+                              "results labelled (label pairs on the Label page)."))
+        return
+    worse, better = int((frame["delta"] < 0).sum()), int((frame["delta"] > 0).sum())
+    st.caption(context.plain(
+        f"Δ = {run} − {baseline} on {measure}, worst for {run} first: {run} does worse on {worse} queries, better "
+        f"on {better}, the same on {len(frame) - worse - better}. Each result carries its grade; unjudged results "
+        "count as not relevant, so a run whose top results are unjudged may be better than its score says."))
+    shown = frame
+    if len(frame) > DIFF_ROWS and not st.toggle(f"Show every query ({len(frame):,})", key="evaluate_diff_all"):
+        shown = frame.head(DIFF_ROWS)
+    context.table([{"query": r.query_id, "query text": r.query, f"baseline: {baseline}": _num(r.baseline_value),
+                    f"run: {run}": _num(r.run_value), "Δ": f"{r.delta:+.3f}",
+                    f"top {top} of {baseline}": _graded(r.baseline_top), f"top {top} of {run}": _graded(r.run_top)}
+                   for r in shown.itertuples(index=False)], key="evaluate-per-query-diff")
 
 
 def _distribution(ev, evaluation, means: pd.DataFrame, measure: str) -> None:
