@@ -45,31 +45,6 @@ def _progress(args: argparse.Namespace):
     return on_progress, close
 
 
-def _with_few_shot(args: argparse.Namespace, settings, spec):
-    """The spec with ``--few-shot K`` examples from a calibration sample's tuning part."""
-    from workbench.errors import ConfigError
-    from workbench.services.calibration.workflow import few_shot_examples, list_samples, open_for_labelling
-    from workbench.services.judge.spec import with_few_shot
-
-    if args.few_shot < 1:
-        raise ConfigError(f"--few-shot must be at least 1 example, got {args.few_shot}")
-    if spec.offline:
-        with_few_shot(spec, [], sample="", seed=0)  # refuses in one line: the offline judge reads no prompt
-    db = open_for_labelling(settings.db_path)
-    try:
-        sample = args.few_shot_sample
-        if sample is None:
-            samples = list_samples(db)
-            if samples.empty:
-                raise ConfigError("--few-shot takes its examples from a calibration sample's tuning part; draw "
-                                  "one with `workbench calibrate sample --pool POOL` and label some of it first")
-            sample = str(samples.iloc[0]["name"])
-        examples = few_shot_examples(db, sample, seed=args.few_shot_seed, total=args.few_shot)
-    finally:
-        db.close()
-    return with_few_shot(spec, examples, sample=sample, seed=args.few_shot_seed)
-
-
 def _judge(args: argparse.Namespace) -> int:
     from workbench.services.judge.jobs import estimate, resolve_spec, run_job
 
@@ -88,8 +63,11 @@ def _judge(args: argparse.Namespace) -> int:
     if args.budget is not None and not (math.isfinite(args.budget) and args.budget >= 0):
         raise InputError(f"--budget must be a number of dollars of at least 0, got {args.budget}")
     spec = resolve_spec(settings)
-    if args.few_shot is not None:
-        spec = _with_few_shot(args, settings, spec)
+    if args.few_shot is not None:  # which sample, K >= 1, no offline judge: the service decides
+        from workbench.services.judge.few_shot import apply_few_shot
+
+        spec = apply_few_shot(settings.db_path, spec, args.few_shot, sample=args.few_shot_sample,
+                              seed=args.few_shot_seed)
     elif args.few_shot_sample is not None:
         raise ConfigError("--few-shot-sample is a --few-shot option; add --few-shot K")
     if spec.offline and args.model not in (None, "offline-lexical"):
@@ -144,7 +122,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "sample's tuning part only (never the held-out part); the examples are part of the "
                         "prompt hash, so the gate judges this configuration on its own labels")
     p.add_argument("--few-shot-sample", metavar="NAME", default=None,
-                   help="with --few-shot: the calibration sample to take them from (default: the newest)")
+                   help="with --few-shot: the calibration sample to take them from (default: the newest "
+                        "sample with SME labels on its tuning part)")
     p.add_argument("--few-shot-seed", type=int, metavar="N", default=0,
                    help="with --few-shot: the seed that picks the examples (default 0; stored with the job)")
     p.add_argument("--concurrency", type=int, metavar="C", help="requests in flight (default [judge] concurrency)")

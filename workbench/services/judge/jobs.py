@@ -29,7 +29,8 @@ Service API (shared by ``workbench judge`` and the app's Judge page)
 ``list_failures(db_path, job_id, limit=None) -> DataFrame``  failed and invalid samples with
     their error and raw reply.
 ``job_judgments(db_path, job_id) -> DataFrame``  the job's judgments.
-``preview_prompt(db_path, pool, spec) -> dict | None``  the messages for the pool's first pair.
+``preview_prompt(db_path, pool, spec, query_id=None) -> dict | None``  the messages for the pool's
+    first pair (or a query's first pair), few-shot examples included.
 ``ensemble(db_path, job_ids, method="majority") -> DataFrame``  several judge configurations
     combined per pair (grade, spread, each job's grade); computed, not stored.
 
@@ -387,13 +388,31 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
                      elapsed=time.monotonic() - runner.started, errors=errors)
 
 
-def preview_prompt(db_path, pool: str, spec: JudgeSpec) -> dict | None:
-    """The messages the judge would send for the pool's first pair (by priority), with the pair's
-    ids: ``{"query_id", "doc_id", "chunk_id", "messages"}``; None for the offline judge or an
-    empty pool. For the Judge page's "rendered prompt" view."""
+def preview_prompt(db_path, pool: str, spec: JudgeSpec, *, query_id: str | None = None) -> dict | None:
+    """The messages the judge would send for the pool's first pair (by priority; with
+    ``query_id``, that query's first pair), few-shot examples included when ``spec`` has them
+    (:mod:`workbench.services.judge.few_shot`), with the pair's ids:
+    ``{"query_id", "doc_id", "chunk_id", "messages", "examples"}`` (``examples``: how many are in
+    the prompt, 0 for zero-shot); None for the offline judge, an empty pool or a query without
+    pairs. For the Judge page's "What the judge sees"."""
     if spec.offline or spec.template is None:
         return None
+    examples = len(getattr(spec.template, "examples", ()))
     with DatabaseUse(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
+        if query_id is not None:
+            from workbench.services.pooling.pools import pool_preview
+            from workbench.store.corpus import read_queries
+
+            pairs = pool_preview(db, pool, str(query_id), limit=1)
+            if pairs.empty:
+                return None
+            queries = read_queries(db)
+            query = queries.loc[queries["query_id"] == str(query_id)]
+            row = pairs.iloc[0]
+            text = str(query.iloc[0]["text"]) if len(query) else ""
+            description = nan_none(query.iloc[0]["description"]) if len(query) else None
+            return {"query_id": str(query_id), "doc_id": row["doc_id"], "chunk_id": nan_none(row["chunk_id"]),
+                    "messages": spec.template.render(text, str(row["text"]), description), "examples": examples}
         info = _pool_info(db, pool)
         units = store.pending_units(db, job_id=-1, pool=pool, level=info["level"], prefix=spec.cache_prefix,
                                     samples=1, limit=1, with_text=True)
@@ -401,7 +420,8 @@ def preview_prompt(db_path, pool: str, spec: JudgeSpec) -> dict | None:
         return None
     row = units.iloc[0]
     return {"query_id": row["query_id"], "doc_id": row["doc_id"], "chunk_id": nan_none(row["chunk_id"]),
-            "messages": spec.template.render(row["query_text"], row["passage"], nan_none(row["description"]))}
+            "messages": spec.template.render(row["query_text"], row["passage"], nan_none(row["description"])),
+            "examples": examples}
 
 
 def cancel_job(db_path, job_id: int) -> dict:

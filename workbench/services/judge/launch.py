@@ -4,6 +4,7 @@ survive a page reload).
 
 :func:`start` runs ``python -m workbench --db DB judge ...`` (the CLI, so the job is exactly what
 ``workbench judge`` does with the same :class:`JobRequest`), detached, its output in a log file;
+:func:`resolve` is the judge configuration that job runs with (its ``config_key`` finds the job);
 :func:`collect` gathers the exit status of the processes this process started (a job process that
 died would otherwise stay a zombie, "alive" to a pid check, and its job would look running);
 :func:`problem` is the end of a failed launch's output; :func:`latest_job` the state the job
@@ -32,7 +33,9 @@ OFFLINE = "offline-lexical"
 @dataclass(frozen=True)
 class JobRequest:
     """What a judge job is asked to do: the options of ``workbench judge`` (None: the configured
-    default). ``offline``: the offline baseline (no server, no prompt)."""
+    default). ``offline``: the offline baseline (no server, no prompt). ``few_shot``: that many
+    examples from the tuning part of ``few_shot_sample`` (None: the newest sample with SME labels
+    there), picked with ``few_shot_seed`` (:mod:`workbench.services.judge.few_shot`); None or 0: none."""
 
     pool: str
     offline: bool = False
@@ -44,6 +47,9 @@ class JobRequest:
     limit: int | None = None
     budget: float | None = None
     retry_failed: bool = False
+    few_shot: int | None = None
+    few_shot_sample: str | None = None
+    few_shot_seed: int = 0
 
     def options(self) -> list[str]:
         """The ``workbench judge`` options for this request."""
@@ -55,6 +61,10 @@ class JobRequest:
                                 ("--concurrency", self.concurrency), ("--samples", self.samples)):
                 if value is not None and value != "":
                     out += [flag, str(value).strip()]
+            if self.few_shot:  # the CLI applies the same rules (few_shot.apply_few_shot) in the job
+                out += ["--few-shot", str(int(self.few_shot)), "--few-shot-seed", str(int(self.few_shot_seed))]
+                if self.few_shot_sample:
+                    out += ["--few-shot-sample", self.few_shot_sample]
         if self.limit:
             out += ["--limit", str(int(self.limit))]
         if self.budget:
@@ -62,6 +72,29 @@ class JobRequest:
         if self.retry_failed:
             out.append("--retry-failed")
         return out
+
+
+def resolve(db_path: str | Path, request: JobRequest, *, api_key: str | None = None):
+    """The judge configuration (:class:`workbench.services.judge.spec.JudgeSpec`) the job for
+    ``request`` runs with, resolved as ``workbench judge`` resolves the same options: the
+    request's choices as ``[judge]`` overrides of the configured settings, then its few-shot
+    examples (:func:`workbench.services.judge.few_shot.apply_few_shot`, which refuses as the CLI
+    does). Its ``config_key`` is the job's, so a page finds the job it started."""
+    from workbench.config import load_settings
+    from workbench.services.judge.few_shot import apply_few_shot
+    from workbench.services.judge.spec import resolve_spec
+
+    if request.offline:
+        overrides = {"model": OFFLINE}
+    else:
+        overrides = {key: (value.strip() if isinstance(value, str) else value) for key, value in (
+            ("model", request.model), ("base_url", request.base_url), ("prompt", request.prompt),
+            ("concurrency", request.concurrency), ("samples", request.samples)) if value is not None and value != ""}
+    spec = resolve_spec(load_settings(overrides={"judge": overrides}), api_key=api_key)
+    if request.few_shot and not request.offline:
+        spec = apply_few_shot(db_path, spec, int(request.few_shot), sample=request.few_shot_sample or None,
+                              seed=int(request.few_shot_seed))
+    return spec
 
 
 def command(db_path: str | Path, request: JobRequest) -> list[str]:

@@ -7,6 +7,12 @@ the job's stored row (:func:`workbench.services.judge.jobs.list_jobs`) in a frag
 every ``LIVE_SECONDS`` while the job is active; **Stop** asks the job to stop through the project
 (:func:`workbench.services.judge.launch.stop`), which works whichever process started it.
 
+Few-shot: with an LLM judge, "Examples from the tuning part of <sample>" (0 = none) puts SME-graded
+pairs from a calibration sample's tuning part in the prompt; the choice goes through the launch
+service (:func:`workbench.services.judge.launch.resolve`, the rules of
+:mod:`workbench.services.judge.few_shot`), so the job is ``workbench judge --few-shot K``'s. The
+preview is the service's :func:`workbench.services.judge.jobs.preview_prompt`, examples included.
+
 The API key is never asked for on the page: it comes from the app's environment
 (``OPENAI_API_KEY``) or Streamlit secrets and is handed to the job's process in its environment.
 Corpus text, prompts and model output are shown escaped (``context.escaped``) or in tables.
@@ -40,7 +46,11 @@ FIELDS = {
     "--limit": Field("Pairs to judge (0 = all)", "number"),
     "--budget": Field("Budget in USD (0 = no cap)", "number"),
     "--retry-failed": Field("Retry failed", "choice"),
+    "--few-shot": Field("Examples from the tuning part (0 = none)", "number"),
+    "--few-shot-sample": Field("Sample to take them from", "choice"),
+    "--few-shot-seed": Field("Seed that picks them", "number"),
 }
+_FEW_SHOT_LABEL = "_judge_few_shot_label"  # the examples field's label as drawn (it names the sample)
 
 
 _RETRY_COMMAND = re.compile(r"`workbench judge [^`]*--retry-failed[^`]*`")
@@ -53,7 +63,10 @@ def _say(exc) -> str:
 
     # an error is rendered from its data; a job's status text only has its retry command replaced
     text = exc if isinstance(exc, WorkbenchError) else _RETRY_COMMAND.sub("“Retry failed”", str(exc))
-    text = page_message(text, FIELDS, project=str(context.db_path()))
+    fields = dict(FIELDS)
+    if st.session_state.get(_FEW_SHOT_LABEL):
+        fields["--few-shot"] = Field(st.session_state[_FEW_SHOT_LABEL], "number")
+    text = page_message(text, fields, project=str(context.db_path()))
     return text.replace("run the same command again", "press Resume").replace("run again", "press Resume")
 
 
@@ -127,21 +140,49 @@ def _choices(pools: list[str]) -> dict:
         else:
             st.warning("No API key is available to the app. A local server that needs none works; for "
                        "OpenAI, restart the app with OPENAI_API_KEY set in its environment.")
+        choices.update(_few_shot_choices())
     return choices
 
 
-def _overrides(choices: dict) -> dict:
-    if choices["offline"]:
-        return {"model": OFFLINE}
-    return {"model": choices["model"].strip(), "base_url": choices["base_url"].strip(),
-            "prompt": choices["prompt"], "concurrency": choices["concurrency"], "samples": choices["samples"]}
+def _few_shot_choices() -> dict:
+    """Few-shot examples: SME-graded pairs from a calibration sample's tuning part in the prompt
+    (:mod:`workbench.services.judge.few_shot`, the rules ``workbench judge --few-shot`` follows).
+    Offered only when a sample has SME labels on its tuning part; 0 examples is the zero-shot judge."""
+    from workbench.services.judge.few_shot import few_shot_sources
+
+    st.session_state.pop(_FEW_SHOT_LABEL, None)
+    try:
+        sources = few_shot_sources(context.db_path())
+    except WorkbenchError as exc:
+        st.error(context.plain(_say(exc)))
+        return {"few_shot": 0}
+    if not sources:
+        st.caption("Few-shot examples: none available. The judge can learn from SME-graded examples taken "
+                   "from the tuning part of a calibration sample (never from its held-out part, which the "
+                   "gate uses). Draw a sample on the Calibration page and label some of its tuning pairs on "
+                   "the Label page; this option then appears here.")
+        return {"few_shot": 0}
+    counts = {s.sample: s.labelled for s in sources}
+    cols = st.columns([2, 2, 1])
+    sample = cols[0].selectbox("Sample to take them from", list(counts), key="judge_few_shot_sample",
+                               format_func=lambda name: f"{name} ({counts[name]:,} labelled tuning pairs)")
+    label = f"Examples from the tuning part of {sample} (0 = none)"
+    st.session_state[_FEW_SHOT_LABEL] = label
+    k = int(cols[1].number_input(label, 0, None, 0, key="judge_few_shot"))
+    seed = int(cols[2].number_input("Seed that picks them", 0, None, 0, key="judge_few_shot_seed"))
+    if k:
+        st.caption(f"{k} SME-graded example{'s' if k > 1 else ''} from the tuning part of {sample}, stratified "
+                   f"by grade, go into every prompt. They are part of the prompt's version, so this judge "
+                   f"is a configuration of its own, checked by the gate on the held-out part only.")
+    return {"few_shot": k, "few_shot_sample": sample, "few_shot_seed": seed}
 
 
 def _spec(choices: dict):
-    from workbench.services.judge.jobs import resolve_spec
+    """The judge configuration the job for these choices runs with
+    (:func:`workbench.services.judge.launch.resolve`: the CLI's rules, few-shot examples included)."""
+    from workbench.services.judge.launch import resolve
 
-    settings = load_settings(overrides={"judge": _overrides(choices)})
-    return resolve_spec(settings, api_key=_api_key())
+    return resolve(context.db_path(), _request(choices), api_key=_api_key())
 
 
 def _request(choices: dict, *, retry_failed: bool = False):
@@ -153,7 +194,9 @@ def _request(choices: dict, *, retry_failed: bool = False):
                           budget=choices["budget"] or None, retry_failed=retry_failed)
     return JobRequest(choices["pool"], model=choices["model"].strip(), base_url=choices["base_url"].strip(),
                       prompt=choices["prompt"], concurrency=choices["concurrency"], samples=choices["samples"],
-                      limit=choices["limit"] or None, budget=choices["budget"] or None, retry_failed=retry_failed)
+                      limit=choices["limit"] or None, budget=choices["budget"] or None, retry_failed=retry_failed,
+                      few_shot=choices.get("few_shot") or None, few_shot_sample=choices.get("few_shot_sample"),
+                      few_shot_seed=int(choices.get("few_shot_seed") or 0))
 
 
 def _launch(choices: dict, config_key: str, *, retry_failed: bool = False) -> None:
@@ -208,6 +251,9 @@ def _preview(choices: dict, spec) -> None:
             st.info("This pool has no pairs.")
             return
         query_id = st.selectbox("Example query", queries, key="judge_preview_query")
+        if not spec.offline:
+            _prompt_preview(db, choices["pool"], spec, query_id)
+            return
         peek = peek_pool(db, choices["pool"], query_id, limit=1)
     if not len(peek["pairs"]):
         st.info("No pair to show for this query.")
@@ -217,21 +263,34 @@ def _preview(choices: dict, spec) -> None:
     description = peek["description"] if isinstance(peek["description"], str) else None
     item = row["chunk_id"] if isinstance(row["chunk_id"], str) else row["doc_id"]
     context.escaped(f"First pair of {query_id}: {item}", css="color: rgba(49, 51, 63, 0.6); font-size: 0.875em;")
-    if spec.offline:
-        from workbench.services import visibility
-        from workbench.services.judge.jobs import offline_preview
+    from workbench.services import visibility
+    from workbench.services.judge.jobs import offline_preview
 
-        if visibility.can_read("judge_output"):
-            graded = offline_preview(peek["query"], passage, description)
-            st.caption("The offline baseline uses no prompt. It would grade this pair:")
-            context.escaped(f"Grade {graded.grade}: {graded.reason}", css="font-weight: 600;")
-        else:  # an annotator labels blind: no judge grade or reason
-            st.caption("The offline baseline uses no prompt. Its grades are shown to leads and viewers only.")
-        context.escaped(f"Query: {peek['query']}\n\nPassage:\n{passage}",
-                        tag="pre", css="white-space: pre-wrap; font-size: 0.85em;")
+    if visibility.can_read("judge_output"):
+        graded = offline_preview(peek["query"], passage, description)
+        st.caption("The offline baseline uses no prompt. It would grade this pair:")
+        context.escaped(f"Grade {graded.grade}: {graded.reason}", css="font-weight: 600;")
+    else:  # an annotator labels blind: no judge grade or reason
+        st.caption("The offline baseline uses no prompt. Its grades are shown to leads and viewers only.")
+    context.escaped(f"Query: {peek['query']}\n\nPassage:\n{passage}",
+                    tag="pre", css="white-space: pre-wrap; font-size: 0.85em;")
+
+
+def _prompt_preview(db, pool: str, spec, query_id: str) -> None:
+    """The messages an LLM judge is sent for the query's first pair, few-shot examples included
+    (:func:`workbench.services.judge.jobs.preview_prompt`), escaped."""
+    from workbench.services.judge.jobs import preview_prompt
+
+    preview = preview_prompt(db, pool, spec, query_id=query_id)
+    if preview is None:
+        st.info("No pair to show for this query.")
         return
-    st.caption(f"The prompt sent for this pair ({spec.prompt_id}, version {spec.prompt_hash[:12]}):")
-    for message in spec.template.render(peek["query"], passage, description):
+    item = preview["chunk_id"] or preview["doc_id"]
+    context.escaped(f"First pair of {query_id}: {item}", css="color: rgba(49, 51, 63, 0.6); font-size: 0.875em;")
+    shots = preview["examples"]
+    with_examples = f", with {shots} few-shot example{'s' if shots > 1 else ''} first" if shots else ""
+    st.caption(f"The prompt sent for this pair ({spec.prompt_id}, version {spec.prompt_hash[:12]}{with_examples}):")
+    for message in preview["messages"]:
         context.escaped(message["role"].upper(), css="font-weight: 600; margin-top: 0.5em;")
         context.escaped(message["content"], tag="pre", css="white-space: pre-wrap; font-size: 0.85em;")
 
@@ -344,13 +403,17 @@ def render() -> None:
         return
     choices = _choices(pools)
     try:
-        spec = _spec(choices)
+        spec = _spec({**choices, "few_shot": 0})  # which judge the choices give, before the examples
+        if spec.offline and not choices["offline"]:
+            st.warning("Without an API key the OpenAI server cannot be used; the offline baseline will judge "
+                       "instead" + (" (it reads no prompt, so it takes no examples)." if choices.get("few_shot")
+                                    else "."))
+            choices = {**choices, "offline": True, "few_shot": 0}
+        elif choices.get("few_shot"):
+            spec = _spec(choices)
     except WorkbenchError as exc:
         st.error(context.plain(_say(exc)))
         return
-    if spec.offline and not choices["offline"]:
-        st.warning("Without an API key the OpenAI server cannot be used; the offline baseline will judge instead.")
-        choices = {**choices, "offline": True}
     _preview(choices, spec)
     _estimate(choices, spec)
 
