@@ -51,6 +51,25 @@ DEFAULT_RESAMPLES = 10_000
 TESTS = ("randomization", "bootstrap", "ttest")
 
 
+#: compare's resampling options and their defaults (what ``--labels corrected`` has no use for)
+RESAMPLING = (("--test", "test", "randomization"), ("--seed", "seed", 0),
+              ("--resamples", "resamples", DEFAULT_RESAMPLES))
+
+
+def _refuse_resampling(args: argparse.Namespace) -> None:
+    """``--labels corrected`` with a resampling option set to anything but its default: refused in
+    one line (``ConfigError``, exit 2) rather than ignored. The PPI++ interval is closed-form
+    (estimate +- t quantile x standard error, :mod:`workbench.core.metrics.ppi`): no paired test,
+    no resamples, nothing drawn at random, so no value of these options could change it."""
+    from workbench.errors import ConfigError
+
+    for flag, attr, default in RESAMPLING:
+        if getattr(args, attr, default) != default:
+            raise ConfigError(f"{flag} does not apply to --labels corrected: the PPI++ interval is a normal "
+                              f"(t) interval computed in closed form, which takes no resampling (no test, seed "
+                              f"or resamples); drop {flag}")
+
+
 def _compare(args: argparse.Namespace) -> int:
     from workbench.services.evaluation.evaluate import compare_files
 
@@ -61,6 +80,7 @@ def _compare(args: argparse.Namespace) -> int:
 
         if len(dict.fromkeys(names_option(args.stored_runs, "--runs"))) < 2:
             raise ConfigError("compare needs at least two runs (the baseline first)")
+        _refuse_resampling(args)
         return corrected_command(args)  # PPI++ differences from the first run, beside each run's mean
     if args.per_query and args.stored_runs is not None and args.labels == "corrected":
         from workbench.errors import ConfigError
