@@ -165,11 +165,12 @@ def _options(args):
 def _report(args: argparse.Namespace) -> int:
     from workbench.services.calibration.workflow import report
 
-    from workbench.services.calibration.workflow import throughput
+    from workbench.services.calibration.workflow import query_places, throughput
 
     with open_project_from_args(args) as db:
         body = report(db, args.sample, thresholds=_thresholds(args), options=_options(args))
         body["throughput"] = throughput(db, body["sample"])  # labels per hour of time on task, per SME
+        places = query_places(db, body["sample"])  # a query-design sample: "query k of n" as the Label page says
     if args.format == "json":
         print_json(body)
         return 0
@@ -194,8 +195,9 @@ def _report(args: argparse.Namespace) -> int:
         print("worst disagreements (pair, query, item, SME grade, judge grade; pair n is 'Pair n' on the "
               "Label page):")
         for d in body["disagreements"]:
+            place = (places or {}).get(int(d["position"]))
             print(f"  {d['position'] + 1}  {d['query_id']}  {d['chunk_id'] or d['doc_id']}  "
-                  f"{d['sme_grade']}  {d['judge_grade']}")
+                  f"{d['sme_grade']}  {d['judge_grade']}" + ("" if place is None else f"  ({place.words()})"))
     sme = body["sme_agreement"]
     if sme:
         print(f"agreement among SMEs: Krippendorff alpha (ordinal) {_f(sme['alpha_ordinal'])}")

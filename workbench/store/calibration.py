@@ -191,6 +191,13 @@ def count_items(db: Database, sample: str) -> int:
     return int(db.query_value("SELECT count(*) FROM calibration_items WHERE sample = ?", [sample]))
 
 
+def item_queries(db: Database, sample: str) -> list[tuple[int, str]]:
+    """``(position, query_id)`` of every item of the sample, by position (no text, no grade)."""
+    rows = db.query_all("SELECT position, query_id FROM calibration_items WHERE sample = ? ORDER BY position",
+                        [sample])
+    return [(int(p), str(q)) for p, q in rows]
+
+
 # -- label events ----------------------------------------------------------------------------
 
 _CURRENT = """

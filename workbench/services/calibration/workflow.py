@@ -300,6 +300,22 @@ def my_states(db: Database, sample: str, annotator: str) -> dict[int, dict]:
                                                                                        _annotator(annotator))}
 
 
+def query_places(db: Database, sample: str) -> dict | None:
+    """For a query-design sample (``calibrate sample --design queries``), where each pair stands
+    in its query: ``{position: QueryPlace}`` (:mod:`workbench.core.calibration.query_place`,
+    ``place.words()`` is "query 3 of 12 · pair 5 of 40 of this query"); None for a pair-design
+    sample. Items never change once drawn, so a caller reads it once per sample (the Label page
+    does, outside its key-press path). Ids only, no grade: any role may read it."""
+    from workbench.core.calibration.query_place import query_places as places
+
+    info = store.read_sample(db, sample)
+    if info is None:
+        raise InputError(f"there is no calibration sample named {sample!r}")
+    if info["spec"].get("design") != "queries":
+        return None
+    return places(store.item_queries(db, sample))
+
+
 def progress_of(states: dict[int, dict], total: int) -> dict:
     """One annotator's progress from :func:`my_states`: ``total``, ``labelled``, ``skipped``,
     ``cant_judge`` and ``open`` (items with no answer yet; skipped ones count as answered)."""

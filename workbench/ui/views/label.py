@@ -32,6 +32,11 @@ Blind by default: nothing the judge produced (grade, reason, model output) is re
 until this SME's label is in. With "Show the judge's label after I submit" ticked, the judge's
 grade and reason appear after submitting, and the label records that they did.
 
+The card is headed "Pair n of N" (the sample-wide number ``calibrate report`` uses); for a
+query-design sample it adds "· query k of n · pair j of m of this query"
+(:func:`workbench.services.calibration.workflow.query_places`, read once per sample in a
+whole-page run and kept in the session's view, so the key-press path reads nothing more).
+
 All corpus text is escaped (``html.escape``, :mod:`workbench.ui.highlight`) before it reaches the page.
 
 Speed (the bar: the next pair on screen within 150 ms of a key press at p95, with a million
@@ -129,10 +134,13 @@ def passage_html(item: dict, terms: list[str], units: list[tuple[int, int, str]]
 
 
 def pair_html(item: dict, position: int, total: int, terms: list[str], *, state: dict | None = None,
-              units: list[tuple[int, int, str]] | None = None) -> str:
-    """The pair as the SME reads it, as one block of safe HTML: "Pair n of N", the query (terms
-    marked), its description, the document's title, :func:`passage_html`, the chosen evidence
-    list (filled in the browser) and, for a pair answered already, what the answer was."""
+              units: list[tuple[int, int, str]] | None = None, place=None) -> str:
+    """The pair as the SME reads it, as one block of safe HTML: "Pair n of N" (the sample-wide
+    number the CLI's reports use too; for a query-design sample followed by ``place``, a
+    :class:`workbench.core.calibration.query_place.QueryPlace`: "· query k of n · pair j of m of
+    this query"), the query (terms marked), its description, the document's title,
+    :func:`passage_html`, the chosen evidence list (filled in the browser) and, for a pair
+    answered already, what the answer was."""
     description = (f'<div style="color: rgba(49,51,63,0.75)">{html.escape(item["description"])}</div>'
                    if item["description"] else "")
     answered = ""
@@ -143,7 +151,7 @@ def pair_html(item: dict, position: int, total: int, terms: list[str], *, state:
                     f"({html.escape(word)}). Choosing again replaces it.</div>")
     return (
         f'<div data-testid="label-pair" style="font-weight: 600; margin-bottom: 0.4rem">'
-        f"Pair {position + 1} of {total}</div>"
+        f"Pair {position + 1} of {total}{'' if place is None else ' · ' + html.escape(place.words())}</div>"
         f'<div data-testid="label-query" style="font-size: 1.25rem; font-weight: 600">'
         f'{marked(item["query"] or item["query_id"], terms)}</div>{description}'
         f'<div data-testid="label-title" style="font-weight: 600; margin: 0.6rem 0 0.3rem">'
@@ -179,6 +187,7 @@ _PENDING = "_label_pending"  # answers given on screen, not stored yet (in order
 _ADVANCING = ("label", "skip", "cant_judge")
 _SAID = "_label_said"  # (kind, message) of the last stored answer, shown above the card
 _UNKNOWN = "unknown"  # the pair after an answer, when the card did not hold it at the key press
+_UNREAD = "unread"  # the view's query places before they are read
 _ACK = "_label_ack"  # the number of the last action the browser sent that was handled
 _TAKEN = "_label_taken"  # the card tokens (pair on screen, visit) whose one answer was taken
 _CARD = None  # the registered card component (registered on first use)
@@ -229,8 +238,10 @@ def _view(sample: str, annotator: str) -> dict:
     view = st.session_state.get(_VIEW)
     if view is None or view["key"] != key:
         overlap, min_ms = _settings()
+        # places: each pair's "query k of n" for a query-design sample (read once: items never
+        # change once drawn), None for a pair design; _UNREAD until the first whole-page run
         view = {"key": key, "items": {}, "states": {}, "total": 0, "next": {}, "stale": True,
-                "overlap": overlap, "min_ms": min_ms}
+                "overlap": overlap, "min_ms": min_ms, "places": _UNREAD}
         st.session_state[_VIEW] = view
     return view
 
@@ -301,6 +312,11 @@ def render() -> None:
         # A whole-page run (opening the page, another sample, the reveal box) reads everything
         # afresh: another tab may have labelled, a lead may have re-imported a document.
         _sync(db, sample, annotator, fresh=True)
+        if view["places"] == _UNREAD:  # once per view, never on the key-press path
+            try:
+                view["places"] = cal.query_places(db, sample)
+            except WorkbenchError:
+                view["places"] = None
         try:
             pace = next(iter(cal.throughput(db, sample, annotator)), None)
         except WorkbenchError:
@@ -538,7 +554,13 @@ def _payload(view: dict, sample: str, position: int, visit: int) -> dict | None:
             "chosen": [i for i, (s, e, _) in enumerate(units) if (s, e) in stored],
             "taken": token in st.session_state.get(_TAKEN, set()),
             "html": pair_html(item, position, view["total"], query_terms(item["query"] or ""), state=state,
-                              units=units)}
+                              units=units, place=_place(view, position))}
+
+
+def _place(view: dict, position: int):
+    """The pair's place in its query for a query-design sample, else None (from the view: no read)."""
+    places = view.get("places")
+    return places.get(position) if isinstance(places, dict) else None
 
 
 def _draw(view: dict, sample: str, annotator: str, position: int | None):
