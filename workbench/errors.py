@@ -17,6 +17,11 @@ such as ``NAME`` is for the CLI only). ``field`` may be a tuple; the keys named 
 added to :attr:`WorkbenchError.fields`. A CLI command the user can run is ``{command:WORDS}`` (the
 words after ``workbench``) or ``{command}`` with ``command=`` (for words built at run time); the CLI
 shows it in backticks, a page names the page that does the same. No front end rewrites text.
+
+Text that is not an error but reaches a page too (a job's stored status message, a note, a
+result's summary) uses the same placeholders; a front end renders it with :func:`render_text` and
+its own words. An error that ends another process (the Judge page's job runs the CLI) crosses as
+data: :func:`error_data` writes it, :func:`error_from_data` rebuilds it for the launcher to word.
 """
 
 from __future__ import annotations
@@ -177,3 +182,29 @@ class StoreLockedError(StoreError):
     """Another process holds the project database open for writing."""
 
     exit_code = 5
+
+
+#: The error kinds :func:`error_from_data` rebuilds (a subclass elsewhere, e.g. a refused permission,
+#: comes back as the nearest of them: the same exit code and words).
+ERROR_KINDS: dict[str, type[WorkbenchError]] = {
+    cls.__name__: cls for cls in (WorkbenchError, ConfigError, InputError, StoreError, StoreLockedError)}
+
+#: The environment variable that asks a ``workbench`` command to write its error as data
+#: (:func:`error_data`, JSON) to the file it names: a process that launched the command (the Judge
+#: page's job) reads it back with :func:`error_from_data` and words it itself.
+ERROR_FILE_ENV = "WORKBENCH_ERROR_FILE"
+
+
+def error_data(exc: WorkbenchError) -> dict:
+    """``exc`` as JSON-ready data: its kind, its text with the placeholders unrendered, its
+    fields, hint and command."""
+    kind = next(cls.__name__ for cls in type(exc).__mro__ if ERROR_KINDS.get(cls.__name__) is cls)
+    return {"kind": kind, "what": str(exc.what), "fields": list(exc.fields), "hint": exc.hint,
+            "command": exc.command}
+
+
+def error_from_data(data: dict) -> WorkbenchError:
+    """The error :func:`error_data` describes (an unknown kind: a :class:`WorkbenchError`)."""
+    cls = ERROR_KINDS.get(str(data.get("kind")), WorkbenchError)
+    return cls(str(data.get("what") or ""), field=tuple(data.get("fields") or ()), hint=data.get("hint"),
+               command=data.get("command"))

@@ -128,6 +128,7 @@ def test_offline_template_baseline_is_named_and_flags_copies(project, cli):
     # the rewrite removes copied words, so BM25 finds the source chunk less often
     assert float(hit.group(1)) >= float(hit.group(2)) and float(hit.group(3)) >= float(hit.group(4))
     assert "offline-template baseline (not an LLM)" in done.stderr
+    assert "set OPENAI_API_KEY or --base-url for an LLM" in done.stderr  # the note's field, as the CLI says it
     with Database(project) as db:
         rows = db.query_df("SELECT generator, model, overlap_after, flagged FROM synthetic_questions")
     assert len(rows) == 16 and rows["model"].eq("offline-template").all()

@@ -138,3 +138,74 @@ def test_an_error_that_names_its_field_is_rendered_by_each_front_end_without_rew
     odd = StoreError("pool 'a--b' already exists in /p/a.duckdb", field="name", hint="choose another {field}")
     assert page_message(odd, project="/p/a.duckdb") == "pool 'a--b' already exists in this project; choose another “Name”"
     assert str(odd) == "pool 'a--b' already exists in /p/a.duckdb; choose another --name"
+
+
+def test_status_texts_and_notes_are_rendered_by_each_front_end():
+    """Not only errors: a job's stored message, a server problem and a summary name options as
+    placeholders, which the Judge page words with its fields and buttons and the CLI with flags
+    (:func:`workbench.cli.common.cli_text`), nothing rewritten. The services' own tests check
+    that they write these texts (tests/services/judge/test_judge.py)."""
+    import asyncio
+    import socket
+    from pathlib import Path
+
+    from workbench.cli.common import cli_text, error_text
+    from workbench.errors import ConfigError
+    from workbench.llm.client import ClientConfig, JudgeClient
+    from workbench.services.qrels.export import RunExportResult
+    from workbench.ui.views.judge import FIELDS, command_words
+
+    budget = "stopped: the budget of $0.10 is reached (spent $0.1000); raise {field:budget} and run again to continue"
+    assert page_message(budget, FIELDS).endswith("; raise “Budget in USD (0 = no cap)” and run again to continue")
+    assert cli_text(budget).endswith("; raise --budget and run again to continue")
+    retry = "2 pairs failed or gave invalid output; {command:judge --pool demo --retry-failed} judges them again"
+    assert page_message(retry, FIELDS, command=command_words) == \
+        "2 pairs failed or gave invalid output; “Retry failed” judges them again"
+    assert cli_text(retry) == "2 pairs failed or gave invalid output; `workbench judge --pool demo --retry-failed` " \
+                              "judges them again"
+    assert command_words("import corpus FILE") == "on the Data page"  # other commands: the page that runs them
+
+    # the real client's words for a server that cannot be reached
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = JudgeClient(ClientConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_attempts=1,
+                                      backoff_initial=0.01, timeout=5.0), "sk-test")
+
+    async def check():
+        try:
+            return await client.check_server()
+        finally:
+            await client.aclose()
+
+    problem = ConfigError(asyncio.run(check()))
+    assert error_text(problem).endswith("; check --base-url and that the server runs")
+    assert page_message(problem, FIELDS).endswith("; check “Server URL” and that the server runs")
+
+    run = RunExportResult(path=Path("/p/run.txt"), run="bm25", level="doc", chunking=None, rows=3, queries=1,
+                          replaced=True)
+    assert run.summary().endswith("; replaced the file that was there (--force)")
+    assert cli_text(run.summary(data=True)) == run.summary()
+    assert page_message(run.summary(data=True)).endswith("; replaced the file that was there (“Replace the existing file”)")
+
+
+def test_an_error_crosses_a_process_as_data_and_keeps_its_words():
+    """The Judge page's job runs in its own process: the CLI writes its error as data
+    (:func:`workbench.errors.error_data`) and the page rebuilds it, so it words the fields itself."""
+    import json
+
+    from workbench.cli.common import error_text
+    from workbench.errors import ConfigError, StoreLockedError, error_data, error_from_data
+    from workbench.services.access import PermissionDenied
+
+    sent = ConfigError("cannot reach the judge server at http://h/v1 (refused); check {field:base_url} "
+                       "and that the server runs", hint="or see {command:judge --help}")
+    back = error_from_data(json.loads(json.dumps(error_data(sent))))
+    assert type(back) is ConfigError and back.exit_code == 2 and back.fields == ("base_url",)
+    assert error_text(back) == error_text(sent) and "--base-url" in error_text(back)
+    assert page_message(back, {"--base-url": Field("Server URL")}) == page_message(sent, {"--base-url": Field("Server URL")})
+    assert "“Server URL”" in page_message(back, {"--base-url": Field("Server URL")})
+    assert type(error_from_data(error_data(StoreLockedError("locked")))) is StoreLockedError
+    # a subclass defined elsewhere comes back as its nearest kind here; an unknown kind as the base
+    assert type(error_from_data(error_data(PermissionDenied("annotators label")))).__name__ == "WorkbenchError"
+    assert type(error_from_data({"kind": "Nope", "what": "x"})).__name__ == "WorkbenchError"

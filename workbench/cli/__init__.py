@@ -143,8 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
         return code
     except WorkbenchError as exc:
-        from workbench.cli.common import error_text
+        from workbench.cli.common import error_text, keep_error_data
 
+        keep_error_data(exc)
         print(f"workbench {args.group}: error: {error_text(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

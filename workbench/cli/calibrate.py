@@ -24,6 +24,7 @@ import math
 
 from workbench.cli.common import (
     add_format_option,
+    cli_text,
     open_project_from_args,
     positive_int,
     print_json,
@@ -98,6 +99,7 @@ def _agree(args: argparse.Namespace) -> int:
     body = agree_files(args.reference, args.candidate, threshold=_threshold(args), seed=args.seed,
                        scale_max=args.scale, clip=args.clip, n_boot=_resamples(args),
                        thresholds=_thresholds(args))
+    body["notes"] = [cli_text(note) for note in body["notes"]]  # the service names options as fields
     if args.format == "json":
         print_json(body)
         return 0

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import InputError, WorkbenchError, field_flag
+from workbench.errors import InputError, WorkbenchError, field_flag, render_text
 
 if TYPE_CHECKING:
     from workbench.config import Settings
@@ -53,11 +53,46 @@ def flag_of(field: str) -> str:
     return FIELD_FLAGS.get(field) or field_flag(field)
 
 
+def _pass(field: str) -> str:
+    return " ".join(["pass", flag_of(field), *([FIELD_EXAMPLES[field]] if field in FIELD_EXAMPLES else [])])
+
+
+def _valued(kind: str, field: str, value: str) -> str:
+    return f"{'pass ' if kind == 'set_field' else ''}{flag_of(field)} {value}"
+
+
+#: The CLI's words for the placeholders of :mod:`workbench.errors` (as ``render`` takes them).
+CLI_WORDS = {"name": flag_of, "action": _pass, "valued": _valued}
+
+
 def error_text(exc: WorkbenchError) -> str:
     """An error as the CLI says it: its field as the flag (``{set_field}``: ``pass --runs A,B``)."""
-    return exc.render(flag_of, lambda field: " ".join(
-        ["pass", flag_of(field), *([FIELD_EXAMPLES[field]] if field in FIELD_EXAMPLES else [])]),
-        valued=lambda kind, field, value: f"{'pass ' if kind == 'set_field' else ''}{flag_of(field)} {value}")
+    return exc.render(**CLI_WORDS)
+
+
+def keep_error_data(exc: WorkbenchError) -> None:
+    """Write ``exc`` as data (:func:`workbench.errors.error_data`) to the file named by
+    :data:`workbench.errors.ERROR_FILE_ENV`, when the process that launched this command set it
+    (the Judge page words the error itself: labels, not flags). A file that cannot be written is
+    skipped: the error is still printed."""
+    import os
+
+    from workbench.errors import ERROR_FILE_ENV, error_data
+
+    path = os.environ.get(ERROR_FILE_ENV)
+    if not path:
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(error_data(exc), out)
+    except OSError:
+        pass
+
+
+def cli_text(text: str) -> str:
+    """Text that is not an error (a job's status message, a note) in the CLI's words, as
+    :func:`error_text` says an error: ``{field:budget}`` -> ``--budget``."""
+    return render_text(text, **CLI_WORDS)
 
 
 def wrapped(text: str) -> str:

@@ -14,6 +14,7 @@ import sys
 
 from workbench.cli.common import (
     add_format_option,
+    cli_text,
     open_project_from_args,
     positive_int,
     print_json,
@@ -50,7 +51,7 @@ def _synth(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, **{"judge.model": args.model, "judge.base_url": args.base_url})
     report = synthesize(settings, args.chunking, per_chunk=args.per_chunk, limit=args.limit, seed=args.seed,
                         max_overlap=args.max_overlap,
-                        on_note=lambda line: print(f"workbench synth: {line}", file=sys.stderr))
+                        on_note=lambda line: print(f"workbench synth: {cli_text(line)}", file=sys.stderr))
     if args.format == "json":
         if report.failed:
             print(f"workbench synth: {report.failed} chunks failed (no question made): "

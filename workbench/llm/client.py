@@ -320,7 +320,7 @@ class JudgeClient:
     async def check_server(self) -> str | None:
         """Before a run: can the server be reached, and does it accept the key? ``GET /models``
         (with the retry rules above); None when fine or when the server has no such endpoint,
-        else one line saying what is wrong."""
+        else one line saying what is wrong (options as placeholders, as :class:`ServerProblem`'s)."""
         try:
             await self._create_get("/models")
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
@@ -328,7 +328,7 @@ class JudgeClient:
                               f"(HTTP {exc.status_code}); check OPENAI_API_KEY")
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             return self.scrub(f"cannot reach the judge server at {self.config.base_url} "
-                              f"({describe_error(exc).splitlines()[0][:300]}); check --base-url and that the server runs")
+                              f"({describe_error(exc).splitlines()[0][:300]}); check {{field:base_url}} and that the server runs")
         except openai.APIStatusError:
             return None  # no /models endpoint (or not allowed): the requests will tell
         return None
@@ -408,7 +408,7 @@ class JudgeClient:
                                            f"(HTTP {exc.status_code}); check OPENAI_API_KEY")) from None
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             raise ServerProblem(self.scrub(f"cannot reach the judge server at {url} ({first_line(describe_error(exc))}); "
-                                           f"check --base-url and that the server runs")) from None
+                                           f"check {{field:base_url}} and that the server runs")) from None
         if batch:
             try:
                 await self._client.get("/batches", cast_to=dict, options={"params": {"limit": 1}})
@@ -416,8 +416,8 @@ class JudgeClient:
                 if exc.status_code in (404, 405, 501):
                     raise ServerProblem(
                         f"the judge server at {url} has no Batch API (GET /batches: HTTP {exc.status_code}); "
-                        f"judge online without --batch, or write the requests with --batch-file FILE and "
-                        f"store the results with --batch-results FILE") from None
+                        f"judge online without {{field:batch}}, or write the requests with {{field:batch_file FILE}} "
+                        f"and store the results with {{field:batch_results FILE}}") from None
                 raise ServerProblem(self.scrub(f"the judge server at {url} refused the Batch API "
                                                f"({first_line(describe_error(exc))})")) from None
             except (openai.APIConnectionError, openai.APITimeoutError) as exc:
@@ -489,7 +489,7 @@ class JudgeClient:
             raise ServerProblem(self.scrub("the judge server refused every request format (json_schema, "
                                            "json_object, text); last answer: " + first_line(refused[-1])))
         raise ServerProblem(self.scrub(f"the judge server refuses response_format {self.config.response_format} "
-                                       f"({first_line(refused[-1])}); use --response-format auto"))
+                                       f"({first_line(refused[-1])}); use {{field:response_format auto}}"))
 
     async def probe_seed(self) -> bool:
         """Does the server honour ``seed``? Two identical sampled requests (temperature 1) with the
@@ -636,7 +636,8 @@ def response_format_body(mode: str, template: PromptTemplate) -> dict | None:
 
 class ServerProblem(Exception):
     """The server cannot be used as asked (unreachable, key refused, no Batch API, no accepted
-    format); the message is one line."""
+    format); the message is one line, naming the options it concerns as placeholders
+    (``{field:base_url}``, :mod:`workbench.errors`) for the caller's error to carry."""
 
 
 class ProbeInconclusive(ServerProblem):

@@ -96,11 +96,11 @@ def storage_error(path: Path, exc: BaseException) -> StoreError:
                                         "invalid database", "unable to read")):
         return StoreError(
             f"project database {path} is damaged or truncated ({clip(message, 160)}); restore it "
-            f"from a copy, or create a new project with `workbench --db NEW.duckdb init`")
+            f"from a copy, or create a new project with {{command:--db NEW.duckdb init}}")
     if any(word in lowered for word in ("permission denied", "not permitted", "read-only", "read only")):
         return StoreError(
             f"cannot write to project database {path} ({clip(message, 160)}); make the file and its "
-            f"folder writable, or copy the project somewhere writable and pass --db")
+            f"folder writable, or copy the project somewhere writable and {{set_field:db}}")
     if "no space left" in lowered:
         return StoreError(f"the disk holding {path} is full ({clip(message, 160)}); nothing more was stored")
     return StoreError(f"project database {path}: {clip(message, 200)}")

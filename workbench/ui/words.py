@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from workbench.errors import WorkbenchError, placeholders
@@ -104,13 +104,15 @@ def command_page(words: str) -> str:
 
 
 def page_message(message: str | Exception, fields: Mapping[str, Field] | None = None, *,
-                 uploaded: Mapping[str, str] | None = None, project: str | None = None) -> str:
+                 uploaded: Mapping[str, str] | None = None, project: str | None = None,
+                 command: Callable[[str], str] | None = None) -> str:
     """``message`` in the page's words (see the module doc); one line.
 
     ``fields`` maps the fields an error may concern (keys, or flags as pages used to pass them) to
     the page's controls (merged over :data:`COMMON_FIELDS`); ``uploaded`` maps server paths of
     uploaded files to the names the user gave them; ``project`` is the project database path, which
-    the page calls "this project". A :class:`~workbench.errors.WorkbenchError` is rendered from its
+    the page calls "this project"; ``command`` words a CLI command the page does itself (its
+    button; default :func:`command_page`). A :class:`~workbench.errors.WorkbenchError` is rendered from its
     data (fields, hint, command), and so is text with placeholders (a summary asked for with its
     fields as data); any other text is shown as it is: nothing is rewritten.
     """
@@ -130,7 +132,7 @@ def page_message(message: str | Exception, fields: Mapping[str, Field] | None = 
     if isinstance(message, WorkbenchError):
         text = message.render(lambda key: field_of(key).quoted,
                               lambda key: f"{field_of(key).verb} {field_of(key).quoted}",
-                              command_page, valued)
+                              command or command_page, valued)
     else:
         text = str(message)
     for server_path, name in (uploaded or {}).items():

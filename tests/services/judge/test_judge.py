@@ -124,7 +124,10 @@ def test_invalid_and_failed_pairs_keep_their_text_and_retry_failed_judges_them_a
         bad = {broken: "500", invalid: "out_of_range"}
         server.control.fault_rule = lambda call: bad.get(call.passage)
         spec = _spec(server, max_attempts=2)
-        judge.run_job(project, "demo", spec, limit=20)
+        first_run = judge.run_job(project, "demo", spec, limit=20)
+        # the retry command is data in the stored message; the CLI says it in backticks
+        assert "{command:judge --pool demo --retry-failed} judges them again" in first_run.message
+        assert "`workbench judge --pool demo --retry-failed` judges them again" in first_run.summary()
         stored = _judgments(project)
         by_status = stored["status"].value_counts().to_dict()
         n_broken = sum(p == broken for p in first)
@@ -151,7 +154,10 @@ def test_budget_stops_cleanly_and_a_larger_budget_resumes(project):
         estimate = judge.estimate(project, "demo", spec, limit=100)
         assert estimate.to_send == 100 and estimate.cost_usd > 0
         report = judge.run_job(project, "demo", spec, limit=100, budget_usd=estimate.cost_usd / 4)
-        assert report.state == "budget" and "budget" in report.message
+        assert report.state == "budget" and "raise {field:budget} and run again" in report.message
+        assert "raise {field:budget}" in judge.job_status(project, report.job_id)["message"]  # stored as data
+        assert "raise --budget and run again" in report.summary() and "{" not in report.summary()
+        assert report.message in report.summary(data=True)
         job = judge.job_status(project, report.job_id)
         assert 0 < job["judged"] < 100
         assert job["cost_usd"] <= estimate.cost_usd / 4
@@ -331,8 +337,9 @@ def test_an_unreachable_server_is_named_before_anything_is_sent(project):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     spec = judge.resolve_spec(judge_settings(f"http://127.0.0.1:{port}/v1", max_attempts=2), api_key=KEY)
-    with pytest.raises(ConfigError, match=f"cannot reach the judge server at http://127.0.0.1:{port}/v1"):
+    with pytest.raises(ConfigError, match=f"cannot reach the judge server at http://127.0.0.1:{port}/v1") as caught:
         judge.run_job(project, "demo", spec, limit=5)
+    assert caught.value.fields == ("base_url",) and str(caught.value).endswith("; check --base-url and that the server runs")
     assert judge.list_jobs(project) == []  # refused before a job was stored
 
 
@@ -342,6 +349,8 @@ def test_a_run_of_failures_stops_the_job_instead_of_failing_every_pair(project):
         spec = _spec(server, max_attempts=1, concurrency=2)
         report = judge.run_job(project, "demo", spec, limit=200)
         assert report.state == "stopped" and "all failed" in report.message and "HTTP 500" in report.message
+        assert "({field:retry_failed} also re-judges" in report.message
+        assert "(--retry-failed also re-judges" in report.summary()
         assert 20 <= report.job["failed"] < 30
         assert judgment_calls(server) < 30
 

@@ -4,10 +4,13 @@ launch's output is reported, and a caller who may not judge launches nothing."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.support.polling import wait_until
 from workbench.cli import build_parser
+from workbench.errors import WorkbenchError
 from workbench.services import access
 from workbench.services.judge import launch
 from workbench.services.project.lifecycle import init_project
@@ -60,7 +63,9 @@ def test_a_failed_launch_says_why(demo):
         return launch.problem(started)
 
     said = wait_until(ended, timeout=60, what="the failed launch's message")
-    assert "no-such-pool" in said and "Traceback" not in said
+    # the job's process hands its error over as data, for the page to word (not the CLI's text)
+    assert isinstance(said, WorkbenchError) and "no-such-pool" in str(said) and "Traceback" not in str(said)
+    assert str(said) in Path(started.log).read_text()  # the same error the CLI printed
     assert launch.latest_job(demo, "no-such-pool", "key") is None
 
 

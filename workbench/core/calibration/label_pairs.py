@@ -60,9 +60,9 @@ def _check_grade(value, path: str, line: int, scale_max: int, clip: bool) -> tup
     if value > scale_max:
         if clip:
             return scale_max, True
-        hint = (f"use --scale 0-4 if the file uses a 0-4 scale (as UMBRELA's does) or --clip to "
+        hint = (f"use {{field:scale 0-4}} if the file uses a 0-4 scale (as UMBRELA's does) or {{field:clip}} to "
                 f"lower grades above {scale_max} to {scale_max}" if scale_max < 4
-                else f"use --clip to lower grades above {scale_max} to {scale_max}")
+                else f"use {{field:clip}} to lower grades above {scale_max} to {scale_max}")
         raise InputError(
             f"grade {value} is outside the scale 0-{scale_max}; {hint}, or fix the file",
             path=path, line=line)

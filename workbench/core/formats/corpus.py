@@ -46,8 +46,8 @@ def documents_from_jsonl(text: str, path: str, *, id_field: str | None = None,
     has two empty abstracts) but must be a string.
     """
     records = read_json_objects(text, path, tick=tick)
-    fid = pick_field(records, id_field, DOC_ID_FIELDS, "document id", path, option="--id-field")
-    ftext = pick_field(records, text_field, DOC_TEXT_FIELDS, "document text", path, option="--text-field")
+    fid = pick_field(records, id_field, DOC_ID_FIELDS, "document id", path, option="id_field")
+    ftext = pick_field(records, text_field, DOC_TEXT_FIELDS, "document text", path, option="text_field")
     ftitle = pick_field(records, title_field, TITLE_FIELDS, "title", path, required=False)
     used = {fid, ftext, ftitle}
     rows = []
@@ -78,8 +78,8 @@ def queries_from_jsonl(text: str, path: str, *, id_field: str | None = None,
     when there are no ``tags``.
     """
     records = read_json_objects(text, path, tick=tick)
-    fid = pick_field(records, id_field, QUERY_ID_FIELDS, "query id", path, option="--id-field")
-    ftext = pick_field(records, text_field, QUERY_TEXT_FIELDS, "query text", path, option="--text-field")
+    fid = pick_field(records, id_field, QUERY_ID_FIELDS, "query id", path, option="id_field")
+    ftext = pick_field(records, text_field, QUERY_TEXT_FIELDS, "query text", path, option="text_field")
     rows = []
     for line, record in records:
         for need in (fid, ftext):

@@ -110,7 +110,9 @@ def pick_field(records: list[tuple[int, dict]], explicit: str | None, candidates
 
     ``explicit`` (from ``--id-field`` and friends) wins. Otherwise the first of ``candidates``
     present in the first record is used for the whole file; when none is present and the field
-    is required, the error lists the fields the record has and the option that sets one.
+    is required, the error lists the fields the record has and the option that sets one
+    (``option``: the field's key, e.g. ``"id_field"``, named as ``{field:KEY}`` so that the CLI
+    says ``--id-field`` and a page its label).
     """
     first_line, first = records[0]
     if explicit:
@@ -125,7 +127,7 @@ def pick_field(records: list[tuple[int, dict]], explicit: str | None, candidates
             return name
     if not required:
         return None
-    how = f" or name it with {option}" if option else ""
+    how = f" or name it with {{field:{option}}}" if option else ""
     raise InputError(
         f"cannot tell which field holds the {role}: expected one of {list(candidates)}{how}; "
         f"the record has {sorted(first)}",

@@ -232,7 +232,7 @@ def _raise_duplicate(kind: str, source: str | None, lines: np.ndarray | None, ro
         lines = reread()
     line = int(lines[row]) if lines is not None else None
     first = f" (first at line {int(lines[first_row])})" if lines is not None else ""
-    hint = "; pass duplicates='first' (CLI: --keep-first-duplicate) to keep the first" if kind == "run" else ""
+    hint = "; pass duplicates='first' (CLI: {field:keep_first_duplicate}) to keep the first" if kind == "run" else ""
     raise InputError(f"{kind}: document {clip(doc)} appears twice for query {clip(qid)}{first}{hint}",
                      path=source, line=line)
 

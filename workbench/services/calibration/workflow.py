@@ -816,7 +816,10 @@ def _read_text(path: str | Path) -> str:
 def agree_files(reference: str | Path, candidate: str | Path, *, threshold: int = 2, seed: int = 0,
                 scale_max: int = 3, clip: bool = False, n_boot: int = 2000,
                 thresholds: GateThresholds = GateThresholds()) -> dict:
-    """``workbench agree``: the agreement of ``candidate`` with ``reference`` (the human side)."""
+    """``workbench agree``: the agreement of ``candidate`` with ``reference`` (the human side).
+
+    Its ``notes`` name the options they concern as placeholders (``{field:clip}``, see
+    :mod:`workbench.errors`) for the front end to word (:func:`workbench.errors.render_text`)."""
     if scale_max not in (3, 4):
         raise InputError(f"scale 0-{scale_max} is not supported; use 0-3 or 0-4")
     ref = parse_label_file(_read_text(reference), str(reference), scale_max=scale_max, clip=clip)
@@ -841,7 +844,7 @@ def agree_files(reference: str | Path, candidate: str | Path, *, threshold: int 
     out["reference"] = str(reference)
     out["candidate"] = str(candidate)
     if clip and (ref.clipped or cand.clipped):
-        out["notes"].append(f"--clip lowered {ref.clipped} reference and {cand.clipped} candidate grades "
+        out["notes"].append(f"{{field:clip}} lowered {ref.clipped} reference and {cand.clipped} candidate grades "
                             f"above {scale_max} to {scale_max}")
     if math.isnan(out["kappa"]):
         out["notes"].append("κ is undefined: one side uses a single label")

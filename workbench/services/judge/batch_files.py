@@ -45,10 +45,15 @@ class BatchFileReport:
     cached: int
     pending: int
 
-    def summary(self) -> str:
-        return (f"wrote {self.requests:,} requests for judge job {self.job_id} to {self.path} "
+    def summary(self, *, data: bool = False) -> str:
+        """One line; with ``data`` the option it names stays a placeholder (``{field:batch_results}``,
+        :mod:`workbench.errors`) for a page to word, else it is rendered as the CLI says it."""
+        from workbench.errors import render_text
+
+        text = (f"wrote {self.requests:,} requests for judge job {self.job_id} to {self.path} "
                 f"({self.pending:,} judgments to make, {self.cached:,} answered by the cache: "
-                f"--batch-results stores them with the results)")
+                f"{{field:batch_results}} stores them with the results)")
+        return text if data else render_text(text)
 
 
 def file_spec(spec: JudgeSpec) -> JudgeSpec:
@@ -212,7 +217,7 @@ def store_batch_results(db_path, pool: str, spec: JudgeSpec, path, *, limit: int
             state = "stopped" if remaining else "finished"
             unknown = len(set(rows) - known)
             message = (f"{remaining:,} judgments still to make (not in {Path(path).name}); write them with "
-                       f"--batch-file and run the batch again" if remaining else "")
+                       f"{{field:batch_file}} and run the batch again" if remaining else "")
             if unknown:
                 message = (message + "; " if message else "") + \
                     f"{unknown:,} results in the file match no pending pair of this job (already stored or another job)"

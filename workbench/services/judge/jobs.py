@@ -25,7 +25,9 @@ Service API (shared by ``workbench judge`` and the app's Judge page)
 ``cancel_job(db_path, job_id)``  asks a running job (in any process) to stop after its in-flight
     requests; the runner notices at its next batch write (``state`` cancelling -> cancelled).
 ``job_status(db_path, job_id) -> dict``, ``list_jobs(db_path, pool=None) -> list[dict]``
-    The stored job rows (state, counts, tokens, cost, budget, message, times, pid, heartbeat).
+    The stored job rows (state, counts, tokens, cost, budget, message, times, pid, heartbeat). A
+    job's ``message`` names options as placeholders (``{field:budget}``, :mod:`workbench.errors`):
+    each front end words it (``workbench.errors.render_text``).
 ``list_failures(db_path, job_id, limit=None) -> DataFrame``  failed and invalid samples with
     their error and raw reply.
 ``job_judgments(db_path, job_id) -> DataFrame``  the job's judgments.
@@ -204,7 +206,13 @@ class JobReport:
     def rate(self) -> float:
         return self.units_run / self.elapsed if self.elapsed > 0 else 0.0
 
-    def summary(self) -> str:
+    def summary(self, *, data: bool = False) -> str:
+        """What the job did, as lines; ``message`` (stored with the job, like every job's status
+        text) names options as placeholders (``{field:budget}``, ``{command:...}``, see
+        :mod:`workbench.errors`): with ``data`` they are kept for a page to word, else rendered as
+        the CLI says them."""
+        from workbench.errors import render_text
+
         j = self.job
         cost = "unknown (no price)" if self.spec.price is None else f"${j['cost_usd']:,.4f}"
         judge = (f"{OFFLINE_MODEL} (offline lexical baseline, not an LLM)" if self.spec.offline else
@@ -229,7 +237,8 @@ class JobReport:
             lines.append(f"  error     {n:,} x {error[:150]}")
         if self.message:
             lines.append(f"  {self.message}")
-        return "\n".join(lines)
+        text = "\n".join(lines)
+        return text if data else render_text(text)
 
 
 def format_words(spec: JudgeSpec) -> str:
@@ -355,7 +364,7 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
         if runner.stop_reason == "budget":
             state = "budget"
             message = (f"stopped: the budget of ${budget:,.2f} is reached (spent ${runner.spent:,.4f}); "
-                       f"raise --budget and run again to continue")
+                       f"raise {{field:budget}} and run again to continue")
         elif runner.stop_reason == "cancelled":
             state, message = "cancelled", "cancelled; run the same command again to resume"
         elif runner.stop_reason == "batch-pending":
@@ -377,7 +386,7 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
             final = store.read_job(db, job["job_id"])
     if state == "finished" and final["failed"] + final["invalid"]:
         message = (f"{final['failed'] + final['invalid']:,} pairs failed or gave invalid output; "
-                   f"`workbench judge --pool {pool} --retry-failed` judges them again")
+                   f"{{command:judge --pool {pool} --retry-failed}} judges them again")
     if state == "finished" and not total:
         scope = f"the first {limit:,} pairs" if limit is not None else "every pair"
         message = f"nothing left to judge: {scope} of pool {pool} already judged by job {job['job_id']}" + (

@@ -7,7 +7,9 @@ survive a page reload).
 :func:`resolve` is the judge configuration that job runs with (its ``config_key`` finds the job);
 :func:`collect` gathers the exit status of the processes this process started (a job process that
 died would otherwise stay a zombie, "alive" to a pid check, and its job would look running);
-:func:`problem` is the end of a failed launch's output; :func:`latest_job` the state the job
+:func:`problem` is a failed launch's error (as data, which the job's process writes to the file
+:data:`workbench.errors.ERROR_FILE_ENV` names, so the page words it) or else the end of its
+output; :func:`latest_job` the state the job
 stores (:func:`workbench.services.judge.jobs.list_jobs`); :func:`stop` asks the job to stop
 through the project (:func:`workbench.services.judge.jobs.cancel_job`), whichever process runs it.
 
@@ -25,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from workbench.errors import ERROR_FILE_ENV, WorkbenchError, error_from_data
 from workbench.services import access
 
 OFFLINE = "offline-lexical"
@@ -124,6 +127,7 @@ def start(db_path: str | Path, request: JobRequest, config_key: str, *, api_key:
     access.require("judge")
     log = Path(tempfile.gettempdir()) / f"workbench-judge-{os.getpid()}-{time.time_ns()}.log"
     env = dict(os.environ)
+    env[ERROR_FILE_ENV] = str(_error_file(log))  # the CLI writes a failure there as data
     if api_key:
         env["OPENAI_API_KEY"] = api_key  # the job's process reads it from here
     with open(log, "wb") as out:
@@ -139,15 +143,27 @@ def collect() -> None:
         process.poll()
 
 
-def problem(launch: Launch | dict | None) -> str | None:
-    """The last lines of a launched process's output when it ended with an error, else None (also
-    for a process another app process started: its exit status is not ours to read)."""
+def _error_file(log: str | Path) -> Path:
+    return Path(log).with_suffix(".error.json")
+
+
+def problem(launch: Launch | dict | None) -> WorkbenchError | str | None:
+    """Why a launched process ended with an error: the error it reported as data (a
+    :class:`~workbench.errors.WorkbenchError` for the page to word), else the last lines of its
+    output; None when it did not fail (also for a process another app process started: its exit
+    status is not ours to read)."""
+    import json
+
     if not launch:
         return None
     launch = Launch(**launch) if isinstance(launch, dict) else launch
     process = _LAUNCHED.get(launch.pid)
     if process is None or process.poll() in (None, 0):
         return None
+    try:
+        return error_from_data(json.loads(_error_file(launch.log).read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass  # no error as data (a crash, a signal): the output says what happened
     try:
         lines = Path(launch.log).read_text(errors="replace").strip().splitlines()
     except OSError:

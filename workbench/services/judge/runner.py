@@ -252,7 +252,7 @@ class Runner:
                     self.batch_message = (
                         f"stopped: the last {self.consecutive_failed} requests all failed "
                         f"({row['error'].splitlines()[0][:300]}); "
-                        f"check the server, then run again (--retry-failed also re-judges the failed pairs)")
+                        f"check the server, then run again ({{field:retry_failed}} also re-judges the failed pairs)")
         self.buffer.extend(rows)
 
     # -- writing ---------------------------------------------------------------------------

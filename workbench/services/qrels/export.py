@@ -45,7 +45,7 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, LABEL_SOURCES
-from workbench.errors import InputError
+from workbench.errors import InputError, render_text
 from workbench.services import visibility
 from workbench.services.output_file import check_output, write_lines
 from workbench.store.corpus import query_texts
@@ -72,12 +72,15 @@ class ExportResult:
     fingerprint: str = ""  # the qrels' fingerprint (services.qrels.ProjectQrels.fingerprint)
     unanswerable: tuple[str, ...] = ()  # unanswerable queries left out (module docstring)
 
-    def summary(self) -> str:
+    def summary(self, *, data: bool = False) -> str:
+        """What was written, the policy and its notes; with ``data`` the option it names stays a
+        placeholder (``{field:force}``, :mod:`workbench.errors`) for a page to word, else it is
+        rendered as the CLI says it."""
         at = f"chunk level ({self.chunking})" if self.level == "chunk" else f"{self.level} level"
         unit = "judgments" if self.format == "spans" else "qrels"
-        return (f"wrote {self.rows:,} {unit} for {self.queries:,} queries to {self.path} "
+        text = (f"wrote {self.rows:,} {unit} for {self.queries:,} queries to {self.path} "
                 f"(format {self.format}, {at}, source {self.source})"
-                + ("; replaced the file that was there (--force)" if self.replaced else "")
+                + ("; replaced the file that was there ({field:force})" if self.replaced else "")
                 + (f"\n{self.policy}" + (f" (qrels {self.fingerprint})" if self.fingerprint else "")
                    if self.policy else "")
                 + "".join(f"\n{note}" for note in self.notes)
@@ -85,6 +88,7 @@ class ExportResult:
                    f"({', '.join(self.unanswerable[:5])}{', ...' if len(self.unanswerable) > 5 else ''}), as the "
                    f"project's evaluation leaves them out of ranking measures, so scoring this file gives the "
                    f"same means" if self.unanswerable else ""))
+        return text if data else render_text(text)
 
 
 def _check(format: str, level: str, source: str, chunking: str | None) -> None:
@@ -194,11 +198,13 @@ class RunExportResult:
     queries: int
     replaced: bool = False
 
-    def summary(self) -> str:
+    def summary(self, *, data: bool = False) -> str:
+        """What was written; ``data`` as for :meth:`ExportResult.summary`."""
         scope = f"chunks of {self.chunking!r}" if self.level == "chunk" else "documents"
-        return (f"wrote run {self.run!r} ({scope}): {self.rows:,} rows for {self.queries:,} queries to "
+        text = (f"wrote run {self.run!r} ({scope}): {self.rows:,} rows for {self.queries:,} queries to "
                 f"{self.path} (TREC format)"
-                + ("; replaced the file that was there (--force)" if self.replaced else ""))
+                + ("; replaced the file that was there ({field:force})" if self.replaced else ""))
+        return text if data else render_text(text)
 
 
 def export_run(db: Database, name: str, out: str | Path, *, force: bool = False) -> RunExportResult:

@@ -222,7 +222,9 @@ async def _llm_questions(chunks: pd.DataFrame, k: int, seed: int, judge: dict, k
 def synthesize(settings: Settings, chunking: str, *, per_chunk: int, limit: int | None = None, seed: int = 0,
                max_overlap: float = sq.DEFAULT_MAX_OVERLAP, api_key: str | None = None,
                on_note=None) -> SynthReport:
-    """Write, rewrite, measure and store synthetic questions (module docstring)."""
+    """Write, rewrite, measure and store synthetic questions (module docstring). ``on_note(text)``
+    gets notes that name options as placeholders (``{field:base_url}``, :mod:`workbench.errors`)
+    for the front end to word."""
     from workbench.services.project.lifecycle import open_project
 
     if per_chunk < 1:
@@ -239,7 +241,7 @@ def synthesize(settings: Settings, chunking: str, *, per_chunk: int, limit: int 
         raise ConfigError(f"judge.base_url {base_url!r} is not an http(s) URL")
     if offline and on_note is not None and model not in OFFLINE_MODELS:
         on_note("no OPENAI_API_KEY and the OpenAI base URL: writing template questions with the offline-template "
-                "baseline (not an LLM); set OPENAI_API_KEY or --base-url for an LLM")
+                "baseline (not an LLM); set OPENAI_API_KEY or {field:base_url} for an LLM")
     generator = sq.OFFLINE_GENERATOR if offline else "llm"
     model = sq.OFFLINE_GENERATOR if offline else model
 

@@ -21,7 +21,6 @@ Corpus text, prompts and model output are shown escaped (``context.escaped``) or
 from __future__ import annotations
 
 import os
-import re
 import time
 from contextlib import contextmanager
 
@@ -53,20 +52,27 @@ FIELDS = {
 _FEW_SHOT_LABEL = "_judge_few_shot_label"  # the examples field's label as drawn (it names the sample)
 
 
-_RETRY_COMMAND = re.compile(r"`workbench judge [^`]*--retry-failed[^`]*`")
+def command_words(words: str) -> str:
+    """A CLI command in the page's words: a judge run with ``--retry-failed`` is this page's
+    “Retry failed” button; other commands as :func:`workbench.ui.words.command_page` says them."""
+    from workbench.ui.words import command_page
+
+    parts = words.split()
+    if parts[:1] == ["judge"] and "--retry-failed" in parts:
+        return FIELDS["--retry-failed"].quoted
+    return command_page(words)
 
 
 def _say(exc) -> str:
-    """A service or job message in the page's words (buttons and fields, not commands and flags)."""
-    from workbench.errors import WorkbenchError
+    """A service or job message in the page's words (buttons and fields, not commands and flags):
+    an error from its data, a job's stored status text from its placeholders."""
     from workbench.ui.words import page_message
 
-    # an error is rendered from its data; a job's status text only has its retry command replaced
-    text = exc if isinstance(exc, WorkbenchError) else _RETRY_COMMAND.sub("“Retry failed”", str(exc))
+    text = exc if isinstance(exc, WorkbenchError) else str(exc)
     fields = dict(FIELDS)
     if st.session_state.get(_FEW_SHOT_LABEL):
         fields["--few-shot"] = Field(st.session_state[_FEW_SHOT_LABEL], "number")
-    text = page_message(text, fields, project=str(context.db_path()))
+    text = page_message(text, fields, project=str(context.db_path()), command=command_words)
     return text.replace("run the same command again", "press Resume").replace("run again", "press Resume")
 
 
@@ -220,8 +226,9 @@ def _reap() -> None:
     launch.collect()
 
 
-def _launch_problem() -> str | None:
-    """The last lines of the launched process's output when it ended with an error, else None."""
+def _launch_problem() -> WorkbenchError | str | None:
+    """Why the launched process ended with an error (its error as data, else the last lines of its
+    output; :func:`workbench.services.judge.launch.problem`), else None."""
     from workbench.services.judge import launch
 
     return launch.problem(st.session_state.get("judge_launch"))
