@@ -16,10 +16,10 @@ run: $(VENV)/.installed
 	$(BIN)/workbench --db $(DB) init --demo
 	$(BIN)/workbench --db $(DB) app --port $(PORT)
 
-# Workers: one per core (pytest-xdist). Tests that share one expensive server carry
-# @pytest.mark.xdist_group and run in one worker (--dist loadgroup).
+# Workers: one per core (pytest-xdist). worksteal: a worker that runs out of tests takes half of
+# another's queue, so one long browser walk at the end does not leave the other core idle.
 JOBS ?= auto
-XDIST := -n $(JOBS) --dist loadgroup
+XDIST := -n $(JOBS) --dist worksteal
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)

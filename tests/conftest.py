@@ -1,16 +1,14 @@
-"""Shared fixtures: temporary project databases and a CLI runner."""
+"""Shared fixtures: temporary project databases and a CLI runner (:mod:`tests.support.cli_runner`:
+in this process by default, ``process=True`` for a real ``python -m workbench``)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.support.prerequisites import REPO
+from tests.support.cli_runner import run_cli  # noqa: F401 - test modules import it from here
 
 # Property tests check results, not speed: a per-example deadline only turns a busy machine
 # (2 shared cores, CI) into a false failure. Speed is the benchmarks' job.
@@ -22,17 +20,6 @@ settings.load_profile("workbench")
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "project.duckdb"
-
-
-def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120):
-    """Run ``python -m workbench ARGS`` in a real subprocess; returns CompletedProcess."""
-    full_env = dict(os.environ)
-    full_env.pop("WORKBENCH_DB", None)
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *args],
-        capture_output=True, text=True, cwd=cwd or REPO, env=full_env, timeout=timeout,
-    )
 
 
 @pytest.fixture

@@ -150,7 +150,8 @@ def test_dense_without_sentence_transformers_is_skipped_per_cell(demo, tmp_path)
     shutil.copy(demo, copy)
     done = run_cli("--db", str(copy), "sweep", "--chunkings", "fixed:96", "--retrievers", "bm25,dense,hybrid",
                    "-m", "ndcg@10", "--format", "json", "--no-progress", "--backend", "torch",
-                   env={"PYTHONPATH": str(tmp_path / "block")}, timeout=300)
+                   env={"PYTHONPATH": str(tmp_path / "block")}, timeout=300,
+                       process=True)  # the blocker works on a fresh interpreter's imports
     assert done.returncode == 0, done.stderr
     assert "dense skipped: dense retrieval needs sentence-transformers" in done.stderr
     assert "hybrid skipped:" in done.stderr
