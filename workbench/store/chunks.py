@@ -5,8 +5,7 @@ twice."""
 from __future__ import annotations
 
 import json
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from workbench.store.database import (
     Cursor,
@@ -15,6 +14,9 @@ from workbench.store.database import (
     insert_frame,
     join_frame,
 )
+
+if TYPE_CHECKING:  # not imported at run time: pandas is most of the CLI's start-up time
+    import pandas as pd
 
 CHUNK_COLUMNS = ["chunk_id", "doc_id", "seq", "start", "end"]
 

@@ -30,12 +30,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import duckdb
-import pandas as pd
 
 from workbench.errors import StoreError, StoreLockedError, WorkbenchError, clip
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built: it is most of the CLI's start-up time
+    import pandas as pd
 
 #: A cursor: one unit of work on the project database. Store functions that take ``cur`` run
 #: inside the caller's transaction (:meth:`Database.transaction`); those taking ``db`` open
@@ -334,6 +336,8 @@ def join_frame(cur: Cursor, frame: pd.DataFrame, name: str, sql: str,
 
 def id_frame(values) -> pd.DataFrame:
     """The distinct ``values`` as a one-column (``id``) string frame, for :func:`join_frame`."""
+    import pandas as pd  # deferred: CLI start-up cost
+
     return pd.DataFrame({"id": pd.Series(pd.unique(pd.Series(values, dtype=str)), dtype=str)})
 
 
@@ -353,6 +357,8 @@ def arrow_query_df(db: Database, sql: str, params: list | None = None) -> pd.Dat
         cur.close()
     if table.num_rows == 0:
         return db.query_df(sql, params)
+    import pandas as pd  # deferred: CLI start-up cost
+
     frame = table.to_pandas()
     # query_df gives a VARCHAR column without any value as object dtype holding None.
     for name in frame.columns:

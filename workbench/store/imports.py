@@ -3,9 +3,12 @@ kind is a no-op because the ledger remembers their sha256."""
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from workbench.store.database import Cursor, Database
+
+if TYPE_CHECKING:  # not imported at run time: pandas is most of the CLI's start-up time
+    import pandas as pd
 
 _LEDGER_COLUMNS = ("import_id", "kind", "name", "path", "format", "rows", "skipped", "imported_at")
 

@@ -41,6 +41,8 @@ ACCEPTED = {
                              'nul\\u0000 \\u2028 raw é"}\n').encode(),
     "commas inside strings": b'{"_id": "a", "text": "a, } and ,] stay"}\n',
     "spaces before the brace": b'{"_id": "a", "text": "x"  }\n{"_id": 5, "title": null, "text": "y"}\n',
+    # the end of the record is checked whole, not in a window of its last characters
+    "many spaces before the brace": b'{"_id": "a", "text": "x"' + b" " * 40 + b"}\n",
     "empty text": b'{"_id": "a", "text": "x"}\n\n{"_id": "b", "text": ""}\n{"_id": "c", "text": ""}\n',
 }
 
@@ -48,6 +50,8 @@ ACCEPTED = {
 DECLINED = {
     "trailing comma": b'{"_id": "a", "text": "x",}\n',
     "repeated key": b'{"_id": "a", "text": "x", "text": "y"}\n',
+    "repeated other key": b'{"_id": "a", "text": "x", "k": 1, "k": 2}\n',
+    "repeated key and another": b'{"_id": "a", "text": "x", "text": "y", "k": 1}\n',
     "lone surrogate": b'{"_id": "a", "text": "x\\ud800y"}\n',
     "broken line": b'{"_id": "a", "text": "x"}\n{"_id": "b", "text": \n',
     "id twice": b'{"_id": "a", "text": "x"}\n{"_id": "b", "text": "y"}\n{"_id": "a", "text": "z"}\n',
@@ -129,6 +133,20 @@ def test_undecided_files_go_to_the_general_importer(tmp_path, name):
         assert outcome["general"][2:] == (0, 0)
     else:
         pd.testing.assert_frame_equal(outcome["import_file"][5], outcome["general"][5])
+
+
+def test_one_field_named_for_two_roles_goes_to_the_general_importer(tmp_path):
+    # --title-field _id: the id is the title too, and "lang" is metadata. The streamed path's key
+    # counts assume three different fields, so it declines and the general importer decides.
+    path = tmp_path / "corpus.jsonl"
+    path.write_bytes(b'{"_id": "a", "text": "x", "lang": "en"}\n')
+    fields = dict(FIELDS, title_field="_id")
+    with open_project(tmp_path / "direct.duckdb", create=True) as db:
+        assert stream_jsonl_corpus(db, path, str(path), format=None, name=None, fields=fields) is None
+    with open_project(tmp_path / "p.duckdb", create=True) as db:
+        assert import_file(db, "corpus", path, title_field="_id").rows == 1
+        docs = _documents(db)
+    assert docs.loc["a", "title"] == "a" and docs.loc["a", "metadata"] == {"lang": "en"}
 
 
 def test_a_second_file_counts_equal_rows_and_refuses_changed_ones(tmp_path):

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from workbench.core.formats.lines import (
     Tick,
@@ -23,6 +22,9 @@ from workbench.core.formats.lines import (
 )
 from workbench.errors import InputError
 
+if TYPE_CHECKING:  # imported by _frame: the streamed corpus import reads the field names here without pandas
+    import pandas as pd
+
 DOC_ID_FIELDS = ("_id", "doc_id", "docid", "id")
 DOC_TEXT_FIELDS = ("text", "doc", "contents", "body")
 TITLE_FIELDS = ("title",)
@@ -31,6 +33,13 @@ QUERY_TEXT_FIELDS = ("text", "query")
 
 DOCUMENT_FRAME = ["line", "doc_id", "title", "text", "metadata"]
 QUERY_FRAME = ["line", "query_id", "text", "description", "tags"]
+
+
+def _frame(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
+    """The parsed ``rows`` as a frame of ``columns`` (:data:`DOCUMENT_FRAME` or :data:`QUERY_FRAME`)."""
+    import pandas as pd  # deferred: CLI start-up cost
+
+    return pd.DataFrame(rows, columns=columns)
 
 
 # --- JSONL ---------------------------------------------------------------------------------
@@ -66,7 +75,7 @@ def documents_from_jsonl(text: str, path: str, *, id_field: str | None = None,
             string_value(record[ftext], field=ftext, path=path, line=line),
             extra or None,
         ))
-    return pd.DataFrame(rows, columns=DOCUMENT_FRAME)
+    return _frame(rows, DOCUMENT_FRAME)
 
 
 def queries_from_jsonl(text: str, path: str, *, id_field: str | None = None,
@@ -101,7 +110,7 @@ def queries_from_jsonl(text: str, path: str, *, id_field: str | None = None,
             description,
             tags or None,
         ))
-    return pd.DataFrame(rows, columns=QUERY_FRAME)
+    return _frame(rows, QUERY_FRAME)
 
 
 # --- TSV -------------------------------------------------------------------------------------
@@ -130,7 +139,7 @@ def queries_from_tsv(text: str, path: str) -> pd.DataFrame:
         rows.append((line, qid, qtext, None, None))
     if not rows:
         raise InputError("holds no queries; expected 'query_id<TAB>text' lines", path=path)
-    return pd.DataFrame(rows, columns=QUERY_FRAME)
+    return _frame(rows, QUERY_FRAME)
 
 
 # --- folders of text files --------------------------------------------------------------------
@@ -152,7 +161,7 @@ def documents_from_files(files: Iterable[tuple[str, str]]) -> pd.DataFrame:
         heading = _HEADING.search(text)
         title = heading.group(1).strip() if heading else stem.rsplit("/", 1)[-1]
         rows.append((0, stem, title, text, {"file": rel}))
-    return pd.DataFrame(rows, columns=DOCUMENT_FRAME)
+    return _frame(rows, DOCUMENT_FRAME)
 
 
 # --- SMART (Cranfield, CISI, MED ...) -----------------------------------------------------------
@@ -217,7 +226,7 @@ def documents_from_smart(text: str, path: str, *, tick: Tick | None = None) -> p
     for line, rid, fields in smart_records(text, path, tick=tick):
         meta = {SMART_FIELDS.get(k, k): v for k, v in fields.items() if k not in ("T", "W")}
         rows.append((line, rid, fields.get("T") or None, fields.get("W", ""), meta or None))
-    return pd.DataFrame(rows, columns=DOCUMENT_FRAME)
+    return _frame(rows, DOCUMENT_FRAME)
 
 
 def queries_from_smart(text: str, path: str, *, by_position: bool) -> pd.DataFrame:
@@ -234,4 +243,4 @@ def queries_from_smart(text: str, path: str, *, by_position: bool) -> pd.DataFra
             raise InputError(f"query {rid!r} has no '.W' text", path=path, line=line)
         qid = str(position) if by_position else rid
         rows.append((line, qid, qtext, None, {"smart_id": rid} if by_position else None))
-    return pd.DataFrame(rows, columns=QUERY_FRAME)
+    return _frame(rows, QUERY_FRAME)

@@ -52,19 +52,14 @@ Rules shared by every import:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from workbench.services import access
 from workbench.services.ingest import ledger
-from workbench.services.ingest.corpus import import_corpus
 from workbench.services.ingest.corpus_stream import stream_jsonl_corpus
-from workbench.services.ingest.qrels import import_qrels
-from workbench.services.ingest.queries import import_queries
 from workbench.services.ingest.result import ImportResult
-from workbench.services.ingest.runs import import_run
 from workbench.services.ingest.source import (
     FORMATS,
     KINDS,
@@ -74,14 +69,32 @@ from workbench.services.ingest.source import (
     resolve_format,
 )
 from workbench.services.progress import ProgressFactory, no_progress
-from workbench.store.corpus import sample_documents
 from workbench.store.database import Database
 from workbench.store.imports import read_imports
+
+if TYPE_CHECKING:  # not imported at run time: pandas is most of the CLI's start-up time
+    import pandas as pd
 
 __all__ = ["FORMATS", "KINDS", "ImportResult", "detect_format", "import_file", "preview_documents",
            "recent_imports"]
 
-_IMPORTERS = {"corpus": import_corpus, "queries": import_queries, "qrels": import_qrels, "run": import_run}
+
+def _importer(kind: str) -> Callable:
+    """The general importer of ``kind``. Imported on first use: they parse into pandas frames,
+    and a streamed JSONL corpus (:mod:`.corpus_stream`) needs none of them (CLI start-up cost)."""
+    if kind == "corpus":
+        from workbench.services.ingest.corpus import import_corpus
+        return import_corpus
+    if kind == "queries":
+        from workbench.services.ingest.queries import import_queries
+        return import_queries
+    if kind == "qrels":
+        from workbench.services.ingest.qrels import import_qrels
+        return import_qrels
+    if kind == "run":
+        from workbench.services.ingest.runs import import_run
+        return import_run
+    raise KeyError(kind)
 
 
 def import_file(
@@ -130,7 +143,7 @@ def import_file(
         result.name = earlier["name"]
         return result
     progress = progress or no_progress
-    _IMPORTERS[kind](db, source, result, progress=progress, assessor=assessor, skip=skip_unknown, fields=fields)
+    _importer(kind)(db, source, result, progress=progress, assessor=assessor, skip=skip_unknown, fields=fields)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -142,4 +155,6 @@ def recent_imports(db: Database, limit: int = 20) -> pd.DataFrame:
 
 def preview_documents(db: Database, limit: int = 5) -> pd.DataFrame:
     """A few stored documents (``doc_id, title, text``) to eyeball an import."""
+    from workbench.store.corpus import sample_documents  # deferred: it imports pandas (CLI start-up cost)
+
     return sample_documents(db, limit)

@@ -6,16 +6,20 @@ first few examples."""
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from workbench.errors import InputError, clip
 from workbench.services.ingest.result import ImportResult
+
+if TYPE_CHECKING:  # imported where needed: the streamed corpus import (short) runs without pandas
+    import pandas as pd
 
 EXAMPLES = 3
 
 
 def where(row) -> str:
+    import pandas as pd  # deferred: CLI start-up cost
+
     line = int(row["line"]) if "line" in row and pd.notna(row["line"]) else 0
     return f" (line {line})" if line else ""
 
@@ -101,6 +105,8 @@ def conflict(rows: pd.DataFrame, key: str, describe: Callable[[pd.Series], str],
 
 def differs(a: pd.Series, b: pd.Series) -> pd.Series:
     """Element-wise ``a != b`` where two missing values are equal (never NA)."""
+    import pandas as pd  # deferred: CLI start-up cost
+
     a_missing, b_missing = a.isna().to_numpy(), b.isna().to_numpy()
     unequal = a.astype(object).to_numpy() != b.astype(object).to_numpy()
     return pd.Series((a_missing != b_missing) | (~a_missing & ~b_missing & unequal), index=a.index)

@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from workbench.core.formats import IMPORT_FORMATS, IMPORT_KINDS
 from workbench.core.formats import corpus as corpus_formats
@@ -22,6 +21,9 @@ from workbench.core.formats.lines import decode_utf8, split_lines
 from workbench.errors import InputError
 from workbench.services.access import PermissionDenied
 from workbench.services.progress import ProgressFactory
+
+if TYPE_CHECKING:  # not imported at run time: pandas is most of the CLI's start-up time
+    import pandas as pd
 
 KINDS = IMPORT_KINDS
 FORMATS = IMPORT_FORMATS

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from workbench.version import __version__
 from workbench.config import Settings, load_settings
@@ -13,13 +12,24 @@ from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError, StoreError
 from workbench.resources import DEMO_DIR
 from workbench.services import access
-from workbench.store.corpus import write_documents, write_queries
 from workbench.store.database import Database
-from workbench.store.judgments import write_judgments
 from workbench.store.meta import read_meta, set_meta, table_counts
 
-# The pipeline state lives in services.status; re-exported here for existing callers.
-from workbench.services.project.status import PipelineStep, ProjectStatus, project_status  # noqa: E402,F401
+if TYPE_CHECKING:
+    from workbench.services.project.status import PipelineStep, ProjectStatus, project_status  # noqa: F401
+
+# The pipeline state lives in services.project.status; re-exported here for existing callers.
+# Lazily (PEP 562): status imports pandas, and every command opens its project through this
+# module (CLI start-up cost).
+_STATUS_NAMES = ("PipelineStep", "ProjectStatus", "project_status")
+
+
+def __getattr__(name: str):
+    if name in _STATUS_NAMES:
+        from workbench.services.project import status
+
+        return getattr(status, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # project_meta "demo": loaded but its pipeline not prepared yet / loaded and prepared.
 DEMO_LOADING, DEMO_READY = "loading", "true"
@@ -64,6 +74,12 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 def load_demo(db: Database, demo_dir: Path = DEMO_DIR) -> dict[str, int]:
     """Load the demo handbook, its queries and its reference SME labels in one transaction."""
+    # Deferred: pandas and the writers are needed by the demo only (CLI start-up cost).
+    import pandas as pd
+
+    from workbench.store.corpus import write_documents, write_queries
+    from workbench.store.judgments import write_judgments
+
     documents = pd.DataFrame(_read_jsonl(demo_dir / "documents.jsonl"))
     queries = pd.DataFrame(_read_jsonl(demo_dir / "queries.jsonl"))
     labels = pd.DataFrame(_read_jsonl(demo_dir / "labels.jsonl"))
