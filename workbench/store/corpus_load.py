@@ -85,6 +85,15 @@ def _typed_rows(id_field: str, text_field: str, title_field: str | None) -> str:
     """
 
 
+def _counts(cur: Cursor) -> tuple[int, int]:
+    """Documents stored, and how many of them have an empty text. Two statements: a WHERE lets
+    DuckDB skip every row group whose text statistics exclude '' (about 1 ms for 2M documents,
+    where count(*) FILTER (WHERE text = '') reads every text: 0.5 s)."""
+    total = cur.execute("SELECT count(*) FROM documents").fetchone()[0]
+    empty = cur.execute("SELECT count(*) FROM documents WHERE text = ''").fetchone()[0]
+    return int(total), int(empty)
+
+
 def load_jsonl_documents(cur: Cursor, path: Path, *, id_field: str, text_field: str,
                          title_field: str | None, check_stored: bool) -> JsonlLoad:
     """Append the documents of the JSONL file ``path`` to ``documents`` on the caller's
@@ -110,10 +119,10 @@ def load_jsonl_documents(cur: Cursor, path: Path, *, id_field: str, text_field: 
                 raise LoadDeclined("rows conflict with stored documents or repeat a stored id")
             present = int(overlap)
         new_only = "WHERE f.doc_id NOT IN (SELECT doc_id FROM documents)" if present else ""
-        before = cur.execute("SELECT count(*), count(*) FILTER (WHERE text = '') FROM documents").fetchone()
+        before = _counts(cur)
         cur.execute(f"INSERT INTO documents (doc_id, title, text, metadata) "
                     f"SELECT f.doc_id, f.title, f.text, f.metadata FROM ({rows}) f {new_only}", [str(path)])
-        after = cur.execute("SELECT count(*), count(*) FILTER (WHERE text = '') FROM documents").fetchone()
+        after = _counts(cur)
     except duckdb.Error as exc:  # malformed JSON, a row refused above, an id twice (primary key)
         raise LoadDeclined(str(exc).splitlines()[0][:200]) from None
     written = int(after[0] - before[0])
