@@ -72,6 +72,22 @@ def test_too_many_examples_are_refused_in_the_pages_words(tmp_path, monkeypatch)
     assert "--few-shot" not in errors[0]
 
 
+def test_an_annotator_is_not_offered_other_peoples_labels_as_examples(tmp_path, monkeypatch):
+    from workbench.services import access
+
+    path = tmp_path / "p.duckdb"
+    _project(path)
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    previous = access.set_actor_source(lambda: access.Actor("anna", "annotator"))
+    try:
+        at = _llm(AppTest.from_function(_page, default_timeout=60).run())
+    finally:
+        access.set_actor_source(previous)
+    assert not [n for n in at.number_input if n.key == "judge_few_shot"]
+    assert "shown to leads and viewers only" in _texts(at)
+
+
 @pytest.mark.browser
 def test_browser_few_shot_preview_and_job(tmp_path):
     """A real app and chromium: the LLM judge on a loopback server, 3 examples from the tuning

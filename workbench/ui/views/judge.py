@@ -154,9 +154,13 @@ def _few_shot_choices() -> dict:
     """Few-shot examples: SME-graded pairs from a calibration sample's tuning part in the prompt
     (:mod:`workbench.services.judge.few_shot`, the rules ``workbench judge --few-shot`` follows).
     Offered only when a sample has SME labels on its tuning part; 0 examples is the zero-shot judge."""
+    from workbench.services import visibility
     from workbench.services.judge.few_shot import few_shot_sources
 
     st.session_state.pop(_FEW_SHOT_LABEL, None)
+    if not visibility.can_read("others_labels"):  # the examples are other people's SME labels
+        st.caption("Few-shot examples carry SME labels; they are shown to leads and viewers only.")
+        return {"few_shot": 0}
     try:
         sources = few_shot_sources(context.db_path())
     except WorkbenchError as exc:
