@@ -350,6 +350,26 @@ def next_open_positions(db: Database, sample: str, annotator: str, *, after: int
     return [int(r[0]) for r in rows]
 
 
+def filled_by_others(db: Database, sample: str, annotator: str, overlap: int) -> set[int]:
+    """Positions ``overlap`` or more *other* annotators have answered (latest answer a label or
+    can't judge): with an overlap, these are no longer handed out (as in
+    :func:`next_open_positions`)."""
+    rows = db.query_all(
+        """SELECT position FROM (
+               SELECT position, annotator, action FROM label_events WHERE sample = ? AND annotator <> ?
+               QUALIFY row_number() OVER (PARTITION BY position, annotator ORDER BY event_id DESC) = 1)
+           WHERE action IN ('label', 'cant_judge') GROUP BY position HAVING count(*) >= ?""",
+        [sample, annotator, int(overlap)],
+    )
+    return {int(r[0]) for r in rows}
+
+
+def document_length(cur: Cursor, doc_id: str) -> int | None:
+    """The length of a document's text (None when it has none or is gone): what bounds evidence spans."""
+    row = cur.execute("SELECT length(text) FROM documents WHERE doc_id = ?", [doc_id]).fetchall()
+    return None if not row or row[0][0] is None else int(row[0][0])
+
+
 def label_table(db: Database, sample: str) -> pd.DataFrame:
     """Every item with every annotator's current label (one row per item and annotator that
     labelled it; items nobody labelled are absent): the items' columns, the query's ``tags``

@@ -13,6 +13,16 @@ refuses a new query on a connection whose last result was not read), and
 :meth:`Database.transaction` wraps a unit of work in BEGIN/COMMIT, rolling back on any error so
 that an import is all or nothing.
 
+Visits (``Database(path, visit=True)``): a unit of work that must let other processes have the
+file right after it (the Label page's key presses) attaches the file to one in-memory DuckDB
+instance the process keeps (``ATTACH``, then ``DETACH`` at :meth:`Database.close`) instead of
+starting a DuckDB instance per open: the lock is held exactly as long, but a visit costs a few
+milliseconds instead of the 20–30 ms of CPU a new instance takes (measured in
+``benchmarks/label_bench.py``). DuckDB refuses to open one file in two instances of a process
+("unique file handle conflict"); a visit that meets the file open here already shares that
+open instead, and an ordinary open that meets a visit waits for it like for a lock
+(:data:`IN_PROCESS_WAIT` at least: visits are short).
+
 Failures become one line (:class:`~workbench.errors.StoreError`), never a traceback: a damaged
 or truncated file, a folder that cannot be written, and Ctrl-C. Ctrl-C inside a unit of work
 rolls it back and says nothing was stored; Ctrl-C while COMMIT runs is held until the commit
@@ -46,6 +56,9 @@ Cursor: TypeAlias = duckdb.DuckDBPyConnection
 
 #: Seconds a long-running writer (judge job, app) waits for another process's lock.
 WRITER_WAIT = 5.0
+#: Seconds an open waits, whatever its ``wait``, while a visit of this process holds the file
+#: (a visit is one short unit of work: a key press on the Label page).
+IN_PROCESS_WAIT = 5.0
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
@@ -126,17 +139,77 @@ def sigint_held() -> Iterator[list[int]]:
         signal.signal(signal.SIGINT, previous)
 
 
+def _in_use_here(exc: BaseException) -> bool:
+    """Whether DuckDB refused a file because an instance of this process has it open."""
+    return "unique file handle conflict" in str(exc).lower()
+
+
+class _Visits:
+    """The process's in-memory DuckDB instance that visited files are attached to, and who
+    uses each attachment (one lock for all: attaching, detaching and making cursors)."""
+
+    lock = threading.Lock()
+    host: duckdb.DuckDBPyConnection | None = None
+    users: dict[str, list] = {}  # file (resolved) -> [alias, handles using it]
+
+    @classmethod
+    def attach(cls, path: Path) -> str:
+        """Attach ``path`` (or count one more user of its attachment); its alias. Raises what
+        DuckDB raises (a lock held elsewhere, a file open in this process already)."""
+        key = str(path.resolve())
+        with cls.lock:
+            if key in cls.users:
+                cls.users[key][1] += 1
+                return cls.users[key][0]
+            if cls.host is None:
+                cls.host = duckdb.connect(":memory:")
+            alias = f"wb_visit_{len(cls.users)}_{abs(hash(key)) % 10**8}"
+            cls.host.execute(f"ATTACH '{key.replace(chr(39), chr(39) * 2)}' AS \"{alias}\"")
+            cls.users[key] = [alias, 1]
+            return alias
+
+    @classmethod
+    def cursor(cls, alias: str) -> Cursor:
+        with cls.lock:
+            cur = cls.host.cursor()
+        cur.execute(f'USE "{alias}"')
+        return cur
+
+    @classmethod
+    def detach(cls, path: Path) -> None:
+        """One user less; the last one detaches the file (a checkpoint, then the lock is free)."""
+        key = str(path.resolve())
+        with cls.lock:
+            entry = cls.users.get(key)
+            if entry is None:
+                return
+            entry[1] -= 1
+            if entry[1] > 0:
+                return
+            del cls.users[key]
+            cls.host.execute(f'DETACH "{entry[0]}"')
+
+
 class Database:
     """A project database file, opened once per process and closed with :meth:`close`.
 
     ``wait``: seconds to keep retrying (with backoff) while another process holds the file's
     lock; 0 (the CLI's choice) fails at once. See :data:`WRITER_WAIT`.
+    ``visit``: one short unit of work on an existing, migrated project (the module docstring's
+    visits); read-write, no migrations.
     """
 
     def __init__(self, path: str | Path, *, read_only: bool = False, migrate: bool = True,
-                 wait: float = 0.0):
+                 wait: float = 0.0, visit: bool = False):
         self.path = Path(path)
         self.read_only = read_only
+        self._alias: str | None = None  # a visit's attachment (None: an ordinary open)
+        self._cursors: list[Cursor] = []  # a visit's cursors, closed before it detaches
+        if visit:
+            if read_only or migrate:
+                raise ValueError("a visit is read-write and applies no migrations")
+            self._visit(float(wait))
+            return
         if read_only and not self.path.exists():
             raise StoreError(
                 f"project database {self.path} does not exist; create it with {{command}}",
@@ -169,12 +242,55 @@ class Database:
                 self._con.close()
                 raise self._translate(exc) from None
 
+    def _visit(self, wait: float) -> None:
+        """Attach the file to the process's instance (:class:`_Visits`), waiting like
+        :meth:`_connect`; when an ordinary open of this process has it, share that instead."""
+        if not self.path.is_file():
+            raise StoreError(f"no project database at {self.path}; create one with {{command}}",
+                             command=f"--db {self.path} init")
+        deadline = time.monotonic() + max(wait, 0.0)
+        delay = 0.05
+        while True:
+            try:
+                self._alias = _Visits.attach(self.path)
+                return
+            except duckdb.Error as exc:
+                if _in_use_here(exc):  # open in this process already: join that instance
+                    self._con = self._connect(False, wait)
+                    return
+                if not isinstance(exc, duckdb.IOException) or "lock" not in str(exc).lower():
+                    raise storage_error(self.path, exc) from None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    waited = f" (waited {wait:g} s)" if wait > 0 else ""
+                    raise StoreLockedError(
+                        f"project database {self.path} is in use by {_holder(str(exc))}{waited}; "
+                        f"stop that process (a running {{command:app}} or another command) or wait "
+                        f"for it to finish, then try again"
+                    ) from None
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 1.0)
+
+    def _connect_here(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        """``duckdb.connect``, waiting (up to :data:`IN_PROCESS_WAIT`) while a visit of this
+        process has the file attached (DuckDB refuses a second instance of it)."""
+        started = time.monotonic()
+        delay = 0.02
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=read_only)
+            except duckdb.Error as exc:
+                if not _in_use_here(exc) or time.monotonic() - started > IN_PROCESS_WAIT:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+
     def _connect(self, read_only: bool, wait: float) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + max(wait, 0.0)
         delay = 0.05
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=read_only)
+                return self._connect_here(read_only)
             except duckdb.IOException as exc:
                 message = str(exc)
                 if "not a valid duckdb database" in message.lower():
@@ -195,6 +311,10 @@ class Database:
                 time.sleep(min(delay, left))
                 delay = min(delay * 2, 1.0)
             except duckdb.Error as exc:
+                if _in_use_here(exc):
+                    raise StoreLockedError(
+                        f"project database {self.path} is in use by this app (another page's unit of work, "
+                        f"waited {IN_PROCESS_WAIT:g} s); try again in a moment") from None
                 raise StoreError(
                     f"{self.path} is not a usable DuckDB project database ({clip(str(exc), 160)}); "
                     f"point {{field:db}} at a workbench project or create one with {{command:init}}"
@@ -202,7 +322,20 @@ class Database:
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
-        self._con.close()
+        if self._alias is None:
+            self._con.close()
+            return
+        alias, self._alias = self._alias, None
+        for cur in self._cursors:
+            try:
+                cur.close()
+            except duckdb.Error:
+                pass
+        self._cursors = []
+        try:
+            _Visits.detach(self.path)
+        except (duckdb.Error, RuntimeError) as exc:
+            raise storage_error(self.path, exc) from None
 
     def __enter__(self) -> Database:
         return self
@@ -220,7 +353,14 @@ class Database:
 
     # -- units of work ---------------------------------------------------------------------
     def cursor(self) -> Cursor:
-        return self._con.cursor()
+        return self._new_cursor()
+
+    def _new_cursor(self) -> Cursor:
+        if self._alias is None:
+            return self._con.cursor()
+        cur = _Visits.cursor(self._alias)
+        self._cursors.append(cur)  # a visit is short: a few cursors, all closed before it detaches
+        return cur
 
     @contextmanager
     def transaction(self) -> Iterator[Cursor]:
@@ -233,7 +373,7 @@ class Database:
         """
         if self.read_only:
             raise StoreError(f"project database {self.path} is open read-only; cannot write")
-        cur = self._con.cursor()
+        cur = self._new_cursor()
         try:
             cur.execute("BEGIN TRANSACTION")
         except duckdb.Error as exc:
@@ -276,14 +416,14 @@ class Database:
 
     def query_df(self, sql: str, params: list | tuple | None = None) -> pd.DataFrame:
         """Run one read query and return its whole result as a DataFrame."""
-        cur = self._con.cursor()
+        cur = self._new_cursor()
         try:
             return cur.execute(sql, params or []).df()
         finally:
             cur.close()
 
     def query_all(self, sql: str, params: list | tuple | None = None) -> list[tuple]:
-        cur = self._con.cursor()
+        cur = self._new_cursor()
         try:
             return cur.execute(sql, params or []).fetchall()
         finally:

@@ -29,8 +29,29 @@ from workbench.services.access import Actor
 _ACTOR_KEY = "_auth_actor"
 
 
+_MODES: dict[tuple, str] = {}  # what `mode` read, by where it read it from (see there)
+
+
 def mode() -> str:
-    return str(load_settings().get("app", "auth"))
+    """``[app] auth``. Asked several times per key press (every service call checks the
+    session's role), so the configuration is read again only when what it is read from
+    changed: the working folder, ``WORKBENCH_CONFIG`` / ``WORKBENCH_APP_AUTH``, or the config
+    file's modification time (reading it costs a few milliseconds each time)."""
+    import os
+
+    config = os.environ.get("WORKBENCH_CONFIG") or "config/workbench.toml"
+    try:
+        stamp = os.stat(config).st_mtime_ns
+    except OSError:
+        stamp = None
+    key = (os.getcwd(), os.environ.get("WORKBENCH_CONFIG"), os.environ.get("WORKBENCH_APP_AUTH"), config, stamp)
+    found = _MODES.get(key)
+    if found is None:
+        found = _MODES[key] = str(load_settings().get("app", "auth"))
+        if len(_MODES) > 32:  # tests switch configurations many times in one process
+            _MODES.clear()
+            _MODES[key] = found
+    return found
 
 
 def _secrets_auth() -> dict:

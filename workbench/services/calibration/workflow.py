@@ -334,11 +334,15 @@ def open_for_labelling(path: str | Path, *, wait: float | None = None, migrate: 
     two presses. It waits (with backoff, up to ``wait`` seconds; ``None``: the store's
     ``WRITER_WAIT``) while another process holds the file, so a judge job writing a batch
     delays an SME's label by a moment instead of refusing it. ``migrate``: apply pending migrations (the page's first open does; the key
-    presses after it need not). A missing project is an error, never created."""
+    presses after it need not, and open the file as a visit: attached to the process's DuckDB
+    instance for the press and detached after it, see :mod:`workbench.store.database`, so the
+    lock is held as before without starting a DuckDB instance per press). A missing project is
+    an error, never created."""
     path = Path(path)
     if not path.exists():
         raise StoreError(f"no project database at {path}; create one with {{command}}", command=f"--db {path} init")
-    return Database(path, migrate=migrate, wait=WRITER_WAIT if wait is None else max(0.0, float(wait)))
+    return Database(path, migrate=migrate, wait=WRITER_WAIT if wait is None else max(0.0, float(wait)),
+                    visit=not migrate)
 
 
 def labelling_view(db: Database, sample: str, annotator: str, *, position: int | None = None,
@@ -360,22 +364,30 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
       change once drawn), as :func:`item` gives them, without the judge's output;
     - ``states``, ``total``, ``progress``: :func:`my_states`, the sample's size, :func:`progress_of`.
 
-    ``overlap``: as in :func:`next_item`."""
+    ``overlap``: as in :func:`next_item`.
+
+    Three small reads (the annotator's answers, the sample's size, the items not held; a fourth,
+    the pairs others filled, only with an overlap): the queue order is worked out from the
+    answers (:func:`workbench.core.calibration.label_order.open_in_order`, the order of
+    :func:`next_item`), not queried again per pair."""
+    from workbench.core.calibration.label_order import open_in_order
+
     if overlap is not None and overlap < 0:
         raise InputError(f"the overlap must be 0 (every SME labels every pair) or more, got {overlap}")
     annotator = _annotator(annotator)
     states = my_states(db, sample, annotator)
     total = store.count_items(db, sample)
+    actions = {p: s["action"] for p, s in states.items()}
+    full = store.filled_by_others(db, sample, annotator, overlap) if overlap else ()
     if position is None:
-        position = store.next_open_position(db, sample, annotator, overlap=overlap or None,
-                                            after=-1 if after is None else int(after))
+        first = open_in_order(total, actions, after=-1 if after is None else int(after), full=full)
+        position = first[0] if first else None
     elif not 0 <= int(position) < total:
         raise InputError(f"sample {sample!r} has no item at position {position}")
     following, ahead = None, []
     if position is not None:
         position = int(position)
-        ahead = store.next_open_positions(db, sample, annotator, after=position, overlap=overlap or None,
-                                          besides=position, limit=max(1, int(depth)))
+        ahead = open_in_order(total, actions, after=position, besides=position, full=full, limit=max(1, int(depth)))
         following = ahead[0] if ahead else None
     held = {int(p) for p in have}
     wanted = {p for p in (position, *ahead, None if position is None else position - 1,
@@ -402,11 +414,18 @@ def _check_evidence(evidence, doc_len: int | None) -> list[list[int]] | None:
 
 def _record(db: Database, sample: str, annotator: str, position: int, action: str, *, grade=None,
             comment=None, evidence=None, seconds=None, reveal=False, undoes=None,
-            assessor: str | None = None) -> int:
+            assessor: str | None = None, check_evidence: bool = False, require_evidence: bool = False) -> int:
+    """Store one action in one transaction. ``check_evidence``: ``evidence`` as given, checked
+    against the document's length here (one look-up by id in the same transaction, not a read
+    of the whole item); ``require_evidence``: grades 2–3 refused without a span."""
     with db.transaction() as tx:
         keys = store.item_keys(tx, sample, position)
         if keys is None:
             raise InputError(f"sample {sample!r} has no item at position {position}")
+        if check_evidence and evidence is not None:
+            evidence = _check_evidence(evidence, store.document_length(tx, keys["doc_id"]))
+        if require_evidence and grade is not None and grade >= 2 and not evidence:
+            raise InputError("grades 2 and 3 need evidence: mark the sentence(s) that support the grade")
         before = store.current_state(tx, sample, annotator, position)
         if before is not None and before["judgment_id"] is not None:
             store.delete_human_judgment(tx, before["judgment_id"])
@@ -432,17 +451,11 @@ def save_label(db: Database, sample: str, annotator: str, position: int, grade: 
     annotator = _annotator(annotator, "label")
     if isinstance(grade, bool) or grade not in GRADES:
         raise InputError(f"grade {grade!r} is not one of 0, 1, 2, 3")
-    spans = None
-    if evidence is not None:  # the document's length bounds the spans (read only when there are spans)
-        found = store.read_item(db, sample, position)
-        if found is None:
-            raise InputError(f"sample {sample!r} has no item at position {position}")
-        spans = _check_evidence(evidence, len(found["text"]) if found["text"] is not None else None)
-    # (without evidence, _record refuses a position the sample does not have, storing nothing)
-    if require_evidence and grade >= 2 and not spans:
-        raise InputError("grades 2 and 3 need evidence: mark the sentence(s) that support the grade")
+    # The position, the spans (bounded by the document's length) and the required evidence are
+    # checked in the storing transaction: a refusal stores nothing.
     return _record(db, sample, annotator, position, "label", grade=grade, comment=comment or None,
-                   evidence=spans, seconds=seconds, reveal=reveal)
+                   evidence=evidence, seconds=seconds, reveal=reveal, check_evidence=True,
+                   require_evidence=require_evidence)
 
 
 def skip(db: Database, sample: str, annotator: str, position: int, *, seconds: float | None = None,

@@ -49,7 +49,11 @@ project again (``finally``: an interrupted drawing still stores it). "Saved grad
 when the answer is stored; an answer that could not be stored brings its pair back with the
 reason. The file is never held between key presses, so the judge job and CLI commands get it in
 between; while one of them holds it, the page waits for it (up to :data:`OPEN_WAIT` seconds,
-:func:`workbench.services.calibration.workflow.open_for_labelling`).
+:func:`workbench.services.calibration.workflow.open_for_labelling`). A key press's open is a
+*visit* (the file attached to the server's one DuckDB instance and detached again, not a DuckDB
+instance started and shut down per press), and its read is three small queries (the
+annotator's answers, the sample's size, the one item not held yet): the queue order comes from
+the answers. Choosing evidence (``Space`` or a click) stays in the browser: no script run.
 """
 
 from __future__ import annotations
@@ -629,7 +633,8 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
 
 
 def _nothing(*_args) -> None:
-    """The card's chosen evidence changed (read at a button press; nothing to do now)."""
+    """The card's chosen evidence reached the server (the browser sends it only as a grade or
+    skip button is about to act, whose callback reads it; nothing to do now)."""
 
 
 # -- key presses and buttons (callbacks: they only record the answer and move the card) -------

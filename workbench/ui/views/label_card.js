@@ -4,7 +4,7 @@
 const W = window.__workbenchLabel || (window.__workbenchLabel = {
   installed: false, token: null, position: null, shownAt: null, cursor: 0, chosen: new Set(),
   sent: false, seq: 0, inflight: 0, queue: [], ahead: [], minMs: 300, units: 0, root: null,
-  send: null, setChosen: null, focusCard: false,
+  send: null, setChosen: null, focusCard: false, dirty: false,
 });
 
 function isTextBox(el) {
@@ -82,6 +82,7 @@ function draw(pair) {
   W.units = pair.units;
   W.cursor = 0;
   W.chosen = new Set(pair.chosen || []);
+  W.dirty = false;
   W.sent = false;
   markShown();
   note("");
@@ -121,16 +122,35 @@ function answer(kind, grade) {
   else note("Saving…", "info");
 }
 
+// Choose or drop evidence unit i: Space (the unit under the cursor) and a click (the unit
+// clicked, which becomes the cursor) both come here. Client-side only: nothing goes to the
+// server (a state value sent from here would rerun the card); the chosen units travel with
+// the grade key's action, and reach a Streamlit button through flushChosen() just before it acts.
 function toggle(i) {
   if (W.sent || i < 0 || i >= W.units) return;
+  W.cursor = i;
   if (W.chosen.has(i)) W.chosen.delete(i); else W.chosen.add(i);
+  W.dirty = true;
   paint();
-  if (W.setChosen) W.setChosen("chosen", { token: W.token, units: Array.from(W.chosen).sort((a, b) => a - b) });
+}
+
+// The grade / skip buttons are Streamlit buttons: their callback reads the card's "chosen"
+// state, so it is sent (once, when it changed) as the pointer or Enter reaches such a button.
+function flushChosen() {
+  if (!W.dirty || !W.setChosen || !W.token) return;
+  W.dirty = false;
+  W.setChosen("chosen", { token: W.token, units: Array.from(W.chosen).sort((a, b) => a - b) });
+}
+
+function isOutsideButton(el) {
+  const b = el && el.closest && el.closest("button");
+  return !!b && !(W.root && W.root.contains(b));
 }
 
 function onKey(e) {
   if (!W.root || !W.root.isConnected || !card()) return;
   const t = e.target;
+  if (e.key === "Enter" && isOutsideButton(t)) flushChosen();  // a focused button about to act
   if (isTextBox(t)) {
     if (e.key === "Enter" && isAnnotatorBox(t)) { W.focusCard = true; setTimeout(() => { const c = card(); if (c) c.focus({ preventScroll: true }); }, 0); }
     if (e.key === "Escape") { const c = card(); if (c) { t.blur(); c.focus({ preventScroll: true }); } }
@@ -165,6 +185,7 @@ export default function (component) {
   if (!W.installed) {
     document.addEventListener("keydown", onKey, true);
     document.addEventListener("keyup", onKeyUp, true);
+    document.addEventListener("pointerdown", (e) => { if (isOutsideButton(e.target)) flushChosen(); }, true);
     W.installed = true;
   }
   let c = card();
@@ -177,7 +198,10 @@ export default function (component) {
     parentElement.appendChild(c);
     c.addEventListener("click", (e) => {
       const u = e.target.closest && e.target.closest(".wb-unit");
-      if (u) { W.cursor = Number(u.dataset.unit); toggle(W.cursor); }
+      if (!u) return;
+      e.preventDefault();
+      toggle(Number(u.dataset.unit));  // the same path as Space
+      c.focus({ preventScroll: true });  // the keys after the click act on the card
     });
     W.token = null;
   }
