@@ -30,7 +30,9 @@ with no project behind the page. (It is a reference, not a strict lower bound: o
 2-core machine it came out slower at p50 than the Label page itself.)
 ``--baseline DIR`` measures the browser part a second time against another checkout of the
 workbench (for example ``git archive`` of an older commit unpacked in DIR), on a copy of the same
-project, so the two page designs are compared in the same run and under the same load.
+project, so the two page designs are compared in the same run and under the same load: the same
+scripted expert and judge job when that checkout's page takes evidence keys, grade keys 0/1
+otherwise.
 The load average is printed with every figure: the machine is shared, and figures taken at a
 load above the number of cores (or under ``nice``) are slower than on an idle one. The bar is
 p95 < 150 ms.
@@ -400,12 +402,7 @@ def report_expert(ms: dict, stored: int, loads: list[str], timings: Path) -> Non
     print(f"  answers the page refused and asked for again: {ms['retries']}")
     for reading in loads:
         print(f"  during the labels: {reading}")
-    found = phases(timings)
-    if found:
-        print("  server phases per action (from the server's own clock):")
-        for phase in ("draw", "open", "store", "read", "close", "card run"):
-            if found.get(phase):
-                print(f"    {phase:<9} {stats(found[phase])}")
+    report_phases(timings, "action")
 
 
 def floor_times(folder: Path, presses: int, think: float) -> tuple[np.ndarray, list[str]]:
@@ -419,12 +416,27 @@ def floor_times(folder: Path, presses: int, think: float) -> tuple[np.ndarray, l
         return press_loop(page, presses, think, lambda i: (f"Pair {i + 2} of 999", f"q{i + 2}"))
 
 
+PHASES = ("draw", "open", "store", "read", "close", "card run")  # in the order of a key press's work
+
+
 def phases(timings: Path) -> dict[str, list[float]]:
     found: dict[str, list[float]] = defaultdict(list)
-    for line in timings.read_text().splitlines():
+    for line in timings.read_text().splitlines() if timings.exists() else []:
         row = json.loads(line)
         found[row["phase"]].append(row["ms"])
     return found
+
+
+def report_phases(timings: Path, per: str) -> None:
+    """Every phase the server wrote: those of a key press in their order, then any other (a
+    checkout may name its phases otherwise); never a heading with nothing under it."""
+    found = phases(timings)
+    if not found:
+        print(f"  (no server phase timings in {timings.name}: this checkout writes none)")
+        return
+    print(f"  server phases per {per} (from the server's own clock):")
+    for phase in [p for p in PHASES if found.get(p)] + sorted(set(found) - set(PHASES)):
+        print(f"    {phase:<9} {stats(found[phase])}")
 
 
 def report_browser(name: str, ms: np.ndarray, stored: int, loads: list[str], timings: Path) -> None:
@@ -433,14 +445,7 @@ def report_browser(name: str, ms: np.ndarray, stored: int, loads: list[str], tim
           f"(p95 < {BAR_MS:.0f} ms); {stored} of {len(ms)} presses stored")
     for reading in loads:
         print(f"  during the presses: {reading}")
-    found = phases(timings)
-    if found:
-        print("  server phases per press (from the server's own clock):")
-        for phase in ("draw", "open", "store", "read", "close", "card run"):
-            if found.get(phase):
-                print(f"    {phase:<9} {stats(found[phase])}")
-    else:
-        print("  (this checkout writes no server phase timings)")
+    report_phases(timings, "press")
 
 
 def main() -> None:
@@ -488,10 +493,21 @@ def main() -> None:
         if args.baseline:
             other = tmp / "baseline.duckdb"
             shutil.copy(pristine, other)
-            print(f"browser, baseline {args.baseline}: {load()}")
-            ms_b, stored_b, loads_b = browser_times(args.baseline.resolve(), other, args.presses, args.think,
-                                                    "browser-sme", tmp / "baseline.jsonl")
-            report_browser("baseline", ms_b, stored_b, loads_b, tmp / "baseline.jsonl")
+            # the same expert and the same judge job when the baseline's page takes evidence keys
+            # (its card is label_card.js); an older page gets grade keys 0/1 only
+            expert = (args.baseline / "workbench" / "ui" / "views" / "label_card.js").is_file()
+            print(f"browser, baseline {args.baseline}, {'with' if not args.no_judge_job else 'without'} a judge "
+                  f"job: {load()}")
+            found_b, stored_b, loads_b = browser_times(args.baseline.resolve(), other, args.presses, args.think,
+                                                       "browser-sme", tmp / "baseline.jsonl", expert=expert,
+                                                       job=not args.no_judge_job)
+            if expert:
+                print("baseline:", end=" ")
+                report_expert(found_b, stored_b, loads_b, tmp / "baseline.jsonl")
+                ms_b = np.concatenate([v for v in found_b.values() if isinstance(v, np.ndarray)])
+            else:
+                ms_b = found_b
+                report_browser("baseline", ms_b, stored_b, loads_b, tmp / "baseline.jsonl")
             print(f"p95 baseline / this checkout: {np.percentile(ms_b, 95) / np.percentile(ms, 95):.1f}x; "
                   f"p50: {np.percentile(ms_b, 50) / np.percentile(ms, 50):.1f}x")
 

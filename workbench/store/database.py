@@ -186,8 +186,10 @@ class _Visits:
             entry[1] -= 1
             if entry[1] > 0:
                 return
-            del cls.users[key]
+            # Forgotten only once detached: after a failed DETACH the next visit uses the
+            # attachment and its close tries again, so the lock is never kept unknowingly.
             cls.host.execute(f'DETACH "{entry[0]}"')
+            del cls.users[key]
 
 
 class Database:
