@@ -19,6 +19,10 @@ run: $(VENV)/.installed
 # Workers: one per core (pytest-xdist). worksteal: a worker that runs out of tests takes half of
 # another's queue, so one long browser walk at the end does not leave the other core idle.
 JOBS ?= auto
+# Bytecode caches (gitignored __pycache__) let the workers, the CLI processes and the app servers
+# the tests start compile each module once, and pytest keep its rewritten test modules: a machine
+# that sets PYTHONDONTWRITEBYTECODE would otherwise recompile them in every process.
+unexport PYTHONDONTWRITEBYTECODE
 XDIST := -n $(JOBS) --dist worksteal
 
 test: $(VENV)/.installed-test

@@ -25,3 +25,23 @@ def db_path(tmp_path: Path) -> Path:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+#: measured slow tests (``python -m tests.support.durations``); marked ``slow`` at collection
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def listed_slow() -> set[str]:
+    if not SLOW_LIST.is_file():
+        return set()
+    return {line.strip() for line in SLOW_LIST.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of ``tests/slow_tests.txt`` slow (a listed id without ``[parameters]`` marks
+    every parameter set), so ``make check`` (``-m "not browser and not slow"``) leaves them out."""
+    listed = listed_slow()
+    for item in items:
+        if item.nodeid in listed or item.nodeid.split("[", 1)[0] in listed:
+            item.add_marker(pytest.mark.slow)

@@ -13,10 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.prerequisites import REPO, require_module, shared_path
+from tests.support.prerequisites import REPO, require_installed, shared_path
 
-require_module("onnxruntime")
-require_module("sentence_transformers")
+require_installed("onnxruntime", "sentence_transformers")  # found, not imported: collection stays cheap
 
 from workbench.errors import ConfigError
 from workbench.resources import DEMO_DIR

@@ -11,12 +11,12 @@ import subprocess
 import sys
 import threading
 import tomllib
-from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from tests.support.actors import acting_as
 from tests.support import blind_project
 from tests.support.prerequisites import REPO
 from workbench.errors import ConfigError
@@ -27,13 +27,7 @@ from workbench.store.database import Database
 CAROL, LEA, VI = Actor("carol", "annotator"), Actor("lea", "lead"), Actor("vi", "viewer")
 
 
-@contextmanager
-def acting(actor: Actor):
-    access.set_actor_source(lambda: actor)
-    try:
-        yield
-    finally:
-        access.set_actor_source(None)
+acting = acting_as  # puts back the source that was installed before, the app's included
 
 
 @pytest.fixture(scope="module")

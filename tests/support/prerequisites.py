@@ -44,6 +44,18 @@ def chromium_executable() -> str:
     return path
 
 
+def require_installed(*names: str) -> None:
+    """Skip (fail in CI) unless every module in ``names`` is installed, without importing it.
+
+    For a test module's top level: collection imports every test module in every worker, and
+    importing sentence-transformers (with torch and transformers) there costs seconds of CPU in
+    each, even when the run deselects the tests that use it (``make check``)."""
+    import importlib.util
+
+    for name in names:
+        require(importlib.util.find_spec(name) is not None, f"{name} is not installed; `make test` installs it")
+
+
 def require_module(name: str):
     """Import an optional test dependency (an oracle, an extra): skip without it on a developer
     machine, fail in CI, where `make test` installs every extra the tests use."""

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support.actors import acting_as
 from workbench.services.ingest import import_file
 from workbench.services.project.lifecycle import init_project, open_project
 
@@ -174,10 +175,7 @@ def test_an_annotator_is_not_shown_merged_grades(merge_project, monkeypatch):
 
     path, _ = merge_project
     monkeypatch.setenv("WORKBENCH_DB", str(path))
-    access.set_actor_source(lambda: access.Actor("ann", "annotator"))
-    try:
+    with acting_as(access.Actor("ann", "annotator")):
         at = _run()
-    finally:
-        access.set_actor_source(None)
     assert not [d for d in at.dataframe if "decided by" in d.value.columns]
     assert any("shown to leads and viewers" in c.value for c in at.caption)

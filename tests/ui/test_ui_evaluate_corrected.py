@@ -9,6 +9,7 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from tests.support.actors import acting_as
 from tests.conftest import run_cli
 from tests.support.ppi_project import build_ppi_project, label_queries
 from tests.ui.html_tables import html_tables
@@ -77,12 +78,9 @@ def test_annotator_is_not_offered_corrected(tmp_path, monkeypatch):
     db, _ = build_ppi_project(path)
     db.close()
     monkeypatch.setenv("WORKBENCH_DB", str(path))
-    previous = access.set_actor_source(lambda: access.Actor("anna", "annotator"))
-    try:
+    with acting_as(access.Actor("anna", "annotator")):
         at = _page(choose_corrected=False)
         assert CORRECTED not in at.selectbox(key="evaluate_source").options
-    finally:
-        access.set_actor_source(previous)
 
 
 def _calibration_page():

@@ -9,6 +9,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support.actors import acting_as
 from tests.support.calibration_project import build_project
 from tests.support.openai_server import running_server
 from tests.support.polling import wait_until
@@ -79,11 +80,8 @@ def test_an_annotator_is_not_offered_other_peoples_labels_as_examples(tmp_path, 
     _project(path)
     monkeypatch.setenv("WORKBENCH_DB", str(path))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    previous = access.set_actor_source(lambda: access.Actor("anna", "annotator"))
-    try:
+    with acting_as(access.Actor("anna", "annotator")):
         at = _llm(AppTest.from_function(_page, default_timeout=60).run())
-    finally:
-        access.set_actor_source(previous)
     assert not [n for n in at.number_input if n.key == "judge_few_shot"]
     assert "shown to leads and viewers only" in _texts(at)
 

@@ -7,11 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.support.prerequisites import require_module
+from tests.support.prerequisites import require_installed
 
-require_module("onnxruntime")
-require_module("onnx")
-require_module("sentence_transformers")
+require_installed("onnxruntime", "onnx", "sentence_transformers")  # found, not imported: collection stays cheap
 
 from workbench.core.option_names import DEFAULT_DENSE_MODEL  # noqa: E402
 from workbench.services.retrieval.runs import dense_cache_key, default_dense_backend  # noqa: E402
