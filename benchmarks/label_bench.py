@@ -22,7 +22,8 @@ Then it measures:
 2. **The services** on an open project (the figure measured before the page was reworked):
    store a label, then read the next pair (``save_label`` + ``next_item`` + ``my_state`` +
    ``progress``); and what the page now does per key press after drawing, on a project
-   opened and closed each time (``open_for_labelling`` + ``save_label`` + ``labelling_view``).
+   opened and closed each time (``open_for_labelling`` + ``save_label`` + ``labelling_view``,
+   grades 0–3 with evidence on 2–3, read ahead as deep as the card holds), phase by phase.
 
 The same presses on a bare Streamlit page (a fragment with a pair header and two grade keys,
 no project) are the peer measured alongside: what Streamlit and the browser take at this load
@@ -69,7 +70,7 @@ from workbench.store.corpus import write_documents, write_queries
 from workbench.store.database import Database, insert_frame
 from workbench.store.judgments import write_judgments
 from workbench.store.pools import create_pool
-from workbench.ui.views.label import TIMINGS_ENV
+from workbench.ui.views.label import AHEAD, OPEN_WAIT, TIMINGS_ENV, sentences
 
 BAR_MS = 150.0
 
@@ -110,8 +111,11 @@ def stats(ms) -> str:
 
 # -- services --------------------------------------------------------------------------------
 
-def service_times(path: Path, labels: int) -> tuple[np.ndarray, np.ndarray]:
-    """(old round trip on an open project, the page's per-press work with its own open/close)."""
+def service_times(path: Path, labels: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(old round trip on an open project, the page's per-press work with its own open/close:
+    ``{"open", "store", "read", "close", "total"}`` ms arrays). The per-press loop does what the
+    page's key press does: grades 0–3 (2–3 with the first evidence sentence, evidence required),
+    the read ahead as deep as the card holds, the items the session holds already skipped."""
     db = Database(path)
     old = []
     try:
@@ -125,19 +129,35 @@ def service_times(path: Path, labels: int) -> tuple[np.ndarray, np.ndarray]:
             old.append((time.perf_counter() - t) * 1000)
     finally:
         db.close()
-    now = []
-    position, have = 0, set()
+    now: dict[str, list[float]] = defaultdict(list)
+    db = cal.open_for_labelling(path, migrate=True)
+    try:
+        view = cal.labelling_view(db, "s", "sme2", depth=AHEAD)
+    finally:
+        db.close()
+    items = dict(view["items"])
     for i in range(labels):
-        t = time.perf_counter()
-        db = cal.open_for_labelling(path)
+        position = view["position"]
+        if position is None:
+            break
+        grade = i % 4
+        first = sentences(items[position])[0]
+        t0 = time.perf_counter()
+        db = cal.open_for_labelling(path, wait=OPEN_WAIT)
+        t1 = time.perf_counter()
         try:
-            cal.save_label(db, "s", "sme2", position, i % 2, seconds=1.0)
-            view = cal.labelling_view(db, "s", "sme2", after=position, have=have)
+            cal.save_label(db, "s", "sme2", position, grade, seconds=1.0, require_evidence=True,
+                           evidence=[[first[0], first[1]]] if grade >= 2 else None)
+            t2 = time.perf_counter()
+            view = cal.labelling_view(db, "s", "sme2", after=position, have=items.keys(), depth=AHEAD)
+            t3 = time.perf_counter()
         finally:
             db.close()
-        now.append((time.perf_counter() - t) * 1000)
-        position, have = view["position"] if view["position"] is not None else 0, set(view["items"])
-    return np.array(old), np.array(now)
+        t4 = time.perf_counter()
+        items.update(view["items"])
+        for phase, ms in zip(("open", "store", "read", "close", "total"), (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):
+            now[phase].append(ms * 1000)
+    return np.array(old), {k: np.array(v) for k, v in now.items()}
 
 
 # -- the browser -----------------------------------------------------------------------------
@@ -514,7 +534,9 @@ def main() -> None:
         print(f"services: {load()}")
         old, now = service_times(pristine, args.labels)
         print(f"services on an open project, store a label + read the next pair (the earlier figure): {stats(old)}")
-        print(f"the page's work per key press after drawing (open, store, read ahead, close): {stats(now)}")
+        print(f"the page's work per key press after drawing (open, store, read ahead, close): {stats(now['total'])}")
+        for phase in ("open", "store", "read", "close"):
+            print(f"    {phase:<9} {stats(now[phase])}")
     print(f"end: {load()}")
 
 
