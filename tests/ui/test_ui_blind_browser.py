@@ -14,7 +14,8 @@ choice of the Labels, Level and Format selectors (Qrels, Evaluate), every query 
 websocket frame the browser receives, every page's text and every downloaded file is kept; for
 the annotator none may hold a judge reason, a marker, a "grade" next to a pair other than the
 imported one, or a qrels file. The lead's walk is the control: the same detectors find the
-judge's grades and other people's labels there.
+judge's grades and other people's labels there. One walk per test, so that parallel workers can
+take them apart; the control walks are shorter (:func:`_walk`).
 """
 
 from __future__ import annotations
@@ -54,8 +55,14 @@ def served(tmp_path_factory):
 
 def _idle(page) -> None:
     """Until the script run an action started has finished: the app says it is not running and
-    no element is left stale from the run before (a run can start a moment after the click)."""
-    page.wait_for_timeout(400)
+    no element is left stale from the run before. A run can start a moment after the click, so
+    first wait (up to 400 ms) for it to start; an action that starts no run costs those 400 ms."""
+    try:
+        page.wait_for_function(
+            "() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
+            " return app && app.getAttribute('data-test-script-state') === 'running'; }", timeout=400)
+    except Exception:  # noqa: BLE001 - playwright's timeout: the run was over already, or never started
+        pass
     page.wait_for_function(
         "() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
         " return app && app.getAttribute('data-test-script-state') === 'notRunning'"
@@ -137,18 +144,23 @@ class Walk:
         _idle(self.page)
 
 
-def _walk(url: str, name: str, info: dict, every_query: bool) -> Walk:
+def _walk(url: str, name: str, info: dict, *, every_query: bool, every_choice: bool,
+          pages: list[str] = PAGES) -> Walk:
+    """The ``pages``; with ``every_query`` every query of the peeks (else three); with
+    ``every_choice`` every Labels, Level and Format choice of the Qrels page (else the document
+    level with its first Labels choice in every format: enough for the control walks of a lead and
+    a viewer, which only show that the detectors find what a leak would look like)."""
     queries = info["queries"] if every_query else info["queries"][:3]
     with browser_page() as page:
         walk = Walk(page, url, name)
         walk.sign_in()
-        for title in PAGES:
+        for title in pages:
             walk.open(title)
             if title == "Qrels":
-                for level in ("Documents", "Chunks"):
+                for level in ("Documents", "Chunks") if every_choice else ("Documents",):
                     page.locator("[data-testid='stRadio']").get_by_text(level, exact=True).click()
                     _idle(page)
-                    for labels in walk.options("Labels"):
+                    for labels in walk.options("Labels")[:None if every_choice else 1]:
                         walk.choose("Labels", labels)
                         walk.keep(f"Qrels {level} {labels}")
                         for fmt in walk.options("Format"):
@@ -196,38 +208,62 @@ def _graded_peeks(walk: Walk) -> list[tuple[str, str]]:
             for item, grade in PEEK_HEAD.findall(text) if grade.startswith("grade")]
 
 
-def test_an_annotator_receives_no_judge_output_and_no_other_persons_grade(served):
+def test_the_detectors_find_the_judge_output_and_grades_a_lead_receives(served):
+    """The control for the annotator's walk: the same detectors find the judge's reasons, graded
+    peeks and qrels files in what a lead receives."""
     url, info = served
-    reasons = [r for r in info["reasons"] if len(r) >= 30]
-    assert reasons, "the offline judge stored reasons"
-
-    lead = _walk(url, "lea", info, every_query=False)
+    lead = _walk(url, "lea", info, every_query=False, every_choice=False)
     everything = _received(lead)
-    # The control: the same detectors find judge output and other people's grades for a lead.
     assert "It would grade this pair" in everything
     assert _graded_peeks(lead), lead.peeks
     assert any(name.startswith("Qrels") and "trec" in name for name in lead.downloads), list(lead.downloads)
+    assert not lead.tracebacks, lead.tracebacks
 
-    carol = _walk(url, "carol", info, every_query=True)
-    received = _received(carol)
-    assert set(carol.peeks) == set(info["queries"]) and len(carol.texts) > len(PAGES)
+
+def _assert_blind(walk: Walk, info: dict) -> str:
+    """What an annotator received holds no judge output and no other person's grade; returns it."""
+    reasons = [r for r in info["reasons"] if len(r) >= 30]
+    assert reasons, "the offline judge stored reasons"
+    received = _received(walk)
     for marker in blind_project.MARKERS:
         assert marker not in received, marker
     leaked = [r for r in reasons if r in received]
     assert not leaked, leaked[:3]
     assert "It would grade this pair" not in received
-    assert "Grades are shown to leads and viewers only" in received or "shown to leads and viewers only" in received
     # The only grade next to a pair is the imported reference label (its document's chunks).
     query, doc = info["imported"]
-    assert {(q, item.split(":")[1]) for q, item in _graded_peeks(carol)} <= {(query, doc)}
-    assert all(PEEK_HEAD.search(text) for text in carol.peeks.values())  # the pairs are there, unlabelled
+    assert {(q, item.split(":")[1]) for q, item in _graded_peeks(walk)} <= {(query, doc)}
+    assert all(PEEK_HEAD.search(text) for text in walk.peeks.values())  # the pairs are there, unlabelled
     # No label file: qrels and judgments downloads are not offered; run downloads stay allowed.
-    assert not [name for name in carol.downloads if "qrels" in name.lower() or "judgment" in name.lower()]
-    assert any(name.startswith("Retrieve") for name in carol.downloads), list(carol.downloads)
-    assert "leads and viewers download them" in received
+    assert not [name for name in walk.downloads if "qrels" in name.lower() or "judgment" in name.lower()]
+    assert any(name.startswith("Retrieve") for name in walk.downloads), list(walk.downloads)
+    return received
 
-    viewer = _walk(url, "vi", info, every_query=False)
-    assert _graded_peeks(viewer) and "It would grade this pair" in _received(viewer)
+
+def test_an_annotator_receives_no_judge_output_and_no_other_persons_grade(served):
+    """Every page, every choice of its selectors, every download (the peeks: three queries)."""
+    url, info = served
+    carol = _walk(url, "carol", info, every_query=False, every_choice=True)
+    received = _assert_blind(carol, info)
+    assert len(carol.texts) > len(PAGES)
+    assert "Grades are shown to leads and viewers only" in received or "shown to leads and viewers only" in received
+    assert "leads and viewers download them" in received
     # Last, so that a page broken for another reason does not hide a leak found above.
-    assert not (lead.tracebacks or carol.tracebacks or viewer.tracebacks), (
-        lead.tracebacks, carol.tracebacks, viewer.tracebacks)
+    assert not carol.tracebacks, carol.tracebacks
+
+
+def test_no_query_of_the_peeks_shows_an_annotator_a_grade(served):
+    """The pages that show one query at a time (the Retrieve & Pool peek, the Judge page's
+    example), for every query of the pool."""
+    url, info = served
+    carol = _walk(url, "carol", info, every_query=True, every_choice=True, pages=["Retrieve & Pool", "Judge"])
+    _assert_blind(carol, info)
+    assert set(carol.peeks) == set(info["queries"])
+    assert not carol.tracebacks, carol.tracebacks
+
+
+def test_a_viewer_reads_the_grades(served):
+    url, info = served
+    viewer = _walk(url, "vi", info, every_query=False, every_choice=False)
+    assert _graded_peeks(viewer) and "It would grade this pair" in _received(viewer)
+    assert not viewer.tracebacks, viewer.tracebacks
