@@ -16,9 +16,12 @@ run: $(VENV)/.installed
 	$(BIN)/workbench --db $(DB) init --demo
 	$(BIN)/workbench --db $(DB) app --port $(PORT)
 
-# Workers: one per core (pytest-xdist). worksteal: a worker that runs out of tests takes half of
-# another's queue, so one long browser walk at the end does not leave the other core idle.
-JOBS ?= auto
+# Workers (pytest-xdist): one more than the cores. With one per core the suite kept 2 cores only
+# 75% busy (150% CPU): much of its time is spent waiting on servers it started (the app,
+# chromium, loopback LLM servers), and a third worker fills that time.
+# worksteal: a worker that runs out of tests takes half of another's queue, so one long browser
+# walk at the end does not leave a core idle.
+JOBS ?= $(shell expr $$(nproc) + 1)
 # Bytecode caches (gitignored __pycache__) let the workers, the CLI processes and the app servers
 # the tests start compile each module once, and pytest keep its rewritten test modules: a machine
 # that sets PYTHONDONTWRITEBYTECODE would otherwise recompile them in every process.

@@ -89,6 +89,29 @@ def serve(db_path: Path, extra_env: dict | None = None, cwd: Path | None = None)
         _stop(process)
 
 
+#: a page's script run is finished: the app says so and nothing on the page is left stale from it
+_FINISHED = ("() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
+             " return app && app.getAttribute('data-test-script-state') === 'notRunning'"
+             " && !document.querySelector('[data-stale=\"true\"]')"
+             " && !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+             " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }")
+_RUNNING = ("() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
+            " return app && app.getAttribute('data-test-script-state') === 'running'; }")
+
+
+def wait_idle(page, timeout: float = 180_000, start_within: float = 400) -> None:
+    """Until the script run an action started has finished (``timeout`` ms).
+
+    A run can start a moment after the click or the upload that causes it, and a click made
+    while a run is under way can be lost, so first wait up to ``start_within`` ms for the run to
+    start (an action that starts no run costs that much), then for it to finish."""
+    try:
+        page.wait_for_function(_RUNNING, timeout=start_within)
+    except Exception:  # noqa: BLE001 - playwright's timeout: the run was over already, or never started
+        pass
+    page.wait_for_function(_FINISHED, timeout=timeout)
+
+
 @contextmanager
 def browser_page() -> Iterator[object]:
     """A Playwright page in Debian's chromium (never a downloaded browser)."""

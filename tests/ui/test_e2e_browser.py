@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, serve, wait_idle
 from workbench.resources import DEMO_DIR
 
 pytestmark = pytest.mark.browser
@@ -40,11 +40,8 @@ def _shots(tmp_path: Path) -> Path:
 
 
 def _idle(page, timeout: float = LONG) -> None:
-    """Until Streamlit has finished the current script run (no running indicator)."""
-    page.wait_for_selector("[data-testid='stApp']", timeout=timeout)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=timeout)
+    """Until Streamlit has finished the script run the last action started."""
+    wait_idle(page, timeout)
 
 
 def _inert(page) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import blind_project
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, serve, wait_idle
 from workbench.store.database import Database
 
 pytestmark = pytest.mark.browser
@@ -54,21 +54,7 @@ def served(tmp_path_factory):
 
 
 def _idle(page) -> None:
-    """Until the script run an action started has finished: the app says it is not running and
-    no element is left stale from the run before. A run can start a moment after the click, so
-    first wait (up to 400 ms) for it to start; an action that starts no run costs those 400 ms."""
-    try:
-        page.wait_for_function(
-            "() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
-            " return app && app.getAttribute('data-test-script-state') === 'running'; }", timeout=400)
-    except Exception:  # noqa: BLE001 - playwright's timeout: the run was over already, or never started
-        pass
-    page.wait_for_function(
-        "() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
-        " return app && app.getAttribute('data-test-script-state') === 'notRunning'"
-        " && !document.querySelector('[data-stale=\"true\"]')"
-        " && !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }", timeout=LONG)
+    wait_idle(page, LONG)
 
 
 class Walk:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, serve, wait_idle
 from workbench.services.project.lifecycle import init_project
 
 pytestmark = pytest.mark.browser
@@ -22,10 +22,7 @@ KEY = "evaluate-per-query-diff"
 
 
 def _idle(page) -> None:
-    page.wait_for_selector("[data-testid='stApp']", timeout=LONG)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=LONG)
+    wait_idle(page, LONG)
 
 
 def _table(page) -> tuple[list[str], list[list[str]]]:
