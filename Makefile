@@ -31,8 +31,12 @@ XDIST := -n $(JOBS) --dist worksteal
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
+# The fast subset computes rather than waits: one worker per core is quicker there (measured 45 s
+# with 2 workers against 51 s with 3).
+CHECK_JOBS ?= auto
+
 check: $(VENV)/.installed-test
-	$(BIN)/python -m pytest $(XDIST) -m "not browser and not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(CHECK_JOBS) --dist worksteal -m "not browser and not slow" $(PYTEST_ARGS)
 
 # docs/cli.md is generated from the parser; --strict fails on a broken link or a page left out.
 docs: $(VENV)/.installed-test
