@@ -112,6 +112,16 @@ def wait_idle(page, timeout: float = 180_000, start_within: float = 400) -> None
     page.wait_for_function(_FINISHED, timeout=timeout)
 
 
+def open_label_page_as(page, url: str, annotator: str) -> None:
+    """Open the Label page and type ``annotator`` into its Annotator field, then Enter (which
+    moves the focus to the card, so the keys a test presses next go to the card)."""
+    page.goto(f"{url}/label")
+    box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
+    box.wait_for(timeout=60_000)
+    box.fill(annotator)
+    box.press("Enter")
+
+
 @contextmanager
 def browser_page() -> Iterator[object]:
     """A Playwright page in Debian's chromium (never a downloaded browser)."""

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tests.support.calibration_project import build_project
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, open_label_page_as, serve
 from workbench.services.calibration import workflow as cal
 from workbench.store.database import Database
 
@@ -95,11 +95,7 @@ def test_a_click_toggles_evidence_like_space_without_a_script_run(tmp_path):
     path = tmp_path / "project.duckdb"
     doc = _project(path)
     with serve(path) as url, browser_page() as page:
-        page.goto(f"{url}/label")
-        box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
-        box.wait_for(timeout=60_000)
-        box.fill("sme")
-        box.press("Enter")
+        open_label_page_as(page, url, "sme")
         _pair(page, 1)
         _idle(page)
         time.sleep(WAIT)

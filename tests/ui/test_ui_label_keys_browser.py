@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tests.support.calibration_project import build_project
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, open_label_page_as, serve
 from workbench.services.calibration import workflow as cal
 from workbench.services.judge.export import export_judgments
 from workbench.store.database import Database
@@ -114,11 +114,7 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
     _project(path)
     doc = _doc_ids(path)
     with serve(path) as url, browser_page() as page:
-        page.goto(f"{url}/label")
-        box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
-        box.wait_for(timeout=60_000)
-        box.fill("  SME-Anna ")
-        box.press("Enter")  # moves the focus to the card: the keys below go to the card, not the box
+        open_label_page_as(page, url, "  SME-Anna ")
         _pair(page, 1)
         _idle(page)
         time.sleep(WAIT)
@@ -152,6 +148,7 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
         _pair(page, 5)
         _wait_stored(path, 4)
         _idle(page)
+        box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
         assert box.input_value() == "SME-Anna"  # what was typed, trimmed
 
         # a lead draws a newer sample; the reload still opens the one this SME works on

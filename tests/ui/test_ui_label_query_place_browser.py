@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.support.calibration_project import build_project
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, open_label_page_as, serve
 from workbench.services.calibration import workflow as cal
 from workbench.store import calibration as store
 
@@ -37,11 +37,7 @@ def test_query_sample_card_says_query_k_of_n(tmp_path):
     db.close()
     assert (places[11].query, places[11].pair, places[12].query, places[12].pair) == (1, 12, 2, 1)
     with serve(path) as url, browser_page() as page:
-        page.goto(f"{url}/label")
-        box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
-        box.wait_for(timeout=60_000)
-        box.fill("sme-q")
-        box.press("Enter")
+        open_label_page_as(page, url, "sme-q")
         _header(page, f"Pair 12 of 36 · {places[11].words()}")
         assert places[11].words() == "query 1 of 3 · pair 12 of 12 of this query"
         page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=60_000)

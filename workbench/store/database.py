@@ -264,14 +264,18 @@ class Database:
                     raise storage_error(self.path, exc) from None
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    waited = f" (waited {wait:g} s)" if wait > 0 else ""
-                    raise StoreLockedError(
-                        f"project database {self.path} is in use by {_holder(str(exc))}{waited}; "
-                        f"stop that process (a running {{command:app}} or another command) or wait "
-                        f"for it to finish, then try again"
-                    ) from None
+                    raise self._locked(str(exc), wait) from None
                 time.sleep(min(delay, left))
                 delay = min(delay * 2, 1.0)
+
+    def _locked(self, message: str, wait: float) -> StoreLockedError:
+        """The error for a file another process holds (``message``: DuckDB's lock error, which
+        names the holder), after waiting ``wait`` seconds for it."""
+        waited = f" (waited {wait:g} s)" if wait > 0 else ""
+        return StoreLockedError(
+            f"project database {self.path} is in use by {_holder(message)}{waited}; "
+            f"stop that process (a running {{command:app}} or another command) or wait "
+            f"for it to finish, then try again")
 
     def _connect_here(self, read_only: bool) -> duckdb.DuckDBPyConnection:
         """``duckdb.connect``, waiting (up to :data:`IN_PROCESS_WAIT`) while a visit of this
@@ -304,12 +308,7 @@ class Database:
                     raise storage_error(self.path, exc) from None
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    waited = f" (waited {wait:g} s)" if wait > 0 else ""
-                    raise StoreLockedError(
-                        f"project database {self.path} is in use by {_holder(message)}{waited}; "
-                        f"stop that process (a running {{command:app}} or another command) or wait "
-                        f"for it to finish, then try again"
-                    ) from None
+                    raise self._locked(message, wait) from None
                 time.sleep(min(delay, left))
                 delay = min(delay * 2, 1.0)
             except duckdb.Error as exc:
