@@ -1,4 +1,9 @@
-"""``workbench judge`` and ``workbench export judgments`` as real processes against a local server."""
+"""``workbench judge`` and ``workbench export judgments`` against a local server.
+
+A job that is killed, stopped by SIGTERM or shares the project with another process runs as a real
+process; the loopback server holds that job's requests at the moment the test acts on it
+(``control.hold``), so the job is mid-run then by construction, not by slowness. Every other
+command runs in this process (:mod:`tests.support.cli_runner`), as ``workbench.cli.main(argv)``."""
 
 from __future__ import annotations
 
@@ -7,15 +12,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pandas as pd
 import pytest
 
 from tests.llm.judge_project import demo_project, judgment_calls, query
+from tests.support.cli_runner import run_cli, run_in_process
 from tests.support.openai_server import running_server
 from tests.support.polling import wait_until
 from tests.support.prerequisites import REPO
+from workbench.errors import StoreLockedError
 
 KEY = "sk-cli-test-0123456789abcdef"
 COLUMNS = ["query_id", "doc_id", "chunk_id", "start", "end", "grade", "status", "reason", "error", "source",
@@ -39,11 +45,23 @@ def _env():
 
 
 def _judge_cmd(config, db, *args):
-    return [sys.executable, "-m", "workbench", "--config", config, "--db", str(db), "judge", "--pool", "demo", *args]
+    return ["--config", config, "--db", str(db), "judge", "--pool", "demo", *args]
 
 
-def _run(cmd, timeout=300):
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=_env(), timeout=timeout, check=False)
+def _run(args, timeout=300):
+    """The command in this process (observed as a process: exit code, stdout, stderr)."""
+    return run_cli(*args, cwd=REPO, env={"OPENAI_API_KEY": KEY}, timeout=timeout)
+
+
+def _popen(args, **kwargs):
+    """The command as a real ``python -m workbench`` process (to kill, to signal, to run beside)."""
+    return subprocess.Popen([sys.executable, "-m", "workbench", *args], cwd=REPO, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+
+
+def _stored_llm(path) -> int:
+    """Judgments stored so far (read while a job process may hold the file this instant)."""
+    return int(query(path, "SELECT count(*) AS n FROM judgments WHERE source = 'llm'")["n"][0])
 
 
 def _table(path) -> pd.DataFrame:
@@ -66,11 +84,16 @@ def test_sigkill_mid_job_then_resume_gives_exactly_the_uninterrupted_table(tmp_p
         calls = judgment_calls(server)
         assert calls == 400
 
-        proc = subprocess.Popen(_judge_cmd(config, killed, "--base-url", server.base_url, "--limit", "400"),
-                                cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert _wait_for(lambda: judgment_calls(server) >= calls + 150)
+        # The killed job's judgments after its 150th wait at the server: the job is mid-run, with
+        # 150 answered and stored and its next requests waiting there, when it is killed.
+        release = server.control.hold(after=150, only=lambda call: call.passage is not None)
+        proc = _popen(_judge_cmd(config, killed, "--base-url", server.base_url, "--limit", "400"))
+        assert _wait_for(lambda: server.control.held >= 1)
+        wait_until(lambda: _stored_llm(killed) == 150, timeout=120, interval=0.05, tolerate=(StoreLockedError,),
+                   what=lambda: f"the 150 answers to be stored ({_stored_llm(killed)} are)")
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        release.set()
         sent_before_kill = judgment_calls(server) - calls
         assert proc.returncode == -signal.SIGKILL and sent_before_kill < 400
         partial = _table(killed)
@@ -103,17 +126,22 @@ def test_the_project_stays_writable_while_a_job_runs(tmp_path):
         "        write_judgments(tx, pd.DataFrame([{'query_id': 'q001', 'doc_id': 'it-laptops', 'start': i,\n"
         "            'end': i + 10, 'grade': 2, 'source': 'human', 'assessor': 'sme-during-job', 'status': 'ok'}]))\n"
         "    db.close()\n"
-        "    time.sleep(0.3)\n"
+        "    time.sleep(0.15)\n"
         "print('saved', flush=True)\n"
     )
-    with running_server(latency=0.1) as server:
+    with running_server(latency=0.05) as server:
+        # The job writes a batch every 50 answers (about every 0.6 s) while the labels are saved;
+        # its last 20 requests wait at the server until they are, so it is running throughout;
+        # then the rest is answered at once.
+        release = server.control.hold(after=480, only=lambda call: call.passage is not None)
         config = _config(tmp_path, concurrency=4, batch_size=50, flush_seconds=1.0)
-        job = subprocess.Popen(_judge_cmd(config, project, "--base-url", server.base_url, "--limit", "500"),
-                               cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        job = _popen(_judge_cmd(config, project, "--base-url", server.base_url, "--limit", "500"), text=True)
         assert _wait_for(lambda: judgment_calls(server) >= 20)
         labels = subprocess.run([sys.executable, str(writer), str(project), "8"], cwd=REPO, env=_env(),
                                 capture_output=True, text=True, timeout=120, check=False)
         still_running = job.poll() is None
+        server.control.latency = 0.0
+        release.set()
         _, err = job.communicate(timeout=300)
     assert labels.returncode == 0 and "saved" in labels.stdout, labels.stderr
     assert still_running  # the labels were saved while the job was running
@@ -165,8 +193,7 @@ def test_budget_stop_exits_6_and_says_so(tmp_path):
 def test_bad_input_is_one_line_and_an_exit_code(tmp_path, args, needle, code):
     project = demo_project(tmp_path / "project.duckdb")
     with running_server() as server:
-        cmd = [sys.executable, "-m", "workbench", "--config", _config(tmp_path), "--db", str(project), "judge",
-               "--base-url", server.base_url, *args]
+        cmd = ["--config", _config(tmp_path), "--db", str(project), "judge", "--base-url", server.base_url, *args]
         done = _run(cmd)
         assert done.returncode == code, done.stderr
         assert needle in done.stderr and "Traceback" not in done.stderr
@@ -176,17 +203,20 @@ def test_bad_input_is_one_line_and_an_exit_code(tmp_path, args, needle, code):
 
 def test_batch_mode_submits_once_and_resumes_by_batch_id(tmp_path):
     project = demo_project(tmp_path / "project.duckdb")
-    with running_server(batch_seconds=2.0) as server:
+    with running_server(batch_seconds=3600.0) as server:  # in progress until complete_batches()
         config = _config(tmp_path)
         cmd = _judge_cmd(config, project, "--base-url", server.base_url, "--limit", "40", "--batch")
-        proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = _popen(cmd)
         assert _wait_for(lambda: any(r.method == "POST" and r.path == "/v1/batches"
                                      for r in server.control.requests), timeout=60)
-        time.sleep(0.5)  # the batch id is stored right after it is created
+        # the batch id is stored right after it is created; the job then polls the batch
+        assert _wait_for(lambda: any(r.method == "GET" and r.path.startswith("/v1/batches/")
+                                     for r in server.control.requests), timeout=60)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         stored = query(project, "SELECT batch_id, state FROM judge_jobs")
         assert stored["batch_id"][0] and stored["state"][0] == "batch"
+        server.control.complete_batches()
         done = _run(cmd)
         assert done.returncode == 0, done.stderr
         assert "40 of 40 judged: 40 ok" in done.stdout
@@ -208,7 +238,7 @@ def test_export_judgments_cli(tmp_path):
         config = _config(tmp_path)
         assert _run(_judge_cmd(config, project, "--base-url", server.base_url, "--limit", "12")).returncode == 0
     out = tmp_path / "judgments.jsonl"
-    base = [sys.executable, "-m", "workbench", "--config", config, "--db", str(project), "export", "judgments"]
+    base = ["--config", config, "--db", str(project), "export", "judgments"]
     done = _run(base + ["--out", str(out), "--pool", "demo", "--source", "llm"])
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -230,11 +260,15 @@ def test_sigterm_cancels_cleanly_and_the_job_resumes(tmp_path):
 
     project = demo_project(tmp_path / "project.duckdb")
     with running_server(latency=0.05) as server:
+        # after 60 answers the job's requests wait at the server: SIGTERM arrives mid-run, with
+        # requests in flight (answered once it has been sent)
+        release = server.control.hold(after=60, only=lambda call: call.passage is not None)
         config = _config(tmp_path, concurrency=4, batch_size=20)
         cmd = _judge_cmd(config, project, "--base-url", server.base_url, "--limit", "300")
-        proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert _wait_for(lambda: judgment_calls(server) >= 60)
+        proc = _popen(cmd, text=True)
+        assert _wait_for(lambda: server.control.held >= 1)
         proc.send_signal(signal.SIGTERM)
+        release.set()
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 6, err
         assert "cancelled" in out and "run the same command again" in out
@@ -255,8 +289,8 @@ def test_a_model_named_without_a_key_is_refused_not_replaced(tmp_path):
     offline baseline instead of the model the user asked for; nothing is stored."""
     project = demo_project(tmp_path / "project.duckdb")
     env = {k: v for k, v in _env().items() if k != "OPENAI_API_KEY"}
-    cmd = [sys.executable, "-m", "workbench", "--db", str(project), "judge", "--pool", "demo", "--model", "gpt-x"]
-    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    cmd = ("--db", str(project), "judge", "--pool", "demo", "--model", "gpt-x")
+    done = run_in_process(cmd, cwd=REPO, env=env, timeout=120)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == ("workbench judge: error: --model gpt-x needs OPENAI_API_KEY (or --base-url "
                                    "pointing at your own server); for the offline baseline pass --model "

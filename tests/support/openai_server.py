@@ -42,6 +42,12 @@ queue (``control.script(...)``, one entry per request in arrival order), ``contr
 is a hash of (seed, prompt, attempt number of that prompt), so the same prompt on the same attempt
 always meets the same fault whatever the arrival order: a run is reproducible under concurrency.
 
+Holding. ``release = control.hold(after=20, only=...)`` keeps chat requests after the 20th waiting
+(before their answer) until ``release.set()``; ``control.held`` counts those waiting. A test that
+must act while a job is mid-run (kill it, stop it, write beside it) holds it there: deterministic,
+and no slower than needed. ``control.complete_batches()`` completes the batches in progress now
+(create them with a long ``batch_seconds`` to keep them in progress until then).
+
 Recording. Every request is a ``RecordedRequest`` (method, path, JSON body, fault, prompt sha,
 attempt number); ``control.count(path)``, ``control.chat_calls()`` and ``control.attempts_by_prompt()``
 let tests check retry budgets and that nothing was sent twice. ``record_bodies=False`` keeps only
@@ -236,6 +242,9 @@ class ServerControl:
         self.connections = 0  # TCP connections accepted: keep-alive reuses them
         self.connection_errors = 0  # connections a client reset or abandoned mid-request
         self.max_in_flight = 0
+        self._hold: tuple[int, Callable[[ChatCall], bool] | None, threading.Event] | None = None
+        self._hold_seen = 0
+        self.held = 0  # chat requests waiting at the hold now
 
     # -- configuration -------------------------------------------------------------------------
     def script(self, *kinds: str) -> None:
@@ -244,6 +253,40 @@ class ServerControl:
             _check_kind(kind)
         with self._lock:
             self._script.extend(kinds)
+
+    def hold(self, after: int = 0, only: Callable[[ChatCall], bool] | None = None) -> threading.Event:
+        """Hold chat requests (those ``only`` accepts; all without it) after the first ``after`` of
+        them: each waits, before it is answered, until the returned event is set or the server
+        stops. ``held`` counts the requests waiting now. A test that needs a job mid-run holds it
+        there, instead of slowing every answer down and hoping to act in time."""
+        release = threading.Event()
+        with self._lock:
+            self._hold, self._hold_seen = (after, only, release), 0
+        return release
+
+    def complete_batches(self) -> None:
+        """Batches still in progress complete now (the next look at them settles them)."""
+        with self._lock:
+            for batch in self.batches.values():
+                batch.ready_at = min(batch.ready_at, time.monotonic())
+
+    def _wait_at_hold(self, call: ChatCall) -> None:
+        with self._lock:
+            if self._hold is None:
+                return
+            after, only, release = self._hold
+            if only is not None and not only(call):
+                return
+            self._hold_seen += 1
+            if self._hold_seen <= after or release.is_set():
+                return
+            self.held += 1
+        try:
+            while not release.wait(0.05) and not self.stopping.is_set():
+                pass
+        finally:
+            with self._lock:
+                self.held -= 1
 
     def reset(self) -> None:
         """Forget recorded requests, attempt counts and the scripted queue (keeps configuration)."""
@@ -586,6 +629,7 @@ class _Handler(BaseHTTPRequestHandler):
         record.body = body
         record.fault, record.prompt_sha, record.attempt = fault, call.prompt_sha, call.attempt
         control._note_fault(fault)
+        control._wait_at_hold(call)
         if fault == "drop":
             self._drop()
             return
