@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import typing
 
 import openai
@@ -15,16 +13,17 @@ from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
 from tests.llm.judge_project import demo_project, empty_config, judgment_calls, query
+from tests.support.cli_runner import run_in_process
 from tests.support.openai_server import expected_default_grade, running_server
 from tests.support.prerequisites import REPO
 
 
 def _run(tmp_path, db, *args, env_extra=None):
+    """``workbench --config EMPTY --db DB ARGS`` in this process (:mod:`tests.support.cli_runner`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKBENCH_")}
     env["OPENAI_API_KEY"] = "sk-test-batch-files"
-    return subprocess.run([sys.executable, "-m", "workbench", "--config", str(empty_config(tmp_path)), "--db",
-                           str(db), *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
-                          check=False)
+    return run_in_process(("--config", str(empty_config(tmp_path)), "--db", str(db), *args), cwd=REPO, env=env,
+                          timeout=300)
 
 
 def test_batch_file_then_results_store_like_the_online_path(tmp_path):
