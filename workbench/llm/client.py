@@ -46,17 +46,16 @@ from dataclasses import dataclass, field
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
+from workbench.llm.outcome import CANNOT_CONNECT, RESPONSE_FORMATS, CallOutcome  # noqa: F401 - re-exported
 from workbench.llm.parse import Parsed, json_schema, parse_reply, repair_message
 from workbench.llm.prompts import PromptTemplate
 
-RESPONSE_FORMATS = ("auto", "json_schema", "json_object", "text", "none")
 #: Structured-output modes, strictest first; what the probe tries in this order.
 FORMAT_LADDER = ("json_schema", "json_object+schema", "json_object", "text")
 #: The modes a forced ``response_format`` may use.
 FORCED_MODES = {"json_schema": ("json_schema",), "json_object": ("json_object+schema", "json_object"),
                 "text": ("text",), "none": ("text",)}
 ERROR_CHARS = 2000
-CANNOT_CONNECT = "connection error: cannot connect to the server"
 REASON_MAX_CHARS = 300  # json_object+schema only: the longest reason the grammar allows
 PROBE_MESSAGES = [{"role": "system", "content": "You answer with JSON only."},
                   {"role": "user", "content": 'Reply with this JSON object: {"reason": "probe", "grade": 0}'}]
@@ -151,24 +150,6 @@ class AdaptiveLimit:
         self.limit = max(1.0, float(int(self.limit) // 2))
         self.calm = 0
         self.recent = None
-
-
-@dataclass
-class CallOutcome:
-    """What one pair (one sample) came to. ``grade`` is None unless ``status == "ok"``."""
-
-    status: str
-    grade: int | None = None
-    reason: str | None = None
-    raw_response: str | None = None
-    error: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: float | None = None
-    http_calls: int = 0
-    probabilities: dict[int, float] | None = None
-    expected_grade: float | None = None
-    extra: dict = field(default_factory=dict)
 
 
 class RateLimiter:

@@ -43,6 +43,7 @@ I/O, no randomness.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -59,6 +60,7 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 _KEEP_DOUBLE = frozenset("lsz")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a corpus repeats its words: the judge stems each once
 def stem(word: str) -> str:
     """A light suffix stemmer: ``policies`` -> ``policy``, ``refreshed`` -> ``refresh``.
 

@@ -98,7 +98,7 @@ class Progress:
 class OfflineGrader:
     async def grade(self, query: str, description: str | None, passage: str):
         from workbench.core.judging.offline import grade_pair
-        from workbench.llm.client import CallOutcome
+        from workbench.llm.outcome import CallOutcome
 
         started = time.perf_counter()
         result = grade_pair(query, passage, description=description)
@@ -147,7 +147,7 @@ def cached_outcome(hit):
     """The stored answer of a cache hit (a row of ``store.cache_hits``) as a
     :class:`workbench.llm.client.CallOutcome` (imported here: the offline judge never loads
     the client module)."""
-    from workbench.llm.client import CallOutcome
+    from workbench.llm.outcome import CallOutcome
 
     probs = json.loads(hit.probabilities) if isinstance(hit.probabilities, str) else None
     return CallOutcome(status="ok", grade=int(hit.grade), reason=nan_none(hit.reason),
@@ -219,7 +219,7 @@ class Runner:
                 "cached_from": cached_from}
 
     def _record(self, rows: list[dict]) -> None:
-        from workbench.llm.client import CANNOT_CONNECT
+        from workbench.llm.outcome import CANNOT_CONNECT
 
         gone = [r for r in rows if r["status"] == "failed" and not r["from_cache"]
                 and (r["error"] or "").startswith(CANNOT_CONNECT)]

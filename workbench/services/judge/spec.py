@@ -162,7 +162,7 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
             raise ConfigError(f"judge.{name} must be at least {low}, got {j[name]}")
     if j["aggregate"] not in ("majority", "mean"):
         raise ConfigError(f"judge.aggregate must be majority or mean, got {j['aggregate']!r}")
-    from workbench.llm.client import RESPONSE_FORMATS
+    from workbench.llm.outcome import RESPONSE_FORMATS
 
     if j["response_format"] not in RESPONSE_FORMATS:
         raise ConfigError(f"judge.response_format must be one of {', '.join(RESPONSE_FORMATS)}")
