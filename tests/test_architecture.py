@@ -19,6 +19,7 @@ Layers (a directory or a top-level module of ``workbench/``) and the direction o
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -61,8 +62,21 @@ CORE_FORBIDDEN = {"duckdb", "openai", "streamlit", "tenacity", "httpx", "request
 
 
 # --- the checkers ------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _parse_cached(path: Path, mtime_ns: int, size: int) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _parse(path: Path) -> ast.Module:
+    """The syntax tree of ``path``, parsed once per test process while the file is unchanged (the
+    package's ~300 modules are read by a dozen checkers; the companion tests' small packages are
+    new files, so they are parsed afresh). Checkers only read the tree."""
+    stat = path.stat()
+    return _parse_cached(path, stat.st_mtime_ns, stat.st_size)
+
+
 def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _parse(path)
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -76,7 +90,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def _relative_imports(path: Path) -> list[int]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _parse(path)
     return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level > 0]
 
 
@@ -249,7 +263,7 @@ _SQL = re.compile(r"\b(SELECT\b.*\bFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\
 
 def _sql_strings(path: Path) -> list[str]:
     """String constants (f-string parts included) that read like SQL statements."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _parse(path)
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)
@@ -280,7 +294,7 @@ def test_the_sql_checker_finds_sql(tmp_path):
 
 
 def _asserts(path: Path) -> list[int]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _parse(path)
     return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
 
 
@@ -312,7 +326,7 @@ def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         edges = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        for node in ast.walk(_parse(path)):
             if isinstance(node, ast.Import):
                 edges.update(a.name for a in node.names if a.name in modules)
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -381,7 +395,7 @@ def private_imports(package: Path = PACKAGE) -> dict[str, list[str]]:
     modules = {_module_name(p, package) for p in _modules(package)}
     found = {}
     for path in _modules(package):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = _parse(path)
         bound: dict[str, str] = {}  # local name -> package module it stands for
         bad = set()
         for node in ast.walk(tree):
@@ -482,7 +496,7 @@ def _file_access(path: Path) -> list[int]:
     """Lines that call ``open``, a file method of a path (``read_text``, ``open``, ``stat``, ...),
     a file reader or writer (``read_csv``, ``np.load``, ``to_parquet``) or anything of ``os``,
     ``shutil``, ``tempfile``, ``subprocess``, ``socket`` or ``io``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _parse(path)
     lines = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):

@@ -79,13 +79,25 @@ def test_batch_chunking_equals_per_document_chunking_and_ids_are_deterministic(s
     table = pd.DataFrame({"doc_id": [f"d:{i}" for i in range(len(docs))], "text": docs})
     got = chunk_documents(spec, table)
     assert list(got.columns) == ["chunk_id", "doc_id", "start", "end", "seq"]
+    by_doc = _rows_by_doc(got)
     for i, text in enumerate(docs):
-        rows = got.loc[got["doc_id"] == f"d:{i}"]
-        assert list(zip(rows["start"], rows["end"])) == chunk_text(spec, text)
-        assert rows["seq"].tolist() == list(range(len(rows)))
-        assert rows["chunk_id"].tolist() == [make_chunk_id(spec.name, f"d:{i}", s) for s in rows["seq"]]
+        rows = by_doc.get(f"d:{i}", [])
+        assert [(s, e) for _, s, e, _ in rows] == chunk_text(spec, text)
+        assert [q for *_, q in rows] == list(range(len(rows)))
+        assert [c for c, *_ in rows] == [make_chunk_id(spec.name, f"d:{i}", q) for *_, q in rows]
     assert got["chunk_id"].is_unique
     pd.testing.assert_frame_equal(got, chunk_documents(spec, table))
+
+
+def _rows_by_doc(got: pd.DataFrame) -> dict[str, list[tuple]]:
+    """``{doc_id: [(chunk_id, start, end, seq), ...]}`` in frame order: the rows
+    ``got.loc[got["doc_id"] == doc_id]`` selects, read once (a pandas filter per document cost
+    more than the chunking under test)."""
+    out: dict[str, list[tuple]] = {}
+    for row in zip(got["chunk_id"].tolist(), got["doc_id"].tolist(), got["start"].tolist(),
+                   got["end"].tolist(), got["seq"].tolist()):
+        out.setdefault(row[1], []).append((row[0], row[2], row[3], row[4]))
+    return out
 
 
 def oracle_unit_windows(starts: list[int], length: int, size: int, overlap: int):
@@ -138,11 +150,11 @@ def test_vectorised_token_and_sentence_windows_equal_per_text_regex(docs, size, 
         ("fixed", {"size": size, "overlap": overlap, "unit": "tokens"}, token_offsets),
         ("sentences", {"size": size, "overlap": overlap}, sentence_offsets),
     ]:
-        got = chunk_documents(ChunkingSpec("v", strategy, params), table)
+        by_doc = _rows_by_doc(chunk_documents(ChunkingSpec("v", strategy, params), table))
         for i, text in enumerate(docs):
-            rows = got.loc[got["doc_id"] == str(i)]
+            rows = by_doc.get(str(i), [])
             expected = oracle_unit_windows(finder(text).tolist(), len(text), size, overlap)
-            assert list(zip(rows["start"], rows["end"])) == expected, (strategy, text)
+            assert [(s, e) for _, s, e, _ in rows] == expected, (strategy, text)
 
 
 def test_batching_of_long_corpora_does_not_change_chunks(monkeypatch):

@@ -42,8 +42,9 @@ def naive_chunk_qrels(chunks: pd.DataFrame, spans: pd.DataFrame, min_overlap: fl
     """The rule, spelled out: grade = max grade of non-NULL spans overlapping the chunk by at
     least min_overlap of the shorter span (positive overlap required)."""
     out: dict[tuple[str, str], float] = {}
+    span_rows = list(spans.itertuples())  # read once, not once per chunk
     for c in chunks.itertuples():
-        for s in spans.itertuples():
+        for s in span_rows:
             if s.grade is None or (isinstance(s.grade, float) and math.isnan(s.grade)):
                 continue
             if c.doc_id != s.doc_id:
