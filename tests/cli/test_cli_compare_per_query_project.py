@@ -121,8 +121,9 @@ def test_the_evaluate_page_service_gives_the_same_rows(hand):
 def demo(tmp_path_factory):
     """The demo project with a second chunk run (flat), both runs and the qrels exported."""
     folder = tmp_path_factory.mktemp("perquerydemo")
-    db = folder / "demo.duckdb"
-    _ok("--db", str(db), "init", "--demo")
+    from tests.support.templates import demo_project
+
+    db = demo_project(folder / "demo.duckdb")  # what `init --demo` builds: the worker's template
     _ok("--db", str(db), "retrieve", "bm25", "--chunking", "sections", "--name", "flat", "--k1", "0.5",
         "--b", "0.3", "--no-progress")
     _ok("--db", str(db), "export", "qrels", "--level", "chunk", "--chunking", "sections",

@@ -16,10 +16,10 @@ from workbench.store.database import Database
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     from tests.conftest import run_cli
+    from tests.support.templates import demo_project
 
-    path = tmp_path_factory.mktemp("evalproject") / "demo.duckdb"
-    done = run_cli("--db", str(path), "init", "--demo")
-    assert done.returncode == 0, done.stderr
+    # what `init --demo` builds: a copy of the worker's template
+    path = demo_project(tmp_path_factory.mktemp("evalproject") / "demo.duckdb")
     done = run_cli("--db", str(path), "retrieve", "bm25", "--chunking", "sections", "--name", "flat", "--k1", "0.5",
                    "--b", "0.3", "--no-progress")
     assert done.returncode == 0, done.stderr

@@ -20,10 +20,10 @@ UNANSWERABLE = ["q022", "q027", "q041", "q042"]  # the demo's (issue 13)
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    path = tmp_path_factory.mktemp("unanswerable") / "demo.duckdb"
-    done = run_cli("--db", str(path), "init", "--demo")
-    assert done.returncode == 0, done.stderr
-    return path
+    from tests.support.templates import demo_project
+
+    # what `init --demo` builds: a copy of the worker's template
+    return demo_project(tmp_path_factory.mktemp("unanswerable") / "demo.duckdb")
 
 
 def _fingerprint(text: str) -> str:

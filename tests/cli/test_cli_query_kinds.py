@@ -14,11 +14,11 @@ from workbench.resources import DEMO_DIR
 
 @pytest.fixture(scope="module")
 def demo_template(tmp_path_factory):
-    from workbench.services.project.lifecycle import init_project, open_project
+    from tests.support.templates import demo_project
+    from workbench.services.project.lifecycle import open_project
     from workbench.services.evaluation.query_kinds import add_demo_role_runs
 
-    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    init_project(path, demo=True)
+    path = demo_project(tmp_path_factory.mktemp("demo") / "demo.duckdb")  # a copy of the worker's template
     with open_project(path) as db:
         add_demo_role_runs(db)
     return path

@@ -14,11 +14,12 @@ KEYS = ["measure", "n_runs", "tau", "tau_ap", "ranking_human", "ranking_judge"]
 @pytest.fixture(scope="module")
 def judged_demo(tmp_path_factory):
     from tests.conftest import run_cli
+    from tests.support.templates import demo_project
 
-    path = tmp_path_factory.mktemp("rankagree") / "demo.duckdb"
+    # what `init --demo` builds: a copy of the worker's template
+    path = demo_project(tmp_path_factory.mktemp("rankagree") / "demo.duckdb")
     db = ("--db", str(path))
-    for args in (("init", "--demo"),
-                 ("retrieve", "bm25", "--chunking", "sections", "--name", "flat", "--k1", "0.5", "--b", "0.3",
+    for args in (("retrieve", "bm25", "--chunking", "sections", "--name", "flat", "--k1", "0.5", "--b", "0.3",
                   "--no-progress"),
                  ("retrieve", "bm25", "--chunking", "sections", "--name", "steep", "--k1", "3", "--b", "1",
                   "--no-progress"),

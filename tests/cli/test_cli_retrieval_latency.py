@@ -6,13 +6,14 @@ import json
 
 import numpy as np
 
+from tests.support.templates import demo_project
 from workbench.store.database import Database
 from workbench.store.latencies import read_latencies
 
 
 def test_retrieve_list_shows_measured_imported_and_missing_latencies(cli, db_path, tmp_path):
     db = str(db_path)
-    assert cli("--db", db, "init", "--demo").returncode == 0
+    demo_project(db_path)  # what `init --demo` builds: a copy of the worker's template
     # A document-level run imported without a latency sidecar.
     run_file = tmp_path / "ext.txt"
     run_file.write_text("q001 Q0 it-laptop-refresh 1 2.0 ext\nq002 Q0 it-hardware-standard-2022 1 1.5 ext\n")

@@ -18,10 +18,9 @@ TOKEN = re.compile(r"\w+|[^\w\s]")
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("sweep")
-    db = folder / "demo.duckdb"
-    done = run_cli("--db", str(db), "init", "--demo", timeout=300)
-    assert done.returncode == 0, done.stderr
-    return db
+    from tests.support.templates import demo_project
+
+    return demo_project(folder / "demo.duckdb")  # what `init --demo` builds: the worker's template
 
 
 def sweep(db: Path, *extra: str, env: dict | None = None):

@@ -12,8 +12,8 @@ import pytest
 
 import tests.support.openai_server as server_module
 from tests.support.openai_server import running_server
+from tests.support.templates import demo_project
 from workbench.core import synthetic_queries as sq
-from workbench.services.project.lifecycle import init_project
 from workbench.store.database import Database
 
 _original = server_module.chat_completion
@@ -48,7 +48,7 @@ def _scripted(control, call, fault):
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     path = tmp_path_factory.mktemp("synth") / "demo.duckdb"
-    init_project(path, demo=True)
+    demo_project(path)  # a copy of the worker's init --demo template
     return path
 
 

@@ -13,7 +13,8 @@ from tests.support.prerequisites import REPO, shared_path
 from workbench.config import load_settings
 from workbench.core.documents import near_duplicates as nd
 from workbench.core.metrics.readers import read_qrels
-from workbench.services.project.lifecycle import init_project, open_project
+from tests.support.templates import demo_project
+from workbench.services.project.lifecycle import open_project
 from workbench.services.qrels.synthetic_queries import bm25_baseline, synthesize
 
 
@@ -29,7 +30,7 @@ def test_docs_synthetic_query_figures(tmp_path, monkeypatch):
     assert m, "docs/label-multipliers.md has no synthetic-query demo figures"
     chunks, k, seed, created, before, after, flagged, hit0, hit1, mrr0, mrr1 = m.groups()
     path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
+    demo_project(path)  # what init --demo builds: a copy of the worker's template
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     settings = load_settings(None, {"project": {"db": str(path)}, "judge": {"model": "offline-template"}})
     report = synthesize(settings, "sections", per_chunk=int(k), seed=int(seed))

@@ -7,7 +7,8 @@ import re
 from tests.support.prerequisites import REPO
 from workbench.services.evaluation import abstention
 from workbench.services.evaluation import trajectories
-from workbench.services.project.lifecycle import init_project, open_project
+from tests.support.templates import demo_project
+from workbench.services.project.lifecycle import open_project
 from workbench.services.evaluation.query_kinds import DEMO_TRAJECTORIES
 
 
@@ -19,7 +20,7 @@ def test_docs_query_kinds_demo_figures(tmp_path):
     assert m, "docs/query-kinds.md has no Query kinds demo figures"
     a_u, n_u, a_a, n_a, bal, area, done, chains, k = m.groups()
     path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
+    demo_project(path)  # what init --demo builds: a copy of the worker's template
     with open_project(path) as db:
         report = abstention.run_abstention(db, "bm25")
         traj = trajectories.evaluate(trajectories.stored_trajectories(db, DEMO_TRAJECTORIES),

@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.support.prerequisites import REPO
 from tests.support.read_only import read_only_dir
+from tests.support.templates import demo_project, demo_template
 from workbench.errors import StoreError, StoreLockedError
 from workbench.store.database import (
     Database,
@@ -158,9 +159,7 @@ def test_ctrl_c_held_while_committing(ctrl_c_raises):
 
 
 def _truncated_copy(tmp_path: Path, size: int) -> Path:
-    source = tmp_path / "full.duckdb"
-    if not source.exists():
-        assert run_cli("--db", str(source), "init", "--demo").returncode == 0
+    source = demo_template()  # what `init --demo` builds, once per worker (read, never changed)
     damaged = tmp_path / f"cut{size}.duckdb"
     damaged.write_bytes(source.read_bytes()[:size])
     return damaged
@@ -179,8 +178,7 @@ def test_a_truncated_database_is_one_line(tmp_path, size):
 def test_a_database_in_a_read_only_folder_is_one_line(tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
-    db = folder / "p.duckdb"
-    assert run_cli("--db", str(db), "init", "--demo").returncode == 0
+    db = demo_project(folder / "p.duckdb")  # what `init --demo` builds: a copy of the worker's template
     corpus = tmp_path / "more.jsonl"
     corpus.write_text('{"_id": "new-doc", "text": "hello"}\n')
     with read_only_dir(folder):

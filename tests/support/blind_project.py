@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from tests.support.templates import demo_project
 from workbench.config import load_settings
 from workbench.services.calibration import workflow as cal
 from workbench.services.judge.jobs import resolve_spec, run_job
-from workbench.services.project.lifecycle import init_project
 from workbench.store.database import Database
 from workbench.store.judgments import write_judgments
 
@@ -39,7 +39,7 @@ ROLES = {"carol": "annotator", "lea": "lead", "vi": "viewer"}
 def build(path: Path) -> dict:
     """Build the project at ``path``; returns ``{"sample_pairs": [(query_id, doc_id, chunk_id)],
     "reasons": every distinct LLM reason stored, "imported": (query_id, doc_id)}``."""
-    init_project(path, demo=True)
+    demo_project(path)  # a copy of the worker's init --demo template
     spec = resolve_spec(load_settings(overrides={"judge": {"model": "offline-lexical"}}))
     run_job(path, "demo", spec)
     db = Database(path)

@@ -4,8 +4,6 @@ trajectories."""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
@@ -13,25 +11,16 @@ from workbench.services.evaluation import abstention
 from workbench.services.qrels import answerability
 from workbench.services.evaluation import rbac
 from workbench.services.evaluation import trajectories
-from workbench.services.project.lifecycle import init_project, open_project
+from workbench.services.project.lifecycle import open_project
 from workbench.services.evaluation.query_kinds import DEMO_ANSWERS, DEMO_TRAJECTORIES, add_demo_role_runs, summary
 from workbench.store.runs import read_run_rows
 
 UNANSWERABLE = ["q022", "q027", "q041", "q042"]
 
 
-@pytest.fixture(scope="module")
-def demo_template(tmp_path_factory):
-    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    init_project(path, demo=True)
-    return path
-
-
 @pytest.fixture
-def demo(demo_template, tmp_path):
-    path = tmp_path / "demo.duckdb"
-    shutil.copy(demo_template, path)
-    with open_project(path) as db:
+def demo(demo_project):
+    with open_project(demo_project) as db:  # a copy of the worker's init --demo template
         yield db
 
 

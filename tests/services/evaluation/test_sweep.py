@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tests.support.templates import demo_project
 from workbench.services.evaluation import sweep
-from workbench.services.project.lifecycle import init_project
 from workbench.store.database import Database
 
 
 @pytest.fixture(scope="module")
 def result_and_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("sweep") / "demo.duckdb"
-    init_project(path, demo=True)
+    demo_project(path)  # a copy of the worker's init --demo template
     db = Database(path)
     result = sweep.run_sweep(db, "fixed:128,fixed:256", "bm25", ["ndcg@10"], budgets=[1000], labels="human")
     yield result, db

@@ -7,17 +7,17 @@ import json
 
 import pytest
 
+from tests.support.templates import demo_project
 from workbench.config import load_settings
 from workbench.errors import InputError
 from workbench.services.pooling.budget import plan_budget
-from workbench.services.project.lifecycle import init_project
 from workbench.store.database import Database
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     path = tmp_path_factory.mktemp("budget") / "demo.duckdb"
-    init_project(path, demo=True)
+    demo_project(path)  # a copy of the worker's init --demo template
     return path
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from workbench.services.ingest import import_file
+from tests.support.templates import demo_project
 from workbench.services.project.lifecycle import init_project, open_project, project_status
 from workbench.services.qrels.rule import passed_judge_configurations
 from workbench.store.calibration import judge_grades_for_sample
@@ -23,7 +24,7 @@ def _states(status) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("status") / "demo.duckdb"
-    init_project(path, demo=True)
+    demo_project(path)  # a copy of the worker's init --demo template
     return path
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from tests.support.prerequisites import require
+from tests.support.templates import demo_project
 from workbench.services.chunking import create_chunking
 from workbench.services.evaluation.views import latencies as chart_latencies
 from workbench.services.retrieval.runs import (
@@ -49,7 +50,7 @@ def _check_latency_record(db: Database, run: str, query_ids: list[str]) -> np.nd
 
 
 def test_cli_bm25_run_on_the_demo_stores_one_latency_per_query(cli, db_path):
-    assert cli("--db", str(db_path), "init", "--demo").returncode == 0
+    demo_project(db_path)  # what `init --demo` builds: a copy of the worker's template
     done = cli("--db", str(db_path), "retrieve", "bm25", "--chunking", "sections", "--name", "b", "--no-progress")
     assert done.returncode == 0, done.stderr
     with Database(db_path) as db:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.support.templates import demo_project
 from workbench.retrieval.bm25 import Bm25Params
 from workbench.services.qrels.export import export_run
 from workbench.services.ingest import import_file
-from workbench.services.project.lifecycle import init_project
 from workbench.services.retrieval.runs import run_bm25, run_hybrid
 from workbench.store.database import Database
 from workbench.store.runs import read_run_rows
@@ -33,7 +33,7 @@ def _ties(rows: pd.DataFrame) -> int:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("ties") / "demo.duckdb"
-    init_project(path, demo=True)
+    demo_project(path)  # a copy of the worker's init --demo template
     with Database(path) as db:
         # a different BM25 (no stemming, no stopwords, flatter length norm) ranks differently, so
         # many items sit at one rank in one run only: equal RRF scores
