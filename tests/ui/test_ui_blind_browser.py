@@ -127,7 +127,8 @@ class Walk:
                 buttons.nth(i).click()
             download = got.value
             self.downloads[f"{key}: {download.suggested_filename}"] = Path(download.path()).read_bytes()
-        _idle(self.page)
+        if buttons.count():  # a download button may rerun its page (no button pressed: nothing to wait for)
+            _idle(self.page)
 
 
 def _walk(url: str, name: str, info: dict, *, every_query: bool, every_choice: bool,
@@ -138,6 +139,8 @@ def _walk(url: str, name: str, info: dict, *, every_query: bool, every_choice: b
     a viewer, which only show that the detectors find what a leak would look like)."""
     queries = info["queries"] if every_query else info["queries"][:3]
     with browser_page() as page:
+        from playwright.sync_api import expect  # (browser_page says so when playwright is missing)
+
         walk = Walk(page, url, name)
         walk.sign_in()
         for title in pages:
@@ -160,9 +163,10 @@ def _walk(url: str, name: str, info: dict, *, every_query: bool, every_choice: b
             elif title == "Retrieve & Pool":
                 page.get_by_text("Peek at a query's pool").click()
                 _idle(page)
+                expander = page.locator("[data-testid='stExpander']").filter(has_text="Peek at a query's pool")
                 for query in queries:
-                    walk.choose("Query", query)
-                    expander = page.locator("[data-testid='stExpander']").filter(has_text="Peek at a query's pool")
+                    walk.choose("Query", query)  # reruns the peek's fragment
+                    expect(expander).to_contain_text(f"{query}: ", timeout=LONG)  # the peek shows it
                     walk.peeks[query] = expander.inner_text()
                     walk.keep(f"Peek {query}")
                 if page.get_by_role("button", name="Prepare the file").count():
@@ -171,7 +175,8 @@ def _walk(url: str, name: str, info: dict, *, every_query: bool, every_choice: b
                 walk.download_all("Retrieve")
             elif title == "Judge":
                 for query in queries:
-                    walk.choose("Example query", query)
+                    walk.choose("Example query", query)  # reruns the example's fragment
+                    expect(page.locator("body")).to_contain_text(f"First pair of {query}: ", timeout=LONG)
                     walk.keep(f"Judge {query}")
             elif title == "Data":
                 if page.get_by_role("button", name="Prepare the file").count():

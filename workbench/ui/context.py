@@ -3,7 +3,10 @@ links between pages, and the helpers that show text safely.
 
 The project is opened through :func:`workbench.services.project.lifecycle.open_project` (the UI never
 opens the database itself) for one unit of page work and closed at its end (never cached across
-runs), so that CLI commands can use the project between two clicks in the app.
+runs), so that CLI commands can use the project between two clicks in the app. A page whose run
+is one unit of work opens it once around the run: :func:`project` inside that block hands out the
+same open project instead of opening the file again (each open costs a connection and the
+migrations check).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import argparse
 import html
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,14 +39,25 @@ def db_path() -> Path:
     return Path(st.session_state["db_path"])
 
 
+_HELD = threading.local()  # the project open in this thread's script run, by path (see project())
+
+
 @contextmanager
 def project() -> Iterator:
     """Open the project for one unit of page work; show a clear error instead of a traceback.
+
+    Inside another ``with project()`` of the same script run (the same thread) on the same
+    file, this is that open project: a page can hold it for its whole run and its sections'
+    own ``with project()`` open nothing more. It is closed when the outermost block ends.
 
     A missing database is the one message that names a command: the app cannot create a
     project, so whoever started it must (the path is the one the server was started with).
     """
     path = db_path()
+    held = getattr(_HELD, "project", None)
+    if held is not None and held[0] == path:
+        yield held[1]
+        return
     if not path.exists():
         _offer_to_create(path)
         st.stop()
@@ -51,9 +66,11 @@ def project() -> Iterator:
     except WorkbenchError as exc:
         st.error(plain(str(exc)))
         st.stop()
+    _HELD.project = (path, db)
     try:
         yield db
     finally:
+        _HELD.project = held
         db.close()
 
 

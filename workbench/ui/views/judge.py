@@ -251,25 +251,36 @@ def _job(pool: str, config_key: str) -> dict | None:
 # -- preview and estimate ----------------------------------------------------------------------
 
 def _preview(choices: dict, spec) -> None:
-    from workbench.services.browse import peek_pool
-    from workbench.services.pooling.pools import pool_pairs
-
     st.subheader("2. What the judge sees")
+    # A fragment: choosing an example query reruns the preview alone, not the whole page.
+    st.fragment(_example)(choices["pool"], spec)
+
+
+def _example(pool: str, spec) -> None:
+    """The example query's first pair as the judge sees it (the fragment of :func:`_preview`): the
+    pair's text and the query's (no grade is read: the pair is shown as the judge receives it)."""
+    from workbench.services.browse import queries_table
+    from workbench.services.pooling.pools import pool_pairs, pool_preview
+
     with _project() as db:
-        pairs = pool_pairs(db, choices["pool"])
+        pairs = pool_pairs(db, pool)
         queries = list(dict.fromkeys(pairs["query_id"].astype(str)))
         if not queries:
             st.info("This pool has no pairs.")
             return
         query_id = st.selectbox("Example query", queries, key="judge_preview_query")
         if not spec.offline:
-            _prompt_preview(db, choices["pool"], spec, query_id)
+            _prompt_preview(db, pool, spec, query_id)
             return
-        peek = peek_pool(db, choices["pool"], query_id, limit=1)
-    if not len(peek["pairs"]):
+        first = pool_preview(db, pool, query_id, limit=1)
+        found = queries_table(db)
+    if not len(first):
         st.info("No pair to show for this query.")
         return
-    row = peek["pairs"].iloc[0]
+    found = found.loc[found["query_id"] == query_id]
+    peek = {"query": str(found.iloc[0]["text"]) if len(found) else "",
+            "description": found.iloc[0]["description"] if len(found) else None}
+    row = first.iloc[0]
     passage = str(row["text"])
     description = peek["description"] if isinstance(peek["description"], str) else None
     item = row["chunk_id"] if isinstance(row["chunk_id"], str) else row["doc_id"]

@@ -54,8 +54,9 @@ def render() -> None:
         else:
             _counts(overview)
         _coverage(overview.coverage)
-        if overview.rows:
-            _download(db, ev, level, chunking, source)
+    if overview.rows:
+        # A fragment: choosing a format reruns the download alone, not the counts above it.
+        st.fragment(_download)(level, chunking, source)
 
 
 def _sources() -> list[str]:
@@ -97,8 +98,10 @@ def _coverage(coverage: pd.DataFrame) -> None:
                "judge grade, also those the policy leaves out until the judge passes calibration.")
 
 
-def _download(db, ev, level: str, chunking: str | None, source: str) -> None:
+def _download(level: str, chunking: str | None, source: str) -> None:
+    """The qrels file in the chosen format (the fragment of :func:`render`; one unit of work)."""
     from workbench.services import visibility
+    from workbench.services.evaluation import views as ev
 
     st.subheader("Download")
     if not visibility.can_read("label_files"):  # the files carry everyone's labels: annotators label blind
@@ -107,12 +110,14 @@ def _download(db, ev, level: str, chunking: str | None, source: str) -> None:
     format_word = st.selectbox("Format", list(FORMATS), key="qrels_format")
     fmt = FORMATS[format_word]
     try:
-        data, summary = ev.qrels_download(db, format=fmt, level="doc" if fmt == "spans" else level,
-                                          chunking=None if fmt == "spans" else chunking, source=source)
+        with context.project() as db:
+            data, summary = ev.qrels_download(db, format=fmt, level="doc" if fmt == "spans" else level,
+                                              chunking=None if fmt == "spans" else chunking, source=source)
     except WorkbenchError as exc:
         context.error(exc, FIELDS)
         return
     suffix = {"trec": "txt", "beir": "tsv", "jsonl": "jsonl", "spans": "jsonl"}[fmt]
-    st.download_button(f"Download {format_word}", data, file_name=f"qrels-{fmt}.{suffix}",
+    # on_click="ignore": the file is in the browser already; pressing the button reruns nothing.
+    st.download_button(f"Download {format_word}", data, file_name=f"qrels-{fmt}.{suffix}", on_click="ignore",
                        mime="text/plain", key="qrels_download", icon=":material/download:")
     st.caption(context.plain(summary.splitlines()[0].replace("wrote ", "").replace(" to the download", "")))

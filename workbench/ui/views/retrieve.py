@@ -56,15 +56,22 @@ def dense_available() -> bool:
 
 
 def _state() -> dict:
-    """Chunkings and runs with the documents they cover, and pools (one read of the project)."""
+    """Chunkings and runs with the documents they cover, pools, and the queries "Run your own
+    retriever" offers (or the error reading them) (one read of the project)."""
     from workbench.services.pooling.pools import list_pools
     from workbench.services.project.status import chunking_coverage, run_coverage
+    from workbench.services.retrieval.harness import query_choices
     from workbench.services.retrieval.latency import latency_summary
 
     with context.project() as db:
         runs = run_coverage(db)
         latency = latency_summary(db, None).set_index("run")
-        return {"chunkings": chunking_coverage(db), "runs": runs, "pools": list_pools(db), "latency": latency}
+        try:
+            harness_queries = query_choices(db)
+        except WorkbenchError as exc:
+            harness_queries = exc
+        return {"chunkings": chunking_coverage(db), "runs": runs, "pools": list_pools(db), "latency": latency,
+                "harness_queries": harness_queries}
 
 
 def _follow(**selections) -> None:
@@ -304,22 +311,17 @@ def _retrieve_section(state: dict) -> None:
     with hybrid_tab:
         _hybrid_form(taken, taken)
     with own_tab:
-        _harness_form(chunkings, taken)
+        _harness_form(chunkings, taken, state["harness_queries"])
 
 
 ALL_QUERIES = "all"
 _HARNESS_RESULT = "_harness_result"
 
 
-def _harness_form(chunkings: list[str], taken: list[str]) -> None:
-    """Send the queries to the team's retriever at a local HTTP address; store its run."""
-    from workbench.services.retrieval.harness import (
-        DEFAULT_TIMEOUT,
-        collect_answers,
-        plan_harness,
-        query_choices,
-        store_harness,
-    )
+def _harness_form(chunkings: list[str], taken: list[str], queries) -> None:
+    """Send the queries to the team's retriever at a local HTTP address; store its run.
+    ``queries``: the query ids and the ids per tag it offers, or the error reading them."""
+    from workbench.services.retrieval.harness import DEFAULT_TIMEOUT, collect_answers, plan_harness, store_harness
 
     st.markdown("**Run your own retriever**: the workbench sends each query to your retriever's address "
                 "on this machine and stores its ranked answers as a run, with each query's latency. "
@@ -334,12 +336,10 @@ def _harness_form(chunkings: list[str], taken: list[str]) -> None:
             "(choose the “Chunking for span answers” it is placed on)\n"
             "- a whole document: `{\"doc_id\": ..., \"score\": ...}`\n\n"
             "Only addresses on this machine are accepted (127.0.0.1 or localhost).")
-    try:
-        with context.project() as db:
-            ids, by_tag = query_choices(db)
-    except WorkbenchError as exc:
-        context.error(exc, HARNESS_FIELDS)
+    if isinstance(queries, WorkbenchError):
+        context.error(queries, HARNESS_FIELDS)
         return
+    ids, by_tag = queries
     if not ids:
         st.info("No queries yet. Import queries on the Data page first.")
         return
@@ -538,7 +538,8 @@ def _stats_section(state: dict) -> None:
     st.dataframe(_clean(stats.leave_one_out, stats.k), hide_index=True, width="stretch")
 
     with st.expander("Peek at a query's pool (what a judge sees, in judging order)"):
-        _peek(pool, stats.sizes["query_id"].tolist())
+        # A fragment: choosing a query reruns the peek alone, not the statistics above it.
+        st.fragment(_peek)(pool, stats.sizes["query_id"].tolist())
 
 
 COLUMN_WORDS = {"run_id": "run", "run_a": "run A", "run_b": "run B", "judged_at_k": "judged@k",
@@ -625,7 +626,8 @@ def _export_run(runs: list[str]) -> None:
     if prepared and prepared[0] == f"{name}.txt":
         file_name, data, rows, queries = prepared
         st.download_button(f"Download {file_name} ({rows:,} rows, {queries:,} queries)", data,
-                           file_name=file_name, key="export_run_download", icon=":material/download:")
+                           file_name=file_name, key="export_run_download", icon=":material/download:",
+                           on_click="ignore")  # the file is in the browser already: nothing to rerun
 
 
 def _delete(state: dict) -> None:
@@ -684,5 +686,6 @@ def render() -> None:
     _chunk_section(state)
     _retrieve_section(state)
     _pool_section(state)
-    _stats_section(state)
+    with context.project():  # one open for the statistics and the peek (which shares it)
+        _stats_section(state)
     _manage_section(state)
