@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -89,12 +93,60 @@ def serve(db_path: Path, extra_env: dict | None = None, cwd: Path | None = None)
         _stop(process)
 
 
+_SERVERS: dict = {}  # (cwd, extra environment) -> (process, url, link): this process's shared servers
+
+
+def _stop_servers() -> None:
+    while _SERVERS:
+        process, _, link = _SERVERS.popitem()[1]
+        _stop(process)
+        shutil.rmtree(link.parent, ignore_errors=True)
+
+
+def _point(link: Path, db_path: Path) -> None:
+    """Make ``link`` name ``db_path`` (atomically: a new link renamed over the old one). A WAL
+    file beside the link (left by a server connection that died mid-write) is removed first, so
+    it is never replayed into another test's project."""
+    link.with_name(link.name + ".wal").unlink(missing_ok=True)
+    fresh = link.with_name(link.name + ".new")
+    fresh.unlink(missing_ok=True)
+    fresh.symlink_to(Path(db_path).resolve())
+    os.replace(fresh, link)
+
+
+@contextmanager
+def serve_shared(db_path: Path, extra_env: dict | None = None, cwd: Path | None = None) -> Iterator[str]:
+    """Like :func:`serve`, from a server this process keeps running for every test that asks
+    with the same ``extra_env`` and ``cwd`` (stopped when the process exits): a server start
+    costs 3-5 s of wall time and 2-3 s of CPU (its start and its first page's imports).
+
+    The server is started on a symbolic link, which each call points at ``db_path``; the app
+    opens the project for each unit of page work and resolves the link each time, so the pages
+    of this test see this test's file only. Each test's :func:`browser_page` is a fresh browser
+    context (a new Streamlit session) and waits, before it closes, until no run of its pages is
+    under way, so no run of an earlier test is left to reach the next test's project."""
+    key = (str(REPO if cwd is None else cwd), tuple(sorted((extra_env or {}).items())))
+    entry = _SERVERS.get(key)
+    if entry is not None and entry[0].poll() is None:
+        _point(entry[2], db_path)
+    else:
+        if not _SERVERS:
+            atexit.register(_stop_servers)
+        link = Path(tempfile.mkdtemp(prefix="workbench-live-")) / "project.duckdb"
+        _point(link, db_path)
+        process, url = _start(link, dict(os.environ, **(extra_env or {})), Path(key[0]))
+        entry = _SERVERS[key] = (process, url, link)
+    yield entry[1]
+
+
 #: a page's script run is finished: the app says so and nothing on the page is left stale from it
 _FINISHED = ("() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
              " return app && app.getAttribute('data-test-script-state') === 'notRunning'"
              " && !document.querySelector('[data-stale=\"true\"]')"
              " && !document.querySelector('[data-testid=\"stStatusWidget\"]')"
              " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }")
+_NOT_RUNNING = ("() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
+                " return !app || app.getAttribute('data-test-script-state') !== 'running'; }")
 _RUNNING = ("() => { const app = document.querySelector('[data-testid=\"stApp\"]');"
             " return app && app.getAttribute('data-test-script-state') === 'running'; }")
 
@@ -105,11 +157,23 @@ def wait_idle(page, timeout: float = 180_000, start_within: float = 400) -> None
     A run can start a moment after the click or the upload that causes it, and a click made
     while a run is under way can be lost, so first wait up to ``start_within`` ms for the run to
     start (an action that starts no run costs that much), then for it to finish."""
-    try:
-        page.wait_for_function(_RUNNING, timeout=start_within)
-    except Exception:  # noqa: BLE001 - playwright's timeout: the run was over already, or never started
-        pass
+    if start_within > 0:  # (0: the caller knows its action started no run, or that one has started)
+        try:
+            page.wait_for_function(_RUNNING, timeout=start_within)
+        except Exception:  # noqa: BLE001 - playwright's timeout: the run was over already, or never started
+            pass
     page.wait_for_function(_FINISHED, timeout=timeout)
+
+
+#: the fonts are loaded and the browser has drawn two frames since: what is on the page is painted
+_PAINTED = ("() => document.fonts.ready.then(() => new Promise(done =>"
+            " requestAnimationFrame(() => requestAnimationFrame(() => done(true)))))")
+
+
+def painted(page) -> None:
+    """Until the page's fonts are loaded and two frames have been drawn (for a screenshot): a
+    wait on the browser's state instead of a fixed pause."""
+    page.evaluate(_PAINTED)
 
 
 def open_label_page_as(page, url: str, annotator: str) -> None:
@@ -122,18 +186,99 @@ def open_label_page_as(page, url: str, annotator: str) -> None:
     box.press("Enter")
 
 
-@contextmanager
-def browser_page() -> Iterator[object]:
-    """A Playwright page in Debian's chromium (never a downloaded browser)."""
+_SHARED: dict = {}  # this process's Playwright and chromium, started by the first browser_page()
+_OPEN_PAGES = [0]  # browser_page() blocks open now (they may nest)
+
+
+def _resume() -> None:
+    """Before Playwright is called: its event loop is this thread's running loop again.
+
+    Playwright's sync API runs its loop in a greenlet of this thread that stays suspended
+    *inside* the loop between calls, so the thread keeps a running loop, and ``asyncio.run()``
+    (the judge's CLI in process, say) fails with "cannot be called from a running event loop"
+    while Playwright is alive. The loop is parked (:func:`_park`) outside :func:`browser_page`
+    blocks, when nothing calls Playwright, and put back here."""
+    loop = _SHARED.get("loop")
+    if loop is not None and asyncio.events._get_running_loop() is None:
+        asyncio.events._set_running_loop(loop)
+
+
+def _park() -> None:
+    """After the last open :func:`browser_page`: no running loop left in this thread."""
+    loop = asyncio.events._get_running_loop()
+    if loop is not None:
+        _SHARED["loop"] = loop
+    asyncio.events._set_running_loop(None)
+
+
+def _close_shared() -> None:
+    _resume()
+    browser, pw = _SHARED.pop("browser", None), _SHARED.pop("playwright", None)
+    for close in (getattr(browser, "close", None), getattr(pw, "stop", None)):
+        try:
+            if close is not None:
+                close()
+        except Exception:  # noqa: BLE001 - the process is exiting; the driver takes chromium with it
+            pass
+
+
+def shared_browser():
+    """This process's chromium (Debian's, never a downloaded browser), launched once: the driver
+    and the browser cost 2-3 s of wall time and about 1 s of CPU per launch. Each
+    :func:`browser_page` opens its own context in it (cookies, storage and cache of its own), so
+    tests sharing the browser share no state; a browser that went away is launched again.
+    Call it inside a :func:`browser_page` block (see :func:`_resume`)."""
+    browser = _SHARED.get("browser")
+    if browser is not None and browser.is_connected():
+        return browser
     executable = chromium_executable()
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         require(False, "the playwright package is not installed (pip install -e '.[test]')")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+    if "playwright" not in _SHARED:
+        _SHARED["playwright"] = sync_playwright().start()
+        atexit.register(_close_shared)
+    browser = _SHARED["playwright"].chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+    _SHARED["browser"] = browser
+    return browser
+
+
+@contextmanager
+def browser_page(viewport: dict | None = None) -> Iterator[object]:
+    """A Playwright page in a fresh browser context (a new profile: no cookies, storage or cache
+    from another test) of this process's chromium (:func:`shared_browser`); the context is closed
+    after, once no script run of its pages is under way."""
+    _OPEN_PAGES[0] += 1
+    _resume()
+    try:
+        context = shared_browser().new_context(viewport=viewport or {"width": 1400, "height": 1000})
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            yield page
+            yield context.new_page()
         finally:
-            browser.close()
+            try:
+                for page in context.pages:  # no run of this test left going in a shared server
+                    try:
+                        page.wait_for_function(_NOT_RUNNING, timeout=30_000)
+                    except Exception:  # noqa: BLE001 - a page stuck or gone: closing it ends its session
+                        pass
+                context.close()
+            except Exception:  # noqa: BLE001 - a crashed browser: the next browser_page() launches another
+                if context.browser is not None and context.browser.is_connected():
+                    raise
+    finally:
+        _OPEN_PAGES[0] -= 1
+        if _OPEN_PAGES[0] == 0:
+            _park()
+
+
+#: the Label card's current pair has been on screen (the page's own clock) at least ``ms``
+_SHOWN_FOR = ("ms => { const w = window.__workbenchLabel;"
+              " return !!w && !!w.token && w.shownAt !== null && performance.now() - w.shownAt >= ms; }")
+
+
+def wait_pair_shown(page, seconds: float, timeout: float = 60_000) -> None:
+    """Until the Label card's pair has been on screen ``seconds``, by the card's own clock (the
+    one that refuses a grade made too early): instead of sleeping ``seconds`` after the pair
+    appeared, which also counts the time the test spent waiting for other things."""
+    page.wait_for_function(_SHOWN_FOR, arg=seconds * 1000, timeout=timeout)

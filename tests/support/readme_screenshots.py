@@ -15,18 +15,17 @@ import re
 import sys
 from pathlib import Path
 
-from tests.support.live_app import CHROMIUM_ARGS
+from tests.support.live_app import CHROMIUM_ARGS, painted, wait_idle
 from tests.support.prerequisites import chromium_executable
 
 LONG = 180_000
 
 
 def _idle(page) -> None:
+    """Until the run that drew what the caller waited for has finished and the page is painted."""
     page.wait_for_selector("[data-testid='stApp']", timeout=LONG)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=LONG)
-    page.wait_for_timeout(800)
+    wait_idle(page, LONG, start_within=0)
+    painted(page)
 
 
 def _open(page, url: str, path: str, heading: str) -> None:

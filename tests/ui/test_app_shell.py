@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, serve_shared
 from tests.ui.html_tables import html_tables
 from tests.support.prerequisites import REPO
 from workbench.services.project.lifecycle import init_project
@@ -16,10 +16,8 @@ APP = str(REPO / "workbench" / "ui" / "app.py")
 
 
 @pytest.fixture
-def demo_db(tmp_path) -> Path:
-    path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
-    return path
+def demo_db(demo_project) -> Path:
+    return demo_project  # a copy of the worker's init --demo template
 
 
 def _app(monkeypatch, db: Path) -> AppTest:
@@ -102,7 +100,7 @@ def test_missing_database_offers_to_create_it_in_the_app(monkeypatch, tmp_path):
 
 @pytest.mark.browser
 def test_real_server_serves_the_overview(demo_db, tmp_path):
-    with serve(demo_db) as url, browser_page() as page:
+    with serve_shared(demo_db) as url, browser_page() as page:
         page.goto(url)
         page.get_by_text("Pipeline").wait_for(timeout=30_000)
         page.get_by_text("Documents").first.wait_for()

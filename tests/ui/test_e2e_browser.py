@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live_app import browser_page, serve, wait_idle
+from tests.support.live_app import browser_page, painted, serve, wait_idle
 from workbench.resources import DEMO_DIR
 
 pytestmark = pytest.mark.browser
@@ -44,6 +44,12 @@ def _idle(page, timeout: float = LONG) -> None:
     wait_idle(page, timeout)
 
 
+def _done(page) -> None:
+    """Until the run that drew what the test has just waited for has finished: that run has
+    started, so there is no wait for a run to begin (:func:`wait_idle`'s ``start_within``)."""
+    wait_idle(page, LONG, start_within=0)
+
+
 def _inert(page) -> None:
     """The canary never ran: no script effect, no image element built from it."""
     assert page.evaluate("() => window.__pwned") is None
@@ -54,10 +60,9 @@ def _inert(page) -> None:
 def _shot(page, shots: Path, name: str) -> None:
     """The whole page in one picture: Streamlit scrolls inside its own container, so the
     viewport is made tall for the shot, then put back."""
-    page.set_viewport_size({"width": 1400, "height": 2600})
-    _idle(page)
-    page.wait_for_function("() => document.fonts.status === 'loaded'")
-    page.wait_for_timeout(600)  # let charts paint after the resize
+    page.set_viewport_size({"width": 1400, "height": 2600})  # (a resize starts no script run)
+    _done(page)
+    painted(page)  # fonts loaded, and two frames drawn since the resize
     page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
     page.set_viewport_size({"width": 1400, "height": 1000})
 
@@ -65,7 +70,7 @@ def _shot(page, shots: Path, name: str) -> None:
 def _open(page, url: str, path: str, heading: str) -> None:
     page.goto(f"{url}/{path}")
     page.get_by_role("heading", name=heading).first.wait_for(timeout=LONG)
-    _idle(page)
+    _done(page)  # the page's run drew the heading
 
 
 def _choose(scope, label: str, option: str) -> None:
@@ -92,7 +97,7 @@ def _upload(page, url: str, kind: str, path: Path, expect: str) -> None:
     _idle(page)
     page.get_by_role("button", name="Import").click()
     page.get_by_text(re.compile(expect)).first.wait_for(timeout=LONG)
-    _idle(page)
+    _done(page)
 
 
 def _canary_files(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -124,7 +129,7 @@ def _press_grade(page, grade: int, n_done: int) -> None:
             page.get_by_text(re.compile(rf"\b{n_done - 1} labelled")).first.wait_for(timeout=LONG)
             _idle(page)
     page.get_by_text(f"Saved grade {grade}").wait_for(timeout=LONG)
-    _idle(page)
+    _done(page)
 
 
 def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, canary_queries: Path,
@@ -136,7 +141,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     # Overview of an empty project names the next step.
     page.goto(url)
     page.get_by_text("Pipeline").wait_for()
-    _idle(page)
+    _done(page)
     assert "Next step" in page.inner_text("body")
     _shot(page, shots, "overview-empty")
 
@@ -157,7 +162,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     form.get_by_role("button", name="Create chunking").click()
     page.get_by_text(re.compile(r"sections")).first.wait_for()
     page.locator("[data-table='chunkings']").wait_for()
-    _idle(page)
+    _done(page)
     for name, stem, stop in (("bm25", "english", "english"), ("bm25-plain", "none", "none")):
         form = _form(page, "Run BM25")
         form.get_by_label("Run name", exact=True).fill(name)
@@ -165,7 +170,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
         form.get_by_label("Stopwords", exact=True).fill(stop)
         form.get_by_role("button", name="Run BM25").click()
         page.locator("[data-table='runs']").get_by_text(name, exact=True).first.wait_for()
-        _idle(page)
+        _done(page)
     form = _form(page, "Build pool")
     form.get_by_label("Pool name", exact=True).fill("main")
     form.get_by_label("Depth", exact=True).fill("10")
@@ -180,7 +185,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     assert chosen() == ["bm25", "bm25-plain"], form.inner_text()
     form.get_by_role("button", name="Build pool").click()
     page.get_by_text(re.compile(r"Pool main: [\d,]+ pairs")).first.wait_for()
-    _idle(page)
+    _done(page)
     _inert(page)
     _shot(page, shots, "retrieve")
 
@@ -189,7 +194,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     page.get_by_text("What the judge sees").wait_for()
     page.get_by_role("button", name="Start").click()
     page.get_by_text(re.compile(r"\b([\d,]+) of \1 judged")).first.wait_for(timeout=3 * LONG)
-    _idle(page)
+    _done(page)
     _inert(page)
     _shot(page, shots, "judge")
 
@@ -199,7 +204,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     form.get_by_label("Pairs to draw", exact=True).fill("100")
     form.get_by_role("button", name="Draw sample").click()
     page.get_by_text(re.compile(r"Drew sample")).first.wait_for()
-    _idle(page)
+    _done(page)
 
     # Label: five pairs with the keyboard only.
     _open(page, url, "label", "Label")
@@ -208,7 +213,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     box.press("Enter")
     page.get_by_text(re.compile(r"Pair \d+ of 100")).wait_for()
     page.get_by_role("button", name=re.compile("Not relevant")).wait_for()
-    _idle(page)
+    _done(page)
     page.get_by_role("heading", name="Label").click()  # leave the text box: keys act on the page
     for i, grade in enumerate([0, 1, 0, 1, 0]):
         _press_grade(page, grade, i + 1)
@@ -219,7 +224,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     _open(page, url, "calibration", "Calibration")
     verdict = page.locator("[data-testid='calibration-verdict']")
     verdict.wait_for(state="attached")
-    _idle(page)
+    _done(page)
     assert verdict.get_attribute("data-verdict") in ("pass", "fail", "inconclusive")
     _inert(page)
     _shot(page, shots, "calibration")
@@ -242,7 +247,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     _open(page, url, "evaluate", "Evaluate")
     page.locator("[data-table='evaluate-means']").wait_for()
     page.locator("[data-table='evaluate-comparison']").wait_for()
-    _idle(page)
+    _done(page)
     means = page.locator("[data-table='evaluate-means']").inner_text()
     assert "bm25-plain" in means and "ndcg@10" in means
     comparison = page.locator("[data-table='evaluate-comparison']").inner_text()
@@ -254,7 +259,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     page.keyboard.press("Enter")
     detail = page.locator(".st-key-evaluate_query_detail")
     detail.get_by_text("canary laptops", exact=False).first.wait_for()
-    _idle(page)
+    _done(page)
     assert "canary laptops " + CANARY in detail.inner_text()
     assert "unjudged" in detail.inner_text() or "2" in detail.inner_text()
     _inert(page)
@@ -271,7 +276,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
 
     page.goto(url)
     page.get_by_text("Pipeline").wait_for()
-    _idle(page)
+    _done(page)
     _inert(page)
     _shot(page, shots, "overview")
 

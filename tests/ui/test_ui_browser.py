@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, painted, serve_shared, wait_idle
 from workbench.services.ingest import import_file
 from workbench.services.project.lifecycle import init_project, open_project
 
@@ -31,12 +31,12 @@ def _shots(tmp_path: Path) -> Path:
 
 
 def _wait_idle(page, timeout: float = 60_000) -> None:
-    """Until Streamlit has finished the current script run (no running indicator)."""
+    """Until Streamlit has finished the script run that drew what the caller waited for (the
+    app says ``notRunning``, nothing stale, no running indicator), and the page is painted
+    (fonts loaded, two frames drawn) for a screenshot: waits on state, not a fixed pause."""
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=timeout)
-    page.wait_for_timeout(800)  # let charts and grids paint before a screenshot
+    wait_idle(page, timeout, start_within=0)
+    painted(page)
 
 
 def test_importing_documents_on_the_data_page_extends_the_existing_chunking(tmp_path):
@@ -48,7 +48,7 @@ def test_importing_documents_on_the_data_page_extends_the_existing_chunking(tmp_
                     "text": f"# New page {i}\n\n## Scope\nThis policy covers topic {i}.\n\n## Rules\nRule {i}."}) + "\n"
         for i in range(4)))
     shots = _shots(tmp_path)
-    with serve(db) as url, browser_page() as page:
+    with serve_shared(db) as url, browser_page() as page:
         page.goto(f"{url}/data")
         page.get_by_text("In the project").wait_for(timeout=60_000)
         _wait_idle(page)
@@ -88,7 +88,7 @@ def test_canary_stays_inert_on_queries_and_labels(tmp_path):
         import_file(project, "queries", tmp_path / "q.jsonl")
         import_file(project, "qrels", tmp_path / "s.jsonl", format="spans")
     dialogs: list[str] = []
-    with serve(db) as url, browser_page() as page:
+    with serve_shared(db) as url, browser_page() as page:
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(f"{url}/labels")
         page.get_by_text("Labelled passages").wait_for(timeout=60_000)
@@ -109,7 +109,7 @@ def test_screenshots_of_every_page(tmp_path):
     db = tmp_path / "demo.duckdb"
     init_project(db, demo=True)
     shots = _shots(tmp_path)
-    with serve(db) as url, browser_page() as page:
+    with serve_shared(db) as url, browser_page() as page:
         page.set_viewport_size({"width": 1400, "height": 3200})  # the whole page in one shot
         for spec in PAGES:
             page.goto(f"{url}/{spec.url_path}" if spec.url_path != "overview" else url)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.support.live_app import browser_page, serve, wait_idle
+from tests.support.live_app import browser_page, serve_shared, wait_idle
 from workbench.services.project.lifecycle import init_project
 
 pytestmark = pytest.mark.browser
@@ -54,7 +54,7 @@ def test_rows_sorted_by_the_difference_with_unjudged_results_marked(tmp_path):
     expected, expected_flipped = _expected(db, "bm25", "flat"), _expected(db, "flat", "bm25")
     shots = Path(os.environ.get("WORKBENCH_SCREENSHOTS", tmp_path / "screenshots"))
     shots.mkdir(parents=True, exist_ok=True)
-    with serve(db) as url, browser_page() as page:
+    with serve_shared(db) as url, browser_page() as page:
         page.goto(f"{url}/evaluate")
         page.get_by_role("heading", name="Per-query difference").wait_for(timeout=LONG)
         _idle(page)

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from tests.support.calibration_project import build_project
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, serve_shared, wait_pair_shown
 from workbench.services.calibration import workflow as cal
 from workbench.store.database import Database
 
@@ -23,6 +23,7 @@ pytestmark = pytest.mark.browser
 
 CANARY = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 MARKER = "JUDGE-SAYS-"
+WAIT = 0.45  # seconds a pair is on screen (by the card's clock) before a key (the page refuses grades before 0.3 s)
 
 
 def _project(path):
@@ -57,6 +58,7 @@ def _sign_in(page, url: str) -> None:
 
 def _press_grade(page, grade: int, n_done: int) -> None:
     _wait_idle(page)
+    wait_pair_shown(page, WAIT)
     page.keyboard.press(str(grade))
     page.get_by_text(re.compile(rf"{n_done} labelled")).wait_for(timeout=60_000)
     page.get_by_text(f"Saved grade {grade}").wait_for(timeout=60_000)
@@ -67,7 +69,7 @@ def test_keyboard_labelling_survives_a_reload_and_stays_blind(tmp_path):
     path = tmp_path / "project.duckdb"
     _project(path)
     grades = [0, 1, 0, 1, 0]
-    with serve(path) as url, browser_page() as page:
+    with serve_shared(path) as url, browser_page() as page:
         _sign_in(page, url)
         html = page.content()
         assert MARKER not in html
@@ -76,6 +78,7 @@ def test_keyboard_labelling_survives_a_reload_and_stays_blind(tmp_path):
         assert "<script>window.__pwned = 1</script>" in document and "onerror" in document
         # a grade needing evidence is refused without it, and nothing is stored
         _wait_idle(page)
+        wait_pair_shown(page, WAIT)
         page.keyboard.press("2")
         page.get_by_text("Grades 2 and 3 need evidence").wait_for(timeout=60_000)
         _wait_idle(page)
@@ -95,6 +98,7 @@ def test_keyboard_labelling_survives_a_reload_and_stays_blind(tmp_path):
         assert MARKER not in page.content()
         page.get_by_role("heading", name="Label").click()
         _wait_idle(page)
+        wait_pair_shown(page, WAIT)
         page.keyboard.press("1")
         page.get_by_text(re.compile(MARKER + r"\d")).wait_for(timeout=60_000)
         page.goto(f"{url}/calibration")

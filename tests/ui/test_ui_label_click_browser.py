@@ -16,13 +16,13 @@ import time
 import pytest
 
 from tests.support.calibration_project import build_project
-from tests.support.live_app import browser_page, open_label_page_as, serve
+from tests.support.live_app import browser_page, open_label_page_as, serve_shared, wait_pair_shown
 from workbench.services.calibration import workflow as cal
 from workbench.store.database import Database
 
 pytestmark = pytest.mark.browser
 
-WAIT = 0.45  # seconds a pair stays on screen before a key (the page refuses grades before 0.3 s)
+WAIT = 0.45  # seconds a pair is on screen (by the card's clock) before a key (the page refuses grades before 0.3 s)
 SENTENCES = ("First fact about {d}.", "Second fact, different!", "Third fact?")
 
 # Counts the script runs the page starts from now on (the app's script state turning "running").
@@ -94,17 +94,19 @@ def _focused_card(page) -> bool:
 def test_a_click_toggles_evidence_like_space_without_a_script_run(tmp_path):
     path = tmp_path / "project.duckdb"
     doc = _project(path)
-    with serve(path) as url, browser_page() as page:
+    with serve_shared(path) as url, browser_page() as page:
         open_label_page_as(page, url, "sme")
         _pair(page, 1)
         _idle(page)
-        time.sleep(WAIT)
+        wait_pair_shown(page, WAIT)
         page.keyboard.press("ArrowDown")  # pair 1 by keyboard: the second sentence, Space, 2
         page.keyboard.press("Space")
         page.keyboard.press("2")
         _pair(page, 2)
         _stored(path, 1)
         _idle(page)
+        # a fixed pause, as before (not wait_pair_shown): a run can still follow the stored grade,
+        # with no sign of it on the page beforehand, and it must be over before runs are counted
         time.sleep(WAIT)
 
         page.evaluate(COUNT_RUNS)
@@ -122,7 +124,7 @@ def test_a_click_toggles_evidence_like_space_without_a_script_run(tmp_path):
         _pair(page, 3)
         _stored(path, 2)
         _idle(page)
-        time.sleep(WAIT)
+        wait_pair_shown(page, WAIT)
 
         # pair 3: a clicked sentence, then the grade *button* clicked with the mouse
         page.locator("[data-testid='label-card'] .wb-unit").nth(0).click()

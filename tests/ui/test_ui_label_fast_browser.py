@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.calibration_project import build_project
 from tests.support.holding import hold
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, serve_shared, wait_pair_shown
 from workbench.services.calibration import workflow as cal
 from workbench.store.database import Database
 
@@ -66,10 +66,10 @@ def _events(path) -> list[tuple]:
 def test_keys_store_at_once_and_a_busy_project_does_not_hold_the_next_pair_back(tmp_path):
     path = tmp_path / "project.duckdb"
     _project(path)
-    with serve(path) as url, browser_page() as page:
+    with serve_shared(path) as url, browser_page() as page:
         _sign_in(page, url)
         _pair(page, 1)
-        page.wait_for_timeout(400)
+        wait_pair_shown(page, 0.4)
         page.keyboard.press("1")
         _pair(page, 2)
         page.get_by_text("Saved grade 1 for pair 1.").wait_for(timeout=60_000)
@@ -79,7 +79,7 @@ def test_keys_store_at_once_and_a_busy_project_does_not_hold_the_next_pair_back(
 
         holder = hold(path)  # until released
         try:
-            page.wait_for_timeout(400)
+            wait_pair_shown(page, 0.4)
             page.keyboard.press("0")
             _pair(page, 3)  # on screen while the other process still holds the file
             assert holder.poll() is None
@@ -102,7 +102,7 @@ def test_keys_store_at_once_and_a_busy_project_does_not_hold_the_next_pair_back(
         page.keyboard.press("ArrowRight")
         _pair(page, 2)
         _wait_idle(page)
-        page.wait_for_timeout(400)  # a grade key counts once the pair has been on screen 300 ms
+        wait_pair_shown(page, 0.4)  # a grade key counts once the pair has been on screen 300 ms
         page.keyboard.press("0")
         _pair(page, 3)
         page.get_by_text("Saved grade 0 for pair 2.").wait_for(timeout=60_000)

@@ -16,14 +16,14 @@ import time
 import pytest
 
 from tests.support.calibration_project import build_project
-from tests.support.live_app import browser_page, open_label_page_as, serve
+from tests.support.live_app import browser_page, open_label_page_as, serve_shared, wait_pair_shown
 from workbench.services.calibration import workflow as cal
 from workbench.services.judge.export import export_judgments
 from workbench.store.database import Database
 
 pytestmark = pytest.mark.browser
 
-WAIT = 0.45  # seconds a pair is left on screen before a key (the page refuses grades before 0.3 s)
+WAIT = 0.45  # seconds a pair is on screen (by the card's clock) before a key (the page refuses grades before 0.3 s)
 
 
 def _text(doc_id: str) -> str:
@@ -113,17 +113,17 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
     path = tmp_path / "project.duckdb"
     _project(path)
     doc = _doc_ids(path)
-    with serve(path) as url, browser_page() as page:
+    with serve_shared(path) as url, browser_page() as page:
         open_label_page_as(page, url, "  SME-Anna ")
         _pair(page, 1)
         _idle(page)
-        time.sleep(WAIT)
+        wait_pair_shown(page, WAIT)
         # the evidence cursor starts on the first sentence of the judged passage, not on the heading
         assert page.locator(".wb-unit.wb-cursor").inner_text() == f"First fact about {doc[0]}."
 
         _keys(page, "Space", "2")  # grade 2 with one sentence: two key presses
         _pair(page, 2)
-        time.sleep(WAIT)
+        wait_pair_shown(page, WAIT)
         _keys(page, "3")  # no evidence: refused, said so, the pair still open
         _note(page, "Grade 3 refused: grades 2 and 3 need evidence")
         _keys(page, "Space", "ArrowDown", "Space")
@@ -132,13 +132,17 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
         assert page.locator(".wb-unit.wb-chosen").count() == 2
         _keys(page, "3")
         _pair(page, 3)
-        time.sleep(WAIT)
+        wait_pair_shown(page, WAIT)
         _keys(page, "0")
         _pair(page, 4)
         _wait_stored(path, 3)
         _idle(page)
-        time.sleep(WAIT)
+        wait_pair_shown(page, WAIT)
         # keys typed in the comment box stay there; Escape gives them back to the card
+        # the comment box of this pair only (the page's last run may still be replacing the
+        # boxes of the pairs before it)
+        page.wait_for_function("() => document.querySelectorAll("
+                               "'input[aria-label=\"Comment (optional)\"]').length === 1", timeout=60_000)
         comment = page.get_by_label("Comment (optional)", exact=True)
         comment.click()
         comment.type("3 is too much")
@@ -162,13 +166,13 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
         _idle(page)
         assert page.get_by_label("Annotator", exact=True).and_(page.locator("input")).input_value() == "SME-Anna"
         page.get_by_role("heading", name="Label").click()
-        time.sleep(WAIT)
+        wait_pair_shown(page, WAIT)
         _keys(page, "j", "j", "j", "Space", "k", "Space", "2")  # a table row and the sentence before it
         page.wait_for_timeout(50)
         _keys(page, "1")  # 50 ms later, on the next pair: too early, ignored and said so
         _pair(page, 6)
         _note(page, "Too early")
-        time.sleep(WAIT)
+        wait_pair_shown(page, WAIT)
         page.keyboard.press("0")
         page.wait_for_timeout(30)
         page.keyboard.press("0")  # a double press labels pair 6 only

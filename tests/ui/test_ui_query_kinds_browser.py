@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, serve_shared
 from workbench.services.project.lifecycle import init_project
 
 pytestmark = pytest.mark.browser
@@ -33,7 +33,7 @@ def test_the_three_reports_on_the_demo(tmp_path):
     init_project(db, demo=True)
     shots = Path(os.environ.get("WORKBENCH_SCREENSHOTS", tmp_path / "screenshots"))
     shots.mkdir(parents=True, exist_ok=True)
-    with serve(db) as url, browser_page() as page:
+    with serve_shared(db) as url, browser_page() as page:
         page.set_viewport_size({"width": 1400, "height": 3200})
         page.goto(f"{url}/query-kinds")
         page.get_by_role("heading", name="Query kinds").first.wait_for(timeout=60_000)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.live_app import browser_page, serve
+from tests.support.live_app import browser_page, serve_shared
 from tests.ui.test_ui_retrieve_harness import FAILING, Retriever
 from workbench.services.project.lifecycle import init_project
 from workbench.store.chunks import read_chunks
@@ -36,7 +36,7 @@ def test_run_your_own_retriever_in_the_browser(tmp_path):
         chunk_ids = read_chunks(handle, "sections")["chunk_id"].astype(str).tolist()
     shots = Path(os.environ.get("WORKBENCH_SCREENSHOTS", tmp_path / "screenshots"))
     shots.mkdir(parents=True, exist_ok=True)
-    with Retriever(chunk_ids) as retriever, serve(db) as url, browser_page() as page:
+    with Retriever(chunk_ids) as retriever, serve_shared(db) as url, browser_page() as page:
         page.set_viewport_size({"width": 1400, "height": 2400})
         page.goto(f"{url}/retrieve")
         page.get_by_role("tab", name="Run your own retriever").click(timeout=60_000)
@@ -52,7 +52,7 @@ def test_run_your_own_retriever_in_the_browser(tmp_path):
         body = page.inner_text("body")
         assert "Traceback" not in body and "--url" not in body
         page.screenshot(path=str(shots / "retrieve-own-retriever.png"), full_page=True)
-    # The app holds the project while it runs: read what it stored once it has stopped.
+    # Read what the app stored once the page's runs are over (browser_page waits for that).
     with Database(db) as handle:
         values = read_latencies(handle, ["mine"])["latency_ms"].to_numpy()
         stored = read_run_rows(handle, "mine")
