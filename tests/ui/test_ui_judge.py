@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.llm.judge_project import demo_project
 from tests.support.openai_server import OUT_OF_RANGE_GRADE, running_server
 from tests.support.polling import wait_until
 from workbench.config import load_settings
@@ -27,10 +28,12 @@ def _page():
 
 @pytest.fixture
 def demo_db(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
+    path = demo_project(tmp_path / "demo.duckdb")  # a copy of the demo project, built once
     monkeypatch.setenv("WORKBENCH_DB", str(path))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # A job the page launches inherits this: it writes what it has and reads a Stop every 0.2 s
+    # (2 s by default), so its progress and its end are seen without waiting seconds for them.
+    monkeypatch.setenv("WORKBENCH_JUDGE_FLUSH_SECONDS", "0.2")
     return path
 
 
@@ -62,8 +65,9 @@ def _start_llm_job(server, *, concurrency: int):
     """The page with the LLM judge on ``server`` chosen, after pressing Start."""
     at = _run()
     at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
-    at.text_input(key="judge_model").set_value("test-judge").run()
-    at.text_input(key="judge_url").set_value(server.base_url).run()
+    # the three fields in one script run (a user's three edits end in the same state)
+    at.text_input(key="judge_model").set_value("test-judge")
+    at.text_input(key="judge_url").set_value(server.base_url)
     at.number_input(key="judge_conc").set_value(concurrency).run()
     next(b for b in at.button if b.label == "Start").click().run()
     assert not at.exception, at.exception
@@ -113,7 +117,7 @@ def test_offline_judge_preview_and_estimate(demo_db):
 def test_llm_choice_shows_the_rendered_prompt_escaped(demo_db):
     at = _run()
     at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
-    at.text_input(key="judge_model").set_value("test-judge").run()
+    at.text_input(key="judge_model").set_value("test-judge")
     at.text_input(key="judge_url").set_value("http://127.0.0.1:9/v1").run()
     assert not at.exception, at.exception
     shown = _html(at)
@@ -159,8 +163,8 @@ def test_finished_job_shows_counts_and_failures_with_raw_replies(demo_db):
 
     at = _run()
     at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
-    at.text_input(key="judge_model").set_value("test-judge").run()
-    at.text_input(key="judge_url").set_value(report.spec.base_url).run()
+    at.text_input(key="judge_model").set_value("test-judge")
+    at.text_input(key="judge_url").set_value(report.spec.base_url)
     at.number_input(key="judge_limit").set_value(40).run()
     assert not at.exception, at.exception
     metrics = {m.label: m.value for m in at.metric}
@@ -190,8 +194,7 @@ def test_browser_starts_the_offline_judge_and_sees_it_finish(tmp_path, monkeypat
     from tests.support.live_app import browser_page, serve
     from workbench.services.judge.jobs import list_jobs
 
-    db = tmp_path / "demo.duckdb"
-    init_project(db, demo=True)
+    db = demo_project(tmp_path / "demo.duckdb")
     with Database(db) as handle:
         pairs = len(read_pool_pairs(handle, "demo"))
     env = {"OPENAI_API_KEY": ""}  # the offline judge, whatever the machine has set
@@ -259,8 +262,8 @@ def test_retry_failed_judges_only_the_failed_and_invalid_pairs_again(demo_db):
 
         at = _run()
         at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
-        at.text_input(key="judge_model").set_value("test-judge").run()
-        at.text_input(key="judge_url").set_value(server.base_url).run()
+        at.text_input(key="judge_model").set_value("test-judge")
+        at.text_input(key="judge_url").set_value(server.base_url)
         at.number_input(key="judge_limit").set_value(30).run()
         next(b for b in at.button if b.label == "Retry failed").click().run()
         assert not at.exception, at.exception

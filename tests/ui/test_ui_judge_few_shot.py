@@ -5,6 +5,7 @@ only when a calibration sample has SME labels on its tuning part; the preview sh
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -25,7 +26,7 @@ def _page():
     judge.render()
 
 
-def _project(path, *, label: bool = True):
+def _build(path, *, label: bool) -> None:
     db, truth = build_project(path)
     cal.create_sample(db, "s", "p", seed=1)
     if label:
@@ -35,9 +36,32 @@ def _project(path, *, label: bool = True):
     db.close()
 
 
+@pytest.fixture(scope="module")
+def _built(tmp_path_factory):
+    """The module's projects (with and without SME labels on the tuning part), each built once,
+    closed, and copied per test: every test starts from a file no other test has touched."""
+    folder, made = tmp_path_factory.mktemp("few-shot-projects"), {}
+
+    def template(label: bool):
+        if label not in made:
+            made[label] = folder / f"labelled-{label}.duckdb"
+            _build(made[label], label=label)
+        return made[label]
+
+    return template
+
+
+@pytest.fixture
+def _project(_built):
+    def copy(path, *, label: bool = True):
+        shutil.copyfile(_built(label), path)
+
+    return copy
+
+
 def _llm(at: AppTest, url: str = "http://127.0.0.1:9/v1") -> AppTest:
     at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
-    at.text_input(key="judge_model").set_value("m2").run()
+    at.text_input(key="judge_model").set_value("m2")  # both fields in one script run
     at.text_input(key="judge_url").set_value(url).run()
     assert not at.exception, at.exception
     return at
@@ -48,7 +72,7 @@ def _texts(at: AppTest) -> str:
                     + [h.proto.body for h in at.get("html")])
 
 
-def test_without_a_labelled_tuning_part_the_page_explains_and_offers_nothing(tmp_path, monkeypatch):
+def test_without_a_labelled_tuning_part_the_page_explains_and_offers_nothing(tmp_path, monkeypatch, _project):
     path = tmp_path / "p.duckdb"
     _project(path, label=False)
     monkeypatch.setenv("WORKBENCH_DB", str(path))
@@ -59,7 +83,7 @@ def test_without_a_labelled_tuning_part_the_page_explains_and_offers_nothing(tmp
     assert "Examples graded by subject-matter experts" not in _texts(at)
 
 
-def test_too_many_examples_are_refused_in_the_pages_words(tmp_path, monkeypatch):
+def test_too_many_examples_are_refused_in_the_pages_words(tmp_path, monkeypatch, _project):
     path = tmp_path / "p.duckdb"
     _project(path)
     monkeypatch.setenv("WORKBENCH_DB", str(path))
@@ -73,7 +97,7 @@ def test_too_many_examples_are_refused_in_the_pages_words(tmp_path, monkeypatch)
     assert "--few-shot" not in errors[0]
 
 
-def test_an_annotator_is_not_offered_other_peoples_labels_as_examples(tmp_path, monkeypatch):
+def test_an_annotator_is_not_offered_other_peoples_labels_as_examples(tmp_path, monkeypatch, _project):
     from workbench.services import access
 
     path = tmp_path / "p.duckdb"
@@ -87,7 +111,7 @@ def test_an_annotator_is_not_offered_other_peoples_labels_as_examples(tmp_path, 
 
 
 @pytest.mark.browser
-def test_browser_few_shot_preview_and_job(tmp_path):
+def test_browser_few_shot_preview_and_job(tmp_path, _project):
     """A real app and chromium: the LLM judge on a loopback server, 3 examples from the tuning
     part of s; the preview shows them; Start runs the job with the CLI's configuration."""
     from tests.support.live_app import browser_page, serve

@@ -29,21 +29,21 @@ def needs_seed(spec: JudgeSpec) -> bool:
     return spec.samples > 1 and not spec.offline and float(spec.settings["temperature"]) == 0.0
 
 
-def _client(spec: JudgeSpec):
+def _client(spec: JudgeSpec, *, retry: bool = True):
     from workbench.llm.client import ClientConfig, JudgeClient
 
     s = spec.settings
     return JudgeClient(ClientConfig(
         base_url=spec.base_url, model=spec.model, temperature=float(s["temperature"]),
         max_tokens=int(s["max_tokens"]), timeout=2.0 * float(s.get("timeout") or 60.0),
-        max_attempts=int(s["max_attempts"]), backoff_initial=float(s["backoff_initial"]),
+        max_attempts=int(s["max_attempts"]) if retry else 1, backoff_initial=float(s["backoff_initial"]),
         backoff_max=float(s["backoff_max"]), response_format=s["response_format"]), spec.api_key)
 
 
-async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False):
+async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False, retry: bool = True):
     from workbench.llm.client import ProbeInconclusive, ServerProblem
 
-    client = _client(spec)
+    client = _client(spec, retry=retry)
     try:
         if what == "server":
             return await client.server_info(batch=batch)
@@ -62,14 +62,16 @@ async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False):
 def discover(db, pool: str, spec: JudgeSpec, *, batch: bool = False, probe: bool = True) -> JudgeSpec:
     """``spec`` with the server identity and the job's capabilities (module doc). ``db``: an open
     :class:`~workbench.store.database.Database` or a path (opened briefly). ``probe=False``
-    (estimates) sends no chat request: it reuses a stored probe, and works without the server. Raises :class:`ConfigError` in one line when the
-    server cannot be used as asked; nothing is stored."""
+    (estimates) sends no chat request: it reuses a stored probe, and works without the server (it
+    asks ``GET /models`` once, without the retries and their back-off: the Judge page estimates on
+    every script run, and must not pause for a server that is not there). Raises
+    :class:`ConfigError` in one line when the server cannot be used as asked; nothing is stored."""
     from workbench.services.judge.runner import DatabaseUse
 
     if spec.offline:
         return spec
     try:
-        server_model = asyncio.run(_ask(spec, "server", batch=batch))
+        server_model = asyncio.run(_ask(spec, "server", batch=batch, retry=probe))
     except ConfigError:
         if probe:
             raise
