@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.support.prerequisites import REPO, require_installed, shared_path
+from tests.support.retrieval_fixtures import shared_once, shared_onnx_cache
 
 require_installed("onnxruntime", "sentence_transformers")  # found, not imported: collection stays cheap
 
@@ -48,22 +49,42 @@ def _real_passages(n: int, seed: int = 19) -> list[str]:
 
 @pytest.fixture(scope="module", autouse=True)
 def onnx_cache(tmp_path_factory):
-    """One export for the module (export + fusion take ~40 s), in a temporary cache dir."""
+    """One export (export, fusion and both quantisations) per test session, from scratch, in a
+    temporary cache dir shared by the xdist workers and tests/services/retrieval."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WORKBENCH_ONNX_CACHE", str(tmp_path_factory.mktemp("onnx")))
+        patch.setenv("WORKBENCH_ONNX_CACHE",
+                     str(shared_onnx_cache(tmp_path_factory, "fp32", "int8-safe", "int8")))
         yield
 
 
+def _torch_reference(folder: Path) -> None:
+    """The PyTorch (sentence-transformers) vectors of both text sets, encoded once per session.
+    One torch thread: the suite runs a worker per core, where a second thread only adds waiting."""
+    encoder = dense.load_encoder()
+    with dense.one_thread():
+        np.save(folder / "synthetic.npy", dense.encode(encoder, _passages(300)))
+        np.save(folder / "real.npy", dense.encode(encoder, _real_passages(300)))
+
+
 @pytest.fixture(scope="module")
-def torch_vectors():
+def torch_reference(tmp_path_factory) -> Path:
+    return shared_once(tmp_path_factory, "torch-reference", _torch_reference)
+
+
+@pytest.fixture(scope="module")
+def torch_vectors(torch_reference):
     texts = _passages(300)
-    return texts, dense.encode(dense.load_encoder(), texts)
+    vectors = np.load(torch_reference / "synthetic.npy")
+    assert vectors.shape == (len(texts), 384)
+    return texts, vectors
 
 
 @pytest.fixture(scope="module")
-def real_torch_vectors():
+def real_torch_vectors(torch_reference):
     texts = _real_passages(300)
-    return texts, dense.encode(dense.load_encoder(), texts)
+    vectors = np.load(torch_reference / "real.npy")
+    assert vectors.shape == (len(texts), 384)
+    return texts, vectors
 
 
 def test_fp32_onnx_matches_pytorch(torch_vectors):
