@@ -19,24 +19,17 @@ import itertools
 import json
 from collections import Counter
 
-from tests.conftest import run_cli
 from tests.support.prerequisites import require_module, shared_path
 from tests.support.public_subset import (
     BUDGETS,
     CHUNKINGS,
     N_QUERIES,
-    build_subset_project,
     smart_blocks,
+    swept_subset_project,
     write_cranfield_subset,
 )
 
 GRADE = {"1": 3, "2": 2, "3": 1, "4": 1}  # cranqrel code -> 0-3 grade (README, SOURCE.md); -1 left out
-
-
-def sweep_args(db: str) -> list[str]:
-    return ["--db", db, "sweep", "--chunkings", ",".join(CHUNKINGS), "--retrievers", "bm25,hybrid",
-            "-m", "ndcg@10", "-m", "recall@10", "--budgets", ",".join(BUDGETS), "--labels", "human",
-            "--format", "json", "--no-progress"]
 
 
 def test_the_subset_keeps_every_judged_document_and_renumbers_the_queries(tmp_path):
@@ -58,10 +51,13 @@ def test_the_subset_keeps_every_judged_document_and_renumbers_the_queries(tmp_pa
     assert again.doc_ids == subset.doc_ids and again.query_map == subset.query_map
 
 
-def test_cranfield_sweep_four_chunk_sizes_by_two_retrievers(tmp_path):
+def test_cranfield_sweep_four_chunk_sizes_by_two_retrievers(tmp_path_factory):
     pytrec_eval = require_module("pytrec_eval")
-    subset, db = build_subset_project(tmp_path)
-    done = run_cli(*sweep_args(db), timeout=900)
+    # `workbench sweep` of public_subset.sweep_argv (4 chunkings x bm25, hybrid) run from scratch on
+    # the imported subset, once per session (the page test of tests/ui/test_ui_experiments_public.py
+    # starts from the same project): its exit code, output and stored runs.
+    done = swept_subset_project(tmp_path_factory)
+    subset, db = done.subset, str(done.db)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     cells = out["cells"]

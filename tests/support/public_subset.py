@@ -91,3 +91,42 @@ def build_subset_project(tmp_path: Path) -> tuple[CranfieldSubset, str]:
         if done.returncode != 0:
             raise AssertionError(f"{' '.join(step)} failed: {done.stderr}")
     return subset, db
+
+
+def sweep_argv(db: str) -> list[str]:
+    """The 4 × 2 grid (:data:`CHUNKINGS` × BM25, hybrid) the CLI and page tests run, as argv."""
+    return ["--db", db, "sweep", "--chunkings", ",".join(CHUNKINGS), "--retrievers", "bm25,hybrid",
+            "-m", "ndcg@10", "-m", "recall@10", "--budgets", ",".join(BUDGETS), "--labels", "human",
+            "--format", "json", "--no-progress"]
+
+
+@dataclass(frozen=True)
+class SweptSubset:
+    """The subset project after ``workbench sweep`` of :func:`sweep_argv` ran on it from scratch
+    (every chunk text encoded), with that run's exit code, stdout and stderr. Shared: read it or
+    copy :attr:`db`; never change it."""
+
+    subset: CranfieldSubset
+    db: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def swept_subset_project(tmp_path_factory) -> SweptSubset:
+    """:func:`build_subset_project` and the CLI sweep of :func:`sweep_argv`, once per test session
+    across the xdist workers (the dense encoding of the ~1,850 chunks is most of a minute of CPU;
+    the CLI test and the Experiments page test both start from it)."""
+    import pickle
+
+    from tests.conftest import run_cli
+    from tests.support.retrieval_fixtures import shared_once
+
+    def build(folder: Path) -> None:
+        subset, db = build_subset_project(folder)
+        done = run_cli(*sweep_argv(db), timeout=900)
+        (folder / "sweep.pickle").write_bytes(pickle.dumps(
+            SweptSubset(subset, Path(db), done.returncode, done.stdout, done.stderr)))
+
+    folder = shared_once(tmp_path_factory, "cranfield-swept", build)
+    return pickle.loads((folder / "sweep.pickle").read_bytes())

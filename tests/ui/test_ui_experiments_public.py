@@ -3,6 +3,12 @@ collection, a seeded Cranfield subset (``tests/support/public_subset.py``; share
 locally when absent, fails in CI), in Streamlit's AppTest, and its table equals the JSON of
 ``workbench sweep`` for the same grid on the same project.
 
+The project is a copy of the session's swept subset (:func:`swept_subset_project`, also the
+subject of ``tests/cli/test_cli_sweep_public_cranfield.py``) with every run deleted, so the page
+builds all the grid's runs itself while the chunk vectors come from the project's embedding cache
+(the page's own dense encoding is covered on the demo by ``tests/ui/test_ui_experiments_slices.py``);
+its table also equals the JSON of that from-scratch CLI sweep.
+
 The full-collection run reported in the note is the CLI on all of ``../shared/datasets/cranfield``::
 
     workbench --db cran.duckdb init
@@ -16,11 +22,12 @@ The full-collection run reported in the note is the CLI on all of ``../shared/da
 from __future__ import annotations
 
 import json
+import shutil
 
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import run_cli
-from tests.support.public_subset import BUDGETS, CHUNKINGS, build_subset_project
+from tests.support.public_subset import BUDGETS, CHUNKINGS, swept_subset_project
 from tests.ui.html_tables import html_tables
 
 
@@ -30,8 +37,29 @@ def _page():
     experiments.render()
 
 
-def test_page_runs_the_public_4x2_grid_and_equals_the_cli_json(tmp_path, monkeypatch):
-    _, db = build_subset_project(tmp_path)
+def _without_runs(swept, dest) -> str:
+    """A copy of the swept project with every run deleted through the CLI: its chunkings and
+    embedding cache stay (so the page encodes nothing), the grid's runs are the page's to make."""
+    from workbench.store.database import Database
+    from workbench.store.runs import read_run_info
+
+    db = str(dest / "cran.duckdb")
+    shutil.copyfile(swept.db, db)
+    with Database(db, read_only=True) as store:
+        names = read_run_info(store)["name"].tolist()
+    assert len(names) >= len(CHUNKINGS) * 2, names
+    for name in names:
+        done = run_cli("--db", db, "delete", "run", name, "--yes")
+        assert done.returncode == 0, done.stderr
+    with Database(db, read_only=True) as store:
+        assert read_run_info(store).empty
+    return db
+
+
+def test_page_runs_the_public_4x2_grid_and_equals_the_cli_json(tmp_path, tmp_path_factory, monkeypatch):
+    swept = swept_subset_project(tmp_path_factory)
+    assert swept.returncode == 0, swept.stderr
+    db = _without_runs(swept, tmp_path)
     monkeypatch.setenv("WORKBENCH_DB", db)
     at = AppTest.from_function(_page, default_timeout=900)
     at.run()
@@ -74,3 +102,9 @@ def test_page_runs_the_public_4x2_grid_and_equals_the_cli_json(tmp_path, monkeyp
     # Hybrid ran next to BM25 on every chunking: the hybrid-by-slice section is drawn (Cranfield's
     # only query tag is its written id, smart_id=NNN, one query per slice).
     assert "experiments-hybrid-slices" in tables
+    # ... and equals the sweep the CLI ran from scratch (encoding included) before the runs were
+    # deleted: the page's grid, run from the chunkings and vector cache, measures the same.
+    scratch = json.loads(swept.stdout)
+    measured = ("chunking", "retriever", "aggregate", "coverage", "judged@10")
+    assert [{m: c[m] for m in measured} for c in out["cells"]] == [{m: c[m] for m in measured} for c in scratch["cells"]]
+    assert out["winner_by_budget"] == scratch["winner_by_budget"]
