@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
 
 from tests.support.calibration_project import build_project
+from tests.support.cli_runner import run_in_process
 from tests.support.openai_server import running_server
 from tests.support.prerequisites import REPO
 from workbench.errors import InputError
@@ -77,10 +76,10 @@ def test_judge_few_shot_cli_stores_its_own_configuration(tmp_path):
     env = {**os.environ, "OPENAI_API_KEY": "sk-test-few-shot"}
     env.pop("WORKBENCH_DB", None)
 
-    def judge(server, *extra):
-        cmd = [sys.executable, "-m", "workbench", "--db", str(path), "judge", "--pool", "p", "--model", "m2",
-               "--base-url", server.base_url, "--limit", "12", "--no-progress", *extra]
-        return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    def judge(server, *extra):  # the CLI in this process (tests.support.cli_runner)
+        cmd = ("--db", str(path), "judge", "--pool", "p", "--model", "m2",
+               "--base-url", server.base_url, "--limit", "12", "--no-progress", *extra)
+        return run_in_process(cmd, cwd=REPO, env=env, timeout=300)
 
     with running_server() as server:
         done = judge(server, "--few-shot", "4", "--few-shot-seed", "2")
@@ -89,9 +88,9 @@ def test_judge_few_shot_cli_stores_its_own_configuration(tmp_path):
         assert len(prompts) >= 12
         zero = judge(server)
         assert zero.returncode == 0, zero.stderr
-    refused = subprocess.run([sys.executable, "-m", "workbench", "--db", str(path), "judge", "--pool", "p",
-                              "--model", "offline-lexical", "--few-shot", "2"], capture_output=True, text=True,
-                             cwd=REPO, env={k: v for k, v in env.items() if k != "OPENAI_API_KEY"}, timeout=120)
+    refused = run_in_process(("--db", str(path), "judge", "--pool", "p", "--model", "offline-lexical",
+                              "--few-shot", "2"), cwd=REPO,
+                             env={k: v for k, v in env.items() if k != "OPENAI_API_KEY"}, timeout=120)
     assert refused.returncode == 2 and "needs an LLM judge" in refused.stderr
     from workbench.store.database import Database
 

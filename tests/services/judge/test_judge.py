@@ -224,6 +224,7 @@ def test_cancel_from_another_thread_stops_and_resume_completes(project):
         assert report.state == "cancelled"
         judged = report.job["judged"]
         assert 10 <= judged < 200
+        server.control.latency = 0.005  # the slow answers were for the cancel; the resume needs none
         report = judge.run_job(project, "demo", spec, limit=200)
         assert report.state == "finished" and report.job["judged"] == 200
         # Every pair was asked once; only requests abandoned at the cancel (at most the two in
