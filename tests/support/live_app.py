@@ -125,7 +125,12 @@ def serve_shared(db_path: Path, extra_env: dict | None = None, cwd: Path | None 
     of this test see this test's file only. Each test's :func:`browser_page` is a fresh browser
     context (a new Streamlit session) and waits, before it closes, until no run of its pages is
     under way, so no run of an earlier test is left to reach the next test's project."""
-    key = (str(REPO if cwd is None else cwd), tuple(sorted((extra_env or {}).items())))
+    env = dict(os.environ, **(extra_env or {}))
+    # a server per working directory and per environment the app reads (a test may have set
+    # WORKBENCH_* or OPENAI_* for itself); WORKBENCH_DB is the link's, set by `workbench app`
+    key = (str(REPO if cwd is None else cwd),
+           tuple(sorted((k, v) for k, v in env.items() if k.startswith(("WORKBENCH_", "OPENAI_", "STREAMLIT_"))
+                        and k != "WORKBENCH_DB")))
     entry = _SERVERS.get(key)
     if entry is not None and entry[0].poll() is None:
         _point(entry[2], db_path)
@@ -134,7 +139,7 @@ def serve_shared(db_path: Path, extra_env: dict | None = None, cwd: Path | None 
             atexit.register(_stop_servers)
         link = Path(tempfile.mkdtemp(prefix="workbench-live-")) / "project.duckdb"
         _point(link, db_path)
-        process, url = _start(link, dict(os.environ, **(extra_env or {})), Path(key[0]))
+        process, url = _start(link, env, Path(key[0]))
         entry = _SERVERS[key] = (process, url, link)
     yield entry[1]
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.live_app import browser_page, painted, serve_shared, wait_idle
+from tests.support.templates import demo_project
 from workbench.services.ingest import import_file
 from workbench.services.project.lifecycle import init_project, open_project
 
@@ -41,7 +42,7 @@ def _wait_idle(page, timeout: float = 60_000) -> None:
 
 def test_importing_documents_on_the_data_page_extends_the_existing_chunking(tmp_path):
     db = tmp_path / "demo.duckdb"
-    init_project(db, demo=True)
+    demo_project(db)  # a copy of the per-process demo project (init_project(db, demo=True))
     extra = tmp_path / "more-handbook.jsonl"
     extra.write_text("".join(
         json.dumps({"_id": f"new-{i}", "title": f"New page {i}",
@@ -107,7 +108,7 @@ def test_screenshots_of_every_page(tmp_path):
     from workbench.ui.pages import PAGES
 
     db = tmp_path / "demo.duckdb"
-    init_project(db, demo=True)
+    demo_project(db)  # a copy of the per-process demo project (init_project(db, demo=True))
     shots = _shots(tmp_path)
     with serve_shared(db) as url, browser_page() as page:
         page.set_viewport_size({"width": 1400, "height": 3200})  # the whole page in one shot

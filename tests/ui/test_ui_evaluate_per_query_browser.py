@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.support.live_app import browser_page, serve_shared, wait_idle
-from workbench.services.project.lifecycle import init_project
+from tests.support.templates import demo_project
 
 pytestmark = pytest.mark.browser
 
@@ -46,7 +46,7 @@ def _expected(db: Path, baseline: str, run: str) -> list[tuple[str, str]]:
 
 def test_rows_sorted_by_the_difference_with_unjudged_results_marked(tmp_path):
     db = tmp_path / "demo.duckdb"
-    init_project(db, demo=True)
+    demo_project(db)  # a copy of the per-process demo project (init_project(db, demo=True))
     done = run_cli("--db", str(db), "retrieve", "bm25", "--chunking", "sections", "--name", "flat", "--k1", "0.5",
                    "--b", "0.3", "--no-progress")
     assert done.returncode == 0, done.stderr

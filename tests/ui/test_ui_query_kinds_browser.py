@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.live_app import browser_page, serve_shared
-from workbench.services.project.lifecycle import init_project
+from tests.support.templates import demo_project
 
 pytestmark = pytest.mark.browser
 
@@ -30,7 +30,7 @@ def _table_rows(page, key: str) -> list[list[str]]:
 
 def test_the_three_reports_on_the_demo(tmp_path):
     db = tmp_path / "demo.duckdb"
-    init_project(db, demo=True)
+    demo_project(db)  # a copy of the per-process demo project (init_project(db, demo=True))
     shots = Path(os.environ.get("WORKBENCH_SCREENSHOTS", tmp_path / "screenshots"))
     shots.mkdir(parents=True, exist_ok=True)
     with serve_shared(db) as url, browser_page() as page:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from tests.support.live_app import browser_page, serve_shared
+from tests.support.templates import demo_project
 from tests.ui.test_ui_retrieve_harness import FAILING, Retriever
-from workbench.services.project.lifecycle import init_project
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.latencies import read_latencies
@@ -31,7 +31,7 @@ def _rows(page, key: str) -> list[list[str]]:
 
 def test_run_your_own_retriever_in_the_browser(tmp_path):
     db = tmp_path / "demo.duckdb"
-    init_project(db, demo=True)
+    demo_project(db)  # a copy of the per-process demo project (init_project(db, demo=True))
     with Database(db) as handle:
         chunk_ids = read_chunks(handle, "sections")["chunk_id"].astype(str).tolist()
     shots = Path(os.environ.get("WORKBENCH_SCREENSHOTS", tmp_path / "screenshots"))
