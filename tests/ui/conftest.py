@@ -6,13 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from workbench.services.project.lifecycle import init_project
 
 
 @pytest.fixture
-def demo_db(tmp_path, monkeypatch) -> Path:
-    """A fresh demo project, and the app pointed at it (``WORKBENCH_DB``)."""
-    path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
-    monkeypatch.setenv("WORKBENCH_DB", str(path))
-    return path
+def demo_db(demo_project, monkeypatch) -> Path:
+    """A fresh demo project (a copy of the worker's ``init --demo`` template), and the app
+    pointed at it (``WORKBENCH_DB``)."""
+    monkeypatch.setenv("WORKBENCH_DB", str(demo_project))
+    return demo_project

@@ -29,9 +29,8 @@ def project(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def demo(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
+def demo(demo_project, tmp_path, monkeypatch) -> Path:
+    path = demo_project  # tmp_path / "demo.duckdb": a copy of the worker's init --demo template
     monkeypatch.setenv("WORKBENCH_DB", str(path))
     monkeypatch.setenv("WORKBENCH_APP_DATA_DIRS", str(tmp_path))  # server paths: files under tmp_path
     return path
