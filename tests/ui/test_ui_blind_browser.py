@@ -114,6 +114,8 @@ class Walk:
 
     def choose(self, label: str, option: str) -> None:
         box = self.page.get_by_label(label, exact=True).first
+        if box.input_value() == option:  # chosen already: choosing it again changes nothing, starts no run
+            return
         self._open_list(box)
         self.page.keyboard.type(option)
         self.page.get_by_role("option").filter(has_text=option).first.wait_for(timeout=LONG)
@@ -161,8 +163,8 @@ def _walk(url: str, name: str, info: dict, *, every_query: bool, every_choice: b
                     walk.choose("Labels", labels)
                     walk.keep(f"Evaluate {labels}")
             elif title == "Retrieve & Pool":
-                page.get_by_text("Peek at a query's pool").click()
-                _idle(page)
+                page.get_by_text("Peek at a query's pool").click()  # opens in the browser (no run)
+                page.get_by_label("Query", exact=True).first.wait_for(timeout=LONG)
                 expander = page.locator("[data-testid='stExpander']").filter(has_text="Peek at a query's pool")
                 for query in queries:
                     walk.choose("Query", query)  # reruns the peek's fragment
