@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.templates import demo_project
+
 BAD_INPUT, BAD_CONFIG = 3, 2  # workbench.cli.common.EXIT_CODES
 
 
@@ -24,10 +26,8 @@ def _workbench(args: list, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory) -> Path:
-    where = tmp_path_factory.mktemp("demo")
-    done = _workbench(["--db", "demo.duckdb", "init", "--demo"], where)
-    assert done.returncode == 0, done.stderr
-    return where / "demo.duckdb"
+    # what `init --demo` builds: a copy of the worker's template (the probes are the processes)
+    return demo_project(tmp_path_factory.mktemp("demo") / "demo.duckdb")
 
 
 def _files(folder: Path) -> None:

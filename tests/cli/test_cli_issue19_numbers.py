@@ -1,6 +1,10 @@
 """Numbers issue 19 found wrong against the spec, checked through the real CLI on the demo project
 against independent counts (the pool's labelled pairs as exported, the evaluation's own query
-set, the abstention report before any synthetic query existed)."""
+set, the abstention report before any synthetic query existed).
+
+The CLI runs in this process (``tests/support/cli_runner.py``: ``workbench.cli.main`` with fresh
+streams, the given environment and directory): these are numbers, not process behaviour, and a
+``python -m workbench`` per command cost 0.5-1.2 s of imports each."""
 
 from __future__ import annotations
 
@@ -8,25 +12,25 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli_runner import run_in_process
+from tests.support.templates import demo_project
+
 
 def _workbench(db: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "WORKBENCH_"))}
-    done = subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], cwd=db.parent, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = run_in_process(("--db", str(db), *args), cwd=db.parent, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     return done
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    _workbench(db, "init", "--demo")
-    return db
+    # what `init --demo` builds: a copy of the worker's template
+    return demo_project(tmp_path_factory.mktemp("demo") / "demo.duckdb")
 
 
 @pytest.fixture
@@ -88,8 +92,8 @@ def test_numeric_citations_say_they_resolve_by_position(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "WORKBENCH_"))}
 
     def run(*extra):
-        done = subprocess.run([sys.executable, "-m", "workbench", "citations", str(answers), "--pattern", "numeric",
-                               *extra], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        done = run_in_process(("citations", str(answers), "--pattern", "numeric", *extra), cwd=tmp_path, env=env,
+                              timeout=120)
         assert done.returncode == 0, done.stderr
         return done.stdout
 

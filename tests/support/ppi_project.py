@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tests.support import templates
 from tests.support.calibration_project import DOCS_PER_QUERY, QUERIES, build_project
 from workbench.services.calibration import workflow as cal
 from workbench.store import calibration as store
+from workbench.store.database import Database
 from workbench.store.runs import set_run_scope, write_run
 
 RUNS = ("ra", "rb")
@@ -17,7 +19,16 @@ RUNS = ("ra", "rb")
 def build_ppi_project(path, *, seed: int = 0, judge_noise: float = 0.4):
     """The calibration project plus runs ``ra`` and ``rb`` (document level): each ranks its
     query's 12 pooled documents in a seeded random order, ``rb`` with the truly relevant ones
-    pushed up, plus 2 documents of other queries (unjudged there). Returns ``(db, truth)``."""
+    pushed up, plus 2 documents of other queries (unjudged there). Returns ``(db, truth)``.
+
+    Built once per test process for each ``(seed, judge_noise)`` and copied to ``path``
+    (:mod:`tests.support.templates`)."""
+    truth = templates.copy_of(("ppi_project", seed, judge_noise),
+                              lambda where: _build(where, seed=seed, judge_noise=judge_noise), path)
+    return Database(path), dict(truth)
+
+
+def _build(path, *, seed: int, judge_noise: float) -> dict:
     db, truth = build_project(path, seed=seed, judge_noise=judge_noise)
     rng = np.random.default_rng(seed + 1)
     for run, boost in zip(RUNS, (0.0, 0.6)):
@@ -34,7 +45,8 @@ def build_ppi_project(path, *, seed: int = 0, judge_noise: float = 0.4):
         with db.transaction() as tx:
             write_run(tx, run, "test", pd.DataFrame(rows))
             set_run_scope(tx, run, "doc", None)
-    return db, truth
+    db.close()
+    return truth
 
 
 def label_queries(db, sample: str, truth: dict, queries: int, *, annotator: str = "sme-a",

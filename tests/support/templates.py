@@ -25,7 +25,7 @@ from typing import Any
 
 from tests.support.prerequisites import REPO
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # re-entrant: a template may be built from another (ppi_project from calibration_project)
 _ROOT: Path | None = None
 _BUILT: dict[Hashable, tuple[Path, Any]] = {}
 
@@ -43,9 +43,8 @@ def template(key: Hashable, build: Callable[[Path], Any]) -> tuple[Path, Any]:
     leave a closed project file at ``path``. Do not change the file: copy it (:func:`copy_of`)."""
     with _LOCK:
         if key not in _BUILT:
-            folder = _root() / f"t{len(_BUILT)}"
-            folder.mkdir()
-            path = folder / "project.duckdb"
+            # a folder of its own: a build may build another template first (nested, same thread)
+            path = Path(tempfile.mkdtemp(prefix="t", dir=_root())) / "project.duckdb"
             result = build(path)
             wal = path.with_name(path.name + ".wal")
             if wal.exists():  # a template must be one self-contained file

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -37,19 +36,11 @@ def _texts(at: AppTest) -> str:
     return "\n".join(m.value for kind in ("info", "success", "warning", "error") for m in getattr(at, kind))
 
 
-@pytest.fixture(scope="module")
-def demo_template(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("qk") / "demo.duckdb"
-    init_project(path, demo=True)
-    return path
-
-
 @pytest.fixture
-def demo_db(demo_template, tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "demo.duckdb"
-    shutil.copy(demo_template, path)
-    monkeypatch.setenv("WORKBENCH_DB", str(path))
-    return path
+def demo_db(demo_project, monkeypatch) -> Path:
+    """A copy of the worker's demo template (``tests/conftest.py``)."""
+    monkeypatch.setenv("WORKBENCH_DB", str(demo_project))
+    return demo_project
 
 
 def test_the_three_reports_on_the_demo(demo_db):

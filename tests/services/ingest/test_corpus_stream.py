@@ -13,6 +13,7 @@ import json
 import pandas as pd
 import pytest
 
+from tests.support.templates import empty_project
 from workbench.errors import InputError
 from workbench.services.ingest import import_file
 from workbench.services.ingest.corpus import import_corpus
@@ -95,7 +96,7 @@ def _both(tmp_path, name: str, data: bytes):
     path.write_bytes(data)
     outcome = {}
     for how in ("import_file", "general"):
-        with open_project(tmp_path / f"{how}.duckdb", create=True) as db:
+        with open_project(empty_project(tmp_path / f"{how}.duckdb")) as db:
             try:
                 result = import_file(db, "corpus", path) if how == "import_file" else _general(db, path)
                 outcome[how] = ("ok", result.rows, result.present, result.empty_texts, result.empty_example,
@@ -114,7 +115,7 @@ def test_streamed_import_stores_what_the_general_importer_stores(tmp_path, name)
     assert streamed[1:5] == general[1:5]
     pd.testing.assert_frame_equal(streamed[5], general[5])
     # and the streamed path is the one that took it
-    with open_project(tmp_path / "direct.duckdb", create=True) as db:
+    with open_project(empty_project(tmp_path / "direct.duckdb")) as db:
         direct = stream_jsonl_corpus(db, path, str(path), format=None, name=None, fields=FIELDS)
         assert direct is not None and direct.rows == general[1]
 
@@ -123,7 +124,7 @@ def test_streamed_import_stores_what_the_general_importer_stores(tmp_path, name)
 def test_undecided_files_go_to_the_general_importer(tmp_path, name):
     path = tmp_path / "corpus.jsonl"
     path.write_bytes(DECLINED[name])
-    with open_project(tmp_path / "direct.duckdb", create=True) as db:
+    with open_project(empty_project(tmp_path / "direct.duckdb")) as db:
         assert stream_jsonl_corpus(db, path, str(path), format=None, name=None, fields=FIELDS) is None
         assert table_counts(db)["documents"] == 0 and table_counts(db)["imports"] == 0  # nothing stored
     _, outcome = _both(tmp_path, name, DECLINED[name])
@@ -141,9 +142,9 @@ def test_one_field_named_for_two_roles_goes_to_the_general_importer(tmp_path):
     path = tmp_path / "corpus.jsonl"
     path.write_bytes(b'{"_id": "a", "text": "x", "lang": "en"}\n')
     fields = dict(FIELDS, title_field="_id")
-    with open_project(tmp_path / "direct.duckdb", create=True) as db:
+    with open_project(empty_project(tmp_path / "direct.duckdb")) as db:
         assert stream_jsonl_corpus(db, path, str(path), format=None, name=None, fields=fields) is None
-    with open_project(tmp_path / "p.duckdb", create=True) as db:
+    with open_project(empty_project(tmp_path / "p.duckdb")) as db:
         assert import_file(db, "corpus", path, title_field="_id").rows == 1
         docs = _documents(db)
     assert docs.loc["a", "title"] == "a" and docs.loc["a", "metadata"] == {"lang": "en"}
@@ -156,7 +157,7 @@ def test_a_second_file_counts_equal_rows_and_refuses_changed_ones(tmp_path):
     more.write_bytes(b'{"_id": "b", "text": "y"}\n{"_id": "c", "text": "z"}\n')
     changed = tmp_path / "c.jsonl"
     changed.write_bytes(b'{"_id": "c", "text": "z"}\n{"_id": "a", "text": "CHANGED"}\n')
-    with open_project(tmp_path / "p.duckdb", create=True) as db:
+    with open_project(empty_project(tmp_path / "p.duckdb")) as db:
         assert stream_jsonl_corpus(db, first, str(first), format=None, name=None, fields=FIELDS).rows == 2
         result = stream_jsonl_corpus(db, more, str(more), format=None, name=None, fields=FIELDS)
         assert (result.rows, result.present) == (1, 1)
@@ -176,7 +177,7 @@ def test_with_a_chunking_the_general_importer_chunks_the_new_documents(tmp_path)
     later.write_bytes(b'{"_id": "b", "text": "four five"}\n')
     from workbench.services.chunking import create_chunking
 
-    with open_project(tmp_path / "p.duckdb", create=True) as db:
+    with open_project(empty_project(tmp_path / "p.duckdb")) as db:
         import_file(db, "corpus", corpus)
         create_chunking(db, "whole", "fixed", size=1000)
         assert stream_jsonl_corpus(db, later, str(later), format=None, name=None, fields=FIELDS) is None
