@@ -4,7 +4,8 @@ Plumbing only, never the tiny model's grades: the built-in defaults give no fail
 probe finds that llama.cpp refuses json_schema with HTTP 500 and takes json_object with a schema),
 logprobs reach the single-token parser, a killed server stops the job (exit 6) and a restarted one
 resumes it, and --batch is refused in one line. One server for the whole module (it is slow to
-start and serves one request at a time).
+start and serves one request at a time). The judge runs in this process
+(:mod:`tests.support.cli_runner`), except the job whose server is killed under it.
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ import time
 import pytest
 
 from tests.llm.judge_project import demo_project, query
+from tests.support.cli_runner import run_in_process
 from tests.support.llama_server import ALIAS, live_llama, llama_server  # noqa: F401 - fixtures
-from tests.support.prerequisites import REPO
-
 
 
 def _env() -> dict:
@@ -33,9 +33,8 @@ def _env() -> dict:
 
 def _workbench(cwd, db, *args, timeout=900):
     """The command exactly as a user types it: no --config, no WORKBENCH_* variable, and a working
-    directory without config/workbench.toml, so the built-in defaults apply."""
-    return subprocess.run([sys.executable, "-m", "workbench", "--db", str(db), *args], capture_output=True,
-                          text=True, cwd=cwd, env=_env(), timeout=timeout, check=False)
+    directory without config/workbench.toml, so the built-in defaults apply (run in this process)."""
+    return run_in_process(("--db", str(db), *args), cwd=cwd, env=_env(), timeout=timeout)
 
 
 def _judge(cwd, db, server, *args, timeout=900):
@@ -154,7 +153,7 @@ def test_a_killed_server_stops_the_job_and_a_restarted_one_resumes_it(live_llama
     assert judged["n"][0] < 3
 
     live_llama.start()
-    done = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=900)
+    done = run_in_process(tuple(cmd[3:]), cwd=tmp_path, env=_env(), timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     table = query(db, "SELECT status FROM judgments WHERE source = 'llm'")
     assert len(table) == 3 and set(table["status"]) <= {"ok", "invalid"}

@@ -62,10 +62,14 @@ class LlamaServer:
 
     def start(self, timeout: float = 180.0) -> "LlamaServer":
         out = open(self.log, "ab")
+        # OpenMP threads that wait sleep instead of spinning: on a machine whose cores the test
+        # workers share, spinning doubled the server's CPU time for the same answers (measured:
+        # 14.6 s against 7.7 s of CPU for three 450-token requests, and slower answers too).
+        env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--model_alias", ALIAS,
              "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         out.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
