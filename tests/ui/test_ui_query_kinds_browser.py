@@ -10,16 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live_app import browser_page, serve_shared
+from tests.support.live_app import browser_page, serve_shared, wait_idle
 from tests.support.templates import demo_project
 
 pytestmark = pytest.mark.browser
 
 
 def _wait_idle(page, timeout: float = 60_000) -> None:
+    """Until the run that drew what the test waited for has finished: the app says
+    ``notRunning``, nothing on the page is stale and no running indicator shows (with a warm
+    server the indicator's absence alone came before the run had drawn the whole page)."""
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+    wait_idle(page, timeout, start_within=0)
 
 
 def _table_rows(page, key: str) -> list[list[str]]:
