@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from tests.support.prerequisites import require_installed
+from tests.support.retrieval_fixtures import shared_onnx_cache
+from tests.support.templates import demo_project
 
 require_installed("onnxruntime", "onnx", "sentence_transformers")  # found, not imported: collection stays cheap
 
@@ -24,10 +26,11 @@ def test_the_default_is_onnx_here_and_torch_for_a_loaded_model():
 
 
 @pytest.mark.slow
-def test_default_and_torch_retrieval_agree(cli, tmp_path):
+def test_default_and_torch_retrieval_agree(cli, tmp_path, tmp_path_factory):
     db = tmp_path / "demo.duckdb"
-    env = {"WORKBENCH_ONNX_CACHE": str(tmp_path / "onnx")}
-    assert cli("--db", str(db), "init", "--demo").returncode == 0
+    # This session's own export, shared with tests/retrieval/test_onnx_dense.py (one per run).
+    env = {"WORKBENCH_ONNX_CACHE": str(shared_onnx_cache(tmp_path_factory, "fp32"))}
+    demo_project(db)  # what `init --demo` builds: a copy of the worker's template
     default = cli("--db", str(db), "retrieve", "dense", "--chunking", "sections", "--name", "dense", env=env,
                   timeout=600)
     assert default.returncode == 0, default.stderr
