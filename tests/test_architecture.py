@@ -75,7 +75,14 @@ def _parse(path: Path) -> ast.Module:
     return _parse_cached(path, stat.st_mtime_ns, stat.st_size)
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path) -> frozenset[str]:
+    """Every module name ``path`` imports (lazy imports too), read once per unchanged file."""
+    stat = path.stat()
+    return _imports_cached(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_cached(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
     tree = _parse(path)
     names = set()
     for node in ast.walk(tree):
@@ -86,7 +93,7 @@ def _imports(path: Path) -> set[str]:
             # `from workbench import store` names the layer in the alias, not the module
             if node.module == "workbench":
                 names.update(f"workbench.{a.name}" for a in node.names if a.name in ALLOWED)
-    return names
+    return frozenset(names)
 
 
 def _relative_imports(path: Path) -> list[int]:
