@@ -48,7 +48,10 @@ from workbench.errors import ConfigError
 PRECISIONS = ("fp32", "int8-safe", "int8")
 DEFAULT_PRECISION = "fp32"
 RECIPE = 2  # bump when the export, fusion or quantisation recipe changes (a new cache folder)
-MAX_BATCH_TOKENS = 8192  # padded tokens per batch: bounds the attention buffers (batch x heads x len^2)
+# Padded tokens per batch: bounds the attention buffers (batch x heads x len^2) and keeps a batch's
+# activations cache-sized. 2048 against 8192, measured on Cranfield chunks of 32-256 words (789
+# texts, 2 shared cores, twice each): 12% less CPU, same vectors (cosine 0.9999998).
+MAX_BATCH_TOKENS = 2048
 _LOADED: dict[tuple[str, str, str], OnnxEncoder] = {}
 
 
