@@ -88,8 +88,7 @@ def peek_pool(db: Database, pool: str, query_id: str, *, limit: int = 5,
     titles = read_documents(db, pairs["doc_id"].unique().tolist(), with_text=False)[["doc_id", "title"]]
     pairs = pairs.merge(titles, on="doc_id", how="left")
     item = "chunk_id" if record["level"] == "chunk" else "doc_id"
-    # the qrels of this one query only (the same rows as the whole table's for it, same policy line)
-    labels = pool_labels(db, record["level"], record["chunking"], min_overlap, query_ids=[query_id])
+    labels = pool_labels(db, record["level"], record["chunking"], min_overlap)
     policy = labels.attrs.get("qrels_policy", "")
     labels = labels.loc[labels["query_id"] == query_id, [item, "grade"]]
     pairs = pairs.merge(labels, on=item, how="left").sort_values("priority")

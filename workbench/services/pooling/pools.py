@@ -237,25 +237,23 @@ class PoolStats:
 
 
 def pool_labels(db: Database, level: str, chunking: str | None,
-                min_overlap: float = DEFAULTS["evaluation"]["min_overlap"], *, query_ids=None) -> pd.DataFrame:
+                min_overlap: float = DEFAULTS["evaluation"]["min_overlap"]) -> pd.DataFrame:
     """The grade the labels give each pair at the pool's granularity: ``query_id, <id>, grade``
     (judged pairs only), by the project's one qrels rule (:func:`qrels_labels`: the same grades
     as pool statistics, ``workbench export qrels`` and evaluation). Chunk pools map the span
     labels onto the pool's chunking with the span rule (overlap / shorter span ``>= min_overlap``).
-    ``attrs["qrels_policy"]`` states the policy. ``query_ids``: only those queries' pairs
-    (:func:`workbench.services.qrels.rule.project_qrels`)."""
-    return qrels_labels(db, level, chunking, min_overlap, query_ids=query_ids)
+    ``attrs["qrels_policy"]`` states the policy."""
+    return qrels_labels(db, level, chunking, min_overlap)
 
 
 def qrels_labels(db: Database, level: str, chunking: str | None,
-                 min_overlap: float = DEFAULTS["evaluation"]["min_overlap"], *, query_ids=None) -> pd.DataFrame:
+                 min_overlap: float = DEFAULTS["evaluation"]["min_overlap"]) -> pd.DataFrame:
     """The project's qrels at the pool's granularity by the one qrels rule
     (:func:`workbench.services.qrels.rule.project_qrels`, the same as ``workbench export qrels``):
-    ``query_id, <id>, grade`` (of ``query_ids`` only when given)."""
+    ``query_id, <id>, grade``."""
     from workbench.services.qrels.rule import default_policy, project_qrels, with_min_overlap
 
-    project = project_qrels(db, level=level, chunking=chunking, policy=with_min_overlap(default_policy(), min_overlap),
-                            query_ids=query_ids)
+    project = project_qrels(db, level=level, chunking=chunking, policy=with_min_overlap(default_policy(), min_overlap))
     out = project.table[["query_id", "item_id", "grade"]].rename(columns={"item_id": _id_col(level)})
     out.attrs["qrels_policy"] = "; ".join([project.statement(), *project.notes])
     return out

@@ -316,31 +316,17 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
 
 
 def project_qrels(db: Database, *, level: str = "doc", chunking: str | None = None, source: str = "merged",
-                  policy: QrelsPolicy | None = None, settings=None, query_ids=None) -> ProjectQrels:
+                  policy: QrelsPolicy | None = None, settings=None) -> ProjectQrels:
     """The project's qrels at ``level`` (``chunking`` for chunk level) under ``policy`` narrowed
-    to ``source`` (module docstring).
-
-    ``query_ids`` (None: every query) keeps the qrels of those queries only: the same rows as the
-    whole table filtered by query, computed from those queries' admitted labels only (a pool peek
-    shows one query). The gate, the notes and the statement are the project's, as without it,
-    and the labels are admitted (visibility included) before the filter, so it reads nothing
-    the caller may not."""
+    to ``source`` (module docstring)."""
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
     chunks = _check_level(db, level, chunking)
     admitted = admitted_spans(db, source=source, policy=policy, settings=settings)
     pol = admitted.policy
-    spans = admitted.spans
-    if query_ids is not None:  # every step of the rule below works per query: filtering first is exact
-        wanted = [str(q) for q in query_ids]
-        spans = spans[spans["query_id"].astype(str).isin(wanted)]
-        if chunks is not None:  # a span matches chunks of its own document only
-            chunks = chunks[chunks["doc_id"].isin(spans["doc_id"].unique())]
-    table = merge_qrels(spans, pol, level=level, chunks=chunks)
+    table = merge_qrels(admitted.spans, pol, level=level, chunks=chunks)
     if pol.propagated and level == "chunk" and not visibility.limited():  # copies of others' grades
         table = _with_propagated(db, table, str(chunking), pol.synthetic)
-    if query_ids is not None:
-        table = table[table["query_id"].isin(wanted)].reset_index(drop=True)
     return ProjectQrels(table, pol, level, chunking if level == "chunk" else None, admitted.passed_configurations,
                         admitted.notes)
 
