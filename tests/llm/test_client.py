@@ -355,3 +355,29 @@ def test_the_adaptive_limit_halves_on_timeouts_and_grows_after_calm_replies():
         assert limit.limit < grown
 
     asyncio.run(go())
+
+
+def test_millisecond_replies_with_jitter_keep_the_limit_at_the_configured_concurrency():
+    """A server answering in 1-10 ms (a local cache, a loopback server) is not overloaded when one
+    reply takes 8x the best: the limit stays at the configured 8 (it fell to 1 before
+    CALM_LATENCY_S). Real overload above the floor still halves it."""
+    from workbench.llm.client import CALM_LATENCY_S, AdaptiveLimit
+
+    async def go():
+        limit = AdaptiveLimit(8)
+        for latency in [0.001, 0.008, 0.002, 0.010, 0.001, 0.009] * 20:
+            await limit.acquire()
+            await limit.release(latency)
+        assert limit.limit == 8
+        slow = AdaptiveLimit(8)
+        for latency in [0.2] * 10 + [3.0] * 10:  # past 3x a best above the floor: back off
+            await slow.acquire()
+            await slow.release(latency)
+        assert slow.limit < 8
+        floor = AdaptiveLimit(8)
+        for latency in [0.001] * 10 + [4 * CALM_LATENCY_S] * 10:  # past 3x the floor itself: back off
+            await floor.acquire()
+            await floor.release(latency)
+        assert floor.limit < 8
+
+    asyncio.run(go())

@@ -25,8 +25,10 @@ with one line. A shape rejection during the job fails that pair at once (no retr
 
 Concurrency. :class:`AdaptiveLimit` bounds the requests in flight (every attempt, retries
 included, takes a slot): it starts at the configured concurrency, halves on a timeout or when the
-recent latency climbs past three times the best seen, and grows by one after a window of calm
-replies. A timed-out request is retried only once fewer than the limit are in flight.
+recent latency climbs past three times the best seen (latencies under :data:`CALM_LATENCY_S`
+always count as calm: at a few milliseconds, as from a local cache or a loopback server, jitter
+would otherwise look like overload and drive the limit to 1), and grows by one after a window of
+calm replies. A timed-out request is retried only once fewer than the limit are in flight.
 
 Errors are kept whole (the server's full message, at most :data:`ERROR_CHARS` characters).
 
@@ -106,6 +108,10 @@ class Capabilities:
                    refused=list(d.get("refused") or []), seed=d.get("seed"))
 
 
+#: seconds: a reply this fast is never a sign of overload, whatever the best seen (see the module doc)
+CALM_LATENCY_S = 0.05
+
+
 class AdaptiveLimit:
     """AIMD bound on requests in flight (module doc). ``limit`` is a float; a request may start
     while ``inflight < max(1, floor(limit))``."""
@@ -135,9 +141,11 @@ class AdaptiveLimit:
             elif latency_s is not None:
                 self.best = latency_s if self.best is None else min(self.best, latency_s)
                 self.recent = latency_s if self.recent is None else 0.7 * self.recent + 0.3 * latency_s
-                if self.recent > 3.0 * self.best and self.calm >= int(self.limit):
+                # The baseline is at least CALM_LATENCY_S: 3x of a 1 ms best is jitter, not load.
+                baseline = max(self.best, CALM_LATENCY_S)
+                if self.recent > 3.0 * baseline and self.calm >= int(self.limit):
                     self._decrease()
-                elif self.recent <= 1.5 * self.best:
+                elif self.recent <= 1.5 * baseline:
                     self.calm += 1
                     if self.calm >= 2 * int(self.limit) and self.limit < self.ceiling:
                         self.limit = min(self.ceiling, self.limit + 1.0)
