@@ -17,7 +17,7 @@ run: $(VENV)/.installed
 	$(BIN)/workbench --db $(DB) app --port $(PORT)
 
 # Workers (pytest-xdist): one per core. One more than the cores was tried and measured no faster
-# (17 min 32 s with 3 workers, 17 min 26 s with 2, all 1,724 tests) and loads the machine more.
+# (13 min 11 s with 3 workers, 13 min 15 s with 2, all 1,725 tests) and loads the machine more.
 # worksteal: a worker that runs out of tests takes half of another's queue, so one long browser
 # walk at the end does not leave a core idle.
 JOBS ?= auto
