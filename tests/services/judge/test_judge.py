@@ -390,6 +390,26 @@ def test_preview_prompt_renders_the_first_pair_exactly_as_sent(project):
     assert judge.preview_prompt(project, "demo", judge.resolve_spec(judge_settings(), api_key="")) is None
 
 
+def test_example_pair_is_each_querys_first_pair_with_its_text(project):
+    """The Judge page's example (offline judge) and the prompt preview read one pair: for every
+    query of the pool its first pair by priority, with the passage and the query's text read
+    independently here; a query without pairs gives None."""
+    texts = pair_texts(project).set_index(["query_id", "chunk_id"])["passage"]
+    first = query(project, "SELECT query_id, doc_id, chunk_id, row_number() OVER (PARTITION BY query_id "
+                           "ORDER BY priority, doc_id, chunk_id) AS n FROM pool_pairs WHERE pool = 'demo'")
+    first = first[first["n"] == 1].set_index("query_id")
+    queries = query(project, "SELECT query_id, text, description FROM queries").set_index("query_id")
+    assert len(first) > 10
+    for query_id, row in first.iterrows():
+        pair = judge.example_pair(project, "demo", str(query_id))
+        assert (pair["query_id"], pair["doc_id"], pair["chunk_id"]) == (query_id, row["doc_id"], row["chunk_id"])
+        assert pair["passage"] == texts[(query_id, row["chunk_id"])]
+        assert pair["query"] == queries.loc[query_id, "text"]
+        description = queries.loc[query_id, "description"]
+        assert pair["description"] == (description if isinstance(description, str) else None)
+    assert judge.example_pair(project, "demo", "no-such-query") is None
+
+
 def test_batch_mode_validates_every_line_like_online_replies(project):
     with running_server() as server:
         server.control.batch_fault_rates = {"out_of_range": 0.2, "malformed": 0.1}

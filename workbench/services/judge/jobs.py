@@ -397,6 +397,28 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
                      elapsed=time.monotonic() - runner.started, errors=errors)
 
 
+def example_pair(db_path, pool: str, query_id: str) -> dict | None:
+    """The first pair (by priority) of ``query_id`` in ``pool`` as a judge receives it:
+    ``{"query_id", "doc_id", "chunk_id", "query", "description", "passage"}`` (``query``: the
+    query's text, "" for a query the project does not hold; ``description``: None when it has
+    none); None for a query without pairs. Reads no label or judgment: it is what the Judge
+    page's example shows to every role."""
+    from workbench.services.pooling.pools import pool_preview
+    from workbench.store.corpus import read_queries
+
+    with DatabaseUse(db_path) as db:
+        pairs = pool_preview(db, pool, str(query_id), limit=1)
+        if pairs.empty:
+            return None
+        queries = read_queries(db)
+    query = queries.loc[queries["query_id"] == str(query_id)]
+    row = pairs.iloc[0]
+    return {"query_id": str(query_id), "doc_id": row["doc_id"], "chunk_id": nan_none(row["chunk_id"]),
+            "query": str(query.iloc[0]["text"]) if len(query) else "",
+            "description": nan_none(query.iloc[0]["description"]) if len(query) else None,
+            "passage": str(row["text"])}
+
+
 def preview_prompt(db_path, pool: str, spec: JudgeSpec, *, query_id: str | None = None) -> dict | None:
     """The messages the judge would send for the pool's first pair (by priority; with
     ``query_id``, that query's first pair), few-shot examples included when ``spec`` has them
@@ -409,19 +431,12 @@ def preview_prompt(db_path, pool: str, spec: JudgeSpec, *, query_id: str | None 
     examples = len(getattr(spec.template, "examples", ()))
     with DatabaseUse(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
         if query_id is not None:
-            from workbench.services.pooling.pools import pool_preview
-            from workbench.store.corpus import read_queries
-
-            pairs = pool_preview(db, pool, str(query_id), limit=1)
-            if pairs.empty:
+            pair = example_pair(db, pool, str(query_id))
+            if pair is None:
                 return None
-            queries = read_queries(db)
-            query = queries.loc[queries["query_id"] == str(query_id)]
-            row = pairs.iloc[0]
-            text = str(query.iloc[0]["text"]) if len(query) else ""
-            description = nan_none(query.iloc[0]["description"]) if len(query) else None
-            return {"query_id": str(query_id), "doc_id": row["doc_id"], "chunk_id": nan_none(row["chunk_id"]),
-                    "messages": spec.template.render(text, str(row["text"]), description), "examples": examples}
+            return {"query_id": pair["query_id"], "doc_id": pair["doc_id"], "chunk_id": pair["chunk_id"],
+                    "messages": spec.template.render(pair["query"], pair["passage"], pair["description"]),
+                    "examples": examples}
         info = _pool_info(db, pool)
         units = store.pending_units(db, job_id=-1, pool=pool, level=info["level"], prefix=spec.cache_prefix,
                                     samples=1, limit=1, with_text=True)

@@ -258,9 +258,11 @@ def _preview(choices: dict, spec) -> None:
 
 def _example(pool: str, spec) -> None:
     """The example query's first pair as the judge sees it (the fragment of :func:`_preview`): the
-    pair's text and the query's (no grade is read: the pair is shown as the judge receives it)."""
-    from workbench.services.browse import queries_table
-    from workbench.services.pooling.pools import pool_pairs, pool_preview
+    pair's text and the query's (:func:`workbench.services.judge.jobs.example_pair`; no grade is
+    read: the pair is shown as the judge receives it)."""
+    from workbench.services import visibility
+    from workbench.services.judge.jobs import example_pair, offline_preview
+    from workbench.services.pooling.pools import pool_pairs
 
     with _project() as db:
         pairs = pool_pairs(db, pool)
@@ -272,29 +274,19 @@ def _example(pool: str, spec) -> None:
         if not spec.offline:
             _prompt_preview(db, pool, spec, query_id)
             return
-        first = pool_preview(db, pool, query_id, limit=1)
-        found = queries_table(db)
-    if not len(first):
+        pair = example_pair(db, pool, query_id)
+    if pair is None:
         st.info("No pair to show for this query.")
         return
-    found = found.loc[found["query_id"] == query_id]
-    peek = {"query": str(found.iloc[0]["text"]) if len(found) else "",
-            "description": found.iloc[0]["description"] if len(found) else None}
-    row = first.iloc[0]
-    passage = str(row["text"])
-    description = peek["description"] if isinstance(peek["description"], str) else None
-    item = row["chunk_id"] if isinstance(row["chunk_id"], str) else row["doc_id"]
+    item = pair["chunk_id"] or pair["doc_id"]
     context.escaped(f"First pair of {query_id}: {item}", css="color: rgba(49, 51, 63, 0.6); font-size: 0.875em;")
-    from workbench.services import visibility
-    from workbench.services.judge.jobs import offline_preview
-
     if visibility.can_read("judge_output"):
-        graded = offline_preview(peek["query"], passage, description)
+        graded = offline_preview(pair["query"], pair["passage"], pair["description"])
         st.caption("The offline baseline uses no prompt. It would grade this pair:")
         context.escaped(f"Grade {graded.grade}: {graded.reason}", css="font-weight: 600;")
     else:  # an annotator labels blind: no judge grade or reason
         st.caption("The offline baseline uses no prompt. Its grades are shown to leads and viewers only.")
-    context.escaped(f"Query: {peek['query']}\n\nPassage:\n{passage}",
+    context.escaped(f"Query: {pair['query']}\n\nPassage:\n{pair['passage']}",
                     tag="pre", css="white-space: pre-wrap; font-size: 0.85em;")
 
 
