@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from tests.support.prerequisites import REPO, require_installed, shared_path
-from tests.support.retrieval_fixtures import shared_once, shared_onnx_cache
+from tests.support.retrieval_fixtures import shared_onnx_cache
+from tests.support.templates import shared_once
 
 require_installed("onnxruntime", "sentence_transformers")  # found, not imported: collection stays cheap
 

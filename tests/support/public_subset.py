@@ -120,7 +120,7 @@ def swept_subset_project(tmp_path_factory) -> SweptSubset:
     import pickle
 
     from tests.conftest import run_cli
-    from tests.support.retrieval_fixtures import shared_once
+    from tests.support.templates import shared_once
 
     def build(folder: Path) -> None:
         subset, db = build_subset_project(folder)

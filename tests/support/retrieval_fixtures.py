@@ -1,13 +1,10 @@
 """Tiny corpora for the chunking, retrieval and pooling tests, written via store functions; and
-:func:`shared_once`, an expensive artefact (an ONNX export, a swept public project) built once per
-test session and shared by every xdist worker."""
+:func:`shared_onnx_cache`, the ONNX model cache one test session shares (built under
+:func:`tests.support.templates.session_lock`)."""
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -56,34 +53,6 @@ def write_chunk_run(db: Database, name: str, rows: list[tuple], *, chunking: str
         set_run_scope(tx, name, level, chunking if level == "chunk" else None)
 
 
-def session_folder(tmp_path_factory, name: str) -> tuple[Path, Path]:
-    """``(folder, lock file)`` for ``name``, one per test session: under xdist the parent of the
-    worker's base temp (``pytest-N``, shared by the workers of this run), else the base temp."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent
-    return base / f"shared-{name}", base / f"shared-{name}.lock"
-
-
-def shared_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
-    """A folder holding what ``build(folder)`` wrote, built once per test session across the
-    xdist workers (an exclusive file lock; a worker that asks while another builds waits for it).
-    A build that raised is retried by the next caller (the half-written folder is removed).
-    The folder is shared: read it, or copy from it; never change it."""
-    folder, lock_path = session_folder(tmp_path_factory, name)
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if not (folder / ".built").is_file():
-                shutil.rmtree(folder, ignore_errors=True)
-                folder.mkdir(parents=True)
-                build(folder)
-                (folder / ".built").write_text("ok\n")
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return folder
-
-
 def shared_onnx_cache(tmp_path_factory, *precisions: str) -> Path:
     """An ONNX model cache (``WORKBENCH_ONNX_CACHE``) fresh for this test session and shared by
     its workers and modules: the default model exported, fused and quantised from scratch once
@@ -91,12 +60,12 @@ def shared_onnx_cache(tmp_path_factory, *precisions: str) -> Path:
     workers never export at the same time."""
     from workbench.retrieval import dense, onnx_dense
 
-    folder, lock_path = session_folder(tmp_path_factory, "onnx-cache")
-    folder.mkdir(parents=True, exist_ok=True)
+    from tests.support.templates import session_lock
+
     model_dir = Path(dense.model_location(dense.DEFAULT_MODEL))
     before = os.environ.get("WORKBENCH_ONNX_CACHE")
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with session_lock(tmp_path_factory, "onnx-cache") as folder:
+        folder.mkdir(parents=True, exist_ok=True)
         os.environ["WORKBENCH_ONNX_CACHE"] = str(folder)
         try:
             for precision in precisions:
@@ -106,5 +75,4 @@ def shared_onnx_cache(tmp_path_factory, *precisions: str) -> Path:
                 os.environ.pop("WORKBENCH_ONNX_CACHE", None)
             else:
                 os.environ["WORKBENCH_ONNX_CACHE"] = before
-            fcntl.flock(lock, fcntl.LOCK_UN)
     return folder

@@ -11,15 +11,22 @@ repository's ``config/workbench.toml`` without environment overrides (what a tes
 repository root sees), so a test that has set ``WORKBENCH_*`` or changed directory cannot change
 the template other tests copy. The file is closed (checkpointed) before it is copied: there is no
 ``.wal`` beside it. Copies are the caller's to change; the template is never handed out.
+
+What is dearer still (an ONNX export, a swept public collection) is built once per test *run*
+instead, for every xdist worker: :func:`shared_once` builds a folder under :func:`session_lock`,
+an exclusive file lock beside the workers' base temporary folders.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
+import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +102,39 @@ def empty_project(dest: str | Path) -> Path:
     migrations again (0.1-0.3 s per file), for tests whose subject is what goes into it."""
     copy_of("empty", _build_empty, dest)
     return Path(dest)
+
+
+def session_folder(tmp_path_factory, name: str) -> tuple[Path, Path]:
+    """``(folder, lock file)`` for ``name``, one per test session: under xdist the parent of the
+    worker's base temp (``pytest-N``, shared by the workers of this run), else the base temp."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return base / f"shared-{name}", base / f"shared-{name}.lock"
+
+
+@contextmanager
+def session_lock(tmp_path_factory, name: str) -> Iterator[Path]:
+    """Hold the run's exclusive lock for ``name`` (other workers asking wait); yields the run's
+    folder for it (:func:`session_folder`, not created)."""
+    folder, lock_path = session_folder(tmp_path_factory, name)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield folder
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def shared_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder holding what ``build(folder)`` wrote, built once per test session across the
+    xdist workers (an exclusive file lock; a worker that asks while another builds waits for it).
+    A build that raised is retried by the next caller (the half-written folder is removed).
+    The folder is shared: read it, or copy from it; never change it."""
+    with session_lock(tmp_path_factory, name) as folder:
+        if not (folder / ".built").is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            build(folder)
+            (folder / ".built").write_text("ok\n")
+    return folder
