@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -103,30 +105,55 @@ def test_errors_are_clear(runs, kwargs, message):
     assert isinstance(err.value, ValueError) and isinstance(err.value, WorkbenchError)
 
 
+#: whether this module imported ranx itself, with numba's JIT off (decided at the first use)
+_INTERPRETED: list[bool] = []
+
+
+@contextmanager
+def _ranx_interpreted():
+    """ranx, with its numba functions run by the interpreter while the block runs.
+
+    ranx's source is the oracle; numba only compiles it. Its typed-dict and typed-list code is
+    compiled again in every process (numba's on-disk cache does not hold it): about 10 s of CPU
+    to fuse a few toy runs. With ``numba.config.DISABLE_JIT`` the same ranx functions run as
+    Python (typed containers are plain ones, ``prange`` is ``range``) on the same float64
+    arithmetic. Only when this module is the first to import ranx in the process: a ranx
+    imported compiled elsewhere keeps its JIT."""
+    numba = require_module("numba")
+    if not _INTERPRETED:
+        _INTERPRETED.append("ranx" not in sys.modules)
+    previous = numba.config.DISABLE_JIT
+    numba.config.DISABLE_JIT = previous or _INTERPRETED[0]
+    try:
+        # Inside the test: a module-level importorskip would skip every test of this file.
+        yield require_module("ranx")
+    finally:
+        numba.config.DISABLE_JIT = previous
+
+
 @given(st.data())
 @settings(max_examples=15, deadline=None)
 def test_matches_ranx_rrf(data):
-    # Inside the test: a module-level importorskip would skip every test of this file.
-    ranx = require_module("ranx")
-    n_runs = data.draw(st.integers(2, 4))  # ranx refuses to fuse a single run
-    k = data.draw(st.sampled_from([1, 10, 60]))
-    frames, ranx_runs = [], []
-    for r in range(n_runs):
-        rows = []
-        for q in ("q1", "q2"):
-            docs = data.draw(st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=6, unique=True))
-            # distinct scores: ranx and we then agree on every rank
-            rows += [(q, d, float(len(docs) - i)) for i, d in enumerate(docs)]
-        df = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
-        frames.append(df)
-        qd: dict = {}
-        for q, d, s in rows:
-            qd.setdefault(q, {})[d] = s
-        ranx_runs.append(ranx.Run(qd, name=f"r{r}"))
-    ours = rrf(frames, k=k)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = ranx.fuse(ranx_runs, method="rrf", params={"k": k}).to_dict()
-    assert len(ours) == sum(len(v) for v in theirs.values())
-    for row in ours.itertuples():
-        assert row.score == pytest.approx(theirs[row.query_id][row.doc_id], rel=1e-9)
+    with _ranx_interpreted() as ranx:
+        n_runs = data.draw(st.integers(2, 4))  # ranx refuses to fuse a single run
+        k = data.draw(st.sampled_from([1, 10, 60]))
+        frames, ranx_runs = [], []
+        for r in range(n_runs):
+            rows = []
+            for q in ("q1", "q2"):
+                docs = data.draw(st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=6, unique=True))
+                # distinct scores: ranx and we then agree on every rank
+                rows += [(q, d, float(len(docs) - i)) for i, d in enumerate(docs)]
+            df = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+            frames.append(df)
+            qd: dict = {}
+            for q, d, s in rows:
+                qd.setdefault(q, {})[d] = s
+            ranx_runs.append(ranx.Run(qd, name=f"r{r}"))
+        ours = rrf(frames, k=k)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = ranx.fuse(ranx_runs, method="rrf", params={"k": k}).to_dict()
+        assert len(ours) == sum(len(v) for v in theirs.values())
+        for row in ours.itertuples():
+            assert row.score == pytest.approx(theirs[row.query_id][row.doc_id], rel=1e-9)
