@@ -578,10 +578,11 @@ def progress(db: Database, sample: str, annotator: str) -> dict:
 
 # -- the report ------------------------------------------------------------------------------
 
-def reference_labels(db: Database, sample: str) -> pd.DataFrame:
+def reference_labels(db: Database, sample: str, *, table: pd.DataFrame | None = None) -> pd.DataFrame:
     """One reference grade per labelled item: the resolved label when a lead adjudicated it,
-    else the lower median of its SMEs' grades."""
-    table = store.label_table(db, sample)
+    else the lower median of its SMEs' grades. ``table``: the sample's
+    :func:`workbench.store.calibration.label_table`, when the caller has read it already."""
+    table = store.label_table(db, sample) if table is None else table
     labelled = table[table["action"] == "label"].copy()
     if labelled.empty:
         return labelled.assign(n_sme=pd.Series(dtype="int64"))

@@ -110,18 +110,27 @@ class ProjectQrels:
                      self.table["grade"].to_numpy(dtype=np.int64), source=f"project qrels {self.fingerprint}")
 
 
-def _labels_fingerprint(part: pd.DataFrame) -> str:
+#: The columns of :func:`workbench.store.calibration.label_table` a gate verdict depends on: per
+#: item its position, query, part, weight, judge grade and stratum, per label its annotator (an
+#: adjudication is the annotator ``adjudication``), action and grade. The reference labels
+#: (:func:`workbench.services.calibration.workflow.reference_labels`) are a function of these.
+_GATE_INPUTS = ("position", "query_id", "part", "weight", "judge_grade", "stratum", "annotator", "action", "grade")
+
+
+def _labels_fingerprint(table: pd.DataFrame) -> str:
     """sha256 of what a gate verdict reads from the calibration labels (module docstring of
-    :mod:`workbench.core.calibration.gate`): per item its position, query, reference and judge grades,
-    weight and stratum."""
-    columns = [c for c in ("position", "query_id", "grade", "judge_grade", "weight", "stratum") if c in part.columns]
-    h = hashlib.sha256(repr((columns, len(part))).encode())
-    if len(part):
-        h.update(pd.util.hash_pandas_object(part[columns].reset_index(drop=True), index=False).to_numpy().tobytes())
+    :mod:`workbench.core.calibration.gate`), taken from the gated part's current labels as
+    stored (``table``, rows of :func:`workbench.store.calibration.label_table`): equal inputs
+    give equal reference labels, so the reference labels need computing only when the verdict is
+    not memoised."""
+    columns = [c for c in _GATE_INPUTS if c in table.columns]
+    h = hashlib.sha256(repr(("label rows", columns, len(table))).encode())
+    if len(table):
+        h.update(pd.util.hash_pandas_object(table[columns].reset_index(drop=True), index=False).to_numpy().tobytes())
     return h.hexdigest()
 
 
-def gate_verdict(db: Database, sample: str, thresholds=None, options=None) -> str:
+def gate_verdict(db: Database, sample: str, thresholds=None, options=None, *, info: dict | None = None) -> str:
     """The calibration gate's verdict on ``sample`` (``pass|fail|inconclusive``), memoised.
 
     The same figures and decision as :func:`workbench.services.calibration.workflow.gate` (agreement of
@@ -132,7 +141,8 @@ def gate_verdict(db: Database, sample: str, thresholds=None, options=None) -> st
     changed grade or another seed is a new key. Memoised in the process
     (:data:`workbench.core.calibration.gate.VERDICTS`) and stored with the project (``project_meta``, one
     entry per sample holding the key's hash), so a later command reuses it too. A verdict is not
-    a label, so reading it needs no permission to see other people's labels.
+    a label, so reading it needs no permission to see other people's labels. ``info``: the
+    sample's :func:`workbench.store.calibration.read_sample`, when the caller has read it.
     """
     from workbench.core.calibration.gate import (
         INCONCLUSIVE,
@@ -142,19 +152,23 @@ def gate_verdict(db: Database, sample: str, thresholds=None, options=None) -> st
         gate_on_labels,
     )
     from workbench.services.calibration import workflow as calibration
-    from workbench.store.calibration import read_sample
+    from workbench.store.calibration import label_table, read_sample
 
     thresholds = GateThresholds() if thresholds is None else thresholds
     options = calibration.ReportOptions() if options is None else options
-    judge = (read_sample(db, sample) or {}).get("judge") or {}
-    labels = calibration.reference_labels(db, sample)
-    part = calibration.gated_part(labels, options)
+    info = read_sample(db, sample) if info is None else info
+    judge = (info or {}).get("judge") or {}
+    # The key is taken from the stored label rows (one query and a hash); the reference labels,
+    # a group-by per item, are computed from the same rows only when the verdict is not memoised.
+    table = label_table(db, sample)
+    rows = table if options.part == "all" else table[table["part"] == options.part]
     key = gate_cache_key(sample=sample, judge=(judge.get("model"), judge.get("prompt_hash")),
-                         labels_fingerprint=_labels_fingerprint(part), seed=options.seed, n_boot=options.n_boot,
+                         labels_fingerprint=_labels_fingerprint(rows), seed=options.seed, n_boot=options.n_boot,
                          threshold=options.threshold, part=options.part, weighted=options.weighted,
                          thresholds=thresholds)
 
     def compute() -> str:
+        part = calibration.gated_part(calibration.reference_labels(db, sample, table=table), options)
         if part.empty:
             return INCONCLUSIVE
         stored = _stored_verdict(db, sample, key)
@@ -236,13 +250,14 @@ def passed_judge_configurations(db: Database, settings=None) -> tuple[tuple[str,
                                         n_boot=int(settings.get("calibration", "bootstrap_resamples")))
     passed: set[tuple[str, str]] = set()
     for name in samples["name"]:
+        info = read_sample(db, str(name))
         try:
-            verdict = gate_verdict(db, str(name), thresholds, options)
+            verdict = gate_verdict(db, str(name), thresholds, options, info=info)
         except InputError:
             continue
         if verdict != PASS:
             continue
-        judge = (read_sample(db, str(name)) or {}).get("judge") or {}
+        judge = (info or {}).get("judge") or {}
         graded = judge_grades_for_sample(db, str(name))[["model", "prompt_hash"]].drop_duplicates()
         for model, prompt_hash in graded.itertuples(index=False):
             if judge.get("model") not in (None, model) or judge.get("prompt_hash") not in (None, prompt_hash):
