@@ -41,6 +41,7 @@ def _query_label(queries, query_id: str) -> str:
     return f"{query_id} — {snippet}"
 
 
+@context.page_run
 def render() -> None:
     st.title("Queries & Labels")
     st.caption("Every query with its description and tags, and the labels given to it: the grade, "

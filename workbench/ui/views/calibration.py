@@ -42,6 +42,7 @@ def _fmt(x) -> str:
     return "–" if x is None or math.isnan(x) else f"{x:.3f}"
 
 
+@context.page_run
 def render() -> None:
     from workbench.services.calibration import workflow as cal
 

@@ -210,6 +210,7 @@ def _export_section(chunkings: list[str]) -> None:
                 if notes else ""), css="font-size: 0.85em; color: rgba(49, 51, 63, 0.7);")
 
 
+@context.page_run
 def render() -> None:
     st.title("Data")
     st.caption("Import documents, queries, qrels and runs. Every import is all or nothing; "

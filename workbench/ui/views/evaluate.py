@@ -51,6 +51,7 @@ def _measure_names(words: list[str], k: int) -> list[str]:
     return out
 
 
+@context.page_run
 def render() -> None:
     from workbench.services.evaluation import views as ev
 

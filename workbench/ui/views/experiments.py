@@ -248,6 +248,7 @@ def _lift_chart(rows: list[dict], column: str) -> None:
     st.caption("Bars: the lift in each slice; dashed line: the lift of the mean over all queries.")
 
 
+@context.page_run
 def render() -> None:
     st.title("Experiments")
     st.caption("Compare chunkings and retrievers on the same labels, at the same context budget.")

@@ -43,6 +43,7 @@ def _state_in_app(step) -> str:
     return step.state
 
 
+@context.page_run
 def render() -> None:
     st.title("Relevance Workbench")
     with context.project() as db:

@@ -24,6 +24,7 @@ TIER_WORDS = {"adjudicated": "Resolved by a lead", "sme": "SME labels", "importe
               "llm": "LLM judge", "propagated": "Copied to near-duplicates"}
 
 
+@context.page_run
 def render() -> None:
     from workbench.services.evaluation import views as ev
     from workbench.services.chunking import list_chunkings

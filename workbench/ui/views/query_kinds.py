@@ -34,6 +34,7 @@ def _num(x, digits: int = 3) -> str:
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+@context.page_run
 def render() -> None:
     from workbench.services.evaluation.query_kinds import summary
 

@@ -678,6 +678,7 @@ def _manage_section(state: dict) -> None:
     _delete(state)
 
 
+@context.page_run
 def render() -> None:
     st.title("Retrieve & Pool")
     _apply_selections()
@@ -686,6 +687,5 @@ def render() -> None:
     _chunk_section(state)
     _retrieve_section(state)
     _pool_section(state)
-    with context.project():  # one open for the statistics and the peek (which shares it)
-        _stats_section(state)
+    _stats_section(state)  # the peek fragment shares the run's open project (context.page_run)
     _manage_section(state)
