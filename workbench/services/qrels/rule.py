@@ -303,6 +303,10 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
 
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
+    if settings is None and (policy is None or "llm" in policy.order):  # read once, for the policy and the gate
+        from workbench.config import load_settings
+
+        settings = load_settings()
     base = policy if policy is not None else default_policy(settings)
     pol = base.for_source(source)
     spans = labelled_spans(db)
