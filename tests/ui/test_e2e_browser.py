@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live_app import browser_page, painted, serve, wait_idle
+from tests.support.live_app import browser_page, open_in_app, painted, serve, wait_idle
 from workbench.resources import DEMO_DIR
 
 pytestmark = pytest.mark.browser
@@ -67,10 +67,10 @@ def _shot(page, shots: Path, name: str) -> None:
     page.set_viewport_size({"width": 1400, "height": 1000})
 
 
-def _open(page, url: str, path: str, heading: str) -> None:
-    page.goto(f"{url}/{path}")
-    page.get_by_role("heading", name=heading).first.wait_for(timeout=LONG)
-    _done(page)  # the page's run drew the heading
+def _open(page, title: str, heading: str | None = None) -> None:
+    """Open the page ``title`` by its link in the sidebar, as a user does (one session, no
+    reload), until its run has drawn its heading (default ``title``) and finished."""
+    open_in_app(page, title, heading, timeout=LONG)
 
 
 def _choose(scope, label: str, option: str) -> None:
@@ -88,8 +88,8 @@ def _form(page, button: str):
     return page.locator("[data-testid='stForm']").filter(has=page.get_by_role("button", name=button))
 
 
-def _upload(page, url: str, kind: str, path: Path, expect: str) -> None:
-    _open(page, url, "data", "Data")  # a fresh page: one uploader, no file left from before
+def _upload(page, kind: str, path: Path, expect: str) -> None:
+    """On the Data page, which leaves an import with a fresh uploader (no file left from before)."""
     _choose(page, "What", kind)
     _idle(page)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
@@ -146,17 +146,18 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     _shot(page, shots, "overview-empty")
 
     # Data: the demo's files and the canary, uploaded through the page.
-    _upload(page, url, "Corpus (documents)", DEMO_DIR / "documents.jsonl", r"Imported 41 documents")
-    _upload(page, url, "Corpus (documents)", canary_docs, r"Imported 1 document")
-    _upload(page, url, "Queries", DEMO_DIR / "queries.jsonl", r"Imported 44 queries")
-    _upload(page, url, "Queries", canary_queries, r"Imported 1 quer")
-    _upload(page, url, "Qrels (judgments)", DEMO_DIR / "labels.jsonl", r"Imported \d+")
-    _upload(page, url, "Qrels (judgments)", canary_labels, r"Imported 1")
+    _open(page, "Data")
+    _upload(page, "Corpus (documents)", DEMO_DIR / "documents.jsonl", r"Imported 41 documents")
+    _upload(page, "Corpus (documents)", canary_docs, r"Imported 1 document")
+    _upload(page, "Queries", DEMO_DIR / "queries.jsonl", r"Imported 44 queries")
+    _upload(page, "Queries", canary_queries, r"Imported 1 quer")
+    _upload(page, "Qrels (judgments)", DEMO_DIR / "labels.jsonl", r"Imported \d+")
+    _upload(page, "Qrels (judgments)", canary_labels, r"Imported 1")
     _inert(page)
     _shot(page, shots, "data")
 
     # Retrieve & Pool: chunk, two retrievers, one pool.
-    _open(page, url, "retrieve", "Retrieve & Pool")
+    _open(page, "Retrieve & Pool")
     form = _form(page, "Create chunking")
     form.get_by_label("Name", exact=True).fill("sections")
     form.get_by_role("button", name="Create chunking").click()
@@ -190,7 +191,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     _shot(page, shots, "retrieve")
 
     # Judge: the offline judge grades the whole pool.
-    _open(page, url, "judge", "Judge")
+    _open(page, "Judge")
     page.get_by_text("What the judge sees").wait_for()
     page.get_by_role("button", name="Start").click()
     page.get_by_text(re.compile(r"\b([\d,]+) of \1 judged")).first.wait_for(timeout=3 * LONG)
@@ -199,7 +200,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     _shot(page, shots, "judge")
 
     # Calibration: draw a sample of the judged pool.
-    _open(page, url, "calibration", "Calibration")
+    _open(page, "Calibration")
     form = _form(page, "Draw sample")
     form.get_by_label("Pairs to draw", exact=True).fill("100")
     form.get_by_role("button", name="Draw sample").click()
@@ -207,7 +208,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     _done(page)
 
     # Label: five pairs with the keyboard only.
-    _open(page, url, "label", "Label")
+    _open(page, "Label")
     box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
     box.fill("sme-e2e")
     box.press("Enter")
@@ -221,7 +222,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     _shot(page, shots, "label")
 
     # Calibration: the report shows a verdict first.
-    _open(page, url, "calibration", "Calibration")
+    _open(page, "Calibration")
     verdict = page.locator("[data-testid='calibration-verdict']")
     verdict.wait_for(state="attached")
     _done(page)
@@ -230,7 +231,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     _shot(page, shots, "calibration")
 
     # Qrels: the policy, counts, coverage; TREC download parses.
-    _open(page, url, "qrels", "Qrels")
+    _open(page, "Qrels")
     page.get_by_text("Coverage of the pools").wait_for()
     body = page.inner_text("body")
     assert "qrels policy" in body.lower() and "main" in body
@@ -244,7 +245,7 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     _shot(page, shots, "qrels")
 
     # Evaluate: both runs scored and compared.
-    _open(page, url, "evaluate", "Evaluate")
+    _open(page, "Evaluate")
     page.locator("[data-table='evaluate-means']").wait_for()
     page.locator("[data-table='evaluate-comparison']").wait_for()
     _done(page)
@@ -266,15 +267,15 @@ def _journey(page, url: str, shots: Path, tmp_path: Path, canary_docs: Path, can
     _shot(page, shots, "evaluate")
 
     # Queries & Labels (the canary's literal rendering there is test_ui_browser's canary test)
-    _open(page, url, "labels", "Queries & Labels")
+    _open(page, "Queries & Labels")
     _inert(page)
     _shot(page, shots, "labels")
 
-    _open(page, url, "query-kinds", "Query kinds")
+    _open(page, "Query kinds")
     _inert(page)
     _shot(page, shots, "query-kinds")
 
-    page.goto(url)
+    _open(page, "Overview", "Relevance Workbench")
     page.get_by_text("Pipeline").wait_for()
     _done(page)
     _inert(page)

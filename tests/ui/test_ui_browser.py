@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live_app import browser_page, painted, serve_shared, wait_idle
+from tests.support.live_app import browser_page, open_in_app, painted, serve_shared, wait_idle
 from tests.support.templates import demo_project
 from workbench.services.ingest import import_file
 from workbench.services.project.lifecycle import init_project, open_project
@@ -112,10 +112,12 @@ def test_screenshots_of_every_page(tmp_path):
     shots = _shots(tmp_path)
     with serve_shared(db) as url, browser_page() as page:
         page.set_viewport_size({"width": 1400, "height": 3200})  # the whole page in one shot
+        page.goto(url)  # the Overview; every other page through its link in the sidebar (no reload)
         for spec in PAGES:
-            page.goto(f"{url}/{spec.url_path}" if spec.url_path != "overview" else url)
-            page.get_by_role("heading", name=spec.title if spec.url_path != "overview" else "Relevance Workbench") \
-                .first.wait_for(timeout=60_000)
+            heading = spec.title if spec.url_path != "overview" else "Relevance Workbench"
+            if spec.url_path != "overview":
+                open_in_app(page, spec.title, heading, timeout=60_000)
+            page.get_by_role("heading", name=heading).first.wait_for(timeout=60_000)
             _wait_idle(page)
             body = page.inner_text("body")
             assert "Traceback" not in body and "Error" not in body.split("\n")[0]
