@@ -519,15 +519,15 @@ def _stats_section(state: dict) -> None:
         st.caption(context.plain("Judged by the " + policy_words(s["qrels_policy"])))
 
     st.markdown("**Pool size per query**")
-    st.bar_chart(stats.sizes.set_index("query_id")["pool_size"])
+    _bar_chart(stats.sizes, "query_id", ["pool_size"], whole=True)
     left, right = st.columns(2)
     with left:
         st.markdown("**Contributions per run** (pooled, and found by this run only)")
-        st.bar_chart(stats.contributions.set_index("run_id")[["pooled", "unique"]], stack=False)
+        _bar_chart(stats.contributions, "run_id", ["pooled", "unique"], whole=True)
         st.dataframe(_clean(stats.contributions, stats.k), hide_index=True, width="stretch")
     with right:
         st.markdown(f"**judged@{stats.k} per run** (share of the top {stats.k} with a label)")
-        st.bar_chart(stats.judged.set_index("run_id")["judged_at_k"])
+        _bar_chart(stats.judged, "run_id", ["judged_at_k"])
         st.dataframe(_clean(stats.judged, stats.k), hide_index=True, width="stretch")
     st.markdown("**Pairwise overlap of pooled pairs**")
     if len(stats.overlap):
@@ -540,6 +540,34 @@ def _stats_section(state: dict) -> None:
     with st.expander("Peek at a query's pool (what a judge sees, in judging order)"):
         # A fragment: choosing a query reruns the peek alone, not the statistics above it.
         st.fragment(_peek)(pool, stats.sizes["query_id"].tolist())
+
+
+def _bar_chart(frame, x: str, columns: list[str], *, whole: bool = False) -> None:
+    """The bar chart ``st.bar_chart`` draws (the same Vega-Lite spec: ordinal x, one bar per
+    column side by side, tooltips, zoom by scales), given as a spec: ``st.bar_chart`` builds it
+    through Altair and validates it against the Vega-Lite schema on every run (~25 ms of CPU
+    per chart; this ~1 ms). ``whole``: counts (axis ticks at whole numbers)."""
+    y_axis = {"grid": True, **({"tickMinStep": 1} if whole else {})}
+    x_enc = {"axis": {"grid": False}, "field": x, "scale": {}, "title": "", "type": "ordinal"}
+    if len(columns) == 1:
+        data = frame[[x, columns[0]]]
+        encoding = {"tooltip": [{"field": x, "type": "nominal"}, {"field": columns[0], "type": "quantitative"}],
+                    "x": x_enc,
+                    "y": {"axis": y_axis, "field": columns[0], "scale": {}, "title": "", "type": "quantitative"}}
+    else:
+        data = frame.melt(id_vars=[x], value_vars=columns, var_name="series", value_name="value")
+        encoding = {
+            "color": {"field": "series", "legend": {"titlePadding": 5, "offset": 5, "orient": "bottom"},
+                      "title": " ", "type": "nominal"},
+            "tooltip": [{"field": x, "type": "nominal"}, {"field": "value", "title": "value", "type": "quantitative"},
+                        {"field": "series", "title": "color", "type": "nominal"}],
+            "x": x_enc, "xOffset": {"field": "series"},
+            "y": {"axis": y_axis, "field": "value", "scale": {}, "stack": False, "title": "", "type": "quantitative"}}
+    st.vega_lite_chart(data, {"mark": {"type": "bar"}, "encoding": encoding,
+                              "params": [{"name": "param_1", "select": {"type": "interval", "encodings": ["x", "y"]},
+                                          "bind": "scales"}],
+                              "width": 0, "height": 0,  # as st.bar_chart: the element sizes it
+                              "autosize": {"type": "fit", "contains": "padding"}}, width="stretch")
 
 
 COLUMN_WORDS = {"run_id": "run", "run_a": "run A", "run_b": "run B", "judged_at_k": "judged@k",
