@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from tests.support import templates
 from tests.support.retrieval_fixtures import write_corpus
 from workbench.errors import InputError
 from workbench.services.chunking import create_chunking
@@ -23,10 +24,17 @@ from workbench.store.judgments import read_judgments
 from workbench.store.meta import table_counts
 
 
+def _corpus_project(path) -> None:
+    db = Database(path)
+    write_corpus(db)
+    db.close()
+
+
 @pytest.fixture
 def project(db_path):
+    # the small corpus project, built once per worker and copied (5 ms, not a migration and a write per test)
+    templates.copy_of("import_bad_input_corpus", _corpus_project, db_path)
     db = Database(db_path)
-    write_corpus(db)
     yield db
     db.close()
 
