@@ -78,7 +78,10 @@ def _latest_job(db, predicate, timeout: float = 60.0) -> dict:
     from workbench.services.judge.jobs import list_jobs
 
     def latest():
-        jobs = list_jobs(db, "demo")
+        # a visit (~8 ms of CPU, not a DuckDB instance and a schema check): the poll must not
+        # take the machine from the job process it waits for
+        with Database(db, visit=True, migrate=False, wait=30.0) as project:
+            jobs = list_jobs(project, "demo")
         return jobs[-1] if jobs and predicate(jobs[-1]) else None
 
     return wait_until(latest, timeout=timeout,
@@ -219,7 +222,9 @@ def test_browser_starts_the_offline_judge_and_sees_it_finish(tmp_path, monkeypat
 def test_start_stop_and_resume_a_job_in_its_own_process(demo_db):
     """Start launches `workbench judge` in another process; Stop cancels it through the project;
     the page then offers Resume, and resuming continues the same job."""
-    import time
+    import os
+
+    from workbench.services.judge import launch
 
     def wait_for(predicate, timeout=60.0):
         return _latest_job(demo_db, predicate, timeout)
@@ -237,7 +242,18 @@ def test_start_stop_and_resume_a_job_in_its_own_process(demo_db):
         at.run()
         buttons = {b.label: b for b in at.button}
         assert "Resume" in buttons and buttons["Resume"].disabled is False
-        time.sleep(1.0)
+
+        def exited() -> bool:
+            launch.collect()  # the page's job process, reaped once it has ended
+            try:
+                os.kill(int(stopped["pid"]), 0)
+            except ProcessLookupError:
+                return True
+            return False
+
+        # Until the stopped job's process is gone (so nothing of it can send any more), not a
+        # fixed second: nothing runs after Stop.
+        wait_until(exited, timeout=30, interval=0.05, what="the stopped job's process to exit")
         assert server.control.count("/v1/chat/completions") == sent_at_stop  # nothing runs after Stop
         # resume, then stop again: the same job continues from where it stopped
         buttons["Resume"].click().run()

