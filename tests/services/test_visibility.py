@@ -33,7 +33,7 @@ acting = acting_as  # puts back the source that was installed before, the app's 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory) -> tuple[Path, dict]:
     path = tmp_path_factory.mktemp("blind") / "blind.duckdb"
-    return path, blind_project.build(path)
+    return path, blind_project.copy(path)
 
 
 @pytest.fixture

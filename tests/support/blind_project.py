@@ -69,6 +69,14 @@ def build(path: Path) -> dict:
             "imported": (first["query_id"], first["doc_id"])}
 
 
+def copy(path: Path) -> dict:
+    """A copy at ``path`` of the project :func:`build` makes, built once per test process
+    (:mod:`tests.support.templates`); returns :func:`build`'s dict (a copy: the caller may add to it)."""
+    from tests.support.templates import copy_of
+
+    return dict(copy_of("blind project", build, path))
+
+
 def secrets_toml() -> str:
     """``.streamlit/secrets.toml`` for the three users (written by the project's own helper)."""
     from workbench.services.access import hash_password, secrets_entry

@@ -46,7 +46,7 @@ def served(tmp_path_factory):
     (folder / "config").mkdir()
     (folder / "config" / "workbench.toml").write_text('[app]\nauth = "password"\n')
     db_path = folder / "blind.duckdb"
-    info = blind_project.build(db_path)
+    info = blind_project.copy(db_path)
     with Database(db_path) as db:
         info["queries"] = db.query_df("SELECT DISTINCT query_id FROM pool_pairs ORDER BY query_id")["query_id"].tolist()
     with serve(db_path, cwd=folder) as url:
