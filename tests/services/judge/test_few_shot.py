@@ -10,6 +10,7 @@ from collections import Counter
 
 import pytest
 
+from tests.support import templates
 from tests.support.calibration_project import build_project
 from tests.support.cli_runner import run_in_process
 from tests.support.openai_server import running_server
@@ -20,14 +21,24 @@ from workbench.services.calibration import workflow as cal
 from workbench.store import calibration as store
 
 
-def _labelled(tmp_path):
-    path = tmp_path / "p.duckdb"
+def _build_labelled(path) -> None:
     db, truth = build_project(path)
     cal.create_sample(db, "s", "p", seed=1)
     items = store.read_sample_items(db, "s")
     for row in items.itertuples(index=False):  # every pair, tuning and held-out
         cal.save_label(db, "s", "sme", int(row.position), truth[(row.query_id, row.doc_id)])
-    return path, db, items
+    db.close()
+
+
+def _labelled(tmp_path):
+    """The calibration project with sample s drawn and every item SME-labelled: built once per
+    test process (one label per item is one transaction each) and copied per test."""
+    from workbench.store.database import Database
+
+    path = tmp_path / "p.duckdb"
+    templates.copy_of(("few-shot-labelled",), _build_labelled, path)
+    db = Database(path)
+    return path, db, store.read_sample_items(db, "s")
 
 
 def test_examples_come_from_the_tuning_part_stratified_by_grade(tmp_path):

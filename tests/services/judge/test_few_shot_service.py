@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from tests.support import templates
 from tests.support.calibration_project import build_project
 from tests.support.openai_server import running_server
 from tests.support.polling import wait_until
@@ -33,6 +34,11 @@ def project(tmp_path):
     """A judged pool, sample 'old' labelled on its tuning part only, then a newer sample 'new'
     with no label at all (so 'the newest' and 'the newest with tuning labels' differ)."""
     path = tmp_path / "p.duckdb"
+    # built once per test process (a label is a transaction each) and copied per test
+    return path, templates.copy_of(("few-shot-old-new",), _build_old_new, path)
+
+
+def _build_old_new(path) -> int:
     db, truth = build_project(path)
     cal.create_sample(db, "old", "p", seed=1)
     items = store.read_sample_items(db, "old")
@@ -43,7 +49,7 @@ def project(tmp_path):
         tx.execute("UPDATE calibration_samples SET created_at = created_at - INTERVAL 1 DAY WHERE name = 'old'")
     cal.create_sample(db, "new", "p", seed=2)
     db.close()
-    return path, len(tuning)
+    return len(tuning)
 
 
 def test_sources_list_only_samples_with_tuning_labels(project):

@@ -400,8 +400,15 @@ def test_example_pair_is_each_querys_first_pair_with_its_text(project):
     first = first[first["n"] == 1].set_index("query_id")
     queries = query(project, "SELECT query_id, text, description FROM queries").set_index("query_id")
     assert len(first) > 10
+    # the page's form: an open project (one open for the 44 queries, not 44); the path form below
+    opened = Database(project)
+    try:
+        pairs = {str(q): judge.example_pair(opened, "demo", str(q)) for q in first.index}
+    finally:
+        opened.close()
+    assert judge.example_pair(project, "demo", str(first.index[0])) == pairs[str(first.index[0])]
     for query_id, row in first.iterrows():
-        pair = judge.example_pair(project, "demo", str(query_id))
+        pair = pairs[str(query_id)]
         assert (pair["query_id"], pair["doc_id"], pair["chunk_id"]) == (query_id, row["doc_id"], row["chunk_id"])
         assert pair["passage"] == texts[(query_id, row["chunk_id"])]
         assert pair["query"] == queries.loc[query_id, "text"]

@@ -13,7 +13,6 @@ from workbench.cli import build_parser
 from workbench.errors import WorkbenchError
 from workbench.services import access
 from workbench.services.judge import launch
-from workbench.services.project.lifecycle import init_project
 
 
 def test_the_command_is_what_the_cli_parses_back():
@@ -31,10 +30,8 @@ def test_the_command_is_what_the_cli_parses_back():
 
 
 @pytest.fixture
-def demo(tmp_path):
-    path = tmp_path / "demo.duckdb"
-    init_project(path, demo=True)
-    return path
+def demo(demo_project):
+    return demo_project  # a copy of the worker's demo template (tests/conftest.py)
 
 
 def test_a_launched_offline_job_finishes_and_is_read_back(demo):
