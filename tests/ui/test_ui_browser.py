@@ -65,7 +65,7 @@ def test_importing_documents_on_the_data_page_extends_the_existing_chunking(tmp_
         assert "Chunking sections covers 45 of 45 documents" in body, body
         assert "covers 41 of 45" not in body.replace("Run bm25 covers 41 of 45", "")
 
-        page.goto(url)
+        open_in_app(page, "Overview", "Relevance Workbench", timeout=60_000)  # its sidebar link: no reload
         page.get_by_text("Pipeline").wait_for(timeout=60_000)
         _wait_idle(page)
         page.screenshot(path=str(shots / "overview-after-import.png"), full_page=True)
