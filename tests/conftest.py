@@ -3,6 +3,7 @@ in this process by default, ``process=True`` for a real ``python -m workbench``)
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,12 @@ from tests.support.cli_runner import run_cli  # noqa: F401 - test modules import
 settings.register_profile("workbench", deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("workbench")
+
+# One intra-op thread per xdist worker (a worker per core): torch reads OMP_NUM_THREADS when it is
+# first imported, the ONNX encoder when its session is made (workbench.retrieval.onnx_dense.threads),
+# and both are imported after this file. Two threads per worker on as many cores only wait on each other.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture

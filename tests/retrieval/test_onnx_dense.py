@@ -176,6 +176,18 @@ def test_bad_precision_or_device_is_one_clear_line(kwargs, words, tmp_path, monk
     assert not any(tmp_path.iterdir())
 
 
+def test_session_threads_follow_omp_num_threads_else_the_usable_cores(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert onnx_dense.threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert onnx_dense.threads() == 3
+    for unset in ("", "0", "two"):
+        monkeypatch.setenv("OMP_NUM_THREADS", unset)
+        assert onnx_dense.threads() == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})  # a process pinned to one core
+    assert onnx_dense.threads() == 1
+
+
 def test_missing_cuda_is_a_clear_error():
     import onnxruntime as ort
 
