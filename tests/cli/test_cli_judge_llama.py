@@ -137,7 +137,7 @@ def test_a_killed_server_stops_the_job_and_a_restarted_one_resumes_it(live_llama
             return f.read().count(b"POST /v1/chat/completions")
 
     cmd = [sys.executable, "-m", "workbench", "--db", str(db), "judge", "--pool", "demo", "--base-url",
-           live_llama.base_url, "--model", ALIAS, "--prompt", "relevance_token_v1", "--limit", "3"]
+           live_llama.base_url, "--model", ALIAS, "--prompt", "relevance_token_v1", "--limit", "2"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600
     while chat_lines() < 1 and time.monotonic() < deadline and proc.poll() is None:
@@ -150,10 +150,13 @@ def test_a_killed_server_stops_the_job_and_a_restarted_one_resumes_it(live_llama
     judged = query(db, "SELECT count(*) AS n, count(*) FILTER (WHERE status = 'failed') AS failed "
                        "FROM judgments WHERE source = 'llm'")
     assert judged["failed"][0] == 0  # the pairs the dead server could not answer stay pending
-    assert judged["n"][0] < 3
+    # Two pairs are enough to be mid-job: the server dies 1 s after the probe, while the first
+    # pair's ~600 prompt tokens are being read (a third pair cost ~250 tokens, about 3 s of
+    # server CPU with its logprobs, and proved nothing more).
+    assert judged["n"][0] < 2
 
     live_llama.start()
     done = run_in_process(tuple(cmd[3:]), cwd=tmp_path, env=_env(), timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     table = query(db, "SELECT status FROM judgments WHERE source = 'llm'")
-    assert len(table) == 3 and set(table["status"]) <= {"ok", "invalid"}
+    assert len(table) == 2 and set(table["status"]) <= {"ok", "invalid"}
