@@ -404,6 +404,19 @@ def rollup_doc_qrels(chunk_level: pd.DataFrame, chunks: pd.DataFrame) -> pd.Data
     """
     _require_columns(chunk_level, ["query_id", "chunk_id", "grade"], "chunk-level qrels")
     _require_columns(chunks, ["chunk_id", "doc_id"], "chunks")
+    known = pd.Index(chunks["chunk_id"].astype(str))
+    if known.is_unique:  # a look-up by position, not a merge (the same rows, in the same order)
+        wanted = chunk_level["chunk_id"].astype(str)
+        at = known.get_indexer(wanted)
+        if (at < 0).any():
+            raise SpanError(f"chunk-level qrels name chunk {wanted.iloc[int(np.flatnonzero(at < 0)[0])]!r} "
+                            "that is not in chunks")
+        return _max_grade(
+            chunk_level["query_id"].astype(str).to_numpy(),
+            chunks["doc_id"].astype(str).to_numpy()[at],
+            chunk_level["grade"].to_numpy(dtype=np.float64),
+            "doc_id",
+        )
     ids = chunks[["chunk_id", "doc_id"]].astype(str)
     merged = chunk_level.astype({"chunk_id": str}).merge(ids, on="chunk_id", how="left")
     if merged["doc_id"].isna().any():
