@@ -116,3 +116,28 @@ def test_text_digest_separates_texts_and_ignores_nothing():
     texts = ["a", "a ", "A", "", "é", "e\u0301", "a" * 10_000]
     assert len({sweep.text_digest(t) for t in texts}) == len(texts)
     assert sweep.text_digest("same text") == sweep.text_digest("same " + "text")
+
+
+def test_cpu_batches_close_at_the_token_budget_and_keep_each_texts_vector(monkeypatch):
+    """dense.encode batches a CPU sentence-transformers model by padded tokens (longest first):
+    every text in exactly one batch, none over the budget or batch_size, and each vector the one
+    the text gets encoded alone (no padding at all). A 512-token budget, so short texts show it."""
+    monkeypatch.setattr(dense_mod, "MAX_BATCH_TOKENS", 512)
+    encoder = dense_mod.load_encoder()
+    rng = np.random.default_rng(3)
+    texts = [" ".join(rng.choice(WORDS, size=int(n))) for n in rng.integers(1, 60, size=24)]
+    texts += ["", "x", " ".join(["kernel"] * 300)]  # empty, one token, truncated at max_seq_length
+    groups = dense_mod._token_batches(encoder, texts, 64)  # 64 rows of the longest would be far over
+    assert groups is not None and len(groups) > 3
+    assert sorted(i for g in groups for i in g) == list(range(len(texts)))
+    lengths = [len(ids) for ids in encoder.tokenizer(texts, truncation=True, max_length=encoder.max_seq_length)["input_ids"]]
+    assert max(lengths) == encoder.max_seq_length
+    for group in groups:
+        width = max(lengths[i] for i in group)
+        assert len(group) <= 64 and len(group) * width <= 512
+        assert [lengths[i] for i in group] == sorted((lengths[i] for i in group), reverse=True)
+    with dense_mod.one_thread():  # one thread, as the sweep's query encoding runs
+        batched = dense_mod.encode(encoder, texts, batch_size=64)
+        alone = np.concatenate([dense_mod.encode(encoder, [t]) for t in texts])
+    assert np.abs(batched - alone).max() < 1e-5
+    assert dense_mod._token_batches(object(), texts, 64) is None  # a caller's encoder batches itself
