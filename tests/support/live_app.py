@@ -306,4 +306,6 @@ def wait_pair_shown(page, seconds: float, timeout: float = 60_000) -> None:
     """Until the Label card's pair has been on screen ``seconds``, by the card's own clock (the
     one that refuses a grade made too early): instead of sleeping ``seconds`` after the pair
     appeared, which also counts the time the test spent waiting for other things."""
-    page.wait_for_function(_SHOWN_FOR, arg=seconds * 1000, timeout=timeout)  # (short: kept on frames)
+    # polled on animation frames, not POLL_MS: the label key walks time grades against the card's
+    # clock to the frame, and these waits last ~0.5 s, so the frames drawn cost little
+    page.wait_for_function(_SHOWN_FOR, arg=seconds * 1000, timeout=timeout)

@@ -161,7 +161,7 @@ def gate_verdict(db: Database, sample: str, thresholds=None, options=None, *, in
     # The key is taken from the stored label rows (one query and a hash); the reference labels,
     # a group-by per item, are computed from the same rows only when the verdict is not memoised.
     table = label_table(db, sample)
-    rows = table if options.part == "all" else table[table["part"] == options.part]
+    rows = calibration.gated_part(table, options)  # the label rows of the gated part
     key = gate_cache_key(sample=sample, judge=(judge.get("model"), judge.get("prompt_hash")),
                          labels_fingerprint=_labels_fingerprint(rows), seed=options.seed, n_boot=options.n_boot,
                          threshold=options.threshold, part=options.part, weighted=options.weighted,
