@@ -86,11 +86,17 @@ def read_run_info(db: Database, names: list[str] | None = None) -> pd.DataFrame:
     return frame
 
 
-def read_run_rows(db: Database, run: str) -> pd.DataFrame:
-    """Rows of one run, ``query_id, doc_id, chunk_id, rank, score``, by query then rank."""
+def read_run_rows(db: Database, run: str, *, query_id: str | None = None, depth: int | None = None) -> pd.DataFrame:
+    """Rows of one run, ``query_id, doc_id, chunk_id, rank, score``, by query then rank;
+    ``query_id`` keeps that query's rows only, ``depth`` ranks ``<= depth``."""
+    where, params = "run = ?", [run]
+    if query_id is not None:
+        where, params = where + " AND query_id = ?", params + [str(query_id)]
+    if depth is not None:
+        where, params = where + " AND rank <= ?", params + [int(depth)]
     return db.query_df(
-        "SELECT query_id, doc_id, chunk_id, rank, score FROM run_rows WHERE run = ? ORDER BY query_id, rank",
-        [run],
+        f"SELECT query_id, doc_id, chunk_id, rank, score FROM run_rows WHERE {where} ORDER BY query_id, rank",
+        params,
     )
 
 

@@ -257,8 +257,7 @@ def top_results(db: Database, evaluation: RunEvaluation, run: str, query_id: str
     from workbench.store.runs import read_run_rows
 
     level, _ = evaluation.levels[run]
-    rows = read_run_rows(db, run)
-    rows = rows[(rows["query_id"].astype(str) == str(query_id)) & (rows["rank"] <= k)]
+    rows = read_run_rows(db, run, query_id=str(query_id), depth=k)  # the query's top k, read alone
     items = rows["chunk_id"].where(rows["chunk_id"].notna(), rows["doc_id"]) if level == "chunk" else rows["doc_id"]
     q = evaluation.qrels[run]
     grades = q[q["query_id"].astype(str) == str(query_id)].set_index("item_id")["grade"]

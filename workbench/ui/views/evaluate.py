@@ -20,7 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from workbench.errors import WorkbenchError
-from workbench.ui import context
+from workbench.ui import charts, context
 from workbench.ui.words import LABEL_SOURCE_WORDS, Field, qrels_note
 
 MEASURES = {"nDCG": "ndcg@{k}", "Recall": "recall@{k}", "Precision": "P@{k}", "MRR": "recip_rank@{k}",
@@ -165,20 +165,25 @@ def _judged_warning(db, ev, judged: pd.DataFrame, k: int, source: str) -> None:
 
 
 def _means(means: pd.DataFrame) -> None:
-    import altair as alt
-
     st.subheader("Means with 95% intervals")
     context.table([{"run": r.run, "measure": r.measure, "mean": _num(r.mean),
                     "95% interval": f"{_num(r.ci_low)} – {_num(r.ci_high)}", "queries": r.queries,
                     "queries at zero": f"{r.zero_share:.0%}"} for r in means.itertuples(index=False)],
                   key="evaluate-means")
-    base = alt.Chart(means).encode(y=alt.Y("run:N", title=None, sort=None),
-                                   color=alt.Color("run:N", legend=None))
-    chart = (base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", title="mean (95% interval)"), x2="ci_high:Q")
-             + base.mark_point(filled=True, size=80).encode(x="mean:Q", tooltip=["run", "measure", "mean",
-                                                                                 "ci_low", "ci_high"]))
-    st.altair_chart(chart.properties(height=40 * means["run"].nunique() + 20)
-                    .facet(row=alt.Row("measure:N", title=None)), width="stretch")
+    # Each measure's row: a rule from ci_low to ci_high and a point at the mean, per run.
+    y = {"field": "run", "sort": None, "title": None, "type": "nominal"}
+    color = {"field": "run", "legend": None, "type": "nominal"}
+    tooltip = [{"field": "run", "type": "nominal"}, {"field": "measure", "type": "nominal"},
+               *({"field": f, "type": "quantitative"} for f in ("mean", "ci_low", "ci_high"))]
+    charts.vega_lite(means, {
+        "facet": {"row": {"field": "measure", "title": None, "type": "nominal"}},
+        "spec": {"height": 40 * means["run"].nunique() + 20, "layer": [
+            {"mark": {"strokeWidth": 2, "type": "rule"},
+             "encoding": {"color": color, "y": y, "x2": {"field": "ci_high"},
+                          "x": {"field": "ci_low", "title": "mean (95% interval)", "type": "quantitative"}}},
+            {"mark": {"filled": True, "size": 80, "type": "point"},
+             "encoding": {"color": color, "y": y, "tooltip": tooltip,
+                          "x": {"field": "mean", "type": "quantitative"}}}]}}, width="stretch")
 
 
 def _comparison(ev, evaluation, choices: dict) -> None:
@@ -245,17 +250,15 @@ def _per_query_difference(db, ev, evaluation, choices: dict) -> None:
 
 
 def _distribution(ev, evaluation, means: pd.DataFrame, measure: str) -> None:
-    import altair as alt
-
     st.subheader("Per-query distribution")
     values = ev.per_query(evaluation, measure)
     zero = means[means["measure"] == measure]
     st.caption(context.plain(" · ".join(f"{r.run}: mean {_num(r.mean)}, {r.zero_share:.0%} of queries at 0"
                                         for r in zero.itertuples(index=False))))
-    chart = alt.Chart(values).mark_bar(opacity=0.7).encode(
-        x=alt.X("value:Q", bin=alt.Bin(maxbins=20), title=measure),
-        y=alt.Y("count():Q", title="queries", stack=None), color=alt.Color("run:N"))
-    st.altair_chart(chart.properties(height=220), width="stretch")
+    charts.vega_lite(values, {"mark": {"opacity": 0.7, "type": "bar"}, "height": 220, "encoding": {
+        "x": {"bin": {"maxbins": 20}, "field": "value", "title": measure, "type": "quantitative"},
+        "y": {"aggregate": "count", "stack": None, "title": "queries", "type": "quantitative"},
+        "color": {"field": "run", "type": "nominal"}}}, width="stretch")
 
 
 def _drilldown(db, ev, evaluation, choices: dict, measure: str) -> None:
@@ -288,22 +291,21 @@ def _query_detail(db, ev, evaluation, run: str, row, k: int) -> None:
 
 
 def _slices(db, ev, evaluation, measure: str) -> None:
-    import altair as alt
-
     frame = ev.slices(db, evaluation, measure)
     st.subheader("By query tag")
     if frame.empty:
         st.caption("The queries carry no tags: add tags to the queries file on the Data page to see slices.")
         return
-    chart = alt.Chart(frame).mark_bar().encode(
-        y=alt.Y("tag:N", title=None), x=alt.X("mean:Q", title=f"mean {measure}"),
-        color=alt.Color("run:N"), yOffset="run:N", tooltip=["run", "tag", "queries", "mean"])
-    st.altair_chart(chart.properties(height=max(120, 22 * len(frame))), width="stretch")
+    charts.vega_lite(frame, {"mark": {"type": "bar"}, "height": max(120, 22 * len(frame)), "encoding": {
+        "y": {"field": "tag", "title": None, "type": "nominal"},
+        "x": {"field": "mean", "title": f"mean {measure}", "type": "quantitative"},
+        "color": {"field": "run", "type": "nominal"}, "yOffset": {"field": "run", "type": "nominal"},
+        "tooltip": [{"field": "run", "type": "nominal"}, {"field": "tag", "type": "nominal"},
+                    {"field": "queries", "type": "quantitative"}, {"field": "mean", "type": "quantitative"}]}},
+        width="stretch")
 
 
 def _latency(db, ev, means: pd.DataFrame, runs: list[str], measure: str) -> None:
-    import altair as alt
-
     latency = ev.latencies(db, runs)
     if not latency:
         return
@@ -312,10 +314,14 @@ def _latency(db, ev, means: pd.DataFrame, runs: list[str], measure: str) -> None
     points = points.rename(columns={"mean": "quality"})
     points["latency"] = points["run"].map(latency)
     points["frontier"] = ev.pareto_frontier(points)
-    base = alt.Chart(points).encode(x=alt.X("latency:Q", title="p95 latency per query (ms)"), y=alt.Y("quality:Q", title=measure))
-    chart = (base.mark_point(size=90, filled=True).encode(color="frontier:N", tooltip=["run", "quality", "latency"])
-             + base.transform_filter("datum.frontier").mark_line())
-    st.altair_chart(chart.properties(height=260), width="stretch")
+    xy = {"x": {"field": "latency", "title": "p95 latency per query (ms)", "type": "quantitative"},
+          "y": {"field": "quality", "title": measure, "type": "quantitative"}}
+    charts.vega_lite(points, {"height": 260, "layer": [  # the runs, and a line along the Pareto frontier
+        {"mark": {"filled": True, "size": 90, "type": "point"},
+         "encoding": {**xy, "color": {"field": "frontier", "type": "nominal"},
+                      "tooltip": [{"field": "run", "type": "nominal"}, {"field": "quality", "type": "quantitative"},
+                                  {"field": "latency", "type": "quantitative"}]}},
+        {"mark": {"type": "line"}, "encoding": xy, "transform": [{"filter": "datum.frontier"}]}]}, width="stretch")
 
 
 def _stages(ev, evaluation, choices: dict) -> None:
