@@ -44,6 +44,7 @@ itself unreliable).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -109,7 +110,15 @@ def confusion(reference: Sequence[int], candidate: Sequence[int], levels: Sequen
     return np.bincount(cells, weights=w, minlength=L * L).reshape(L, L).astype(np.float64)
 
 
+@functools.lru_cache(maxsize=64)
 def _disagreement_weights(L: int, kind: str | None) -> np.ndarray:
+    """The ``L×L`` weights (read-only: one array per ``(L, kind)`` is shared by every call)."""
+    w = _make_disagreement_weights(L, kind)
+    w.flags.writeable = False
+    return w
+
+
+def _make_disagreement_weights(L: int, kind: str | None) -> np.ndarray:
     i, j = np.indices((L, L))
     if kind is None:
         return (i != j).astype(np.float64)
@@ -122,18 +131,26 @@ def _disagreement_weights(L: int, kind: str | None) -> np.ndarray:
 
 def kappa_from_confusion(C: np.ndarray, weights: str | None = None) -> np.ndarray:
     """Cohen's κ of one confusion matrix ``(L, L)`` or a stack ``(..., L, L)`` (see module doc)."""
-    C = np.asarray(C, dtype=np.float64)
+    return _kappas(np.asarray(C, dtype=np.float64), (weights,))[0]
+
+
+def _kappas(C: np.ndarray, kinds: Sequence[str | None]) -> list[np.ndarray]:
+    """κ of ``C`` for each weighting of ``kinds``: the expected counts, which every weighting
+    shares, are computed once (the same arithmetic as one :func:`kappa_from_confusion` each)."""
     L = C.shape[-1]
-    w = _disagreement_weights(L, weights)
     n = C.sum(axis=(-2, -1))
     rows = C.sum(axis=-1)
     cols = C.sum(axis=-2)
+    out = []
     with np.errstate(invalid="ignore", divide="ignore"):
         expected = rows[..., :, None] * cols[..., None, :] / n[..., None, None]
-        observed_d = (w * C).sum(axis=(-2, -1))
-        expected_d = (w * expected).sum(axis=(-2, -1))
-        kappa = 1.0 - observed_d / expected_d
-    return np.where(expected_d > 0, kappa, np.nan)
+        for kind in kinds:
+            w = _disagreement_weights(L, kind)
+            observed_d = (w * C).sum(axis=(-2, -1))
+            expected_d = (w * expected).sum(axis=(-2, -1))
+            kappa = 1.0 - observed_d / expected_d
+            out.append(np.where(expected_d > 0, kappa, np.nan))
+    return out
 
 
 def collapse(C: np.ndarray, relevant: np.ndarray) -> np.ndarray:
@@ -141,11 +158,12 @@ def collapse(C: np.ndarray, relevant: np.ndarray) -> np.ndarray:
     mask of relevant levels."""
     rel = np.asarray(relevant, dtype=bool)
     non = ~rel
-    tn = C[..., non, :][..., :, non].sum(axis=(-2, -1))
-    fp = C[..., non, :][..., :, rel].sum(axis=(-2, -1))
-    fn = C[..., rel, :][..., :, non].sum(axis=(-2, -1))
-    tp = C[..., rel, :][..., :, rel].sum(axis=(-2, -1))
-    return np.stack([np.stack([tn, fp], axis=-1), np.stack([fn, tp], axis=-1)], axis=-2)
+    cells = [rows[..., :, cols].sum(axis=(-2, -1))
+             for rows in (C[..., non, :], C[..., rel, :]) for cols in (non, rel)]
+    out = np.empty(np.shape(cells[0]) + (2, 2), dtype=np.result_type(*cells))
+    for k, cell in enumerate(cells):
+        out[..., k // 2, k % 2] = cell
+    return out
 
 
 def figures_from_confusion(C: np.ndarray, levels: Sequence[int] = GRADE_LEVELS,
@@ -159,15 +177,16 @@ def figures_from_confusion(C: np.ndarray, levels: Sequence[int] = GRADE_LEVELS,
     n = C.sum(axis=(-2, -1))
     diff = levels_arr[None, :] - levels_arr[:, None]  # candidate − reference per cell
     diag = np.trace(C, axis1=-2, axis2=-1)
+    graded, linear, quadratic = _kappas(C, (None, "linear", "quadratic"))
     with np.errstate(invalid="ignore", divide="ignore"):
         out = {
             "tpr": tp / (tp + fn),
             "tnr": tn / (tn + fp),
             "precision": tp / (tp + fp),
-            "kappa": kappa_from_confusion(B),
-            "kappa_graded": kappa_from_confusion(C),
-            "kappa_linear": kappa_from_confusion(C, "linear"),
-            "kappa_quadratic": kappa_from_confusion(C, "quadratic"),
+            "kappa": _kappas(B, (None,))[0],
+            "kappa_graded": graded,
+            "kappa_linear": linear,
+            "kappa_quadratic": quadratic,
             "msd": (C * diff).sum(axis=(-2, -1)) / n,
             "exact": diag / n,
         }
@@ -216,10 +235,21 @@ def _bootstrap(units: np.ndarray, n_boot: int, rng: np.random.Generator
     so a draw is one multinomial over the distinct units (exactly the same distribution as
     drawing indices, and fast: pairs have at most L² distinct units when unweighted)."""
     m, L, _ = units.shape
-    flat = units.reshape(m, L * L)
-    distinct, counts = np.unique(flat, axis=0, return_counts=True)
+    distinct, counts = _unique_rows(units.reshape(m, L * L))
     draws = rng.multinomial(m, counts / m, size=n_boot).astype(np.float64)
     return (draws @ distinct).reshape(n_boot, L, L), distinct.reshape(-1, L, L), counts
+
+
+def _unique_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(flat, axis=0, return_counts=True)`` (the distinct rows in lexicographic
+    order, and how often each occurs) by one ``lexsort`` of the columns, a fraction of the cost
+    of sorting the rows as structured records. The rows hold no NaN (weights are finite)."""
+    if flat.shape[0] == 0:
+        return flat.copy(), np.zeros(0, dtype=np.intp)
+    ordered = flat[np.lexsort(flat.T[::-1])]
+    starts = np.concatenate(([True], (ordered[1:] != ordered[:-1]).any(axis=1)))
+    first = np.flatnonzero(starts)
+    return ordered[first], np.diff(np.append(first, len(ordered)))
 
 
 def bca_interval(values: np.ndarray, estimate: float, jackknife: np.ndarray, multiplicity: np.ndarray,
@@ -237,7 +267,15 @@ def bca_interval(values: np.ndarray, estimate: float, jackknife: np.ndarray, mul
     if finite.size == 0 or not math.isfinite(estimate) or not ok_jack.all():
         return percentile_interval(values, confidence)
     below = np.mean(finite < estimate) + 0.5 * np.mean(finite == estimate)
-    below = min(max(below, 1.0 / (2 * finite.size)), 1 - 1.0 / (2 * finite.size))
+    lo, hi = np.quantile(finite, _bca_levels(below, finite.size, jackknife, multiplicity, confidence))
+    return (float(lo), float(hi))
+
+
+def _bca_levels(below: float, size: int, jackknife: np.ndarray, multiplicity: np.ndarray,
+                confidence: float) -> list[float]:
+    """The two quantile levels of :func:`bca_interval` from the share ``below`` of the ``size``
+    resamples below the estimate and the jackknife values."""
+    below = min(max(below, 1.0 / (2 * size)), 1 - 1.0 / (2 * size))
     z0 = STANDARD_NORMAL.inv_cdf(float(below))
     mult = multiplicity.astype(np.float64)
     mean_jack = float((jackknife * mult).sum() / mult.sum())
@@ -249,8 +287,34 @@ def bca_interval(values: np.ndarray, estimate: float, jackknife: np.ndarray, mul
     for zq in (-z, z):
         shifted = z0 + zq
         qs.append(STANDARD_NORMAL.cdf(z0 + shifted / (1 - a * shifted)))
-    lo, hi = np.quantile(finite, qs)
-    return (float(lo), float(hi))
+    return qs
+
+
+def bca_intervals(stats: Mapping[str, np.ndarray], estimates: Mapping[str, float],
+                  jackknife: Mapping[str, np.ndarray], multiplicity: np.ndarray, names: Sequence[str],
+                  confidence: float = CONFIDENCE) -> dict[str, tuple[float, float]]:
+    """:func:`bca_interval` of each figure of ``names`` (the same intervals, to the last bit):
+    the figures whose resamples, estimate and jackknife are all finite share one comparison
+    with their estimates and one quantile call, which is most of the cost of an agreement
+    report; the others go through :func:`bca_interval` one by one."""
+    out: dict[str, tuple[float, float]] = {}
+    batch = []
+    for name in names:
+        if (math.isfinite(estimates[name]) and np.isfinite(jackknife[name]).all()
+                and np.isfinite(stats[name]).all()):
+            batch.append(name)
+        else:
+            out[name] = bca_interval(stats[name], estimates[name], jackknife[name], multiplicity, confidence)
+    if batch:
+        values = np.stack([stats[name] for name in batch])
+        est = np.array([estimates[name] for name in batch], dtype=np.float64)[:, None]
+        below = np.mean(values < est, axis=1) + 0.5 * np.mean(values == est, axis=1)
+        levels = [q for i, name in enumerate(batch)
+                  for q in _bca_levels(below[i], values.shape[1], jackknife[name], multiplicity, confidence)]
+        found = np.quantile(values, levels, axis=1)  # found[level, figure]
+        for i, name in enumerate(batch):
+            out[name] = (float(found[2 * i, i]), float(found[2 * i + 1, i]))
+    return {name: out[name] for name in names}
 
 
 def percentile_interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -412,8 +476,7 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
     stats = figures_from_confusion(boots, levels, threshold)
     if interval == "bca":
         jack = figures_from_confusion(C[None, :, :] - distinct, levels, threshold)
-        ci = {name: bca_interval(stats[name], point[name], jack[name], multiplicity, confidence)
-              for name in FIGURES}
+        ci = bca_intervals(stats, point, jack, multiplicity, FIGURES, confidence)
     elif interval == "percentile":
         ci = {name: percentile_interval(stats[name], confidence) for name in FIGURES}
     else:

@@ -164,7 +164,7 @@ def draw_sample(pool: pd.DataFrame, spec: SampleSpec = SampleSpec(), *, seed: in
             grade_quota[int(g)] = int(a)
 
     query_codes, query_names = pd.factorize(pool["query_id"], sort=True)
-    chosen, weights, strata = [], [], []
+    chosen, weights, strata, sizes = [], [], [], []
     for g, quota in sorted(grade_quota.items()):
         if quota == 0:
             continue
@@ -172,16 +172,20 @@ def draw_sample(pool: pd.DataFrame, spec: SampleSpec = SampleSpec(), *, seed: in
         cells = query_codes[in_grade]
         caps = np.bincount(cells, minlength=len(query_names))
         alloc = water_fill(quota, caps, rng)
-        for q in np.flatnonzero(alloc):
-            members = in_grade[cells == q]
-            take = rng.choice(members, size=int(alloc[q]), replace=False)
-            chosen.append(np.sort(take))
-            weights.append(np.full(len(take), len(members) / alloc[q]))
-            strata.append(np.full(len(take), g))
+        # each query's pairs of the grade, in pool order: one stable sort instead of a scan per query
+        by_query = in_grade[np.argsort(cells, kind="stable")]
+        ends = np.cumsum(caps)
+        for q in np.flatnonzero(alloc).tolist():
+            k = int(alloc[q])
+            members = by_query[ends[q] - caps[q]:ends[q]]
+            chosen.append(np.sort(rng.choice(members, size=k, replace=False)))
+            weights.append(len(members) / alloc[q])
+            strata.append(g)
+            sizes.append(k)
     idx = np.concatenate(chosen)
     out = pool.iloc[idx].copy()
-    out["stratum"] = np.concatenate(strata).astype(np.int64)
-    out["weight"] = np.concatenate(weights)
+    out["stratum"] = np.repeat(np.asarray(strata), sizes).astype(np.int64)
+    out["weight"] = np.repeat(np.asarray(weights, dtype=np.float64), sizes)
     out = out.reset_index(drop=True)
     out["part"] = split_sample(out["stratum"].to_numpy(), spec.holdout_share, rng)
     out["position"] = rng.permutation(len(out)).astype(np.int64)
