@@ -20,7 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from workbench.errors import WorkbenchError
-from workbench.ui import auth, context
+from workbench.ui import auth, charts, context
 from workbench.ui.words import Field, binarising_note
 
 FIGURE_NAMES = [
@@ -274,8 +274,6 @@ def _report(body: dict) -> None:
 
 
 def _heatmap(a: dict, *, weighted: bool = False) -> None:
-    import altair as alt
-
     levels = a["levels"]
     # Cells count labelled pairs (counts are counts); the re-weighted cells behind the figures
     # are named as weights in the caption, never shown as pairs.
@@ -283,12 +281,14 @@ def _heatmap(a: dict, *, weighted: bool = False) -> None:
     rows = [{"SME grade": str(r), "judge grade": str(c), "pairs": float(counts[i][j])}
             for i, r in enumerate(levels) for j, c in enumerate(levels)]
     frame = pd.DataFrame(rows)
-    base = alt.Chart(frame).encode(
-        x=alt.X("judge grade:O", title="Judge grade"), y=alt.Y("SME grade:O", title="SME grade"))
-    chart = base.mark_rect().encode(color=alt.Color("pairs:Q", scale=alt.Scale(scheme="blues"))) + \
-        base.mark_text().encode(text=alt.Text("pairs:Q", format=".0f"))
+    xy = {"x": {"field": "judge grade", "title": "Judge grade", "type": "ordinal"},
+          "y": {"field": "SME grade", "title": "SME grade", "type": "ordinal"}}
     st.subheader("Confusion matrix")
-    st.altair_chart(chart.properties(width=320, height=280))
+    charts.vega_lite(frame, {"width": 320, "height": 280, "layer": [  # shaded cells, each with its count
+        {"mark": {"type": "rect"},
+         "encoding": {**xy, "color": {"field": "pairs", "scale": {"scheme": "blues"}, "type": "quantitative"}}},
+        {"mark": {"type": "text"},
+         "encoding": {**xy, "text": {"field": "pairs", "format": ".0f", "type": "quantitative"}}}]})
     relevant = a.get("relevant_pairs")
     note = (f"{relevant} reference-relevant and {a.get('not_relevant_pairs')} reference-non-relevant pairs. "
             if relevant is not None else "")

@@ -23,7 +23,7 @@ import pandas as pd
 import streamlit as st
 
 from workbench.errors import WorkbenchError
-from workbench.ui import context
+from workbench.ui import charts, context
 
 
 def _pct(x) -> str:
@@ -194,20 +194,19 @@ def _rates(report, *, key: str) -> None:
 
 
 def _curve(curve: pd.DataFrame) -> None:
-    import altair as alt
     import numpy as np
 
     if len(curve) > 400:  # a readable chart (and a light page) whatever the number of queries
         curve = curve.iloc[np.unique(np.linspace(0, len(curve) - 1, 400).round().astype(int))]
-    long = curve.melt(id_vars=["threshold"], value_vars=["abstention_rate", "false_abstention_rate"],
-                      var_name="rate", value_name="share")
-    long["rate"] = long["rate"].map({"abstention_rate": "abstains on unanswerable",
-                                     "false_abstention_rate": "abstains on answerable"})
-    chart = alt.Chart(long).mark_line(interpolate="step-after", point=True).encode(
-        x=alt.X("threshold:Q", title="Top-score threshold"),
-        y=alt.Y("share:Q", title="Share of queries", axis=alt.Axis(format="%")),
-        color=alt.Color("rate:N", title=None))
-    st.altair_chart(chart, width="stretch")
+    # Long form, one line per rate (what melt gives, built directly: melt cost ~15 ms here).
+    rates = {"abstention_rate": "abstains on unanswerable", "false_abstention_rate": "abstains on answerable"}
+    long = pd.DataFrame({"threshold": np.tile(curve["threshold"].to_numpy(), len(rates)),
+                         "rate": [word for word in rates.values() for _ in range(len(curve))],
+                         "share": np.concatenate([curve[column].to_numpy() for column in rates])})
+    charts.vega_lite(long, {"mark": {"interpolate": "step-after", "point": True, "type": "line"}, "encoding": {
+        "x": {"field": "threshold", "title": "Top-score threshold", "type": "quantitative"},
+        "y": {"axis": {"format": "%"}, "field": "share", "title": "Share of queries", "type": "quantitative"},
+        "color": {"field": "rate", "title": None, "type": "nominal"}}}, width="stretch")
 
 
 def _per_query(report, marks: pd.DataFrame, *, key: str) -> None:
