@@ -273,6 +273,63 @@ def delete_human_judgment(cur: Cursor, judgment_id: int) -> None:
     cur.execute("DELETE FROM judgments WHERE judgment_id = ? AND source = 'human'", [int(judgment_id)])
 
 
+def items_keys(cur: Cursor, sample: str, positions: list[int]) -> dict[int, dict]:
+    """:func:`item_keys` of several positions in one query (positions the sample lacks are absent)."""
+    rows = cur.execute(
+        """SELECT position, query_id, doc_id, chunk_id, start, "end" FROM calibration_items
+           WHERE sample = ? AND list_contains(?::INTEGER[], position)""",
+        [sample, [int(p) for p in positions]],
+    ).fetchall()
+    return {int(p): {"query_id": q, "doc_id": d, "chunk_id": c, "start": int(s), "end": int(e)}
+            for p, q, d, c, s, e in rows}
+
+
+def current_judgment_ids(cur: Cursor, sample: str, annotator: str, positions: list[int]) -> list[int]:
+    """The ``judgments`` rows the annotator's current labels of ``positions`` point at (the
+    latest event per position, as :func:`current_state`, when it carries one)."""
+    rows = cur.execute(
+        """SELECT judgment_id FROM label_events
+           WHERE sample = ? AND annotator = ? AND list_contains(?::INTEGER[], position)
+           QUALIFY row_number() OVER (PARTITION BY position ORDER BY event_id DESC) = 1""",
+        [sample, annotator, [int(p) for p in positions]],
+    ).fetchall()
+    return [int(r[0]) for r in rows if r[0] is not None]
+
+
+def next_ids(cur: Cursor, sequence: str, n: int) -> list[int]:
+    """``n`` values of ``sequence`` (``judgment_ids``, ``label_event_ids``), ascending."""
+    if sequence not in ("judgment_ids", "label_event_ids"):
+        raise ValueError(f"not a label sequence: {sequence!r}")
+    rows = cur.execute(f"SELECT nextval('{sequence}') FROM range(?)", [int(n)]).fetchall()
+    return sorted(int(r[0]) for r in rows)
+
+
+def write_labels(cur: Cursor, *, sample: str, annotator: str, labels: pd.DataFrame) -> list[int]:
+    """Human judgments and ``label`` events for ``labels`` (columns ``position``, ``grade``,
+    ``seconds`` and the item keys of :func:`item_keys`), in two statements: ids are drawn from
+    the sequences first, in row order, so the events and judgments are numbered as one
+    :func:`write_human_judgment` and :func:`write_event` per row would number them. Returns the
+    event ids."""
+    n = len(labels)
+    judgment_ids, event_ids = next_ids(cur, "judgment_ids", n), next_ids(cur, "label_event_ids", n)
+    insert_frame(cur, "judgments", pd.DataFrame({
+        "judgment_id": judgment_ids, "query_id": labels["query_id"].to_numpy(), "doc_id": labels["doc_id"].to_numpy(),
+        "chunk_id": labels["chunk_id"].to_numpy(), "start": labels["start"].to_numpy(), "end": labels["end"].to_numpy(),
+        "grade": labels["grade"].to_numpy(), "source": "human", "assessor": annotator, "reason": None}))
+    insert_frame(cur, "label_events", pd.DataFrame({
+        "event_id": event_ids, "sample": sample, "position": labels["position"].to_numpy(), "annotator": annotator,
+        "action": "label", "grade": labels["grade"].to_numpy(), "judgment_id": judgment_ids,
+        "seconds": labels["seconds"].to_numpy(), "revealed": False}))
+    return event_ids
+
+
+def delete_human_judgments(cur: Cursor, judgment_ids: list[int]) -> None:
+    """:func:`delete_human_judgment` of several rows in one statement."""
+    if judgment_ids:
+        cur.execute("DELETE FROM judgments WHERE list_contains(?::BIGINT[], judgment_id) AND source = 'human'",
+                    [[int(j) for j in judgment_ids]])
+
+
 def item_keys(cur: Cursor, sample: str, position: int) -> dict | None:
     row = cur.execute(
         """SELECT query_id, doc_id, chunk_id, start, "end" FROM calibration_items

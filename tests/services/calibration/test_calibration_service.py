@@ -100,6 +100,45 @@ def test_bad_labels_refused(project):
     assert db.query_value("SELECT count(*) FROM label_events") == 0
 
 
+def test_save_labels_stores_what_one_save_label_per_item_stores(project):
+    """The bulk path (label_all's) writes the judgments rows and label events that save_label
+    writes item by item, relabels included, numbered in the same order; a bad grade or position
+    stores nothing."""
+    db, _ = project
+    cal.create_sample(db, "s", "p", seed=1)
+    first = {3: 2, 0: 1, 7: 3, 5: 0}
+    second = {7: 0, 1: 2, 3: 2}  # relabels 7 and 3, labels 1
+    for name in ("ann", "bob"):
+        if name == "ann":
+            for grades in (first, second):
+                for position, grade in grades.items():
+                    cal.save_label(db, "s", name, position, grade, seconds=3.0)
+        else:
+            assert len(cal.save_labels(db, "s", name, first, seconds=3.0)) == 4
+            assert len(cal.save_labels(db, "s", name, second, seconds=3.0)) == 3
+    events = db.query_df("SELECT * FROM label_events ORDER BY event_id")
+    kept = ["position", "action", "grade", "comment", "evidence", "seconds", "revealed", "undoes"]
+    ann, bob = (events[events["annotator"] == a].reset_index(drop=True) for a in ("ann", "bob"))
+    assert len(ann) == len(bob) == 7 and ann[kept].equals(bob[kept])
+    assert (bob["event_id"].diff().dropna() > 0).all() and bob["event_id"].min() > ann["event_id"].max()
+    judged = db.query_df("""SELECT * EXCLUDE (judgment_id, created_at, assessor) FROM judgments
+                            WHERE source = 'human' AND assessor = ? ORDER BY judgment_id""", ["ann"])
+    assert len(judged) == 5
+    assert judged.equals(db.query_df("""SELECT * EXCLUDE (judgment_id, created_at, assessor) FROM judgments
+                                        WHERE source = 'human' AND assessor = ? ORDER BY judgment_id""", ["bob"]))
+    # each event points at its own judgment; the replaced ones are gone
+    live = set(db.query_df("SELECT judgment_id FROM judgments WHERE source = 'human'")["judgment_id"])
+    assert [j in live for j in bob["judgment_id"]] == [False, True, False, True, True, True, True]
+    assert cal.my_states(db, "s", "bob") == cal.my_states(db, "s", "ann")
+    before = db.query_value("SELECT count(*) FROM label_events")
+    with pytest.raises(InputError, match="not one of 0, 1, 2, 3"):
+        cal.save_labels(db, "s", "cy", {0: 1, 1: 4})
+    with pytest.raises(InputError, match="no item at position 999"):
+        cal.save_labels(db, "s", "cy", {0: 1, 999: 1})
+    assert db.query_value("SELECT count(*) FROM label_events") == before
+    assert cal.save_labels(db, "s", "cy", {}) == []
+
+
 def test_report_uses_the_held_out_part_reweighted(project):
     db, truth = project
     cal.create_sample(db, "s", "p", seed=3)
