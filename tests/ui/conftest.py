@@ -18,9 +18,18 @@ def _pages_run_as_served():
     server does at start-up: each ``AppTest`` scans them on its first run (every installed
     distribution's metadata read and parsed, ~0.3 s of CPU per ``AppTest`` for 151
     distributions); the packages do not change during a test run, so every ``AppTest`` is
-    given the same manifests that scan found."""
+    given the same manifests that scan found.
+
+    And a test waits for its script run on the run's end event instead of polling for it:
+    Streamlit's ``require_widgets_deltas`` wakes every millisecond and scans every event of the
+    run so far (a thousand wake-ups a second taking the interpreter from the script thread,
+    ~2 million event comparisons in test_ui_retrieve alone). Same timeout and error."""
+    import threading
+
     from streamlit import config
     from streamlit.components.v2 import manifest_scanner
+    from streamlit.runtime.scriptrunner import ScriptRunnerEvent
+    from streamlit.testing.v1 import local_script_runner
 
     before = config.get_option("browser.gatherUsageStats")
     config.set_option("browser.gatherUsageStats", False)
@@ -33,7 +42,29 @@ def _pages_run_as_served():
         return list(found[0])
 
     manifest_scanner.scan_component_manifests = scan_once
+
+    poll = local_script_runner.require_widgets_deltas
+
+    def wait_for_the_run(runner, timeout: float = 3) -> None:
+        ended = threading.Event()
+
+        def on_event(sender, event, **kwargs):
+            if event == ScriptRunnerEvent.SHUTDOWN:
+                ended.set()
+
+        runner.on_event.connect(on_event, weak=False)
+        try:
+            if runner.script_stopped() or ended.wait(timeout):
+                return
+        finally:
+            runner.on_event.disconnect(on_event)
+        runner.request_stop()  # as Streamlit's wait: stop the script, then say it timed out
+        runner.join()
+        raise RuntimeError(f"AppTest script run timed out after {timeout}(s)")
+
+    local_script_runner.require_widgets_deltas = wait_for_the_run
     yield
+    local_script_runner.require_widgets_deltas = poll
     manifest_scanner.scan_component_manifests = scan
     config.set_option("browser.gatherUsageStats", before)
 
