@@ -200,16 +200,19 @@ def few_shot_examples(db: Database, sample: str, *, per_grade: int = 1, seed: in
         quotas = water_fill(int(total), np.array([len(rows) for _, rows in groups], dtype=np.int64), rng)
     else:
         quotas = [min(per_grade, len(rows)) for _, rows in groups]
-    out = []
+    picked = []  # (grade, position), in the order the examples are given
     for (grade, rows), quota in zip(groups, quotas):
         pick = rows.iloc[np.sort(rng.choice(len(rows), size=int(quota), replace=False))]
-        for row in pick.itertuples(index=False):
-            found = store.read_item(db, sample, int(row.position))
-            text = found["text"] or ""
-            out.append({"query_id": found["query_id"], "doc_id": found["doc_id"], "chunk_id": found["chunk_id"],
-                        "query": found["query"], "description": found["description"],
-                        "passage": text[found["start"]:found["end"]], "grade": int(grade),
-                        "position": int(row.position), "part": found["part"]})
+        picked.extend((int(grade), int(position)) for position in pick["position"])
+    items = store.read_items(db, sample, [position for _, position in picked])  # one read for all
+    out = []
+    for grade, position in picked:
+        found = items[position]
+        text = found["text"] or ""
+        out.append({"query_id": found["query_id"], "doc_id": found["doc_id"], "chunk_id": found["chunk_id"],
+                    "query": found["query"], "description": found["description"],
+                    "passage": text[found["start"]:found["end"]], "grade": grade,
+                    "position": position, "part": found["part"]})
     return out
 
 
