@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.support.prerequisites import REPO
 from tests.support.read_only import read_only_dir
-from tests.support.templates import demo_project, demo_template
+from tests.support.templates import demo_project, demo_template, empty_project
 from workbench.errors import StoreError, StoreLockedError
 from workbench.store.database import (
     Database,
@@ -55,8 +56,8 @@ def holder(tmp_path):
 
 
 def _new_db(path: Path) -> Path:
-    Database(path).close()
-    return path
+    """A new project with every migration applied (a copy of the worker's empty template)."""
+    return empty_project(path)
 
 
 def test_a_lock_is_reported_at_once_naming_the_holder(tmp_path, holder):
@@ -218,9 +219,13 @@ def test_ctrl_c_at_any_moment_of_an_import_tells_the_truth(tmp_path):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env,
                                 preexec_fn=_as_at_a_terminal)  # noqa: PLW1509 (no threads yet)
 
+    initialised = tmp_path / "init.duckdb"
+    assert run_cli("--db", str(initialised), "init").returncode == 0
+
     def fresh(name: str) -> Path:
+        """A project as `init` leaves it: a copy of the one `init` above made (closed, no WAL)."""
         db = tmp_path / name
-        assert run_cli("--db", str(db), "init").returncode == 0
+        shutil.copyfile(initialised, db)
         return db
 
     def reading(proc: subprocess.Popen) -> float:
