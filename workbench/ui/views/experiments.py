@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from workbench.errors import WorkbenchError
-from workbench.ui import context
+from workbench.ui import charts, context
 from workbench.ui.words import LABEL_SOURCE_WORDS
 
 CHUNKINGS = ["fixed:32", "fixed:64", "fixed:128", "fixed:256", "fixed:512", "fixed:1024", "fixed:2048",
@@ -82,17 +82,18 @@ def _cells_frame(result) -> pd.DataFrame:
 
 
 def _charts(result, frame: pd.DataFrame) -> None:
-    import altair as alt
-
     from workbench.core.metrics.pareto import pareto_frontier
 
     long = pd.DataFrame([{"configuration": r["configuration"], "budget": b, "coverage": r[f"coverage@{b}"]}
                          for r in frame.to_dict("records") for b in result.budgets])
     st.subheader("Gold text covered at each context budget")
-    st.altair_chart(alt.Chart(long).mark_line(point=True).encode(
-        x=alt.X("budget:Q", title="context budget (tokens)", scale=alt.Scale(type="log")),
-        y=alt.Y("coverage:Q", title="share of gold characters", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("configuration:N"), tooltip=["configuration", "budget", "coverage"]), width="stretch")
+    charts.vega_lite(long, {"mark": {"point": True, "type": "line"}, "encoding": {
+        "x": {"field": "budget", "scale": {"type": "log"}, "title": "context budget (tokens)", "type": "quantitative"},
+        "y": {"field": "coverage", "scale": {"domain": [0, 1]}, "title": "share of gold characters",
+              "type": "quantitative"},
+        "color": {"field": "configuration", "type": "nominal"},
+        "tooltip": [{"field": "configuration", "type": "nominal"}, {"field": "budget", "type": "quantitative"},
+                    {"field": "coverage", "type": "quantitative"}]}}, width="stretch")
     measure = result.measures[0]
     points = frame[["configuration", measure, "p95 ms"]].rename(columns={measure: "quality", "p95 ms": "latency"})
     points = points.dropna()
@@ -100,13 +101,17 @@ def _charts(result, frame: pd.DataFrame) -> None:
         return
     points["frontier"] = pareto_frontier(points["quality"], points["latency"])
     st.subheader(f"{measure} against p95 latency")
-    base = alt.Chart(points).encode(x=alt.X("latency:Q", title="p95 latency (ms)"),
-                                    y=alt.Y("quality:Q", title=measure))
-    line = base.transform_filter(alt.datum.frontier).mark_line(strokeDash=[4, 3], color="gray")
-    dots = base.mark_point(filled=True, size=90).encode(
-        color=alt.Color("configuration:N"), shape=alt.Shape("frontier:N", title="on the Pareto frontier"),
-        tooltip=["configuration", "quality", "latency", "frontier"])
-    st.altair_chart(line + dots, width="stretch")
+    xy = {"x": {"field": "latency", "title": "p95 latency (ms)", "type": "quantitative"},
+          "y": {"field": "quality", "title": measure, "type": "quantitative"}}
+    charts.vega_lite(points, {"layer": [  # a dashed line along the frontier, then the configurations
+        {"mark": {"color": "gray", "strokeDash": [4, 3], "type": "line"}, "encoding": xy,
+         "transform": [{"filter": "datum.frontier"}]},
+        {"mark": {"filled": True, "size": 90, "type": "point"}, "encoding": {
+            **xy, "color": {"field": "configuration", "type": "nominal"},
+            "shape": {"field": "frontier", "title": "on the Pareto frontier", "type": "nominal"},
+            "tooltip": [{"field": "configuration", "type": "nominal"}, {"field": "quality", "type": "quantitative"},
+                        {"field": "latency", "type": "quantitative"}, {"field": "frontier", "type": "nominal"}]}}]},
+        width="stretch")
     on = points.loc[points["frontier"], "configuration"].tolist()
     st.caption("On the Pareto frontier (no other configuration is both better and faster): " + ", ".join(on))
 
