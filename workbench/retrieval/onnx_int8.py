@@ -102,8 +102,11 @@ def _quantisable(model) -> list:
     return [n for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in constants]
 
 
-def activation_maxima(model_path: Path, texts: Sequence[str], feed: Callable[[str], dict]) -> dict[str, np.ndarray]:
-    """Per-channel ``max |X_k|`` of every quantisable MatMul input over ``texts`` (fp32 model)."""
+def activation_maxima(model_path: Path, texts: Sequence[str], feed: Callable[[str], dict],
+                      options=None) -> dict[str, np.ndarray]:
+    """Per-channel ``max |X_k|`` of every quantisable MatMul input over ``texts`` (fp32 model),
+    one text per run; ``options``: the session's ``onnxruntime.SessionOptions`` (None: ONNX
+    Runtime's defaults)."""
     import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper
@@ -112,7 +115,7 @@ def activation_maxima(model_path: Path, texts: Sequence[str], feed: Callable[[st
     inputs = sorted({n.input[0] for n in _quantisable(model)})
     for name in inputs:
         model.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     maxima: dict[str, np.ndarray] = {}
     for text in texts:
         for name, value in zip(inputs, session.run(inputs, feed(text)), strict=True):
