@@ -25,6 +25,18 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def onnx_model_cache(tmp_path_factory):
+    """Every test's ONNX model cache (``WORKBENCH_ONNX_CACHE``) is the run's own folder, shared by
+    the workers: the default model is exported once per run, from scratch, on a fresh clone too
+    (``tests.support.retrieval_fixtures.shared_onnx_cache`` builds it under the run's lock), and no
+    test reads or writes the user's ~/.cache."""
+    folder = templates.session_folder(tmp_path_factory, "onnx-cache")[0]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WORKBENCH_ONNX_CACHE", str(folder))
+        yield folder
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "project.duckdb"
