@@ -117,7 +117,9 @@ class Walk:
         if box.input_value() == option:  # chosen already: choosing it again changes nothing, starts no run
             return
         self._open_list(box)
-        self.page.keyboard.type(option)
+        # the whole option at once, as a paste: typed key by key, the list is filtered and drawn
+        # again per character (measured 0.23 -> 0.10 s of chromium CPU per choice)
+        box.fill(option)
         self.page.get_by_role("option").filter(has_text=option).first.wait_for(timeout=LONG)
         self.page.keyboard.press("Enter")
         _idle(self.page)
