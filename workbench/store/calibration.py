@@ -233,15 +233,21 @@ def answered(db: Database, sample: str, annotator: str) -> list[tuple]:
 
 
 def current_state(cur: Cursor, sample: str, annotator: str, position: int) -> dict | None:
+    """The latest event of the annotator on the item (None when there is none). An aggregate
+    (``arg_max`` of the row by ``event_id``), not ``ORDER BY event_id DESC LIMIT 1``: DuckDB
+    plans that top-1 as a late-materialising join of two scans, which took twice the CPU on
+    every label stored (2.8 against 1.5 ms)."""
     row = cur.execute(
-        """SELECT event_id, action, grade, judgment_id FROM label_events
-           WHERE sample = ? AND annotator = ? AND position = ? ORDER BY event_id DESC LIMIT 1""",
+        """SELECT arg_max({'event_id': event_id, 'action': action, 'grade': grade, 'judgment_id': judgment_id},
+                          event_id)
+           FROM label_events WHERE sample = ? AND annotator = ? AND position = ?""",
         [sample, annotator, int(position)],
     ).fetchall()
-    if not row:
+    latest = row[0][0] if row else None
+    if latest is None:
         return None
-    event_id, action, grade, judgment_id = row[0]
-    return {"event_id": int(event_id), "action": action, "grade": grade, "judgment_id": judgment_id}
+    return {"event_id": int(latest["event_id"]), "action": latest["action"], "grade": latest["grade"],
+            "judgment_id": latest["judgment_id"]}
 
 
 def write_event(cur: Cursor, *, sample: str, position: int, annotator: str, action: str,
