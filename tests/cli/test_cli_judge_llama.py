@@ -5,7 +5,7 @@ probe finds that llama.cpp refuses json_schema with HTTP 500 and takes json_obje
 logprobs reach the single-token parser, a killed server stops the job (exit 6) and a restarted one
 resumes it, and --batch is refused in one line. One server for the whole module (it is slow to
 start and serves one request at a time). The judge runs in this process
-(:mod:`tests.support.cli_runner`), except the job whose server is killed under it.
+(:mod:`tests.support.cli_runner`), also the job whose server a thread kills under it.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import asyncio
 import json
 import math
 import os
-import subprocess
-import sys
+import threading
 import time
 
 import pytest
@@ -23,6 +22,7 @@ import pytest
 from tests.llm.judge_project import demo_project, query
 from tests.support.cli_runner import run_in_process
 from tests.support.llama_server import ALIAS, live_llama, llama_server  # noqa: F401 - fixtures
+from tests.support.polling import wait_until
 
 
 def _env() -> dict:
@@ -131,32 +131,57 @@ def test_a_killed_server_stops_the_job_and_a_restarted_one_resumes_it(live_llama
     db = demo_project(tmp_path / "demo.duckdb")
     log_start = live_llama.log.stat().st_size if live_llama.log.exists() else 0
 
-    def chat_lines() -> int:
+    def log_since_start() -> bytes:
         with open(live_llama.log, "rb") as f:
             f.seek(log_start)
-            return f.read().count(b"POST /v1/chat/completions")
+            return f.read()
 
-    cmd = [sys.executable, "-m", "workbench", "--db", str(db), "judge", "--pool", "demo", "--base-url",
-           live_llama.base_url, "--model", ALIAS, "--prompt", "relevance_token_v1", "--limit", "2"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 600
-    while chat_lines() < 1 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)  # the probe has been answered: judgment requests follow
-    time.sleep(1.0)
-    live_llama.stop()
-    out, err = proc.communicate(timeout=600)
-    assert proc.returncode == 6, out + err
-    assert "Traceback" not in err and "went away" in out
+    def judging_a_pair() -> bool:
+        """The probe has been answered and the server has begun reading a judgment's prompt
+        (llama-cpp-python logs the prefix it reuses as it starts one), or 1 s has passed since."""
+        log = log_since_start()
+        answered = log.find(b"POST /v1/chat/completions")
+        if answered < 0:
+            return False
+        if probe_answered[0] is None:
+            probe_answered[0] = time.monotonic()
+        return b"Llama.generate:" in log[answered:] or time.monotonic() - probe_answered[0] >= 1.0
+
+    probe_answered: list[float | None] = [None]
+    killed, job_ended = threading.Event(), threading.Event()
+
+    def kill_mid_pair():
+        try:
+            wait_until(lambda: job_ended.is_set() or judging_a_pair(), timeout=600, interval=0.02,
+                       what="the probe's answer")
+        finally:
+            live_llama.stop()
+            killed.set()
+
+    # The job runs in this process (the server is what dies, not the job); a thread kills the
+    # server under it while the first pair's ~600 prompt tokens are being read.
+    args = ("--db", str(db), "judge", "--pool", "demo", "--base-url", live_llama.base_url, "--model", ALIAS,
+            "--prompt", "relevance_token_v1", "--limit", "2")
+    killer = threading.Thread(target=kill_mid_pair, daemon=True)
+    killer.start()
+    try:
+        stopped = run_in_process(args, cwd=tmp_path, env=_env(), timeout=600)
+    finally:
+        job_ended.set()
+        killer.join(timeout=60)
+    assert killed.is_set() and probe_answered[0] is not None
+    assert stopped.returncode == 6, stopped.stdout + stopped.stderr
+    assert "Traceback" not in stopped.stderr and "went away" in stopped.stdout
     judged = query(db, "SELECT count(*) AS n, count(*) FILTER (WHERE status = 'failed') AS failed "
                        "FROM judgments WHERE source = 'llm'")
     assert judged["failed"][0] == 0  # the pairs the dead server could not answer stay pending
-    # Two pairs are enough to be mid-job: the server dies 1 s after the probe, while the first
-    # pair's ~600 prompt tokens are being read (a third pair cost ~250 tokens, about 3 s of
-    # server CPU with its logprobs, and proved nothing more).
+    # Two pairs are enough to be mid-job: the server dies as it starts reading the first pair's
+    # ~600 prompt tokens (a third pair cost ~250 tokens, about 3 s of server CPU with its
+    # logprobs, and proved nothing more).
     assert judged["n"][0] < 2
 
     live_llama.start()
-    done = run_in_process(tuple(cmd[3:]), cwd=tmp_path, env=_env(), timeout=900)
+    done = run_in_process(args, cwd=tmp_path, env=_env(), timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     table = query(db, "SELECT status FROM judgments WHERE source = 'llm'")
     assert len(table) == 2 and set(table["status"]) <= {"ok", "invalid"}
