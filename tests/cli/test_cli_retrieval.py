@@ -119,10 +119,11 @@ def test_from_doc_maps_an_imported_document_run(demo, cli):
 
 
 @pytest.mark.slow
-def test_dense_cli_on_a_tiny_corpus_uses_the_cache_the_second_time(cli, db_path):
-    from tests.support.retrieval_fixtures import write_corpus
+def test_dense_cli_on_a_tiny_corpus_uses_the_cache_the_second_time(cli, db_path, tmp_path_factory):
+    from tests.support.retrieval_fixtures import default_onnx_export, write_corpus
     from workbench.store.embeddings import count_embeddings
 
+    default_onnx_export(tmp_path_factory)  # the run's one export of the default model
     with Database(db_path) as database:
         write_corpus(database)
     db = ["--db", str(db_path)]

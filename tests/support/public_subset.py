@@ -120,9 +120,11 @@ def swept_subset_project(tmp_path_factory) -> SweptSubset:
     import pickle
 
     from tests.conftest import run_cli
+    from tests.support.retrieval_fixtures import default_onnx_export
     from tests.support.templates import shared_once
 
     def build(folder: Path) -> None:
+        default_onnx_export(tmp_path_factory)  # the run's one export, which the hybrid cells encode with
         subset, db = build_subset_project(folder)
         done = run_cli(*sweep_argv(db), timeout=900)
         (folder / "sweep.pickle").write_bytes(pickle.dumps(

@@ -57,7 +57,8 @@ def shared_onnx_cache(tmp_path_factory, *precisions: str) -> Path:
     """An ONNX model cache (``WORKBENCH_ONNX_CACHE``) fresh for this test session and shared by
     its workers and modules: the default model exported, fused and quantised from scratch once
     per run (not read from the user's ~/.cache), each of ``precisions`` built under the lock so two
-    workers never export at the same time."""
+    workers never export at the same time. ``tests/conftest.py`` points every test at this folder
+    (its ``onnx_model_cache`` fixture)."""
     from workbench.retrieval import dense, onnx_dense
 
     from tests.support.templates import session_lock
@@ -76,3 +77,19 @@ def shared_onnx_cache(tmp_path_factory, *precisions: str) -> Path:
             else:
                 os.environ["WORKBENCH_ONNX_CACHE"] = before
     return folder
+
+
+def default_onnx_export(tmp_path_factory) -> None:
+    """Before a test whose dense runs take the default backend: when that is ONNX here, the run's
+    fp32 export of the default model (:func:`shared_onnx_cache`, under the run's lock), so two
+    workers that reach it at once export it once. Nothing when the default is PyTorch or the
+    export cannot be made here: the test's own run meets that as it would have."""
+    from workbench.errors import ConfigError
+    from workbench.services.retrieval.runs import default_dense_backend
+
+    if default_dense_backend() != "onnx":
+        return
+    try:
+        shared_onnx_cache(tmp_path_factory, "fp32")
+    except ConfigError:
+        pass

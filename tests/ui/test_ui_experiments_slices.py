@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import run_cli
 from tests.support.prerequisites import require_module
+from tests.support.retrieval_fixtures import default_onnx_export
 from tests.ui.html_tables import html_tables
 
 CHUNKING = "fixed:256"
@@ -63,8 +64,9 @@ def _per_query_ndcg(db_path: Path, runs: dict[str, str], chunking: str, pytrec_e
     return out
 
 
-def test_hybrid_lift_by_slice_on_the_demo_equals_pytrec_eval_and_the_cli(demo_db):
+def test_hybrid_lift_by_slice_on_the_demo_equals_pytrec_eval_and_the_cli(demo_db, tmp_path_factory):
     pytrec_eval = require_module("pytrec_eval")
+    default_onnx_export(tmp_path_factory)  # the page's dense cells take the default backend
     at = AppTest.from_function(_page, default_timeout=900)
     at.run()
     assert not at.exception, at.exception

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.support.prerequisites import require_installed
+from tests.support.retrieval_fixtures import default_onnx_export
 from workbench.retrieval import dense as dense_mod
 from workbench.services.evaluation import sweep
 from workbench.services.ingest import import_file
@@ -93,7 +94,8 @@ def test_shared_vectors_equal_independent_encoding_and_runs_equal_their_ranking(
         db.close()
 
 
-def test_a_resumed_chunking_takes_its_vectors_from_the_cache(tmp_path):
+def test_a_resumed_chunking_takes_its_vectors_from_the_cache(tmp_path, tmp_path_factory):
+    default_onnx_export(tmp_path_factory)  # the default backend: the run's one export of the model
     db = _project(tmp_path)
     try:
         first = sweep.run_sweep(db, "fixed:16", "dense", ["ndcg@10"], budgets=[100], labels="human", k=10)
