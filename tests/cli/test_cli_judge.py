@@ -1,9 +1,10 @@
 """``workbench judge`` and ``workbench export judgments`` against a local server.
 
-A job that is killed, stopped by SIGTERM or shares the project with another process runs as a real
-process; the loopback server holds that job's requests at the moment the test acts on it
-(``control.hold``), so the job is mid-run then by construction, not by slowness. Every other
-command runs in this process (:mod:`tests.support.cli_runner`), as ``workbench.cli.main(argv)``."""
+A job that is killed or stopped by SIGTERM runs as a real process (a job that shares the project
+with another process runs here: that other process saves labels meanwhile); the loopback server
+holds the job's requests at the moment the test acts on it (``control.hold``), so the job is
+mid-run then by construction, not by slowness. Every other command runs in this process
+(:mod:`tests.support.cli_runner`), as ``workbench.cli.main(argv)``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pandas as pd
 import pytest
@@ -132,20 +134,35 @@ def test_the_project_stays_writable_while_a_job_runs(tmp_path):
     with running_server(latency=0.05) as server:
         # The job writes a batch every 50 answers (about every 0.6 s) while the labels are saved;
         # its last 20 requests wait at the server until they are, so it is running throughout;
-        # then the rest is answered at once.
+        # then the rest is answered at once. The job runs in this process and the labels are
+        # saved by another one (started from a thread while the job runs).
         release = server.control.hold(after=480, only=lambda call: call.passage is not None)
         config = _config(tmp_path, concurrency=4, batch_size=50, flush_seconds=1.0)
-        job = _popen(_judge_cmd(config, project, "--base-url", server.base_url, "--limit", "500"), text=True)
-        assert _wait_for(lambda: judgment_calls(server) >= 20)
-        labels = subprocess.run([sys.executable, str(writer), str(project), "8"], cwd=REPO, env=_env(),
-                                capture_output=True, text=True, timeout=120, check=False)
-        still_running = job.poll() is None
-        server.control.latency = 0.0
-        release.set()
-        _, err = job.communicate(timeout=300)
+        job_ended = threading.Event()
+        seen: dict = {}
+
+        def save_labels():
+            try:
+                assert _wait_for(lambda: judgment_calls(server) >= 20 or job_ended.is_set())
+                seen["labels"] = subprocess.run([sys.executable, str(writer), str(project), "8"], cwd=REPO,
+                                                env=_env(), capture_output=True, text=True, timeout=120,
+                                                check=False)
+                seen["still_running"] = not job_ended.is_set()
+            finally:
+                server.control.latency = 0.0
+                release.set()
+
+        saver = threading.Thread(target=save_labels, daemon=True)
+        saver.start()
+        try:
+            job = _run(_judge_cmd(config, project, "--base-url", server.base_url, "--limit", "500"))
+        finally:
+            job_ended.set()
+            saver.join(timeout=150)
+    labels, still_running = seen["labels"], seen["still_running"]
     assert labels.returncode == 0 and "saved" in labels.stdout, labels.stderr
     assert still_running  # the labels were saved while the job was running
-    assert job.returncode == 0, err
+    assert job.returncode == 0, job.stderr
     saved = query(project, "SELECT count(*) AS n FROM judgments WHERE assessor = 'sme-during-job'")["n"][0]
     assert saved == 8
     assert query(project, "SELECT count(*) AS n FROM judgments WHERE source = 'llm'")["n"][0] == 500
