@@ -61,21 +61,24 @@ def shared_onnx_cache(tmp_path_factory, *precisions: str) -> Path:
     (its ``onnx_model_cache`` fixture)."""
     from workbench.retrieval import dense, onnx_dense
 
-    from tests.support.templates import session_lock
+    from tests.support.templates import session_folder, session_lock
 
     model_dir = Path(dense.model_location(dense.DEFAULT_MODEL))
     before = os.environ.get("WORKBENCH_ONNX_CACHE")
-    with session_lock(tmp_path_factory, "onnx-cache") as folder:
-        folder.mkdir(parents=True, exist_ok=True)
-        os.environ["WORKBENCH_ONNX_CACHE"] = str(folder)
-        try:
-            for precision in precisions:
+    folder = session_folder(tmp_path_factory, "onnx-cache")[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    for precision in precisions:
+        # The lock is taken per precision: a worker that needs fp32 only waits for the export, not
+        # for the quantisations another worker builds next.
+        with session_lock(tmp_path_factory, "onnx-cache"):
+            os.environ["WORKBENCH_ONNX_CACHE"] = str(folder)
+            try:
                 onnx_dense.model_files(model_dir, precision)  # a cache hit once any worker built it
-        finally:
-            if before is None:
-                os.environ.pop("WORKBENCH_ONNX_CACHE", None)
-            else:
-                os.environ["WORKBENCH_ONNX_CACHE"] = before
+            finally:
+                if before is None:
+                    os.environ.pop("WORKBENCH_ONNX_CACHE", None)
+                else:
+                    os.environ["WORKBENCH_ONNX_CACHE"] = before
     return folder
 
 
