@@ -20,8 +20,10 @@ no rows; ``k`` larger than the index returns every matching chunk.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -89,6 +91,89 @@ def make_tokenizer(params: Bm25Params):
         raise ConfigError(f"BM25 tokeniser: {exc}") from None
 
 
+# The default pattern's tokens are the maximal runs of 2+ word characters. In an ASCII text the word
+# characters are [A-Za-z0-9_], so mapping every other byte to a space and splitting on spaces gives
+# the same runs (one-character runs are dropped: they are never in the vocabulary, see below).
+_DEFAULT_PATTERN = re.compile(DEFAULT_TOKEN_PATTERN)
+_ASCII_WORDS = bytes(c if chr(c).isalnum() or chr(c) == "_" else 32 for c in range(128)) + bytes(range(128, 256))
+_DEFAULT_FINDALL = re.compile(r"\w\w+").findall  # the same matches without the \b checks
+
+
+def _splits_default(splitter) -> bool:
+    owner = getattr(splitter, "__self__", None)
+    return (isinstance(owner, re.Pattern) and owner.pattern == _DEFAULT_PATTERN.pattern
+            and owner.flags == _DEFAULT_PATTERN.flags and splitter == owner.findall)
+
+
+def tokenize_ids(tokenizer, texts: Sequence[str], *, update_vocab: bool, allow_empty: bool) -> list[list[int]]:
+    """``tokenizer.tokenize(texts, update_vocab=..., allow_empty=..., return_as="ids")`` for a bm25s
+    ``Tokenizer``: the same ids and the same vocabulary updates, faster.
+
+    bm25s splits each text with the regex, then looks up, stop-word-checks and stems every word
+    in Python, one at a time. Here the default pattern splits ASCII texts with ``bytes.translate``
+    and ``split`` (other texts with an equivalent regex without ``\\b``); the batch's words not in
+    the vocabulary yet are taken once, in order of first occurrence, stop words dropped, stemmed in
+    one PyStemmer ``stemWords`` call and given ids in that order (the order bm25s gives them: a
+    word's fate, id or dropped, is decided at its first occurrence there too); each text's ids are
+    then one dictionary look-up per word (a word not in the vocabulary is dropped, as in bm25s).
+    tests/retrieval/test_bm25_tokens.py checks it against bm25s token for token.
+    """
+    if allow_empty and not update_vocab:  # not used here; bm25s's vocabulary timing is subtle there
+        return tokenizer.tokenize(list(texts), update_vocab=False, return_as="ids", show_progress=False,
+                                  allow_empty=True)
+    word_to_id, word_to_stem, stem_to_sid = tokenizer.word_to_id, tokenizer.word_to_stem, tokenizer.stem_to_sid
+    stem_one = tokenizer.stemmer
+    if allow_empty and update_vocab and "" not in word_to_id:
+        idx = max(word_to_id.values(), default=-1) + 1
+        word_to_id[""] = idx
+        if stem_one is not None:
+            word_to_stem.setdefault("", "")
+            stem_to_sid.setdefault("", idx)
+    if tokenizer.lower:
+        texts = [text.lower() for text in texts]
+    split = tokenizer.splitter
+    default = _splits_default(split)
+    if default:
+        table, findall = _ASCII_WORDS, _DEFAULT_FINDALL
+        docs = [text.encode("ascii").translate(table).decode("ascii").split() if text.isascii() else findall(text)
+                for text in texts]
+    else:
+        docs = [list(split(text)) for text in texts]
+    stop = set(tokenizer.stopwords) if tokenizer.stopwords is not None else set()
+    new = [w for w in dict.fromkeys(chain.from_iterable(docs)) if w not in word_to_id and w not in stop]
+    if default:  # the ASCII split's one-character runs, which the regex does not match
+        new = [w for w in new if len(w) > 1]
+    if new:
+        if stem_one is None:
+            if update_vocab:
+                for word in new:
+                    word_to_id[word] = len(word_to_id)
+        else:
+            unstemmed = [w for w in new if w not in word_to_stem]
+            if unstemmed:
+                owner = getattr(stem_one, "__self__", None)
+                if hasattr(owner, "stemWords") and stem_one == getattr(owner, "stemWord", None):
+                    stems = owner.stemWords(unstemmed)
+                else:
+                    stems = [stem_one(w) for w in unstemmed]
+                word_to_stem.update(zip(unstemmed, stems))
+            for word in new:
+                stem = word_to_stem[word]
+                sid = stem_to_sid.get(stem)
+                if sid is None:
+                    if not update_vocab:
+                        continue
+                    sid = stem_to_sid[stem] = len(stem_to_sid)
+                word_to_id[word] = sid
+    get = word_to_id.get
+    empty = [word_to_id[""]] if allow_empty and "" in word_to_id else []
+    out = []
+    for words in docs:
+        ids = [i for i in map(get, words) if i is not None]
+        out.append(ids if ids else list(empty))
+    return out
+
+
 @dataclass
 class Bm25Index:
     """A bm25s index over ``n`` texts plus the tokenizer whose vocabulary it uses."""
@@ -111,7 +196,7 @@ def build_index(texts: Sequence[str], params: Bm25Params = Bm25Params(), *, batc
     ids: list[list[int]] = []
     for start in range(0, len(texts), batch):
         part = list(texts[start:start + batch])
-        ids.extend(tokenizer.tokenize(part, update_vocab=True, return_as="ids", show_progress=False))
+        ids.extend(tokenize_ids(tokenizer, part, update_vocab=True, allow_empty=True))
         if advance is not None:
             advance(len(part))
     retriever = bm25s.BM25(k1=params.k1, b=params.b, method=params.method)
@@ -138,8 +223,7 @@ def search(index: Bm25Index, queries: Sequence[str], k: int, *, batch: int = 256
     q_parts, d_parts, s_parts = [], [], []
     for start in range(0, len(queries), batch):
         part = list(queries[start:start + batch])
-        tokens = index.tokenizer.tokenize(part, update_vocab=False, return_as="ids",
-                                          show_progress=False, allow_empty=False)
+        tokens = tokenize_ids(index.tokenizer, part, update_vocab=False, allow_empty=False)
         known = [i for i, t in enumerate(tokens) if t]
         if known:
             docs, scores = index.retriever.retrieve([tokens[i] for i in known], k=kk,
