@@ -48,10 +48,12 @@ def _real_passages(n: int, seed: int = 19) -> list[str]:
     return random.Random(seed).sample(passages, n) + demo
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def onnx_cache(tmp_path_factory):
     """One export (export, fusion and both quantisations) per test session, from scratch, in a
-    temporary cache dir shared by the xdist workers and tests/services/retrieval."""
+    temporary cache dir shared by the xdist workers and tests/services/retrieval. Asked for by the
+    tests that encode or read the exported files, not by the ones that check refusals before any
+    export: ``make check`` runs only those, and an autouse fixture made them pay the ~20 s build."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("WORKBENCH_ONNX_CACHE",
                      str(shared_onnx_cache(tmp_path_factory, "fp32", "int8-safe", "int8")))
@@ -88,6 +90,7 @@ def real_torch_vectors(torch_reference):
     return texts, vectors
 
 
+@pytest.mark.usefixtures("onnx_cache")
 def test_fp32_onnx_matches_pytorch(torch_vectors):
     texts, reference = torch_vectors
     encoder = onnx_dense.OnnxEncoder(MODEL_DIR, precision="fp32")
@@ -101,6 +104,7 @@ def test_fp32_onnx_matches_pytorch(torch_vectors):
     assert encoder.path.name == "fp32.onnx" and encoder.path.parent.name.endswith(f"-r{onnx_dense.RECIPE}")
 
 
+@pytest.mark.usefixtures("onnx_cache")
 def test_int8_safe_keeps_cosine_on_real_passages(real_torch_vectors):
     """Minimum cosine >= 0.999 with PyTorch on a seeded 300 DL19 passages + the 41 demo sections
     (the benchmark's first 1,000 DL19 passages reach 0.99899: see the module docstring)."""
@@ -114,6 +118,7 @@ def test_int8_safe_keeps_cosine_on_real_passages(real_torch_vectors):
     assert np.percentile(cosine, 1) >= 0.999 and cosine.mean() >= 0.9995
 
 
+@pytest.mark.usefixtures("onnx_cache")
 def test_int8_safe_on_synthetic_text(torch_vectors):
     """Random vocabulary, 400-token repeats, unicode and empty text: close, rows in input order."""
     texts, reference = torch_vectors
@@ -122,6 +127,7 @@ def test_int8_safe_on_synthetic_text(torch_vectors):
     assert cosine.min() >= 0.99 and np.median(cosine) >= 0.999
 
 
+@pytest.mark.usefixtures("onnx_cache")
 def test_int8_safe_rewrote_the_matmuls_it_claims():
     """Every MatMul with a constant weight outside layer 0 runs as per-token int8."""
     import onnx
@@ -136,6 +142,7 @@ def test_int8_safe_rewrote_the_matmuls_it_claims():
     assert ops.count("Attention") == 6  # the fused attention is kept
 
 
+@pytest.mark.usefixtures("onnx_cache")
 def test_inference_does_not_import_torch():
     """Once the files are cached, a fresh process encodes with onnxruntime alone."""
     onnx_dense.model_files(MODEL_DIR, "int8-safe")  # built (or already cached) in the module's cache dir
@@ -151,6 +158,7 @@ def test_inference_does_not_import_torch():
     assert done.stdout.strip().splitlines()[-1] == "(2, 384) False False False"
 
 
+@pytest.mark.usefixtures("onnx_cache")
 def test_int8_is_close_but_reported_below_target(torch_vectors):
     """Plain int8 (one activation scale per tensor) is opt-in because it misses 0.999; this pins
     how far it is, so a regression shows."""
@@ -200,6 +208,7 @@ def test_missing_cuda_is_a_clear_error():
     assert onnx_dense.providers("auto") == ["CPUExecutionProvider"]
 
 
+@pytest.mark.usefixtures("onnx_cache")
 def test_service_keeps_backends_apart_in_the_cache(tmp_path):
     """Same chunking, two backends: each encodes its own vectors, under its own cache key."""
     import pandas as pd
