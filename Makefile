@@ -16,12 +16,13 @@ run: $(VENV)/.installed
 	$(BIN)/workbench --db $(DB) init --demo
 	$(BIN)/workbench --db $(DB) app --port $(PORT)
 
-# Workers (pytest-xdist): one per core. One more than the cores was tried and measured no faster
-# (13 min 11 s with 3 workers, 13 min 15 s with 2, 1,725 tests, before the RAM-disk folder below
-# made the suite CPU-bound) and loads the machine more.
+# Workers (pytest-xdist): one more than the usable cores. A browser test spends much of its time
+# waiting on round trips between the test, chromium and the app server, so with one worker per
+# core 10-15% of the CPU stayed idle; a third worker fills it (2 cores, 1,762 tests, 2026-12-02:
+# 8 min 40 s and 9 min 26 s with 3 workers, 9 min 43 s and 9 min 45 s with 2).
 # worksteal: a worker that runs out of tests takes half of another's queue, so one long browser
 # walk at the end does not leave a core idle.
-JOBS ?= auto
+JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 # Bytecode caches (gitignored __pycache__) let the workers, the CLI processes and the app servers
 # the tests start compile each module once, and pytest keep its rewritten test modules: a machine
 # that sets PYTHONDONTWRITEBYTECODE would otherwise recompile them in every process.
@@ -43,7 +44,7 @@ endef
 test: $(VENV)/.installed-test
 	$(call run_tests,)
 
-# The fast subset, with the same workers (1,266 tests in 66 s with 2 workers).
+# The fast subset, with the same workers (1,298 tests in 38 s with 3 workers, 2026-12-02).
 check: $(VENV)/.installed-test
 	$(call run_tests,-m "not browser and not slow")
 
