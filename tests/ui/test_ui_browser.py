@@ -56,6 +56,9 @@ def test_importing_documents_on_the_data_page_extends_the_existing_chunking(tmp_
         page.screenshot(path=str(shots / "data.png"), full_page=True)
         page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(extra))
         page.get_by_text("more-handbook.jsonl").first.wait_for(timeout=30_000)
+        # The upload starts a script run, and a click made while a run is under way can be lost
+        # (seen once in a whole run with 3 workers): wait for that run to end first.
+        wait_idle(page, 60_000)
         page.get_by_role("button", name="Import").click()
         page.get_by_text(re.compile("Imported 4 documents from more-handbook.jsonl")).wait_for(timeout=60_000)
         _wait_idle(page)
