@@ -573,14 +573,15 @@ class Project:
     def label(self, sample: str, grades: Mapping[int, int], *, annotator: str) -> int:
         """Store an SME's grades (0-3) of the sample's items, ``{position: grade}``, as the Label
         page does (each replacing the annotator's earlier label of that item); returns how many
-        were stored. One transaction per label, in one opening of the project."""
-        from workbench.services.calibration.workflow import save_label
+        were stored. All in one transaction (a bad grade or position stores none of them)."""
+        from workbench.services.calibration.workflow import save_labels
 
         if not isinstance(grades, Mapping):
             raise ConfigError("label() takes the grades as {position: grade}, e.g. {0: 3, 1: 0}")
+        labels = {int(position): grade.item() if hasattr(grade, "item") else grade
+                  for position, grade in grades.items()}
         with self._db() as db:
-            for position, grade in grades.items():
-                save_label(db, sample, annotator, int(position), grade.item() if hasattr(grade, "item") else grade)
+            save_labels(db, sample, annotator, labels)
         return len(grades)
 
     def _report_options(self, *, part: str, seed: int, resamples: int | None, weighted: bool,
