@@ -15,6 +15,11 @@ the listed tests and adds the new ones: run it on the junit file of a ``make che
 a module's shared fixture is timed on the first test that uses it, which changes when that test is
 left out. (Tests
 marked in code may be listed as well; the mark is the same.)
+
+``--modules`` also writes ``tests/module_seconds.txt``: the seconds of each test module (its tests'
+setup + call + teardown, summed), from which :mod:`tests.support.scheduling` hands the longest
+modules to the workers first. Give it the junit file of a whole ``make test`` run: a ``make
+check`` run leaves the browser and slow tests out, so its module totals would be too small.
 """
 
 from __future__ import annotations
@@ -27,6 +32,15 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 LIST = TESTS / "slow_tests.txt"
+
+MODULES = TESTS / "module_seconds.txt"
+
+MODULES_HEADER = """\
+# Seconds each test module took in a whole `make test` run (its tests' setup + call + teardown,
+# summed; xdist workers on a busy 2-core machine, so a relative figure), written by
+# `python -m tests.support.durations JUNIT --modules`. tests/support/scheduling.py hands the
+# longest modules to the workers first. One `seconds<TAB>module path` per line.
+"""
 
 HEADER = """\
 # Tests that take more than {over:g} s each (setup + call + teardown), measured by a whole run of
@@ -61,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("junit", type=Path, help="a junit XML file of a whole `make test` run")
     parser.add_argument("--over", type=float, default=1.0, help="seconds above which a test is slow (default 1.0)")
     parser.add_argument("--merge", action="store_true", help="keep the tests already listed, add the new ones")
+    parser.add_argument("--modules", action="store_true",
+                        help=f"also write {MODULES.relative_to(REPO)} (from a whole `make test` run)")
     args = parser.parse_args(argv)
     if not args.junit.is_file():
         print(f"durations: {args.junit} not found; run `make test PYTEST_ARGS=--junitxml={args.junit}`", file=sys.stderr)
@@ -75,7 +91,21 @@ def main(argv: list[str] | None = None) -> int:
     kept = [s for n, s in measured.items() if n not in slow]
     print(f"{len(slow)} tests over {args.over:g} s listed in {LIST.relative_to(REPO)}; "
           f"make check keeps {len(kept)} tests, {sum(kept):.0f} s of test time (before collection, on 1 core)")
+    if args.modules:
+        seconds = module_seconds(measured)
+        MODULES.write_text(MODULES_HEADER + "".join(f"{s:.1f}\t{m}\n" for m, s in seconds.items()),
+                           encoding="utf-8")
+        print(f"{len(seconds)} test modules, {sum(seconds.values()):.0f} s, written to {MODULES.relative_to(REPO)}")
     return 0
+
+
+def module_seconds(measured: dict[str, float]) -> dict[str, float]:
+    """Seconds per test module (the file part of each node id), longest first, ties by path."""
+    totals: dict[str, float] = {}
+    for node, seconds in measured.items():
+        module = node.split("::", 1)[0]
+        totals[module] = totals.get(module, 0.0) + seconds
+    return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
 
 
 if __name__ == "__main__":
