@@ -26,6 +26,23 @@ def test_a_reader_that_goes_away_gets_no_traceback(tmp_path):
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
 
 
+def test_a_ctrl_c_while_the_interpreter_shuts_down_prints_nothing(tmp_path):
+    """The command has finished and said so; a Ctrl-C that lands in an exit handler (as one did in
+    tqdm's, after a whole import) must not print a traceback under its last line, nor change its
+    exit code. An exit handler registered before the program runs interrupts itself with a real
+    SIGINT and then gives Python the moment to deliver it."""
+    code = ("import atexit, os, signal, time\n"
+            "atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.5)))\n"
+            "from workbench.cli import run\n"
+            "run()\n")
+    env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_DB"}
+    proc = subprocess.run([sys.executable, "-c", code, "--db", str(tmp_path / "p.duckdb"), "init"],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "", proc.stderr
+    assert proc.stdout.startswith("project database ready: "), proc.stdout
+
+
 def test_an_error_names_the_command_even_when_it_has_a_command_option(tmp_path):
     """`harness --command` must not take over the command's name in its error line."""
     proc = run_cli("--db", str(tmp_path / "p.duckdb"), "harness", "--command", "false", "--name", "h",

@@ -3,8 +3,8 @@
 Why in process: a CLI process costs 0.5–1.2 s of CPU before it does anything (the interpreter, then
 duckdb, numpy, pandas and pyarrow imported again), and the suite runs the CLI about a thousand times
 on 2 cores. In process, the same ``workbench.cli.main(argv)`` runs (the code ``python -m workbench``
-runs: ``workbench/__main__.py`` is ``raise SystemExit(main())``), with what makes a process observable
-reproduced around it:
+runs: ``workbench/__main__.py`` is ``cli.run()``, which exits with ``main()``'s code and then ignores
+Ctrl-C while the interpreter shuts down), with what makes a process observable reproduced around it:
 
 - ``sys.stdout`` / ``sys.stderr`` are fresh UTF-8 streams (stderr with ``backslashreplace``, as
   CPython's); their text is decoded with universal newlines, as ``subprocess.run(text=True)`` does;
