@@ -43,6 +43,35 @@ def test_a_ctrl_c_while_the_interpreter_shuts_down_prints_nothing(tmp_path):
     assert proc.stdout.startswith("project database ready: "), proc.stdout
 
 
+def _status_with_duckdb_failing(tmp_path, raise_line: str) -> subprocess.CompletedProcess:
+    """``workbench status`` in a real process whose first ``import duckdb`` fails as ``raise_line``."""
+    code = ("import importlib.abc, sys\n"
+            "class Fail(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'duckdb':\n"
+            f"            {raise_line}\n"
+            "sys.meta_path.insert(0, Fail())\n"
+            "from workbench.cli import run\n"
+            "run()\n")
+    env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_DB"}
+    return subprocess.run([sys.executable, "-c", code, "--db", str(tmp_path / "p.duckdb"), "status"],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+
+
+def test_a_ctrl_c_while_duckdb_initialises_is_an_interrupt_not_a_traceback(tmp_path):
+    """A Ctrl-C that lands while duckdb's C extension initialises reaches the program as an
+    ImportError raised from the KeyboardInterrupt (as it did under load when the judge was
+    interrupted in start-up): the same one line and exit 130 as any Ctrl-C. An ImportError with no
+    interrupt behind it is not reported as one."""
+    interrupted = _status_with_duckdb_failing(
+        tmp_path, "raise ImportError('Encountered an error while initializing the extension.') "
+                  "from KeyboardInterrupt()")
+    assert (interrupted.returncode, interrupted.stderr) == (130, "workbench status: interrupted\n"), interrupted.stderr
+    broken = _status_with_duckdb_failing(tmp_path, "raise ImportError('no duckdb here')")
+    assert broken.returncode not in (0, 130) and "interrupted" not in broken.stderr, broken.stderr
+    assert "no duckdb here" in broken.stderr
+
+
 def test_an_error_names_the_command_even_when_it_has_a_command_option(tmp_path):
     """`harness --command` must not take over the command's name in its error line."""
     proc = run_cli("--db", str(tmp_path / "p.duckdb"), "harness", "--command", "false", "--name", "h",

