@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.support import templates
-from tests.support.scheduling import LongestModulesFirst
 from tests.support.cli_runner import run_cli  # noqa: F401 - test modules import it from here
+from tests.support.scheduling import LongestModulesFirst
 
 # Property tests check results, not speed: a per-example deadline only turns a busy machine
 # (2 shared cores, CI) into a false failure. Speed is the benchmarks' job.

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from tests.support import scheduling
-from tests.support.durations import module_seconds
 from tests.support.prerequisites import REPO
 
 
@@ -60,13 +59,19 @@ def test_random_plans_send_every_test_once_keep_modules_whole_and_balance_the_se
 
 
 def test_the_module_seconds_file_round_trips_and_lists_only_existing_modules(tmp_path):
-    totals = module_seconds({"tests/a.py::t1": 1.0, "tests/a.py::t2[x]": 2.5, "tests/b.py::t": 7.25,
+    totals = scheduling.module_seconds({"tests/a.py::t1": 1.0, "tests/a.py::t2[x]": 2.5, "tests/b.py::t": 7.25,
                              "tests/c.py::t": 2.5})
     assert totals == {"tests/b.py": 7.25, "tests/a.py": 3.5, "tests/c.py": 2.5}
     assert list(totals) == ["tests/b.py", "tests/a.py", "tests/c.py"]
     path = tmp_path / "seconds.txt"
     path.write_text("# a comment\n7.2\ttests/b.py\n3.5\ttests/a.py\n\n", encoding="utf-8")
     assert scheduling.read_module_seconds(path) == {"tests/b.py": 7.2, "tests/a.py": 3.5}
+    scheduling.write_module_seconds(totals, path)
+    assert scheduling.read_module_seconds(path) == {"tests/b.py": 7.2, "tests/a.py": 3.5, "tests/c.py": 2.5}
+    for bad in ("7.2 tests/b.py", "fast\ttests/b.py", "7.2\t"):
+        path.write_text(f"# header\n{bad}\n", encoding="utf-8")
+        with pytest.raises(ValueError, match=f"{path.name}:2: expected 'seconds<TAB>module path'"):
+            scheduling.read_module_seconds(path)
     assert scheduling.read_module_seconds(tmp_path / "absent.txt") == {}
 
     listed = scheduling.read_module_seconds()

@@ -29,18 +29,11 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tests.support.scheduling import MODULE_SECONDS, module_seconds, write_module_seconds
+
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 LIST = TESTS / "slow_tests.txt"
-
-MODULES = TESTS / "module_seconds.txt"
-
-MODULES_HEADER = """\
-# Seconds each test module took in a whole `make test` run (its tests' setup + call + teardown,
-# summed; xdist workers on a busy 2-core machine, so a relative figure), written by
-# `python -m tests.support.durations JUNIT --modules`. tests/support/scheduling.py hands the
-# longest modules to the workers first. One `seconds<TAB>module path` per line.
-"""
 
 HEADER = """\
 # Tests that take more than {over:g} s each (setup + call + teardown), measured by a whole run of
@@ -76,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--over", type=float, default=1.0, help="seconds above which a test is slow (default 1.0)")
     parser.add_argument("--merge", action="store_true", help="keep the tests already listed, add the new ones")
     parser.add_argument("--modules", action="store_true",
-                        help=f"also write {MODULES.relative_to(REPO)} (from a whole `make test` run)")
+                        help=f"also write {MODULE_SECONDS.relative_to(REPO)} (from a whole `make test` run)")
     args = parser.parse_args(argv)
     if not args.junit.is_file():
         print(f"durations: {args.junit} not found; run `make test PYTEST_ARGS=--junitxml={args.junit}`", file=sys.stderr)
@@ -93,19 +86,10 @@ def main(argv: list[str] | None = None) -> int:
           f"make check keeps {len(kept)} tests, {sum(kept):.0f} s of test time (before collection, on 1 core)")
     if args.modules:
         seconds = module_seconds(measured)
-        MODULES.write_text(MODULES_HEADER + "".join(f"{s:.1f}\t{m}\n" for m, s in seconds.items()),
-                           encoding="utf-8")
-        print(f"{len(seconds)} test modules, {sum(seconds.values()):.0f} s, written to {MODULES.relative_to(REPO)}")
+        write_module_seconds(seconds)
+        print(f"{len(seconds)} test modules, {sum(seconds.values()):.0f} s, written to "
+              f"{MODULE_SECONDS.relative_to(REPO)}")
     return 0
-
-
-def module_seconds(measured: dict[str, float]) -> dict[str, float]:
-    """Seconds per test module (the file part of each node id), longest first, ties by path."""
-    totals: dict[str, float] = {}
-    for node, seconds in measured.items():
-        module = node.split("::", 1)[0]
-        totals[module] = totals.get(module, 0.0) + seconds
-    return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
 
 
 if __name__ == "__main__":

@@ -35,16 +35,47 @@ def module_of(node_id: str) -> str:
     return node_id.split("::", 1)[0]
 
 
+MODULE_SECONDS_HEADER = """\
+# Seconds each test module took in a whole `make test` run (its tests' setup + call + teardown,
+# summed; xdist workers on a busy 2-core machine, so a relative figure), written by
+# `python -m tests.support.durations JUNIT --modules`. tests/support/scheduling.py hands the
+# longest modules to the workers first. One `seconds<TAB>module path` per line.
+"""
+
+
+def module_seconds(measured: dict[str, float]) -> dict[str, float]:
+    """Seconds per test module from seconds per node id (summed by :func:`module_of`), longest
+    first, ties by path."""
+    totals: dict[str, float] = {}
+    for node_id, seconds in measured.items():
+        module = module_of(node_id)
+        totals[module] = totals.get(module, 0.0) + seconds
+    return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
+
+
+def write_module_seconds(seconds: dict[str, float], path: Path = MODULE_SECONDS) -> None:
+    """The file :func:`read_module_seconds` reads: the header, then ``seconds<TAB>module`` lines."""
+    path.write_text(MODULE_SECONDS_HEADER + "".join(f"{s:.1f}\t{m}\n" for m, s in seconds.items()),
+                    encoding="utf-8")
+
+
 def read_module_seconds(path: Path = MODULE_SECONDS) -> dict[str, float]:
     """``{module path: seconds}`` from a file of ``seconds<TAB>module`` lines (``#`` lines are
-    comments); an absent file is an empty mapping (every module then gets the per-test estimate)."""
+    comments); an absent file is an empty mapping (every module then gets the per-test estimate).
+    A line of another shape is a ValueError naming the file and line."""
     if not path.is_file():
         return {}
     seconds: dict[str, float] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if line.strip() and not line.startswith("#"):
-            value, module = line.split("\t", 1)
-            seconds[module.strip()] = float(value)
+            value, tab, module = line.partition("\t")
+            try:
+                seconds[module.strip()] = float(value)
+            except ValueError:
+                tab = ""
+            if not tab or not module.strip():
+                raise ValueError(f"{path}:{number}: expected 'seconds<TAB>module path', got {line!r}; "
+                                 "regenerate it with `python -m tests.support.durations JUNIT --modules`")
     return seconds
 
 
