@@ -10,9 +10,11 @@ grade, columns = candidate grade), ``ci`` (``{name: [lo, hi]}``), ``gate`` (``{"
 ``not_labels``, ``bootstrap`` (seed, resamples, resampling unit, interval method) and ``notes``.
 NaN is written as null.
 
-``workbench calibrate sample --pool P [--size N] [--seed S]`` draws and stores a calibration
-sample; ``calibrate report [--format json]`` reports the judge's agreement with the SMEs on the
-held-out part; ``calibrate gate`` prints the verdict and exits 0 (pass), 1 (fail) or
+``workbench calibrate sample --pool P [--size N] [--seed S] [--judge CONFIG]`` draws and stores a
+calibration sample on one judge configuration's grades; ``calibrate report [--judge CONFIG]
+[--format json]`` reports one configuration's agreement with the SMEs on the held-out part;
+``calibrate gate [--judge CONFIG]`` gates one configuration (stored: only a configuration with
+its own pass has its labels in the qrels), prints the verdict and exits 0 (pass), 1 (fail) or
 2 (inconclusive); errors exit 3 or more (argparse usage errors exit 2 as well, so CI scripts
 should also check that the verdict line was printed).
 """
@@ -131,22 +133,23 @@ def _sample(args: argparse.Namespace) -> int:
             holdout_share=(args.holdout_share if args.holdout_share is not None
                            else float(settings.get("calibration", "holdout_share"))),
             threshold=int(settings.get("calibration", "relevant_min_grade")), model=args.model,
-            prompt_hash=args.prompt_hash)
+            prompt_hash=args.prompt_hash, judge=args.judge)
     if args.format == "json":
         print_json(summary)
         return 0
     grades = ", ".join(f"{g}: {c}" for g, c in summary["by_judge_grade"].items())
+    judge = f"; drawn on the grades of judge configuration {summary['judge'][:12]}" if summary.get("judge") else ""
     if summary.get("design") == "queries":
         print(f"calibration sample {summary['name']!r} from pool {summary['pool']!r} (seed {summary['seed']}): "
               f"{summary['queries']} of {summary['population_queries']} queries drawn at random, all "
               f"{summary['size']} of their pool pairs to grade; {summary['holdout']} held out (feed the gate), "
-              f"{summary['tuning']} for tuning; by judge grade {grades}")
+              f"{summary['tuning']} for tuning; by judge grade {grades}{judge}")
         for note in summary["notes"]:
             print(f"note: {note}")
         return 0
     print(f"calibration sample {summary['name']!r} from pool {summary['pool']!r} (seed {summary['seed']}): "
           f"{summary['size']} pairs over {summary['queries']} queries; {summary['holdout']} held out "
-          f"(feed the gate), {summary['tuning']} for tuning; by judge grade {grades}")
+          f"(feed the gate), {summary['tuning']} for tuning; by judge grade {grades}{judge}")
     for note in summary["notes"]:
         print(f"note: {note}")
     return 0
@@ -170,7 +173,7 @@ def _report(args: argparse.Namespace) -> int:
     from workbench.services.calibration.workflow import query_places, throughput
 
     with open_project_from_args(args) as db:
-        body = report(db, args.sample, thresholds=_thresholds(args), options=_options(args))
+        body = report(db, args.sample, thresholds=_thresholds(args), options=_options(args), judge=args.judge)
         body["throughput"] = throughput(db, body["sample"])  # labels per hour of time on task, per SME
         places = query_places(db, body["sample"])  # a query-design sample: "query k of n" as the Label page says
     if args.format == "json":
@@ -178,6 +181,8 @@ def _report(args: argparse.Namespace) -> int:
         return 0
     print(f"calibration sample {body['sample']!r} (pool {body['pool']!r}): {body['labelled']} of "
           f"{body['items']} items labelled, {body['labelled_in_part']} in the {body['part']} part")
+    print(f"judge configuration: {body['judge']['label']} (key {body['judge']['key']})"
+          + (f"; {body['not_graded_by_judge']} labelled pairs it did not grade" if body["not_graded_by_judge"] else ""))
     for t in body["throughput"]:
         pace = "n/a" if t["labels_per_hour"] is None else f"{t['labels_per_hour']:,.0f}"
         print(f"  {t['annotator']}: {t['labels']} labels, {pace} labels per hour of time on task "
@@ -220,12 +225,13 @@ def _gate(args: argparse.Namespace) -> int:
     from workbench.services.calibration.workflow import gate
 
     with open_project_from_args(args) as db:
-        body = gate(db, args.sample, thresholds=_thresholds(args), options=_options(args))
+        body = gate(db, args.sample, thresholds=_thresholds(args), options=_options(args), judge=args.judge)
     verdict = body["gate"]
     if args.format == "json":
         print_json(body)
     else:
-        print(f"{verdict['verdict']}: sample {body['sample']!r}, {body['n']} held-out labels")
+        print(f"{verdict['verdict']}: judge configuration {body['judge']['label']} on sample {body['sample']!r}, "
+              f"{body['n']} held-out labels")
         for reason in verdict["reasons"]:
             print(f"  - {reason}")
         if verdict["verdict"] == "inconclusive" and verdict["more_labels_needed"] is not None:
@@ -251,6 +257,10 @@ def _report_flags(p: argparse.ArgumentParser) -> None:
                         "(default: [calibration] high_risk_tags)")
     p.add_argument("--resamples", type=positive_int, default=None, metavar="B",
                    help="bootstrap resamples (default: [calibration] bootstrap_resamples, 2000)")
+    p.add_argument("--judge", metavar="CONFIG",
+                   help="the judge configuration to gate: its key, a key prefix or its model (default: the one "
+                        "the sample was drawn on); the verdict is stored and decides whether its labels enter "
+                        "the qrels")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -294,6 +304,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the rest is for tuning the judge)")
     s.add_argument("--model", metavar="M", help="use only LLM judgments of this model")
     s.add_argument("--prompt-hash", metavar="H", help="use only LLM judgments of this prompt")
+    s.add_argument("--judge", metavar="CONFIG",
+                   help="the judge configuration whose grades stratify the sample (key, key prefix or model); "
+                        "needed when several graded the pool")
     add_format_option(s)
     s.set_defaults(handler=_sample)
 

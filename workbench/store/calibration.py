@@ -15,6 +15,7 @@ import json
 import pandas as pd
 
 from workbench.store.database import Cursor, Database, insert_frame
+from workbench.store.judge_configs import JOIN_SQL, KEY_SQL
 
 ITEM_COLUMNS = ["position", "query_id", "doc_id", "chunk_id", "start", "end", "judge_judgment_id",
                 "judge_grade", "stratum", "part", "weight"]
@@ -75,23 +76,39 @@ def read_sample_items(db: Database, name: str) -> pd.DataFrame:
 
 
 def judged_pool_pairs(db: Database, pool: str, *, model: str | None = None,
-                      prompt_hash: str | None = None) -> pd.DataFrame:
+                      prompt_hash: str | None = None, config: str | None = None) -> pd.DataFrame:
     """The pool's pairs that carry an ``ok`` LLM judgment, with the latest such judgment
-    (optionally of one model / prompt hash) matched on (query_id, doc_id, chunk_id):
-    ``query_id, doc_id, chunk_id, start, end, judge_judgment_id, judge_grade``."""
+    (optionally of one model / prompt hash / judge configuration, :mod:`workbench.store.judge_configs`)
+    matched on (query_id, doc_id, chunk_id): ``query_id, doc_id, chunk_id, start, end,
+    judge_judgment_id, judge_grade, judge_config``."""
     return db.query_df(
-        """SELECT p.query_id, p.doc_id, p.chunk_id, arg_max(j.start, j.judgment_id) AS start,
+        f"""SELECT p.query_id, p.doc_id, p.chunk_id, arg_max(j.start, j.judgment_id) AS start,
                   arg_max(j."end", j.judgment_id) AS "end", max(j.judgment_id) AS judge_judgment_id,
-                  arg_max(j.grade, j.judgment_id)::BIGINT AS judge_grade
+                  arg_max(j.grade, j.judgment_id)::BIGINT AS judge_grade,
+                  arg_max({KEY_SQL}, j.judgment_id) AS judge_config
            FROM pool_pairs p
            JOIN judgments j ON j.query_id = p.query_id AND j.doc_id = p.doc_id
                 AND j.chunk_id IS NOT DISTINCT FROM p.chunk_id
+           {JOIN_SQL}
            WHERE p.pool = ? AND j.source = 'llm' AND j.status = 'ok' AND j.grade IS NOT NULL
              AND (?::VARCHAR IS NULL OR j.model = ?) AND (?::VARCHAR IS NULL OR j.prompt_hash = ?)
+             AND (?::VARCHAR IS NULL OR {KEY_SQL} = ?)
            GROUP BY p.query_id, p.doc_id, p.chunk_id
            ORDER BY p.query_id, p.doc_id, p.chunk_id""",
-        [pool, model, model, prompt_hash, prompt_hash],
+        [pool, model, model, prompt_hash, prompt_hash, config, config],
     )
+
+
+def pool_configurations(db: Database, pool: str) -> list[str]:
+    """The judge configurations with an ``ok`` grade of some pair of ``pool``, oldest first."""
+    rows = db.query_all(
+        f"""SELECT {KEY_SQL} AS config, min(j.judgment_id) AS first FROM pool_pairs p
+            JOIN judgments j ON j.query_id = p.query_id AND j.doc_id = p.doc_id
+                 AND j.chunk_id IS NOT DISTINCT FROM p.chunk_id
+            {JOIN_SQL}
+            WHERE p.pool = ? AND j.source = 'llm' AND j.status = 'ok' AND j.grade IS NOT NULL
+            GROUP BY ALL ORDER BY first""", [pool])
+    return [str(r[0]) for r in rows]
 
 
 def pool_pairs_per_query(db: Database, pool: str) -> dict[str, int]:
@@ -121,12 +138,12 @@ def count_pool_pairs(db: Database, pool: str) -> int:
     return int(db.query_value("SELECT count(*) FROM pool_pairs WHERE pool = ?", [pool]))
 
 
-def count_judge_relevant(db: Database, sample: str) -> tuple[int, int]:
-    """``(judge-relevant, judged)`` pairs of the sample's pool with the sample's judge filter,
-    relevant meaning grade ≥ the sample's threshold (the observed share Rogan–Gladen corrects)."""
+def count_judge_relevant(db: Database, sample: str, config: str | None) -> tuple[int, int]:
+    """``(judge-relevant, judged)`` pairs of the sample's pool graded by judge configuration
+    ``config`` (None: the latest grade of any configuration), relevant meaning grade ≥ the
+    sample's threshold (the observed share Rogan–Gladen corrects)."""
     info = read_sample(db, sample)
-    frame = judged_pool_pairs(db, info["pool"], model=info["judge"].get("model"),
-                              prompt_hash=info["judge"].get("prompt_hash"))
+    frame = judged_pool_pairs(db, info["pool"], config=config)
     return int((frame["judge_grade"] >= info["threshold"]).sum()), len(frame)
 
 
@@ -456,29 +473,33 @@ def label_table(db: Database, sample: str) -> pd.DataFrame:
 
 def judge_grades_for_sample(db: Database, sample: str) -> pd.DataFrame:
     """Every judge configuration's latest ``ok`` grade of each sample item:
-    ``position, model, prompt_hash, grade`` (items matched on query_id, doc_id, chunk_id)."""
+    ``position, config, model, prompt_hash, grade`` (items matched on query_id, doc_id, chunk_id;
+    ``config`` as :mod:`workbench.store.judge_configs` derives it)."""
     return db.query_df(
-        """SELECT i.position, coalesce(j.model, '') AS model, coalesce(j.prompt_hash, '') AS prompt_hash,
+        f"""SELECT i.position, {KEY_SQL} AS config, any_value(coalesce(j.model, '')) AS model,
+                  any_value(coalesce(j.prompt_hash, '')) AS prompt_hash,
                   arg_max(j.grade, j.judgment_id)::BIGINT AS grade
            FROM calibration_items i
            JOIN judgments j ON j.query_id = i.query_id AND j.doc_id = i.doc_id
                 AND j.chunk_id IS NOT DISTINCT FROM i.chunk_id
+           {JOIN_SQL}
            WHERE i.sample = ? AND j.source = 'llm' AND j.status = 'ok' AND j.grade IS NOT NULL
-           GROUP BY ALL ORDER BY model, prompt_hash, i.position""",
+           GROUP BY i.position, config ORDER BY config, i.position""",
         [sample],
     )
 
 
-def run_judged_shares(db: Database, sample: str, k: int) -> pd.DataFrame:
+def run_judged_shares(db: Database, sample: str, k: int, config: str | None) -> pd.DataFrame:
     """Per run of the sample's pool: ``run, judged, relevant`` over its top-``k`` pooled items
-    that carry the sample's judge grade (relevant: grade ≥ the sample's threshold)."""
+    that carry a grade of judge configuration ``config`` (None: the latest of any), relevant
+    meaning grade ≥ the sample's threshold."""
     info = read_sample(db, sample)
-    model, prompt_hash = info["judge"].get("model"), info["judge"].get("prompt_hash")
     return db.query_df(
-        """WITH g AS (
-               SELECT query_id, doc_id, chunk_id, arg_max(grade, judgment_id) AS grade FROM judgments
-               WHERE source = 'llm' AND status = 'ok' AND grade IS NOT NULL
-                 AND (?::VARCHAR IS NULL OR model = ?) AND (?::VARCHAR IS NULL OR prompt_hash = ?)
+        f"""WITH g AS (
+               SELECT j.query_id, j.doc_id, j.chunk_id, arg_max(j.grade, j.judgment_id) AS grade
+               FROM judgments j {JOIN_SQL}
+               WHERE j.source = 'llm' AND j.status = 'ok' AND j.grade IS NOT NULL
+                 AND (?::VARCHAR IS NULL OR {KEY_SQL} = ?)
                GROUP BY ALL)
            SELECT pv.run, count(*) AS judged, count(*) FILTER (WHERE g.grade >= ?) AS relevant
            FROM pool_provenance pv
@@ -486,7 +507,7 @@ def run_judged_shares(db: Database, sample: str, k: int) -> pd.DataFrame:
                 AND g.chunk_id IS NOT DISTINCT FROM pv.chunk_id
            WHERE pv.pool = ? AND pv.rank <= ?
            GROUP BY pv.run ORDER BY pv.run""",
-        [model, model, prompt_hash, prompt_hash, info["threshold"], info["pool"], int(k)],
+        [config, config, info["threshold"], info["pool"], int(k)],
     )
 
 

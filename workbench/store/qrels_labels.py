@@ -11,12 +11,14 @@ from __future__ import annotations
 import pandas as pd
 
 from workbench.store.database import Database
+from workbench.store.judge_configs import JOIN_SQL, KEY_SQL
 
 
 def labelled_spans(db: Database) -> pd.DataFrame:
-    """``query_id, doc_id, start, end, grade, tier, assessor, model, prompt_hash``."""
+    """``query_id, doc_id, start, end, grade, tier, assessor, model, prompt_hash, config`` (the
+    judge configuration of LLM labels, :mod:`workbench.store.judge_configs`; None for people's)."""
     return db.query_df(
-        """SELECT j.query_id, j.doc_id, j.start::BIGINT AS start, j."end"::BIGINT AS "end",
+        f"""SELECT j.query_id, j.doc_id, j.start::BIGINT AS start, j."end"::BIGINT AS "end",
                   j.grade::BIGINT AS grade,
                   CASE WHEN j.source = 'llm' THEN 'llm'
                        WHEN j.source = 'imported' THEN 'imported'
@@ -25,8 +27,10 @@ def labelled_spans(db: Database) -> pd.DataFrame:
                   CASE WHEN j.source = 'llm'
                        THEN coalesce(j.model, '') || '|' || coalesce(j.prompt_hash, '')
                        ELSE coalesce(j.assessor, '') END AS assessor,
-                  coalesce(j.model, '') AS model, coalesce(j.prompt_hash, '') AS prompt_hash
+                  coalesce(j.model, '') AS model, coalesce(j.prompt_hash, '') AS prompt_hash,
+                  CASE WHEN j.source = 'llm' THEN {KEY_SQL} END AS config
            FROM judgments j
+           {JOIN_SQL}
            LEFT JOIN (SELECT DISTINCT judgment_id FROM label_events
                       WHERE annotator = 'adjudication' AND judgment_id IS NOT NULL) a
              ON a.judgment_id = j.judgment_id

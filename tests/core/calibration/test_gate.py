@@ -149,44 +149,6 @@ def test_impractical_label_counts_say_so():
 
 # -- the verdict cache --------------------------------------------------------------------------
 
-def _key(**over):
-    from workbench.core.calibration.gate import gate_cache_key
-
-    args = {"sample": "s", "judge": ("m1", "h"), "labels_fingerprint": "abc", "seed": 0, "n_boot": 2000,
-            "threshold": 2, "part": "holdout", "weighted": True, "thresholds": GateThresholds()}
-    args.update(over)
-    return gate_cache_key(**args)
-
-
-def test_every_input_of_a_verdict_is_part_of_its_key():
-    base = _key()
-    assert _key() == base and hash(_key()) == hash(base)
-    changed = [_key(sample="t"), _key(judge=("m2", "h")), _key(judge=("m1", "g")), _key(labels_fingerprint="abd"),
-               _key(seed=1), _key(n_boot=1000), _key(threshold=1), _key(part="all"), _key(weighted=False),
-               _key(thresholds=GateThresholds(min_kappa=0.7))]
-    assert all(k != base for k in changed)
-    assert len(set(changed)) == len(changed) == 10
-
-
-def test_the_cache_computes_once_per_key_and_forgets_the_least_recently_used():
-    from workbench.core.calibration.gate import VerdictCache
-
-    cache, calls = VerdictCache(size=2), []
-
-    def compute(value):
-        return lambda: calls.append(value) or value
-
-    assert cache.get_or_compute(_key(seed=1), compute("a")) == "a"
-    assert cache.get_or_compute(_key(seed=1), compute("x")) == "a"  # cached: not recomputed
-    assert cache.get_or_compute(_key(seed=2), compute("b")) == "b"
-    assert cache.get_or_compute(_key(seed=1), compute("x")) == "a"  # seed=1 is now the most recent
-    assert cache.get_or_compute(_key(seed=3), compute("c")) == "c"  # evicts seed=2
-    assert cache.get_or_compute(_key(seed=2), compute("b2")) == "b2"
-    assert calls == ["a", "b", "c", "b2"] and (cache.hits, cache.misses) == (2, 4) and len(cache) == 2
-    cache.clear()
-    assert (len(cache), cache.hits, cache.misses) == (0, 0, 0)
-
-
 def test_class_minimums_count_pairs_not_weights():
     # 30 reference-relevant and 70 non-relevant pairs, a perfect judge, relevant pairs weighted 0.5:
     # the weighted relevant share is 15 / 85 = 0.176, and share x n = 17.6 "pairs" is what the gate

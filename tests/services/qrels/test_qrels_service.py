@@ -8,7 +8,24 @@ from workbench.core.qrels_policy import QrelsPolicy
 from workbench.services.calibration import workflow as cal
 from workbench.services.qrels.export import export_qrels
 from workbench.services.pooling.pools import pool_stats
-from workbench.services.qrels.rule import passed_judge_configurations, project_qrels
+from workbench.services.calibration import verdicts
+from workbench.services.qrels.rule import project_qrels
+
+
+def passed_judge_configurations(db, settings=None) -> tuple[tuple[str, str], ...]:
+    """(model, prompt_hash) of each configuration that passed (the fixtures' judges have one
+    configuration per model)."""
+    known = {c.key: c for c in verdicts.configurations(db)}
+    return tuple((known[k].model, known[k].prompt_hash) for k in verdicts.passed_configurations(db, settings))
+
+
+def gate_verdict(db, sample, thresholds=None, options=None) -> str:
+    from workbench.core.calibration.gate import GateThresholds
+
+    thresholds = GateThresholds() if thresholds is None else thresholds
+    options = cal.ReportOptions() if options is None else options
+    config = verdicts.default_configuration(db, sample)
+    return verdicts.verdict(db, sample, config, thresholds, options).verdict
 
 
 def _exported(db, tmp_path, name, **kw) -> set[tuple[str, str, int]]:
@@ -91,43 +108,44 @@ def test_synthetic_queries_are_kept_apart_unless_asked(tmp_path):
 
 
 def test_the_gate_verdict_is_cached_until_one_of_its_inputs_changes(tmp_path):
-    from workbench.core.calibration.gate import VERDICTS, GateThresholds
+    from workbench.core.calibration.gate import GateThresholds
     from workbench.services.calibration.workflow import ReportOptions
     from workbench.services.pooling.pools import pool_labels
-    from workbench.services.qrels.rule import gate_verdict
 
     db, truth = build_project(tmp_path / "p.duckdb", judge_noise=0.0)
     try:
         cal.create_sample(db, "s", "p", size=200, seed=1)
         label_all(db, "s", truth)
-        VERDICTS.clear()
+        verdicts.forget()
+        start = verdicts.computed()
         assert passed_judge_configurations(db) == (("m1", ""),)
-        assert (VERDICTS.misses, VERDICTS.hits) == (1, 0)
+        assert verdicts.computed() - start == 1
         # qrels, export, pool statistics and the pool peek all reuse the verdict: no new bootstrap
         project_qrels(db)
         _exported(db, tmp_path, "a.txt")
         pool_stats(db, "p", k=5)
         pool_labels(db, "doc", None)
-        assert (VERDICTS.misses, VERDICTS.hits) == (1, 4)
-        # the cached verdict is the one the calibration report gives
+        assert verdicts.computed() - start == 1
+        # the cached verdict is the one the calibration report gives (the report computes its own)
         assert gate_verdict(db, "s") == cal.gate(db, "s")["gate"]["verdict"] == "pass"
+        start = verdicts.computed()
         # another seed, other thresholds: new keys, computed afresh
         assert gate_verdict(db, "s", options=ReportOptions(seed=7)) == "pass"
         strict = GateThresholds(min_pairs=10_000)
         assert gate_verdict(db, "s", strict) == cal.gate(db, "s", thresholds=strict)["gate"]["verdict"] == "inconclusive"
-        assert VERDICTS.misses == 3
+        assert verdicts.computed() - start == 3  # two new keys, and the strict report
         # the configured relevance grade and resamples are part of the key, and decide as the report does
         from workbench.config import load_settings
 
         settings = load_settings(overrides={"calibration": {"relevant_min_grade": 3, "bootstrap_resamples": 500}},
                                  env={})
         assert passed_judge_configurations(db, settings) == (("m1", ""),)
-        assert VERDICTS.misses == 4
+        assert verdicts.computed() - start == 4
         assert cal.gate(db, "s", options=ReportOptions(threshold=3, n_boot=500))["gate"]["verdict"] == "pass"
         # changed labels: the SMEs relabel the held-out part at random, so the judge no longer agrees
         label_all(db, "s", truth, flip=1.0, seed=5, part="holdout")
         assert passed_judge_configurations(db) == ()
-        assert VERDICTS.misses == 5
+        assert verdicts.computed() - start == 6  # and the report of the relevance grade 3
         assert gate_verdict(db, "s") == cal.gate(db, "s")["gate"]["verdict"] != "pass"
         assert set(project_qrels(db).table["tier"]) == {"sme"}
     finally:
@@ -167,7 +185,6 @@ def test_synthetic_labels_by_construction_count_without_the_gate_once_synthetic_
 def test_the_gate_verdict_is_stored_with_the_project_for_the_next_command(tmp_path):
     import json
 
-    from workbench.core.calibration.gate import VERDICTS
     from workbench.store.database import Database
     from workbench.store.meta import read_meta, set_meta
 
@@ -175,34 +192,35 @@ def test_the_gate_verdict_is_stored_with_the_project_for_the_next_command(tmp_pa
     try:
         cal.create_sample(db, "s", "p", size=200, seed=1)
         label_all(db, "s", truth)
-        VERDICTS.clear()
+        verdicts.forget()
         assert passed_judge_configurations(db) == (("m1", ""),)
-        entry = json.loads(read_meta(db)["gate_verdict:s"])
+        meta_key = next(k for k in read_meta(db) if k.startswith("judge_verdict:s\x1f"))
+        entry = json.loads(read_meta(db)[meta_key])
         assert entry["verdict"] == "pass" and len(entry["key"]) == 64
         # A later command (the process memo empty) reads the stored verdict instead of rerunning the
         # bootstrap: a stored entry saying otherwise for the same inputs is what it answers.
         with db.transaction() as tx:
-            set_meta(tx, "gate_verdict:s", json.dumps({**entry, "verdict": "fail"}))
-        VERDICTS.clear()
+            set_meta(tx, meta_key, json.dumps({**entry, "verdict": "fail"}))
+        verdicts.forget()
         assert passed_judge_configurations(db) == ()
         # An entry for other inputs is never served: one changed held-out label is a new key,
         # computed afresh (still a pass) and stored in place of the old entry.
         item = db.query_df("SELECT position, query_id, doc_id FROM calibration_items WHERE sample = 's' "
                            "AND part = 'holdout' ORDER BY position LIMIT 1").iloc[0]
         cal.save_label(db, "s", "ann", int(item["position"]), (truth[(item["query_id"], item["doc_id"])] + 1) % 4)
-        VERDICTS.clear()
+        verdicts.forget()
         assert passed_judge_configurations(db) == (("m1", ""),)
-        again = json.loads(read_meta(db)["gate_verdict:s"])
+        again = json.loads(read_meta(db)[meta_key])
         assert again["key"] != entry["key"] and again["verdict"] == "pass" == cal.gate(db, "s")["gate"]["verdict"]
         with db.transaction() as tx:  # an entry of other inputs: the next reader must compute
-            set_meta(tx, "gate_verdict:s", json.dumps({"key": "other", "verdict": "fail"}))
+            set_meta(tx, meta_key, json.dumps({"key": "other", "verdict": "fail"}))
     finally:
         db.close()
     # a project opened read-only: the verdict is computed, and nothing is written to the file
     ro = Database(tmp_path / "p.duckdb", read_only=True)
     try:
-        VERDICTS.clear()
+        verdicts.forget()
         assert passed_judge_configurations(ro) == (("m1", ""),)
-        assert json.loads(read_meta(ro)["gate_verdict:s"]) == {"key": "other", "verdict": "fail"}
+        assert json.loads(read_meta(ro)[meta_key]) == {"key": "other", "verdict": "fail"}
     finally:
         ro.close()

@@ -25,7 +25,6 @@ exactly on its threshold no number of labels is expected to decide, and the coun
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from workbench.core.calibration.agreement import AgreementResult, agreement
@@ -185,6 +184,72 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
     return GateResult(verdict, tuple(reasons), more, tuple(checks))
 
 
+#: A high-risk slice decides only with at least this many reference-relevant and as many
+#: reference-non-relevant pairs: a percentile interval from three pairs that all agree is
+#: [1, 1], which says nothing.
+HIGH_RISK_MIN_PER_CLASS = 10
+
+
+@dataclass(frozen=True)
+class SliceDecision:
+    """A high-risk slice's own decision (:func:`decide_slice`): ``status`` ``clears``,
+    ``below`` or ``undecided`` and the reason naming the slice."""
+
+    tag: str
+    status: str
+    reason: str
+
+
+def decide_slice(tag: str, result: AgreementResult, rate: float, *,
+                 min_per_class: int = HIGH_RISK_MIN_PER_CLASS) -> SliceDecision:
+    """A high-risk slice against the stricter rate the specification asks there (TPR and TNR
+    ≥ ``rate``, 0.90 by default; κ and the sample-size minimums are the whole gate's):
+
+    - ``below`` when the upper bound of TPR or of TNR is under ``rate`` (decided even on a small
+      slice: a wide interval wholly below the rate is a safe conclusion);
+    - ``clears`` when the lower bounds of both reach ``rate`` and the slice holds at least
+      ``min_per_class`` reference-relevant and as many reference-non-relevant pairs;
+    - ``undecided`` otherwise (a figure that cannot be estimated is undecided too).
+    """
+    parts, below, undecided = [], [], False
+    for name in ("tpr", "tnr"):
+        value, (lo, hi) = result.figures[name], result.ci[name]
+        text = f"{LABELS[name]} {_fmt(value)} [{_fmt(lo)}, {_fmt(hi)}]"
+        if not (math.isfinite(value) and math.isfinite(lo) and math.isfinite(hi)):
+            undecided = True
+            parts.append(f"{LABELS[name]} cannot be estimated")
+        elif hi < rate:
+            below.append(text)
+        elif lo < rate:
+            undecided = True
+            parts.append(f"{text} straddles {rate:.2f}")
+        else:
+            parts.append(f"{text} clears {rate:.2f}")
+    if below:
+        return SliceDecision(tag, "below", f"high-risk slice {tag!r}: {'; '.join(below)}: upper bound below {rate:.2f}")
+    small = min(result.relevant_pairs, result.not_relevant_pairs) < min_per_class
+    if undecided or small:
+        extra = (f"; fewer than {min_per_class} pairs of a class (reference-relevant {result.relevant_pairs:.0f}, "
+                 f"non-relevant {result.not_relevant_pairs:.0f})" if small else "")
+        return SliceDecision(tag, "undecided", f"high-risk slice {tag!r} undecided: {'; '.join(parts)}{extra}")
+    return SliceDecision(tag, "clears", f"high-risk slice {tag!r}: {'; '.join(parts)}")
+
+
+def with_slices(verdict: GateResult, slices: list[SliceDecision]) -> GateResult:
+    """The whole gate's verdict with its high-risk slices: a slice ``below`` its rate fails
+    the gate whatever the overall figures; an ``undecided`` one keeps a pass at inconclusive;
+    every slice's reason is added."""
+    if not slices:
+        return verdict
+    statuses = {s.status for s in slices}
+    reasons = verdict.reasons + tuple(s.reason for s in slices)
+    if "below" in statuses:
+        return GateResult(FAIL, reasons, 0, verdict.checks)
+    if "undecided" in statuses and verdict.verdict == PASS:
+        return GateResult(INCONCLUSIVE, reasons, None, verdict.checks)
+    return GateResult(verdict.verdict, reasons, verdict.more_labels_needed, verdict.checks)
+
+
 def gate_on_labels(part, thresholds: GateThresholds = GateThresholds(), *, part_name: str, threshold: int,
                    seed: int, n_boot: int, weighted: bool,
                    keep_boot: bool = False) -> tuple[AgreementResult | None, GateResult]:
@@ -204,69 +269,3 @@ def gate_on_labels(part, thresholds: GateThresholds = GateThresholds(), *, part_
                        strata=part["stratum"].to_numpy() if weighted else None,
                        seed=seed, n_boot=n_boot, keep_boot=keep_boot)
     return result, decide(result, thresholds)
-
-
-# -- the verdict cache -------------------------------------------------------------------------
-
-def gate_cache_key(*, sample: str, judge: tuple[str | None, str | None], labels_fingerprint: str,
-                   seed: int, n_boot: int, threshold: int, part: str, weighted: bool,
-                   thresholds: GateThresholds) -> tuple:
-    """What a gate verdict depends on, as a hashable key.
-
-    The verdict is a function of the calibration labels (the reference grades, the judge grades,
-    weights, strata and query ids of the gated part: ``labels_fingerprint``), the bootstrap
-    (``seed``, ``n_boot``), the relevance ``threshold``, the ``part`` gated, whether the figures
-    are ``weighted`` and the ``thresholds``; ``sample`` and ``judge`` (model, prompt hash of the
-    sample's judge configuration) name what was gated. Any change to one of them is a new key,
-    so a stale verdict is never served.
-    """
-    return (str(sample), (judge[0], judge[1]), str(labels_fingerprint), int(seed), int(n_boot), int(threshold),
-            str(part), bool(weighted), thresholds)
-
-
-class VerdictCache:
-    """A bounded memo of gate verdicts keyed by :func:`gate_cache_key` (least recently used
-    entries go first). The bootstrap behind a verdict (thousands of resamples) runs once per key
-    instead of once per qrels request; ``hits``/``misses`` count lookups."""
-
-    def __init__(self, size: int = 256) -> None:
-        self.size = int(size)
-        self._entries: OrderedDict = OrderedDict()
-        self.hits = 0
-        self.misses = 0
-
-    def get_or_compute(self, key: tuple, compute):
-        """The cached value of ``key``, else ``compute()`` stored under it."""
-        if key in self._entries:
-            self._entries.move_to_end(key)
-            self.hits += 1
-            return self._entries[key]
-        self.misses += 1
-        value = compute()
-        self._entries[key] = value
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-        return value
-
-    def clear(self) -> None:
-        self._entries.clear()
-        self.hits = self.misses = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-#: The process's verdict memo (the app keeps it across page runs; one CLI command uses it once).
-VERDICTS = VerdictCache()
-
-#: Bumped whenever :func:`decide` or the figures behind it change, so that verdicts stored with
-#: a project by an older version are not served (:func:`stored_key`).
-GATE_RULE_VERSION = 1
-
-
-def stored_key(key: tuple) -> str:
-    """A stable text form of a :func:`gate_cache_key` (sha256 of its repr and
-    :data:`GATE_RULE_VERSION`), for verdicts stored with the project across processes."""
-    import hashlib
-
-    return hashlib.sha256(repr((GATE_RULE_VERSION, key)).encode()).hexdigest()

@@ -34,7 +34,7 @@ import pandas as pd
 from workbench.core.calibration import agreement as core_agreement
 from workbench.core.calibration.agreement import AgreementResult, agreement, worst_disagreements
 from workbench.core.calibration.sample import HOLDOUT, TUNING, SampleSpec, draw_sample
-from workbench.core.calibration.gate import GateResult, GateThresholds, decide, gate_on_labels
+from workbench.core.calibration.gate import GateResult, GateThresholds, decide
 from workbench.core.calibration.label_pairs import pair_files, parse_label_file
 from workbench.core.qrels_policy import combine_grades
 from workbench.errors import InputError, StoreError
@@ -56,7 +56,7 @@ ADJUDICATION = "adjudication"
 def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: int = 0,
                   holdout_share: float = 0.75, threshold: int = 2, min_per_class: int = 50,
                   model: str | None = None, prompt_hash: str | None = None, design: str = "pairs",
-                  queries: int | None = None) -> dict:
+                  queries: int | None = None, judge: str | None = None) -> dict:
     """Draw and store a calibration sample named ``name`` from ``pool``'s judged pairs (leads only).
 
     ``design="pairs"`` (the default) draws ``size`` pairs stratified by judge grade and query;
@@ -72,11 +72,12 @@ def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: 
         raise InputError(f"unknown sample design {design!r}; expected pairs or queries")
     if read_pool(db, pool) is None:
         raise InputError(f"there is no pool named {pool!r}; build one with {{command:pool}} first")
-    judged = store.judged_pool_pairs(db, pool, model=model, prompt_hash=prompt_hash)
+    config = _stratifying_configuration(db, pool, judge, model, prompt_hash)
+    judged = store.judged_pool_pairs(db, pool, model=model, prompt_hash=prompt_hash, config=config)
+    recorded = {"model": model, "prompt_hash": prompt_hash, "config": config}
     if design == "queries":
         return _create_query_sample(db, name, pool, judged, queries=queries, seed=seed,
-                                    holdout_share=holdout_share, threshold=threshold, model=model,
-                                    prompt_hash=prompt_hash)
+                                    holdout_share=holdout_share, threshold=threshold, judge=recorded)
     spec = SampleSpec(size=int(size), min_per_class=int(min_per_class), threshold=int(threshold),
                       holdout_share=float(holdout_share))
     try:
@@ -93,19 +94,38 @@ def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: 
             tx, name=name, pool=pool, seed=int(seed), threshold=int(threshold),
             spec={"size": spec.size, "min_per_class": spec.min_per_class, "floor_size": spec.floor_size,
                   "floor_non_relevant": spec.floor_non_relevant, "holdout_share": spec.holdout_share},
-            judge={"model": model, "prompt_hash": prompt_hash}, pool_size=drawn.pool_size,
-            notes=list(drawn.notes), items=items,
+            judge=recorded, pool_size=drawn.pool_size, notes=list(drawn.notes), items=items,
         )
-    return {"name": name, "pool": pool, "seed": int(seed), "size": len(items),
+    return {"name": name, "pool": pool, "seed": int(seed), "size": len(items), "judge": config,
             "holdout": int((items["part"] == HOLDOUT).sum()), "tuning": int((items["part"] == TUNING).sum()),
             "by_judge_grade": {int(g): int(c) for g, c in items.groupby("stratum").size().items()},
             "queries": int(items["query_id"].nunique()), "pool_judged": drawn.pool_size,
             "notes": list(drawn.notes)}
 
 
+def _stratifying_configuration(db: Database, pool: str, judge: str | None, model: str | None,
+                               prompt_hash: str | None) -> str | None:
+    """The judge configuration whose grades a new sample of ``pool`` is drawn on (see
+    :func:`create_sample`); None when no configuration graded the pool (the draw then says so)."""
+    from workbench.services.calibration import verdicts
+
+    graded = store.pool_configurations(db, pool)
+    if judge is not None:
+        return verdicts.find_configuration(db, judge, among=graded).key
+    if model is not None or prompt_hash is not None:
+        known = {c.key: c for c in verdicts.configurations(db)}
+        graded = [k for k in graded if k in known and (model is None or known[k].model == model)
+                  and (prompt_hash is None or known[k].prompt_hash == prompt_hash)]
+    if len(graded) > 1:
+        known = {c.key: c for c in verdicts.configurations(db)}
+        raise InputError(f"{len(graded)} judge configurations graded pool {pool!r}; a sample is drawn on one "
+                         f"configuration's grades: choose it with {{field:judge CONFIG}} (key, key prefix or model): "
+                         f"{verdicts.choices([known[k] for k in graded if k in known])}")
+    return graded[0] if graded else None
+
+
 def _create_query_sample(db: Database, name: str, pool: str, judged: pd.DataFrame, *, queries: int | None,
-                         seed: int, holdout_share: float, threshold: int, model: str | None,
-                         prompt_hash: str | None) -> dict:
+                         seed: int, holdout_share: float, threshold: int, judge: dict) -> dict:
     """:func:`create_sample`'s query design: the population is every query of the pool whose
     pool pairs all carry a judge grade; it is stored with the sample (``spec.population``)."""
     from workbench.core.calibration.sample import QuerySampleSpec, draw_query_sample
@@ -135,9 +155,9 @@ def _create_query_sample(db: Database, name: str, pool: str, judged: pd.DataFram
             tx, name=name, pool=pool, seed=int(seed), threshold=int(threshold),
             spec={"design": "queries", "queries": spec.queries, "holdout_share": spec.holdout_share,
                   "population_size": len(complete), "population": complete},
-            judge={"model": model, "prompt_hash": prompt_hash}, pool_size=drawn.pool_size,
-            notes=notes, items=items)
+            judge=judge, pool_size=drawn.pool_size, notes=notes, items=items)
     return {"name": name, "pool": pool, "seed": int(seed), "design": "queries", "size": len(items),
+            "judge": judge.get("config"),
             "holdout": int((items["part"] == HOLDOUT).sum()), "tuning": int((items["part"] == TUNING).sum()),
             "by_judge_grade": {int(g): int(c) for g, c in items.groupby("stratum").size().items()},
             "queries": int(items["query_id"].nunique()), "population_queries": len(complete),
@@ -684,46 +704,35 @@ class ReportOptions:
 
 
 def report(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
-           options: ReportOptions = ReportOptions()) -> dict:
-    """The calibration report of a sample (the latest one when ``sample`` is None)."""
+           options: ReportOptions = ReportOptions(), judge: str | None = None) -> dict:
+    """The calibration report of a sample (the latest one when ``sample`` is None) for one judge
+    configuration: ``judge`` (key, prefix or model), else the sample's own
+    (:func:`workbench.services.calibration.verdicts.default_configuration`). Every figure (the
+    agreement, the gate, the slices, the disagreements, the observed share of relevant pairs and
+    its Rogan–Gladen correction, each run's corrected precision) uses that configuration's grades
+    only; ``judge`` in the output names it. The verdict is stored with the project: reporting
+    on a configuration gates it (:func:`workbench.services.calibration.verdicts.record`)."""
+    from workbench.services.calibration import verdicts
+
     access.require("see_all_labels")
     info = _sample(db, sample)
     name = info["name"]
+    config = _chosen_configuration(db, name, info, judge)
+    gate_ = verdicts.gate_configuration(db, name, config, thresholds, options, keep_boot=True)
+    verdicts.record(db, gate_)
     labels = reference_labels(db, name)
-    part = gated_part(labels, options)
+    part = gate_.part
     total_items = store.count_items(db, name)
     base = {"sample": name, "pool": info["pool"], "seed": info["seed"], "part": options.part,
-            "items": total_items, "labelled": len(labels), "labelled_in_part": len(part),
+            "judge": gate_.config.as_dict(), "items": total_items, "labelled": len(labels),
+            "labelled_in_part": len(gated_part(labels, options)), "not_graded_by_judge": gate_.missing,
             "weighted": options.weighted, "threshold": options.threshold}
-    result, verdict = _gate(part, thresholds, options, keep_boot=True)
+    result, verdict = gate_.result, gate_.verdict
     if result is None:
         return {**base, "agreement": None, "gate": verdict.as_dict(), "slices": [], "disagreements": [],
                 "sme_agreement": _sme_agreement(db, name), "corrected_prevalence": None,
                 "corrected_precision": []}
     body = result_dict(result, verdict)
-    slices = []
-    from workbench.services.evaluation.rbac import (
-        restricted_slice_tags,  # pairs of restricted documents: slice "restricted"
-    )
-
-    members = core_agreement.slice_members([_tags(t) + extra for t, extra in
-                                            zip(part["tags"], restricted_slice_tags(db, part["doc_id"]))])
-    for tag, idx in members.items():
-        sub = part.iloc[idx]
-        risky = tag in options.high_risk_tags
-        wanted = thresholds.stricter(options.high_risk_rate) if risky else thresholds
-        try:
-            r = agreement(sub["grade"].to_numpy(), sub["judge_grade"].to_numpy(), threshold=options.threshold,
-                          query_ids=sub["query_id"].astype(str).to_numpy(),
-                          weights=sub["weight"].to_numpy() if options.weighted else None,
-                          strata=sub["stratum"].to_numpy() if options.weighted else None,
-                          seed=options.seed, n_boot=options.n_boot)
-        except core_agreement.AgreementInputError:
-            continue
-        v = decide(r, wanted)
-        slices.append({"tag": tag, "high_risk": risky, "n": r.n, "min_rate": wanted.min_tpr,
-                       **{k: r.figures[k] for k in ("tpr", "tnr", "precision", "kappa", "msd")},
-                       "ci": {k: list(r.ci[k]) for k in ("tpr", "tnr", "kappa")}, "verdict": v.verdict})
     worst = worst_disagreements(part["grade"].to_numpy(), part["judge_grade"].to_numpy(),
                                 threshold=options.threshold, limit=options.disagreements)
     disagreements = [
@@ -733,23 +742,34 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
          "sme_grade": int(part.iloc[i]["grade"]), "judge_grade": int(part.iloc[i]["judge_grade"])}
         for i in worst
     ]
-    relevant, judged = store.count_judge_relevant(db, name)
+    relevant, judged = store.count_judge_relevant(db, name, config)
     corrected = None
     if judged:
         share = core_agreement.corrected_share(relevant, judged, result, seed=options.seed)
         corrected = {"observed": share.observed, "n_observed": share.n_observed, "estimate": share.estimate,
                      "ci": list(share.ci), "clipped": share.clipped, "note": share.note}
     runs = []
-    for row in store.run_judged_shares(db, name, options.precision_k).itertuples(index=False):
+    for row in store.run_judged_shares(db, name, options.precision_k, config).itertuples(index=False):
         if int(row.judged) == 0:
             continue
         share = core_agreement.corrected_share(int(row.relevant), int(row.judged), result, seed=options.seed)
         runs.append({"run": row.run, "k": options.precision_k, "judged": int(row.judged),
                      "observed": share.observed, "estimate": share.estimate, "ci": list(share.ci),
                      "note": share.note})
-    return {**base, "agreement": body, "gate": verdict.as_dict(), "slices": slices,
+    return {**base, "agreement": body, "gate": verdict.as_dict(), "slices": gate_.slices,
             "disagreements": disagreements, "sme_agreement": _sme_agreement(db, name),
             "corrected_prevalence": corrected, "corrected_precision": runs}
+
+
+def _chosen_configuration(db: Database, sample: str, info: dict, judge: str | None) -> str:
+    """The configuration a report or gate is about: ``judge`` among those that graded the
+    sample's pairs, else the sample's default."""
+    from workbench.services.calibration import verdicts
+
+    if judge is None:
+        return verdicts.default_configuration(db, sample, info)
+    graded = list(dict.fromkeys(store.judge_grades_for_sample(db, sample)["config"].astype(str)))
+    return verdicts.find_configuration(db, judge, among=graded).key
 
 
 def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNING,
@@ -766,12 +786,18 @@ def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNIN
     labels = reference_labels(db, info["name"])
     if part != "all":
         labels = labels[labels["part"] == part]
+    from workbench.services.calibration import verdicts
+    from workbench.store.judge_configs import few_shot_by_config
+
     grades = store.judge_grades_for_sample(db, info["name"])
-    shots = store.few_shot_configurations(db)
+    shots = few_shot_by_config(db)
+    shots_by_prompt = store.few_shot_configurations(db)  # grades written without a job
+    known = {c.key: c for c in verdicts.configurations(db)}
     out = []
-    for (model, prompt_hash), rows in grades.groupby(["model", "prompt_hash"], sort=True):
+    for config, rows in grades.groupby("config", sort=False):
+        model, prompt_hash = rows["model"].iloc[0], rows["prompt_hash"].iloc[0]
         merged = labels.merge(rows[["position", "grade"]].rename(columns={"grade": "config_grade"}), on="position")
-        few = shots.get((str(model), str(prompt_hash)))
+        few = shots.get(str(config)) or shots_by_prompt.get((str(model), str(prompt_hash)))
         left_out = 0
         if few is not None and few.get("sample") == info["name"]:
             examples = merged["position"].astype(int).isin({int(p) for p in few.get("positions", [])})
@@ -784,7 +810,8 @@ def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNIN
                       weights=merged["weight"].to_numpy() if options.weighted else None,
                       strata=merged["stratum"].to_numpy() if options.weighted else None,
                       seed=options.seed, n_boot=options.n_boot)
-        out.append({"model": model or None, "prompt_hash": prompt_hash or None, "n": r.n,
+        out.append({"config": str(config), "label": verdicts.describe(db, str(config), known).label,
+                    "model": model or None, "prompt_hash": prompt_hash or None, "n": r.n,
                     **{k: r.figures[k] for k in ("tpr", "tnr", "precision", "kappa", "kappa_graded", "msd")},
                     "ci": {k: list(r.ci[k]) for k in ("tpr", "tnr", "precision", "kappa", "kappa_graded", "msd")},
                     "verdict": decide(r, thresholds).verdict,
@@ -813,28 +840,26 @@ def _sme_agreement(db: Database, sample: str) -> dict | None:
             "pairwise_kappa": [{"a": a, "b": b, "n": n, "kappa": k} for a, b, n, k in pairs]}
 
 
-def _gate(part: pd.DataFrame, thresholds: GateThresholds, options: ReportOptions, *,
-          keep_boot: bool = False) -> tuple[AgreementResult | None, GateResult]:
-    """The gate on a gated part under ``options`` (:func:`workbench.core.calibration.gate.gate_on_labels`,
-    which the qrels rule's cached verdict uses too)."""
-    return gate_on_labels(part, thresholds, part_name=options.part, threshold=options.threshold,
-                          seed=options.seed, n_boot=options.n_boot, weighted=options.weighted,
-                          keep_boot=keep_boot)
-
-
 def gated_part(labels: pd.DataFrame, options: ReportOptions) -> pd.DataFrame:
     """The reference labels (:func:`reference_labels`) of the part ``options`` gates."""
     return labels if options.part == "all" else labels[labels["part"] == options.part]
 
 
 def gate(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
-         options: ReportOptions = ReportOptions()) -> dict:
-    """The gate verdict of a sample's held-out part (the ``gate`` of :func:`report`, without
-    the rest of the report)."""
+         options: ReportOptions = ReportOptions(), judge: str | None = None) -> dict:
+    """The gate verdict of one judge configuration on a sample's held-out part (the ``gate`` of
+    :func:`report`, without the rest of the report): ``judge`` (key, prefix or model) or the
+    sample's own configuration. The verdict is stored with the project, so gating a
+    configuration here admits its labels to the qrels once it passes."""
+    from workbench.services.calibration import verdicts
+
     access.require("see_all_labels")
-    name = _sample(db, sample)["name"]
-    part = gated_part(reference_labels(db, name), options)
-    return {"sample": name, "gate": _gate(part, thresholds, options)[1].as_dict(), "n": len(part)}
+    info = _sample(db, sample)
+    name = info["name"]
+    gate_ = verdicts.gate_configuration(db, name, _chosen_configuration(db, name, info, judge), thresholds, options)
+    verdicts.record(db, gate_)
+    return {"sample": name, "judge": gate_.config.as_dict(), "gate": gate_.verdict.as_dict(), "n": len(gate_.part),
+            "not_graded_by_judge": gate_.missing}
 
 
 # -- two label files -------------------------------------------------------------------------

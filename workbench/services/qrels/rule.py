@@ -6,14 +6,14 @@ the same way everywhere. The policy comes from the ``[qrels]`` section of the se
 given; ``source`` (``human|llm|merged``, the ``--source``/``--labels`` flags) narrows it by
 :meth:`QrelsPolicy.for_source`.
 
-Gate: an LLM label counts (``llm_labels = "passed_gate"``) only when its judge configuration
-(model, prompt hash) passed the calibration gate on some calibration sample: the sample's own
-judge configuration when the sample names one, else every configuration that graded the
-sample's pairs (the grade-3 labels ``workbench synth`` writes with its questions are labels by
-construction, not a judge's grades: they count without the gate once the policy takes synthetic
-queries in). The verdicts are memoised and stored with the project (:func:`gate_verdict`, keyed
-by what they depend on), so the bootstrap behind them runs once per change of the calibration
-labels, not on every qrels request or command. Synthetic queries (``workbench synth``) are
+Gate: an LLM label counts (``llm_labels = "passed_gate"``) only when *its own* judge
+configuration (:mod:`workbench.store.judge_configs`) has a current pass on some calibration
+sample (:mod:`workbench.services.calibration.verdicts`: a sample gates the configuration it was
+drawn on and any configuration gated there on request; another configuration that graded the
+same pairs is "not gated" and its labels stay out). The grade-3 labels ``workbench synth``
+writes with its questions are labels by construction, not a judge's grades: they count without
+the gate once the policy takes synthetic queries in. Verdicts are stored with the project and
+memoised, so the bootstrap behind one runs once per change of its inputs. Synthetic queries (``workbench synth``) are
 excluded unless the policy says ``include`` or ``only``. Propagated labels (``workbench labels
 propagate``) are added at chunk level, for items with no direct label, when the policy has
 ``propagated = true``.
@@ -38,7 +38,6 @@ Callers, and where a grade per pair is derived some other way on purpose:
 from __future__ import annotations
 
 import hashlib
-import threading
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
@@ -70,8 +69,10 @@ class ProjectQrels:
     policy: QrelsPolicy
     level: str
     chunking: str | None
-    passed_configurations: tuple[tuple[str, str], ...] = ()
+    passed_configurations: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: ``(label, state)`` of every judge configuration when the gate applied (the statement's list).
+    configurations: tuple[tuple[str, str], ...] = ()
 
     @property
     def fingerprint(self) -> str:
@@ -88,8 +89,11 @@ class ProjectQrels:
         at = f"chunk level ({self.chunking})" if self.level == "chunk" else "document level"
         gate = ""
         if "llm" in self.policy.order and self.policy.llm_labels == "passed_gate":
-            gate = ("; judge configurations that passed: "
-                    + (", ".join(f"{m or '?'}/{p[:8] or '?'}" for m, p in self.passed_configurations) or "none"))
+            passed = [label for label, state in self.configurations if state == "passed"]
+            others = [f"{label} ({state})" for label, state in self.configurations if state != "passed"]
+            gate = "; judge configurations that passed: " + (", ".join(passed) or "none")
+            if others:
+                gate += "; left out: " + ", ".join(others)
         return f"{self.policy.describe()}; {at}{gate}"
 
     def counts(self) -> dict:
@@ -110,160 +114,20 @@ class ProjectQrels:
                      self.table["grade"].to_numpy(dtype=np.int64), source=f"project qrels {self.fingerprint}")
 
 
-#: The columns of :func:`workbench.store.calibration.label_table` a gate verdict depends on: per
-#: item its position, query, part, weight, judge grade and stratum, per label its annotator (an
-#: adjudication is the annotator ``adjudication``), action and grade. The reference labels
-#: (:func:`workbench.services.calibration.workflow.reference_labels`) are a function of these.
-_GATE_INPUTS = ("position", "query_id", "part", "weight", "judge_grade", "stratum", "annotator", "action", "grade")
+def passed_judge_configurations(db: Database, settings=None) -> tuple[str, ...]:
+    """Keys of the judge configurations whose own labels the gate admits
+    (:func:`workbench.services.calibration.verdicts.passed_configurations`)."""
+    from workbench.services.calibration import verdicts
+
+    return verdicts.passed_configurations(db, settings)
 
 
-def _labels_fingerprint(table: pd.DataFrame) -> str:
-    """sha256 of what a gate verdict reads from the calibration labels (module docstring of
-    :mod:`workbench.core.calibration.gate`), taken from the gated part's current labels as
-    stored (``table``, rows of :func:`workbench.store.calibration.label_table`): equal inputs
-    give equal reference labels, so the reference labels need computing only when the verdict is
-    not memoised."""
-    columns = [c for c in _GATE_INPUTS if c in table.columns]
-    h = hashlib.sha256(repr(("label rows", columns, len(table))).encode())
-    if len(table):
-        h.update(pd.util.hash_pandas_object(table[columns].reset_index(drop=True), index=False).to_numpy().tobytes())
-    return h.hexdigest()
+def judge_configuration_states(db: Database, settings=None):
+    """Every judge configuration with its gate state
+    (:func:`workbench.services.calibration.verdicts.states`): what the statement names."""
+    from workbench.services.calibration import verdicts
 
-
-def gate_verdict(db: Database, sample: str, thresholds=None, options=None, *, info: dict | None = None) -> str:
-    """The calibration gate's verdict on ``sample`` (``pass|fail|inconclusive``), memoised.
-
-    The same figures and decision as :func:`workbench.services.calibration.workflow.gate` (agreement of
-    the judge with the SMEs' reference labels on the gated part, bootstrap intervals,
-    :func:`workbench.core.calibration.gate.decide`), without the rest of the report. The bootstrap runs once
-    per :func:`workbench.core.calibration.gate.gate_cache_key`: the sample's judge configuration, the labels'
-    fingerprint, the seed, resamples, threshold, part, weighting and thresholds; a new label, a
-    changed grade or another seed is a new key. Memoised in the process
-    (:data:`workbench.core.calibration.gate.VERDICTS`) and stored with the project (``project_meta``, one
-    entry per sample holding the key's hash), so a later command reuses it too. A verdict is not
-    a label, so reading it needs no permission to see other people's labels. ``info``: the
-    sample's :func:`workbench.store.calibration.read_sample`, when the caller has read it.
-    """
-    from workbench.core.calibration.gate import (
-        INCONCLUSIVE,
-        VERDICTS,
-        GateThresholds,
-        gate_cache_key,
-        gate_on_labels,
-    )
-    from workbench.services.calibration import workflow as calibration
-    from workbench.store.calibration import label_table, read_sample
-
-    thresholds = GateThresholds() if thresholds is None else thresholds
-    options = calibration.ReportOptions() if options is None else options
-    info = read_sample(db, sample) if info is None else info
-    judge = (info or {}).get("judge") or {}
-    # The key is taken from the stored label rows (one query and a hash); the reference labels,
-    # a group-by per item, are computed from the same rows only when the verdict is not memoised.
-    table = label_table(db, sample)
-    rows = calibration.gated_part(table, options)  # the label rows of the gated part
-    key = gate_cache_key(sample=sample, judge=(judge.get("model"), judge.get("prompt_hash")),
-                         labels_fingerprint=_labels_fingerprint(rows), seed=options.seed, n_boot=options.n_boot,
-                         threshold=options.threshold, part=options.part, weighted=options.weighted,
-                         thresholds=thresholds)
-
-    def compute() -> str:
-        part = calibration.gated_part(calibration.reference_labels(db, sample, table=table), options)
-        if part.empty:
-            return INCONCLUSIVE
-        stored = _stored_verdict(db, sample, key)
-        if stored is not None:
-            return stored
-        verdict = gate_on_labels(part, thresholds, part_name=options.part, threshold=options.threshold,
-                                 seed=options.seed, n_boot=options.n_boot, weighted=options.weighted)[1].verdict
-        _store_verdict(db, sample, key, verdict)
-        return verdict
-
-    return VERDICTS.get_or_compute(key, compute)
-
-
-_META_PREFIX = "gate_verdict:"
-_STORE_LOCK = threading.Lock()
-
-
-def _stored_verdict(db: Database, sample: str, key: tuple) -> str | None:
-    """The verdict stored with the project for exactly ``key`` (``project_meta``), else None."""
-    import json
-
-    from workbench.core.calibration.gate import EXIT_CODES, stored_key
-    from workbench.store.meta import read_meta
-
-    raw = read_meta(db).get(_META_PREFIX + sample)
-    try:
-        entry = json.loads(raw) if raw else None
-    except ValueError:
-        return None
-    if isinstance(entry, dict) and entry.get("key") == stored_key(key) and entry.get("verdict") in EXIT_CODES:
-        return str(entry["verdict"])
-    return None
-
-
-def _store_verdict(db: Database, sample: str, key: tuple, verdict: str) -> None:
-    """Keep the verdict with the project (one entry per sample, replaced when its inputs change),
-    so that the next command need not rerun the bootstrap. Best effort: a project opened read-only,
-    or busy, keeps nothing and the verdict is computed again next time."""
-    import json
-
-    from workbench.core.calibration.gate import stored_key
-    from workbench.errors import StoreError
-    from workbench.store.database import StoreInterrupted
-    from workbench.store.meta import set_meta
-
-    if getattr(db, "read_only", False):
-        return
-    # A cache entry not kept (the file not writable, full, damaged: StoreError) only costs a
-    # recomputation, so it must not fail the qrels request; Ctrl-C still stops the command. One
-    # writer per process (page sessions run in threads), so two never race on the entry.
-    try:
-        with _STORE_LOCK, db.transaction() as tx:
-            set_meta(tx, _META_PREFIX + sample, json.dumps({"key": stored_key(key), "verdict": verdict}))
-    except StoreInterrupted:
-        raise
-    except StoreError:
-        return
-
-
-def passed_judge_configurations(db: Database, settings=None) -> tuple[tuple[str, str], ...]:
-    """``(model, prompt_hash)`` of every judge configuration that passed the gate on a
-    calibration sample (module docstring); verdicts come from :func:`gate_verdict` (memoised),
-    with the ``[calibration]`` thresholds, relevance grade and resamples of ``settings`` (the
-    resolved configuration when None) and seed 0, as on the Calibration page."""
-    from workbench.core.calibration.gate import PASS, GateThresholds
-    from workbench.services.calibration import workflow as calibration
-    from workbench.store.calibration import judge_grades_for_sample, read_sample
-
-    samples = calibration.list_samples(db)
-    if samples.empty:
-        return ()
-    if settings is None:
-        from workbench.config import load_settings
-
-        settings = load_settings()
-    # the thresholds, relevance grade and resamples the Calibration page and `calibrate report` use
-    thresholds = GateThresholds.from_settings(settings)
-    options = calibration.ReportOptions(threshold=int(settings.get("calibration", "relevant_min_grade")),
-                                        n_boot=int(settings.get("calibration", "bootstrap_resamples")))
-    passed: set[tuple[str, str]] = set()
-    for name in samples["name"]:
-        info = read_sample(db, str(name))
-        try:
-            verdict = gate_verdict(db, str(name), thresholds, options, info=info)
-        except InputError:
-            continue
-        if verdict != PASS:
-            continue
-        judge = (info or {}).get("judge") or {}
-        graded = judge_grades_for_sample(db, str(name))[["model", "prompt_hash"]].drop_duplicates()
-        for model, prompt_hash in graded.itertuples(index=False):
-            if judge.get("model") not in (None, model) or judge.get("prompt_hash") not in (None, prompt_hash):
-                continue
-            passed.add((str(model), str(prompt_hash)))
-    return tuple(sorted(passed))
+    return verdicts.states(db, settings)
 
 
 def _check_level(db: Database, level: str, chunking: str | None) -> pd.DataFrame | None:
@@ -284,13 +148,14 @@ def _check_level(db: Database, level: str, chunking: str | None) -> pd.DataFrame
 @dataclass(frozen=True)
 class AdmittedSpans:
     """The span judgments the rule reads (``spans``: ``query_id, doc_id, start, end, grade,
-    tier, assessor, model, prompt_hash``) after the gate and the synthetic filter, under
+    tier, assessor, model, prompt_hash, config``) after the gate and the synthetic filter, under
     ``policy`` (already narrowed to the source)."""
 
     spans: pd.DataFrame
     policy: QrelsPolicy
-    passed_configurations: tuple[tuple[str, str], ...]
+    passed_configurations: tuple[str, ...]
     notes: tuple[str, ...]
+    configurations: tuple[tuple[str, str], ...] = ()
 
 
 def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy | None = None,
@@ -311,15 +176,18 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
     pol = base.for_source(source)
     spans = labelled_spans(db)
     spans = spans[spans["tier"].isin(pol.order)]
-    passed: tuple[tuple[str, str], ...] = ()
+    passed: tuple[str, ...] = ()
+    configs: tuple[tuple[str, str], ...] = ()
     notes = []
     if "llm" in pol.order:
         is_llm = spans["tier"] == "llm"
         if pol.llm_labels == "none":
             spans = spans[~is_llm]
         elif pol.llm_labels == "passed_gate" and is_llm.any():
-            passed = passed_judge_configurations(db, settings)
-            ok = pd.MultiIndex.from_frame(spans[["model", "prompt_hash"]].astype(str)).isin(list(passed))
+            found = judge_configuration_states(db, settings)
+            configs = tuple((s.config.label, s.state) for s in found)
+            passed = tuple(s.config.key for s in found if s.state == "passed")
+            ok = spans["config"].astype(str).isin(set(passed)).to_numpy()
             if pol.synthetic != "exclude":
                 ok = ok | _by_construction(db, spans)
             dropped = int((is_llm & ~ok).sum())
@@ -331,7 +199,7 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
     if visibility.limited():  # an annotator: their own labels and the imported ones (services.visibility)
         spans = visibility.visible_spans(spans)
         notes.append(visibility.LIMITED_NOTE)
-    return AdmittedSpans(spans.reset_index(drop=True), pol, passed, tuple(notes))
+    return AdmittedSpans(spans.reset_index(drop=True), pol, passed, tuple(notes), configs)
 
 
 def project_qrels(db: Database, *, level: str = "doc", chunking: str | None = None, source: str = "merged",
@@ -347,7 +215,7 @@ def project_qrels(db: Database, *, level: str = "doc", chunking: str | None = No
     if pol.propagated and level == "chunk" and not visibility.limited():  # copies of others' grades
         table = _with_propagated(db, table, str(chunking), pol.synthetic)
     return ProjectQrels(table, pol, level, chunking if level == "chunk" else None, admitted.passed_configurations,
-                        admitted.notes)
+                        admitted.notes, admitted.configurations)
 
 
 def decisive_spans_of(db: Database, *, source: str = "merged", policy: QrelsPolicy | None = None,
@@ -359,7 +227,7 @@ def decisive_spans_of(db: Database, *, source: str = "merged", policy: QrelsPoli
     admitted = admitted_spans(db, source=source, policy=policy, settings=settings)
     spans = decisive_spans(admitted.spans, admitted.policy)
     qrels = ProjectQrels(merge_qrels(admitted.spans, admitted.policy, level="doc"), admitted.policy, "doc", None,
-                         admitted.passed_configurations, admitted.notes)
+                         admitted.passed_configurations, admitted.notes, admitted.configurations)
     return spans[["query_id", "doc_id", "start", "end", "grade", "tier", "assessor"]].reset_index(drop=True), qrels
 
 
