@@ -198,6 +198,9 @@ def add_stored_run_options(parser: argparse.ArgumentParser, runs_help: str) -> N
                          help="score documents or chunks (default: the runs' own level)")
     project.add_argument("--chunking", metavar="NAME", default=None,
                          help="the chunking of chunk-level qrels (default: the runs' chunking)")
+    project.add_argument("--judge", metavar="CONFIG", default=None,
+                         help="with --labels corrected: the judge configuration whose labels are corrected (key, key "
+                              "prefix or model; default: the one configuration that passed the gate)")
 
 
 def add_measure_options(parser: argparse.ArgumentParser, *, required: bool = True) -> None:

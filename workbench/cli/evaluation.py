@@ -123,7 +123,8 @@ def corrected_command(args: argparse.Namespace, *, confidence: float = 0.95) -> 
     db = open_project_from_args(args)
     try:
         done = corrected_project(db, names_option(args.stored_runs, "--runs"), args.measure, level=args.level,
-                                 chunking=args.chunking, rel=args.rel, confidence=confidence)
+                                 chunking=args.chunking, rel=args.rel, confidence=confidence,
+                                 judge=getattr(args, "judge", None))
     finally:
         db.close()
     print(done.statement(), file=sys.stderr)
@@ -131,7 +132,7 @@ def corrected_command(args: argparse.Namespace, *, confidence: float = 0.95) -> 
         print_json(done.to_json())
     else:
         print(f"{done.status.labelled} labelled queries (query sample {done.status.sample!r}), "
-              f"{done.report.n_unlabelled} judged only")
+              f"{done.report.n_unlabelled} judged only; judge configuration {done.judge.label}")
         print(ppi_table(done.report))
     return 0
 

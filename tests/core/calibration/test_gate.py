@@ -180,3 +180,41 @@ def test_an_imperfect_judge_near_its_threshold_is_told_improving_it_may_decide()
                 {"tpr": 0.92, "tnr": 0.9, "kappa": 0.61})
     g = decide(r)
     assert g.more_labels_needed == 176_000 and "improving the judge" in g.reasons[-1]
+
+
+# -- high-risk slices (hand-worked) -----------------------------------------------------------
+
+def _passing():
+    return decide(_result({"tpr": (0.88, 0.95), "tnr": (0.86, 0.93), "kappa": (0.65, 0.8)},
+                          {"tpr": 0.92, "tnr": 0.9, "kappa": 0.72}))
+
+
+def test_a_high_risk_slice_below_its_rate_fails_the_gate_whatever_the_overall_figures():
+    from workbench.core.calibration.gate import decide_slice, with_slices
+
+    # the case: restricted content with TPR 0.158 (its interval wholly below 0.90)
+    bad = decide_slice("restricted", _result({"tpr": (0.05, 0.30), "tnr": (0.92, 0.99)},
+                                             {"tpr": 0.158, "tnr": 0.96}, n=40, rel=12), 0.90)
+    assert bad.status == "below" and "'restricted'" in bad.reason and "TPR 0.158" in bad.reason
+    for overall in (_passing(), decide(_result({"tpr": (0.80, 0.95)}, {"tpr": 0.9, "tnr": 0.9, "kappa": 0.7}))):
+        g = with_slices(overall, [bad])
+        assert g.verdict == "fail" and g.exit_code == 1 and g.reasons[-1] == bad.reason
+
+
+def test_an_undecided_high_risk_slice_keeps_a_pass_inconclusive():
+    from workbench.core.calibration.gate import decide_slice, with_slices
+
+    straddles = decide_slice("hr", _result({"tpr": (0.85, 0.97), "tnr": (0.91, 0.99)},
+                                           {"tpr": 0.93, "tnr": 0.95}, n=60, rel=30), 0.90)
+    assert straddles.status == "undecided" and "straddles 0.90" in straddles.reason
+    assert with_slices(_passing(), [straddles]).verdict == "inconclusive"
+    # clears only with both bounds at the rate and enough pairs of each class
+    clear = decide_slice("hr", _result({"tpr": (0.91, 0.99), "tnr": (0.92, 0.99)},
+                                       {"tpr": 0.95, "tnr": 0.96}, n=60, rel=30), 0.90)
+    assert clear.status == "clears" and with_slices(_passing(), [clear]).verdict == "pass"
+    few = decide_slice("hr", _result({"tpr": (1.0, 1.0), "tnr": (1.0, 1.0)}, {"tpr": 1.0, "tnr": 1.0},
+                                     n=6, rel=3), 0.90)
+    assert few.status == "undecided" and "fewer than 10 pairs of a class" in few.reason
+    # a failing gate stays failed, an inconclusive one inconclusive
+    failing = decide(_result({"tnr": (0.70, 0.80)}, {"tpr": 0.92, "tnr": 0.75, "kappa": 0.65}))
+    assert with_slices(failing, [clear, straddles]).verdict == "fail"

@@ -87,3 +87,33 @@ def test_annotator_may_not_read_corrected(tmp_path):
     finally:
         access.set_actor_source(previous)
     db.close()
+
+
+def test_unanswerable_queries_are_left_out_as_eval_leaves_them_out(tmp_path):
+    """Two queries marked unanswerable, one labelled by the SMEs and one judged only: both leave
+    both sides (eval drops them from ranking measures), so the estimate equals file mode on the
+    exported files without them; before, they stayed in with a human side of 0."""
+    from workbench.services.qrels.answerability import mark_answerability
+
+    path = tmp_path / "p.duckdb"
+    db, truth = build_ppi_project(path)
+    cal.create_sample(db, "qs", "p", design="queries", queries=10, seed=3)
+    labelled = label_queries(db, "qs", truth, 7)
+    population = set(store.read_sample(db, "qs")["spec"]["population"])
+    dropped = [sorted(labelled)[0], sorted(population - set(store.read_sample_items(db, "qs")["query_id"]))[0]]
+    for q in dropped:
+        mark_answerability(db, q, answerable=False, annotator="lead")
+    done = corrected_project(db, list(RUNS), MEASURES)
+    db.close()
+    assert (done.report.n_labelled, done.report.n_unlabelled) == (6, 22)
+    assert done.to_json()["unanswerable_left_out"] == sorted(dropped)
+    assert "2 unanswerable queries left out" in done.statement()
+    human_qrels, judge_qrels, runs = export_files(path, tmp_path, [q for q in labelled if q not in dropped])
+    keep = [line for line in judge_qrels.read_text().splitlines() if line.split()[0] not in dropped]
+    judge_qrels.write_text("\n".join(keep) + "\n")
+    files = ppi_files(human_qrels, judge_qrels, runs, MEASURES)
+    ours, theirs = done.report.to_json()["measures"], files.to_json()["measures"]
+    for m in MEASURES:
+        for r in RUNS:
+            assert ours[m]["runs"][r]["estimate"] == pytest.approx(theirs[m]["runs"][r]["estimate"], abs=1e-12)
+            assert ours[m]["runs"][r]["ci"] == pytest.approx(theirs[m]["runs"][r]["ci"], abs=1e-12)

@@ -7,9 +7,12 @@ The labelled sample is a calibration sample drawn by the **query design**
 :func:`workbench.core.calibration.sample.draw_query_sample`): a random subset of the queries whose
 every pool pair has a judge grade, with every pool pair of each drawn query for the SMEs to grade.
 
-* *Judge values*: every run scored on the judge's labels (the latest ``ok`` LLM grade of each pool
-  pair, of the sample's judge configuration) over every query of the sample's population (stored
-  with the sample when it was drawn).
+* *Judge values*: every run scored on one judge configuration's labels (the latest ``ok`` grade of
+  each pool pair by that configuration: the one named, else the only one that graded the pool,
+  else the one of them that passed the gate, else refused listing them) over every query of the sample's population
+  (stored with the sample when it was drawn).
+* *Unanswerable queries* (:mod:`workbench.services.qrels.answerability`) are left out on both
+  sides, exactly as ``eval`` leaves them out of ranking measures, and the counts say so.
 * *Human values*: every run scored on the SMEs' reference labels (:func:`workbench.services.
   calibration.workflow.reference_labels`: adjudicated, else the lower median) of the drawn queries
   that are **fully labelled** (every one of their pairs has a reference grade; a query with a
@@ -67,17 +70,23 @@ class ProjectPPI:
     chunking: str | None
     report: PPIReport
     values: PerQueryValues
+    judge: object = None  # verdicts.JudgeConfiguration
+    unanswerable: tuple[str, ...] = ()
 
     def statement(self) -> str:
         s = self.status
-        return (f"judge corrected by SME labels (PPI++): {s.labelled} labelled queries of {s.drawn} drawn "
-                f"(query sample {s.sample!r}, seed {s.seed}), judge labels on all {s.population} queries of "
-                f"pool {s.pool!r}; {self.level} level")
+        left = (f"; {len(self.unanswerable)} unanswerable queries left out (as eval does)" if self.unanswerable
+                else "")
+        return (f"judge corrected by SME labels (PPI++): {self.values.n_labelled} labelled queries of {s.drawn} drawn "
+                f"(query sample {s.sample!r}, seed {s.seed}), labels of judge configuration {self.judge.label} on "
+                f"{len(self.values.query_ids)} queries of pool {s.pool!r}; {self.level} level{left}")
 
     def to_json(self) -> dict:
-        """The ``workbench ppi`` JSON object plus ``labels``, ``sample``, ``queries_drawn``."""
+        """The ``workbench ppi`` JSON object plus ``labels``, ``sample``, ``queries_drawn``,
+        ``judge`` (the configuration: key, label, model, ...) and ``unanswerable_left_out``."""
         return {"labels": "corrected", "sample": self.status.sample, "seed": self.status.seed,
-                "queries_drawn": self.status.drawn, **self.report.to_json()}
+                "queries_drawn": self.status.drawn, "judge": self.judge.as_dict(),
+                "unanswerable_left_out": list(self.unanswerable), **self.report.to_json()}
 
 
 def _query_sample(db, sample: str | None) -> dict:
@@ -159,11 +168,34 @@ def _qrels(frame: pd.DataFrame, level: str, source: str):
                  table["grade"].to_numpy(dtype=np.int64), source=source)
 
 
+def judge_configuration(db, pool: str, judge: str | None):
+    """The configuration whose labels are corrected (module docstring)."""
+    from workbench.services.calibration import verdicts
+    from workbench.store import calibration as store
+
+    graded = store.pool_configurations(db, pool)
+    if judge is not None:
+        return verdicts.find_configuration(db, judge, among=graded)
+    if len(graded) == 1:  # PPI++ is valid whatever the judge's quality: one judge is no choice to make
+        return verdicts.describe(db, graded[0])
+    passed = [k for k in verdicts.passed_configurations(db) if k in set(graded)]
+    if len(passed) == 1:
+        return verdicts.describe(db, passed[0])
+    known = {c.key: c for c in verdicts.configurations(db)}
+    listed = verdicts.choices([known[k] for k in graded if k in known])
+    if not passed:
+        raise ConfigError(f"no judge configuration that graded pool {pool!r} has passed the calibration gate; name "
+                          f"the one to correct with {{field:judge CONFIG}}: {listed}")
+    raise ConfigError(f"{len(passed)} judge configurations that graded pool {pool!r} passed the gate; name the one to "
+                      f"correct with {{field:judge CONFIG}}: {listed}")
+
+
 def corrected_values(db, runs: Sequence[str], measures: Sequence[str], *, sample: str | None = None,
                      level: str | None = None, chunking: str | None = None, rel: int = 1,
-                     min_labelled: int = 2) -> tuple[PerQueryValues, QuerySampleStatus, str, str | None]:
-    """Per-query values of the stored ``runs`` on the judge's and the SMEs' labels (module
-    docstring), with the sample's status and the level scored at."""
+                     min_labelled: int = 2, judge: str | None = None):
+    """Per-query values of the stored ``runs`` on one judge configuration's and the SMEs' labels
+    (module docstring), with the sample's status, the level scored at, the configuration and the
+    unanswerable queries left out."""
     from workbench.services.calibration.workflow import reference_labels
     from workbench.services.evaluation.evaluate import check_measures, stored_run
     from workbench.services.evaluation.ppi import score_values
@@ -185,12 +217,18 @@ def corrected_values(db, runs: Sequence[str], measures: Sequence[str], *, sample
                          f"labelled; {what} (grade every pair of a query on the Label page)")
     pool = read_pool(db, info["pool"])
     level, chunking = _scope(db, pool, runs, level, chunking)
-    population = set(info["spec"].get("population", []))
-    judged = store.judged_pool_pairs(db, info["pool"], model=info["judge"].get("model"),
-                                     prompt_hash=info["judge"].get("prompt_hash"))
+    from workbench.services.qrels.answerability import unanswerable_ids
+
+    config = judge_configuration(db, info["pool"], judge)
+    unanswerable = set(map(str, unanswerable_ids(db)))
+    population = set(info["spec"].get("population", [])) - unanswerable
+    judged = store.judged_pool_pairs(db, info["pool"], config=config.key)
     judged = judged[judged["query_id"].astype(str).isin(population)].rename(columns={"judge_grade": "grade"})
     labels = reference_labels(db, info["name"])
-    human = labels[labels["query_id"].astype(str).isin(set(status.labelled_ids))]
+    human = labels[labels["query_id"].astype(str).isin(set(status.labelled_ids) - unanswerable)]
+    if human["query_id"].nunique() < min_labelled:
+        raise InputError(f"query sample {info['name']!r}: {human['query_id'].nunique()} fully labelled answerable "
+                         f"queries; at least {min_labelled} are needed")
     judge_q = _qrels(judged, level, f"judge labels of pool {info['pool']}")
     human_q = _qrels(human, level, f"SME labels of query sample {info['name']}")
 
@@ -203,24 +241,25 @@ def corrected_values(db, runs: Sequence[str], measures: Sequence[str], *, sample
 
     values = score_values(human_q, judge_q, scored(), measures, rel=rel, min_labelled=min_labelled,
                           human_path=None, judge_path=None)
-    return values, status, level, chunking
+    left_out = tuple(sorted(q for q in unanswerable if q in set(info["spec"].get("population", []))))
+    return values, status, level, chunking, config, left_out
 
 
 def corrected_project(db, runs: Sequence[str], measures: Sequence[str], *, sample: str | None = None,
                       level: str | None = None, chunking: str | None = None, rel: int = 1,
-                      confidence: float = 0.95) -> ProjectPPI:
+                      confidence: float = 0.95, judge: str | None = None) -> ProjectPPI:
     """PPI++ estimates of every stored run's mean and every run's difference from the first
     (:func:`workbench.services.evaluation.ppi.estimate`) on the project's labels."""
-    values, status, level, chunking = corrected_values(db, runs, measures, sample=sample, level=level,
-                                                       chunking=chunking, rel=rel)
-    return ProjectPPI(status, level, chunking, estimate(values, confidence=confidence), values)
+    values, status, level, chunking, config, left_out = corrected_values(
+        db, runs, measures, sample=sample, level=level, chunking=chunking, rel=rel, judge=judge)
+    return ProjectPPI(status, level, chunking, estimate(values, confidence=confidence), values, config, left_out)
 
 
 def corrected_plan(db, runs: Sequence[str], measures: Sequence[str], half_width: float, *,
                    sample: str | None = None, level: str | None = None, chunking: str | None = None,
-                   rel: int = 1, confidence: float = 0.95) -> tuple[PlanReport, QuerySampleStatus]:
+                   rel: int = 1, confidence: float = 0.95, judge: str | None = None) -> tuple[PlanReport, QuerySampleStatus]:
     """Labelled queries needed for ``half_width`` (``ppi --plan``'s
     :func:`workbench.services.evaluation.ppi.plan`), the sample's fully labelled queries as the pilot."""
-    values, status, _, _ = corrected_values(db, runs, measures, sample=sample, level=level, chunking=chunking,
-                                            rel=rel, min_labelled=MIN_PILOT)
+    values, status, *_ = corrected_values(db, runs, measures, sample=sample, level=level, chunking=chunking,
+                                          rel=rel, min_labelled=MIN_PILOT, judge=judge)
     return plan(values, half_width, confidence=confidence), status

@@ -194,15 +194,20 @@ def _labels_the_qrels_admit(db: Database, judgments: pd.DataFrame, llm: pd.DataF
     the user opted in, synthetic queries by the policy), with a note on LLM labels left out."""
     from workbench.services.qrels.rule import admitted_spans
 
-    admitted = admitted_spans(db, source="merged").spans
+    found = admitted_spans(db, source="merged")
+    admitted = found.spans
     if llm.empty:
         return admitted, ""
+    # every judge configuration by name with its gate state: a second judge is never hidden
+    # behind the first one's pass
+    states = ("judge configurations: " + ", ".join(f"{label} ({state})" for label, state in found.configurations)
+              if found.configurations else "")
     kept = int((admitted["tier"] == "llm").sum())
     if kept >= len(llm):
-        return admitted, ""
+        return admitted, states
     note = ("LLM labels count once their judge passes the calibration gate" if kept == 0 else
             f"{len(llm) - kept:,} LLM labels wait for their judge to pass the calibration gate")
-    return admitted, note
+    return admitted, f"{note}; {states}" if states else note
 
 
 def _labelled_state(labelled: dict[str, int], pools: pd.DataFrame) -> tuple[str, str]:
