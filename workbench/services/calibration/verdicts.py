@@ -214,6 +214,28 @@ def default_configuration(db: Database, sample: str, info: dict | None = None, *
                      f"{{field:judge CONFIG}}: {choices([describe(db, k, known) for k in keys])}")
 
 
+@dataclass(frozen=True)
+class SampleJudge:
+    """A configuration that graded some of a sample's pairs: ``own`` when the sample was drawn on
+    it, ``gated`` when it is gated there (own, or gated on request)."""
+
+    config: JudgeConfiguration
+    own: bool
+    gated: bool
+
+
+def sample_judges(db: Database, sample: str) -> list[SampleJudge]:
+    """The configurations that graded ``sample``'s pairs, its own first (what the Calibration
+    page offers to report on and to gate)."""
+    info = store.read_sample(db, sample)
+    own = sample_configuration(db, sample, info)
+    gated = set(gated_configurations(db, sample, info))
+    known = _by_key(db)
+    keys = list(dict.fromkeys(store.judge_grades_for_sample(db, sample)["config"].astype(str)))
+    keys.sort(key=lambda k: (k != own, keys.index(k)))
+    return [SampleJudge(describe(db, k, known), k == own, k in gated) for k in keys]
+
+
 # -- the gate of one configuration on one sample ---------------------------------------------
 
 @dataclass(frozen=True)

@@ -704,14 +704,15 @@ class ReportOptions:
 
 
 def report(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
-           options: ReportOptions = ReportOptions(), judge: str | None = None) -> dict:
+           options: ReportOptions = ReportOptions(), judge: str | None = None, record: bool = True) -> dict:
     """The calibration report of a sample (the latest one when ``sample`` is None) for one judge
     configuration: ``judge`` (key, prefix or model), else the sample's own
     (:func:`workbench.services.calibration.verdicts.default_configuration`). Every figure (the
     agreement, the gate, the slices, the disagreements, the observed share of relevant pairs and
     its Rogan–Gladen correction, each run's corrected precision) uses that configuration's grades
-    only; ``judge`` in the output names it. The verdict is stored with the project: reporting
-    on a configuration gates it (:func:`workbench.services.calibration.verdicts.record`)."""
+    only; ``judge`` in the output names it. With ``record`` the verdict is stored with the
+    project: reporting on a configuration gates it (:func:`workbench.services.calibration.verdicts.record`);
+    a page that only shows the report passes ``record=False`` and gates on a lead's request."""
     from workbench.services.calibration import verdicts
 
     access.require("see_all_labels")
@@ -719,7 +720,9 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
     name = info["name"]
     config = _chosen_configuration(db, name, info, judge)
     gate_ = verdicts.gate_configuration(db, name, config, thresholds, options, keep_boot=True)
-    verdicts.record(db, gate_)
+    if record:
+        access.require("sample")  # a stored verdict decides which labels enter the qrels: leads only
+        verdicts.record(db, gate_)
     labels = reference_labels(db, name)
     part = gate_.part
     total_items = store.count_items(db, name)
@@ -857,6 +860,7 @@ def gate(db: Database, sample: str | None = None, *, thresholds: GateThresholds 
     info = _sample(db, sample)
     name = info["name"]
     gate_ = verdicts.gate_configuration(db, name, _chosen_configuration(db, name, info, judge), thresholds, options)
+    access.require("sample")  # a stored verdict decides which labels enter the qrels: leads only
     verdicts.record(db, gate_)
     return {"sample": name, "judge": gate_.config.as_dict(), "gate": gate_.verdict.as_dict(), "n": len(gate_.part),
             "not_graded_by_judge": gate_.missing}

@@ -44,6 +44,7 @@ def _fmt(x) -> str:
 
 @context.page_run
 def render() -> None:
+    from workbench.services.calibration import verdicts
     from workbench.services.calibration import workflow as cal
 
     st.title("Calibration")
@@ -66,18 +67,57 @@ def render() -> None:
             return
         sample = st.selectbox("Calibration sample", samples["name"].tolist(), key="calibration_sample")
         try:
-            body = cal.report(db, sample, thresholds=_thresholds(), options=_options(cal))
+            judges = verdicts.sample_judges(db, sample)
+            judge = _judge_choice(judges)
+            body = cal.report(db, sample, thresholds=_thresholds(), options=_options(cal),
+                              judge=None if judge is None else judge.config.key, record=False)
             configs = cal.compare_judges(db, sample, options=_options(cal), thresholds=_thresholds())
             disagreements = cal.sme_disagreements(db, sample)
             pace = cal.throughput(db, sample)
         except WorkbenchError as exc:
             context.error(exc, FIELDS)
             return
+    if judge is not None and not judge.gated:
+        _gate_button(sample, judge)
     _report(body)
     _pace(pace)
     _configurations(configs)
     _labels_needed()
     _adjudication(sample, disagreements)
+
+
+def _judge_choice(judges):
+    """The judge configuration the report is about: the sample's own first."""
+    if not judges:
+        return None
+    labels = [j.config.label + (" (the sample's own)" if j.own else "" if j.gated else " (not gated here)")
+              for j in judges]
+    pick = st.selectbox("Judge configuration", range(len(judges)), format_func=lambda i: labels[i],
+                        key="calibration_judge",
+                        help="Every figure below uses this configuration's grades only. Only a configuration "
+                             "gated here, with its own pass, has its labels in the qrels.")
+    return judges[pick]
+
+
+def _gate_button(sample: str, judge) -> None:
+    """A configuration not gated on this sample: the figures are shown, its labels stay out of the
+    qrels until a lead gates it here."""
+    from workbench.services.calibration import workflow as cal
+
+    st.info(f"{judge.config.label} is not gated on this sample: its labels stay out of the qrels "
+            f"whatever the verdict below says, until it is gated.")
+    if not auth.may("sample"):
+        return
+    if st.button("Gate this judge configuration", key="calibration_gate_judge"):
+        try:
+            with context.project() as db:
+                body = cal.gate(db, sample, thresholds=_thresholds(), options=_options(cal), judge=judge.config.key)
+        except WorkbenchError as exc:
+            context.error(exc, FIELDS)
+            return
+        context.flash("calibration", context.plain(
+            f"Gated {judge.config.label} on {sample}: {body['gate']['verdict']}."))
+        st.rerun()
 
 
 def _adjudication(sample: str, found: list[dict]) -> None:
@@ -122,7 +162,7 @@ def _configurations(configs: list[dict]) -> None:
         return
     st.caption("Compare and choose on the tuning part; only the held-out part decides the verdict above. "
                "Best first; a few-shot judge is compared without the pairs shown to it as examples.")
-    context.table([{"model": c["model"] or "–", "prompt": (c["prompt_hash"] or "–")[:12],
+    context.table([{"judge configuration": c["label"],
                     "examples in the prompt": (f"few-shot ({c['few_shot']})" if c.get("few_shot") else "zero-shot"),
                     "pairs": c["n"],
                     "TPR": f"{_fmt(c['tpr'])} ({_fmt(c['ci']['tpr'][0])}–{_fmt(c['ci']['tpr'][1])})",
@@ -221,7 +261,8 @@ def _report(body: dict) -> None:
     st.subheader("Verdict")
     st.html(f'<div data-testid="calibration-verdict" data-verdict="{html.escape(body["gate"]["verdict"])}"></div>')
     _verdict(body)
-    st.caption(f"{body['labelled']} of {body['items']} pairs labelled; {body['labelled_in_part']} in the held-out "
+    st.caption(f"Judge configuration {body['judge']['label']}. "
+               f"{body['labelled']} of {body['items']} pairs labelled; {body['labelled_in_part']} in the held-out "
                f"part. " + ("Figures are re-weighted to the pool. " if body["weighted"] else "")
                + binarising_note("calibration", calibration=body["threshold"]))
     a = body["agreement"]
