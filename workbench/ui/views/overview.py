@@ -12,7 +12,7 @@ import streamlit as st
 
 from workbench.services.project.lifecycle import DEMO_READY, project_status
 from workbench.ui import context
-from workbench.ui.pages import PAGES, page_for_step
+from workbench.ui.pages import PAGES, page_for_step, shown_to
 from workbench.ui.words import params_text
 
 # What to do on the step's page, in the page's words.
@@ -85,7 +85,10 @@ def render() -> None:
         if nxt.state == "partial" and nxt.key in PARTIAL_PAGE:
             page = next((p for p in PAGES if p.url_path == PARTIAL_PAGE[nxt.key]), page)
         action = REPAIR.get(nxt.key, ACTIONS[nxt.key]) if nxt.state == "partial" else ACTIONS[nxt.key]
-        st.info(context.plain(next_step_sentence(nxt.title, action, page.title)))
+        sentence = next_step_sentence(nxt.title, action, page.title)
+        if not shown_to(page):  # a lead's page, not in an annotator's navigation
+            sentence += " A lead takes this step: that page is a lead's."
+        st.info(context.plain(sentence))
         context.page_link(page.url_path, f"Go to {page.title}", icon=":material/arrow_forward:")
     else:
         later = [s.title for s in status.steps if s.actionable]
