@@ -70,6 +70,7 @@ class Walk:
         self.downloads: dict[str, bytes] = {}
         self.peeks: dict[str, str] = {}
         self.tracebacks: list[str] = []
+        self.navigation: list[str] = []  # the page titles the sidebar listed after signing in
         page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
 
     def _frame(self, payload) -> None:
@@ -83,6 +84,9 @@ class Walk:
         page.get_by_role("button", name="Sign in").click()
         page.get_by_text(f"{self.name} · {blind_project.ROLES[self.name]}").wait_for(timeout=LONG)
         _idle(page)
+        links = page.locator("[data-testid='stSidebarNav'] a")
+        # each link's text is its icon's name, then its title
+        self.navigation = [links.nth(i).inner_text().strip().split("\n")[-1] for i in range(links.count())]
 
     def open(self, title: str) -> None:
         nav = self.page.locator("[data-testid='stSidebarNav']")
@@ -90,11 +94,6 @@ class Walk:
         self.page.get_by_role("heading", name=HEADINGS.get(title, title), exact=True).first.wait_for(timeout=LONG)
         _idle(self.page)
         self.keep(title)
-
-    def navigation(self) -> list[str]:
-        """The page titles the sidebar's navigation lists."""
-        links = self.page.locator("[data-testid='stSidebarNav'] a")
-        return [links.nth(i).inner_text().strip() for i in range(links.count())]
 
     def keep(self, key: str) -> None:
         text = self.page.inner_text("body")
@@ -249,7 +248,7 @@ def test_an_annotator_receives_no_judge_output_and_no_other_persons_grade(served
     carol = _walk(url, "carol", info, every_query=False, every_choice=True, pages=ANNOTATOR_PAGES)
     received = _assert_blind(carol, info)
     assert len(carol.texts) > len(ANNOTATOR_PAGES)
-    assert carol.navigation() == ANNOTATOR_PAGES  # the lead-only pages are not offered at all
+    assert carol.navigation == ANNOTATOR_PAGES  # the lead-only pages are not offered at all
     assert "leads and viewers download them" in received
     # Last, so that a page broken for another reason does not hide a leak found above.
     assert not carol.tracebacks, carol.tracebacks
