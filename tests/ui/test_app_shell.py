@@ -124,5 +124,22 @@ def test_overview_sends_a_half_labelled_sample_to_the_label_page(monkeypatch, de
     at = _app(monkeypatch, demo_db)
     info = [i.value for i in at.info]
     assert any("Next step: Calibration" in i and "Label page" in i for i in info), info
+    # one page per act, each named once: label on the Label page, read the verdict on Calibration
+    assert ("Next step: Calibration. Label the calibration sample's pairs (blind to the judge) on the Label "
+            "page, then read the verdict on the Calibration page.") in info, info
     states = {row["step"]: row["state"] for row in html_tables(at)["pipeline"]}
     assert states["LLM judgments"] == "done" and states["Calibration"] == "next"
+
+
+def test_every_next_step_names_its_page_once_where_the_act_is():
+    """Each action of the Overview's "Next step" sentence, on its page: the page is named once,
+    right after what is done there, never after an explanation or another page."""
+    from workbench.ui.views.overview import ACTIONS, REPAIR, next_step_sentence
+
+    for action in [*ACTIONS.values(), *REPAIR.values()]:
+        sentence = next_step_sentence("Step", action, "Somewhere")
+        assert sentence.count("on the Somewhere page") == 1, sentence
+        assert "page on the" not in sentence, sentence  # never a second place after the page
+    assert next_step_sentence("Chunks", REPAIR["chunks"], "Retrieve & Pool") == (
+        "Next step: Chunks. Create a chunking that covers every document (section 1, Chunk) on the Retrieve & Pool "
+        "page: a chunking made before documents were imported misses them.")

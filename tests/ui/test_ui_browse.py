@@ -179,3 +179,66 @@ def test_an_annotator_is_not_shown_merged_grades(merge_project, monkeypatch):
         at = _run()
     assert not [d for d in at.dataframe if "decided by" in d.value.columns]
     assert any("shown to leads and viewers" in c.value for c in at.caption)
+
+
+# -- every passage of a query, and the assessor filter ----------------------------------------
+
+@pytest.fixture
+def second_assessor(demo_db, tmp_path) -> Path:
+    """The demo plus 25 imported labels on q001 by assessor ``ext-a``: 30 labels on q001, more
+    than the 20 passages shown for all queries."""
+    docs = [json.loads(l) for l in (Path(__file__).parents[2] / "data" / "demo" / "documents.jsonl")
+            .read_text().splitlines() if l.strip()]
+    rows = [{"query_id": "q001", "doc_id": d["doc_id"], "start": 0, "end": min(40, len(d["text"])),
+             "grade": i % 4, "assessor": "ext-a"} for i, d in enumerate(docs[:25])]
+    (tmp_path / "ext.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with open_project(demo_db) as db:
+        import_file(db, "qrels", tmp_path / "ext.jsonl", format="spans")
+    return demo_db
+
+
+def _passage_heads(at: AppTest, query: str) -> list[str]:
+    """The head line of each labelled passage shown ("q001 · doc · grade g · source · assessor")."""
+    heads = []
+    for h in at.get("html"):
+        body = h.proto.body
+        marker = f'font-weight: 600">{query} · '
+        if marker in body:
+            heads.append(html.unescape(body.split(marker, 1)[1].split("</div>", 1)[0]))
+    return heads
+
+
+def test_a_chosen_query_shows_every_passage_and_filters_by_assessor(second_assessor):
+    at = _run()
+    assert set(at.multiselect(key="browse_assessors").options) == {"demo-sme", "ext-a"}
+    assert any("first 20 of" in c.value for c in at.caption)  # all queries: 20 passages, said so
+    at.selectbox(key="browse_query").select("q001").run()
+    assert not at.exception, at.exception
+    assert len(_labels(at)) == 30
+    heads = _passage_heads(at, "q001")
+    assert len(heads) == 30, len(heads)  # every label of the query, none cut at 20
+    assert not any("first 20" in c.value for c in at.caption)
+    at.multiselect(key="browse_assessors").set_value(["ext-a"]).run()
+    labels = _labels(at)
+    assert len(labels) == 25 and set(labels["assessor"]) == {"ext-a"}
+    heads = _passage_heads(at, "q001")
+    assert len(heads) == 25 and all(h.endswith(" · ext-a") for h in heads), heads
+    at.multiselect(key="browse_assessors").set_value(["demo-sme"]).run()
+    assert set(_labels(at)["assessor"]) == {"demo-sme"} and len(_passage_heads(at, "q001")) == 5
+
+
+def test_an_annotator_filters_only_among_labels_they_may_see(second_assessor):
+    """An annotator who gave no label sees the imported ones only: the SME's name is not offered,
+    and asking the service for the SME's labels by name still finds none."""
+    from workbench.services import access
+    from workbench.services.browse import labels_table
+
+    with acting_as(access.Actor("ann", "annotator")):
+        at = _run()
+        assert at.multiselect(key="browse_assessors").options == ["ext-a"]
+        at.selectbox(key="browse_query").select("q001").run()
+        assert not at.exception, at.exception
+        heads = _passage_heads(at, "q001")
+        assert len(heads) == 25 and all(h.endswith(" · ext-a") for h in heads)
+        with open_project(second_assessor) as db:
+            assert labels_table(db, assessors=["demo-sme"]).empty

@@ -173,3 +173,27 @@ def test_calibration_page_resolves_sme_disagreements(judged):
     assert "Recorded grade 3 for pair 1, resolved by lead" in _texts(at)
     with Database(path) as db:
         assert cal.sme_disagreements(db, "s")[0]["resolved_by"] == "lead"
+
+
+def test_sme_agreement_table_names_both_kappas(judged):
+    """Two SMEs on the same pairs: the table says which κ each column is, the grades' unweighted
+    κ and the relevant / not relevant κ at the sample's threshold, each equal to scikit-learn's."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from tests.ui.html_tables import html_tables
+
+    path, truth = judged
+    with Database(path) as db:
+        cal.create_sample(db, "s", "p", seed=1)
+        label_all(db, "s", truth, "ann")
+        label_all(db, "s", truth, "bob", flip=0.4, seed=3)
+        wide = db.query_df("SELECT position, annotator, grade FROM label_events").pivot(
+            index="position", columns="annotator", values="grade")
+    at = _run(_calibration_page, "lead")
+    rows = html_tables(at)["calibration-sme"]
+    assert len(rows) == 1 and rows[0]["SMEs"] == "ann / bob"
+    graded = cohen_kappa_score(wide["ann"], wide["bob"], labels=[0, 1, 2, 3])
+    binary = cohen_kappa_score(wide["ann"] >= 2, wide["bob"] >= 2)
+    assert rows[0]["Cohen's κ (grades 0–3, unweighted)"] == f"{graded:.3f}"
+    assert rows[0]["Cohen's κ (relevant / not relevant, grade ≥ 2)"] == f"{binary:.3f}"
+    assert f"{graded:.3f}" != f"{binary:.3f}"

@@ -3,7 +3,7 @@
 * :func:`queries_table`: every query with its text, description, tags and how many labels it has
   (an annotator counts and sees only their own, see :func:`labels_table`).
 * :func:`labels_table`: labels (span judgments with status ``ok``) with the document title,
-  filtered by query, grade and source.
+  filtered by query, grade, source and assessor.
 * :func:`label_document`: the text of a label's document, for showing the span in place.
 * :func:`peek_pool`: the first pairs of one query of a pool in judging order, with the query
   text, the document title, the whole item text and the grade the current labels give it.
@@ -41,12 +41,15 @@ def queries_table(db: Database) -> pd.DataFrame:
 
 
 def labels_table(db: Database, *, query_ids: Iterable[str] | None = None, grades: Iterable[int] | None = None,
-                 sources: Iterable[str] | None = None) -> pd.DataFrame:
+                 sources: Iterable[str] | None = None, assessors: Iterable[str] | None = None) -> pd.DataFrame:
     """Labels (status ``ok``) with their document's title, oldest first; each filter keeps rows
     whose value is among the given ones (None: no filter). Columns: :data:`LABEL_COLUMNS`.
     An annotator (:mod:`workbench.services.access`) gets only their own human labels: others'
-    labels and the judge's stay unseen, so nobody is swayed before labelling."""
+    labels and the judge's stay unseen, so nobody is swayed before labelling. The filters apply
+    after that, so naming another assessor finds none of their labels."""
     labels = _visible(read_judgments(db, status="ok"))
+    if assessors is not None:
+        labels = labels.loc[labels["assessor"].isin([str(a) for a in assessors])]
     if query_ids is not None:
         labels = labels.loc[labels["query_id"].isin(list(query_ids))]
     if grades is not None:

@@ -196,7 +196,29 @@ def test_several_smes_agreement_and_reference(project):
     wide = labels.pivot(index="position", columns="annotator", values="grade")
     assert pair["n"] == 200
     assert pair["kappa"] == pytest.approx(cohen_kappa_score(wide["ann"], wide["bob"], labels=[0, 1, 2, 3]))
+    # and on relevant / not relevant at the sample's threshold (grade >= 2)
+    assert sme["threshold"] == 2
+    assert pair["kappa_binary"] == pytest.approx(cohen_kappa_score(wide["ann"] >= 2, wide["bob"] >= 2))
+    assert pair["kappa_binary"] != pytest.approx(pair["kappa"])
     assert 0 < sme["alpha_ordinal"] < 1
+
+
+def test_binary_pairwise_kappa_by_hand():
+    """Shared items 1-3: ann grades 0, 3, 2 and bob 0, 3, 1; relevant at grade >= 2: ann 0, 1, 1
+    and bob 0, 1, 0. Observed agreement 2/3; expected 2/3·1/3 + 1/3·2/3 = 4/9;
+    κ = (2/3 − 4/9) / (1 − 4/9) = 0.4. At threshold 1 both read 0, 1, 1: κ = 1. cy shares
+    nothing (NaN); dee and eve call every shared item relevant (0/0: NaN)."""
+    import math
+
+    from workbench.core.calibration.agreement import pairwise_binary_kappa
+
+    labels = {"ann": {1: 0, 2: 3, 3: 2, 4: 1}, "bob": {1: 0, 2: 3, 3: 1, 5: 2}, "cy": {9: 1}}
+    got = {(a, b): (n, k) for a, b, n, k in pairwise_binary_kappa(labels)}
+    assert got[("ann", "bob")] == (3, pytest.approx(0.4))
+    assert got[("ann", "cy")][0] == 0 and math.isnan(got[("ann", "cy")][1])
+    assert pairwise_binary_kappa(labels, threshold=1)[0] == ("ann", "bob", 3, pytest.approx(1.0))
+    both_relevant = pairwise_binary_kappa({"dee": {1: 2, 2: 3}, "eve": {1: 3, 2: 2}})
+    assert both_relevant[0][2] == 2 and math.isnan(both_relevant[0][3])
 
 
 def test_no_held_out_pair_reaches_the_tuning_set(project):

@@ -590,7 +590,9 @@ def krippendorff_alpha(ratings: np.ndarray, *, level: str = "ordinal",
 def pairwise_kappa(labels: Mapping[str, Mapping[object, int]], *, levels: Sequence[int] = GRADE_LEVELS,
                    weights: str | None = None) -> list[tuple[str, str, int, float]]:
     """Cohen's κ between every two assessors on the items both labelled:
-    ``[(a, b, n_shared, κ)]`` with ``a < b``; κ is NaN when they share no item."""
+    ``[(a, b, n_shared, κ)]`` with ``a < b``; κ is NaN when they share no item. Unweighted
+    over every level by default (grades 0–3: a 2 against a 3 disagrees as much as a 0 against
+    a 3); :func:`pairwise_binary_kappa` gives the relevant / not relevant κ."""
     names = sorted(labels)
     out = []
     for i, a in enumerate(names):
@@ -601,6 +603,28 @@ def pairwise_kappa(labels: Mapping[str, Mapping[object, int]], *, levels: Sequen
                 continue
             C = confusion([labels[a][s] for s in shared], [labels[b][s] for s in shared], levels)
             out.append((a, b, len(shared), float(kappa_from_confusion(C, weights))))
+    return out
+
+
+def pairwise_binary_kappa(labels: Mapping[str, Mapping[object, int]], *, threshold: int = DEFAULT_THRESHOLD,
+                          levels: Sequence[int] = GRADE_LEVELS) -> list[tuple[str, str, int, float]]:
+    """Cohen's κ between every two assessors on relevant / not relevant (grade ≥ ``threshold``)
+    over the items both labelled: ``[(a, b, n_shared, κ)]`` with ``a < b``, the pairs of
+    :func:`pairwise_kappa`. κ of the collapsed 2×2 matrix (module doc): 0 when one assessor
+    puts every shared item on one side, NaN when both put every item on the same side (0/0)
+    or they share no item. E.g. grades ``[0, 3, 2]`` and ``[0, 3, 1]`` at threshold 2 are
+    ``[0, 1, 1]`` and ``[0, 1, 0]``: p_o = 2/3, p_e = 2/3·1/3 + 1/3·2/3 = 4/9, κ = 0.4."""
+    relevant = np.asarray(levels) >= threshold
+    names = sorted(labels)
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            shared = sorted(set(labels[a]) & set(labels[b]), key=str)
+            if not shared:
+                out.append((a, b, 0, math.nan))
+                continue
+            C = confusion([labels[a][s] for s in shared], [labels[b][s] for s in shared], levels)
+            out.append((a, b, len(shared), float(kappa_from_confusion(collapse(C, relevant)))))
     return out
 
 

@@ -823,8 +823,10 @@ def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNIN
 
 
 def _sme_agreement(db: Database, sample: str) -> dict | None:
-    """Agreement among SMEs on items several of them labelled: Krippendorff's α (ordinal) and
-    pairwise Cohen's κ. None with fewer than two SMEs."""
+    """Agreement among SMEs on items several of them labelled: Krippendorff's α (ordinal) and,
+    per two SMEs, Cohen's κ unweighted on grades 0–3 (``kappa``) and on relevant / not relevant
+    at the sample's threshold, grade ≥ ``threshold`` (``kappa_binary``). None with fewer than
+    two SMEs."""
     table = store.label_table(db, sample)
     labelled = table[(table["action"] == "label") & (table["annotator"] != ADJUDICATION)]
     annotators = sorted(labelled["annotator"].unique().tolist())
@@ -838,9 +840,12 @@ def _sme_agreement(db: Database, sample: str) -> dict | None:
         ratings[annotators.index(row.annotator), col[row.position]] = int(row.grade)
         per[row.annotator][int(row.position)] = int(row.grade)
     pairs = core_agreement.pairwise_kappa(per)
-    return {"annotators": annotators,
+    threshold = int(store.read_sample(db, sample)["threshold"])
+    binary = core_agreement.pairwise_binary_kappa(per, threshold=threshold)
+    return {"annotators": annotators, "threshold": threshold,
             "alpha_ordinal": core_agreement.krippendorff_alpha(ratings, level="ordinal", levels=GRADES),
-            "pairwise_kappa": [{"a": a, "b": b, "n": n, "kappa": k} for a, b, n, k in pairs]}
+            "pairwise_kappa": [{"a": a, "b": b, "n": n, "kappa": k, "kappa_binary": kb}
+                               for (a, b, n, k), (*_, kb) in zip(pairs, binary)]}
 
 
 def gated_part(labels: pd.DataFrame, options: ReportOptions) -> pd.DataFrame:

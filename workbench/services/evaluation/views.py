@@ -14,7 +14,8 @@ loop.
 * :func:`per_query_difference` - one run against a baseline query by query, sorted by the
   difference (worst for the run first), both runs' top results with their grades side by side.
 * :func:`judged_shares` - judged@k per run: the share of each run's top ``k`` that carries a
-  label (divided by ``k`` as trec_eval does), mean over the queries the run answered.
+  label (divided by ``k`` as trec_eval does), mean over the queries the run answered; by
+  document, a chunk run's top ``k`` are its first ``k`` distinct documents (:func:`top_items`).
 * :func:`slices` - per query tag, the mean of a measure over the queries carrying the tag.
 * :func:`latencies` / :func:`pareto_frontier` - quality against p95 latency when runs have
   stored per-query latencies (or record a ``latency_ms`` parameter); the frontier is the runs no other run beats on
@@ -130,13 +131,15 @@ def run_table(db: Database) -> pd.DataFrame:
 
 
 def evaluate_runs(db: Database, runs: list[str], measures: list[str], *, source: str = "merged",
-                  rel: int = 1, store: bool = False) -> RunEvaluation:
+                  level: str | None = None, rel: int = 1, store: bool = False) -> RunEvaluation:
     """Score stored runs against the project's qrels through the one evaluation service
     (:func:`workbench.services.evaluation.evaluate.evaluate_project`), stored only when ``store``.
 
-    Runs of one level are scored at it (chunk runs of one chunking by chunk); runs mixing
-    documents and chunks, or chunkings, are scored by document (a chunk run's document takes
-    its best chunk's score), so that they can be compared at all.
+    ``level`` (``doc`` or ``chunk``) is the level asked for, refused as ``workbench eval
+    --level`` refuses it (chunk level needs chunk runs of one chunking; the error names the
+    ``level`` field). None picks one: runs of one level are scored at it (chunk runs of one
+    chunking by chunk); runs mixing documents and chunks, or chunkings, are scored by document
+    (a chunk run's document takes its best chunk's score), so that they can be compared at all.
     """
     from workbench.services.evaluation.evaluate import evaluate_project
 
@@ -150,17 +153,25 @@ def evaluate_runs(db: Database, runs: list[str], measures: list[str], *, source:
     unknown = [r for r in runs if r not in info.index]
     if unknown:
         raise InputError(f"no run named {unknown[0]!r} in the project")
-    scopes = {(str(info.at[r, "level"]), None if pd.isna(info.at[r, "chunking"]) else str(info.at[r, "chunking"]))
-              for r in runs}
-    level = None if len(scopes) == 1 else "doc"
+    mixed = len(run_scopes(db, runs)) > 1
+    if level is None and mixed:
+        level = "doc"
     done = evaluate_project(db, list(runs), list(measures), labels=source, level=level, rel=rel, store=store)
     statement = done.qrels.statement()
-    if level == "doc":
+    if mixed:
         statement += "; the runs mix documents and chunks (or chunkings), so every run is scored by document"
     table = done.qrels.table[["query_id", "item_id", "grade"]]
     scope = (done.qrels.level, done.qrels.chunking)
     return RunEvaluation(done.results, {n: statement for n in done.results}, {n: table for n in done.results},
                          {n: scope for n in done.results}, tuple(done.notes), done.evaluation_id)
+
+
+def run_scopes(db: Database, runs: list[str]) -> set[tuple[str, str | None]]:
+    """The distinct ``(level, chunking)`` of stored ``runs`` (chunking None for document runs);
+    more than one means they can be compared by document only. Unknown names are left out."""
+    info = run_table(db).set_index("name")
+    return {(str(info.at[r, "level"]), None if pd.isna(info.at[r, "chunking"]) else str(info.at[r, "chunking"]))
+            for r in runs if r in info.index}
 
 
 def stored_evaluations(db: Database) -> pd.DataFrame:
@@ -186,19 +197,23 @@ def stored_evaluations(db: Database) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rank_agreement(db: Database, runs: list[str], measures: list[str]) -> tuple[pd.DataFrame, str | None]:
+def rank_agreement(db: Database, runs: list[str], measures: list[str], *,
+                   level: str | None = None) -> tuple[pd.DataFrame, str | None]:
     """Per measure, Kendall's τ and τ_AP between the ranking of ``runs`` under the people's
-    qrels and under the judge's (:func:`workbench.services.calibration.rank_agreement.rank_agreement`);
+    qrels and under the judge's at ``level`` (None: as :func:`evaluate_runs` picks it)
+    (:func:`workbench.services.calibration.rank_agreement.rank_agreement`);
     ``(empty, reason)`` when the project lacks one of the two label kinds, or for an annotator."""
     from workbench.services.calibration.rank_agreement import rank_agreement as agreement
 
     if not visibility.can_read("judge_output"):
         return pd.DataFrame(), "the ranking by the judge's labels is shown to leads and viewers only"
 
+    if level is None and len(run_scopes(db, runs)) > 1:
+        level = "doc"
     rows = []
     for measure in measures:
         try:
-            out = agreement(db, list(runs), measure)
+            out = agreement(db, list(runs), measure, level=level)
         except WorkbenchError as exc:
             return pd.DataFrame(), str(exc)
         rows.append({"measure": measure, "runs": out["n_runs"], "tau": out["tau"], "tau_ap": out["tau_ap"],
@@ -252,12 +267,11 @@ def worst_queries(db: Database, evaluation: RunEvaluation, run: str, measure: st
 
 
 def top_results(db: Database, evaluation: RunEvaluation, run: str, query_id: str, k: int = 10) -> pd.DataFrame:
-    """``rank, item_id, score, grade`` of ``run``'s top ``k`` for ``query_id``; grade is NA
-    when the pair is unjudged."""
-    from workbench.store.runs import read_run_rows
-
+    """``rank, item_id, score, grade`` of ``run``'s top ``k`` for ``query_id`` at the level it
+    was scored at (by document, a chunk run's document once, at its best chunk:
+    :func:`top_items`); grade is NA when the pair is unjudged."""
     level, _ = evaluation.levels[run]
-    rows = read_run_rows(db, run, query_id=str(query_id), depth=k)  # the query's top k, read alone
+    rows = top_items(db, run, level, k, query_id=str(query_id))  # the query's top k, read alone
     items = rows["chunk_id"].where(rows["chunk_id"].notna(), rows["doc_id"]) if level == "chunk" else rows["doc_id"]
     q = evaluation.qrels[run]
     grades = q[q["query_id"].astype(str) == str(query_id)].set_index("item_id")["grade"]
@@ -300,16 +314,46 @@ def per_query_difference(db: Database, evaluation: RunEvaluation, baseline: str,
     return frame[columns]
 
 
+def top_items(db: Database, run: str, level: str, k: int, *, query_id: str | None = None) -> pd.DataFrame:
+    """``query_id, doc_id, chunk_id, rank, score`` of ``run``'s top ``k`` items per query (of
+    ``query_id`` alone when given), by query then rank. At ``chunk`` level the items are the
+    rows. At ``doc`` level a chunk run's document is counted once, at its first row (its best
+    rank, so its best chunk), and the top ``k`` are the first ``k`` distinct documents: a run
+    listing a document's chunks at ranks 1, 2 and 5 has that document at rank 1 and the next
+    document at rank 2 (``rank`` is the document's rank, ``chunk_id`` its best chunk). Reading stops at the depth where every query has ``k`` documents or no
+    more rows (the depth doubles from ``k``), so a deep run is not read whole."""
+    from workbench.store.runs import read_run_rows
+
+    k = int(k)
+    if level == "chunk":
+        return read_run_rows(db, run, query_id=query_id, depth=k)
+    depth, read = k, -1
+    while True:
+        rows = read_run_rows(db, run, query_id=query_id, depth=depth)
+        docs = rows.drop_duplicates(["query_id", "doc_id"], keep="first")  # rows come by rank
+        if len(rows) == read:  # the run has no deeper rows
+            break
+        read = len(rows)
+        per_query = docs.groupby("query_id", sort=False).size()
+        deepest = rows.groupby("query_id", sort=False)["rank"].max()
+        short = (per_query < k) & (deepest.reindex(per_query.index) >= depth)
+        if not short.any():
+            break
+        depth *= 2
+    top = docs.groupby("query_id", sort=False).head(k).reset_index(drop=True)
+    return top.assign(rank=top.groupby("query_id", sort=False).cumcount() + 1)  # the document's own rank
+
+
 def judged_shares(db: Database, evaluation: RunEvaluation, k: int = 10) -> pd.DataFrame:
-    """``run, judged_at_k`` (module docstring)."""
+    """``run, judged_at_k`` (module docstring), at the level the runs were scored at: by
+    document, each document of a chunk run counts once (:func:`top_items`)."""
     from workbench.core.pooling.diagnostics import judged_at_k
-    from workbench.store.runs import read_run_rows_many
 
     rows = []
     for name in evaluation.results:
         level, _ = evaluation.levels[name]
         col = "chunk_id" if level == "chunk" else "doc_id"
-        top = read_run_rows_many(db, [name], depth=int(k))[["run_id", "query_id", col, "rank"]]
+        top = top_items(db, name, level, int(k)).assign(run_id=name)[["run_id", "query_id", col, "rank"]]
         labels = evaluation.qrels[name].rename(columns={"item_id": col})
         share = judged_at_k(top, labels, int(k), id_col=col)
         rows.append({"run": name, "judged_at_k": float(share["judged_at_k"].iloc[0]) if len(share) else 0.0})

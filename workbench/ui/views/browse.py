@@ -1,7 +1,10 @@
 """Queries & Labels: the project's queries (text, description, tags) and their labels (grade,
 source, assessor), each label's span shown highlighted inside its document.
 
-Filters: one query (or all), grades, sources. Read-only, through :mod:`workbench.services.browse`.
+Filters: one query (or all), grades, sources, assessors. Read-only, through
+:mod:`workbench.services.browse`. Every labelled passage of a chosen query is shown; over all
+queries, the first :data:`SHOWN_PASSAGES`. The assessors offered are those of the labels the
+user may see (an annotator: their own and the imported ones, :mod:`workbench.services.visibility`).
 
 Below the labels, the grade each (query, document) pair gets under the project's one merge
 policy (:func:`workbench.services.qrels.rule.pair_grades`, the grades export, pool statistics and
@@ -27,7 +30,7 @@ from workbench.ui.words import cell, params_text, qrels_note
 ALL = "All queries"
 GRADES = (3, 2, 1, 0)
 SOURCE_WORDS = {"human": "human (SME)", "imported": "imported", "llm": "LLM judge"}
-SHOWN_PASSAGES = 20
+SHOWN_PASSAGES = 20  # passages rendered for "All queries"; a chosen query shows all of its own
 TIER_WORDS = {"adjudicated": "resolved by a lead", "sme": "SME", "imported": "imported", "llm": "LLM judge",
               "propagated": "copied to a near-duplicate"}
 
@@ -54,7 +57,7 @@ def render() -> None:
         context.page_link("data", "Go to Data", icon=":material/arrow_forward:")
         return
 
-    cols = st.columns([3, 2, 2])
+    cols = st.columns([3, 2, 2, 2])
     chosen = cols[0].selectbox("Query", [ALL, *queries["query_id"].tolist()], key="browse_query",
                                format_func=lambda q: _query_label(queries, q))
     grades = cols[1].multiselect("Grades", GRADES, default=list(GRADES), key="browse_grades",
@@ -63,6 +66,9 @@ def render() -> None:
     sources = sorted(everything["source"].unique().tolist()) if len(everything) else []
     chosen_sources = cols[2].multiselect("Sources", sources, default=sources, key="browse_sources",
                                          format_func=lambda s: SOURCE_WORDS.get(s, s))
+    assessors = sorted(everything["assessor"].astype(str).unique().tolist()) if len(everything) else []
+    chosen_assessors = cols[3].multiselect("Assessors", assessors, key="browse_assessors",
+                                           placeholder="All assessors", help="None chosen: every assessor.")
 
     shown = queries if chosen == ALL else queries.loc[queries["query_id"] == chosen]
     if chosen != ALL:
@@ -82,14 +88,14 @@ def render() -> None:
 
     with context.project() as db:
         labels = labels_table(db, query_ids=None if chosen == ALL else [chosen], grades=grades,
-                              sources=chosen_sources)
+                              sources=chosen_sources, assessors=chosen_assessors or None)
     st.subheader(f"Labels ({len(labels):,})")
     if everything.empty:
         st.info("No labels yet. Import qrels on the Data page, or label pool pairs when labelling "
                 "is available.")
         return
     if labels.empty:
-        st.info("No label matches these filters. Choose more grades or sources, or another query.")
+        st.info("No label matches these filters. Choose more grades, sources or assessors, or another query.")
         _merged(None if chosen == ALL else chosen, everything)
         return
     st.dataframe(
@@ -102,14 +108,16 @@ def render() -> None:
     st.subheader("Labelled passages")
     whole = st.checkbox("Show whole documents", key="browse_whole",
                         help="Otherwise a few lines of context are shown around each passage.")
-    if len(labels) > SHOWN_PASSAGES:
-        st.caption(f"Showing the first {SHOWN_PASSAGES} of {len(labels):,} labels; choose a query or "
-                   f"fewer grades to see the others.")
+    passages = labels
+    if chosen == ALL and len(labels) > SHOWN_PASSAGES:
+        passages = labels.head(SHOWN_PASSAGES)
+        st.caption(f"Showing the first {SHOWN_PASSAGES} of {len(labels):,} labels; choose a query to see "
+                   f"every passage of it.")
     texts: dict[str, str] = {}
     with context.project() as db:
-        for doc_id in labels["doc_id"].head(SHOWN_PASSAGES).unique():
+        for doc_id in passages["doc_id"].unique():
             texts[doc_id] = label_document(db, doc_id)
-    for r in labels.head(SHOWN_PASSAGES).itertuples(index=False):
+    for r in passages.itertuples(index=False):
         title = cell(r.title)
         head = (f"{r.query_id} · {r.doc_id}" + (f" — {title}" if title else "")
                 + f" · grade {int(r.grade)} · {SOURCE_WORDS.get(r.source, r.source)} · {r.assessor}")

@@ -293,7 +293,9 @@ def _report(body: dict) -> None:
     if sme:
         st.subheader("Agreement among SMEs")
         st.write(f"Krippendorff's α (ordinal): {_fmt(sme['alpha_ordinal'])}")
-        context.table([{"SMEs": f"{p['a']} / {p['b']}", "shared pairs": p["n"], "κ": _fmt(p["kappa"])}
+        binary = f"Cohen's κ (relevant / not relevant, grade ≥ {sme['threshold']})"
+        context.table([{"SMEs": f"{p['a']} / {p['b']}", "shared pairs": p["n"],
+                        "Cohen's κ (grades 0–3, unweighted)": _fmt(p["kappa"]), binary: _fmt(p["kappa_binary"])}
                        for p in sme["pairwise_kappa"]], key="calibration-sme")
     cp = body["corrected_prevalence"]
     if cp:

@@ -27,7 +27,8 @@ MEASURES = {"nDCG": "ndcg@{k}", "Recall": "recall@{k}", "Precision": "P@{k}", "M
             "MAP": "map@{k}"}
 SOURCES = LABEL_SOURCE_WORDS
 TESTS = {"Randomization (permutation)": "randomization", "Paired t-test": "t", "Bootstrap": "bootstrap"}
-FIELDS = {"--runs": Field("Runs", "choice"), "-m": Field("Measures", "choice")}
+FIELDS = {"--runs": Field("Runs", "choice"), "-m": Field("Measures", "choice"), "--level": Field("Level", "choice")}
+LEVELS = {"doc": "doc (by document)", "chunk": "chunk"}  # the service's (and the CLI's) words, explained
 DIFF_ROWS = 50  # per-query difference rows shown before "Show every query"
 LOW_JUDGED = 0.5  # below this share of judged top-k items, a run's score is not comparable
 CORRECTED = "Judge, corrected by SME labels"  # PPI++ (services.evaluation.ppi_project)
@@ -76,7 +77,8 @@ def render() -> None:
             return
         try:
             with st.spinner("Scoring the runs…"):
-                evaluation = ev.evaluate_runs(db, choices["runs"], choices["measures"], source=choices["source"])
+                evaluation = ev.evaluate_runs(db, choices["runs"], choices["measures"], source=choices["source"],
+                                              level=choices["level"])
                 judged = ev.judged_shares(db, evaluation, k=choices["k"])
         except WorkbenchError as exc:
             context.error(exc, FIELDS)
@@ -109,7 +111,7 @@ def _choices(runs: pd.DataFrame) -> dict:
     left, right = st.columns([3, 2])
     chosen = left.multiselect("Runs (the first is the baseline)", names, default=names[:2], key="evaluate_runs")
     words = right.multiselect("Measures", list(MEASURES), default=["nDCG", "Recall"], key="evaluate_measures")
-    a, b, c = st.columns(3)
+    a, b, c, d = st.columns(4)
     k = int(a.number_input("Cutoff k", min_value=1, max_value=1000, value=10, step=1, key="evaluate_k"))
     from workbench.services import visibility
 
@@ -119,7 +121,20 @@ def _choices(runs: pd.DataFrame) -> dict:
     picked = b.selectbox("Labels", sources, key="evaluate_source")
     source = "corrected" if picked == CORRECTED else SOURCES[picked]
     test = TESTS[c.selectbox("Paired test", list(TESTS), key="evaluate_test")]
-    return {"runs": chosen, "measures": _measure_names(words, k), "k": k, "source": source, "test": test}
+    level = d.selectbox("Level", list(LEVELS), index=list(LEVELS).index(_own_level(runs, chosen)),
+                        format_func=LEVELS.get, key="evaluate_level",
+                        help="doc scores every run by document (a chunk run's document takes its best chunk); "
+                             "chunk scores chunk runs of one chunking by chunk.")
+    return {"runs": chosen, "measures": _measure_names(words, k), "k": k, "source": source, "test": test,
+            "level": level}
+
+
+def _own_level(runs: pd.DataFrame, chosen: list[str]) -> str:
+    """The Level the page opens with: the chosen runs' own when they share one (chunk runs of one
+    chunking, or document runs), else doc, the one level runs of several chunkings compare at."""
+    picked = runs[runs["name"].isin(chosen)]
+    scopes = {(str(r.level), None if pd.isna(r.chunking) else str(r.chunking)) for r in picked.itertuples()}
+    return next(iter(scopes))[0] if len(scopes) == 1 else "doc"
 
 
 def _judged_warning(db, ev, judged: pd.DataFrame, k: int, source: str) -> None:
@@ -364,7 +379,7 @@ def _save(db, ev, choices: dict) -> None:
         try:
             with st.spinner("Saving the evaluation…"):
                 saved = ev.evaluate_runs(db, choices["runs"], choices["measures"], source=choices["source"],
-                                         store=True)
+                                         level=choices["level"], store=True)
         except WorkbenchError as exc:
             context.error(exc, FIELDS)
             return
@@ -395,7 +410,7 @@ def _rank_agreement(db, ev, choices: dict) -> None:
         return
     st.subheader("Judge against people: do they rank the runs the same way?")
     with st.spinner("Scoring the runs under both kinds of labels…"):
-        frame, reason = ev.rank_agreement(db, choices["runs"], choices["measures"])
+        frame, reason = ev.rank_agreement(db, choices["runs"], choices["measures"], level=choices["level"])
     if reason:
         st.caption(context.plain(f"Not available: {reason}. It needs labels from people and from the LLM judge "
                                  "(judge the pool on the Judge page)."))
@@ -426,7 +441,7 @@ def _corrected(db, choices: dict) -> None:
         return
     try:
         with st.spinner("Scoring the runs on the judge's and the SMEs' labels…"):
-            done = ppi_project.corrected_project(db, choices["runs"], choices["measures"])
+            done = ppi_project.corrected_project(db, choices["runs"], choices["measures"], level=choices["level"])
     except WorkbenchError as exc:
         context.error(exc, FIELDS)
         return

@@ -12,7 +12,7 @@ import streamlit as st
 
 from workbench.services.project.lifecycle import DEMO_READY, project_status
 from workbench.ui import context
-from workbench.ui.pages import PAGES, page_for_step
+from workbench.ui.pages import PAGES, page_for_step, shown_to
 from workbench.ui.words import params_text
 
 # What to do on the step's page, in the page's words.
@@ -28,13 +28,23 @@ ACTIONS = {
 }
 # A partly done step may be taken forward on another page than the one that starts it.
 PARTIAL_PAGE = {"calibration": "label"}
+# What to do on a partly done step's page; {on_page} is where "on the X page" goes (else at the end).
 REPAIR = {
-    "calibration": "Label the calibration sample's pairs (blind to the judge), then read the verdict "
-                   "on the Calibration page",
-    "chunks": "Create a chunking that covers every document (section 1, Chunk): "
+    "calibration": "Label the calibration sample's pairs (blind to the judge) {on_page}, then read the "
+                   "verdict on the Calibration page",
+    "chunks": "Create a chunking that covers every document (section 1, Chunk) {on_page}: "
               "a chunking made before documents were imported misses them",
     "runs": "Run a retriever again so a run covers every document (section 2, Retrieve)",
 }
+
+
+def next_step_sentence(title: str, action: str, page_title: str) -> str:
+    """"Next step: TITLE. ACTION on the PAGE page.", the page named where the action puts it
+    ({on_page}), so an action that goes on to another page never ends "… on the Calibration
+    page on the Label page"."""
+    on_page = f"on the {page_title} page"
+    text = action.format(on_page=on_page) if "{on_page}" in action else f"{action} {on_page}"
+    return f"Next step: {title}. {text}."
 
 
 def _state_in_app(step) -> str:
@@ -75,7 +85,10 @@ def render() -> None:
         if nxt.state == "partial" and nxt.key in PARTIAL_PAGE:
             page = next((p for p in PAGES if p.url_path == PARTIAL_PAGE[nxt.key]), page)
         action = REPAIR.get(nxt.key, ACTIONS[nxt.key]) if nxt.state == "partial" else ACTIONS[nxt.key]
-        st.info(context.plain(f"Next step: {nxt.title}. {action} on the {page.title} page."))
+        sentence = next_step_sentence(nxt.title, action, page.title)
+        if not shown_to(page):  # a lead's page, not in an annotator's navigation
+            sentence += " A lead takes this step: that page is a lead's."
+        st.info(context.plain(sentence))
         context.page_link(page.url_path, f"Go to {page.title}", icon=":material/arrow_forward:")
     else:
         later = [s.title for s in status.steps if s.actionable]
