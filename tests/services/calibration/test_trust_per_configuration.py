@@ -140,3 +140,29 @@ def test_a_relabelled_held_out_part_makes_the_stored_verdict_stale(gated, tmp_pa
         verdicts.forget()
         assert verdicts.passed_configurations(db) == ()
         assert {s.state for s in verdicts.states(db)} == {"failed"}
+
+
+def test_a_failing_high_risk_slice_fails_the_gate(gated, tmp_path):
+    """The SME disagrees with the judge on every pair of the queries tagged type=comparison only
+    (3 of 44 queries). As a high-risk slice that tag fails the gate, naming the slice; as an
+    ordinary tag it does not decide the verdict."""
+    path = tmp_path / "risk.duckdb"
+    shutil.copy(gated, path)
+    with open_project(path) as db:
+        items = read_sample_items(db, "s1")
+        tags = dict(db.query_all("SELECT query_id, tags::VARCHAR FROM queries"))
+        it = {q for q, t in tags.items() if t and json.loads(t).get("type") == "comparison"}
+        judge = judge_grades_for_sample(db, "s1").set_index("position")["grade"]
+        risky = items[items["query_id"].isin(it)]["position"].astype(int).tolist()
+        assert 0 < len(risky) < len(items) / 10
+        calibration.save_labels(db, "s1", "sme-a", {p: 3 - int(judge[p]) for p in risky})
+        plain = calibration.gate(db, "s1")["gate"]
+        strict = calibration.gate(db, "s1", options=calibration.ReportOptions(high_risk_tags=("type=comparison",)))["gate"]
+        assert plain["verdict"] != "fail" and not any("type=comparison" in r for r in plain["reasons"])
+        assert strict["verdict"] == "fail"
+        assert any(r.startswith("high-risk slice 'type=comparison'") and "below 0.90" in r for r in strict["reasons"])
+        # the qrels rule gates with the settings' high-risk tags the same way
+        from workbench.config import load_settings
+
+        settings = load_settings(overrides={"calibration": {"high_risk_tags": "type=comparison"}}, env={})
+        assert verdicts.passed_configurations(db, settings) == ()

@@ -265,9 +265,12 @@ def labels_fingerprint(part: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
-def _inputs(db: Database, sample: str, config: str, options) -> tuple[pd.DataFrame, int, list[list[str]]]:
+def _inputs(db: Database, sample: str, config: str, options, *,
+            tags: bool = True) -> tuple[pd.DataFrame, int, list[list[str]]]:
     """The gated part with this configuration's grades, the number of its labelled pairs the
-    configuration did not grade, and each kept pair's slice tags."""
+    configuration did not grade, and each kept pair's slice tags (only a high-risk slice moves
+    the verdict, so without high-risk tags a caller that wants the verdict only skips them:
+    ``tags=False`` gives none, and reads no document metadata)."""
     from workbench.services.calibration.workflow import _tags, gated_part, reference_labels
     from workbench.services.evaluation.rbac import restricted_slice_tags
 
@@ -279,14 +282,20 @@ def _inputs(db: Database, sample: str, config: str, options) -> tuple[pd.DataFra
     part = part[mine.notna().to_numpy()].copy()
     part["judge_grade"] = mine.dropna().astype("int64").to_numpy()
     part = part.reset_index(drop=True)
-    tags = [_tags(t) + extra for t, extra in zip(part["tags"], restricted_slice_tags(db, part["doc_id"]))]
-    return part, missing, tags
+    if not tags:
+        return part, missing, [[] for _ in range(len(part))]
+    found = [_tags(t) + extra for t, extra in zip(part["tags"], restricted_slice_tags(db, part["doc_id"]))]
+    return part, missing, found
 
 
 def _key(sample: str, config: str, part: pd.DataFrame, missing: int, tags, thresholds, options) -> str:
+    """sha256 of everything the verdict depends on: the high-risk slices' members only when
+    there are high-risk tags (other slices are shown, they decide nothing)."""
+    risky = set(options.high_risk_tags)
+    members = [sorted(set(t) & risky) for t in tags] if risky else []
     h = hashlib.sha256(repr((RULE_VERSION, sample, config, missing, thresholds, options.seed, options.n_boot,
                              options.threshold, options.part, options.weighted, tuple(options.high_risk_tags),
-                             options.high_risk_rate, [sorted(t) for t in tags])).encode())
+                             options.high_risk_rate, members)).encode())
     cols = ["position", "query_id", "weight", "stratum", "grade", "judge_grade"]
     if len(part):
         h.update(pd.util.hash_pandas_object(part[cols], index=False).to_numpy().tobytes())
@@ -412,7 +421,7 @@ def verdict(db: Database, sample: str, config: str, thresholds: GateThresholds, 
             known: dict | None = None, stored: dict | None = None) -> SampleVerdict:
     """The current verdict of ``config`` on ``sample``: the stored or memoised one when its key
     matches today's inputs, else computed (and stored)."""
-    part, missing, tags = _inputs(db, sample, config, options)
+    part, missing, tags = _inputs(db, sample, config, options, tags=bool(options.high_risk_tags))
     key = _key(sample, config, part, missing, tags, thresholds, options)
     with _LOCK:
         hit = _MEMO.get(key)
