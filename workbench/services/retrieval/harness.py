@@ -22,10 +22,11 @@ Transports:
   URL (other hosts are refused: the harness is for a system under test on this machine); the
   answer is a JSON list of results.
 
-A query that fails (non-zero exit, timeout, HTTP error, invalid JSON, a result without an id or
-score, unknown chunk) is recorded as failed with its error text in the run's ``params``
-(``failures: [{query_id, error, latency_ms}]``) and has no rows; it is never an empty result in
-disguise. A run where every query failed is not stored (an error lists the first failures).
+A query that fails (non-zero exit, timeout, HTTP error, output that is not UTF-8 or not JSON, a
+score no float holds, a result without an id or score, unknown chunk) is recorded as failed with
+its error text in the run's ``params`` (``failures: [{query_id, error, latency_ms}]``) and has no
+rows; it is never an empty result in disguise. A run where every query failed is not stored (an
+error lists the first failures).
 
 :func:`run_harness` does it all on one open project (the CLI). A page calls
 :func:`plan_harness` (checks and reads), :func:`collect_answers` (sends the queries; no database)
