@@ -162,9 +162,10 @@ def test_citations_json(tmp_path):
     payload = json.loads(proc.stdout)
     agg = payload["aggregate"]
     assert agg["n_answers"] == 2 and agg["n_no_citations"] == 1
-    assert agg["mean_faithfulness"] == pytest.approx(2 / 3)
+    # q2 cites nothing: faithfulness 1.0, counted in the mean (the spec's harness)
+    assert agg["mean_faithfulness"] == pytest.approx((2 / 3 + 1) / 2)
     assert agg["mean_coverage"] == pytest.approx((2 / 5 + 0) / 2)
-    assert payload["answers"][1]["faithfulness"] is None
+    assert payload["answers"][1]["faithfulness"] == 1.0
     assert payload["answers"][0]["invalid_refs"] == ["99"]
 
 

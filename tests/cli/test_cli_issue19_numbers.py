@@ -84,9 +84,9 @@ def test_sweep_columns_share_one_query_set(project):
     assert cell["queries"] == len(scored) == 40
 
 
-def test_numeric_citations_say_they_resolve_by_position(tmp_path):
-    # context [a, b, 3]: by position [1] -> a and [3] -> "3" (2 of 2 valid, 2 of 3 cited);
-    # by id (the spec's bracket_number) "1" is no context id: 1 of 2 valid.
+def test_numeric_citations_say_how_they_resolve(tmp_path):
+    # context [a, b, 3]: by id (the default, the spec's bracket_number) "1" is no context id:
+    # 1 of 2 valid; by position [1] -> a and [3] -> "3" (2 of 2 valid, 2 of 3 cited).
     answers = tmp_path / "answers.jsonl"
     answers.write_text('{"answer": "See [1] and [3].", "context_ids": ["a", "b", "3"]}\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "WORKBENCH_"))}
@@ -97,10 +97,11 @@ def test_numeric_citations_say_they_resolve_by_position(tmp_path):
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    by_position = run()
-    assert "resolve by position" in by_position and "not as the id 'n'" in by_position
+    by_id = run()
+    assert "resolve by id" in by_id and "--resolve position reads it as the n-th" in by_id
     agg = json.loads(run("--format", "json"))["aggregate"]
-    assert (agg["resolve"], agg["micro_faithfulness"], agg["mean_coverage"]) == ("position", 1.0, pytest.approx(2 / 3))
-    agg = json.loads(run("--resolve", "id", "--format", "json"))["aggregate"]
     assert (agg["resolve"], agg["micro_faithfulness"]) == ("id", 0.5)
-    assert "not as the id" not in run("--resolve", "id")
+    agg = json.loads(run("--resolve", "position", "--format", "json"))["aggregate"]
+    assert (agg["resolve"], agg["micro_faithfulness"], agg["mean_coverage"]) == ("position", 1.0, pytest.approx(2 / 3))
+    by_position = run("--resolve", "position")
+    assert "resolve by position" in by_position and "not as the id 'n'" in by_position

@@ -82,7 +82,7 @@ def test_batch_file_then_results_store_like_the_online_path(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"custom_id": "x"}\nnot json\n')
     refused = _run(tmp_path, db, *base, "--batch-results", str(bad))
-    assert refused.returncode == 3 and "line 2" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert refused.returncode == 3 and "bad.jsonl:2:" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
 
 def test_samples_at_temperature_zero_send_distinct_seeds_where_honoured(tmp_path):

@@ -3,7 +3,12 @@
 
 Input: JSONL, one object a line with ``answer`` (str), ``context_ids`` (list) and optionally
 ``query_id`` and ``relevant_ids``. ``--format json`` prints ``{"aggregate": {...}, "answers":
-[{per-answer report}]}``.
+[{per-answer report}]}``; the aggregate carries the conventions used, ``resolve`` (``id`` or
+``position``) and ``uncited`` (``one`` or ``skip``).
+
+Defaults follow the specification: every citation, ``[n]`` included, is compared with the context
+ids (``--resolve position`` reads ``[n]`` as the n-th context document), and an answer without any
+citation has faithfulness 1.0 and counts in the mean (``--uncited skip`` leaves it out).
 """
 
 from __future__ import annotations
@@ -33,20 +38,27 @@ def _read_jsonl(path: str) -> list[dict[str, Any]]:
 def _citations(args: argparse.Namespace) -> int:
     from workbench.core.rag.citations import evaluate_batch
 
-    batch = evaluate_batch(_read_jsonl(args.answers), args.pattern, resolve=args.resolve)
+    batch = evaluate_batch(_read_jsonl(args.answers), args.pattern, resolve=args.resolve,
+                           uncited=args.uncited)
     if args.format == "json":
         print_json({"aggregate": batch.aggregate, "answers": batch.per_answer.to_dict(orient="records")})
         return 0
     agg = batch.aggregate
-    print(f"answers: {agg['n_answers']}   pattern: {agg['pattern']} (resolve by {agg['resolve']})")
-    if agg["resolve"] == "position" and args.resolve is None:
-        # The spec's bracket_number pattern compares the number with the context ids instead.
-        print("  [n] is read as the n-th context document (1-based), not as the id 'n'; "
-              "--resolve id compares it with the context ids, as the spec's bracket_number pattern does")
+    print(f"answers: {agg['n_answers']}   pattern: {agg['pattern']} (resolve by {agg['resolve']})   "
+          f"uncited: {agg['uncited']}")
+    if agg["resolve"] == "position":
+        print("  [n] is read as the n-th context document (1-based), not as the id 'n' "
+              "(--resolve id compares it with the context ids, as the specification does)")
+    elif args.pattern == "numeric":
+        print("  [n] is compared with the context ids, as the specification does "
+              "(--resolve position reads it as the n-th context document)")
+    uncited = ("an answer without citations counts as 1.0, as in the specification; "
+               "--uncited skip leaves it out" if agg["uncited"] == "one"
+               else "answers with citations only; --uncited one counts the others as 1.0")
     print(f"  without citations    {agg['n_no_citations']:>8}")
     print(f"  with invalid refs    {agg['n_with_invalid']:>8}")
     print(f"  citations            {agg['total_citations']:>8}  ({agg['invalid_citations']} invalid)")
-    print(f"  faithfulness (mean)  {number(agg['mean_faithfulness']):>8}  (answers with citations)")
+    print(f"  faithfulness (mean)  {number(agg['mean_faithfulness']):>8}  ({uncited})")
     print(f"  faithfulness (micro) {number(agg['micro_faithfulness']):>8}")
     print(f"  coverage (mean)      {number(agg['mean_coverage']):>8}")
     if not math.isnan(agg["mean_relevant_coverage"]):
@@ -58,7 +70,7 @@ def _citations(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     # core.citations is a light module at import (re and dataclasses; pandas only when it runs)
-    from workbench.core.rag.citations import PRESETS
+    from workbench.core.rag.citations import PRESETS, UNCITED
 
     c = sub.add_parser(
         "citations",
@@ -74,7 +86,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"how citations are written: a preset ({', '.join(PRESETS)}) or a regular "
                         "expression with one capturing group (default: doc_id)")
     c.add_argument("--resolve", choices=("id", "position"), default=None,
-                   help="match citations to context ids, or read them as 1-based positions "
-                        "(default: position for numeric citations, id otherwise)")
+                   help="id: compare each citation with the context ids, as the specification does "
+                        "([3] cites the document with id 3); position: read [n] as the n-th context "
+                        "document, 1-based (default: id for the presets and custom regexes)")
+    c.add_argument("--uncited", choices=UNCITED, default="one",
+                   help="an answer with no citation: one = faithfulness 1.0, counted in the mean, as in "
+                        "the specification's harness; skip = faithfulness undefined, left out of the "
+                        "mean (still counted as 'without citations') (default: one)")
     add_format_option(c)
     c.set_defaults(handler=_citations)

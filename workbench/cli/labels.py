@@ -170,9 +170,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     prop.add_argument("--source", choices=("human", "llm", "merged"), default="human",
                       help="which direct labels to propagate (default human: SME and imported)")
     prop.add_argument("--threshold", type=_fraction, default=0.8, help="Jaccard threshold (default 0.8)")
-    prop.add_argument("--shingle", type=positive_int, default=5, help="words per shingle (default 5)")
-    prop.add_argument("--num-perm", type=positive_int, default=128, help="MinHash permutations (default 128)")
-    prop.add_argument("--seed", type=int, default=1, help="MinHash seed (default 1)")
+    prop.add_argument("--shingle", type=positive_int, default=5, help="words per shingle, 1 to 2,147,483,647 (default 5)")
+    prop.add_argument("--num-perm", type=positive_int, default=128, help="MinHash permutations, 16 to 4,096 (default 128)")
+    prop.add_argument("--seed", type=int, default=1, help="MinHash seed, 0 to 4,294,967,295 (default 1)")
     prop.add_argument("--k", type=positive_int, default=10, help="cutoff of judged@k (default 10)")
     prop.add_argument("--dry-run", action="store_true", help="report without storing")
     add_format_option(prop)

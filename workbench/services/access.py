@@ -116,7 +116,8 @@ def require(action: str, actor: Actor | None = None) -> Actor:
     if not allowed(actor, action):
         who = f"{actor.name} ({actor.role})" if actor.name else f"this session ({actor.role})"
         leads = " or ".join(sorted(PERMISSIONS[action]))
-        raise PermissionDenied(f"{who} may not {ACTION_WORDS[action]}; ask a {leads} to do it")
+        article = "an" if leads[0] in "aeiou" else "a"  # roles are lower-case words: "an annotator"
+        raise PermissionDenied(f"{who} may not {ACTION_WORDS[action]}; ask {article} {leads} to do it")
     return actor
 
 

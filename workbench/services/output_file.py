@@ -4,6 +4,9 @@ Rules, checked before anything is written:
 
 * a DuckDB database (recognised by its magic bytes, whatever its name) is never overwritten:
   it may be this project or another one;
+* nor is a name DuckDB keeps beside a database ``D``: ``D.wal`` (its write-ahead log, which the
+  next write to ``D`` replays and deletes) and ``D.tmp`` (its folder for spilled data), whether
+  or not that file exists yet: an export written there would vanish or break the next write;
 * a path that is not a regular file is refused: a symbolic link (it would write somewhere
   else), a directory, a device, a FIFO or a socket; a symbolic link loop is reported as such;
 * an existing regular file is replaced only when the caller passes ``force`` (the CLI's
@@ -27,10 +30,29 @@ from workbench.errors import InputError
 from workbench.store.database import is_duckdb_file
 
 
+#: the names DuckDB keeps beside a database file D: D + suffix -> what it holds there and does with it
+DATABASE_SIBLINGS = {".wal": ("write-ahead log", "its next write replays and deletes it"),
+                     ".tmp": ("folder for data spilled to disk", "it may write there at any time")}
+
+
+def _check_not_database_sibling(path: Path) -> None:
+    """Refuse ``D.wal`` / ``D.tmp`` when ``D`` is a DuckDB database, as given and as the path
+    resolves (``sub/../D.wal`` is ``D.wal`` once ``sub`` is created)."""
+    for candidate in dict.fromkeys((path, Path(os.path.realpath(path)))):
+        for suffix, (what, why) in DATABASE_SIBLINGS.items():
+            if candidate.name.endswith(suffix) and len(candidate.name) > len(suffix):
+                database = candidate.with_name(candidate.name[:-len(suffix)])
+                if is_duckdb_file(database):
+                    raise InputError(f"is where DuckDB keeps the {what} of the database {database.name} (a "
+                                     f"workbench project?); {why}, so refusing to write there", path=str(path),
+                                     field="out", hint="choose another {field}")
+
+
 def check_output(path: str | Path, *, force: bool = False) -> bool:
     """Refuse what must not be written over; return whether ``path`` exists (and will be replaced)."""
     path = Path(path)
     label = str(path)
+    _check_not_database_sibling(path)
     try:
         info = os.lstat(path)
     except FileNotFoundError:

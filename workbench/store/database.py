@@ -103,22 +103,26 @@ def _is_interrupt(exc: BaseException) -> bool:
         isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower())
 
 
-def storage_error(path: Path, exc: BaseException) -> StoreError:
-    """One line for a failure of the database file itself (not of our SQL)."""
+def storage_error(path: Path, exc: BaseException, *, outcome: str | None = None) -> StoreError:
+    """One line for a failure of the database file itself (not of our SQL). ``outcome`` says
+    what was stored (``"nothing was stored"`` when a COMMIT failed) and ends the line, once; a
+    full disk without it says ``nothing more was stored`` (earlier units of work were)."""
     message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     lowered = message.lower()
+    tail = f"; {outcome}" if outcome else ""
     if any(word in lowered for word in ("could not read enough bytes", "corrupt", "checksum", "not a valid",
                                         "invalid database", "unable to read")):
         return StoreError(
             f"project database {path} is damaged or truncated ({clip(message, 160)}); restore it "
-            f"from a copy, or create a new project with {{command:--db NEW.duckdb init}}")
+            f"from a copy, or create a new project with {{command:--db NEW.duckdb init}}{tail}")
     if any(word in lowered for word in ("permission denied", "not permitted", "read-only", "read only")):
         return StoreError(
             f"cannot write to project database {path} ({clip(message, 160)}); make the file and its "
-            f"folder writable, or copy the project somewhere writable and {{set_field:db}}")
+            f"folder writable, or copy the project somewhere writable and {{set_field:db}}{tail}")
     if "no space left" in lowered:
-        return StoreError(f"the disk holding {path} is full ({clip(message, 160)}); nothing more was stored")
-    return StoreError(f"project database {path}: {clip(message, 200)}")
+        return StoreError(f"the disk holding {path} is full ({clip(message, 160)}); "
+                          f"{outcome or 'nothing more was stored'}")
+    return StoreError(f"project database {path}: {clip(message, 200)}{tail}")
 
 
 @contextmanager
@@ -397,7 +401,7 @@ class Database:
                 cur.execute("COMMIT")
             except duckdb.Error as exc:
                 self._rollback(cur)
-                raise StoreError(f"{storage_error(self.path, exc)}; nothing was stored") from None
+                raise storage_error(self.path, exc, outcome="nothing was stored") from None
             finally:
                 cur.close()
         if interrupted:

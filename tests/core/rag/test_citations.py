@@ -40,9 +40,9 @@ def test_doc_id_pattern_accepts_non_word_ids():
     assert tokens == ["it-handbook", "d7.2"]
 
 
-def test_numeric_is_positional_one_based():
+def test_numeric_by_position_is_one_based():
     context = ["d7", "d3", "d1"]
-    r = evaluate_citations("A [1], B [3][3], C [4], D [0].", context, "numeric")
+    r = evaluate_citations("A [1], B [3][3], C [4], D [0].", context, "numeric", resolve="position")
     # [1] -> d7, [3] -> d1 twice; [4] and [0] point outside the 3 context documents.
     assert r.cited_docs == ["d7", "d1"]
     assert r.invalid_refs == ["4", "0"]
@@ -93,8 +93,8 @@ def test_bad_resolve():
         make_pattern("numeric", "rank")
 
 
-def test_no_citations_is_not_perfectly_faithful():
-    r = evaluate_citations("An answer with no sources.", ["a", "b"])
+def test_no_citations_skipped_is_not_perfectly_faithful():
+    r = evaluate_citations("An answer with no sources.", ["a", "b"], uncited="skip")
     assert r.no_citations is True
     assert math.isnan(r.faithfulness)
     assert r.coverage == 0.0
@@ -123,7 +123,7 @@ def test_batch_aggregates_by_hand():
         {"query_id": "q3", "answer": "[doc_id x] [doc_id y]", "context_ids": ["x", "y"],
          "relevant_ids": ["x"]},
     ]  # fmt: skip
-    batch = evaluate_batch(records)
+    batch = evaluate_batch(records, uncited="skip")
     agg = batch.aggregate
     assert agg["n_answers"] == 3
     assert agg["n_no_citations"] == 1
@@ -135,13 +135,13 @@ def test_batch_aggregates_by_hand():
     # coverage: q1 2/5, q2 0, q3 1
     assert agg["mean_coverage"] == pytest.approx((0.4 + 0 + 1) / 3)
     assert agg["mean_relevant_coverage"] == pytest.approx(1.0)
-    assert agg["pattern"] == "doc_id" and agg["resolve"] == "id"
+    assert agg["pattern"] == "doc_id" and agg["resolve"] == "id" and agg["uncited"] == "skip"
     assert list(batch.per_answer["query_id"]) == ["q1", "q2", "q3"]
     assert batch.per_answer.loc[1, "no_citations"]
 
 
-def test_batch_all_uncited_means_are_nan():
-    batch = evaluate_batch([{"answer": "none", "context_ids": ["a"]}])
+def test_batch_all_uncited_skipped_means_are_nan():
+    batch = evaluate_batch([{"answer": "none", "context_ids": ["a"]}], uncited="skip")
     assert batch.aggregate["n_no_citations"] == 1
     assert math.isnan(batch.aggregate["mean_faithfulness"])
     assert math.isnan(batch.aggregate["micro_faithfulness"])

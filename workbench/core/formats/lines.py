@@ -51,18 +51,44 @@ def split_lines(text: str) -> list[str]:
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
+# A run of digits with its sign: the first one longer than the limit is the integer named.
+_LONG_INTEGER = re.compile(r"-?\d+")
+
+
+def long_integer_error(exc: ValueError, line: str, path: str, number: int | None) -> InputError:
+    """The :class:`InputError` for the ``ValueError`` that ``json.loads`` raises on an integer
+    of more digits than ``sys.get_int_max_str_digits()`` (4,300 by default): it names the
+    column of the first such integer. Any other ``ValueError`` is raised again unchanged."""
+    import sys
+
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    if "integer string conversion" not in str(exc) or not limit:
+        raise exc
+    found = next((m for m in _LONG_INTEGER.finditer(line) if len(m.group(0).lstrip("-")) > limit), None)
+    where = f" at column {found.start() + 1}" if found is not None else ""
+    digits = f"{len(found.group(0).lstrip('-')):,} digits" if found is not None else f"more than {limit:,} digits"
+    return InputError(
+        f"holds an integer of {digits}{where}, longer than the {limit:,} digits a number may have; "
+        "write it as a string or shorten it",
+        path=path, line=number,
+    )
+
+
 def load_json_line(line: str, path: str, number: int, *,
                    invalid: str = "not valid JSON ({msg} at column {column}); expected one JSON object per line"):
     """``json.loads(line)``, with every way a line can fail as an :class:`InputError` naming
     ``path:number``: broken JSON (the message ``invalid``, formatted with the parser's ``msg``
-    and ``column``), nesting too deep for the parser, and a lone surrogate escape
-    (``"\\ud800"``), which JSON accepts but no UTF-8 file or database can store."""
+    and ``column``), nesting too deep for the parser, an integer longer than Python converts
+    (:func:`long_integer_error`), and a lone surrogate escape (``"\\ud800"``), which JSON
+    accepts but no UTF-8 file or database can store."""
     try:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InputError(invalid.format(msg=exc.msg, column=exc.colno), path=path, line=number) from None
     except RecursionError:
         raise InputError("JSON nested too deeply to read; flatten the record", path=path, line=number) from None
+    except ValueError as exc:
+        raise long_integer_error(exc, line, path, number) from None
     if "\\" in line and _SURROGATE_ESCAPE.search(line) is not None:
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")

@@ -12,15 +12,23 @@ and citation matches ``m_1 .. m_T`` parsed from the answer:
 * ``uncited_docs`` = ``C`` minus ``cited_docs``, in context order;
 * with ``relevant_ids`` R given, ``relevant_coverage = |cited_docs ∩ R| / |R|``.
 
-Edge cases (deliberate departures from the naive formulas): an answer with no citation has
-``no_citations = True`` and ``faithfulness = NaN`` — it never counts as perfectly faithful,
-and batch means of faithfulness skip it (it is counted separately). Its coverage is a true 0.
-An empty context makes ``coverage`` NaN (nothing could be covered), an empty ``R`` makes
-``relevant_coverage`` NaN. Duplicate context ids count once in ``|C|``.
+Edge cases: an answer with no citation has ``no_citations = True``; its faithfulness
+follows the ``uncited`` convention. ``"one"`` (the default, the specification's harness:
+``valid / total if total > 0 else 1.0``) scores it 1.0, and batch means of faithfulness
+include it; ``"skip"`` scores it NaN, and batch means skip it (it is still counted in
+``n_no_citations``), so an answer that cites nothing never looks perfectly faithful. Its
+coverage is a true 0 either way. An empty context makes ``coverage`` NaN (nothing could be
+covered), an empty ``R`` makes ``relevant_coverage`` NaN. Duplicate context ids count once in
+``|C|``. The specification's harness also leaves out of both means an answer whose text or
+context is empty; here such an answer is scored like any other (empty text: no citation).
 
 Patterns: a preset name from :data:`PRESETS` or a custom regex with exactly one capturing
 group (the citation token). A pattern resolves tokens either by ``"id"`` (the token is the
 document id) or by ``"position"`` (the token is N, the N-th context document, 1-based).
+Every preset resolves by id, as the specification compares each match with the context ids
+(its ``bracket_number`` pattern ``\\[(\\d+)\\]`` included): with context ``1 3 5 7 10``, the
+answer ``[3] [7] [99]`` has faithfulness 2/3 and coverage 2/5 by id, but 1/3 and 1/5 by
+position (``[3]`` is then the document ``5``; ``[7]`` and ``[99]`` point past the 5 documents).
 """
 
 from __future__ import annotations
@@ -37,6 +45,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 Resolve = Literal["id", "position"]
+Uncited = Literal["one", "skip"]
+
+#: how an answer without any citation is scored (see the module docstring)
+UNCITED: tuple[Uncited, ...] = ("one", "skip")
 
 
 class CitationPatternError(ConfigError, ValueError):
@@ -55,12 +67,12 @@ class CitationPattern:
 
 
 # Ids in doc_id/ref citations allow any non-space, non-bracket characters (the spec's \w+
-# would miss ids such as "it-handbook" or "doc_7.2"). `numeric` is positional, per the
-# project brief; `footnote` keeps the spec's id comparison (pass resolve="position" to
-# treat [fn:N] as the N-th context document).
+# would miss ids such as "it-handbook" or "doc_7.2"). `numeric` (the spec's bracket_number)
+# and `footnote` keep the spec's id comparison; pass resolve="position" to treat [N] or
+# [fn:N] as the N-th context document.
 PRESETS: dict[str, tuple[str, Resolve]] = {
     "doc_id": (r"\[doc_id\s+([^\]\s]+)\]", "id"),
-    "numeric": (r"\[(\d+)\]", "position"),
+    "numeric": (r"\[(\d+)\]", "id"),
     "ref": (r"\[\[ref:([^\]\s]+)\]\]", "id"),
     "footnote": (r"\[fn:(\d+)\]", "id"),
 }
@@ -128,6 +140,11 @@ def _resolve(token: str, context: Sequence[str], context_set: set[str], how: Res
     return None
 
 
+def _check_uncited(uncited: str) -> None:
+    if uncited not in UNCITED:
+        raise CitationPatternError(f"uncited must be 'one' or 'skip', got {uncited!r}")
+
+
 def evaluate_citations(
     answer: str,
     context_ids: Sequence[str],
@@ -135,13 +152,17 @@ def evaluate_citations(
     *,
     relevant_ids: Iterable[str] | None = None,
     resolve: Resolve | None = None,
+    uncited: Uncited = "one",
 ) -> CitationReport:
     """Score the citations of one answer against the ids of its context documents.
 
     ``context_ids`` must be in the order shown to the generator when the pattern is
     positional. Example (spec): answer citing ``[doc_id 3]``, ``[doc_id 7]``, ``[doc_id 99]``
     with context ``1 3 5 7 10`` -> faithfulness 2/3, coverage 2/5, invalid ``["99"]``.
+    An answer without citations has faithfulness 1.0 (``uncited="one"``) or NaN
+    (``uncited="skip"``).
     """
+    _check_uncited(uncited)
     pat = make_pattern(pattern, resolve)
     context = [str(c) for c in context_ids]
     distinct = list(dict.fromkeys(context))
@@ -170,7 +191,7 @@ def evaluate_citations(
         uncited_docs=[d for d in distinct if d not in cited],
         invalid_refs=invalid,
         coverage=len(cited) / len(distinct) if distinct else math.nan,
-        faithfulness=valid / total if total else math.nan,
+        faithfulness=valid / total if total else (1.0 if uncited == "one" else math.nan),
         no_citations=total == 0,
         relevant_coverage=relevant_cov,
     )
@@ -182,11 +203,14 @@ class CitationBatch:
 
     ``aggregate`` keys: ``n_answers``, ``n_no_citations`` (answers without any citation),
     ``n_with_invalid`` (answers with at least one invalid citation), ``total_citations``,
-    ``valid_citations``, ``invalid_citations``, ``mean_faithfulness`` (macro, over answers
-    with citations only), ``micro_faithfulness`` (sum valid / sum total),
+    ``valid_citations``, ``invalid_citations``, ``mean_faithfulness`` (macro: over every
+    answer, an uncited one as 1.0, with ``uncited="one"``; over answers with citations only
+    with ``uncited="skip"``), ``micro_faithfulness`` (sum valid / sum total, which uncited
+    answers do not change),
     ``mean_coverage`` (macro, over answers with a non-empty context, uncited answers
     included as 0), ``mean_relevant_coverage`` (macro, where defined), ``pattern``,
-    ``resolve``. A mean with nothing to average is NaN.
+    ``resolve`` (``"id"`` or ``"position"``), ``uncited`` (``"one"`` or ``"skip"``). A mean
+    with nothing to average is NaN.
     """
 
     per_answer: pd.DataFrame
@@ -203,10 +227,13 @@ def evaluate_batch(
     pattern: str | CitationPattern = "doc_id",
     *,
     resolve: Resolve | None = None,
+    uncited: Uncited = "one",
 ) -> CitationBatch:
     """Evaluate many answers. Each record needs ``answer`` (str) and ``context_ids`` (list);
     ``query_id`` and ``relevant_ids`` are optional. Raises :class:`CitationInputError`
-    naming the 1-based record number when a field is missing or has the wrong type."""
+    naming the 1-based record number when a field is missing or has the wrong type.
+    ``uncited`` is how an answer without citations is scored (module docstring)."""
+    _check_uncited(uncited)
     pat = make_pattern(pattern, resolve)
     rows = []
     for number, record in enumerate(records, start=1):
@@ -217,7 +244,7 @@ def evaluate_batch(
         if not isinstance(context, (list, tuple)):
             raise CitationInputError(f"record {number}: 'context_ids' must be a list of ids")
         relevant = record.get("relevant_ids")
-        report = evaluate_citations(answer, context, pat, relevant_ids=relevant)
+        report = evaluate_citations(answer, context, pat, relevant_ids=relevant, uncited=uncited)
         rows.append({"query_id": str(record.get("query_id", number)), **report.as_dict()})
     import pandas as pd  # here only: the CLI lists PRESETS without loading pandas
 
@@ -237,5 +264,6 @@ def evaluate_batch(
         "mean_relevant_coverage": _mean(frame["relevant_coverage"]),
         "pattern": pat.name if pat.name != "custom" else pat.regex.pattern,
         "resolve": pat.resolve,
+        "uncited": uncited,
     }
     return CitationBatch(frame, aggregate)

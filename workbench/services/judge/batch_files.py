@@ -19,7 +19,6 @@ the same job. ``custom_id`` is ``"<sample>:<cache_key>"``.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from dataclasses import dataclass, replace
@@ -130,23 +129,27 @@ def write_batch_file(db_path, pool: str, spec: JudgeSpec, out, *, limit: int | N
 def read_results(path) -> dict[str, dict]:
     """``custom_id`` -> output line of a Batch API results (or errors) file; bad lines are
     refused with their line number."""
+    from workbench.core.formats.lines import decode_utf8, load_json_line, split_lines
+
     path = Path(path)
     if not path.is_file():
         raise InputError(f"no batch results file at {path}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
     rows: dict[str, dict] = {}
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}, line {number}: not JSON ({exc.msg}); expected one Batch API "
-                                 f"output object per line") from None
-            if not isinstance(row, dict) or not isinstance(row.get("custom_id"), str):
-                raise InputError(f"{path}, line {number}: no custom_id; expected one Batch API output object "
-                                 f"per line ({{\"custom_id\", \"response\", \"error\"}})")
-            rows[row["custom_id"]] = row
+    # bytes decoded here: a byte that is not UTF-8 is named with its line, never a traceback
+    for number, line in enumerate(split_lines(decode_utf8(data, str(path))), 1):
+        if not line.strip():
+            continue
+        row = load_json_line(line, str(path), number,
+                             invalid="not JSON ({msg} at column {column}); expected one Batch API output "
+                                     "object per line")
+        if not isinstance(row, dict) or not isinstance(row.get("custom_id"), str):
+            raise InputError("no custom_id; expected one Batch API output object per line "
+                             '({"custom_id", "response", "error"})', path=str(path), line=number)
+        rows[row["custom_id"]] = row
     return rows
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, LABEL_SOURCES
-from workbench.errors import InputError, render_text
+from workbench.errors import ConfigError, InputError, clip, render_text
 from workbench.services import visibility
 from workbench.services.output_file import check_output, write_lines
 from workbench.store.corpus import query_texts
@@ -101,6 +101,17 @@ def _check(format: str, level: str, source: str, chunking: str | None) -> None:
         raise InputError("span judgments do not depend on a chunking; export spans without {field:level chunk}")
 
 
+def check_iteration(iteration: str) -> None:
+    """Refuse an ``iteration`` that is not one printable token without whitespace: the TREC
+    readers (ours and trec_eval) split a line at whitespace, so ``"a b"`` or ``""`` would write
+    a qrels file of five or three columns that they refuse."""
+    if not isinstance(iteration, str) or not iteration or not iteration.isprintable() \
+            or any(c.isspace() for c in iteration):
+        raise ConfigError(f"{{field}} must be one word of printable characters without spaces (the second "
+                          f"column of a TREC qrels line), got {clip(iteration)}", field="iteration",
+                          hint="pass Q0 (the default) or 0")
+
+
 def qrels_table(db: Database, *, level: str = "doc", chunking: str | None = None, source: str = "merged",
                 min_overlap: float = 0.5, policy=None) -> pd.DataFrame:
     """``query_id, item_id, grade`` for the chosen level and source, by the project's one qrels
@@ -146,6 +157,7 @@ def export_qrels(db: Database, out: str | Path, *, format: str = "trec", level: 
     """
     visibility.require_read("label_files")
     _check(format, level, source, chunking)
+    check_iteration(iteration)
     out = Path(out)
     check_output(out, force=force)
     if format == "spans":

@@ -31,13 +31,31 @@ import pandas as pd
 
 from workbench.core.documents import near_duplicates as nd
 from workbench.core.formats import LABEL_SOURCES
-from workbench.errors import InputError
+from workbench.errors import ConfigError, InputError, clip
 from workbench.store import propagated_labels as store
 from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.database import Database
 from workbench.store.runs import read_run_info, read_run_rows_many
 
 PROPAGATION_SOURCES = LABEL_SOURCES
+
+#: Bounds of the whole-number options, inclusive. A shingle width and a permutation count are
+#: stored as 32-bit INTEGER; MinHash (datasketch) takes seeds 0 .. 2**32 - 1; a signature holds
+#: ``num_perm`` 64-bit values per distinct text, so 4,096 permutations (standard error of the
+#: Jaccard estimate about 1/sqrt(4096) = 0.016) already cost 32 KiB a text.
+OPTION_BOUNDS = {"shingle": (1, 2**31 - 1), "num_perm": (16, 4096), "seed": (0, 2**32 - 1), "k": (1, None)}
+
+
+def check_options(**values: int) -> None:
+    """Refuse a whole-number option of :func:`propagate_labels` outside :data:`OPTION_BOUNDS`
+    (a :class:`ConfigError` naming it) before anything is read or written."""
+    for key, value in values.items():
+        low, high = OPTION_BOUNDS[key]
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ConfigError(f"{{field}} must be a whole number, got {value!r}", field=key)
+        if value < low or (high is not None and value > high):
+            bound = f"from {low:,} to {high:,}" if high is not None else f"at least {low:,}"
+            raise ConfigError(f"{{field}} must be {bound}, got {clip(f'{value:,}', quote=False)}", field=key)
 
 
 @dataclass
@@ -122,8 +140,7 @@ def propagate_labels(db: Database, chunking: str, *, source: str = "human", thre
     """Find near duplicates, propagate, store (unless ``dry_run``) and report (module docstring)."""
     if source not in PROPAGATION_SOURCES:
         raise InputError(f"unknown label source {source!r}; expected one of {', '.join(PROPAGATION_SOURCES)}")
-    if k < 1:
-        raise InputError(f"k must be at least 1, got {k}")
+    check_options(shingle=shingle, num_perm=num_perm, seed=seed, k=k)
     if not chunking_exists(db, chunking):
         raise InputError(f"no chunking named {chunking!r} in the project; create it with {{command:chunk}} "
                          f"or pick one listed by {{command:status}}")

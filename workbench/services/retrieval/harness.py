@@ -22,10 +22,11 @@ Transports:
   URL (other hosts are refused: the harness is for a system under test on this machine); the
   answer is a JSON list of results.
 
-A query that fails (non-zero exit, timeout, HTTP error, invalid JSON, a result without an id or
-score, unknown chunk) is recorded as failed with its error text in the run's ``params``
-(``failures: [{query_id, error, latency_ms}]``) and has no rows; it is never an empty result in
-disguise. A run where every query failed is not stored (an error lists the first failures).
+A query that fails (non-zero exit, timeout, HTTP error, output that is not UTF-8 or not JSON, a
+score no float holds, a result without an id or score, unknown chunk) is recorded as failed with
+its error text in the run's ``params`` (``failures: [{query_id, error, latency_ms}]``) and has no
+rows; it is never an empty result in disguise. A run where every query failed is not stored (an
+error lists the first failures).
 
 :func:`run_harness` does it all on one open project (the CLI). A page calls
 :func:`plan_harness` (checks and reads), :func:`collect_answers` (sends the queries; no database)
@@ -53,6 +54,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from workbench.core.formats.lines import load_json_line, split_lines
 from workbench.core.formats.names import check_name
 from workbench.errors import InputError, StoreError
 from workbench.services import access
@@ -100,25 +102,44 @@ def command_argv(template: str, query_id: str, query: str) -> list[str]:
     return [p.replace("{query_id}", query_id).replace("{query}", query) for p in parts]
 
 
+def _decoded(data: bytes, what: str) -> str:
+    """``data`` as UTF-8, or :class:`QueryFailed` naming the first byte that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise QueryFailed(f"{what} is not UTF-8: byte 0x{data[exc.start]:02x} on line {line} "
+                          f"(byte {exc.start}); the system must write UTF-8 JSON") from None
+
+
+def _json(text: str, what: str):
+    """``json.loads(text)``; whatever makes it fail (broken JSON, nesting too deep, an integer
+    of more digits than Python converts, a lone surrogate) is :class:`QueryFailed` naming
+    ``what``."""
+    try:
+        return load_json_line(text, what, None, invalid="not JSON ({msg} at column {column})")
+    except InputError as exc:
+        raise QueryFailed(str(exc)) from None
+
+
 def run_command(template: str, query_id: str, query: str, timeout: float) -> list[dict]:
     argv = command_argv(template, query_id, query)
     try:
-        done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=timeout, shell=False)
+        # bytes, decoded below: text=True would raise UnicodeDecodeError on output that is not UTF-8
+        done = subprocess.run(argv, check=False, capture_output=True, timeout=timeout, shell=False)
     except subprocess.TimeoutExpired:
         raise QueryFailed(f"timed out after {timeout:g} s") from None
     except OSError as exc:
         raise QueryFailed(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
     if done.returncode != 0:
-        tail = (done.stderr or "").strip().splitlines()[-1:] or ["no stderr"]
+        tail = (done.stderr or b"").decode("utf-8", "replace").strip().splitlines()[-1:] or ["no stderr"]
         raise QueryFailed(f"exit code {done.returncode}: {tail[0][:300]}")
     results = []
-    for number, line in enumerate(done.stdout.splitlines(), 1):
+    # split at \n only: a JSON string may hold U+2028 and friends, which str.splitlines splits at
+    for number, line in enumerate(split_lines(_decoded(done.stdout, "stdout")), 1):
         if not line.strip():
             continue
-        try:
-            results.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise QueryFailed(f"stdout line {number} is not JSON ({exc.msg}): {line[:120]!r}") from None
+        results.append(_json(line, f"stdout line {number}"))
     return results
 
 
@@ -142,10 +163,7 @@ def run_url(url: str, query_id: str, query: str, timeout: float) -> list[dict]:
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise QueryFailed(f"request failed: {reason}") from None
-    try:
-        results = json.loads(payload)
-    except json.JSONDecodeError as exc:
-        raise QueryFailed(f"answer is not JSON ({exc.msg})") from None
+    results = _json(_decoded(payload, "the answer").lstrip("\ufeff"), "the answer")
     if not isinstance(results, list):
         raise QueryFailed(f"answer must be a JSON list of results, got {type(results).__name__}")
     return results
@@ -156,6 +174,11 @@ def _result_kind(result) -> str:
     if not isinstance(result, dict):
         raise QueryFailed(f"a result must be a JSON object, got {result!r:.80}")
     score = result.get("score")
+    if isinstance(score, int) and not isinstance(score, bool):
+        try:
+            score = float(score)
+        except OverflowError:  # an integer beyond a float's range: not a finite score
+            score = math.inf
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
         raise QueryFailed(f"result {result!r:.120} has no finite numeric 'score'")
     if "chunk_id" in result:
