@@ -62,3 +62,19 @@ def test_bad_env_value_is_reported():
 def test_secrets_are_not_settings():
     flat = {k for section in DEFAULTS.values() for k in section}
     assert not any("key" in k.lower() or "secret" in k.lower() for k in flat)
+
+
+def test_an_integer_over_4300_digits_in_toml_is_one_line_not_a_traceback(tmp_path, cli):
+    """Python refuses to read such an integer (ValueError, not TOMLDecodeError): the configuration
+    file and a prompt's front matter name the file instead of raising."""
+    big = "9" * 5000
+    config = tmp_path / "big.toml"
+    config.write_text(f"[judge]\nconcurrency = {big}\n", encoding="utf-8")
+    done = cli("--config", str(config), "--db", str(tmp_path / "p.duckdb"), "status")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert f"{config}: an integer has more than 4,300 digits" in done.stderr
+    from workbench.errors import ConfigError
+    from workbench.llm.prompts import _parse
+
+    with pytest.raises(ConfigError, match="more than 4,300 digits"):
+        _parse(f"+++\nid = 'x'\nversion = {big}\n+++\nbody", "p.md")
