@@ -203,6 +203,8 @@ class GateResult:
     reasons: tuple[str, ...]
     n: int
     more_labels_needed: int | None
+    #: The judge configuration's key (:mod:`workbench.services.calibration.verdicts`).
+    judge: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -536,9 +538,11 @@ class Project:
 
     # -- calibration ----------------------------------------------------------------------------
     def calibration_sample(self, pool: str, *, size: int | None = None, seed: int = 0, name: str | None = None,
-                           holdout_share: float | None = None) -> CalibrationSample:
+                           holdout_share: float | None = None, judge: str | None = None) -> CalibrationSample:
         """Draw and store a calibration sample from the judged ``pool`` (``workbench calibrate
-        sample``); named ``POOL-seedS`` unless ``name``. Samples are never overwritten."""
+        sample``); named ``POOL-seedS`` unless ``name``. Samples are never overwritten. ``judge``:
+        the judge configuration whose grades stratify it (key, key prefix or model), needed when
+        several graded the pool."""
         from workbench.services.calibration.workflow import create_sample
 
         settings = self.settings()
@@ -548,7 +552,7 @@ class Project:
                 size=size if size is not None else int(settings.get("calibration", "sample_size")),
                 holdout_share=(holdout_share if holdout_share is not None
                                else float(settings.get("calibration", "holdout_share"))),
-                threshold=int(settings.get("calibration", "relevant_min_grade")))
+                threshold=int(settings.get("calibration", "relevant_min_grade")), judge=judge)
         return CalibrationSample(s["name"], s["pool"], s["seed"], s["size"], s["holdout"], s["tuning"], s["queries"],
                                  dict(s["by_judge_grade"]), tuple(s["notes"]))
 
@@ -599,20 +603,22 @@ class Project:
         return GateThresholds.from_settings(settings), options
 
     @staticmethod
-    def _gate_result(sample: str, n: int, verdict: dict) -> GateResult:
-        return GateResult(sample, verdict["verdict"], tuple(verdict["reasons"]), int(n), verdict.get("more_labels_needed"))
+    def _gate_result(sample: str, n: int, verdict: dict, judge: dict | None = None) -> GateResult:
+        return GateResult(sample, verdict["verdict"], tuple(verdict["reasons"]), int(n), verdict.get("more_labels_needed"),
+                          (judge or {}).get("key"))
 
     def calibration_report(self, sample: str | None = None, *, part: Literal["holdout", "tuning", "all"] = "holdout",
                            seed: int = 0, resamples: int | None = None, weighted: bool = True,
-                           high_risk: Sequence[str] | None = None) -> CalibrationReport:
-        """The judge's agreement with the SMEs on the sample's ``part`` (the newest sample by
-        default), as ``workbench calibrate report``."""
+                           high_risk: Sequence[str] | None = None, judge: str | None = None) -> CalibrationReport:
+        """One judge configuration's agreement with the SMEs on the sample's ``part`` (the newest
+        sample by default; ``judge``: key, key prefix or model, default the sample's own), as
+        ``workbench calibrate report``; the verdict is stored (the configuration is gated)."""
         from workbench.services.calibration.workflow import report
 
         thresholds, options = self._report_options(part=part, seed=seed, resamples=resamples, weighted=weighted,
                                                     high_risk=high_risk)
         with self._db() as db:
-            body = report(db, sample, thresholds=thresholds, options=options)
+            body = report(db, sample, thresholds=thresholds, options=options, judge=judge)
         agreement = body["agreement"] or {}
         figures = {k: float(agreement[k]) if agreement[k] is not None else float("nan")
                    for k in _FIGURES if k in agreement}
@@ -620,20 +626,21 @@ class Project:
                      for k, (lo, hi) in agreement.get("ci", {}).items()}
         return CalibrationReport(body["sample"], body["pool"], body["part"], body["items"], body["labelled"],
                                  body["labelled_in_part"], self._gate_result(body["sample"], body["labelled_in_part"],
-                                                                             body["gate"]),
+                                                                             body["gate"], body["judge"]),
                                  figures, intervals, body)
 
     def gate(self, sample: str | None = None, *, seed: int = 0, resamples: int | None = None,
-             high_risk: Sequence[str] | None = None) -> GateResult:
-        """The trust gate on the sample's held-out part (``workbench calibrate gate``): LLM labels
-        count in the merged qrels only for a judge configuration that passed it."""
+             high_risk: Sequence[str] | None = None, judge: str | None = None) -> GateResult:
+        """The trust gate of one judge configuration (``judge``: key, key prefix or model; default
+        the sample's own) on the sample's held-out part (``workbench calibrate gate --judge``):
+        LLM labels count in the merged qrels only for a configuration with its own pass."""
         from workbench.services.calibration.workflow import gate
 
         thresholds, options = self._report_options(part="holdout", seed=seed, resamples=resamples, weighted=True,
                                                     high_risk=high_risk)
         with self._db() as db:
-            body = gate(db, sample, thresholds=thresholds, options=options)
-        return self._gate_result(body["sample"], body["n"], body["gate"])
+            body = gate(db, sample, thresholds=thresholds, options=options, judge=judge)
+        return self._gate_result(body["sample"], body["n"], body["gate"], body["judge"])
 
     # -- qrels, evaluate, compare ---------------------------------------------------------------
     def qrels(self, *, labels: Labels = "merged", level: Literal["doc", "chunk"] = "doc",
