@@ -778,7 +778,7 @@ def _chosen_configuration(db: Database, sample: str, info: dict, judge: str | No
 def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNING,
                    options: ReportOptions = ReportOptions(),
                    thresholds: GateThresholds = GateThresholds()) -> list[dict]:
-    """Every judge configuration (model × prompt) that graded the sample's pairs, against the
+    """Every judge configuration (:mod:`workbench.store.judge_configs`) that graded the sample's pairs, against the
     SMEs on ``part`` (the tuning part by default: compare and choose there, then gate the chosen
     one on the held-out part once), each with its figures, intervals and the verdict the gate
     would give. Sorted by binary κ, best first; configurations with no labelled pair are left out.
