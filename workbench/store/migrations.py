@@ -516,6 +516,48 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
+#: What :func:`project_state` finds in a DuckDB file.
+PROJECT, EMPTY, FOREIGN = "project", "empty", "foreign"
+
+
+def project_state(cur: Any) -> tuple[str, list[str]]:
+    """Whether a DuckDB file is a workbench project, and the names of what else it holds.
+
+    The marker of a project is a ``schema_migrations`` table with at least one row: every
+    version writes it (``tests/fixtures/db_v1.sql``, a 0.1 project, has it) and records
+    migration 1 in the same transaction that creates the schema. Three answers:
+
+    - ``PROJECT``: the marker is there (an old project still has migrations to apply);
+    - ``EMPTY``: no table, view or sequence at all, except perhaps an empty
+      ``schema_migrations`` (an ``init`` interrupted before its first migration committed);
+      only ``init`` may make it a project;
+    - ``FOREIGN``: something of another program is there (its object names are returned);
+      the workbench adds nothing to such a file, whatever the command.
+
+    Reads only: the file is left byte-identical. A project costs one small query (the
+    catalogue look-up runs only when the marker is missing).
+    """
+    import duckdb  # deferred like the rest of the store's start-up work
+
+    try:
+        if cur.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] > 0:
+            return PROJECT, []
+    except duckdb.CatalogException:  # no such table
+        pass
+    names = [row[0] for row in cur.execute(
+        """SELECT name FROM (
+               SELECT schema_name || '.' || table_name AS name FROM duckdb_tables()
+               WHERE database_name = current_database() AND NOT internal
+               UNION ALL
+               SELECT schema_name || '.' || view_name FROM duckdb_views()
+               WHERE database_name = current_database() AND NOT internal
+               UNION ALL
+               SELECT schema_name || '.' || sequence_name FROM duckdb_sequences()
+               WHERE database_name = current_database())
+           WHERE name <> 'main.schema_migrations' ORDER BY name""").fetchall()]
+    return (FOREIGN, [n.removeprefix("main.") for n in names]) if names else (EMPTY, [])
+
+
 def applied(db: Migratable) -> list[tuple[int, str]]:
     cur = db.cursor()
     try:
