@@ -86,6 +86,26 @@ def test_project_state_tells_projects_empty_files_and_other_programs_apart(forei
                        "empty.duckdb": (EMPTY, []), "project.duckdb": (PROJECT, []), "v1.duckdb": (PROJECT, [])}
 
 
+def test_another_tools_schema_migrations_is_not_the_workbench_marker(tmp_path):
+    """golang-migrate, dbmate and Rails keep a ``schema_migrations`` table too: other columns
+    (or other rows) are another program's file."""
+    theirs = tmp_path / "migrated-by-another-tool.duckdb"
+    con = duckdb.connect(str(theirs))
+    con.execute("CREATE TABLE schema_migrations (version BIGINT, dirty BOOLEAN)")
+    con.execute("INSERT INTO schema_migrations VALUES (20240101, false)")
+    con.close()
+    lookalike = tmp_path / "lookalike.duckdb"
+    con = duckdb.connect(str(lookalike))
+    con.execute("CREATE TABLE schema_migrations (seq INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP)")
+    con.execute("INSERT INTO schema_migrations VALUES (1, 'create_users', now())")
+    con.close()
+    for path in (theirs, lookalike):
+        before = _sha(path)
+        with pytest.raises(StoreError, match="is not a workbench project: it is a DuckDB database holding schema_migrations"):
+            Database(path, create=True)
+        assert _sha(path) == before
+
+
 @pytest.mark.parametrize("how", [dict(), dict(create=True), dict(create=False), dict(read_only=True),
                                  dict(migrate=False)])
 def test_every_kind_of_open_refuses_another_programs_file_and_leaves_it_unchanged(foreign, how):
