@@ -30,6 +30,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "project": {"db": "var/demo.duckdb"},
     "judge": {
         "base_url": "https://api.openai.com/v1",
+        "allowed_hosts": "",
         "model": "gpt-4o-mini",
         "prompt": "relevance_v1",
         "concurrency": 4,

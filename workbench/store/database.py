@@ -23,6 +23,13 @@ milliseconds instead of the 20–30 ms of CPU a new instance takes (measured in
 open instead, and an ordinary open that meets a visit waits for it like for a lock
 (:data:`IN_PROCESS_WAIT` at least: visits are short).
 
+Only init creates: a file that exists must already be a project (a ``schema_migrations`` table
+with rows, :func:`workbench.store.migrations.project_state`) before any migration runs. A DuckDB
+file of another program is refused in one line and left byte-identical, by every command,
+``init`` included; an empty DuckDB file becomes a project only through ``init``
+(``create=True``); a missing file is refused with ``create=False`` (every command but ``init``).
+Visits skip the check: they visit a project an ordinary open has checked and migrated.
+
 Failures become one line (:class:`~workbench.errors.StoreError`), never a traceback: a damaged
 or truncated file, a folder that cannot be written, and Ctrl-C. Ctrl-C inside a unit of work
 rolls it back and says nothing was stored; Ctrl-C while COMMIT runs is held until the commit
@@ -203,10 +210,14 @@ class Database:
     lock; 0 (the CLI's choice) fails at once. See :data:`WRITER_WAIT`.
     ``visit``: one short unit of work on an existing, migrated project (the module docstring's
     visits); read-write, no migrations.
+    ``create``: what may become a project (see the module docstring's "Only init creates").
+    ``True`` (``init``): a missing file, or a DuckDB file holding nothing; ``None`` (the default,
+    for scripts and tests that build a project in a new path): a missing file; ``False``
+    (every command but ``init``, the app): nothing, the project must exist.
     """
 
     def __init__(self, path: str | Path, *, read_only: bool = False, migrate: bool = True,
-                 wait: float = 0.0, visit: bool = False):
+                 wait: float = 0.0, visit: bool = False, create: bool | None = None):
         self.path = Path(path)
         self.read_only = read_only
         self._alias: str | None = None  # a visit's attachment (None: an ordinary open)
@@ -216,7 +227,7 @@ class Database:
                 raise ValueError("a visit is read-write and applies no migrations")
             self._visit(float(wait))
             return
-        if read_only and not self.path.exists():
+        if (read_only or create is False) and not self.path.exists():
             raise StoreError(
                 f"project database {self.path} does not exist; create it with {{command}}",
                 command=f"--db {self.path} init",
@@ -235,7 +246,9 @@ class Database:
             except OSError as exc:
                 raise StoreError(f"cannot create the folder of project database {self.path}: "
                                  f"{exc.strerror}; {{set_field:db}} with a writable location") from None
+        new = not self.path.exists()
         self._con = self._connect(read_only, float(wait))
+        self._require_project(may_adopt=not read_only and (create is True or create is None and new))
         if migrate and not read_only:
             from workbench.store.migrations import migrate as run_migrations
 
@@ -247,6 +260,37 @@ class Database:
             except (duckdb.Error, RuntimeError, KeyboardInterrupt) as exc:
                 self._con.close()
                 raise self._translate(exc) from None
+
+    def _require_project(self, *, may_adopt: bool) -> None:
+        """Close and refuse unless the file is a project (or, ``may_adopt``, holds nothing yet).
+
+        Only reads (:func:`~workbench.store.migrations.project_state`), so a refused file is left
+        byte-identical: a DuckDB file of another program gets no table, not even
+        ``schema_migrations``.
+        """
+        from workbench.store.migrations import EMPTY, FOREIGN, project_state
+
+        cur = self._con.cursor()
+        try:
+            state, names = project_state(cur)
+        except (duckdb.Error, RuntimeError, KeyboardInterrupt) as exc:
+            cur.close()
+            self._con.close()
+            raise self._translate(exc) from None
+        cur.close()
+        if state == FOREIGN:
+            self._con.close()
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            raise StoreError(
+                f"{self.path} is not a workbench project: it is a DuckDB database holding "
+                f"{clip(shown, 120, quote=False)} and no workbench schema; it was left unchanged. "
+                f"Point {{field:db}} at a workbench project, or create one in a new file with {{command}}",
+                command="--db NEW.duckdb init")
+        if state == EMPTY and not may_adopt:
+            self._con.close()
+            raise StoreError(
+                f"{self.path} is an empty DuckDB file, not a workbench project; it was left unchanged. "
+                f"Create the project in it with {{command}}", command=f"--db {self.path} init")
 
     def _visit(self, wait: float) -> None:
         """Attach the file to the process's instance (:class:`_Visits`), waiting like

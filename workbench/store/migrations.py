@@ -516,6 +516,54 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
+#: What :func:`project_state` finds in a DuckDB file.
+PROJECT, EMPTY, FOREIGN = "project", "empty", "foreign"
+
+
+def project_state(cur: Any) -> tuple[str, list[str]]:
+    """Whether a DuckDB file is a workbench project, and the names of what else it holds.
+
+    The marker of a project is its ``schema_migrations`` table recording migration 1 under its
+    name: every version writes it (``tests/fixtures/db_v1.sql``, a 0.1 project, has it) in the
+    transaction that creates the schema. Three answers:
+
+    - ``PROJECT``: the marker is there (an old project still has migrations to apply);
+    - ``EMPTY``: no table, view or sequence at all, except perhaps an empty workbench
+      ``schema_migrations`` (an ``init`` interrupted before its first migration committed);
+      only ``init`` may make it a project;
+    - ``FOREIGN``: something of another program is there (its object names are returned),
+      including a ``schema_migrations`` of another migration tool (other columns, other rows);
+      the workbench adds nothing to such a file, whatever the command.
+
+    Reads only: the file is left byte-identical. A project costs one small query (the
+    catalogue look-up runs only when the marker is missing).
+    """
+    import duckdb  # deferred like the rest of the store's start-up work
+
+    ours = True  # no schema_migrations, or one of ours (seq, name) without rows
+    try:
+        first = cur.execute("SELECT name FROM schema_migrations WHERE seq = 1").fetchall()
+        if first == [(MIGRATIONS[0].name,)]:
+            return PROJECT, []
+        ours = not first and not cur.execute("SELECT count(*) FROM schema_migrations").fetchone()[0]
+    except duckdb.CatalogException:  # no such table
+        pass
+    except duckdb.BinderException:  # a schema_migrations without our columns: another tool's
+        ours = False
+    names = [row[0] for row in cur.execute(
+        """SELECT name FROM (
+               SELECT schema_name || '.' || table_name AS name FROM duckdb_tables()
+               WHERE database_name = current_database() AND NOT internal
+               UNION ALL
+               SELECT schema_name || '.' || view_name FROM duckdb_views()
+               WHERE database_name = current_database() AND NOT internal
+               UNION ALL
+               SELECT schema_name || '.' || sequence_name FROM duckdb_sequences()
+               WHERE database_name = current_database())
+           WHERE ? OR name <> 'main.schema_migrations' ORDER BY name""", [not ours]).fetchall()]
+    return (FOREIGN, [n.removeprefix("main.") for n in names]) if names else (EMPTY, [])
+
+
 def applied(db: Migratable) -> list[tuple[int, str]]:
     cur = db.cursor()
     try:

@@ -51,6 +51,7 @@ Rules shared by every import:
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -65,6 +66,7 @@ from workbench.services.ingest.source import (
     KINDS,
     check_inside,
     detect_format,
+    pinned,
     read_source,
     resolve_format,
 )
@@ -119,7 +121,9 @@ def import_file(
     upload in the app). ``progress`` is a :mod:`workbench.services.progress` factory (the CLI's
     tqdm bar); parsing large files advances it by lines. ``allowed_folders`` (the app's
     ``[app] data_dirs``): the path and, for a folder, every file in it must lie inside one of
-    them with links resolved, else :class:`~workbench.services.access.PermissionDenied`.
+    them with links resolved, else :class:`~workbench.services.access.PermissionDenied`; each
+    file is checked again once opened, on the opened file (:func:`.source.open_checked`), and
+    read only from that descriptor, so a link switched meanwhile cannot bring in another file.
     Returns an :class:`ImportResult`; raises :class:`InputError` and leaves the project unchanged
     when anything is wrong.
     """
@@ -129,8 +133,14 @@ def import_file(
     fields = {"id_field": id_field, "text_field": text_field, "title_field": title_field}
     if kind == "corpus":  # a JSONL corpus streams (corpus_stream); None: the general importer decides
         check_inside(path, label or str(path), allowed_folders)
-        streamed = stream_jsonl_corpus(db, path, label or str(path), format=format, name=name, fields=fields,
-                                       progress=progress or no_progress)
+        with contextlib.ExitStack() as held:
+            # Within allowed folders the streamed reads go to the file opened and checked once
+            # (source.pinned), not to the path, whose link may be switched between two reads.
+            read_from = None if allowed_folders is None else held.enter_context(
+                pinned(path, label or str(path), allowed_folders))
+            streamed = None if allowed_folders is not None and read_from is None else stream_jsonl_corpus(
+                db, path, label or str(path), format=format, name=name, fields=fields,
+                progress=progress or no_progress, read_from=read_from)
         if streamed is not None:
             streamed.seconds = time.perf_counter() - started
             return streamed

@@ -89,9 +89,12 @@ def _empty_example(path: Path, label: str, fid: str, ftext: str) -> str | None:
 
 
 def stream_jsonl_corpus(db: Database, path: Path, label: str, *, format: str | None, name: str | None,
-                        fields: dict, progress: ProgressFactory = no_progress) -> ImportResult | None:
+                        fields: dict, progress: ProgressFactory = no_progress,
+                        read_from: Path | None = None) -> ImportResult | None:
     """Import the JSONL corpus at ``path`` streamed (module docstring), or None to hand it to
-    the general importer."""
+    the general importer. ``read_from``: where to read it instead (the file as opened and checked
+    once, :func:`workbench.services.ingest.source.pinned`); ``path`` still names it."""
+    named, path = path, read_from or path
     fmt = ALIASES.get(("corpus", format), format)
     if fmt not in (None, "jsonl"):
         return None
@@ -109,7 +112,7 @@ def stream_jsonl_corpus(db: Database, path: Path, label: str, *, format: str | N
         return None
     if fmt is None:
         try:
-            if detect_format("corpus", path, head) != "jsonl":
+            if detect_format("corpus", named, head) != "jsonl":
                 return None
         except InputError:
             return None
@@ -122,14 +125,14 @@ def stream_jsonl_corpus(db: Database, path: Path, label: str, *, format: str | N
     if earlier is not None:
         result.already_imported, result.name = earlier, earlier["name"]
         return result
-    result.name = name or path.stem
-    source = Source(path, label, None, sha256)
+    result.name = name or named.stem
+    source = Source(named, label, None, sha256)
     try:
         with db.transaction() as cur:
             if chunking_definitions(cur):
                 raise LoadDeclined("chunkings exist: their chunks of the new documents are built in Python")
             stored_before = has_documents(cur)
-            with progress(f"loading {path.name}", None, "documents") as advance:
+            with progress(f"loading {named.name}", None, "documents") as advance:
                 load = load_jsonl_documents(cur, path, id_field=fid, text_field=ftext, title_field=ftitle,
                                             check_stored=stored_before)
                 advance(load.rows + load.present)

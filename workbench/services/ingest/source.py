@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -47,16 +48,95 @@ class Source:
         return decode_utf8(self.data, self.label)
 
 
+def _inside(resolved: Path, allowed: Sequence[Path]) -> bool:
+    return any(resolved == folder or resolved.is_relative_to(folder) for folder in allowed)
+
+
+def _outside(label: str) -> PermissionDenied:
+    # The target is not named: the page must not map the server's file system.
+    return PermissionDenied(f"{label} leads outside the folders this app may import from (links are "
+                            f"followed); remove the link, or copy the file into the data folder")
+
+
 def check_inside(path: Path, label: str, allowed: Sequence[Path] | None) -> None:
     """Refuse (one line) a file or folder that, links resolved, lies outside every folder of
-    ``allowed`` (the app's ``[app] data_dirs``; None: no limit, as for the command line)."""
+    ``allowed`` (the app's ``[app] data_dirs``; None: no limit, as for the command line).
+
+    A check of the *path* only: a link can be switched between this check and a read. Files are
+    therefore read through :func:`open_checked`, which checks the file it has opened."""
     if allowed is None:
         return
-    resolved = path.resolve()
-    if not any(resolved == folder or resolved.is_relative_to(folder) for folder in allowed):
-        # The target is not named: the page must not map the server's file system.
-        raise PermissionDenied(f"{label} leads outside the folders this app may import from (links are "
-                               f"followed); remove the link, or copy the file into the data folder")
+    if not _inside(path.resolve(), allowed):
+        raise _outside(label)
+
+
+def _descriptor_path(fd: int) -> Path | None:
+    """Where the open file ``fd`` is, as the kernel says (``/proc/self/fd``); None where the
+    system does not tell."""
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return Path(target) if target.startswith("/") else None
+
+
+def open_checked(path: Path, label: str, allowed: Sequence[Path] | None) -> int:
+    """An open, read-only descriptor of the regular file at ``path`` whose *opened* file lies
+    inside ``allowed`` (None: anywhere); the caller closes it.
+
+    The check is made on the descriptor, after opening, so switching a link between a check and
+    the read cannot bring in a file from elsewhere: the kernel's path of the descriptor
+    (``/proc/self/fd/N``, links resolved at open) must lie inside an allowed folder; where the
+    system does not tell it, the path resolved *after* the open must lie inside and name the same
+    file (``st_dev``, ``st_ino``) as the descriptor. Opened with ``O_NONBLOCK`` so that a FIFO
+    put in the file's place does not block the open; anything but a regular file is refused.
+    Raises :class:`OSError` as ``os.open`` does, :class:`InputError` for a file that is not
+    regular, :class:`PermissionDenied` for one outside.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            # Reading a FIFO or /dev/zero would wait or run forever.
+            raise InputError("is not a regular file (a device, FIFO or socket); give a file", path=label)
+        if allowed is not None:
+            where = _descriptor_path(fd)
+            if where is None:
+                where = path.resolve()
+                now = os.stat(where)
+                if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+                    raise _outside(label)  # the path names another file than the one opened
+            if not _inside(where, allowed):
+                raise _outside(label)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_checked(path: Path, label: str, allowed: Sequence[Path] | None) -> bytes:
+    """The bytes of the file at ``path``, read from a descriptor :func:`open_checked` checked."""
+    fd = open_checked(path, label, allowed)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+@contextmanager
+def pinned(path: Path, label: str, allowed: Sequence[Path] | None) -> Iterator[Path | None]:
+    """A path that names the file at ``path`` as :func:`open_checked` opened and checked it
+    (``/proc/self/fd/N``, which reopens that very file whatever the link says by then), for
+    readers that take a path (DuckDB's JSON reader); None where the system has no such path, or
+    ``path`` cannot be opened (the caller then reads it another way, and reports the problem)."""
+    try:
+        fd = open_checked(path, label, allowed)
+    except (OSError, InputError):
+        yield None
+        return
+    try:
+        pin = Path(f"/proc/self/fd/{fd}")
+        yield pin if _descriptor_path(fd) is not None and pin.exists() else None
+    finally:
+        os.close(fd)
 
 
 def read_source(path: Path, label: str, allowed: Sequence[Path] | None = None) -> Source:
@@ -71,8 +151,12 @@ def read_source(path: Path, label: str, allowed: Sequence[Path] | None = None) -
             if file.suffix.lower() not in corpus_formats.TEXT_SUFFIXES or any(
                     part.startswith(".") for part in rel.split("/")):
                 continue
-            check_inside(file, f"{label.rstrip('/')}/{rel}", allowed)
-            data = file.read_bytes()
+            shown = f"{label.rstrip('/')}/{rel}"
+            check_inside(file, shown, allowed)
+            try:
+                data = read_checked(file, shown, allowed)
+            except OSError as exc:
+                raise InputError(f"cannot read: {exc.strerror}", path=shown) from None
             digest.update(rel.encode() + b"\0" + data + b"\0")
             files.append((rel, data))
         return Source(path, label, None, digest.hexdigest(), files)
@@ -91,7 +175,7 @@ def read_source(path: Path, label: str, allowed: Sequence[Path] | None = None) -
         # Reading a FIFO or /dev/zero would wait or run forever.
         raise InputError("is not a regular file (a device, FIFO or socket); give a file", path=label)
     try:
-        data = path.read_bytes()
+        data = read_checked(path, label, allowed)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=label) from None
     if not data.strip():

@@ -14,7 +14,10 @@ stores (:func:`workbench.services.judge.jobs.list_jobs`); :func:`stop` asks the 
 through the project (:func:`workbench.services.judge.jobs.cancel_job`), whichever process runs it.
 
 The launched process is the local operator, so the caller's permission to judge is checked here,
-before launching. An API key is handed to the job in its environment, never on its command line.
+before launching. An API key is handed to the job in its environment, never on its command line,
+and only the key :func:`job_key` allows: the server's ``OPENAI_API_KEY`` goes only to the
+configured server or ``[judge] allowed_hosts``; a Server URL a page typed gets the key typed with
+it, or none (:func:`workbench.services.judge.spec.key_for`).
 """
 
 from __future__ import annotations
@@ -77,23 +80,49 @@ class JobRequest:
         return out
 
 
-def resolve(db_path: str | Path, request: JobRequest, *, api_key: str | None = None):
+def job_key(request: JobRequest, *, api_key: str | None = None, typed_key: str | None = None) -> str | None:
+    """The API key the job for ``request`` may send, by :func:`workbench.services.judge.spec.key_for`:
+    the server's key (``api_key``; None: ``OPENAI_API_KEY``) only when the request's server is the
+    configured one or in ``[judge] allowed_hosts`` (the operator's settings, not the request's),
+    else ``typed_key`` (typed with the request's URL), else None. The offline judge sends nothing."""
+    from workbench.config import load_settings
+    from workbench.services.judge.spec import key_for
+
+    if request.offline:
+        return None
+    configured = load_settings()
+    url = (request.base_url or "").strip() or configured.values["judge"]["base_url"]
+    return key_for(url, configured, typed_key, server_key=api_key)
+
+
+def server_key_refused(request: JobRequest, *, api_key: str | None = None) -> bool:
+    """Whether the server has a key (``api_key``; None: ``OPENAI_API_KEY``) that the request's
+    server may not get (:func:`job_key`): a front end says so and offers to type that server's own."""
+    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+    return bool(key) and not request.offline and job_key(request, api_key=key) is None
+
+
+def resolve(db_path: str | Path, request: JobRequest, *, api_key: str | None = None,
+            typed_key: str | None = None):
     """The judge configuration (:class:`workbench.services.judge.spec.JudgeSpec`) the job for
     ``request`` runs with, resolved as ``workbench judge`` resolves the same options: the
     request's choices as ``[judge]`` overrides of the configured settings, then its few-shot
     examples (:func:`workbench.services.judge.few_shot.apply_few_shot`, which refuses as the CLI
-    does). Its ``config_key`` is the job's, so a page finds the job it started."""
+    does). Its ``config_key`` is the job's, so a page finds the job it started. Its key is
+    :func:`job_key`'s (``api_key``: the server's key, None: ``OPENAI_API_KEY``; ``typed_key``:
+    one typed for the request's URL)."""
     from workbench.config import load_settings
     from workbench.services.judge.few_shot import apply_few_shot
     from workbench.services.judge.spec import resolve_spec
 
+    key = job_key(request, api_key=api_key, typed_key=typed_key) or ""  # "": none, not the environment's
     if request.offline:
         overrides = {"model": OFFLINE}
     else:
         overrides = {key: (value.strip() if isinstance(value, str) else value) for key, value in (
             ("model", request.model), ("base_url", request.base_url), ("prompt", request.prompt),
             ("concurrency", request.concurrency), ("samples", request.samples)) if value is not None and value != ""}
-    spec = resolve_spec(load_settings(overrides={"judge": overrides}), api_key=api_key)
+    spec = resolve_spec(load_settings(overrides={"judge": overrides}), api_key=key)
     if request.few_shot and not request.offline:
         spec = apply_few_shot(db_path, spec, int(request.few_shot), sample=request.few_shot_sample or None,
                               seed=int(request.few_shot_seed))
@@ -122,14 +151,19 @@ class Launch:
 _LAUNCHED: dict[int, subprocess.Popen] = {}  # keeps each Popen so its exit status is collected
 
 
-def start(db_path: str | Path, request: JobRequest, config_key: str, *, api_key: str | None = None) -> Launch:
-    """Launch the job's process, detached; raises ``PermissionDenied`` when the caller may not judge."""
+def start(db_path: str | Path, request: JobRequest, config_key: str, *, api_key: str | None = None,
+          typed_key: str | None = None) -> Launch:
+    """Launch the job's process, detached; raises ``PermissionDenied`` when the caller may not judge.
+    The process gets :func:`job_key`'s key in its environment and no other (not this process's
+    ``OPENAI_API_KEY`` when the request's server may not have it)."""
     access.require("judge")
     log = Path(tempfile.gettempdir()) / f"workbench-judge-{os.getpid()}-{time.time_ns()}.log"
+    key = job_key(request, api_key=api_key, typed_key=typed_key)
     env = dict(os.environ)
     env[ERROR_FILE_ENV] = str(_error_file(log))  # the CLI writes a failure there as data
-    if api_key:
-        env["OPENAI_API_KEY"] = api_key  # the job's process reads it from here
+    env.pop("OPENAI_API_KEY", None)  # inherited, it would go to whatever --base-url the job has
+    if key:
+        env["OPENAI_API_KEY"] = key  # the job's process reads it from here
     with open(log, "wb") as out:
         process = subprocess.Popen(command(db_path, request), stdout=out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True)

@@ -43,7 +43,7 @@ def open_briefly(db_path, wait: float = 30.0, *, migrate: bool = True) -> Databa
     path = Path(db_path)
     if not path.exists():
         raise StoreError(f"no project database at {path}; create one with {{command}}", command=f"--db {path} init")
-    return Database(path, migrate=migrate, wait=max(0.0, wait), visit=not migrate)
+    return Database(path, migrate=migrate, wait=max(0.0, wait), visit=not migrate, create=False)
 
 
 #: One brief visit to a project at a time in this process. DuckDB shares one open instance of a

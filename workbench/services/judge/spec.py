@@ -2,7 +2,11 @@
 settings (``[judge]``; CLI flags are settings overrides) and the API key.
 
 The key comes from the caller or ``OPENAI_API_KEY``; it lives only on the spec (its ``repr``
-hides it) and is handed to the HTTP client, never stored. With no key and the OpenAI URL, or
+hides it) and is handed to the HTTP client, never stored. Which key goes to which URL is
+:func:`key_for`'s rule: the server's key only to the configured base URL or ``[judge]
+allowed_hosts``, another URL only with a key typed for it. On the command line and in the Python
+API the flags and arguments are the operator's own configuration; the Judge page's Server URL is
+not (:mod:`workbench.services.judge.launch` applies the rule for it). With no key and the OpenAI URL, or
 with ``model = "offline-lexical"``, the spec is the offline baseline (``spec.offline``).
 """
 
@@ -139,6 +143,82 @@ def request_timeout(spec: "JudgeSpec") -> float:
     return max(configured, min(MAX_TIMEOUT, 40.0 * latency))
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: str | None) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of an http(s) URL, lower-cased, the port made explicit; None for
+    anything else (no host, another scheme, a port that is not a number)."""
+    try:
+        parsed = urlparse(str(url or "").strip())
+        port = parsed.port
+    except ValueError:
+        return None
+    scheme, host = parsed.scheme.lower(), (parsed.hostname or "").lower().rstrip(".")
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
+    return scheme, host, port or _DEFAULT_PORTS[scheme]
+
+
+def _listed(origin: tuple[str, str, int], entry: str) -> bool:
+    """Whether an ``[judge] allowed_hosts`` entry (``host``, ``host:port`` or ``*.domain``)
+    names the URL's host (and port, when the entry gives one)."""
+    entry = entry.strip().lower().rstrip(".")
+    port = None
+    if entry.startswith("["):  # [IPv6] or [IPv6]:port
+        entry, _, rest = entry[1:].partition("]")
+        port = int(rest[1:]) if rest.startswith(":") and rest[1:].isdigit() else None
+    elif entry.count(":") == 1 and entry.rsplit(":", 1)[1].isdigit():  # host:port
+        entry, port = entry.rsplit(":", 1)[0], int(entry.rsplit(":", 1)[1])
+    if port is not None and port != origin[2]:
+        return False
+    if entry.startswith("*."):
+        return origin[1].endswith(entry[1:])
+    return bool(entry) and origin[1] == entry
+
+
+def server_key_goes_to(base_url: str | None, settings: Settings) -> bool:
+    """Whether the server's own API key (``OPENAI_API_KEY``) may be sent to ``base_url``.
+
+    Yes for the configured server: the same scheme, host and port as ``[judge] base_url`` of
+    ``settings`` (the operator's configuration: file, ``WORKBENCH_JUDGE_BASE_URL``, command-line
+    flags; never what a page typed) or as ``OPENAI_BASE_URL``; and for a host the operator lists
+    in ``[judge] allowed_hosts`` (comma-separated ``host``, ``host:port`` or ``*.domain``). No for
+    any other URL, and for anything that is not an http(s) URL with a host (a user name in the
+    URL does not count: ``https://api.openai.com@elsewhere/`` is ``elsewhere``).
+    """
+    origin = _origin(base_url)
+    if origin is None:
+        return False
+    judge = settings.values["judge"]
+    configured = {_origin(judge.get("base_url")), _origin(os.environ.get("OPENAI_BASE_URL"))}
+    if origin in configured:
+        return True
+    return any(_listed(origin, entry) for entry in str(judge.get("allowed_hosts") or "").split(","))
+
+
+def key_for(base_url: str | None, settings: Settings, typed_key: str | None = None, *,
+            server_key: str | None = None) -> str | None:
+    """The API key to send to ``base_url``, or None (send none).
+
+    - ``typed_key`` (not blank): that key; it was typed for this URL by whoever chose the URL;
+    - else the server's key (``server_key``; None: ``OPENAI_API_KEY``) when
+      :func:`server_key_goes_to` allows ``base_url`` under the operator's ``settings``;
+    - else None: the operator's key never goes to a URL somebody else typed (the Judge page's
+      Server URL); a server there that needs a key needs its own, typed with it.
+
+    ``settings`` must be the operator's configuration without the request's overrides: the
+    Judge page passes :func:`~workbench.config.load_settings` (:mod:`workbench.services.judge.launch`).
+    """
+    typed = (typed_key or "").strip()
+    if typed:
+        return typed
+    key = server_key if server_key is not None else os.environ.get("OPENAI_API_KEY")
+    if key and server_key_goes_to(base_url, settings):
+        return key
+    return None
+
+
 def _is_openai(base_url: str) -> bool:
     return (urlparse(base_url).hostname or "").endswith("api.openai.com")
 
@@ -149,7 +229,8 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
     from workbench.llm.prompts import load_prompt
 
     j = dict(settings.values["judge"])
-    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None
+    # "" (a front end found no key for this URL, :func:`key_for`) is no key: never the environment's.
+    key = (api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")) or None
     model = str(j["model"]).strip()
     base_url = str(j["base_url"]).strip()
     if not model:

@@ -36,7 +36,10 @@ DEMO_LOADING, DEMO_READY = "loading", "true"
 
 
 def open_project(db_path: str | Path, *, create: bool = False) -> Database:
-    """Open an existing project (or create it when ``create``), applying pending migrations."""
+    """Open an existing project, applying pending migrations; with ``create`` (``init``) a missing
+    file or an empty DuckDB file becomes a new project. A file that is not a project (a DuckDB
+    database of another program) is refused either way and left unchanged
+    (:class:`~workbench.store.database.Database`'s ``create``)."""
     path = Path(db_path)
     if not create and not path.exists():
         nearby = nearby_databases(path)
@@ -46,7 +49,7 @@ def open_project(db_path: str | Path, *, create: bool = False) -> Database:
             f"no project database at {path}; create one with {{command}} "
             f"(add {{field:demo}} for the demo project){found}", command=f"--db {path} init",
         )
-    return Database(path)
+    return Database(path, create=create)
 
 
 def nearby_databases(path: str | Path, limit: int = 5) -> list[Path]:

@@ -13,8 +13,11 @@ service (:func:`workbench.services.judge.launch.resolve`, the rules of
 :mod:`workbench.services.judge.few_shot`), so the job is ``workbench judge --few-shot K``'s. The
 preview is the service's :func:`workbench.services.judge.jobs.preview_prompt`, examples included.
 
-The API key is never asked for on the page: it comes from the app's environment
-(``OPENAI_API_KEY``) or Streamlit secrets and is handed to the job's process in its environment.
+The app's API key comes from its environment (``OPENAI_API_KEY``) or Streamlit secrets and is
+handed to the job's process in its environment, but only for the configured server or a host in
+``[judge] allowed_hosts`` (:func:`workbench.services.judge.launch.job_key`): a Server URL typed
+here that is neither gets the key typed in "API key for this server" (a password field, never
+shown or stored) or none, and the page says so.
 Corpus text, prompts and model output are shown escaped (``context.escaped``) or in tables.
 """
 
@@ -162,13 +165,32 @@ def _choices(pools: list[str]) -> dict:
         choices["budget"] = float(cols[3].number_input("Budget in USD (0 = no cap)", 0.0, None,
                                                        float(judge_settings["budget_usd"]), step=1.0,
                                                        key="judge_budget"))
-        if _api_key():
-            st.caption("An API key is available to the app (it is never shown or stored).")
-        else:
-            st.warning("No API key is available to the app. A local server that needs none works; for "
-                       "OpenAI, restart the app with OPENAI_API_KEY set in its environment.")
+        choices["typed_key"] = _key_choice(pool, choices["base_url"])
         choices.update(_few_shot_choices())
     return choices
+
+
+def _key_choice(pool: str, url: str) -> str:
+    """The key for the Server URL: the app's own (``OPENAI_API_KEY``) goes only to the configured
+    server and ``[judge] allowed_hosts`` (:func:`workbench.services.judge.launch.job_key`); another
+    URL gets the key typed here (a password field, kept for this session only: never shown,
+    stored in the project, logged or put on the job's command line) or none."""
+    from workbench.services.judge.launch import JobRequest, server_key_refused
+
+    server_key = _api_key()
+    refused = server_key_refused(JobRequest(pool, base_url=url.strip()), api_key=server_key)
+    if server_key and not refused:
+        st.caption("The app's API key is sent to this server (it is never shown or stored).")
+        return ""
+    if refused:
+        st.warning("The app's API key is sent only to the configured server and [judge] allowed_hosts, "
+                   "not to this Server URL: type this server's own key below, or leave it empty for a "
+                   "server that needs none.")
+    else:
+        st.warning("No API key is available to the app. A local server that needs none works; for "
+                   "OpenAI, restart the app with OPENAI_API_KEY set in its environment, or type a key below.")
+    return st.text_input("API key for this server", type="password", key="judge_typed_key",
+                         help="Sent only to the Server URL above; never shown, stored or logged.")
 
 
 def _few_shot_choices() -> dict:
@@ -214,7 +236,7 @@ def _spec(choices: dict):
     (:func:`workbench.services.judge.launch.resolve`: the CLI's rules, few-shot examples included)."""
     from workbench.services.judge.launch import resolve
 
-    return resolve(context.db_path(), _request(choices), api_key=_api_key())
+    return resolve(context.db_path(), _request(choices), api_key=_api_key(), typed_key=choices.get("typed_key"))
 
 
 def _request(choices: dict, *, retry_failed: bool = False):
@@ -239,7 +261,7 @@ def _launch(choices: dict, config_key: str, *, retry_failed: bool = False) -> No
 
     try:
         started = launch.start(context.db_path(), _request(choices, retry_failed=retry_failed), config_key,
-                               api_key=_api_key())
+                               api_key=_api_key(), typed_key=choices.get("typed_key"))
     except PermissionDenied as exc:
         st.error(context.plain(str(exc)))
         st.stop()
