@@ -137,6 +137,17 @@ def test_hand_built_weak_judge_p_at_5():
     assert est4.ppi.std_error == pytest.approx(0.0471405, abs=1e-7) and not est4.capped
 
 
+def test_equal_human_values_leave_nothing_to_cap():
+    # N = 5, labelled {0, 1, 2} all with Y = 1 (e.g. P@5 = 1 on each): s²(Y) = 0, the human-only
+    # interval is the point 1. The judge f = [1, 0.6, 0.8, 0.2, 0.4] varies: f̄ = 0.6,
+    # s²(f) = (0.16 + 0 + 0.04 + 0.16 + 0.04)/4 = 0.1; cov_L = 0 (Y constant) -> λ = 0, θ̂ = 1.
+    # Every replicate has Y constant too -> λ = 0 and θ_(−i) = 1: the jackknife SE is 0 as well.
+    f = np.array([1.0, 0.6, 0.8, 0.2, 0.4])
+    est = ppi_mean([1.0, 1.0, 1.0], f, [0, 1, 2])
+    assert est.human_only.std_error == 0 and est.ppi.std_error == 0 and not est.capped
+    assert est.lam == 0.0 and est.ppi.estimate == 1.0 and est.ppi.low == est.ppi.high == 1.0
+
+
 def test_plan_never_needs_more_labels_with_the_judge_than_without():
     """``--plan`` takes the PPI++ design's sd from the pilot's (capped) SE, so a weak judge can
     no longer plan more labelled queries than human labels alone would need."""

@@ -62,9 +62,10 @@ Standard error with a tuned λ (delete-one jackknife, never above the human-only
     ``Var θ̂(λ) ≤ Var Ȳ_L``, and λ = 0 is always available. Nobody would take a PPI++ interval
     wider than the human-only one on the same labels, so PPI++ never reports one:
     :attr:`PPIEstimate.capped` says when the cap applied. The estimate itself keeps λ̂ (falling
-    back to ``Ȳ_L`` as well lost more coverage on TREC DL19 than keeping it;
-    benchmarks/ppi_coverage.py measures both). A fixed ``lam`` given by the caller is not
-    capped: its plug-in variance is exactly unbiased.
+    back to ``Ȳ_L`` as well lost more coverage in a simulation on TREC DL19 than keeping it).
+    A fixed ``lam`` given by the caller is not capped: its plug-in variance is exactly unbiased.
+    Every labelled human value equal (``SE_human = 0``) leaves nothing to cap: each replicate's
+    covariance is 0 too, so λ = 0 throughout and ``SE_jack = 0`` (n ≥ 3).
 
 Interval
     Student t with ``n − 1`` degrees of freedom: ``θ̂ ± t_{n−1, (1+c)/2} · SE`` (c the
@@ -246,7 +247,7 @@ def ppi_mean(y, f_all, labelled, *, confidence: float = 0.95, lam: float | None 
         # never wider than the human-only interval on the same queries (module docstring); the
         # tolerance keeps λ = 0 (whose jackknife is the human-only SE, summed differently) uncapped
         capped = se > human.std_error * (1 + 1e-9)
-        ppi = _t_interval(estimate, min(se, human.std_error), n, confidence)
+        ppi = _t_interval(estimate, human.std_error if capped else se, n, confidence)
     else:
         capped = False
         ppi = _finite_interval(y - lam * f_lab, estimate, n_total, confidence)
