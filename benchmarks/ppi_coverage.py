@@ -18,7 +18,9 @@ interval's width over the human-only one on the same draw: median, 95th percenti
 the share of intervals more than 1.05 times as wide. Beside them, measured on the same draws, the
 uncapped jackknife interval (the PPI++ interval before its standard error was capped at the
 human-only one: :func:`workbench.core.metrics.ppi.jackknife_std_error`): its coverage and its
-share wider than 1.05x; and the share of intervals the cap changed. Per-query values are computed once by the same service ``workbench ppi`` calls
+share wider than 1.05x; the share of intervals the cap changed; and the coverage of the
+alternative the cap was chosen over, falling back to the human-only estimate and interval
+whenever the cap applies. Per-query values are computed once by the same service ``workbench ppi`` calls
 (:func:`workbench.services.evaluation.ppi.load_values`); a draw keeps n of the 43 queries as
 labelled, which is exactly what a HUMAN_QRELS of those n queries gives (a query's values depend
 on its own labels only). A few draws per judge are also run through the real command
@@ -126,6 +128,8 @@ class Coverage:
     ratio_diffs_uncapped: Ratios | None = None
     capped_runs: float = math.nan  # share of intervals whose SE the cap changed
     capped_diffs: float = math.nan
+    runs_fallback: float = math.nan  # coverage when a capped interval is replaced by the human-only one
+    diffs_fallback: float = math.nan
 
 
 def _uncapped(y: np.ndarray, f: np.ndarray, idx: np.ndarray, e, confidence: float) -> tuple[float, float]:
@@ -142,7 +146,7 @@ def coverage(values: PerQueryValues, n: int, draws: int, *, seed: int = 0, confi
     first = values.runs[0]
     truth = {m: {r: float(values.human[m][r].mean()) for r in values.runs} for m in measures}
     ids = list(values.query_ids)
-    keys = ("rp", "rh", "dp", "dh", "wrp", "wrh", "wdp", "wdh", "lam", "ru", "du", "wru", "wdu", "rc", "dc")
+    keys = ("rp", "rh", "dp", "dh", "wrp", "wrh", "wdp", "wdh", "lam", "ru", "du", "wru", "wdu", "rc", "dc", "rf", "df")
     acc = {m: {k: [] for k in keys} for m in measures}
     for d in range(draws):
         rng = np.random.default_rng([seed, d])
@@ -163,6 +167,7 @@ def coverage(values: PerQueryValues, n: int, draws: int, *, seed: int = 0, confi
                 a["wrh"].append(e.human_only.high - e.human_only.low)
                 a["wru"].append(hi - lo)
                 a["rc"].append(e.capped)
+                a["rf"].append(a["rh"][-1] if e.capped else a["rp"][-1])
                 a["lam"].append(e.lam)
             for r, e in report.differences[m].items():
                 t = truth[m][r] - truth[m][first]
@@ -174,6 +179,7 @@ def coverage(values: PerQueryValues, n: int, draws: int, *, seed: int = 0, confi
                 a["wdh"].append(e.human_only.high - e.human_only.low)
                 a["wdu"].append(hi - lo)
                 a["dc"].append(e.capped)
+                a["df"].append(a["dh"][-1] if e.capped else a["dp"][-1])
     out = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         for m, a in acc.items():
@@ -189,7 +195,8 @@ def coverage(values: PerQueryValues, n: int, draws: int, *, seed: int = 0, confi
                 runs_uncapped=float(np.mean(a["ru"])), diffs_uncapped=float(np.mean(a["du"])),
                 ratio_runs_uncapped=Ratios.of(np.array(a["wru"]) / wrh),
                 ratio_diffs_uncapped=Ratios.of(np.array(a["wdu"]) / wdh),
-                capped_runs=float(np.mean(a["rc"])), capped_diffs=float(np.mean(a["dc"])))
+                capped_runs=float(np.mean(a["rc"])), capped_diffs=float(np.mean(a["dc"])),
+                runs_fallback=float(np.mean(a["rf"])), diffs_fallback=float(np.mean(a["df"])))
     return out
 
 
@@ -308,14 +315,15 @@ def main() -> int:
           f"{os.cpu_count()} cores, load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
     print()
     print("Coverage: PPI++ (SE capped at the human-only SE), the uncapped jackknife on the same draws, "
-          "human-only; median λ (runs)")
+          "falling back to human-only where capped instead, human-only; median λ (runs)")
     print()
-    print("| judge | n | measure | runs: PPI++ | runs: uncapped | runs: human | diffs: PPI++ | diffs: uncapped "
-          "| diffs: human | median λ |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| judge | n | measure | runs: PPI++ | uncapped | fallback | human | diffs: PPI++ | uncapped "
+          "| fallback | human | median λ |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for judge, n, m, c in rows:
-        print(f"| {judge} | {n} | {m} | {c.runs_ppi:.3f} | {c.runs_uncapped:.3f} | {c.runs_human:.3f} | "
-              f"{c.diffs_ppi:.3f} | {c.diffs_uncapped:.3f} | {c.diffs_human:.3f} | {c.median_lambda:.2f} |")
+        print(f"| {judge} | {n} | {m} | {c.runs_ppi:.3f} | {c.runs_uncapped:.3f} | {c.runs_fallback:.3f} | "
+              f"{c.runs_human:.3f} | {c.diffs_ppi:.3f} | {c.diffs_uncapped:.3f} | {c.diffs_fallback:.3f} | "
+              f"{c.diffs_human:.3f} | {c.median_lambda:.2f} |")
     print()
     print("Width of each PPI++ interval / the human-only interval of the same draw: median / p95 / max and the "
           "share > 1.05; the uncapped jackknife's share > 1.05 and max; the share of intervals the cap changed")
