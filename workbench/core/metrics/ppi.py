@@ -5,7 +5,8 @@ labelled only a random subset of the queries while an LLM judge labelled all of 
 (Angelopoulos, Duchi & Zrnic 2023, "PPI++: Efficient Prediction-Powered Inference") uses every
 judge value and corrects its bias with the human ones; for IR metrics at the query level see
 Oosterhuis et al. 2024. The interval is valid whatever the judge's quality (a useless judge
-gets λ = 0 and the human-only interval back) and narrower the better the judge agrees.
+gets λ near 0 and the human-only interval back, never a wider one) and narrower the better the
+judge agrees.
 
 Notation
 --------
@@ -57,13 +58,16 @@ Standard error with a tuned λ (delete-one jackknife, never above the human-only
     s²(Y_L) / n`` (the human-only one on the same queries). Why: at small n the jackknife is a
     noisy estimate of a noisy tuning. When a replicate's λ swings between the clip bounds (a
     weak judge, a discrete measure such as P@5 with few distinct values), ``SE_jack`` can exceed
-    ``SE_human`` by a factor of 2-3 although the estimate it describes is ``Ȳ_L`` plus a small
+    ``SE_human`` severalfold although the estimate it describes is ``Ȳ_L`` plus a small
     correction ``λ̂·(f̄ − f̄_L)``: for every fixed λ in ``[0, 2λ*]`` (λ* the population's best),
     ``Var θ̂(λ) ≤ Var Ȳ_L``, and λ = 0 is always available. Nobody would take a PPI++ interval
     wider than the human-only one on the same labels, so PPI++ never reports one:
-    :attr:`PPIEstimate.capped` says when the cap applied. The estimate itself keeps λ̂ (falling
-    back to ``Ȳ_L`` as well lost more coverage in a simulation on TREC DL19 than keeping it).
-    A fixed ``lam`` given by the caller is not capped: its plug-in variance is exactly unbiased.
+    :attr:`PPIEstimate.capped` says when the cap applied (with n = 2 it caps the plug-in at λ̂
+    alike). The estimate itself keeps λ̂; falling back to ``Ȳ_L`` as well covered less often in
+    the simulation. The cap is a choice between two estimates of a standard error, so it gives up
+    a little coverage against the uncapped jackknife: docs/ppi.md and benchmarks/ppi_coverage.py
+    measure both. A fixed ``lam`` given by the caller is not capped: its plug-in variance is
+    exactly unbiased.
     Every labelled human value equal (``SE_human = 0``) leaves nothing to cap: each replicate's
     covariance is 0 too, so λ = 0 throughout and ``SE_jack = 0`` (n ≥ 3).
 
