@@ -2,8 +2,8 @@
 
 The delete-one jackknife re-tunes λ in each replicate; at small n, with a weak judge or a
 discrete measure (P@5 takes six values), the replicates' λ swing between the clip bounds and the
-jackknife standard error came out up to 2-3 times the human-only one although the estimate was
-the human mean plus a small correction. The tuned estimate's standard error is now
+jackknife standard error came out up to 4 times the human-only one (TREC DL19, docs/ppi.md)
+although the estimate was the human mean plus a small correction. The tuned estimate's standard error is now
 ``min(SE_jack, SE_human)``. These tests draw seeded small samples from synthetic P@5-like
 populations where the uncapped jackknife is often more than 1.05 times the human-only standard
 error (the old interval), and check every interval against the human-only one and against the
