@@ -5,8 +5,10 @@ The project of ``tests/support/ppi_project.py``: 30 queries x 12 pooled document
 every pair; two stored runs. Each repetition draws a query sample (``design="queries"``) with its
 own seed, grades every pair of its queries with the true grade (a perfect SME), and asks for the
 corrected estimates; the target is each run's mean over all 30 queries on the true grades (and the
-difference of the two runs). Prints the share of 95% intervals covering the target and the median
-width ratio PPI++ / human-only.
+difference of the two runs). Prints the share of 95% intervals covering the target and the
+distribution of the width ratio PPI++ / human-only per interval (median, p95, max, share > 1.05;
+runs and the difference), and the share of intervals whose standard error was capped at the
+human-only one.
 
     .venv/bin/python -m benchmarks.ppi_project_coverage --reps 40 --queries 10
 """
@@ -47,7 +49,7 @@ def main(argv=None) -> None:
             res = evaluate(true_q, stored_run(db, r, "doc"), [m], include_no_relevant=True)
             target[r] = float(np.mean(res.scores[m]))
         target_diff = target[RUNS[1]] - target[RUNS[0]]
-        hits, hits_h, ratios, n = {"runs": 0, "diff": 0}, {"runs": 0, "diff": 0}, [], 0
+        hits, hits_h, ratios, n, capped = {"runs": 0, "diff": 0}, {"runs": 0, "diff": 0}, [], 0, 0
         for rep in range(args.reps):
             name = f"q{rep}"
             cal.create_sample(db, name, "p", design="queries", queries=args.queries, seed=1000 + rep)
@@ -59,7 +61,10 @@ def main(argv=None) -> None:
                 hits["runs"] += e.ppi.low <= target[r] <= e.ppi.high
                 hits_h["runs"] += e.human_only.low <= target[r] <= e.human_only.high
                 ratios.append(e.width_ratio)
+                capped += e.capped
             d = rep_.differences[m][RUNS[1]]
+            ratios.append(d.width_ratio)
+            capped += d.capped
             hits["diff"] += d.ppi.low <= target_diff <= d.ppi.high
             hits_h["diff"] += d.human_only.low <= target_diff <= d.human_only.high
             n += 1
@@ -68,7 +73,11 @@ def main(argv=None) -> None:
           f"targets {target} (diff {target_diff:+.4f})")
     print(f"coverage of the 95% intervals, runs: PPI++ {hits['runs'] / (2 * n):.3f}, human-only "
           f"{hits_h['runs'] / (2 * n):.3f}; difference: PPI++ {hits['diff'] / n:.3f}, human-only {hits_h['diff'] / n:.3f}")
-    print(f"median width PPI++ / human-only (runs): {float(np.nanmedian(ratios)):.3f}")
+    r = np.asarray(ratios, dtype=np.float64)
+    ok = r[np.isfinite(r)]
+    print(f"width PPI++ / human-only per interval (runs and difference, {ok.size} of {r.size} defined): "
+          f"median {float(np.median(ok)):.3f}, p95 {float(np.quantile(ok, 0.95)):.3f}, max {float(ok.max()):.3f}, "
+          f"share > 1.05 {float(np.mean(ok > 1.05)):.3f}; SE capped at the human-only one: {capped / r.size:.3f}")
 
 
 if __name__ == "__main__":

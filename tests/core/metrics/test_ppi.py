@@ -19,6 +19,7 @@ import pytest
 from tests.support.prerequisites import require_module
 from workbench.core.metrics.ppi import (
     jackknife_replicates,
+    jackknife_std_error,
     plan_sample_size,
     ppi_mean,
     ppi_mean_difference,
@@ -153,7 +154,9 @@ def test_hand_worked_interior_lambda_and_difference():
     #     without pos 2: f [0.1, 0.3], Y [0.2, 0]: cov −0.02 -> λ 0; θ = 0.1
     #     without pos 4: f [0.1, −0.1], Y [0.2, −0.2]: cov 0.04 -> λ 1; θ = 0 + (0.1 − 0) = 0.1
     #     replicates [−0.1, 0.1, 0.1], mean 1/30; Σ dev² = 0.0177778 + 0.0044444 + 0.0044444 = 0.0266667
-    #     SE² = (1 − 3/5)·(2/3)·0.0266667 = 0.00711111 -> SE = 0.0843274
+    #     SE² = (1 − 3/5)·(2/3)·0.0266667 = 0.00711111 -> SE_jack = 0.0843274
+    #   human only: Y = [0.2, −0.2, 0.0], s² = (0.04 + 0.04 + 0)/2 = 0.04,
+    #     SE_human = sqrt(0.4·0.04/3) = 0.0730297 < SE_jack: the reported SE is capped at it
     #   the plug-in at λ = 0.8 (fixed): residuals Y − 0.8 f = [0.12, −0.12, −0.24], deviations
     #     [0.20, −0.04, −0.16]; s² = 0.0672/2 = 0.0336; SE = sqrt(0.4·0.0336/3) = 0.0669328
     fa = np.full(5, 0.5)
@@ -161,12 +164,17 @@ def test_hand_worked_interior_lambda_and_difference():
     est = ppi_mean_difference([0.4, 0.6, 0.5], [0.6, 0.4, 0.5], fa, fb, [0, 2, 4])
     assert est.lam == pytest.approx(0.8)
     assert est.ppi.estimate == pytest.approx(0.0, abs=1e-12)
-    assert est.ppi.std_error == pytest.approx(0.0843274, abs=1e-7)
+    y, f = np.array([0.2, -0.2, 0.0]), fb - fa
+    assert jackknife_std_error(y, f[[0, 2, 4]], f) == pytest.approx(0.0843274, abs=1e-7)
+    assert est.human_only.std_error == pytest.approx(0.0730297, abs=1e-7)
+    assert est.capped and est.ppi.std_error == pytest.approx(0.0730297, abs=1e-7)
     assert est.judge_only == pytest.approx(0.1)
-    half = 4.302653 * 0.0843274  # t_{2, 0.975} = 4.302653
+    half = 4.302653 * 0.0730297  # t_{2, 0.975} = 4.302653
     assert (est.ppi.low, est.ppi.high) == pytest.approx((-half, half), abs=1e-6)
+    assert est.width_ratio == pytest.approx(1.0)
     fixed = ppi_mean_difference([0.4, 0.6, 0.5], [0.6, 0.4, 0.5], fa, fb, [0, 2, 4], lam=0.8)
     assert fixed.ppi.std_error == pytest.approx(0.0669328, abs=1e-7)
+    assert not fixed.capped  # a caller's fixed λ keeps its exact plug-in
 
 
 def test_jackknife_replicates_equal_refitting_without_each_query():

@@ -5,7 +5,8 @@ labelled only a random subset of the queries while an LLM judge labelled all of 
 (Angelopoulos, Duchi & Zrnic 2023, "PPI++: Efficient Prediction-Powered Inference") uses every
 judge value and corrects its bias with the human ones; for IR metrics at the query level see
 Oosterhuis et al. 2024. The interval is valid whatever the judge's quality (a useless judge
-gets λ = 0 and the human-only interval back) and narrower the better the judge agrees.
+gets λ near 0 and the human-only interval back, never a wider one) and narrower the better the
+judge agrees.
 
 Notation
 --------
@@ -43,15 +44,32 @@ Power tuning (λ, per estimate)
     formula). λ is clipped to [0, 1]: 0 is the human-only estimate, 1 classic PPI. A judge
     constant over all queries (``S²(f) = 0``) gets λ = 0.
 
-Standard error with a tuned λ (delete-one jackknife)
+Standard error with a tuned λ (delete-one jackknife, never above the human-only one)
     λ̂ is tuned on the same labelled queries whose residuals give ``s²``, which makes the plug-in
     ``s²(Y − λ̂f)`` too small (on TREC DL19 its 95% intervals covered 0.92-0.93). The standard
     error of the tuned estimate is therefore the jackknife's, with λ re-tuned in each replicate:
     ``θ̂_(−i)`` is the estimate with labelled query i left out (λ re-tuned on the other n − 1),
-    ``SE² = (1 − n/N) · ((n − 1)/n) · Σ_i (θ̂_(−i) − mean_i θ̂_(−i))²``. For a fixed λ the jackknife
-    equals the plug-in ``(1 − n/N) · s²(Y − λf) / n`` exactly, so this is the same variance with the
-    tuning's own noise added. With n = 2 a replicate of one query cannot tune λ, and the plug-in
-    is used.
+    ``SE²_jack = (1 − n/N) · ((n − 1)/n) · Σ_i (θ̂_(−i) − mean_i θ̂_(−i))²``. For a fixed λ the
+    jackknife equals the plug-in ``(1 − n/N) · s²(Y − λf) / n`` exactly, so this is the same
+    variance with the tuning's own noise added. With n = 2 a replicate of one query cannot tune
+    λ, and the plug-in is used.
+
+    The reported standard error is ``SE = min(SE_jack, SE_human)``, ``SE_human² = (1 − n/N) ·
+    s²(Y_L) / n`` (the human-only one on the same queries). Why: at small n the jackknife is a
+    noisy estimate of a noisy tuning. When a replicate's λ swings between the clip bounds (a
+    weak judge, a discrete measure such as P@5 with few distinct values), ``SE_jack`` can exceed
+    ``SE_human`` severalfold although the estimate it describes is ``Ȳ_L`` plus a small
+    correction ``λ̂·(f̄ − f̄_L)``: for every fixed λ in ``[0, 2λ*]`` (λ* the population's best),
+    ``Var θ̂(λ) ≤ Var Ȳ_L``, and λ = 0 is always available. Nobody would take a PPI++ interval
+    wider than the human-only one on the same labels, so PPI++ never reports one:
+    :attr:`PPIEstimate.capped` says when the cap applied (with n = 2 it caps the plug-in at λ̂
+    alike). The estimate itself keeps λ̂; falling back to ``Ȳ_L`` as well covered less often in
+    the simulation. The cap is a choice between two estimates of a standard error, so it gives up
+    a little coverage against the uncapped jackknife: docs/ppi.md and benchmarks/ppi_coverage.py
+    measure both. A fixed ``lam`` given by the caller is not capped: its plug-in variance is
+    exactly unbiased.
+    Every labelled human value equal (``SE_human = 0``) leaves nothing to cap: each replicate's
+    covariance is 0 too, so λ = 0 throughout and ``SE_jack = 0`` (n ≥ 3).
 
 Interval
     Student t with ``n − 1`` degrees of freedom: ``θ̂ ± t_{n−1, (1+c)/2} · SE`` (c the
@@ -87,6 +105,7 @@ __all__ = [
     "ppi_mean_difference",
     "ppi_mean_independent",
     "jackknife_replicates",
+    "jackknife_std_error",
     "t_quantile",
     "tuned_lambda",
 ]
@@ -110,7 +129,9 @@ class Interval:
 class PPIEstimate:
     """One PPI++ estimate: ``ppi`` (the judge-corrected estimate and interval), ``human_only``
     (the labelled queries alone), ``judge_only`` (the judge's mean over all queries, no
-    interval: its bias is unknown), the tuned ``lam`` and the sample sizes."""
+    interval: its bias is unknown), the tuned ``lam`` and the sample sizes. ``capped``: the
+    tuned estimate's jackknife standard error exceeded the human-only one and the human-only
+    one was used (module docstring), so ``ppi`` is exactly as wide as ``human_only``."""
 
     ppi: Interval
     human_only: Interval
@@ -119,6 +140,7 @@ class PPIEstimate:
     n_labelled: int
     n_total: int
     confidence: float
+    capped: bool = False
 
     @property
     def width_ratio(self) -> float:
@@ -184,6 +206,17 @@ def jackknife_replicates(y: np.ndarray, f_labelled: np.ndarray, f_all: np.ndarra
     return y_loo + lam_loo * (float(f_all.mean()) - f_loo)
 
 
+def jackknife_std_error(y: np.ndarray, f_labelled: np.ndarray, f_all: np.ndarray) -> float:
+    """The delete-one jackknife standard error of the tuned estimate, uncapped:
+    ``sqrt((1 − n/N) · ((n − 1)/n) · Σ_i (θ̂_(−i) − mean θ̂_(−i))²)`` over
+    :func:`jackknife_replicates` (n >= 3). :func:`ppi_mean` reports ``min`` of it and the
+    human-only standard error."""
+    n, n_total = len(y), len(f_all)
+    replicates = jackknife_replicates(y, f_labelled, f_all)
+    variance = max(0.0, 1.0 - n / n_total) * (n - 1) / n * float(np.sum((replicates - replicates.mean()) ** 2))
+    return math.sqrt(variance)
+
+
 def ppi_mean(y, f_all, labelled, *, confidence: float = 0.95, lam: float | None = None) -> PPIEstimate:
     """PPI++ estimate of the mean of ``Y`` over all queries (module docstring).
 
@@ -209,15 +242,21 @@ def ppi_mean(y, f_all, labelled, *, confidence: float = 0.95, lam: float | None 
     lam = tuned_lambda(y, f_lab, f_all) if tuned else float(lam)
     f_mean = float(f_all.mean())
     estimate = float(y.mean() + lam * (f_mean - f_lab.mean()))
-    if tuned and n >= 3:
-        replicates = jackknife_replicates(y, f_lab, f_all)
-        variance = max(0.0, 1.0 - n / n_total) * (n - 1) / n * float(np.sum((replicates - replicates.mean()) ** 2))
-        ppi = _t_interval(estimate, math.sqrt(variance), n, confidence)
-    else:
-        ppi = _finite_interval(y - lam * f_lab, estimate, n_total, confidence)
     human = _finite_interval(y, float(y.mean()), n_total, confidence)
+    if tuned:
+        if n >= 3:
+            se = jackknife_std_error(y, f_lab, f_all)
+        else:
+            se = math.sqrt(max(0.0, 1.0 - n / n_total) * float(np.var(y - lam * f_lab, ddof=1)) / n)
+        # never wider than the human-only interval on the same queries (module docstring); the
+        # tolerance keeps λ = 0 (whose jackknife is the human-only SE, summed differently) uncapped
+        capped = se > human.std_error * (1 + 1e-9)
+        ppi = _t_interval(estimate, human.std_error if capped else se, n, confidence)
+    else:
+        capped = False
+        ppi = _finite_interval(y - lam * f_lab, estimate, n_total, confidence)
     return PPIEstimate(ppi=ppi, human_only=human, judge_only=f_mean, lam=lam, n_labelled=n,
-                       n_total=n_total, confidence=confidence)
+                       n_total=n_total, confidence=confidence, capped=capped)
 
 
 def ppi_mean_difference(y_a, y_b, f_a_all, f_b_all, labelled, *, confidence: float = 0.95,
@@ -301,8 +340,9 @@ def plan_sample_size(y_pilot, f_all, labelled, half_width: float, *, confidence:
     From a pilot (``y_pilot`` human values at positions ``labelled`` of ``f_all``, n_p ≥ 2; the
     CLI asks for 5) it estimates the per-query standard deviations the two designs face and
     takes them as the population's: human only ``s(Y)``; PPI++ the one its interval implies,
-    ``SE_pilot · sqrt(n_p / (1 − n_p/N))`` (the jackknife SE, so the noise of tuning λ is in it;
-    ``s(Y − λf)`` when the pilot is every query). It returns for each design the smallest n whose
+    ``SE_pilot · sqrt(n_p / (1 − n_p/N))`` (the jackknife SE, so the noise of tuning λ is in it,
+    capped at the human-only SE, so ``n_ppi <= n_human``; ``s(Y − λf)`` when the pilot is every
+    query). It returns for each design the smallest n whose
     half-width ``t_{n−1, (1+c)/2} · sd · sqrt((1 − n/N) / n)`` is at most ``half_width``. The plan
     is as good as the pilot's variance estimates: with 5 pilot queries they are rough (on TREC
     DL19 with pilots of 8, samples of the planned size reached 0.95-1.0 of the target half-width
