@@ -197,3 +197,39 @@ def test_sme_agreement_table_names_both_kappas(judged):
     assert rows[0]["Cohen's κ (grades 0–3, unweighted)"] == f"{graded:.3f}"
     assert rows[0]["Cohen's κ (relevant / not relevant, grade ≥ 2)"] == f"{binary:.3f}"
     assert f"{graded:.3f}" != f"{binary:.3f}"
+
+
+def test_the_page_reports_on_a_chosen_judge_configuration_and_gates_it_on_request(judged):
+    """A second judge (model m2, grades unrelated to the SMEs') graded the pool after the sample
+    was drawn on m1: the page reports on m1 first, names m2 as not gated, shows m2's own figures
+    when chosen, stores no verdict for viewing, and gates m2 when the lead asks."""
+    import numpy as np
+    import pandas as pd
+
+    from workbench.services.calibration import verdicts
+    from workbench.store.judgments import write_judgments
+
+    path, truth = judged
+    with Database(path) as db:
+        cal.create_sample(db, "s", "p", seed=1)
+        label_all(db, "s", truth)
+        pairs = db.query_df("SELECT query_id, doc_id, start, \"end\" FROM judgments WHERE model = 'm1'")
+        rng = np.random.default_rng(7)
+        write_judgments(db.cursor(), pd.DataFrame({**{c: pairs[c] for c in pairs.columns},
+                                                   "grade": rng.integers(0, 4, len(pairs)), "source": "llm",
+                                                   "assessor": "judge", "model": "m2", "status": "ok"}))
+    at = _run(_calibration_page)
+    box = next(s for s in at.selectbox if s.label == "Judge configuration")
+    assert box.options[0].startswith("m1/") and "the sample's own" in box.options[0]
+    assert box.options[1].startswith("m2/") and "(not gated here)" in box.options[1]
+    assert "Judge configuration m1/" in _texts(at)
+    box.set_value(1).run()
+    assert not at.exception
+    assert "Judge configuration m2/" in _texts(at) and "is not gated on this sample" in _texts(at)
+    with Database(path) as db:  # viewing gates nothing
+        first = {s.config.model: s.state for s in verdicts.states(db)}
+    assert first["m2"] == "not gated" and first["m1"] != "not gated"
+    next(b for b in at.button if b.label == "Gate this judge configuration").click().run()
+    assert not at.exception
+    with Database(path) as db:
+        assert {s.config.model: s.state for s in verdicts.states(db)} == {"m1": first["m1"], "m2": "failed"}

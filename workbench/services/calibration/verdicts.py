@@ -57,6 +57,7 @@ from workbench.core.calibration.gate import (
     with_slices,
 )
 from workbench.errors import InputError, StoreError, clip
+from workbench.services.calibration.reference import ReportOptions, gated_part, reference_labels, slice_tags
 from workbench.store import calibration as store
 from workbench.store import judge_configs
 from workbench.store.database import Database
@@ -232,7 +233,7 @@ def sample_judges(db: Database, sample: str) -> list[SampleJudge]:
     gated = set(gated_configurations(db, sample, info))
     known = _by_key(db)
     keys = list(dict.fromkeys(store.judge_grades_for_sample(db, sample)["config"].astype(str)))
-    keys.sort(key=lambda k: (k != own, keys.index(k)))
+    keys = sorted(keys, key=lambda k: k != own)  # stable: the own one first, the rest as graded
     return [SampleJudge(describe(db, k, known), k == own, k in gated) for k in keys]
 
 
@@ -271,7 +272,6 @@ def _inputs(db: Database, sample: str, config: str, options, *,
     configuration did not grade, and each kept pair's slice tags (only a high-risk slice moves
     the verdict, so without high-risk tags a caller that wants the verdict only skips them:
     ``tags=False`` gives none, and reads no document metadata)."""
-    from workbench.services.calibration.workflow import _tags, gated_part, reference_labels
     from workbench.services.evaluation.rbac import restricted_slice_tags
 
     part = gated_part(reference_labels(db, sample), options)
@@ -284,7 +284,7 @@ def _inputs(db: Database, sample: str, config: str, options, *,
     part = part.reset_index(drop=True)
     if not tags:
         return part, missing, [[] for _ in range(len(part))]
-    found = [_tags(t) + extra for t, extra in zip(part["tags"], restricted_slice_tags(db, part["doc_id"]))]
+    found = [slice_tags(t) + extra for t, extra in zip(part["tags"], restricted_slice_tags(db, part["doc_id"]))]
     return part, missing, found
 
 
@@ -448,8 +448,6 @@ def options_from_settings(settings):
     """The thresholds and report options the qrels rule, the status and the Calibration page
     gate with: ``[calibration]`` thresholds, relevance grade, resamples and high-risk tags,
     seed 0, the held-out part, weighted."""
-    from workbench.services.calibration.workflow import ReportOptions
-
     thresholds = GateThresholds.from_settings(settings)
     tags = str(settings.get("calibration", "high_risk_tags") or "")
     options = ReportOptions(threshold=int(settings.get("calibration", "relevant_min_grade")),

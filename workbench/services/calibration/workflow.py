@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,19 +35,22 @@ from workbench.core.calibration.agreement import AgreementResult, agreement, wor
 from workbench.core.calibration.sample import HOLDOUT, TUNING, SampleSpec, draw_sample
 from workbench.core.calibration.gate import GateResult, GateThresholds, decide
 from workbench.core.calibration.label_pairs import pair_files, parse_label_file
-from workbench.core.qrels_policy import combine_grades
 from workbench.errors import InputError, StoreError
 from workbench.services import access
+from workbench.services.calibration.reference import (  # noqa: F401  (re-exported: callers import them here)
+    ADJUDICATION,
+    HIGH_RISK_RATE,
+    ReportOptions,
+    gated_part,
+    reference_labels,
+    slice_tags,
+)
 from workbench.store import calibration as store
 from workbench.store.database import WRITER_WAIT, Database
 from workbench.store.pools import read_pool
 
 GRADES = (0, 1, 2, 3)
-HIGH_RISK_RATE = 0.90
 ACTIONS = ("label", "skip", "cant_judge")
-# The reserved annotator id of resolved (adjudicated) labels; who resolved one is the assessor
-# of its judgments row.
-ADJUDICATION = "adjudication"
 
 
 # -- the sample ------------------------------------------------------------------------------
@@ -626,47 +628,6 @@ def progress(db: Database, sample: str, annotator: str) -> dict:
 
 # -- the report ------------------------------------------------------------------------------
 
-def reference_labels(db: Database, sample: str, *, table: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One reference grade per labelled item: the resolved label when a lead adjudicated it,
-    else the lower median of its SMEs' grades. ``table``: the sample's
-    :func:`workbench.store.calibration.label_table`, when the caller has read it already."""
-    table = store.label_table(db, sample) if table is None else table
-    labelled = table[table["action"] == "label"].copy()
-    if labelled.empty:
-        return labelled.assign(n_sme=pd.Series(dtype="int64"))
-    labelled["grade"] = labelled["grade"].astype("int64")
-    resolved = labelled[labelled["annotator"] == ADJUDICATION].set_index("position")["grade"]
-    labelled = labelled[labelled["annotator"] != ADJUDICATION]
-    if labelled.empty:
-        return labelled.assign(n_sme=pd.Series(dtype="int64"))
-    keep = ["position", "query_id", "doc_id", "chunk_id", "start", "end", "part", "weight", "judge_grade",
-            "stratum", "tags"]
-    grouped = labelled.groupby("position", sort=True)
-    # the qrels rule's combination of several assessors (core.qrels_policy), by the lower median
-    ref = grouped["grade"].apply(lambda g: combine_grades(g.to_numpy(), "lower_median")).rename("grade")
-    n_sme = grouped["annotator"].nunique().rename("n_sme")
-    first = grouped[keep[1:]].first()
-    out = first.join(ref).join(n_sme)
-    adjudicated = out.index.isin(resolved.index)
-    out.loc[adjudicated, "grade"] = resolved.reindex(out.index[adjudicated]).to_numpy()
-    out["adjudicated"] = adjudicated
-    out = out.reset_index()
-    out["judge_grade"] = out["judge_grade"].astype("int64")
-    out["grade"] = out["grade"].astype("int64")
-    return out
-
-
-def _tags(value) -> list[str]:
-    if not isinstance(value, str) or not value:
-        return []
-    parsed = json.loads(value)
-    if isinstance(parsed, list):
-        return [str(t) for t in parsed]
-    if isinstance(parsed, dict):
-        return [f"{k}={v}" for k, v in parsed.items()]
-    return [str(parsed)]
-
-
 def result_dict(result: AgreementResult, verdict: GateResult) -> dict:
     """The agreement figures in the ``workbench agree --format json`` shape."""
     out = {"n": result.n}
@@ -687,20 +648,6 @@ def result_dict(result: AgreementResult, verdict: GateResult) -> dict:
                         "interval": result.interval, "confidence": result.confidence, "queries": result.n_queries}
     out["notes"] = list(result.notes)
     return out
-
-
-@dataclass(frozen=True)
-class ReportOptions:
-    threshold: int = 2
-    seed: int = 0
-    n_boot: int = 2000
-    part: str = HOLDOUT
-    weighted: bool = True
-    high_risk_tags: tuple[str, ...] = ()
-    high_risk_rate: float = HIGH_RISK_RATE
-    disagreements: int = 20
-    # Runs' precision is corrected over their top-k pooled items with a judge grade.
-    precision_k: int = 10
 
 
 def report(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
@@ -846,11 +793,6 @@ def _sme_agreement(db: Database, sample: str) -> dict | None:
             "alpha_ordinal": core_agreement.krippendorff_alpha(ratings, level="ordinal", levels=GRADES),
             "pairwise_kappa": [{"a": a, "b": b, "n": n, "kappa": k, "kappa_binary": kb}
                                for (a, b, n, k), (*_, kb) in zip(pairs, binary)]}
-
-
-def gated_part(labels: pd.DataFrame, options: ReportOptions) -> pd.DataFrame:
-    """The reference labels (:func:`reference_labels`) of the part ``options`` gates."""
-    return labels if options.part == "all" else labels[labels["part"] == options.part]
 
 
 def gate(db: Database, sample: str | None = None, *, thresholds: GateThresholds = GateThresholds(),
