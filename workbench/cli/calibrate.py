@@ -137,7 +137,7 @@ def _sample(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json(summary)
         return 0
-    grades = ", ".join(f"{g}: {c}" for g, c in summary["by_judge_grade"].items())
+    grades = ", ".join(f"{g}: {c}" for g, c in summary["by_judge_grade"].items()) or "(none: no judge graded the pool yet)"
     judge = f"; drawn on the grades of judge configuration {summary['judge'][:12]}" if summary.get("judge") else ""
     if summary.get("design") == "queries":
         print(f"calibration sample {summary['name']!r} from pool {summary['pool']!r} (seed {summary['seed']}): "

@@ -99,6 +99,21 @@ def judged_pool_pairs(db: Database, pool: str, *, model: str | None = None,
     )
 
 
+def pool_pair_spans(db: Database, pool: str) -> pd.DataFrame:
+    """Every pair of ``pool`` with the span an SME judges: ``query_id, doc_id, chunk_id, start,
+    end`` (a chunk's span, else the whole document); pairs whose query, document or chunk is gone
+    are left out."""
+    return db.query_df(
+        """SELECT p.query_id, p.doc_id, p.chunk_id,
+                  coalesce(c.start, 0)::BIGINT AS start, coalesce(c."end", length(d.text))::BIGINT AS "end"
+           FROM pool_pairs p
+           JOIN documents d ON d.doc_id = p.doc_id
+           JOIN queries q ON q.query_id = p.query_id
+           LEFT JOIN chunks c ON c.chunk_id = p.chunk_id
+           WHERE p.pool = ? AND (p.chunk_id IS NULL OR c.chunk_id IS NOT NULL)
+           ORDER BY p.query_id, p.doc_id, p.chunk_id""", [pool])
+
+
 def pool_configurations(db: Database, pool: str) -> list[str]:
     """The judge configurations with an ``ok`` grade of some pair of ``pool``, oldest first."""
     rows = db.query_all(

@@ -513,6 +513,18 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        11,
+        "samples_before_any_judge",
+        """
+        -- A calibration sample may be drawn before any judge graded its pool (a simple random
+        -- sample, workbench/core/calibration/sample.py): such items have no draw-time judge
+        -- judgment or grade; every judge configuration is gated on its own grades anyway
+        -- (workbench/services/calibration/verdicts.py).
+        ALTER TABLE calibration_items ALTER COLUMN judge_judgment_id DROP NOT NULL;
+        ALTER TABLE calibration_items ALTER COLUMN judge_grade DROP NOT NULL;
+        """,
+    ),
 )
 
 

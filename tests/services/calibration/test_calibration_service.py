@@ -34,7 +34,7 @@ def test_sample_is_stored_with_seed_split_and_weights(project):
     assert db.query_value("SELECT count(*) FROM calibration_items WHERE sample = 's1'") == 200
     with pytest.raises(InputError, match="no pool named 'nope'"):
         cal.create_sample(db, "s2", "nope")
-    with pytest.raises(InputError, match="at least 100 pairs"):
+    with pytest.raises(InputError, match="0 with an LLM grade of model 'other-model'"):
         cal.create_sample(db, "s3", "p", model="other-model")
 
 

@@ -166,3 +166,28 @@ def test_a_failing_high_risk_slice_fails_the_gate(gated, tmp_path):
 
         settings = load_settings(overrides={"calibration": {"high_risk_tags": "type=comparison"}}, env={})
         assert verdicts.passed_configurations(db, settings) == ()
+
+
+def test_a_sample_drawn_before_any_judge_gates_the_judge_that_comes_after(tmp_path):
+    """Drawn on an ungraded pool (a simple random sample, weights N/n, no judge grade), labelled,
+    then judged: the judge is not gated until someone gates it, and is then judged on its own
+    grades of the held-out pairs."""
+    path = tmp_path / "before.duckdb"
+    demo_project(path)
+    with open_project(path) as db:
+        drawn = calibration.create_sample(db, "s0", "demo", size=300, seed=5)
+        items = read_sample_items(db, "s0")
+        pool_pairs = int(db.query_value("SELECT count(*) FROM pool_pairs WHERE pool = 'demo'"))
+    assert drawn["judge"] is None and drawn["pool_judged"] == 0 and len(items) == 300
+    assert items["judge_grade"].isna().all() and set(items["weight"]) == {pool_pairs / 300}
+    assert any("before any judge" in n for n in drawn["notes"])
+    assert run_cli("--db", str(path), "judge", "--pool", "demo", "--model", "offline-lexical").returncode == 0
+    with open_project(path) as db:
+        judge = judge_grades_for_sample(db, "s0").set_index("position")["grade"]
+        assert len(judge) == 300  # the judge graded every pair the sample drew
+        calibration.save_labels(db, "s0", "sme-a", {int(p): int(judge[p]) for p in items["position"]})
+        assert [s.state for s in verdicts.states(db)] == ["not gated"]
+        body = calibration.gate(db, "s0")
+        assert body["judge"]["model"] == "offline-lexical" and body["gate"]["verdict"] in ("pass", "inconclusive")
+        assert [s.state for s in verdicts.states(db)] == [{"pass": "passed"}.get(body["gate"]["verdict"],
+                                                                                  "inconclusive")]

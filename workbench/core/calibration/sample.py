@@ -31,6 +31,12 @@ drawn pairs is *held out*; only held-out labels feed the gate. The rest is the *
 The labelling order (``position``) is a seeded shuffle, so SMEs do not see pairs grouped by the
 judge's grade (which would hint at it).
 
+**Before any judge** (:func:`draw_unjudged_sample`): a pool no judge has graded yet has no
+grade to stratify on, so ``size`` of its ``N`` pairs are drawn as a simple random sample without
+replacement (weight ``N / size`` each, one stratum, no judge grade), split and ordered as above.
+It measures any judge configuration that later grades its held-out pairs, with no oversampling of
+the rarer class: a pool with few relevant pairs may need a larger sample to decide TPR.
+
 **The query design** (:func:`draw_query_sample`, for judge-corrected metric intervals, PPI++ in
 :mod:`workbench.core.metrics.ppi`): a simple random sample of ``n`` of the ``N`` queries whose
 every pool pair carries a judge grade (drawn without replacement with the seed), and *every*
@@ -264,3 +270,30 @@ def split_sample(strata: np.ndarray, holdout_share: float, rng: np.random.Genera
         members = np.flatnonzero(strata == name)
         labels[rng.choice(members, size=int(k), replace=False)] = HOLDOUT
     return labels
+
+
+def draw_unjudged_sample(pool: pd.DataFrame, size: int, *, holdout_share: float, seed: int) -> CalibrationSample:
+    """A simple random sample of ``size`` pairs of a pool no judge graded (module docstring);
+    ``pool`` has ``query_id`` (any other columns are carried along). ``judge_grade`` is missing
+    (``<NA>``) and ``stratum`` 0 for every pair."""
+    spec = SampleSpec(size=int(size), min_per_class=0, holdout_share=float(holdout_share))
+    spec.check()
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise CalibrationSampleError(f"the seed must be an integer, got {seed!r}")
+    n_pool = len(pool)
+    if n_pool < spec.floor_size:
+        raise CalibrationSampleError(f"the pool has {n_pool} pairs; a calibration sample needs at least "
+                                     f"{spec.floor_size}")
+    rng = np.random.default_rng(int(seed))
+    n = min(spec.size, n_pool)
+    out = pool.reset_index(drop=True).iloc[np.sort(rng.choice(n_pool, size=n, replace=False))].reset_index(drop=True)
+    out["judge_judgment_id"] = pd.array([pd.NA] * n, dtype="Int64")
+    out["judge_grade"] = pd.array([pd.NA] * n, dtype="Int64")
+    out["stratum"] = np.zeros(n, dtype=np.int64)
+    out["weight"] = float(n_pool) / n
+    out["part"] = split_sample(out["stratum"].to_numpy(), spec.holdout_share, rng)
+    out["position"] = rng.permutation(n).astype(np.int64)
+    out = out.sort_values("position", kind="stable").reset_index(drop=True)
+    notes = () if n == spec.size else (f"the pool holds {n_pool} pairs: all of them were drawn",)
+    return CalibrationSample(out, int(seed), spec, n_pool, notes)
+

@@ -83,7 +83,16 @@ def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: 
     spec = SampleSpec(size=int(size), min_per_class=int(min_per_class), threshold=int(threshold),
                       holdout_share=float(holdout_share))
     try:
-        drawn = draw_sample(judged, spec, seed=seed)
+        if config is None:  # no judge graded the pool yet: a simple random sample of its pairs
+            from workbench.core.calibration.sample import draw_unjudged_sample
+
+            drawn = draw_unjudged_sample(store.pool_pair_spans(db, pool), int(size), holdout_share=float(holdout_share),
+                                         seed=seed)
+            drawn = type(drawn)(drawn.pairs, drawn.seed, drawn.spec, drawn.pool_size, drawn.notes + (
+                "drawn before any judge graded the pool: a simple random sample of its pairs; gate each judge "
+                "configuration once it has graded the held-out pairs",))
+        else:
+            drawn = draw_sample(judged, spec, seed=seed)
     except InputError as exc:
         total = store.count_pool_pairs(db, pool)
         raise type(exc)(f"pool {pool!r} ({total} pairs, {len(judged)} with an LLM grade): {exc}") from None
@@ -100,8 +109,9 @@ def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: 
         )
     return {"name": name, "pool": pool, "seed": int(seed), "size": len(items), "judge": config,
             "holdout": int((items["part"] == HOLDOUT).sum()), "tuning": int((items["part"] == TUNING).sum()),
-            "by_judge_grade": {int(g): int(c) for g, c in items.groupby("stratum").size().items()},
-            "queries": int(items["query_id"].nunique()), "pool_judged": drawn.pool_size,
+            "by_judge_grade": ({} if config is None else
+                               {int(g): int(c) for g, c in items.groupby("stratum").size().items()}),
+            "queries": int(items["query_id"].nunique()), "pool_judged": 0 if config is None else drawn.pool_size,
             "notes": list(drawn.notes)}
 
 
@@ -118,6 +128,11 @@ def _stratifying_configuration(db: Database, pool: str, judge: str | None, model
         known = {c.key: c for c in verdicts.configurations(db)}
         graded = [k for k in graded if k in known and (model is None or known[k].model == model)
                   and (prompt_hash is None or known[k].prompt_hash == prompt_hash)]
+        if not graded:
+            asked = " and ".join(f"{k} {v!r}" for k, v in (("model", model), ("prompt hash", prompt_hash)) if v)
+            raise InputError(f"pool {pool!r} ({store.count_pool_pairs(db, pool)} pairs, 0 with an LLM grade of "
+                             f"{asked}): no judge configuration of that {asked.split()[0]} graded it; choose one "
+                             f"of: {verdicts.choices(list(known.values()))}")
     if len(graded) > 1:
         known = {c.key: c for c in verdicts.configurations(db)}
         raise InputError(f"{len(graded)} judge configurations graded pool {pool!r}; a sample is drawn on one "
