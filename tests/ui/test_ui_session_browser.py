@@ -129,3 +129,36 @@ def test_a_forged_tampered_expired_or_foreign_cookie_signs_nobody_in(served):
         page.context.add_cookies([{"name": _cookie_name(url), "value": good, "url": url}])
         page.goto(url)
         _signed_in(page, "ann")
+
+
+def test_a_new_password_in_the_secrets_ends_the_users_lasting_sign_in(served):
+    """The operator changes lea's hash in secrets.toml while she is signed in (Streamlit watches
+    the file): her cookie no longer signs her in, and her open page is back at the form at its
+    next run; ann's sign-in in another browser is untouched."""
+    url, db_path = served
+    secrets_file = db_path.parent / ".streamlit" / "secrets.toml"
+    before = secrets_file.read_text()
+    new_hash = access.hash_password("lea-New-Secret-9")
+    try:
+        with browser_page() as page, browser_page() as other:
+            for tab, name in ((page, "lea"), (other, "ann")):
+                tab.goto(url)
+                _at_the_form(tab)
+                _sign_in(tab, name, PASSWORDS[name])
+                _signed_in(tab, name)
+            secrets_file.write_text(before.replace(HASHES["lea"], new_hash))
+            deadline = time.monotonic() + 60
+            while True:  # until the app has read the new secrets (a poll every fraction of a second)
+                page.reload()
+                page.get_by_role("textbox", name="Password").or_(page.get_by_text("lea · lead")).first.wait_for(
+                    timeout=LONG)
+                wait_idle(page, LONG, start_within=0)
+                if page.get_by_role("textbox", name="Password").count() or time.monotonic() > deadline:
+                    break
+            _at_the_form(page)
+            other.reload()
+            _signed_in(other, "ann")
+            _sign_in(page, "lea", "lea-New-Secret-9")  # the new password works at once
+            _signed_in(page, "lea")
+    finally:
+        secrets_file.write_text(before)
