@@ -122,6 +122,7 @@ def test_a_forged_tampered_expired_or_foreign_cookie_signs_nobody_in(served):
             page.context.add_cookies([{"name": _cookie_name(url), "value": token, "url": url}])
             page.goto(url)
             _at_the_form(page)
+            assert page.get_by_text("Your sign-in has ended").count(), why
             assert not page.get_by_text("ann · annotator").count(), why
             assert not page.get_by_text("lea · lead").count(), why
         # the control: the same way, a good token signs in

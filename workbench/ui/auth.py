@@ -301,6 +301,8 @@ def gate() -> Actor:
             st.stop()
         if actor is None:
             st.session_state.pop(_ACTOR_KEY, None)
+            if _cookie_token() and not st.session_state.get(_SIGNED_OUT):
+                st.info("Your sign-in has ended (it expired, or your password or role changed); sign in again.")
             _password_form()
             st.stop()
         st.session_state[_ACTOR_KEY] = actor
