@@ -135,3 +135,19 @@ def test_the_binding_is_the_token_inside_streamlits_xsrf_cookie():
         "1020304050607080")
     for bad in (None, "", "garbage", "1|aa|bb|1", "2|zz|bb|1", "2||bb|1"):
         assert sessions.xsrf_binding(bad) == b""
+
+
+def test_a_signed_out_token_stays_refused_until_it_would_have_expired():
+    clock = [float(NOW)]
+    revoked = sessions.Revoked(clock=lambda: clock[0])
+    token = sessions.issue(KEY, "ann", "annotator", HASH, lifetime=100, now=NOW)
+    other = sessions.issue(KEY, "ann", "annotator", HASH, lifetime=100, now=NOW + 1)
+    assert not revoked.holds(token)
+    revoked.revoke(KEY, token)
+    assert revoked.holds(token) and not revoked.holds(other) and not revoked.holds(None)
+    revoked.revoke(KEY, "forged.token.x")  # refused by read(): nothing kept
+    revoked.revoke(bytes(32), other)  # another key's view: not a token of ours
+    assert not revoked.holds(other) and len(revoked._until) == 1
+    clock[0] = NOW + 100  # expired: forgotten at the next revocation (read() refuses it anyway)
+    revoked.revoke(KEY, sessions.issue(KEY, "lea", "lead", HASH, lifetime=100, now=NOW + 100))
+    assert not revoked.holds(token) and len(revoked._until) == 1

@@ -211,5 +211,35 @@ def xsrf_binding(cookie: str | None) -> bytes:
     return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked))
 
 
-#: The app's tickets (one store per server process).
+class Revoked:
+    """Tokens signed out before their expiry (kept in memory until then): a copy of a signed-out
+    cookie, or another tab's page session running on it, signs nobody in any more. A restart
+    of the server forgets them (the cookie itself is cleared at sign-out). Thread-safe;
+    ``clock`` is injectable for tests (Unix seconds, like the tokens' expiry)."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self._until: dict[bytes, int] = {}  # SHA-256 of the token -> its expiry
+        self._lock = threading.Lock()
+
+    def revoke(self, key: bytes, token: str | None) -> None:
+        """Sign ``token`` out (nothing happens for a token :func:`read` refuses anyway)."""
+        found = read(key, token, now=self.clock())
+        if found is None:
+            return
+        with self._lock:
+            now = self.clock()
+            for old in [s for s, until in self._until.items() if until <= now]:
+                del self._until[old]
+            self._until[hashlib.sha256(str(token).encode("utf-8")).digest()] = found.expires
+
+    def holds(self, token: str | None) -> bool:
+        if not token:
+            return False
+        with self._lock:
+            return hashlib.sha256(str(token).encode("utf-8")).digest() in self._until
+
+
+#: The app's tickets and signed-out tokens (one store each per server process).
+REVOKED = Revoked()
 TICKETS = Tickets()

@@ -17,6 +17,8 @@ project) and, when ``workbench app`` serves the cookie route (:mod:`workbench.ui
 sends the browser through it once to store the token in an HttpOnly cookie; a reload or another
 tab reads the cookie. Every run checks the token again (signature, expiry, and the user's hash
 and role in the secrets as at sign-in), so an expired, forged or outdated token signs nobody in.
+Signing out clears the cookie and revokes its token in this server process, so another tab
+running on it is signed out at its next click and a copy of the cookie is worthless.
 
 The signed-in user is kept in the page session; :func:`session_actor` is registered with
 :func:`workbench.services.access.set_actor_source`, so every service the page calls checks the
@@ -174,13 +176,14 @@ def _password_actor(users: dict) -> Actor | None:
     key = signing_key()
     token = st.session_state.get(_TOKEN_KEY)
     if token:
-        actor = sessions.actor_for(key, sessions.read(key, token), users)
+        actor = None if sessions.REVOKED.holds(token) else sessions.actor_for(key, sessions.read(key, token), users)
         if actor is not None:
             return actor
         st.session_state.pop(_TOKEN_KEY, None)
-    if st.session_state.get(_SIGNED_OUT):
+    cookie = _cookie_token()
+    if st.session_state.get(_SIGNED_OUT) or sessions.REVOKED.holds(cookie):
         return None
-    return sessions.actor_for(key, sessions.read(key, _cookie_token()), users)
+    return sessions.actor_for(key, sessions.read(key, cookie), users)
 
 
 def _redirect(url: str) -> None:
@@ -301,7 +304,8 @@ def gate() -> Actor:
             st.stop()
         if actor is None:
             st.session_state.pop(_ACTOR_KEY, None)
-            if _cookie_token() and not st.session_state.get(_SIGNED_OUT):
+            cookie = _cookie_token()
+            if cookie and not st.session_state.get(_SIGNED_OUT) and not sessions.REVOKED.holds(cookie):
                 st.info("Your sign-in has ended (it expired, or your password or role changed); sign in again.")
             _password_form()
             st.stop()
@@ -321,6 +325,10 @@ def sidebar_user() -> bool:
     st.caption("Signed in as")
     st.text(f"{actor.name} · {actor.role}")
     if st.button("Sign out", key="sign_out"):
+        if how == "password":  # the tokens this page knows: signed out for every tab that holds them
+            key = signing_key()
+            for token in (st.session_state.get(_TOKEN_KEY), _cookie_token()):
+                sessions.REVOKED.revoke(key, token)
         st.session_state.pop(_ACTOR_KEY, None)
         st.session_state.pop(_TOKEN_KEY, None)
         st.session_state.pop("annotator", None)
