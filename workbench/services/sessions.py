@@ -4,7 +4,8 @@ stays signed in.
 
 Token format (``v1.<payload>.<signature>``, all URL-safe base64 without padding)::
 
-    payload   = b64(JSON {"u": name, "r": role, "d": user digest, "i": issued, "e": expires})
+    payload   = b64(JSON {"d": user digest, "e": expires, "i": issued, "r": role, "u": name})
+                (compact: no spaces, keys sorted)
     signature = b64(HMAC-SHA256(key, "v1." + payload))
     digest    = b64(HMAC-SHA256(key, "user" 0x00 hash 0x00 role)[:12])
 
@@ -20,7 +21,8 @@ Token format (``v1.<payload>.<signature>``, all URL-safe base64 without padding)
 A one-time :class:`Tickets` store carries a freshly signed token from the page session (which
 cannot set an HttpOnly cookie: it talks over a WebSocket) to the HTTP route that sets the
 cookie: the ticket is random, lives 60 s, is good once and only from the browser it was made
-for (the binding, see ``workbench.ui.server``).
+for (the binding: the token inside Streamlit's XSRF cookie, :func:`xsrf_binding`; the route is
+``workbench.ui.session_routes``). :class:`Revoked` keeps signed-out tokens until they expire.
 """
 
 from __future__ import annotations
