@@ -86,7 +86,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "synthetic": "exclude",
     },
     "app": {"host": "127.0.0.1", "port": 8501, "auth": "none", "data_dirs": "data",
-            "allow_public_without_auth": False, "allowed_hosts": "127.0.0.1, localhost"},
+            "allow_public_without_auth": False, "allowed_hosts": "127.0.0.1, localhost",
+            "session_hours": 12.0},
 }
 
 ENV_PREFIX = "WORKBENCH_"

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -45,14 +45,19 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> No
     raise TimeoutError(f"{url} did not answer /_stcore/health within {timeout} s")
 
 
-def _start(db_path: Path, env: dict, cwd: Path = REPO) -> tuple[subprocess.Popen, str]:
+def _start(db_path: Path, env: dict, cwd: Path = REPO,
+           prepare: Callable[[int], None] | None = None) -> tuple[subprocess.Popen, str]:
     """Start the app on a free port; a port taken between the probe and the bind is retried.
 
     Tests run in parallel workers (pytest-xdist), so another worker's server can take the port
-    :func:`free_port` found before this one binds it; the app then exits at once.
+    :func:`free_port` found before this one binds it; the app then exits at once. ``prepare``
+    is called with the port before each start (to write settings that name it, such as an
+    OpenID redirect URI).
     """
     for attempt in range(5):
         port = free_port()
+        if prepare is not None:
+            prepare(port)
         process = subprocess.Popen(
             [sys.executable, "-m", "workbench", "--db", str(db_path), "app", "--port", str(port)],
             cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -81,12 +86,13 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def serve(db_path: Path, extra_env: dict | None = None, cwd: Path | None = None) -> Iterator[str]:
+def serve(db_path: Path, extra_env: dict | None = None, cwd: Path | None = None,
+          prepare: Callable[[int], None] | None = None) -> Iterator[str]:
     """Run ``python -m workbench --db DB app --port P`` (in ``cwd``, default the repository: the
     app reads ``.streamlit/secrets.toml`` and ``config/workbench.toml`` there); yield its base
-    URL; stop it after."""
+    URL; stop it after. ``prepare(port)`` runs before the server starts (see :func:`_start`)."""
     env = dict(os.environ, **(extra_env or {}))
-    process, url = _start(db_path, env, REPO if cwd is None else cwd)
+    process, url = _start(db_path, env, REPO if cwd is None else cwd, prepare)
     try:
         yield url
     finally:

@@ -154,6 +154,30 @@ def test_repeated_wrong_passwords_make_the_name_wait(project, users, monkeypatch
     assert throttle.wait_seconds("ann") == 0  # a success forgets the failures
 
 
+def test_a_new_password_or_role_in_the_secrets_ends_a_signed_in_session(project, users):
+    """The sign-in is checked again on every run against the user's entry as it is now: an
+    operator who changes a password hash or a role (or removes the user) signs that user out;
+    the other users stay signed in."""
+    changes = {
+        "ann": {"role": "annotator", "hash": access.hash_password("a-New-Secret")},  # new password
+        "bob": {"role": "lead", "hash": users["users"]["bob"]["hash"]},  # promoted
+    }
+    for name, entry in changes.items():
+        at = _signed_in(users, name)
+        at.secrets["auth"] = {"users": dict(users["users"], **{name: entry})}
+        at.run()
+        assert not at.exception, at.exception
+        assert at.text_input(key="sign_in_password"), name  # back at the form
+        assert "_auth_actor" not in at.session_state and f"{name} · " not in repr([t.value for t in at.sidebar.text])
+    removed = _signed_in(users, "vi")
+    at = _signed_in(users, "lea")
+    for session, name in ((removed, "vi"), (at, "lea")):
+        session.secrets["auth"] = {"users": {k: v for k, v in users["users"].items() if k != "vi"}}
+        session.run()
+    assert removed.text_input(key="sign_in_password") and "_auth_actor" not in removed.session_state
+    assert "lea · lead" in [t.value for t in at.sidebar.text]  # untouched entry: still signed in
+
+
 def test_an_annotator_cannot_adjudicate_start_a_job_delete_or_draw(project, users):
     before = _counts(project)
     at = _signed_in(users, "ann")

@@ -116,8 +116,10 @@ def _status(args: argparse.Namespace) -> int:
 
 def app_command(db_path: Path, host: str, port: int, allowed_hosts: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The command line that serves the app on ``db_path``; ``allowed_hosts``: the only Host
-    names Streamlit accepts a session from (``server.allowedHosts``, against DNS rebinding)."""
-    script = Path(__file__).resolve().parents[1] / "ui" / "app.py"
+    names Streamlit accepts a session from (``server.allowedHosts``, against DNS rebinding).
+    It serves ``ui/launcher.py``: the app with the routes that keep a password sign-in in a
+    cookie (``ui/session_routes.py``)."""
+    script = Path(__file__).resolve().parents[1] / "ui" / "launcher.py"
     hosts = [arg for name in allowed_hosts for arg in ("--server.allowedHosts", name)]
     return [
         sys.executable, "-m", "streamlit", "run", str(script),
@@ -170,6 +172,11 @@ def _app(args: argparse.Namespace) -> int:
 
     check_serving(host, settings.get("app", "auth"),
                   allow_public_without_auth=settings.get("app", "allow_public_without_auth"))
+    from workbench.errors import ConfigError
+
+    if not settings.get("app", "session_hours") > 0:
+        raise ConfigError(f"[app] session_hours = {settings.get('app', 'session_hours')!r}: a sign-in must last "
+                          f"some time; set it to the hours a sign-in lasts, e.g. 12")
     _check_port(host, port)
     print(f"serving {settings.db_path} at http://{host}:{port}  (Ctrl+C stops)", flush=True)
     env = dict(os.environ, WORKBENCH_DB=str(settings.db_path))

@@ -1,4 +1,5 @@
-"""Streamlit entry point: ``streamlit run workbench/ui/app.py -- --db PATH`` (``workbench app`` does this)."""
+"""Streamlit entry point: ``streamlit run workbench/ui/app.py -- --db PATH``. ``workbench app``
+serves it through :mod:`workbench.ui.launcher`, which adds the routes of the sign-in cookie."""
 
 from __future__ import annotations
 

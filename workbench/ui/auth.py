@@ -11,6 +11,15 @@
   comes from ``[auth.roles]`` (``"alice@example.com" = "annotator"``); a signed-in address with
   no role there may not use the app.
 
+A password sign-in lasts ``[app] session_hours`` (default 12) in the browser: the sign-in signs a
+token (:mod:`workbench.services.sessions`, key ``[auth] session_secret`` or a key file beside the
+project) and, when ``workbench app`` serves the cookie route (:mod:`workbench.ui.session_routes`),
+sends the browser through it once to store the token in an HttpOnly cookie; a reload or another
+tab reads the cookie. Every run checks the token again (signature, expiry, and the user's hash
+and role in the secrets as at sign-in), so an expired, forged or outdated token signs nobody in.
+Signing out clears the cookie and revokes its token in this server process, so another tab
+running on it is signed out at its next click and a copy of the cookie is worthless.
+
 The signed-in user is kept in the page session; :func:`session_actor` is registered with
 :func:`workbench.services.access.set_actor_source`, so every service the page calls checks the
 session's role itself.
@@ -18,15 +27,24 @@ session's role itself.
 
 from __future__ import annotations
 
+import logging
 import math
+import secrets
+import threading
+from pathlib import Path
 
 import streamlit as st
 
 from workbench.config import load_settings
-from workbench.services import access
+from workbench.services import access, sessions
 from workbench.services.access import Actor
+from workbench.ui import session_routes
+from workbench.ui.project_path import served_project
 
 _ACTOR_KEY = "_auth_actor"
+_TOKEN_KEY = "_auth_token"  # this page session's signed sign-in (the cookie's twin)
+_SIGNED_OUT = "_auth_signed_out"  # signed out in this page session: its cookie no longer counts
+_LOG = logging.getLogger(__name__)
 
 
 _MODES: dict[tuple, str] = {}  # what `mode` read, by where it read it from (see there)
@@ -113,6 +131,95 @@ def check_password(users: dict, name: str, password: str) -> Actor | None:
     return Actor(name.strip(), role) if role in access.ROLES else None
 
 
+_KEYS: dict[tuple, bytes] = {}
+_KEYS_LOCK = threading.Lock()
+
+
+def signing_key() -> bytes:
+    """The key that signs sign-in tokens: ``[auth] session_secret`` from the secrets when set
+    (ValueError when it is too short), else the key kept beside the project
+    (``<project>.session-key``, created on first use, owner-only). When that file can be neither
+    read nor created, a key for this server process only (sign-ins then end when it stops)."""
+    secret = _secrets_auth().get("session_secret")
+    if secret is not None:
+        return sessions.key_from_secret(secret)
+    path = Path(f"{st.session_state.get('db_path') or served_project()}.session-key")
+    with _KEYS_LOCK:  # page sessions run in threads: one key file, created once
+        found = _KEYS.get(("file", str(path)))
+        if found is None:
+            try:
+                found = sessions.load_or_create_key(path)
+            except OSError as exc:
+                _LOG.warning("cannot keep the session key in %s (%s); sign-ins end when the app stops",
+                             path, exc.strerror or exc)
+                found = _KEYS.setdefault(("process",), secrets.token_bytes(32))
+            _KEYS[("file", str(path))] = found
+        return found
+
+
+def session_seconds() -> float:
+    """``[app] session_hours`` in seconds (at least one minute)."""
+    return max(60.0, float(load_settings().get("app", "session_hours")) * 3600.0)
+
+
+def _cookie_token() -> str | None:
+    try:
+        return st.context.cookies.get(session_routes.cookie_name())
+    except Exception:  # noqa: BLE001 - no request (a test run of the script): no cookie
+        return None
+
+
+def _password_actor(users: dict) -> Actor | None:
+    """The actor of this page session's sign-in, else of the browser's session cookie, when the
+    token is still good (signature, expiry, the user's hash and role as at sign-in); None
+    otherwise (an outdated token of this page session is dropped)."""
+    key = signing_key()
+    token = st.session_state.get(_TOKEN_KEY)
+    if token:
+        actor = None if sessions.REVOKED.holds(token) else sessions.actor_for(key, sessions.read(key, token), users)
+        if actor is not None:
+            return actor
+        st.session_state.pop(_TOKEN_KEY, None)
+    cookie = _cookie_token()
+    if st.session_state.get(_SIGNED_OUT) or sessions.REVOKED.holds(cookie):
+        return None
+    return sessions.actor_for(key, sessions.read(key, cookie), users)
+
+
+def _redirect(url: str) -> None:
+    """Send the browser to ``url`` (a route of this server): the message ``st.login`` and
+    ``st.logout`` use to leave the page."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    message = ForwardMsg()
+    message.auth_redirect.url = url
+    get_script_run_ctx().enqueue(message)
+
+
+def _here() -> str:
+    """The path of the page the browser shows (to come back to after the cookie route)."""
+    from urllib.parse import urlsplit
+
+    try:
+        return session_routes.safe_next(urlsplit(st.context.url or "/").path or "/")
+    except Exception:  # noqa: BLE001 - no request: the app's first page
+        return "/"
+
+
+def _keep_in_browser(token: str) -> bool:
+    """Send the browser through the cookie route with a one-time ticket for ``token``; False
+    when this server does not serve the route (the sign-in then lasts for this page session)."""
+    if not session_routes.SERVED[0]:
+        return False
+    from urllib.parse import urlencode
+
+    xsrf = st.context.cookies.get(session_routes.XSRF_COOKIE)
+    ticket = sessions.TICKETS.issue(token, session_seconds(), sessions.xsrf_binding(xsrf))
+    _redirect(f"{session_routes.SIGN_IN_PATH}?{urlencode({'ticket': ticket, 'next': _here()})}")
+    return True
+
+
 def _password_form() -> None:
     st.title("Sign in")
     users = _secrets_auth().get("users", {})
@@ -140,7 +247,16 @@ def _password_form() -> None:
         st.error("That user name and password do not match; try again.")
         return
     throttle.succeeded(name)
+    token = sessions.issue(signing_key(), actor.name, actor.role, str(users[actor.name].get("hash", "")),
+                           lifetime=session_seconds())
+    st.session_state[_TOKEN_KEY] = token
     st.session_state[_ACTOR_KEY] = actor
+    st.session_state.pop(_SIGNED_OUT, None)
+    if _keep_in_browser(token):
+        # the browser leaves for the cookie route and comes back signed in; a rerun here could
+        # clear the message that sends it there before it is delivered
+        st.info("Signing in…")
+        st.stop()
     st.rerun()
 
 
@@ -181,10 +297,19 @@ def gate() -> Actor:
                 st.logout()
             st.stop()
     else:
-        actor = st.session_state.get(_ACTOR_KEY)
+        try:
+            actor = _password_actor(_secrets_auth().get("users", {}))
+        except ValueError as exc:  # [auth] session_secret unusable, or the key file is not a key
+            st.error(str(exc))
+            st.stop()
         if actor is None:
+            st.session_state.pop(_ACTOR_KEY, None)
+            cookie = _cookie_token()
+            if cookie and not st.session_state.get(_SIGNED_OUT) and not sessions.REVOKED.holds(cookie):
+                st.info("Your sign-in has ended (it expired, or your password or role changed); sign in again.")
             _password_form()
             st.stop()
+        st.session_state[_ACTOR_KEY] = actor
     # Labels are recorded under the signed-in name, never a name typed in the page.
     st.session_state["annotator"] = actor.name
     return actor
@@ -200,10 +325,22 @@ def sidebar_user() -> bool:
     st.caption("Signed in as")
     st.text(f"{actor.name} · {actor.role}")
     if st.button("Sign out", key="sign_out"):
-        if how == "oidc":
-            st.logout()
+        if how == "password":  # the tokens this page knows: signed out for every tab that holds them
+            key = signing_key()
+            for token in (st.session_state.get(_TOKEN_KEY), _cookie_token()):
+                sessions.REVOKED.revoke(key, token)
         st.session_state.pop(_ACTOR_KEY, None)
+        st.session_state.pop(_TOKEN_KEY, None)
         st.session_state.pop("annotator", None)
+        if how == "oidc":
+            st.logout()  # Streamlit's identity cookie goes, and the browser with it
+            st.stop()
+        st.session_state[_SIGNED_OUT] = True  # this page's cookie no longer counts
+        if session_routes.SERVED[0]:
+            from urllib.parse import urlencode
+
+            _redirect(f"{session_routes.SIGN_OUT_PATH}?{urlencode({'next': _here()})}")  # clears the cookie
+            st.stop()
         st.rerun()
     return True
 

@@ -13,10 +13,7 @@ ends, whatever ended it (a return, ``st.rerun``, ``st.stop`` or an error).
 
 from __future__ import annotations
 
-import argparse
 import html
-import os
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,20 +22,16 @@ from pathlib import Path
 
 import streamlit as st
 
-from workbench.config import load_settings
 from workbench.errors import WorkbenchError
 from workbench.services.project.lifecycle import open_project
 from workbench.ui import auth  # registers the page session as the services' actor
+from workbench.ui.project_path import served_project
 
 
 def db_path() -> Path:
     """``--db`` after ``streamlit run app.py --``, else WORKBENCH_DB / the configuration."""
     if "db_path" not in st.session_state:
-        parser = argparse.ArgumentParser(add_help=False)
-        parser.add_argument("--db")
-        known, _ = parser.parse_known_args(sys.argv[1:])
-        path = known.db or os.environ.get("WORKBENCH_DB") or str(load_settings().db_path)
-        st.session_state["db_path"] = path
+        st.session_state["db_path"] = served_project()
     return Path(st.session_state["db_path"])
 
 
