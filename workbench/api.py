@@ -30,13 +30,12 @@ command does without flags.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from workbench.errors import ConfigError, InputError
+from workbench.errors import ConfigError, InputError, WorkbenchError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -515,12 +514,11 @@ class Project:
         ``invalid``, ``failed``, ``cached``, ``cost_usd``, ``elapsed``). Running it again resumes;
         answers are cached, so nothing is paid for twice.
         """
-        from workbench.services.judge.jobs import resolve_spec, run_job
+        from workbench.services.judge.jobs import check_budget, resolve_spec, run_job
 
         if limit is not None and limit < 1:
             raise InputError(f"limit must be at least 1, got {limit}")
-        if budget_usd is not None and not (math.isfinite(budget_usd) and budget_usd >= 0):
-            raise InputError(f"budget_usd must be a number of dollars of at least 0, got {budget_usd}")
+        check_budget(budget_usd)  # the one rule of every front end: 0 = no cap
         settings = self.settings(**{"judge.model": model, "judge.base_url": base_url, "judge.prompt": prompt,
                                     "judge.concurrency": concurrency, "judge.samples": samples})
         spec = resolve_spec(settings, api_key=api_key)
@@ -698,3 +696,86 @@ def _names(values: Sequence[str] | str, what: str) -> list[str]:
     if not names:
         raise ConfigError(f"give at least one of {what}=")
     return names
+
+
+# -- errors in the API's words -------------------------------------------------------------------
+
+#: The CLI command a service message names (``{command:WORDS}``) as the Project method that does
+#: the same; commands not listed are the method of the same name (words joined by ``_``).
+_METHODS = {"init": "Project.create", "calibrate sample": "calibration_sample",
+            "calibrate report": "calibration_report", "calibrate gate": "gate", "eval": "evaluate",
+            "import corpus": "import_corpus", "import queries": "import_queries", "import qrels": "import_qrels",
+            "import run": "import_run", "export qrels": "qrels"}
+
+
+#: Service field keys whose keyword argument has another name.
+_ARGUMENTS = {"budget": "budget_usd"}
+
+
+def _argument(key: str) -> str:
+    key = key.replace("-", "_").lstrip("_")
+    return _ARGUMENTS.get(key, key)
+
+
+def _as_call(words: str) -> str:
+    """``pool --name demo --runs NEW --add`` as ``pool(name='demo', runs='NEW', add=True)``; a
+    leading ``--db PATH`` is the project (``Project.open(PATH)`` / ``Project.create(PATH)``)."""
+    import shlex
+
+    try:
+        tokens = shlex.split(words)
+    except ValueError:
+        tokens = words.split()
+    path = None
+    if tokens[:1] == ["--db"] and len(tokens) > 1:
+        path, tokens = tokens[1], tokens[2:]
+    command = []
+    while tokens and not tokens[0].startswith("-"):
+        command.append(tokens.pop(0))
+    args = []
+    while tokens:
+        flag = tokens.pop(0)
+        if tokens and not tokens[0].startswith("-"):
+            args.append(f"{_argument(flag)}={tokens.pop(0)!r}")
+        else:
+            args.append(f"{_argument(flag)}=True")
+    name = _METHODS.get(" ".join(command), "_".join(command) or "open")
+    if name == "Project.create":
+        return f"`Project.create({path!r})`" if path else "`Project.create(PATH)`"
+    call = f"{name}({', '.join(args)})"
+    return f"`Project.open({path!r}).{call}`" if path else f"`Project.{call}`"
+
+
+#: :meth:`workbench.errors.WorkbenchError.render`'s words for Python callers.
+API_WORDS = {"name": lambda key: f"{_argument(key)}=",
+             "action": lambda key: f"pass {_argument(key)}=",
+             "command": _as_call,
+             "valued": lambda kind, key, value: f"{_argument(key)}={value!r}"}
+
+
+def _speaks_python(method):
+    """``method`` with its :class:`~workbench.errors.WorkbenchError` worded for Python callers
+    (keyword arguments and Project methods, never CLI flags); the error is the same object."""
+    import functools
+
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except WorkbenchError as exc:
+            exc.words = API_WORDS
+            raise
+
+    return call
+
+
+for _name, _value in list(vars(Project).items()):
+    if _name.startswith("_"):
+        continue
+    if isinstance(_value, classmethod):
+        setattr(Project, _name, classmethod(_speaks_python(_value.__func__)))
+    elif isinstance(_value, staticmethod):
+        setattr(Project, _name, staticmethod(_speaks_python(_value.__func__)))
+    elif callable(_value):
+        setattr(Project, _name, _speaks_python(_value))
+del _name, _value

@@ -57,6 +57,9 @@ class WorkbenchError(Exception):
     for ``field`` and ``hint``)."""
 
     exit_code = 1
+    #: The words of the front end that re-raised it (:meth:`render`'s keyword arguments); None:
+    #: the CLI's. The Python API sets them, so that ``str(exc)`` names keyword arguments.
+    words: dict | None = None
 
     def __init__(self, message: str = "", *args, field: str | tuple[str, ...] | None = None,
                  hint: str | None = None, command: str | None = None):
@@ -106,7 +109,7 @@ class WorkbenchError(Exception):
     def __str__(self) -> str:
         if not self.structured:
             return super().__str__()
-        return self.render()
+        return self.render(**(self.words or {}))
 
 
 def render_text(text: str, **words) -> str:

@@ -53,15 +53,14 @@ def _judge(args: argparse.Namespace) -> int:
         "judge.concurrency": args.concurrency, "judge.samples": args.samples,
         "judge.response_format": args.response_format, "judge.timeout": args.timeout,
     })
-    import math
-
     from workbench.errors import ConfigError, InputError
 
     # Checked here, before --estimate too, so every path refuses them with one line.
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be at least 1, got {args.limit}")
-    if args.budget is not None and not (math.isfinite(args.budget) and args.budget >= 0):
-        raise InputError(f"--budget must be a number of dollars of at least 0, got {args.budget}")
+    from workbench.services.judge.jobs import check_budget
+
+    check_budget(args.budget)  # the one rule (0 = no cap), before --estimate too
     spec = resolve_spec(settings)
     if args.few_shot is not None:  # which sample, K >= 1, no offline judge: the service decides
         from workbench.services.judge.few_shot import apply_few_shot
@@ -128,7 +127,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --few-shot: the seed that picks the examples (default 0; stored with the job)")
     p.add_argument("--concurrency", type=int, metavar="C", help="requests in flight (default [judge] concurrency)")
     p.add_argument("--limit", type=int, metavar="N", help="judge only the first N pairs in priority order")
-    p.add_argument("--budget", type=float, metavar="USD", help="stop cleanly before spending more than this")
+    p.add_argument("--budget", type=float, metavar="USD",
+                   help="stop cleanly before spending more than this (0: no cap; default: [judge] budget_usd)")
     p.add_argument("--samples", type=int, metavar="N", help="answers per pair, aggregated (self-consistency)")
     p.add_argument("--retry-failed", action="store_true", help="judge the failed and invalid pairs again")
     p.add_argument("--estimate", action="store_true", help="print requests, tokens and cost, send nothing")

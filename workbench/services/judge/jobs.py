@@ -77,6 +77,8 @@ message saying so, and a later run with a higher budget resumes it.
 
 from __future__ import annotations
 
+import math
+
 import asyncio
 import os
 import threading
@@ -298,6 +300,21 @@ def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed
         return store.read_job(db, job_id), info
 
 
+def check_budget(value) -> float | None:
+    """The one budget rule of every front end (``--budget``, ``budget_usd=``, the Judge page,
+    ``[judge] budget_usd``): a number of dollars, 0 for no cap (returned as None); anything else,
+    a negative or not finite number, is refused in one line."""
+    if value is None:
+        return None
+    try:
+        budget = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{{field:budget}} must be a number of dollars (0 for no cap), got {value!r}") from None
+    if not (math.isfinite(budget) and budget >= 0):
+        raise InputError(f"{{field:budget}} must be a number of dollars (0 for no cap), got {value}")
+    return budget or None
+
+
 def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, budget_usd: float | None = None,
             retry_failed: bool = False, batch: bool = False, on_progress=None,
             cancel: threading.Event | None = None) -> JobReport:
@@ -305,9 +322,7 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
     access.require("judge")
     if limit is not None and limit < 1:
         raise InputError(f"{{field:limit}} must be a positive number of pairs, got {limit}")
-    budget = budget_usd if budget_usd is not None else (float(spec.settings.get("budget_usd") or 0.0) or None)
-    if budget is not None and budget <= 0:
-        raise InputError(f"{{field:budget}} must be a positive amount in USD, got {budget}")
+    budget = check_budget(budget_usd if budget_usd is not None else spec.settings.get("budget_usd"))
     if batch and spec.offline:
         raise InputError("{field:batch} sends requests to an OpenAI-compatible server; the offline judge needs none")
     if not spec.offline and spec.caps is None:
