@@ -283,15 +283,6 @@ def write_answer_id(cur: Cursor, answer_id: str, event_id: int | None, position:
                 [answer_id, None if event_id is None else int(event_id), None if position is None else int(position)])
 
 
-def stored_answers(db: Database, answer_ids) -> set[str]:
-    """Which of ``answer_ids`` are stored."""
-    ids = sorted({str(a) for a in answer_ids})
-    if not ids:
-        return set()
-    rows = db.query_all("SELECT answer_id FROM label_answers WHERE list_contains(?, answer_id)", [ids])
-    return {str(r[0]) for r in rows}
-
-
 def write_human_judgment(cur: Cursor, *, query_id: str, doc_id: str, chunk_id: str | None, start: int,
                          end: int, grade: int, assessor: str, reason: str | None) -> int:
     row = cur.execute(

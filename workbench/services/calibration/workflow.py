@@ -383,6 +383,16 @@ def keep_answer(path: str | Path, *, sample: str, annotator: str, action: str, p
                         reveal=reveal)
 
 
+def stored_answer(db: Database, answer_id: str) -> dict | None:
+    """The stored answer with id ``answer_id`` (``{"event_id", "position"}``, both None for an
+    undo that found nothing to undo), None when it is not stored."""
+    cur = db.cursor()
+    try:
+        return store.answer_event(cur, answer_id)
+    finally:
+        cur.close()
+
+
 def drain_in_background(path: str | Path, *, wait: float = 5.0, every: float | None = None) -> None:
     """Have a background thread of this process store the kept answers of the project at
     ``path`` as soon as it is free (:func:`workbench.services.calibration.pending.kick`; each
