@@ -157,8 +157,9 @@ def merge_states(states: dict[int, dict], answers: list[dict]) -> dict[int, dict
 # -- the folder ------------------------------------------------------------------------------
 
 def folder(project: str | Path) -> Path:
-    """The write-ahead folder of ``project``: ``<project file>.pending`` beside it."""
-    return Path(str(project) + SUFFIX)
+    """The write-ahead folder of ``project``: ``<project file>.pending`` beside it (beside the
+    file itself when ``project`` is a symbolic link to it, so the answers follow the project)."""
+    return Path(os.path.realpath(project) + SUFFIX)
 
 
 def _next_seq() -> int:

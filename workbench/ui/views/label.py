@@ -190,7 +190,7 @@ OPEN_WAIT: float | None = 30.0
 #: busy project delays nothing but the saving): short, so the next key press is taken (and
 #: kept) at once instead of queueing behind a run that waits. While the project stays busy the
 #: key presses after that do not wait at all; a background thread saves the kept answers.
-PRESS_WAIT: float = 2.0
+PRESS_WAIT: float = 0.5
 #: Seconds between the page's looks at the kept answers while some wait to be saved.
 WAITING_POLL = 2.0
 _VIEW = "_label_view"  # what the card draws from (see the module docstring)
