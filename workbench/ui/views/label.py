@@ -22,9 +22,18 @@ one answer is not used up. The browser sends one action at a time (a key pressed
 one travels waits for it), numbered, so a repeated message is never applied twice, and the
 server checks again which pair it is for. Enter in the annotator box moves the focus to the card.
 
-Every action is stored in the script run its key press starts, right after the next pair is drawn
-(:mod:`workbench.services.calibration.workflow`), so a reload loses nothing: the page reopens on
-the sample the annotator last worked on, at the first pair not labelled yet. The annotator id is
+No accepted answer is lost (issue 37). The key press's callback first keeps the answer on the
+server's disk, in a write-ahead folder beside the project with a unique answer id
+(:func:`workbench.services.calibration.workflow.keep_answer`, :mod:`workbench.services.calibration.pending`:
+``fsync``'d before the card moves on; a failure to keep it refuses the key and says so). The
+answer is stored in the project in the script run its key press starts, right after the next
+pair is drawn; while another process holds the project (an import, a judge job, a CLI command)
+it stays kept, "N answers waiting to be saved" is shown (looked at again every
+:data:`WAITING_POLL` seconds), a background thread of the server saves it once the file is free,
+and so does any later open for labelling: a reload or a closed tab loses nothing, and the
+answer id makes each answer stored exactly once. The card's states (what the SME answered)
+count the SME's own kept answers, never another's. The page reopens on the sample the annotator
+last worked on, at the first pair not answered yet. The annotator id is
 remembered in the address (``?annotator=``) and a cookie, so reloads and new tabs keep it; ids are
 one person whatever their case and spaces (:func:`workbench.services.calibration.workflow.annotator_id`).
 
@@ -46,9 +55,11 @@ sent the pair that comes after the one on screen, so the browser shows it at the
 without waiting for the server. The server then, in the key press's script run, draws the same
 pair, opens the project, stores the answer, reads what the next key press needs and closes the
 project again (``finally``: an interrupted drawing still stores it). "Saved grade ..." appears
-when the answer is stored; an answer that could not be stored brings its pair back with the
-reason. The file is never held between key presses, so the judge job and CLI commands get it in
-between; while one of them holds it, the page waits for it (up to :data:`OPEN_WAIT` seconds,
+when the answer is stored; an answer the project refuses for good (its pair or document changed
+since) brings its pair back with the reason. The file is never held between key presses, so the
+judge job and CLI commands get it in between; while one of them holds it, a key press waits
+:data:`PRESS_WAIT` seconds for it, then goes on from the pairs the card holds ahead (a page
+opening waits up to :data:`OPEN_WAIT` seconds,
 :func:`workbench.services.calibration.workflow.open_for_labelling`). A key press's open is a
 *visit* (the file attached to the server's one DuckDB instance and detached again, not a DuckDB
 instance started and shut down per press), and its read is three small queries (the
@@ -181,10 +192,10 @@ def _key(*parts) -> str:
     return "label_" + "_".join(str(p) for p in parts)
 
 
-#: Seconds a key press waits for the project while another process (a judge job writing a
-#: batch, a CLI command) holds it; past that, the answer is not stored and its pair comes back.
-#: As long as a judge job waits for the file itself: on a loaded machine one batch visit of the
-#: job can take several seconds, and the SME meanwhile labels on (the card is a pair ahead).
+#: Seconds the page's whole run (opening the page, a reload) waits for the project while another
+#: process (a judge job writing a batch, a CLI command) holds it: it has nothing to show without
+#: it. As long as a judge job waits for the file itself: on a loaded machine one batch visit of
+#: the job can take several seconds.
 OPEN_WAIT: float | None = 30.0
 #: Seconds a key press's run waits for the project (after its answer is kept on disk, so a
 #: busy project delays nothing but the saving): short, so the next key press is taken (and
@@ -320,6 +331,7 @@ def render() -> None:
         view = _view(sample, annotator)
         view["overlap"], view["min_ms"] = _settings()
         view["display"] = typed
+        view["busy"] = None  # the project opened: the next key press may wait for it again
         # A whole-page run (opening the page, another sample, the reveal box) reads everything
         # afresh: another tab may have labelled, a lead may have re-imported a document.
         _sync(db, sample, annotator, fresh=True)
