@@ -408,9 +408,8 @@ def _say(kind: str, message: str) -> None:
 def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
     """Store the pending answers in order, then read what the card needs (no drawing here);
     ``fresh``: read the items again too, not only those the session does not hold."""
-    from workbench.services.calibration import workflow as cal
-
     from workbench.services.calibration import pending
+    from workbench.services.calibration import workflow as cal
 
     view = _view(sample, annotator)
     pos_key = _key("position", sample)
