@@ -264,3 +264,24 @@ def test_a_key_from_a_card_no_longer_on_screen_stores_nothing(judged):
     assert _read_in_another_process(judged)["events"] == [[5, "sme", "label", 0]]
     _press(at, "label_prev_s")
     assert _pair(at) == "6"  # previous from pair 7 (where the card moved), not from pair 6's buttons
+
+
+def test_an_answer_the_project_refuses_later_brings_its_pair_back_with_the_reason(judged):
+    # kept while the project was busy, then refused when stored (no such pair any more, as
+    # after a sample was redrawn): the annotator is told, not left guessing
+    cal.keep_answer(judged, sample="s", annotator="sme", action="label", position=250, grade=1)
+    at = _page()
+    texts = _texts(at)
+    assert "Your answer to pair 251 of s could not be stored" in texts and "no item at position 250" in texts
+    assert pending.refused(judged, "sme") == [] and pending.waiting(judged) == []  # told once
+    assert _read_in_another_process(judged)["events"] == []
+
+
+def test_the_pace_leaves_undone_labels_out(judged):
+    at = _page()
+    _press(at, "label_grade_s_0")
+    _press(at, "label_grade_s_1")
+    _press(at, "label_undo_s")
+    at.run()  # a whole-page run: the pace line is read afresh
+    captions = " ".join(c.value for c in at.caption)
+    assert "(1 labels in" in captions, captions  # not 2: the undone label is not counted

@@ -82,7 +82,7 @@ from pathlib import Path
 import streamlit as st
 
 from workbench.core.stopwords import STOPWORDS
-from workbench.errors import WorkbenchError
+from workbench.errors import InputError, WorkbenchError
 from workbench.ui import auth, context
 from workbench.ui.highlight import marked_terms, units_html
 
@@ -453,9 +453,15 @@ def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
         position, after = None, last["position"]
     try:
         with _timed("read"):
-            snap = cal.labelling_view(db, sample, annotator, position=position, after=after,
-                                      overlap=view["overlap"], have=() if fresh else view["items"].keys(),
-                                      depth=AHEAD)
+            try:
+                snap = cal.labelling_view(db, sample, annotator, position=position, after=after,
+                                          overlap=view["overlap"], have=() if fresh else view["items"].keys(),
+                                          depth=AHEAD)
+            except InputError:
+                if not refused or position is None:
+                    raise
+                # the refused answer's pair is gone from the sample: the first open pair instead
+                snap = cal.labelling_view(db, sample, annotator, overlap=view["overlap"], have=(), depth=AHEAD)
     except WorkbenchError as exc:
         _say("error", context.plain(str(exc)))
         view["stale"] = True
