@@ -52,6 +52,7 @@ def test_an_answer_is_checked_before_it_is_kept():
     for bad in ({"action": "label", "position": 1, "grade": 4}, {"action": "label", "position": 1, "grade": True},
                 {"action": "label", "position": 1, "grade": 2},  # 2-3 need evidence
                 {"action": "label", "position": 1, "grade": 1, "evidence": [[5, 5]]},
+                {"action": "label", "position": 1, "grade": 1, "evidence": [["a", 5]]},
                 {"action": "skip", "position": -1}, {"action": "skip", "position": 1, "grade": 0},
                 {"action": "clear", "position": 1}):
         with pytest.raises(InputError):

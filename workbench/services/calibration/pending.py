@@ -91,9 +91,10 @@ def new_answer(*, sample: str, annotator: str, action: str, position: int | None
     if evidence is not None:
         spans = []
         for span in evidence:
-            if not isinstance(span, (list, tuple)) or len(span) != 2:
-                raise InputError(f"evidence span {span!r} is not [start, end]")
-            s, e = int(span[0]), int(span[1])
+            if not isinstance(span, (list, tuple)) or len(span) != 2 or not all(
+                    isinstance(v, int) and not isinstance(v, bool) for v in span):
+                raise InputError(f"evidence span {span!r} is not [start, end] (two whole numbers)")
+            s, e = span
             if s < 0 or e <= s:
                 raise InputError(f"evidence span [{s}, {e}) is empty or negative")
             spans.append([s, e])
