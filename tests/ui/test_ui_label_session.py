@@ -284,4 +284,4 @@ def test_the_pace_leaves_undone_labels_out(judged):
     _press(at, "label_undo_s")
     at.run()  # a whole-page run: the pace line is read afresh
     captions = " ".join(c.value for c in at.caption)
-    assert "(1 labels in" in captions, captions  # not 2: the undone label is not counted
+    assert "(1 label in" in captions, captions  # not 2: the undone label is not counted

@@ -349,7 +349,8 @@ def render() -> None:
     shown = typed if typed == annotator else f"{typed} (id {annotator})"
     if pace and pace["labels_per_hour"] is not None:
         st.caption(f"Labelling as {shown} · your pace on this sample: {pace['labels_per_hour']:,.0f} labels per "
-                   f"hour of time on task ({pace['labels']} labels in {pace['hours'] * 60:,.1f} min)")
+                   f"hour of time on task ({pace['labels']} label{'' if pace['labels'] == 1 else 's'} in "
+                   f"{pace['hours'] * 60:,.1f} min)")
     else:
         st.caption(f"Labelling as {shown}")
     _labelling(sample, annotator)
