@@ -1,4 +1,5 @@
-"""Tables ``calibration_samples``, ``calibration_items`` and ``label_events`` (migration 5).
+"""Tables ``calibration_samples``, ``calibration_items`` and ``label_events`` (migration 5), and
+``label_answers`` (migration 11: the ids of answers stored from the Label page's write-ahead folder).
 
 A calibration sample is drawn from a judged pool (the judge's labels are ``judgments`` rows
 with source ``llm``); SME labels are ``judgments`` rows with source ``human`` and the SME as
@@ -296,6 +297,24 @@ def write_event(cur: Cursor, *, sample: str, position: int, annotator: str, acti
     return int(row[0])
 
 
+def answer_event(cur: Cursor, answer_id: str) -> dict | None:
+    """The stored answer ``answer_id`` (table ``label_answers``): ``{"event_id", "position"}``
+    (both None for an undo that found nothing to undo), None when no answer with that id was stored."""
+    row = cur.execute("SELECT event_id, position FROM label_answers WHERE answer_id = ?", [answer_id]).fetchall()
+    if not row:
+        return None
+    event_id, position = row[0]
+    return {"event_id": None if event_id is None else int(event_id),
+            "position": None if position is None else int(position)}
+
+
+def write_answer_id(cur: Cursor, answer_id: str, event_id: int | None, position: int | None) -> None:
+    """Record that answer ``answer_id`` made event ``event_id`` on pair ``position`` (in the
+    storing transaction; both None: an undo that found nothing to undo)."""
+    cur.execute("INSERT INTO label_answers (answer_id, event_id, position) VALUES (?, ?, ?)",
+                [answer_id, None if event_id is None else int(event_id), None if position is None else int(position)])
+
+
 def write_human_judgment(cur: Cursor, *, query_id: str, doc_id: str, chunk_id: str | None, start: int,
                          end: int, grade: int, assessor: str, reason: str | None) -> int:
     row = cur.execute(
@@ -558,14 +577,20 @@ def latest_sample_of(db: Database, annotator: str) -> str | None:
 
 
 def time_on_task(db: Database, sample: str) -> pd.DataFrame:
-    """Per annotator of ``sample`` (adjudications left out): ``labels`` (label events, undone
-    ones included: the time was spent), ``answers`` (labels, skips, can't judge) and
-    ``seconds`` (their summed time on task, where recorded)."""
+    """Per annotator of ``sample`` (adjudications left out): ``labels`` (label events no undo
+    reverted), ``answers`` (labels, skips, can't judge no undo reverted) and ``seconds`` (the
+    summed time on task of every answer given, undone ones included: the time was spent). An
+    undo's own event is neither an answer nor time on task."""
     return db.query_df(
-        """SELECT annotator, count(*) FILTER (WHERE action = 'label') AS labels, count(*) AS answers,
+        """SELECT annotator,
+                  count(*) FILTER (WHERE action = 'label' AND NOT undone) AS labels,
+                  count(*) FILTER (WHERE NOT undone) AS answers,
                   coalesce(sum(seconds), 0) AS seconds, count(seconds) AS timed
-           FROM label_events
-           WHERE sample = ? AND annotator <> 'adjudication' AND action <> 'clear' AND undoes IS NULL
+           FROM (SELECT e.annotator, e.action, e.seconds,
+                        EXISTS (SELECT 1 FROM label_events u WHERE u.undoes = e.event_id) AS undone
+                 FROM label_events e
+                 WHERE e.sample = ? AND e.annotator <> 'adjudication' AND e.action <> 'clear'
+                   AND e.undoes IS NULL)
            GROUP BY annotator ORDER BY annotator""",
         [sample],
     )

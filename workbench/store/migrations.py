@@ -515,6 +515,23 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         11,
+        "label_answer_ids",
+        """
+        -- The Label page keeps each answer in a write-ahead folder next to the project until the
+        -- file is free (workbench/services/calibration/pending.py); each answer has a unique id,
+        -- recorded here in the transaction that stores it, so a replay (a drain interrupted
+        -- after its commit, two drains racing) stores each answer exactly once. event_id: the
+        -- label_events row the answer made; position: the pair it touched (an undo's too; both
+        -- NULL for an undo that found nothing to undo).
+        CREATE TABLE label_answers (
+            answer_id VARCHAR PRIMARY KEY,
+            event_id BIGINT,
+            position INTEGER
+        );
+        """,
+    ),
+    Migration(
+        12,
         "samples_before_any_judge",
         """
         -- A calibration sample may be drawn before any judge graded its pool (a simple random

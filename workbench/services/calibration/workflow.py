@@ -332,12 +332,19 @@ def my_state(db: Database, sample: str, annotator: str, position: int) -> dict |
 def my_states(db: Database, sample: str, annotator: str) -> dict[int, dict]:
     """``{position: state}``: the annotator's current state of every item they answered
     (``action``, ``grade``, ``comment``, ``evidence``, ``revealed``); untouched and cleared
-    (undone) items are absent."""
-    return {int(position): {"action": action, "grade": None if grade is None else int(grade), "comment": comment,
-                            "evidence": None if evidence is None else json.loads(evidence),
-                            "revealed": bool(revealed)}
-            for position, action, grade, comment, evidence, revealed in store.answered(db, sample,
-                                                                                       _annotator(annotator))}
+    (undone) items are absent. Answers the Label page kept and has not stored yet (the
+    project was busy, :mod:`workbench.services.calibration.pending`) count: this annotator's
+    only, applied on top in order (:func:`~workbench.services.calibration.pending.merge_states`,
+    their states marked ``pending``)."""
+    from workbench.services.calibration import pending
+
+    annotator = _annotator(annotator)
+    states = {int(position): {"action": action, "grade": None if grade is None else int(grade), "comment": comment,
+                              "evidence": None if evidence is None else json.loads(evidence),
+                              "revealed": bool(revealed)}
+              for position, action, grade, comment, evidence, revealed in store.answered(db, sample, annotator)}
+    kept = pending.waiting(db.path, annotator=annotator, sample=sample)
+    return pending.merge_states(states, kept) if kept else states
 
 
 def query_places(db: Database, sample: str) -> dict | None:
@@ -377,12 +384,62 @@ def open_for_labelling(path: str | Path, *, wait: float | None = None, migrate: 
     presses after it need not, and open the file as a visit: attached to the process's DuckDB
     instance for the press and detached after it, see :mod:`workbench.store.database`, so the
     lock is held as before without starting a DuckDB instance per press). A missing project is
-    an error, never created."""
+    an error, never created.
+
+    Opening drains the answers the Label page kept while the project was busy
+    (:func:`workbench.services.calibration.pending.drain`, each stored exactly once); one that
+    cannot be stored now stays kept for the next open."""
     path = Path(path)
     if not path.exists():
         raise StoreError(f"no project database at {path}; create one with {{command}}", command=f"--db {path} init")
-    return Database(path, migrate=migrate, wait=WRITER_WAIT if wait is None else max(0.0, float(wait)),
-                    visit=not migrate)
+    db = Database(path, migrate=migrate, wait=WRITER_WAIT if wait is None else max(0.0, float(wait)),
+                  visit=not migrate)
+    drain_kept(db)
+    return db
+
+
+def drain_kept(db: Database, *, annotator: str | None = None) -> list[dict]:
+    """Store the answers the Label page kept for ``db``'s project (:func:`store_accepted` each,
+    in order; only ``annotator``'s when given): :func:`workbench.services.calibration.pending.drain`."""
+    from workbench.services.calibration import pending
+
+    return pending.drain(db, lambda answer: store_accepted(db, answer), annotator=annotator)
+
+
+def keep_answer(path: str | Path, *, sample: str, annotator: str, action: str, position: int | None = None,
+                grade: int | None = None, evidence=None, comment: str | None = None, seconds: float | None = None,
+                reveal: bool = False) -> dict:
+    """Keep one Label page answer on disk next to the project until it can be stored
+    (:func:`workbench.services.calibration.pending.keep`), checked first: the caller may label as
+    ``annotator`` (as :func:`save_label` requires) and the answer is well formed. Returns the
+    kept answer (its ``id``). ``action``: ``label``, ``skip``, ``cant_judge`` or ``undo``."""
+    from workbench.services.calibration import pending
+
+    return pending.keep(path, sample=sample, annotator=_annotator(annotator, "label"), action=action,
+                        position=position, grade=grade, evidence=evidence, comment=comment, seconds=seconds,
+                        reveal=reveal)
+
+
+def stored_answer(db: Database, answer_id: str) -> dict | None:
+    """The stored answer with id ``answer_id`` (``{"event_id", "position"}``, both None for an
+    undo that found nothing to undo), None when it is not stored."""
+    cur = db.cursor()
+    try:
+        return store.answer_event(cur, answer_id)
+    finally:
+        cur.close()
+
+
+def drain_in_background(path: str | Path, *, wait: float = 5.0, every: float | None = None) -> None:
+    """Have a background thread of this process store the kept answers of the project at
+    ``path`` as soon as it is free (:func:`workbench.services.calibration.pending.kick`; each
+    attempt opens it for labelling, waiting up to ``wait`` seconds, which drains)."""
+    from workbench.services.calibration import pending
+
+    def attempt(project: Path) -> None:
+        open_for_labelling(project, wait=wait).close()
+
+    pending.kick(path, attempt, **({} if every is None else {"every": every}))
 
 
 def labelling_view(db: Database, sample: str, annotator: str, *, position: int | None = None,
@@ -454,11 +511,18 @@ def _check_evidence(evidence, doc_len: int | None) -> list[list[int]] | None:
 
 def _record(db: Database, sample: str, annotator: str, position: int, action: str, *, grade=None,
             comment=None, evidence=None, seconds=None, reveal=False, undoes=None,
-            assessor: str | None = None, check_evidence: bool = False, require_evidence: bool = False) -> int:
+            assessor: str | None = None, check_evidence: bool = False, require_evidence: bool = False,
+            answer_id: str | None = None) -> int:
     """Store one action in one transaction. ``check_evidence``: ``evidence`` as given, checked
     against the document's length here (one look-up by id in the same transaction, not a read
-    of the whole item); ``require_evidence``: grades 2–3 refused without a span."""
+    of the whole item); ``require_evidence``: grades 2–3 refused without a span. ``answer_id``:
+    the answer's unique id (the Label page's kept answers): recorded in the same transaction,
+    and an id stored already stores nothing again (returns the event it made)."""
     with db.transaction() as tx:
+        if answer_id is not None:
+            done = store.answer_event(tx, answer_id)
+            if done is not None:
+                return done["event_id"]
         keys = store.item_keys(tx, sample, position)
         if keys is None:
             raise InputError(f"sample {sample!r} has no item at position {position}")
@@ -473,10 +537,13 @@ def _record(db: Database, sample: str, annotator: str, position: int, action: st
         if action == "label":
             judgment_id = store.write_human_judgment(
                 tx, **keys, grade=int(grade), assessor=assessor or annotator, reason=comment)
-        return store.write_event(
+        event_id = store.write_event(
             tx, sample=sample, position=position, annotator=annotator, action=action,
             grade=None if grade is None else int(grade), judgment_id=judgment_id, comment=comment,
             evidence=evidence, seconds=seconds, revealed=reveal, undoes=undoes)
+        if answer_id is not None:
+            store.write_answer_id(tx, answer_id, event_id, position)
+        return event_id
 
 
 def save_label(db: Database, sample: str, annotator: str, position: int, grade: int, *,
@@ -534,25 +601,67 @@ def cant_judge(db: Database, sample: str, annotator: str, position: int, *, seco
                    comment=comment or None)
 
 
-def undo(db: Database, sample: str, annotator: str) -> int | None:
+def undo(db: Database, sample: str, annotator: str, *, answer_id: str | None = None) -> int | None:
     """Revert the annotator's latest action in the sample; returns the position it touched
-    (None when there is nothing to undo). Stored as a new event: nothing is erased from history."""
-    annotator = _annotator(annotator, "label")
+    (None when there is nothing to undo). Stored as a new event: nothing is erased from history.
+    ``answer_id``: as in :func:`_record` (an undo stored already reverts nothing more)."""
+    return _undo(db, sample, _annotator(annotator, "label"), answer_id=answer_id)
+
+
+def _undo(db: Database, sample: str, annotator: str, *, answer_id: str | None = None) -> int | None:
     cur = db.cursor()
     try:
+        done = store.answer_event(cur, answer_id) if answer_id is not None else None
+        if done is not None:
+            return done["position"]
         target = store.last_undoable_event(cur, sample, annotator)
-        if target is None:
-            return None
-        before = store.event_before(cur, sample, annotator, target["position"], target["event_id"])
+        if target is not None:
+            before = store.event_before(cur, sample, annotator, target["position"], target["event_id"])
     finally:
         cur.close()
+    if target is None:
+        if answer_id is not None:  # so a replay does not undo what comes after it
+            with db.transaction() as tx:
+                if store.answer_event(tx, answer_id) is None:
+                    store.write_answer_id(tx, answer_id, None, None)
+        return None
     if before is None or before["action"] == "clear":
-        _record(db, sample, annotator, target["position"], "clear", undoes=target["event_id"])
+        _record(db, sample, annotator, target["position"], "clear", undoes=target["event_id"], answer_id=answer_id)
     else:
         _record(db, sample, annotator, target["position"], before["action"], grade=before["grade"],
                 comment=before["comment"], evidence=before["evidence"], seconds=before["seconds"],
-                reveal=before["revealed"], undoes=target["event_id"])
+                reveal=before["revealed"], undoes=target["event_id"], answer_id=answer_id)
     return target["position"]
+
+
+def store_accepted(db: Database, answer: dict) -> int | None:
+    """Store one answer the Label page accepted and kept
+    (:mod:`workbench.services.calibration.pending`), exactly once: its ``id`` is stored with it
+    and an id stored already stores nothing again. Who may label was checked when it was
+    accepted (in the page session of its annotator), so any drain stores it; what only the
+    project can check (the pair exists, the evidence lies inside the document) is checked here
+    and refused with :class:`InputError`. Returns the pair the answer touched (an undo's, None
+    when there was nothing to undo)."""
+    annotator = annotator_id(answer.get("annotator"))
+    if not annotator or annotator == ADJUDICATION:
+        raise InputError(f"answer {answer.get('id')} has no annotator id it may be stored under")
+    sample, action, answer_id = answer["sample"], answer["action"], answer["id"]
+    if action == "undo":
+        return _undo(db, sample, annotator, answer_id=answer_id)
+    position = int(answer["position"])
+    if action == "label":
+        grade = answer.get("grade")
+        if isinstance(grade, bool) or grade not in GRADES:
+            raise InputError(f"grade {grade!r} is not one of 0, 1, 2, 3")
+        _record(db, sample, annotator, position, "label", grade=grade, comment=answer.get("comment") or None,
+                evidence=answer.get("evidence"), seconds=answer.get("seconds"), reveal=bool(answer.get("reveal")),
+                check_evidence=True, require_evidence=True, answer_id=answer_id)
+    elif action in ("skip", "cant_judge"):
+        _record(db, sample, annotator, position, action, seconds=answer.get("seconds"),
+                comment=answer.get("comment") or None, answer_id=answer_id)
+    else:
+        raise InputError(f"unknown labelling action {action!r}")
+    return position
 
 
 def judge_output(db: Database, sample: str, annotator: str, position: int) -> dict:

@@ -22,9 +22,18 @@ one answer is not used up. The browser sends one action at a time (a key pressed
 one travels waits for it), numbered, so a repeated message is never applied twice, and the
 server checks again which pair it is for. Enter in the annotator box moves the focus to the card.
 
-Every action is stored in the script run its key press starts, right after the next pair is drawn
-(:mod:`workbench.services.calibration.workflow`), so a reload loses nothing: the page reopens on
-the sample the annotator last worked on, at the first pair not labelled yet. The annotator id is
+No accepted answer is lost (issue 37). The key press's callback first keeps the answer on the
+server's disk, in a write-ahead folder beside the project with a unique answer id
+(:func:`workbench.services.calibration.workflow.keep_answer`, :mod:`workbench.services.calibration.pending`:
+``fsync``'d before the card moves on; a failure to keep it refuses the key and says so). The
+answer is stored in the project in the script run its key press starts, right after the next
+pair is drawn; while another process holds the project (an import, a judge job, a CLI command)
+it stays kept, "N answers waiting to be saved" is shown (looked at again every
+:data:`WAITING_POLL` seconds), a background thread of the server saves it once the file is free,
+and so does any later open for labelling: a reload or a closed tab loses nothing, and the
+answer id makes each answer stored exactly once. The card's states (what the SME answered)
+count the SME's own kept answers, never another's. The page reopens on the sample the annotator
+last worked on, at the first pair not answered yet. The annotator id is
 remembered in the address (``?annotator=``) and a cookie, so reloads and new tabs keep it; ids are
 one person whatever their case and spaces (:func:`workbench.services.calibration.workflow.annotator_id`).
 
@@ -46,9 +55,11 @@ sent the pair that comes after the one on screen, so the browser shows it at the
 without waiting for the server. The server then, in the key press's script run, draws the same
 pair, opens the project, stores the answer, reads what the next key press needs and closes the
 project again (``finally``: an interrupted drawing still stores it). "Saved grade ..." appears
-when the answer is stored; an answer that could not be stored brings its pair back with the
-reason. The file is never held between key presses, so the judge job and CLI commands get it in
-between; while one of them holds it, the page waits for it (up to :data:`OPEN_WAIT` seconds,
+when the answer is stored; an answer the project refuses for good (its pair or document changed
+since) brings its pair back with the reason. The file is never held between key presses, so the
+judge job and CLI commands get it in between; while one of them holds it, a key press waits
+:data:`PRESS_WAIT` seconds for it, then goes on from the pairs the card holds ahead (a page
+opening waits up to :data:`OPEN_WAIT` seconds,
 :func:`workbench.services.calibration.workflow.open_for_labelling`). A key press's open is a
 *visit* (the file attached to the server's one DuckDB instance and detached again, not a DuckDB
 instance started and shut down per press), and its read is three small queries (the
@@ -71,7 +82,7 @@ from pathlib import Path
 import streamlit as st
 
 from workbench.core.stopwords import STOPWORDS
-from workbench.errors import WorkbenchError
+from workbench.errors import InputError, WorkbenchError
 from workbench.ui import auth, context
 from workbench.ui.highlight import marked_terms, units_html
 
@@ -181,13 +192,21 @@ def _key(*parts) -> str:
     return "label_" + "_".join(str(p) for p in parts)
 
 
-#: Seconds a key press waits for the project while another process (a judge job writing a
-#: batch, a CLI command) holds it; past that, the answer is not stored and its pair comes back.
-#: As long as a judge job waits for the file itself: on a loaded machine one batch visit of the
-#: job can take several seconds, and the SME meanwhile labels on (the card is a pair ahead).
+#: Seconds the page's whole run (opening the page, a reload) waits for the project while another
+#: process (a judge job writing a batch, a CLI command) holds it: it has nothing to show without
+#: it. As long as a judge job waits for the file itself: on a loaded machine one batch visit of
+#: the job can take several seconds.
 OPEN_WAIT: float | None = 30.0
+#: Seconds a key press's run waits for the project (after its answer is kept on disk, so a
+#: busy project delays nothing but the saving): short, so the next key press is taken (and
+#: kept) at once instead of queueing behind a run that waits. While the project stays busy the
+#: key presses after that do not wait at all; a background thread saves the kept answers.
+PRESS_WAIT: float = 0.5
+#: Seconds between the page's looks at the kept answers while some wait to be saved.
+WAITING_POLL = 2.0
 _VIEW = "_label_view"  # what the card draws from (see the module docstring)
-_PENDING = "_label_pending"  # answers given on screen, not stored yet (in order)
+_PENDING = "_label_pending"  # answers given on screen (kept on disk), not known stored yet (in order)
+_WAITED = "_label_waited"  # the page showed answers waiting to be saved (refresh once they are)
 _ADVANCING = ("label", "skip", "cant_judge")
 _SAID = "_label_said"  # (kind, message) of the last stored answer, shown above the card
 _UNKNOWN = "unknown"  # the pair after an answer, when the card did not hold it at the key press
@@ -272,11 +291,10 @@ def render() -> None:
     except WorkbenchError as exc:
         if st.session_state.get(_VIEW):
             st.session_state[_VIEW]["stale"] = True
-        if st.session_state.get(_PENDING):  # answers given on the card that cannot be stored now
-            _not_stored(str(exc))
-            st.error(st.session_state.pop(_SAID)[1])
-        else:
-            st.error(context.plain(str(exc)))
+        st.error(context.plain(str(exc)))
+        typed = context.annotator()
+        if typed:  # answers given before (this tab or one reloaded or closed) are kept, not lost
+            _waiting(_identity(typed))
         return
     try:
         samples = cal.list_samples(db)
@@ -313,6 +331,7 @@ def render() -> None:
         view = _view(sample, annotator)
         view["overlap"], view["min_ms"] = _settings()
         view["display"] = typed
+        view["busy"] = None  # the project opened: the next key press may wait for it again
         # A whole-page run (opening the page, another sample, the reveal box) reads everything
         # afresh: another tab may have labelled, a lead may have re-imported a document.
         _sync(db, sample, annotator, fresh=True)
@@ -330,7 +349,8 @@ def render() -> None:
     shown = typed if typed == annotator else f"{typed} (id {annotator})"
     if pace and pace["labels_per_hour"] is not None:
         st.caption(f"Labelling as {shown} · your pace on this sample: {pace['labels_per_hour']:,.0f} labels per "
-                   f"hour of time on task ({pace['labels']} labels in {pace['hours'] * 60:,.1f} min)")
+                   f"hour of time on task ({pace['labels']} label{'' if pace['labels'] == 1 else 's'} in "
+                   f"{pace['hours'] * 60:,.1f} min)")
     else:
         st.caption(f"Labelling as {shown}")
     _labelling(sample, annotator)
@@ -340,16 +360,25 @@ def render() -> None:
 
 def _sync_open(sample: str, annotator: str) -> bool:
     """:func:`_sync` on a project handle of its own; False when the project could not be opened
-    (the reason is kept for the next draw, and the pending answers are dropped with it)."""
+    (the reason is kept for the next draw; the answers stay kept on disk and a background
+    thread saves them once the project is free)."""
     from workbench.services.calibration import workflow as cal
 
+    view = _view(sample, annotator)
     try:
         with _timed("open"):
-            db = cal.open_for_labelling(context.db_path(), wait=OPEN_WAIT)
+            # while the project stays busy, a key press does not wait for it again
+            db = cal.open_for_labelling(context.db_path(), wait=0.0 if view.get("busy") else PRESS_WAIT)
     except WorkbenchError as exc:
-        _not_stored(str(exc))
-        _view(sample, annotator)["stale"] = True
+        view["stale"], view["busy"] = True, str(exc)
+        cal.drain_in_background(context.db_path())
+        if st.session_state.get(_PENDING):
+            _say("warning", context.plain(f"Not saved yet: {exc}. Your answers are kept on the server's disk and "
+                                          "saved as soon as the project is free; you can keep labelling."))
+        else:
+            _say("error", context.plain(str(exc)))
         return False
+    view["busy"] = None
     try:
         _sync(db, sample, annotator)
     finally:
@@ -358,19 +387,19 @@ def _sync_open(sample: str, annotator: str) -> bool:
     return True
 
 
-def _not_stored(reason: str) -> None:
-    """Drop every pending answer, bring the first one's pair back and say why it was not stored."""
-    pending = st.session_state.get(_PENDING) or []
-    st.session_state[_PENDING] = []
-    answers = [a for a in pending if a["action"] in _ADVANCING]
-    if answers:
-        first = answers[0]
-        _go(first["sample"], first["position"])
-        more = f" (and {len(answers) - 1} answer(s) after it)" if len(answers) > 1 else ""
-        _say("error", context.plain(f"Your answer to pair {first['position'] + 1}{more} was not stored: "
-                                    f"{reason}. Give it again."))
-    else:
-        _say("error", context.plain(reason))
+def _refused(answers: list[dict], sample: str) -> None:
+    """Answers the project refused for good (their pair or its document changed since): bring
+    the first one's pair back and say why."""
+    given = [a for a in answers if a["action"] in _ADVANCING]
+    if not given:
+        _say("error", context.plain(f"Your undo could not be stored: {answers[0].get('reason')}."))
+        return
+    first = given[0]
+    if first["sample"] == sample:
+        _go(sample, first["position"])
+    more = f" (and {len(given) - 1} answer(s) after it)" if len(given) > 1 else ""
+    _say("error", context.plain(f"Your answer to pair {first['position'] + 1} of {first['sample']}{more} could "
+                                f"not be stored: {first.get('reason')}. Give it again."))
 
 
 def _say(kind: str, message: str) -> None:
@@ -380,25 +409,41 @@ def _say(kind: str, message: str) -> None:
 def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
     """Store the pending answers in order, then read what the card needs (no drawing here);
     ``fresh``: read the items again too, not only those the session does not hold."""
+    from workbench.services.calibration import pending
     from workbench.services.calibration import workflow as cal
 
     view = _view(sample, annotator)
     pos_key = _key("position", sample)
-    last = None
-    while st.session_state.get(_PENDING):
-        action = st.session_state[_PENDING][0]
+    path = context.db_path()
+    given = list(st.session_state.get(_PENDING) or [])
+    with _timed("store"):
+        # Every kept answer of the project (this session's, a reloaded tab's, another SME's),
+        # each stored exactly once (the open drained already; this catches any kept since).
+        cal.drain_kept(db)
+    refused = pending.refused(path, annotator)
+    gone = {a["id"] for a in refused}
+    last, still = None, []
+    for answer in given:
+        if answer["id"] in gone:
+            continue
+        if pending.is_waiting(path, answer):  # not stored yet (the drain stopped at an error)
+            still.append(answer)
+            continue
         try:
-            with _timed("store"):
-                message = _store(db, cal, action)
+            message = _stored(db, cal, answer)
         except WorkbenchError as exc:
-            _not_stored(str(exc))
-            last = None
-            break
-        # Popped right after the commit (no Streamlit call in between can interrupt it), so an
-        # answer is never stored twice.
-        st.session_state[_PENDING].pop(0)
-        _say(*message)
-        last = action
+            message = ("error", context.plain(str(exc)))
+        if message is not None:
+            _say(*message)
+            last = answer
+    st.session_state[_PENDING] = still
+    if refused:
+        _refused(refused, sample)
+        pending.dismiss(path, refused)
+        last = None
+    if still:
+        _say("warning", context.plain(f"{len(still)} answer(s) not saved yet; they are kept and saved as soon as "
+                                      "the project can be written."))
     position = st.session_state.get(pos_key)
     after = None
     if (last is not None and last["action"] in _ADVANCING and last["sample"] == sample
@@ -409,9 +454,15 @@ def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
         position, after = None, last["position"]
     try:
         with _timed("read"):
-            snap = cal.labelling_view(db, sample, annotator, position=position, after=after,
-                                      overlap=view["overlap"], have=() if fresh else view["items"].keys(),
-                                      depth=AHEAD)
+            try:
+                snap = cal.labelling_view(db, sample, annotator, position=position, after=after,
+                                          overlap=view["overlap"], have=() if fresh else view["items"].keys(),
+                                          depth=AHEAD)
+            except InputError:
+                if not refused or position is None:
+                    raise
+                # the refused answer's pair is gone from the sample: the first open pair instead
+                snap = cal.labelling_view(db, sample, annotator, overlap=view["overlap"], have=(), depth=AHEAD)
     except WorkbenchError as exc:
         _say("error", context.plain(str(exc)))
         view["stale"] = True
@@ -431,15 +482,16 @@ def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
         _go(sample, snap["position"])
 
 
-def _store(db, cal, action: dict) -> tuple[str, str]:
-    """Store one pending answer; the message to show once it is stored."""
+def _stored(db, cal, action: dict) -> tuple[str, str] | None:
+    """The message to show for one answer of this session that is stored (by whichever drain);
+    None when it is not in the project (refused and told in another tab)."""
     sample, annotator, position = action["sample"], action["annotator"], action.get("position")
     kind = action["action"]
+    done = cal.stored_answer(db, action["id"])
+    if done is None:
+        return None
     if kind == "label":
         grade = action["grade"]
-        cal.save_label(db, sample, annotator, position, grade, comment=action["comment"],
-                       evidence=action["evidence"], seconds=action["seconds"], reveal=action["reveal"],
-                       require_evidence=True)
         spans = len(action["evidence"] or [])
         message = f"Saved grade {grade} for pair {position + 1}" + (
             f" with {spans} evidence sentence{'s' if spans > 1 else ''}." if spans else ".")
@@ -448,11 +500,9 @@ def _store(db, cal, action: dict) -> tuple[str, str]:
             message += f" The judge said {judge.get('grade')}: {judge.get('reason') or 'no reason given'}"
         return "success", context.plain(message)
     if kind in ("skip", "cant_judge"):
-        fn = cal.skip if kind == "skip" else cal.cant_judge
-        fn(db, sample, annotator, position, seconds=action["seconds"], comment=action["comment"])
         word = "Skipped" if kind == "skip" else "Marked can't judge:"
         return "info", f"{word} pair {position + 1}."
-    undone = cal.undo(db, sample, annotator)
+    undone = done["position"]
     if undone is None:
         return "info", "Nothing to undo."
     _go(sample, undone)
@@ -496,6 +546,8 @@ def _card(sample: str, annotator: str) -> None:
                 drawn is not None and drawn not in view["next"])):
             stored = _sync_open(sample, annotator)
     said = st.session_state.pop(_SAID, None)
+    if view.get("busy") or st.session_state.get(_PENDING):
+        _waiting(annotator)  # "N answers waiting to be saved", looked at again every few seconds
     if st.session_state.get(pos_key) != drawn or (stored and drawn is not None and _walk(view, drawn) != sent_ahead):
         # moved on, or the pair after the one on screen is known only now: draw the card again,
         # so the browser holds it for the next key press
@@ -506,6 +558,34 @@ def _card(sample: str, annotator: str) -> None:
         getattr(status, said[0])(said[1])
     if stored:
         bar.progress(*_progress_bar(view))
+
+
+def _waiting(annotator: str) -> None:
+    """While answers of ``annotator`` wait to be saved: say how many (a fragment that looks again
+    every :data:`WAITING_POLL` seconds and makes sure a background thread is saving them); once
+    none wait, the page reads everything afresh. Only this annotator's answers are counted."""
+    if _count_waiting(annotator):
+        st.fragment(_waiting_note, run_every=WAITING_POLL)(annotator)
+
+
+def _count_waiting(annotator: str) -> int:
+    from workbench.services.calibration import pending
+
+    return len(pending.waiting(context.db_path(), annotator=annotator))
+
+
+def _waiting_note(annotator: str) -> None:
+    from workbench.services.calibration import workflow as cal
+
+    waiting = _count_waiting(annotator)
+    if waiting:
+        cal.drain_in_background(context.db_path())
+        st.session_state[_WAITED] = True
+        st.info(f"{waiting} answer{'s' if waiting != 1 else ''} waiting to be saved: the project is in use by "
+                "another process (an import, a judge job, a command). They are kept on the server's disk and "
+                "saved as soon as the project is free; reloading or closing this tab loses none of them.")
+    elif st.session_state.pop(_WAITED, False):
+        st.rerun()  # all saved: the whole page reads afresh (the card, the progress, the pace)
 
 
 def _walk(view: dict, position: int) -> list[int]:
@@ -594,6 +674,13 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
         "pair": pair, "ahead": ahead, "ack": st.session_state.get(_ACK, 0), "min_ms": view["min_ms"],
         "annotator": display}, on_action_change=functools.partial(_on_card, sample, annotator),
         on_chosen_change=_nothing)
+    if position is None and (view["stale"] or any(a.get("to") == _UNKNOWN or a["action"] == "undo"
+                                                   for a in st.session_state.get(_PENDING) or [])):
+        # the pair after the last answer is not known yet: the project could not be read
+        st.warning("The next pair cannot be read while the project is in use by another process. Your "
+                   "answers are kept; press Try again (or reload) in a moment.")
+        st.button("Try again", key=_key("retry", sample))
+        return bar, []
     if position is None:
         st.success("You have labelled every pair of this sample. Thank you! The Calibration page shows "
                    "how the judge compares.")
@@ -740,15 +827,28 @@ def _on_step(sample: str, delta: int, total: int) -> None:
 def _answer(sample: str, annotator: str, position: int, action: str, *, seconds: float | None, **fields) -> None:
     """Queue an answer to the pair on screen and move the card to the pair after it, which the
     session already holds when it can (the answer is stored right after the card is drawn)."""
+    from workbench.services.calibration import workflow as cal
+
     view = _view(sample, annotator)
-    following = _UNKNOWN if view["stale"] else view["next"].get(position, _UNKNOWN)
+    # Kept on disk first (fsync'd): from here on no reload, closed tab or busy project loses it.
+    try:
+        kept = cal.keep_answer(context.db_path(), sample=sample, annotator=annotator, action=action,
+                               position=position, seconds=seconds, grade=fields.get("grade"),
+                               evidence=fields.get("evidence"), comment=fields.get("comment"),
+                               reveal=bool(fields.get("reveal")))
+    except WorkbenchError as exc:
+        st.session_state.get(_TAKEN, set()).discard(_token(sample, position, _visit(sample)))
+        context.flash("label", context.plain(f"Your answer to pair {position + 1} was not taken: {exc}. Nothing "
+                                             "was stored; give it again."), "error")
+        return
+    # The card moves along the pairs it holds ahead even while the project is busy (the
+    # chain read last still holds: the answers since moved along it).
+    following = view["next"].get(position, _UNKNOWN)
     if action == "skip" and following is None:
         following = position  # the only open pair: a skipped pair comes back
     if following not in (_UNKNOWN, None) and following not in view["items"]:
         following = _UNKNOWN
-    st.session_state.setdefault(_PENDING, []).append(
-        {"sample": sample, "annotator": annotator, "position": position, "action": action,
-         "seconds": seconds, "to": following, **fields})
+    st.session_state.setdefault(_PENDING, []).append({**kept, "to": following})
     # What the card shows until the answer is stored (the progress line); replaced by what is
     # read back after storing.
     view["states"] = {**view["states"], position: {"action": action, "grade": fields.get("grade"),
@@ -789,5 +889,11 @@ def _on_act(sample, annotator, position, action) -> None:
 
 
 def _on_undo(sample, annotator) -> None:
-    st.session_state.setdefault(_PENDING, []).append(
-        {"sample": sample, "annotator": annotator, "action": "undo"})
+    from workbench.services.calibration import workflow as cal
+
+    try:
+        kept = cal.keep_answer(context.db_path(), sample=sample, annotator=annotator, action="undo")
+    except WorkbenchError as exc:
+        context.flash("label", context.plain(f"The undo was not taken: {exc}. Give it again."), "error")
+        return
+    st.session_state.setdefault(_PENDING, []).append({**kept, "to": None})

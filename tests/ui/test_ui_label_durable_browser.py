@@ -1,0 +1,146 @@
+"""Issue 37, answers lost silently: in a real Streamlit server driven by Debian's chromium, answers
+given while another process holds the project (a real process holding the DuckDB file, as an
+import, a judge job or a CLI command does) survive a reload of the tab and the tab's closing,
+and each is stored exactly once when the file is free.
+
+The old page kept those answers in the Streamlit session only: after a reload it showed the
+first of them again and they were gone.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.support.calibration_project import build_project
+from tests.support.holding import hold
+from tests.support.live_app import browser_page, serve_shared, wait_pair_shown
+from workbench.errors import StoreError
+from workbench.services.calibration import pending
+from workbench.services.calibration import workflow as cal
+from workbench.store.database import Database
+
+pytestmark = pytest.mark.browser
+
+
+def _project(path):
+    db, _ = build_project(path)
+    try:
+        cal.create_sample(db, "s", "p", seed=1)
+    finally:
+        db.close()
+
+
+def _wait_idle(page, timeout: float = 60_000) -> None:
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+
+
+def _sign_in(page, url: str) -> None:
+    page.goto(f"{url}/label")
+    box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
+    box.wait_for(timeout=90_000)
+    box.fill("sme1")
+    box.press("Enter")
+    page.get_by_text(re.compile(r"Pair \d+ of 200")).wait_for(timeout=90_000)
+    _wait_idle(page)
+    page.get_by_role("heading", name="Label").click()  # leave the text box: keys act on the page
+
+
+def _pair(page, n: int) -> None:
+    page.locator("[data-testid='label-pair']", has_text=f"Pair {n} of 200").wait_for(timeout=90_000)
+
+
+def _events(path, timeout: float = 90) -> list[tuple]:
+    """sme1's label events, read by this process (the server may be saving for a moment: retried)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db = Database(path)
+        except StoreError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+            continue
+        try:
+            return db.query_all("SELECT position, action, grade FROM label_events WHERE annotator = 'sme1' "
+                                "ORDER BY event_id")
+        finally:
+            db.close()
+
+
+def _answer(page, key: str, then: int) -> None:
+    wait_pair_shown(page, 0.4)  # a grade key counts once the pair has been on screen 300 ms
+    page.keyboard.press(key)
+    _pair(page, then)
+
+
+def _give_three_while_held(page, url: str, path) -> object:
+    """The issue's steps: ``1`` stored, the file held by another process, ``0`` ``1`` ``0`` (the
+    card moves from pair 2 to 5); returns the holder, still holding."""
+    _sign_in(page, url)
+    _pair(page, 1)
+    _answer(page, "1", 2)
+    page.get_by_text("Saved grade 1 for pair 1.").wait_for(timeout=90_000)
+    _wait_idle(page)
+    assert _events(path) == [(0, "label", 1)]
+    holder = hold(path)  # until released
+    try:
+        _answer(page, "0", 3)
+        _answer(page, "1", 4)
+        _answer(page, "0", 5)
+        # each answer is taken and kept on the server's disk; the page says they wait
+        page.get_by_text("3 answers waiting to be saved").wait_for(timeout=90_000)
+        assert holder.poll() is None
+    except BaseException:
+        holder.release()
+        raise
+    return holder
+
+
+_STORED = [(0, "label", 1), (1, "label", 0), (2, "label", 1), (3, "label", 0)]
+
+
+def test_answers_given_while_the_project_is_held_survive_a_reload(tmp_path):
+    path = tmp_path / "project.duckdb"
+    _project(path)
+    with serve_shared(path) as url, browser_page() as page:
+        holder = _give_three_while_held(page, url, path)
+        try:
+            page.reload()  # the session with the answers is gone
+            time.sleep(1.0)  # the reloaded page waits for the file meanwhile
+        finally:
+            holder.release()
+        _sign_in(page, url)
+        _pair(page, 5)  # not pair 2 again: the three answers are in
+        page.get_by_text(re.compile("4 labelled, 0 skipped")).wait_for(timeout=90_000)
+        assert "waiting to be saved" not in page.content()
+        _wait_idle(page)
+    assert _events(path) == _STORED  # each exactly once
+    assert pending.waiting(path) == []
+
+
+def test_answers_given_while_the_project_is_held_are_saved_after_the_tab_closes(tmp_path):
+    path = tmp_path / "project.duckdb"
+    _project(path)
+    with serve_shared(path) as url:
+        with browser_page() as page:
+            holder = _give_three_while_held(page, url, path)
+            page.close()  # the tab is closed: no page of the server runs for it any more
+        try:
+            time.sleep(1.0)
+        finally:
+            holder.release()
+        # the server's background thread saves them, with no page open
+        deadline = time.monotonic() + 90
+        while pending.waiting(path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert pending.waiting(path) == []
+        assert _events(path) == _STORED
+        with browser_page() as page:  # and a new tab carries on after them
+            _sign_in(page, url)
+            _pair(page, 5)
+            _wait_idle(page)
+    assert _events(path) == _STORED
