@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
 

@@ -190,7 +190,7 @@ def load_settings(
             raise ConfigError(f"{path}: cannot read the configuration file: {exc.strerror or exc}") from None
         except RecursionError:
             raise ConfigError(f"{path}: TOML nested too deeply to read") from None
-        except ValueError as exc:  # an integer over Python's 4,300-digit limit
+        except ValueError:  # an integer over Python's 4,300-digit limit
             raise ConfigError(f"{path}: an integer has more than 4,300 digits; use a shorter number") from None
         _merge(values, parsed, str(path), sources)
 

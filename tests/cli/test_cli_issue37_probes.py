@@ -5,7 +5,6 @@ where nothing should be."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading

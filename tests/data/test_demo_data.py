@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import pytest
 from tests.support.prerequisites import REPO

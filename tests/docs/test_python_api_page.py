@@ -4,7 +4,6 @@ namespace, in an empty folder, so the page cannot fall behind the API."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

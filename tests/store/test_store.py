@@ -3,7 +3,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import duckdb
 import pandas as pd

@@ -10,7 +10,6 @@ from streamlit.testing.v1 import AppTest
 from tests.support.live_app import browser_page, serve_shared
 from tests.ui.html_tables import html_tables
 from tests.support.prerequisites import REPO
-from workbench.services.project.lifecycle import init_project
 
 APP = str(REPO / "workbench" / "ui" / "app.py")
 

@@ -9,7 +9,6 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support.calibration_project import build_project, label_all
 from workbench.services.calibration import workflow as cal
-from workbench.store.database import Database
 
 
 def _qrels_page():

@@ -13,7 +13,6 @@ signing out ends the sign-in, and a reload keeps it until then (Streamlit's iden
 from __future__ import annotations
 
 import secrets
-from pathlib import Path
 
 import pytest
 

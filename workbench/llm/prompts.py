@@ -135,7 +135,7 @@ def _parse(text: str, where: str) -> PromptTemplate:
         meta = tomllib.loads(match.group(1))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{where}: front matter is not valid TOML: {exc}") from None
-    except ValueError as exc:  # an integer over Python's 4,300-digit limit
+    except ValueError:  # an integer over Python's 4,300-digit limit
         raise ConfigError(f"{where}: front matter has an integer of more than 4,300 digits; use a shorter number") from None
     for key in ("id", "version", "output", "grades"):
         if key not in meta:

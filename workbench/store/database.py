@@ -374,7 +374,7 @@ class Database:
         if self._alias is None:
             self._con.close()
             return
-        alias, self._alias = self._alias, None
+        self._alias = None
         for cur in self._cursors:
             try:
                 cur.close()

@@ -224,7 +224,7 @@ class JobReport:
             f"judge job {self.job_id} on pool {self.pool}: {self.state}",
             f"  judge     {judge}" + (f", {self.spec.samples} samples ({self.spec.aggregate})"
                                       if self.spec.samples > 1 else ""),
-            (f"  pairs     " + (f"{j['judged']:,} of {j['total']:,} judged" if j['judged'] <= j['total'] else
+            ("  pairs     " + (f"{j['judged']:,} of {j['total']:,} judged" if j['judged'] <= j['total'] else
                                  f"{j['judged']:,} judged (all {j['total']:,} asked for)")
              + f": {j['ok']:,} ok, {j['invalid']:,} invalid, "
              f"{j['failed']:,} failed"),
