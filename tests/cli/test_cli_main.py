@@ -106,6 +106,8 @@ def _leaf_parsers(parser, path=()):
         if isinstance(action, argparse._SubParsersAction):
             for name, child in action.choices.items():
                 if any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
+                    if child.get_default("handler") is not None:  # a command with sub-commands (judge learn)
+                        yield (*path, name), child
                     yield from _leaf_parsers(child, (*path, name))
                 else:
                     yield (*path, name), child

@@ -76,7 +76,10 @@ def _exit_status_everywhere(parser: argparse.ArgumentParser, path: str = "") -> 
             continue
         for name, child in action.choices.items():
             full = f"{path} {name}".strip()
-            if child.epilog is None and not any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
+            # a command (it has a handler) may also have sub-commands: `judge` and `judge learn`
+            command = child.get_default("handler") is not None
+            if child.epilog is None and (command or not any(isinstance(a, argparse._SubParsersAction)
+                                                            for a in child._actions)):
                 child.epilog = exit_codes_epilog(EXTRA_EXIT_CODES.get(full, ()))
                 if child.formatter_class is argparse.HelpFormatter:
                     child.formatter_class = _HelpFormatter

@@ -1,4 +1,4 @@
-"""``workbench import corpus|queries|qrels|run FILE``, ``workbench export qrels|run`` and
+"""``workbench import corpus|queries|qrels|run FILE``, ``workbench import judgments FILE --judge NAME``, ``workbench export qrels|run`` and
 ``workbench delete run|pool|chunking NAME``.
 
 Thin over :mod:`workbench.services.ingest`, :mod:`workbench.services.qrels.export` and
@@ -30,6 +30,16 @@ def _import(args: argparse.Namespace) -> int:
             skip_unknown=args.skip_unknown, id_field=args.id_field, text_field=args.text_field,
             title_field=args.title_field, progress=progress_bar,
         )
+    print(result.summary())
+    return 0
+
+
+def _import_judgments(args: argparse.Namespace) -> int:
+    from workbench.services.judge.imported import import_judgments
+    from workbench.services.project.lifecycle import open_project
+
+    with open_project(settings_from_args(args).db_path) as db:
+        result = import_judgments(db, args.file, judge=args.judge, pool=args.pool, format=args.format)
     print(result.summary())
     return 0
 
@@ -129,6 +139,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         else:
             k.set_defaults(title_field=None)
         k.set_defaults(handler=_import)
+    help_text = ("an external judge's grades (TREC qrels, or `export judgments` JSON lines) on a pool's pairs, "
+                 "stored as a judge configuration to gate and learn from")
+    k = kinds.add_parser("judgments", help=help_text, description=help_text)
+    k.add_argument("file", metavar="FILE", help="TREC qrels or JSON lines written by `workbench export judgments`")
+    k.add_argument("--judge", required=True, metavar="NAME",
+                   help="the external judge's name (the configuration's model; gate it with --judge NAME)")
+    k.add_argument("--pool", metavar="P", help="the pool whose pairs the grades are for (default: the only pool)")
+    k.add_argument("--format", choices=("trec", "jsonl"), help="input format (default: guessed from the first line)")
+    k.set_defaults(handler=_import_judgments)
 
     p = sub.add_parser("export", help="export qrels built from the judgments, judgments, or a stored run")
     what = p.add_subparsers(dest="what", metavar="WHAT", required=True)

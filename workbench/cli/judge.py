@@ -1,4 +1,6 @@
 """``workbench judge --pool P ...``: grade a pool's pairs with the LLM judge (or the offline one).
+``workbench judge learn --sample S [--from CONFIG ...] [--seed N]``: a judge learned from the SMEs'
+labels of a calibration sample's tuning part (:mod:`workbench.services.judge.learned`).
 
 Thin over :mod:`workbench.services.judge.jobs` (jobs, cache, resume, budget, batch mode are documented
 there). Exit codes: 0 the job finished (failed or invalid pairs are reported, and
@@ -106,13 +108,38 @@ def _judge(args: argparse.Namespace) -> int:
     return 0 if report.state == "finished" else STOPPED_EXIT
 
 
+def _learn(args: argparse.Namespace) -> int:
+    from workbench.services.judge.learned import learn
+    from workbench.services.project.lifecycle import open_project
+
+    settings = settings_from_args(args)
+    with open_project(settings.db_path) as db:
+        result = learn(db, args.sample, sources=args.sources or None, seed=args.seed, settings=settings)
+    if args.format == "json":
+        from workbench.cli.common import print_json
+
+        print_json(result.as_dict())
+    else:
+        print(result.summary())
+    return 0
+
+
+def _judge_or_learn(args: argparse.Namespace) -> int:
+    if args.pool is None:
+        from workbench.errors import InputError
+
+        raise InputError("{field:pool P} is required: the pool to judge (or `workbench judge learn --sample S` "
+                         "to learn a judge from SME labels)")
+    return _judge(args)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "judge", help="grade a pool's pairs with the LLM judge (resumable, cached, cost-capped)",
         description="Grade every pair of a pool 0-3 with an OpenAI-compatible LLM (OPENAI_API_KEY, --base-url), "
                     "or with the offline-lexical baseline when no key and no server are configured. Running it "
                     "again resumes; answers are cached by text, so nothing is paid for twice.")
-    p.add_argument("--pool", required=True, metavar="P", help="the pool to judge (see `workbench status`)")
+    p.add_argument("--pool", metavar="P", help="the pool to judge (see `workbench status`); required")
     p.add_argument("--model", metavar="M", help="model name (default [judge] model); offline-lexical for the baseline")
     p.add_argument("--base-url", metavar="U", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     p.add_argument("--prompt", metavar="ID", help="prompt template id or .md path (default [judge] prompt)")
@@ -145,4 +172,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, metavar="S",
                    help="seconds before a request is abandoned (default: grows with the probe's latency, >= 60)")
     add_progress_option(p)
-    p.set_defaults(handler=_judge)
+    p.set_defaults(handler=_judge_or_learn)
+    actions = p.add_subparsers(dest="judge_action", metavar="learn", required=False)
+    learn = actions.add_parser(
+        "learn", help="learn a judge from the SMEs' tuning labels and grade the pool with it (a new configuration)",
+        description="Fit a small model (logistic regression or gradient boosting, chosen by cross-validation) on "
+                    "the SME labels of a calibration sample's TUNING part only, with the grades of existing judge "
+                    "configurations and retrieval signals as features, choose its operating point there, and grade "
+                    "every pair of the sample's pool as a new judge configuration. The held-out part never reaches "
+                    "the fit: gate the result with `workbench calibrate gate --judge learned`.")
+    learn.add_argument("--sample", required=True, metavar="S", help="the calibration sample whose tuning labels to learn from")
+    learn.add_argument("--from", dest="sources", action="append", metavar="CONFIG",
+                       help="a judge configuration whose grades are features (key, prefix or model; repeat for "
+                            "several; default: every configuration that graded the pool, learned ones excepted)")
+    learn.add_argument("--seed", type=int, default=0, metavar="N",
+                       help="seed of the cross-validation folds and the models (default 0; part of the configuration)")
+    learn.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    learn.set_defaults(handler=_learn)

@@ -1,0 +1,399 @@
+"""A judge that learns from its SMEs: features, model choice, operating point, grades.
+
+Pure functions over arrays; :mod:`workbench.services.judge.learned` reads the project, calls
+them and stores the result as a new judge configuration.
+
+Features of a pool pair (query ``q``, passage ``c``), every one computed over the whole pool
+without looking at any label (so the features of a held-out pair depend on no SME label):
+
+* each source judge configuration's grade (0-3); a pair it did not grade takes the
+  configuration's mean grade over the pool and ``missing`` = 1 (the column only exists when
+  some pair is missing);
+* the grade minus the mean grade of the query's pool pairs (how it stands within its query);
+* BM25 of ``q`` against ``c`` (:func:`bm25_scores`; document frequencies over the pool's
+  distinct passages), its z-score within the query (:func:`within_query_z`) and its rank share
+  within the query (:func:`within_query_rank_share`);
+* query-term overlap (:func:`term_overlap`), ``log(1 + characters)`` and ``log(1 + tokens)``
+  of the passage;
+* per pooled run: ``1/rank`` (0 when the run did not pool the pair) and the z-score of the
+  run's score within the query among the pairs the run pooled (0 when absent); the share of
+  runs that pooled the pair and the best ``1/rank`` over runs.
+
+The model (:func:`fit`): candidates (:func:`candidates`) are a logistic regression on the
+source judges' grades alone, L2 logistic regressions on every standardised feature (C = 1,
+0.1, 10) and a small histogram gradient-boosting classifier,
+each scored by the weighted log loss of its ``k``-fold cross-validated probabilities on the
+tuning labels (stratified folds, shuffled with ``seed``; ``k`` = min(5, smaller class size));
+the lowest wins (ties: the earlier candidate) and is refitted on every tuning label. Weights
+are the sample's inclusion weights normalised to mean 1, so the model and its operating point
+aim at the pool the sample was drawn from, as the gate does.
+
+The operating point (:func:`operating_point`): among the cross-validated probabilities as
+thresholds, those whose weighted TPR and TNR reach the targets; among them the one with the
+largest binary Cohen's κ (rule ``targets``). When none reaches both, the threshold with the
+largest κ (rule ``kappa``). Ties go to the lower threshold.
+
+Grades (:func:`grades_from_probability`): ``p >= t`` is relevant (grade 2 or 3), else 0 or 1;
+within each side the cut (``t_low`` below ``t``, ``t_high`` above) is the weighted quantile of
+the side's cross-validated probabilities that gives the side the share of higher grades (1 resp.
+3) its tuning labels have (:func:`grade_cuts`), so the learned judge's graded distribution
+follows the SMEs' on each side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Bumped whenever a feature's definition changes (part of the configuration key).
+FEATURE_VERSION = 1
+#: The fewest tuning labels and per-class labels a learned judge is fitted on.
+MIN_LABELS = 30
+MIN_PER_CLASS = 8
+FOLDS = 5
+
+
+# -- features ---------------------------------------------------------------------------------
+
+def idf_lucene(df: np.ndarray, n: int) -> np.ndarray:
+    """``ln(1 + (n - df + 0.5) / (df + 0.5))`` per term (Lucene's BM25 idf, never negative)."""
+    df = np.asarray(df, dtype=np.float64)
+    return np.log1p((n - df + 0.5) / (df + 0.5))
+
+
+def bm25_scores(query_counts, passage_counts, idf: np.ndarray, avgdl: float, *, k1: float = 1.5,
+                b: float = 0.75) -> np.ndarray:
+    """BM25 of row ``i`` of ``query_counts`` against row ``i`` of ``passage_counts`` (scipy
+    sparse matrices of term counts, pairs × vocabulary)::
+
+        score_i = Σ_t qtf(i, t) · idf(t) · tf(i, t) / (tf(i, t) + k1 · (1 - b + b · dl_i / avgdl))
+
+    ``dl_i`` is row ``i``'s token count; a term repeated in the query counts once per occurrence
+    (as :mod:`workbench.retrieval.bm25`). A pair sharing no term scores 0; ``avgdl`` <= 0 counts as 1."""
+    import scipy.sparse as sp
+
+    q = sp.csr_matrix(query_counts)
+    p = sp.csr_matrix(passage_counts)
+    n = p.shape[0]
+    dl = np.asarray(p.sum(axis=1)).ravel()
+    avgdl = float(avgdl) if avgdl and avgdl > 0 else 1.0
+    matched = p.multiply(q > 0).tocoo()  # tf at the query's terms
+    if matched.nnz == 0:
+        return np.zeros(n)
+    rows, cols, tf = matched.row, matched.col, matched.data.astype(np.float64)
+    qtf = np.asarray(q[rows, cols]).ravel().astype(np.float64)
+    part = qtf * idf[cols] * tf / (tf + k1 * (1.0 - b + b * dl[rows] / avgdl))
+    return np.bincount(rows, weights=part, minlength=n)
+
+
+def term_overlap(query_counts, passage_counts) -> np.ndarray:
+    """Share of row ``i``'s distinct query terms that occur in passage ``i`` (0 for a query
+    without indexed terms)."""
+    import scipy.sparse as sp
+
+    q = sp.csr_matrix(query_counts) > 0
+    p = sp.csr_matrix(passage_counts) > 0
+    both = np.asarray(q.multiply(p).sum(axis=1)).ravel().astype(np.float64)
+    terms = np.asarray(q.sum(axis=1)).ravel().astype(np.float64)
+    return np.divide(both, terms, out=np.zeros_like(both), where=terms > 0)
+
+
+def within_query_z(values: np.ndarray, groups: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """``(v - mean_g) / sd_g`` over the pairs of each query ``g`` (population sd; 0 where the sd
+    is 0). ``mask``: only those pairs count and get a value (the others get 0)."""
+    values = np.asarray(values, dtype=np.float64)
+    groups = np.asarray(groups)
+    mask = np.ones(len(values), bool) if mask is None else np.asarray(mask, bool)
+    out = np.zeros(len(values))
+    if not mask.any():
+        return out
+    g = groups[mask]
+    v = values[mask]
+    k = int(g.max()) + 1
+    count = np.bincount(g, minlength=k).astype(np.float64)
+    mean = np.bincount(g, weights=v, minlength=k) / np.maximum(count, 1)
+    var = np.bincount(g, weights=(v - mean[g]) ** 2, minlength=k) / np.maximum(count, 1)
+    sd = np.sqrt(var)
+    z = np.divide(v - mean[g], sd[g], out=np.zeros_like(v), where=sd[g] > 0)
+    out[mask] = z
+    return out
+
+
+def within_query_mean(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """The mean of ``values`` over each pair's query."""
+    values = np.asarray(values, dtype=np.float64)
+    k = int(groups.max()) + 1 if len(groups) else 0
+    count = np.bincount(groups, minlength=k).astype(np.float64)
+    return (np.bincount(groups, weights=values, minlength=k) / np.maximum(count, 1))[groups]
+
+
+def within_query_rank_share(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each pair's share of its query's pairs with a strictly lower value, plus half the ties
+    (the mid-rank percentile, in [0, 1); 0 for a query of one pair)."""
+    values = np.asarray(values, dtype=np.float64)
+    groups = np.asarray(groups)
+    order = np.lexsort((values, groups))
+    out = np.zeros(len(values))
+    g_sorted, v_sorted = groups[order], values[order]
+    starts = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    for s, e in zip(starts, ends):
+        v = v_sorted[s:e]
+        lower = np.searchsorted(v, v, side="left")
+        upper = np.searchsorted(v, v, side="right")
+        out[order[s:e]] = (lower + (upper - lower - 1) / 2.0) / max(e - s, 1)
+    return out
+
+
+@dataclass
+class FeatureTable:
+    """Named feature columns of every pool pair (rows in the pool's pair order)."""
+
+    names: list[str] = field(default_factory=list)
+    columns: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, name: str, values) -> None:
+        self.names.append(name)
+        self.columns.append(np.asarray(values, dtype=np.float64))
+
+    def matrix(self) -> np.ndarray:
+        return np.column_stack(self.columns) if self.columns else np.zeros((0, 0))
+
+
+def grade_features(table: FeatureTable, name: str, grades: np.ndarray, groups: np.ndarray) -> None:
+    """A source configuration's grade features (module docstring); ``grades`` has NaN where it
+    did not grade the pair."""
+    grades = np.asarray(grades, dtype=np.float64)
+    missing = np.isnan(grades)
+    fill = float(np.nanmean(grades)) if (~missing).any() else 0.0
+    g = np.where(missing, fill, grades)
+    table.add(f"grade[{name}]", g)
+    if missing.any():
+        table.add(f"missing[{name}]", missing.astype(np.float64))
+    table.add(f"grade_vs_query[{name}]", g - within_query_mean(g, groups))
+
+
+def run_features(table: FeatureTable, runs: list[str], ranks: np.ndarray, scores: np.ndarray,
+                 groups: np.ndarray) -> None:
+    """Per-run features from ``ranks`` and ``scores`` (pairs × runs, NaN where the run did not
+    pool the pair or has no score)."""
+    if not runs:
+        return
+    pooled = ~np.isnan(ranks)
+    recip = np.where(pooled, 1.0 / np.where(pooled, np.maximum(ranks, 1), 1), 0.0)
+    for j, run in enumerate(runs):
+        table.add(f"rr[{run}]", recip[:, j])
+        has = ~np.isnan(scores[:, j])
+        table.add(f"score_z[{run}]", within_query_z(np.nan_to_num(scores[:, j]), groups, has))
+    table.add("runs_share", pooled.mean(axis=1))
+    table.add("best_rr", recip.max(axis=1))
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+def candidates(seed: int, n: int) -> list[tuple[str, object]]:
+    """The candidate models (unfitted), in order of preference on ties."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    out: list[tuple[str, object]] = []
+    for c in (1.0, 0.1, 10.0):
+        out.append((f"logistic C={c:g}", make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000))))
+    out.append(("gradient boosting", HistGradientBoostingClassifier(
+        max_iter=100, learning_rate=0.05, max_leaf_nodes=8, min_samples_leaf=max(5, n // 20),
+        l2_regularization=1.0, random_state=int(seed))))
+    return out
+
+
+def _fit_one(model, x: np.ndarray, y: np.ndarray, w: np.ndarray):
+    from sklearn.base import clone
+    from sklearn.pipeline import Pipeline
+
+    m = clone(model)
+    if isinstance(m, Pipeline):
+        m.fit(x, y, **{f"{m.steps[-1][0]}__sample_weight": w})
+    else:
+        m.fit(x, y, sample_weight=w)
+    return m
+
+
+def weighted_log_loss(y: np.ndarray, p: np.ndarray, w: np.ndarray) -> float:
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return float(-np.sum(w * (y * np.log(p) + (1 - y) * np.log(1 - p))) / np.sum(w))
+
+
+@dataclass
+class Fit:
+    """The chosen model refitted on every tuning label, its name, its cross-validated
+    probabilities of the tuning pairs and every candidate's CV log loss."""
+
+    name: str
+    model: object
+    cv_probability: np.ndarray
+    scores: dict[str, float]
+    folds: int
+    columns: list[int] | None = None
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        from threadpoolctl import threadpool_limits
+
+        x = x if self.columns is None else x[:, self.columns]
+        with threadpool_limits(1):
+            return self.model.predict_proba(x)[:, 1]
+
+
+def check_labels(y: np.ndarray) -> str | None:
+    """Why these tuning labels are too few to learn from (None when they suffice)."""
+    y = np.asarray(y)
+    pos, neg = int(y.sum()), int(len(y) - y.sum())
+    if len(y) < MIN_LABELS:
+        return f"{len(y)} SME labels on the tuning part; a learned judge needs at least {MIN_LABELS}"
+    if min(pos, neg) < MIN_PER_CLASS:
+        return (f"{pos} relevant and {neg} not relevant SME labels on the tuning part; a learned judge needs "
+                f"at least {MIN_PER_CLASS} of each")
+    return None
+
+
+def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, seed: int, *, base_columns: list[int] | None = None) -> Fit:
+    """Choose and fit the model on tuning features ``x``, binary labels ``y`` and weights ``w``
+    (module docstring). The caller passes tuning pairs only. ``base_columns``: the source
+    judges' grade columns; a logistic regression on those alone is a candidate too (with few
+    labels the judges' grades alone often generalise best). One thread: the models are small,
+    and on a shared machine OpenMP's threads spend their time waiting for each other."""
+    import sklearn.ensemble  # noqa: F401 - loads the OpenMP runtime, so that the limit below reaches it
+    import sklearn.linear_model  # noqa: F401
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        return _fit(x, y, w, seed, base_columns)
+
+
+def _fit(x, y, w, seed, base_columns) -> Fit:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    why = check_labels(y)
+    if why is not None:
+        raise ValueError(why)
+    y = np.asarray(y, dtype=np.int64)
+    w = np.asarray(w, dtype=np.float64)
+    w = w / w.mean()
+    k = int(min(FOLDS, y.sum(), len(y) - y.sum()))
+    splits = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=int(seed)).split(x, y))
+    options = [(name, model, None) for name, model in candidates(seed, len(y))]
+    if base_columns:
+        options.insert(0, ("logistic on the judges' grades", make_pipeline(StandardScaler(), LogisticRegression(
+            C=1.0, max_iter=2000)), list(base_columns)))
+    best = None
+    scores: dict[str, float] = {}
+    for name, model, columns in options:
+        xs = x if columns is None else x[:, columns]
+        p = np.zeros(len(y))
+        for train, test in splits:
+            p[test] = _fit_one(model, xs[train], y[train], w[train]).predict_proba(xs[test])[:, 1]
+        scores[name] = weighted_log_loss(y, p, w)
+        if best is None or scores[name] < scores[best[0]] - 1e-12:
+            best = (name, model, p, columns)
+    name, model, p, columns = best
+    xs = x if columns is None else x[:, columns]
+    return Fit(name, _fit_one(model, xs, y, w), p, scores, k, columns)
+
+
+# -- the operating point and grades ------------------------------------------------------------
+
+def binary_figures(y: np.ndarray, decision: np.ndarray, w: np.ndarray) -> dict[str, float]:
+    """Weighted TPR, TNR and Cohen's κ of binary ``decision`` against ``y``."""
+    y = np.asarray(y, bool)
+    d = np.asarray(decision, bool)
+    w = np.asarray(w, dtype=np.float64)
+    tp, fn = w[y & d].sum(), w[y & ~d].sum()
+    tn, fp = w[~y & ~d].sum(), w[~y & d].sum()
+    total = tp + fn + tn + fp
+    tpr = tp / (tp + fn) if tp + fn > 0 else float("nan")
+    tnr = tn / (tn + fp) if tn + fp > 0 else float("nan")
+    po = (tp + tn) / total
+    pe = ((tp + fn) * (tp + fp) + (tn + fp) * (tn + fn)) / total ** 2
+    kappa = (po - pe) / (1 - pe) if pe < 1 else float("nan")
+    return {"tpr": float(tpr), "tnr": float(tnr), "kappa": float(kappa)}
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    threshold: float
+    rule: str  # "targets": meets min TPR and TNR; "kappa": none did, largest kappa
+    tpr: float
+    tnr: float
+    kappa: float
+    min_tpr: float
+    min_tnr: float
+
+    def words(self) -> str:
+        figures = f"cross-validated on the tuning part: TPR {self.tpr:.3f}, TNR {self.tnr:.3f}, κ {self.kappa:.3f}"
+        if self.rule == "targets":
+            return (f"p(relevant) >= {self.threshold:.3f}, chosen to meet the gate's targets TPR >= {self.min_tpr:g} "
+                    f"and TNR >= {self.min_tnr:g} with the largest κ ({figures})")
+        return (f"p(relevant) >= {self.threshold:.3f}, chosen to maximise κ: no threshold meets TPR >= "
+                f"{self.min_tpr:g} and TNR >= {self.min_tnr:g} ({figures})")
+
+
+def operating_point(y: np.ndarray, p: np.ndarray, w: np.ndarray, *, min_tpr: float, min_tnr: float) -> OperatingPoint:
+    """The threshold on ``p`` (module docstring)."""
+    y = np.asarray(y, bool)
+    p = np.asarray(p, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    rows = []
+    for t in np.unique(p):
+        f = binary_figures(y, p >= t, w)
+        rows.append((t, f["tpr"], f["tnr"], f["kappa"]))
+    kappa = lambda r: r[3] if r[3] == r[3] else -2.0  # noqa: E731 - NaN kappa never wins
+    meeting = [r for r in rows if r[1] >= min_tpr and r[2] >= min_tnr]
+    pool, rule = (meeting, "targets") if meeting else (rows, "kappa")
+    best = max(pool, key=lambda r: (kappa(r), -r[0]))
+    return OperatingPoint(float(best[0]), rule, float(best[1]), float(best[2]), float(best[3]), min_tpr, min_tnr)
+
+
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    order = np.argsort(values, kind="stable")
+    v, w = values[order], weights[order]
+    cum = np.cumsum(w) / w.sum()
+    return float(v[min(np.searchsorted(cum, q, side="left"), len(v) - 1)])
+
+
+def grade_cuts(grades: np.ndarray, p: np.ndarray, w: np.ndarray, threshold: float, relevant_min: int = 2
+               ) -> tuple[float, float]:
+    """``(t_low, t_high)`` (module docstring): on the side ``p < threshold`` the cut above
+    which a pair is graded 1 rather than 0; on ``p >= threshold`` the cut for 3 rather than 2.
+    A side without tuning pairs or without both grades uses the midpoint of its range."""
+    grades = np.asarray(grades)
+    p = np.asarray(p, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    out = []
+    for side, lo, hi, upper in ((p < threshold, 0.0, threshold, relevant_min - 1),
+                                (p >= threshold, threshold, 1.0, 3)):
+        g, pp, ww = grades[side], p[side], w[side]
+        share = float(ww[g >= upper].sum() / ww.sum()) if len(g) else 0.0
+        if len(g) == 0 or share in (0.0, 1.0):
+            out.append((lo + hi) / 2.0)
+        else:
+            cut = _weighted_quantile(pp, ww, 1.0 - share)
+            out.append(min(max(cut, lo), hi))
+    return out[0], out[1]
+
+
+def grades_from_probability(p: np.ndarray, threshold: float, t_low: float, t_high: float) -> np.ndarray:
+    """0-3: ``p >= threshold`` → 3 when ``p >= t_high`` else 2; otherwise 1 when ``p >= t_low``
+    else 0."""
+    p = np.asarray(p, dtype=np.float64)
+    return np.where(p >= threshold, np.where(p >= t_high, 3, 2), np.where(p >= t_low, 1, 0)).astype(np.int64)
+
+
+def fingerprint(*parts) -> str:
+    """sha256 of the JSON of ``parts`` (sorted keys): the learned configuration's key."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
