@@ -54,6 +54,8 @@ FEATURE_VERSION = 1
 MIN_LABELS = 30
 MIN_PER_CLASS = 8
 FOLDS = 5
+#: The query effect's shrinkage: a query with n labels keeps n / (n + SMOOTHING) of its residual.
+SMOOTHING = 5.0
 
 
 # -- features ---------------------------------------------------------------------------------
@@ -194,20 +196,57 @@ def run_features(table: FeatureTable, runs: list[str], ranks: np.ndarray, scores
 
 # -- the model ----------------------------------------------------------------------------------
 
-def candidates(seed: int, n: int) -> list[tuple[str, object]]:
-    """The candidate models (unfitted), in order of preference on ties."""
+def query_effect(groups: np.ndarray, y: np.ndarray, strata: np.ndarray, *, smoothing: float = SMOOTHING
+                 ) -> dict[int, float]:
+    """Each labelled query's shrunken residual relevance: ``Σ_i (y_i - r(s_i)) / (n_g + a)`` over
+    the query's labelled pairs ``i``, where ``r(s)`` is the share of relevant labels among the
+    labelled pairs of stratum ``s`` (the judge grade the sample was drawn by, so that a query
+    whose pairs were drawn mostly from high judge grades is not taken for a relevant-rich
+    query) and ``a`` = ``smoothing`` pulls a query with few labels towards 0. A query without
+    labels has no entry (its effect is 0)."""
+    groups = np.asarray(groups, dtype=np.int64)
+    y = np.asarray(y, dtype=np.float64)
+    strata = np.asarray(strata)
+    keys, codes = np.unique(strata, return_inverse=True)
+    rate = np.bincount(codes, weights=y) / np.bincount(codes)
+    resid = y - rate[codes]
+    k = int(groups.max()) + 1 if len(groups) else 0
+    n = np.bincount(groups, minlength=k)
+    total = np.bincount(groups, weights=resid, minlength=k)
+    return {int(g): float(total[g] / (n[g] + smoothing)) for g in np.flatnonzero(n)}
+
+
+def effect_column(effect: dict[int, float], groups: np.ndarray) -> np.ndarray:
+    """The query effect of each row's query (0 for a query without labels)."""
+    return np.array([effect.get(int(g), 0.0) for g in groups], dtype=np.float64)
+
+
+def out_of_fold_effect(groups: np.ndarray, y: np.ndarray, strata: np.ndarray, splits) -> np.ndarray:
+    """Each row's query effect computed without its own fold's labels (so a row's feature never
+    holds its own label)."""
+    out = np.zeros(len(y))
+    for train, test in splits:
+        out[test] = effect_column(query_effect(groups[train], y[train], strata[train]), groups[test])
+    return out
+
+
+def candidates(seed: int, n: int) -> list[tuple[str, object, str]]:
+    """The candidate models (unfitted), in order of preference on ties, with the columns each
+    reads: ``grades`` (the source judges' grades), ``grades+query`` (and the query effect) or
+    ``all`` (every feature and the query effect)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    out: list[tuple[str, object]] = []
-    for c in (1.0, 0.1, 10.0):
-        out.append((f"logistic C={c:g}", make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000))))
-    out.append(("gradient boosting", HistGradientBoostingClassifier(
-        max_iter=100, learning_rate=0.05, max_leaf_nodes=8, min_samples_leaf=max(5, n // 20),
-        l2_regularization=1.0, random_state=int(seed))))
-    return out
+    logistic = lambda c: make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000))  # noqa: E731
+    return [("logistic on the judges' grades", logistic(1.0), "grades"),
+            ("logistic on the judges' grades and the query effect", logistic(1.0), "grades+query"),
+            ("logistic on every feature, C=0.1", logistic(0.1), "all"),
+            ("logistic on every feature, C=1", logistic(1.0), "all"),
+            ("gradient boosting on every feature", HistGradientBoostingClassifier(
+                max_iter=100, learning_rate=0.05, max_leaf_nodes=8, min_samples_leaf=max(5, n // 20),
+                l2_regularization=1.0, random_state=int(seed)), "all")]
 
 
 def _fit_one(model, x: np.ndarray, y: np.ndarray, w: np.ndarray):
@@ -230,7 +269,9 @@ def weighted_log_loss(y: np.ndarray, p: np.ndarray, w: np.ndarray) -> float:
 @dataclass
 class Fit:
     """The chosen model refitted on every tuning label, its name, its cross-validated
-    probabilities of the tuning pairs and every candidate's CV log loss."""
+    probabilities of the tuning pairs, every candidate's CV log loss, the columns it reads
+    and, when it reads the query effect, each labelled query's effect (:func:`query_effect`
+    over every tuning label)."""
 
     name: str
     model: object
@@ -238,11 +279,15 @@ class Fit:
     scores: dict[str, float]
     folds: int
     columns: list[int] | None = None
+    effect: dict[int, float] | None = None
 
-    def predict(self, x: np.ndarray) -> np.ndarray:
+    def predict(self, x: np.ndarray, groups: np.ndarray) -> np.ndarray:
+        """p(relevant) of rows ``x`` whose queries are ``groups`` (the codes the fit was given)."""
         from threadpoolctl import threadpool_limits
 
         x = x if self.columns is None else x[:, self.columns]
+        if self.effect is not None:
+            x = np.column_stack([x, effect_column(self.effect, groups)])
         with threadpool_limits(1):
             return self.model.predict_proba(x)[:, 1]
 
@@ -259,25 +304,23 @@ def check_labels(y: np.ndarray) -> str | None:
     return None
 
 
-def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, seed: int, *, base_columns: list[int] | None = None) -> Fit:
-    """Choose and fit the model on tuning features ``x``, binary labels ``y`` and weights ``w``
-    (module docstring). The caller passes tuning pairs only. ``base_columns``: the source
-    judges' grade columns; a logistic regression on those alone is a candidate too (with few
-    labels the judges' grades alone often generalise best). One thread: the models are small,
-    and on a shared machine OpenMP's threads spend their time waiting for each other."""
+def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, seed: int, *, groups: np.ndarray, strata: np.ndarray,
+        base_columns: list[int] | None = None) -> Fit:
+    """Choose and fit the model on tuning features ``x``, binary labels ``y``, weights ``w``,
+    query codes ``groups`` and strata ``strata`` (module docstring). The caller passes tuning
+    pairs only. ``base_columns``: the source judges' grade columns (``grades`` candidates;
+    without them only the ``all`` candidates run). One thread: the models are small, and on a
+    shared machine OpenMP's threads spend their time waiting for each other."""
     import sklearn.ensemble  # noqa: F401 - loads the OpenMP runtime, so that the limit below reaches it
     import sklearn.linear_model  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1):
-        return _fit(x, y, w, seed, base_columns)
+        return _fit(x, y, w, seed, np.asarray(groups, dtype=np.int64), np.asarray(strata), base_columns)
 
 
-def _fit(x, y, w, seed, base_columns) -> Fit:
-    from sklearn.linear_model import LogisticRegression
+def _fit(x, y, w, seed, groups, strata, base_columns) -> Fit:
     from sklearn.model_selection import StratifiedKFold
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
 
     why = check_labels(y)
     if why is not None:
@@ -286,24 +329,41 @@ def _fit(x, y, w, seed, base_columns) -> Fit:
     w = np.asarray(w, dtype=np.float64)
     w = w / w.mean()
     k = int(min(FOLDS, y.sum(), len(y) - y.sum()))
-    splits = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=int(seed)).split(x, y))
-    options = [(name, model, None) for name, model in candidates(seed, len(y))]
-    if base_columns:
-        options.insert(0, ("logistic on the judges' grades", make_pipeline(StandardScaler(), LogisticRegression(
-            C=1.0, max_iter=2000)), list(base_columns)))
+    folds = StratifiedKFold(n_splits=k, shuffle=True, random_state=int(seed))
+    splits = list(folds.split(x, y))
+    everything = list(range(x.shape[1]))
+
+    def design(cols: str, rows: np.ndarray, effect: np.ndarray | None) -> np.ndarray:
+        chosen = x[rows][:, list(base_columns) if cols.startswith("grades") else everything]
+        return np.column_stack([chosen, effect]) if effect is not None else chosen
+
     best = None
     scores: dict[str, float] = {}
-    for name, model, columns in options:
-        xs = x if columns is None else x[:, columns]
+    for name, model, cols in candidates(seed, len(y)):
+        if cols.startswith("grades") and not base_columns:
+            continue
+        query = cols != "grades"
         p = np.zeros(len(y))
         for train, test in splits:
-            p[test] = _fit_one(model, xs[train], y[train], w[train]).predict_proba(xs[test])[:, 1]
+            # the training rows' effect out of fold within the training part, the test rows' from it all
+            inner = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=int(seed)).split(train, y[train])) \
+                if query and min(y[train].sum(), len(train) - y[train].sum()) >= k else None
+            e_train = (out_of_fold_effect(groups[train], y[train], strata[train], inner) if inner else
+                       np.zeros(len(train))) if query else None
+            e_test = effect_column(query_effect(groups[train], y[train], strata[train]), groups[test]) \
+                if query else None
+            m = _fit_one(model, design(cols, train, e_train), y[train], w[train])
+            p[test] = m.predict_proba(design(cols, test, e_test))[:, 1]
         scores[name] = weighted_log_loss(y, p, w)
         if best is None or scores[name] < scores[best[0]] - 1e-12:
-            best = (name, model, p, columns)
-    name, model, p, columns = best
-    xs = x if columns is None else x[:, columns]
-    return Fit(name, _fit_one(model, xs, y, w), p, scores, k, columns)
+            best = (name, model, p, cols)
+    name, model, p, cols = best
+    query = cols != "grades"
+    rows = np.arange(len(y))
+    e_all = out_of_fold_effect(groups, y, strata, splits) if query else None
+    fitted = _fit_one(model, design(cols, rows, e_all), y, w)
+    columns = list(base_columns) if cols.startswith("grades") else everything
+    return Fit(name, fitted, p, scores, k, columns, query_effect(groups, y, strata) if query else None)
 
 
 # -- the operating point and grades ------------------------------------------------------------

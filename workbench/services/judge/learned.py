@@ -277,11 +277,13 @@ def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: 
     x = table.matrix()
     w = tuning["weight"].to_numpy(dtype=np.float64)
     base = [i for i, n in enumerate(table.names) if n.startswith("grade[")]
-    fitted = fit(x[rows], y, w, int(seed), base_columns=base)
+    groups = pd.factorize(spans["query_id"])[0].astype(np.int64)
+    fitted = fit(x[rows], y, w, int(seed), groups=groups[rows], strata=tuning["stratum"].to_numpy(),
+                 base_columns=base)
     wn = w / w.mean()
     op = core.operating_point(y, fitted.cv_probability, wn, min_tpr=targets.min_tpr, min_tnr=targets.min_tnr)
     cuts = core.grade_cuts(tuning["grade"].to_numpy(), fitted.cv_probability, wn, op.threshold, threshold)
-    p_all = fitted.predict(x)
+    p_all = fitted.predict(x, groups)
     grades = core.grades_from_probability(p_all, op.threshold, *cuts)
     key = core.fingerprint("learned judge", core.FEATURE_VERSION, pool, sample, table.names, chosen,
                            verdicts.labels_fingerprint(tuning), int(seed), threshold, targets.min_tpr, targets.min_tnr)
