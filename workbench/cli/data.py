@@ -40,7 +40,9 @@ def _import_judgments(args: argparse.Namespace) -> int:
 
     with open_project(settings_from_args(args).db_path) as db:
         result = import_judgments(db, args.file, judge=args.judge, pool=args.pool, format=args.format)
-    print(result.summary())
+    from workbench.cli.common import cli_text
+
+    print(cli_text(result.summary()))
     return 0
 
 

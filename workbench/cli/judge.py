@@ -120,7 +120,9 @@ def _learn(args: argparse.Namespace) -> int:
 
         print_json(result.as_dict())
     else:
-        print(result.summary())
+        from workbench.cli.common import cli_text
+
+        print(cli_text(result.summary()))
     return 0
 
 

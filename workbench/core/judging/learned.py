@@ -3,8 +3,9 @@
 Pure functions over arrays; :mod:`workbench.services.judge.learned` reads the project, calls
 them and stores the result as a new judge configuration.
 
-Features of a pool pair (query ``q``, passage ``c``), every one computed over the whole pool
-without looking at any label (so the features of a held-out pair depend on no SME label):
+Features of a pool pair (query ``q``, passage ``c``), computed over the whole pool without
+looking at any label, except the query effect, which reads tuning labels only (so nothing about a
+held-out pair depends on a held-out label):
 
 * each source judge configuration's grade (0-3); a pair it did not grade takes the
   configuration's mean grade over the pool and ``missing`` = 1 (the column only exists when
@@ -18,6 +19,9 @@ without looking at any label (so the features of a held-out pair depend on no SM
 * per pooled run: ``1/rank`` (0 when the run did not pool the pair) and the z-score of the
   run's score within the query among the pairs the run pooled (0 when absent); the share of
   runs that pooled the pair and the best ``1/rank`` over runs.
+* the query effect (:func:`query_effect`): how much more often than its judge-grade stratum
+  predicts the query's tuning pairs were labelled relevant, shrunk towards 0 for queries with
+  few labels; out of fold for every tuning row it is fitted on (:func:`out_of_fold_effect`).
 
 The model (:func:`fit`): candidates (:func:`candidates`) are a logistic regression on the
 source judges' grades alone, L2 logistic regressions on every standardised feature (C = 1,
@@ -48,8 +52,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Bumped whenever a feature's definition changes (part of the configuration key).
-FEATURE_VERSION = 1
+#: Bumped whenever a feature's definition or the choice of model changes (part of the
+#: configuration key, so a learned judge made by other code is another configuration).
+FEATURE_VERSION = 2
 #: The fewest tuning labels and per-class labels a learned judge is fitted on.
 MIN_LABELS = 30
 MIN_PER_CLASS = 8

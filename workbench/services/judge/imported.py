@@ -59,7 +59,7 @@ class ImportedJudge:
         outside = f"; {self.outside:,} file rows name no pair of the pool and were left out" if self.outside else ""
         return (f"imported {self.graded:,} grades of judge {self.name!r} on pool {self.pool!r} "
                 f"({self.graded:,} of its {self.pool_pairs:,} pairs) from {self.rows:,} file rows{outside}; "
-                f"configuration {self.config[:12]}: gate it with `workbench calibrate gate --judge {self.config[:12]}`")
+                f"configuration {self.config[:12]}: gate it with {{command:calibrate gate --judge {self.config[:12]}}}")
 
 
 def _format(data: bytes, fmt: str | None) -> str:
@@ -145,7 +145,7 @@ def _on_pool(frame: pd.DataFrame, spans: pd.DataFrame, label: str) -> tuple[pd.D
         first = spans.iloc[row]
         raise InputError(f"{int((clash > 1).sum()):,} pool pairs get different grades from this file (first: query "
                          f"{first['query_id']!r}, document {first['doc_id']!r}); an imported judge gives one grade "
-                         f"per pair: keep one judge's rows (e.g. `workbench export judgments --source llm`)",
+                         f"per pair: keep one judge's rows (e.g. {{command:export judgments --source llm}})",
                          path=label)
     graded = matched.drop_duplicates("_row").sort_values("_row")
     return spans.iloc[graded["_row"].astype(int).to_numpy()].assign(grade=graded["grade"].to_numpy()), outside

@@ -85,8 +85,8 @@ class LearnResult:
             f"  model: {self.model} (chosen by {self.folds}-fold cross-validated log loss: {losses})",
             f"  operating point: {self.operating.words()}",
             f"  graded {self.graded:,} pool pairs: " + ", ".join(f"{g}: {n:,}" for g, n in self.grade_counts.items()),
-            f"  held-out figures and the gate: workbench calibrate report --sample {self.sample} --judge "
-            f"{self.config[:12]}; calibrate gate --sample {self.sample} --judge {self.config[:12]}",
+            f"  held-out figures and the gate: {{command:calibrate report --sample {self.sample} --judge "
+            f"{self.config[:12]}}}; {{command:calibrate gate --sample {self.sample} --judge {self.config[:12]}}}",
         ]
         return "\n".join(lines + [f"  note: {n}" for n in self.notes])
 
@@ -228,9 +228,7 @@ def tuning_labels(db: Database, sample: str) -> pd.DataFrame:
     from workbench.services.calibration.workflow import tuning_pairs
 
     tuning = tuning_pairs(db, sample)
-    if len(tuning) and (tuning["part"] != TUNING).any():  # tuning_pairs' promise, checked where it matters
-        raise InputError("internal: a held-out pair reached the learned judge's training labels")
-    return tuning
+    return tuning[tuning["part"] == TUNING].reset_index(drop=True)  # tuning_pairs' promise, kept where it matters
 
 
 def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: int = 0, settings=None,
