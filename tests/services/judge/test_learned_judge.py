@@ -200,3 +200,29 @@ def test_import_judgments_as_a_configuration(labelled, tmp_path):
     # a pair graded twice with different grades is refused in one line
     done = run_cli("--db", str(tmp_path / "copy.duckdb"), "import", "judgments", str(out), "--judge", "mixed")
     assert done.returncode == 3 and done.stderr.count("\n") == 1 and "different grades" in done.stderr
+
+
+def test_within_query_normalisations_by_hand():
+    groups = np.array([0, 0, 0, 1, 1])
+    values = np.array([1.0, 2.0, 3.0, 5.0, 5.0])
+    sd = np.sqrt(2 / 3)
+    assert np.allclose(core.within_query_z(values, groups), [-1 / sd, 0, 1 / sd, 0, 0])
+    # mid-rank share: lower values plus half the other ties, over the query's pairs
+    assert np.allclose(core.within_query_rank_share(values, groups), [0, 1 / 3, 2 / 3, 0.25, 0.25])
+
+
+def test_imported_judgments_refuse_bad_input_in_one_line(labelled, tmp_path):
+    path = tmp_path / "cli.duckdb"
+    shutil.copy(labelled[0], path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query_id": "q00", "doc_id": "d0", "grade": 2}\n{"query_id": "q00", "doc_id": "d1", "grade": 7}\n')
+    done = run_cli("--db", str(path), "import", "judgments", str(bad), "--judge", "x")
+    assert done.returncode == 3 and done.stderr.count("\n") == 1 and "bad.jsonl:2" in done.stderr, done.stderr
+    empty = tmp_path / "none.qrels"
+    empty.write_text("q99 0 d99 1\n")
+    done = run_cli("--db", str(path), "import", "judgments", str(empty), "--judge", "x")
+    assert done.returncode == 3 and "none of its 1 rows names a pair of pool 'p'" in done.stderr, done.stderr
+    done = run_cli("--db", str(path), "judge")  # neither --pool nor learn
+    assert done.returncode == 3 and "--pool P is required" in done.stderr
+    db = Database(path)
+    assert not [j for j in read_jobs(db) if j["judge"] == "imported-judge"]  # nothing half-written
