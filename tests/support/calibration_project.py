@@ -86,3 +86,27 @@ def label_all(db, sample, truth, annotator="ann", flip: float = 0.0, seed: int =
             grade = int(rng.integers(0, 4))
         grades[int(row.position)] = grade
     cal.save_labels(db, sample, annotator, grades, seconds=3.0)
+
+
+#: Markup and markdown in a document: they must reach the page as text.
+EVIL = "<script>window.__pwned = 1</script> *emph* $x$"
+
+
+def two_smes_disagree(db, sample: str = "s", position: int = 0) -> dict:
+    """Give the document of ``sample``'s item at ``position`` a known text (with :data:`EVIL`
+    in it), then have SME ``ann`` grade it 3 and ``bob`` 2, each with their own evidence span and
+    comment. Returns ``{"query_id", "doc_id", "text", "ann": (span text, comment), "bob": ...}``."""
+    keys = db.query_all("SELECT query_id, doc_id FROM calibration_items WHERE sample = ? AND position = ?",
+                        [sample, position])[0]
+    text = "First sentence. " + EVIL + " Second sentence here. Third one."
+    with db.transaction() as tx:
+        tx.execute("UPDATE documents SET text = ? WHERE doc_id = ?", [text, keys[1]])
+        tx.execute('UPDATE calibration_items SET start = 0, "end" = ? WHERE doc_id = ?', [len(text), keys[1]])
+    ann_span, bob_span = "Second sentence here.", EVIL
+    ann_note, bob_note = "ANN-NOTE <b>only the second</b>", "BOB-NOTE *x* partly"
+    cal.save_label(db, sample, "ann", position, 3, comment=ann_note,
+                   evidence=[[text.index(ann_span), text.index(ann_span) + len(ann_span)]])
+    cal.save_label(db, sample, "bob", position, 2, comment=bob_note,
+                   evidence=[[text.index(bob_span), text.index(bob_span) + len(bob_span)]])
+    return {"query_id": keys[0], "doc_id": keys[1], "text": text, "ann": (ann_span, ann_note),
+            "bob": (bob_span, bob_note)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,65 @@ def test_an_annotator_filters_only_among_labels_they_may_see(second_assessor):
         assert len(heads) == 25 and all(h.endswith(" · ext-a") for h in heads)
         with open_project(second_assessor) as db:
             assert labels_table(db, assessors=["demo-sme"]).empty
+
+
+# -- an SME's evidence and comment --------------------------------------------------------------
+
+@pytest.fixture
+def two_smes(tmp_path, monkeypatch):
+    """A calibration project where SMEs ann and bob graded one pair differently, each with their
+    own evidence span and comment (tests.support.calibration_project.two_smes_disagree)."""
+    from tests.support.calibration_project import build_project, two_smes_disagree
+    from workbench.services.calibration import workflow as cal
+
+    path = tmp_path / "p.duckdb"
+    db, _ = build_project(path)
+    cal.create_sample(db, "s", "p", seed=1)
+    pair = two_smes_disagree(db, "s", 0)
+    db.close()
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    return pair
+
+
+def _shown(at: AppTest) -> str:
+    return " ".join(h.proto.body for h in at.get("html"))
+
+
+def test_a_lead_sees_each_smes_evidence_and_comment(two_smes):
+    """Each SME label shows the sentence the SME chose in <mark> (not the whole passage) and their
+    comment; markup in the document and the comments stays text."""
+    at = _run()
+    at.selectbox(key="browse_query").select(two_smes["query_id"]).run()
+    assert not at.exception, at.exception
+    shown = _shown(at)
+    for sme in ("ann", "bob"):
+        span, note = two_smes[sme]
+        assert f">{html.escape(span)}</mark>" in shown and html.escape(note) in shown
+    assert "<script" not in shown and "<b>only" not in shown
+    labels = _labels(at)
+    assert set(labels.loc[labels["assessor"].isin(["ann", "bob"]), "comment"]) == {two_smes["ann"][1],
+                                                                                     two_smes["bob"][1]}
+
+
+def test_an_annotator_sees_only_their_own_evidence_and_comment(two_smes):
+    from workbench.services import access
+    from workbench.services.browse import labels_table
+    from workbench.services.project.lifecycle import open_project as open_db
+
+    ann_span, ann_note = two_smes["ann"]
+    bob_span, _ = two_smes["bob"]
+    with acting_as(access.Actor("ann", "annotator")):
+        at = _run()
+        at.selectbox(key="browse_query").select(two_smes["query_id"]).run()
+        assert not at.exception, at.exception
+        shown = _shown(at)
+        assert f">{html.escape(ann_span)}</mark>" in shown and html.escape(ann_note) in shown
+        # the own label shows its evidence, not the whole passage marked
+        assert f">{html.escape(two_smes['text'])}</mark>" not in shown
+        assert f">{html.escape(bob_span)}</mark>" not in shown and "BOB-NOTE" not in shown
+        assert all("BOB-NOTE" not in d.value.astype(str).to_string() for d in at.dataframe)
+        with open_db(os.environ["WORKBENCH_DB"]) as db:
+            seen = labels_table(db)
+        assert seen["assessor"].tolist() == ["ann"] and seen["comment"].tolist() == [ann_note]
+        assert seen["evidence"].tolist() == [[[two_smes["text"].index(ann_span),
+                                               two_smes["text"].index(ann_span) + len(ann_span)]]]

@@ -4,10 +4,12 @@ and the Calibration page puts the verdict first and draws samples."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support.calibration_project import build_project, label_all
+from tests.support.calibration_project import EVIL, build_project, label_all, two_smes_disagree
 from workbench.services.calibration import workflow as cal
 from workbench.services.project.lifecycle import init_project
 from workbench.store.database import Database
@@ -173,6 +175,55 @@ def test_calibration_page_resolves_sme_disagreements(judged):
     assert "Recorded grade 3 for pair 1, resolved by lead" in _texts(at)
     with Database(path) as db:
         assert cal.sme_disagreements(db, "s")[0]["resolved_by"] == "lead"
+
+
+def _sme_views(at: AppTest) -> dict[str, str]:
+    """The side-by-side view of each SME on the chosen disagreement: ``{sme: its HTML}``."""
+    import re
+
+    views = {}
+    for h in at.get("html"):
+        found = re.search(r'data-testid="calibration-sme-view" data-sme="([^"]*)"', h.proto.body)
+        if found:
+            views[html.unescape(found.group(1))] = h.proto.body
+    return views
+
+
+def test_the_lead_sees_each_smes_evidence_and_comment_side_by_side(judged):
+    """Two SMEs grade a pair 3 and 2, each marking a different sentence and commenting: under the
+    chosen pair, one view per SME holds their grade, their own evidence in <mark> (not the other's,
+    not the whole passage) and their comment; markup and markdown in the corpus and the comments
+    stay text."""
+    path, _ = judged
+    with Database(path) as db:
+        cal.create_sample(db, "s", "p", seed=1)
+        cal.save_label(db, "s", "ann", 1, 0)
+        cal.save_label(db, "s", "bob", 1, 1)  # a second disagreement (pair 2), no evidence or comment
+        pair = two_smes_disagree(db, "s", 0)
+    at = _run(_calibration_page, "lead")
+    assert at.selectbox(key="calibration_adjudicate_pair").options == ["pair 1", "pair 2"]
+    views = _sme_views(at)
+    assert set(views) == {"ann", "bob"}
+    ann_span, ann_note = pair["ann"]
+    bob_span, bob_note = pair["bob"]
+    assert "ann · grade 3" in views["ann"] and "bob · grade 2" in views["bob"]
+    assert f">{html.escape(ann_span)}</mark>" in views["ann"] and views["ann"].count("<mark") == 1
+    assert f">{html.escape(bob_span)}</mark>" in views["bob"] and views["bob"].count("<mark") == 1
+    assert f">{html.escape(bob_span)}</mark>" not in views["ann"]
+    assert f">{html.escape(pair['text'])}</mark>" not in views["ann"]  # the evidence, not the passage
+    assert html.escape(ann_note) in views["ann"] and "BOB-NOTE" not in views["ann"]
+    assert html.escape(bob_note) in views["bob"] and "ANN-NOTE" not in views["bob"]
+    # corpus text and comments stay text: escaped once, markdown characters kept as typed
+    shown = " ".join(h.proto.body for h in at.get("html"))
+    assert "<script" not in shown and "<b>only" not in shown
+    assert html.escape(EVIL) in views["ann"] and "*x* partly" in views["bob"]
+    assert all("BOB-NOTE" not in m.value and "<script" not in m.value for m in at.markdown)
+    # choosing the other pair shows its SMEs, who marked nothing and said nothing
+    at.selectbox(key="calibration_adjudicate_pair").set_value(1).run()
+    assert not at.exception
+    views = _sme_views(at)
+    assert set(views) == {"ann", "bob"} and "ann · grade 0" in views["ann"]
+    assert "<mark" not in views["ann"] and "no evidence marked" in views["ann"] and "no comment" in views["bob"]
 
 
 def test_sme_agreement_table_names_both_kappas(judged):

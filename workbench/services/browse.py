@@ -2,8 +2,8 @@
 
 * :func:`queries_table`: every query with its text, description, tags and how many labels it has
   (an annotator counts and sees only their own, see :func:`labels_table`).
-* :func:`labels_table`: labels (span judgments with status ``ok``) with the document title,
-  filtered by query, grade, source and assessor.
+* :func:`labels_table`: labels (span judgments with status ``ok``) with the document title and
+  an SME's comment and evidence spans, filtered by query, grade, source and assessor.
 * :func:`label_document`: the text of a label's document, for showing the span in place.
 * :func:`peek_pool`: the first pairs of one query of a pool in judging order, with the query
   text, the document title, the whole item text and the grade the current labels give it.
@@ -18,12 +18,13 @@ import pandas as pd
 from workbench.config import DEFAULTS
 from workbench.errors import StoreError
 from workbench.services import visibility
+from workbench.store.calibration import judgment_notes
 from workbench.store.corpus import read_documents, read_queries
 from workbench.store.database import Database
 from workbench.store.judgments import read_judgments
 
 LABEL_COLUMNS = ["judgment_id", "query_id", "doc_id", "title", "start", "end", "grade", "source",
-                 "assessor", "created_at"]
+                 "assessor", "created_at", "comment", "evidence"]
 
 
 def _visible(labels: pd.DataFrame) -> pd.DataFrame:
@@ -46,7 +47,11 @@ def labels_table(db: Database, *, query_ids: Iterable[str] | None = None, grades
     whose value is among the given ones (None: no filter). Columns: :data:`LABEL_COLUMNS`.
     An annotator (:mod:`workbench.services.access`) gets only their own human labels: others'
     labels and the judge's stay unseen, so nobody is swayed before labelling. The filters apply
-    after that, so naming another assessor finds none of their labels."""
+    after that, so naming another assessor finds none of their labels.
+
+    ``comment`` and ``evidence`` (document spans ``[[start, end], ...]``) are what an SME gave
+    with the label on the Label page (None for other labels, or when they gave none); they are
+    looked up for the visible labels only, so an annotator never receives another's."""
     labels = _visible(read_judgments(db, status="ok"))
     if assessors is not None:
         labels = labels.loc[labels["assessor"].isin([str(a) for a in assessors])]
@@ -58,6 +63,9 @@ def labels_table(db: Database, *, query_ids: Iterable[str] | None = None, grades
         labels = labels.loc[labels["source"].isin(list(sources))]
     titles = read_documents(db, labels["doc_id"].unique().tolist(), with_text=False)[["doc_id", "title"]]
     out = labels.merge(titles, on="doc_id", how="left")
+    notes = judgment_notes(db, out["judgment_id"].tolist())
+    out["comment"] = [notes.get(int(i), {}).get("comment") for i in out["judgment_id"]]
+    out["evidence"] = [notes.get(int(i), {}).get("evidence") for i in out["judgment_id"]]
     return out.reindex(columns=LABEL_COLUMNS).reset_index(drop=True)
 
 

@@ -505,6 +505,40 @@ def label_table(db: Database, sample: str) -> pd.DataFrame:
     )
 
 
+def label_notes(db: Database, sample: str) -> dict[tuple[int, str], dict]:
+    """``{(position, annotator): {"comment", "evidence"}}``: what each SME's current label of an
+    item says besides its grade (the comment, and the evidence spans as ``[[start, end], ...]``
+    or None), for the items whose current state is a label."""
+    rows = db.query_all(
+        """SELECT position, annotator, action, comment, evidence FROM (
+               SELECT position, annotator, action, comment, evidence::VARCHAR AS evidence FROM label_events
+               WHERE sample = ?
+               QUALIFY row_number() OVER (PARTITION BY position, annotator ORDER BY event_id DESC) = 1)
+           WHERE action = 'label'""",
+        [sample],
+    )
+    return {(int(p), str(a)): {"comment": c, "evidence": None if e is None else json.loads(e)}
+            for p, a, _, c, e in rows}
+
+
+def judgment_notes(db: Database, judgment_ids) -> dict[int, dict]:
+    """``{judgment_id: {"comment", "evidence"}}`` for the SME labels among ``judgment_ids`` (a
+    label's ``judgments`` row and the ``label_events`` row that wrote it share the id; rows of
+    other sources have no event and are absent)."""
+    wanted = sorted({int(i) for i in judgment_ids})
+    if not wanted:
+        return {}
+    rows = db.query_all(
+        """SELECT judgment_id, arg_max({'comment': comment, 'evidence': evidence::VARCHAR}, event_id)
+           FROM label_events
+           WHERE action = 'label' AND list_contains(?::BIGINT[], judgment_id)
+           GROUP BY judgment_id""",
+        [wanted],
+    )
+    return {int(i): {"comment": n["comment"], "evidence": None if n["evidence"] is None else json.loads(n["evidence"])}
+            for i, n in rows}
+
+
 def judge_grades_for_sample(db: Database, sample: str) -> pd.DataFrame:
     """Every judge configuration's latest ``ok`` grade of each sample item:
     ``position, config, model, prompt_hash, grade`` (items matched on query_id, doc_id, chunk_id;

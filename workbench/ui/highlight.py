@@ -6,6 +6,8 @@ open a tag (``<script>``, ``<img onerror=...>`` stay literal text). Offsets are 
 offsets, ``end`` exclusive, as everywhere in the project.
 
 - :func:`marked_span_html`: a labelled span in place inside its document (the Browse page).
+- :func:`evidence_html`: a labelled passage in its document with the SME's evidence spans in
+  ``<mark>`` (the Calibration page's disagreements, the Browse page's SME labels).
 - :func:`marked_terms`: text with the query's terms in ``<mark>`` (the Label page).
 - :func:`units_html`: the judged passage inside its document, each evidence unit (line or
   sentence) a ``<span data-unit="i">`` the Label page's keys move over and choose.
@@ -55,6 +57,47 @@ def marked_span_html(text: str, start: int, end: int, *, grade: int | None = Non
         ("… " if cut_before else "")
         + html.escape(before)
         + f'<mark style="background: {colour}; padding: 0 1px"{title}>{html.escape(text[start:end])}</mark>'
+        + html.escape(after)
+        + (" …" if cut_after else "")
+    )
+
+
+def evidence_html(text: str, start: int, end: int, evidence, *, grade: int | None = None,
+                  window: int | None = 400) -> str:
+    """The passage ``text[start:end]`` inside its document (shaded, ``window`` characters of
+    context each side as in :func:`marked_span_html`) with each evidence span (document offsets
+    ``[[s, e], ...]``, end exclusive) in ``<mark data-evidence="i">``: the sentences an SME chose,
+    not the whole passage. Spans are clipped to the document, sorted and overlapping ones merged;
+    a span reaching outside the passage widens the shaded part to include it. Every piece of
+    text is escaped on its own."""
+    n = len(text)
+    start = max(0, min(int(start), n))
+    end = max(start, min(int(end), n))
+    spans = sorted((max(0, min(int(s), n)), max(0, min(int(e), n))) for s, e in (evidence or []))
+    merged: list[list[int]] = []
+    for s, e in spans:
+        if e <= s:
+            continue
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    lo = min([start] + [s for s, _ in merged])
+    hi = max([end] + [e for _, e in merged])
+    before, cut_before = context_before(text, lo, window)
+    after, cut_after = context_after(text, hi, window)
+    colour = GRADE_COLOURS.get(grade, "#fff3bf") if grade is not None else "#fff3bf"
+    parts, at = [], lo
+    for i, (s, e) in enumerate(merged):
+        parts.append(html.escape(text[at:s]))
+        parts.append(f'<mark data-evidence="{i}" style="background: {colour}; padding: 0 1px">'
+                     f"{html.escape(text[s:e])}</mark>")
+        at = e
+    parts.append(html.escape(text[at:hi]))
+    return (
+        ("… " if cut_before else "")
+        + html.escape(before)
+        + '<span class="wb-passage" style="background: rgba(49, 51, 63, 0.05)">' + "".join(parts) + "</span>"
         + html.escape(after)
         + (" …" if cut_after else "")
     )

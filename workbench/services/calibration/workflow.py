@@ -678,7 +678,12 @@ def judge_output(db: Database, sample: str, annotator: str, position: int) -> di
 
 def sme_disagreements(db: Database, sample: str) -> list[dict]:
     """Items two or more SMEs graded differently, their grades side by side, and the resolved
-    label (with who resolved it) when a lead adjudicated the item."""
+    label (with who resolved it) when a lead adjudicated the item.
+
+    Each also has ``notes``: ``{sme: {"comment", "evidence"}}``, what each SME's label says
+    besides the grade (evidence: document spans ``[[start, end], ...]`` or None), and the pair as
+    the SMEs saw it: ``start``, ``end`` (the judged passage), ``query``, ``title``, ``text`` (the
+    whole document, which the evidence spans index into). Leads and viewers only, as the grades."""
     access.require("see_all_labels")
     table = store.label_table(db, sample)
     labelled = table[table["action"] == "label"]
@@ -694,6 +699,14 @@ def sme_disagreements(db: Database, sample: str) -> list[dict]:
         out.append({"position": int(position), "query_id": str(first["query_id"]), "doc_id": str(first["doc_id"]),
                     "grades": grades, "resolved": None if r is None else r["grade"],
                     "resolved_by": None if r is None else r["by"]})
+    if out:
+        notes = store.label_notes(db, sample)
+        items = store.read_items(db, sample, [d["position"] for d in out])
+        for d in out:
+            found = items.get(d["position"], {})
+            d["notes"] = {name: notes.get((d["position"], name), {"comment": None, "evidence": None})
+                          for name in d["grades"]}
+            d.update({k: found.get(k) for k in ("start", "end", "query", "title", "text")})
     return out
 
 

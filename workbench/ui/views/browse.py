@@ -1,5 +1,6 @@
 """Queries & Labels: the project's queries (text, description, tags) and their labels (grade,
-source, assessor), each label's span shown highlighted inside its document.
+source, assessor), each label's span shown highlighted inside its document (an SME label with
+evidence: the evidence spans the SME chose, with their comment).
 
 Filters: one query (or all), grades, sources, assessors. Read-only, through
 :mod:`workbench.services.browse`. Every labelled passage of a chosen query is shown; over all
@@ -24,7 +25,7 @@ import streamlit as st
 from workbench.errors import WorkbenchError
 from workbench.services.browse import label_document, labels_table, queries_table
 from workbench.ui import context
-from workbench.ui.highlight import marked_span_html
+from workbench.ui.highlight import evidence_html, marked_span_html
 from workbench.ui.words import cell, params_text, qrels_note
 
 ALL = "All queries"
@@ -100,7 +101,8 @@ def render() -> None:
         return
     st.dataframe(
         [{"query": r.query_id, "document": r.doc_id, "title": cell(r.title), "span": f"{r.start}–{r.end}",
-          "grade": int(r.grade), "source": SOURCE_WORDS.get(r.source, r.source), "assessor": r.assessor}
+          "grade": int(r.grade), "source": SOURCE_WORDS.get(r.source, r.source), "assessor": r.assessor,
+          "comment": r.comment or ""}
          for r in labels.itertuples(index=False)],
         hide_index=True, width="stretch", key="browse_labels")
     _merged(None if chosen == ALL else chosen, everything)
@@ -121,12 +123,20 @@ def render() -> None:
         title = cell(r.title)
         head = (f"{r.query_id} · {r.doc_id}" + (f" — {title}" if title else "")
                 + f" · grade {int(r.grade)} · {SOURCE_WORDS.get(r.source, r.source)} · {r.assessor}")
-        body = marked_span_html(texts[r.doc_id], r.start, r.end, grade=int(r.grade),
-                                window=None if whole else 300)
+        # An SME's label shows the sentences they chose as evidence, not the whole passage.
+        evidence = r.evidence if isinstance(r.evidence, list) and r.evidence else None
+        if evidence:
+            body = evidence_html(texts[r.doc_id], r.start, r.end, evidence, grade=int(r.grade),
+                                 window=None if whole else 300)
+        else:
+            body = marked_span_html(texts[r.doc_id], r.start, r.end, grade=int(r.grade),
+                                    window=None if whole else 300)
+        comment = (f'<div data-testid="browse-comment" style="font-size: 0.9em; margin-top: 0.2em">'
+                   f'<b>Comment:</b> {html.escape(str(r.comment))}</div>' if r.comment else "")
         st.html(
             f'<div style="margin: 0.8em 0 0.2em; font-weight: 600">{html.escape(head)}</div>'
             f'<div style="white-space: pre-wrap; font-size: 0.9em; border-left: 3px solid #ddd; '
-            f'padding-left: 0.8em; max-height: 28em; overflow-y: auto">{body}</div>'
+            f'padding-left: 0.8em; max-height: 28em; overflow-y: auto">{body}</div>' + comment
         )
 
 

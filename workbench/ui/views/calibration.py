@@ -133,13 +133,18 @@ def _adjudication(sample: str, found: list[dict]) -> None:
                     **{name: d["grades"].get(name, "–") for name in smes},
                     "resolved": "–" if d["resolved"] is None else f"{d['resolved']} by {d['resolved_by']}"}
                    for d in found], key="calibration-sme-disagreements")
+    pick = st.selectbox("Pair", range(len(found)), format_func=lambda i: f"pair {found[i]['position'] + 1}",
+                        key="calibration_adjudicate_pair",
+                        help="Each SME's grade, the evidence they marked in the passage and their comment, "
+                             "side by side.")
+    _side_by_side(found[pick])
     lead = context.annotator()
     if not lead:
         st.caption("Enter your annotator id in the sidebar to resolve a disagreement; it is recorded with "
                    "the resolved label.")
         return
     with st.form("calibration_adjudicate"):
-        pick = st.selectbox("Pair", range(len(found)), format_func=lambda i: f"pair {found[i]['position'] + 1}")
+        st.caption(f"Resolving pair {found[pick]['position'] + 1}.")
         grade = st.radio("Resolved grade", [0, 1, 2, 3], horizontal=True)
         note = st.text_input("Why (optional)")
         if st.form_submit_button("Record resolved label"):
@@ -152,6 +157,35 @@ def _adjudication(sample: str, found: list[dict]) -> None:
             context.flash("calibration", context.plain(
                 f"Recorded grade {grade} for pair {found[pick]['position'] + 1}, resolved by {lead}."))
             st.rerun()
+
+
+def _side_by_side(d: dict) -> None:
+    """One column per SME: their grade, the passage with the evidence they marked in ``<mark>``
+    (:func:`workbench.ui.highlight.evidence_html`, corpus text escaped) and their comment."""
+    from workbench.ui.highlight import evidence_html
+
+    text = d.get("text") or ""
+    st.html(f'<div style="font-weight: 600">{html.escape(str(d.get("query") or d["query_id"]))}</div>'
+            f'<div style="margin-top: 0.2rem">{html.escape(str(d.get("title") or d["doc_id"]))}</div>')
+    names = sorted(d["grades"])
+    for column, name in zip(st.columns(len(names)), names):
+        grade = d["grades"][name]
+        note = d.get("notes", {}).get(name) or {}
+        evidence = note.get("evidence") or []
+        comment = note.get("comment")
+        passage = evidence_html(text, d.get("start") or 0, len(text) if d.get("end") is None else d["end"],
+                                evidence, grade=grade, window=200)
+        column.html(
+            f'<div data-testid="calibration-sme-view" data-sme="{html.escape(name, quote=True)}">'
+            f'<div style="font-weight: 600">{html.escape(name)} · grade {int(grade)}</div>'
+            f'<div style="font-size: 0.85em; color: rgba(49, 51, 63, 0.7)">'
+            f'{"evidence marked: " + str(len(evidence)) if evidence else "no evidence marked"}</div>'
+            f'<div style="white-space: pre-wrap; font-size: 0.9em; border-left: 3px solid #ddd; padding-left: 0.6em; '
+            f'max-height: 22em; overflow-y: auto">{passage}</div>'
+            f'<div data-testid="calibration-sme-comment" style="margin-top: 0.4rem">'
+            + (f"<b>Comment:</b> {html.escape(comment)}" if comment else
+               '<span style="color: rgba(49, 51, 63, 0.6)">no comment</span>')
+            + "</div></div>")
 
 
 def _configurations(configs: list[dict]) -> None:
