@@ -30,6 +30,9 @@ class Qrels:
     grades: np.ndarray  # int64
     lines: np.ndarray | None = None
     source: str | None = None
+    #: for a part of larger qrels: each row's position among the whole qrels' rows (what
+    #: ``lines`` of a careful re-read is indexed by); None when the rows are all of them
+    rows: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.grades)
@@ -51,9 +54,16 @@ class Run:
     lines: np.ndarray | None = None
     source: str | None = None
     name: str | None = None
+    #: True for a part of a larger run (some of its queries, whole): row numbers are not the
+    #: file's line order, so a duplicate is located by searching the file for it
+    partial: bool = False
 
     def __len__(self) -> int:
         return len(self.scores)
+
+    @property
+    def first_doc_id(self) -> str | None:
+        return str(self.doc_ids[0].as_py()) if len(self.doc_ids) else None
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}

@@ -47,7 +47,7 @@ from workbench.core.metrics.qrels_and_runs import (
     qrels_from_dict,
     run_from_dict,
 )
-from workbench.core.metrics.readers import read_trec_qrels, read_trec_run
+from workbench.core.metrics.readers import read_trec_qrels, read_trec_run, run_pair_lines
 from workbench.errors import InputError, clip
 
 
@@ -226,15 +226,28 @@ def _duplicate_rows(keys: np.ndarray) -> np.ndarray:
     return np.sort(order[1:][sk[1:] == sk[:-1]])
 
 
-def _raise_duplicate(kind: str, source: str | None, lines: np.ndarray | None, row: int, first_row: int,
-                     qid: str, doc: str, reread: Callable[[], np.ndarray | None]) -> None:
-    if lines is None and source is not None:
-        lines = reread()
-    line = int(lines[row]) if lines is not None else None
-    first = f" (first at line {int(lines[first_row])})" if lines is not None else ""
+def _raise_duplicate(kind: str, source: str | None, locate: Callable[[], tuple[int | None, int | None]],
+                     qid: str, doc: str) -> None:
+    """``locate()`` gives the file lines of the repeat and of the first occurrence (None when
+    the input came from no file)."""
+    line, first_line = locate() if source is not None else (None, None)
+    first = f" (first at line {first_line})" if first_line is not None else ""
     hint = "; pass duplicates='first' (CLI: {field:keep_first_duplicate}) to keep the first" if kind == "run" else ""
     raise InputError(f"{kind}: document {clip(doc)} appears twice for query {clip(qid)}{first}{hint}",
                      path=source, line=line)
+
+
+def _row_lines(lines: np.ndarray | None, rows: np.ndarray | None, reread: Callable[[], np.ndarray | None],
+               row: int, first_row: int) -> tuple[int | None, int | None]:
+    """File lines of two rows: from ``lines`` (this input's own), else a careful re-read of the
+    file indexed by each row's position in the whole file (``rows``, for a part of it)."""
+    if lines is None:
+        lines = reread()
+        if lines is not None and rows is not None:
+            row, first_row = int(rows[row]), int(rows[first_row])
+    if lines is None:
+        return None, None
+    return int(lines[row]), int(lines[first_row])
 
 
 def _shared_codes(first: pa.Array, second: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
@@ -265,9 +278,9 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
     if _repeated(qkey):
         row = int(_duplicate_rows(qkey)[0])
         first_row = int(np.flatnonzero(qkey == qkey[row])[0])
-        _raise_duplicate("qrels", qrels.source, qrels.lines, row, first_row, universe[qq[row]],
-                         d_dict[qd[row]].as_py(),
-                         lambda: read_trec_qrels(qrels.source, careful=True).lines if qrels.source else None)
+        _raise_duplicate("qrels", qrels.source, lambda: _row_lines(
+            qrels.lines, qrels.rows, lambda: read_trec_qrels(qrels.source, careful=True).lines, row, first_row),
+            universe[qq[row]], d_dict[qd[row]].as_py())
 
     # run: the same keys, sorted once: repeated pairs show as equal neighbours (an error, or
     # dropped after the first), and each qrels key is found by a binary search among them
@@ -280,9 +293,14 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
         if duplicates != "first":
             row = int(dup[0])
             first_row = int(np.flatnonzero(rkey == rkey[row])[0])
-            _raise_duplicate("run", run.source, run.lines, row, first_row, universe[rq[row]],
-                             d_dict[rd[row]].as_py(),
-                             lambda: read_trec_run(run.source, careful=True).lines if run.source else None)
+            qid, doc = universe[rq[row]], d_dict[rd[row]].as_py()
+            if run.partial and run.lines is None:  # a part of the file: search the file for the pair
+                found = run_pair_lines(run.source, qid, doc) if run.source else []
+                locate = lambda: (found[1], found[0]) if len(found) == 2 else (None, None)  # noqa: E731
+            else:
+                locate = lambda: _row_lines(run.lines, None, lambda: read_trec_run(run.source, careful=True).lines,  # noqa: E731
+                                            row, first_row)
+            _raise_duplicate("run", run.source, locate, qid, doc)
         keep = np.ones(len(rq), dtype=bool)
         keep[dup] = False
         rq, score, rd, rkey = rq[keep], score[keep], rd[keep], rkey[keep]
