@@ -397,11 +397,13 @@ def _line_chunks(path: Path, size: int) -> Iterator[tuple[bytes, int]]:
             line += chunk.count(b"\n")
 
 
-def read_trec_run_parts(path: str | Path, *, name: str | None = None,
-                        block_rows: int = DEFAULT_BLOCK_ROWS) -> RunParts:
+def read_trec_run_parts(path: str | Path, *, name: str | None = None, block_rows: int = DEFAULT_BLOCK_ROWS,
+                        chunk_bytes: int = _CHUNK_BYTES) -> RunParts:
     """A TREC run file as :class:`RunParts` of about ``block_rows`` rows each (one part when
-    it is estimated to fit). Malformed lines raise the same :class:`InputError` (file and
-    line) as :func:`read_trec_run`, before any part is scored."""
+    it is estimated to fit; the estimate is the file size over the line length of its first
+    MB). Malformed lines raise the same :class:`InputError` (file and line) as
+    :func:`read_trec_run`, before any part is scored. ``chunk_bytes``: the file text parsed
+    at a time while splitting."""
     if isinstance(block_rows, bool) or not isinstance(block_rows, int) or block_rows < 1:
         raise ValueError(f"block_rows must be a positive integer, got {block_rows!r}")
     path = check_regular_file(Path(path))
@@ -413,18 +415,18 @@ def read_trec_run_parts(path: str | Path, *, name: str | None = None,
     n_parts = min(-(-estimate * 5 // (4 * block_rows)), 1 << 16)  # 25% slack: parts differ a little
     directory = tempfile.mkdtemp(prefix="workbench-run-parts-")
     try:
-        n_rows, first = _split_run(path, name, n_parts, directory)
+        n_rows, first = _split_run(path, name, n_parts, directory, chunk_bytes)
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise
     return RunParts(str(path), name, n_parts, n_rows, first, directory=directory)
 
 
-def _split_run(path: Path, name: str, n_parts: int, directory: str) -> tuple[int, str | None]:
+def _split_run(path: Path, name: str, n_parts: int, directory: str, chunk_bytes: int) -> tuple[int, str | None]:
     sinks: dict[int, tuple] = {}
     n_rows, first = 0, None
     try:
-        for data, first_line in _line_chunks(path, _CHUNK_BYTES):
+        for data, first_line in _line_chunks(path, chunk_bytes):
             run = _run_from_bytes(path, data, name, first_line=first_line)
             if not len(run):
                 continue
