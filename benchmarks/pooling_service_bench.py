@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support import reference_pooling as core_pooling  # noqa: E402
 from workbench.services.pooling.pools import POOL_RRF_K, add_runs, build_pool, pool_stats
 from workbench.store.database import Database
+from workbench.store.chunks import CHUNK_COLUMNS, write_chunking
 from workbench.store.pools import read_pool_pairs
 from workbench.store.runs import read_run_rows_many, set_run_scope, write_run
 
@@ -82,6 +83,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, Database(Path(tmp) / "bench.duckdb") as db:
         t = time.perf_counter()
         names = [f"run{i}" for i in range(7)]
+        with db.transaction() as tx:  # the runs rank chunks of chunking 'bench': it must exist
+            write_chunking(tx, "bench", "synthetic", {}, pd.DataFrame(columns=CHUNK_COLUMNS))
         for name in names:
             with db.transaction() as tx:
                 write_run(tx, name, "synthetic", synthetic_run(rng, n_queries, depth))
