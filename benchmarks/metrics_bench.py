@@ -222,10 +222,18 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5, help="alternated rounds per row (default 5)")
     ap.add_argument("--block-rows", type=int, default=None,
                     help="score the files in parts of this many rows (default: the engine's default)")
+    ap.add_argument("--generate-into", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.generate_into is not None:  # the child that writes the data (see below)
+        generate(args.generate_into, args.queries, args.docs)
+        return
     print(load())
     with tempfile.TemporaryDirectory() as tmp:
-        qrels, sorted_run, unsorted_run = generate(Path(tmp), args.queries, args.docs)
+        # written by a child process: this one stays small, and the peak RSS a forked process
+        # reports starts from its parent's size
+        subprocess.run([sys.executable, __file__, "--queries", str(args.queries), "--docs", str(args.docs),
+                        "--generate-into", tmp], check=True)
+        qrels, sorted_run, unsorted_run = (Path(tmp) / n for n in ("qrels.txt", "run_sorted.txt", "run_unsorted.txt"))
         n = args.queries * args.docs
         print(f"{args.queries:,} queries x {args.docs} docs = {n:,} run rows, string ids (q123/d4567), "
               f"~5% tied scores; {args.rounds} alternated rounds per row")
