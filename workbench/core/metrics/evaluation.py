@@ -254,8 +254,8 @@ def _column_parts(qrels: Qrels, run: RunParts) -> Iterator[tuple[Qrels, Run]]:
     for p in range(run.n_parts):
         rows = order[bounds[p]:bounds[p + 1]]
         yield [Qrels(take(qrels.query_ids, rows), take(qrels.doc_ids, rows), qrels.grades[rows],
-                     lines=None if qrels.lines is None else qrels.lines[rows], source=qrels.source,
-                     rows=rows if qrels.lines is None else None), next(parts)]
+                     lines=None if qrels.lines is None else qrels.lines[rows], source=qrels.source),
+               next(parts)]
 
 
 def evaluate(

@@ -30,9 +30,6 @@ class Qrels:
     grades: np.ndarray  # int64
     lines: np.ndarray | None = None
     source: str | None = None
-    #: for a part of larger qrels: each row's position among the whole qrels' rows (what
-    #: ``lines`` of a careful re-read is indexed by); None when the rows are all of them
-    rows: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.grades)
@@ -54,8 +51,8 @@ class Run:
     lines: np.ndarray | None = None
     source: str | None = None
     name: str | None = None
-    #: True for a part of a larger run (some of its queries, whole): row numbers are not the
-    #: file's line order, so a duplicate is located by searching the file for it
+    #: True for a part of a larger run (some of its queries, whole): its rows are not the
+    #: file's rows, so a duplicate is located by searching the file for it
     partial: bool = False
 
     def __len__(self) -> int:

@@ -47,7 +47,7 @@ from workbench.core.metrics.qrels_and_runs import (
     qrels_from_dict,
     run_from_dict,
 )
-from workbench.core.metrics.readers import read_trec_qrels, read_trec_run, run_pair_lines
+from workbench.core.metrics.readers import pair_lines
 from workbench.errors import InputError, clip
 
 
@@ -237,17 +237,19 @@ def _raise_duplicate(kind: str, source: str | None, locate: Callable[[], tuple[i
                      path=source, line=line)
 
 
-def _row_lines(lines: np.ndarray | None, rows: np.ndarray | None, reread: Callable[[], np.ndarray | None],
-               row: int, first_row: int) -> tuple[int | None, int | None]:
-    """File lines of two rows: from ``lines`` (this input's own), else a careful re-read of the
-    file indexed by each row's position in the whole file (``rows``, for a part of it)."""
-    if lines is None:
-        lines = reread()
-        if lines is not None and rows is not None:
-            row, first_row = int(rows[row]), int(rows[first_row])
-    if lines is None:
-        return None, None
-    return int(lines[row]), int(lines[first_row])
+def _locate(lines: np.ndarray | None, source: str | None, row: int, first_row: int, qid: str,
+            doc: str) -> Callable[[], tuple[int | None, int | None]]:
+    """Where a repeated pair is: the input's own line numbers, else the first two lines of the
+    file that hold the pair (one pass over the file, on this error path only: a careful re-read
+    of a 10^8-line file would need tens of GB)."""
+    if lines is not None:
+        return lambda: (int(lines[row]), int(lines[first_row]))
+
+    def search() -> tuple[int | None, int | None]:
+        found = pair_lines(source, qid, doc) if source else []
+        return (found[1], found[0]) if len(found) == 2 else (None, None)
+
+    return search
 
 
 def _shared_codes(first: pa.Array, second: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
@@ -278,9 +280,8 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
     if _repeated(qkey):
         row = int(_duplicate_rows(qkey)[0])
         first_row = int(np.flatnonzero(qkey == qkey[row])[0])
-        _raise_duplicate("qrels", qrels.source, lambda: _row_lines(
-            qrels.lines, qrels.rows, lambda: read_trec_qrels(qrels.source, careful=True).lines, row, first_row),
-            universe[qq[row]], d_dict[qd[row]].as_py())
+        qid, doc = universe[qq[row]], d_dict[qd[row]].as_py()
+        _raise_duplicate("qrels", qrels.source, _locate(qrels.lines, qrels.source, row, first_row, qid, doc), qid, doc)
 
     # run: the same keys, sorted once: repeated pairs show as equal neighbours (an error, or
     # dropped after the first), and each qrels key is found by a binary search among them
@@ -294,12 +295,7 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
             row = int(dup[0])
             first_row = int(np.flatnonzero(rkey == rkey[row])[0])
             qid, doc = universe[rq[row]], d_dict[rd[row]].as_py()
-            if run.partial and run.lines is None:  # a part of the file: search the file for the pair
-                found = run_pair_lines(run.source, qid, doc) if run.source else []
-                locate = lambda: (found[1], found[0]) if len(found) == 2 else (None, None)  # noqa: E731
-            else:
-                locate = lambda: _row_lines(run.lines, None, lambda: read_trec_run(run.source, careful=True).lines,  # noqa: E731
-                                            row, first_row)
+            locate = _locate(None if run.partial else run.lines, run.source, row, first_row, qid, doc)
             _raise_duplicate("run", run.source, locate, qid, doc)
         keep = np.ones(len(rq), dtype=bool)
         keep[dup] = False

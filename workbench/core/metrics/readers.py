@@ -451,9 +451,9 @@ def _split_run(path: Path, name: str, n_parts: int, directory: str, chunk_bytes:
     return n_rows, first
 
 
-def run_pair_lines(path: str | Path, query_id: str, doc_id: str, limit: int = 2) -> list[int]:
-    """File lines (1-based, at most ``limit``) of the run lines ranking ``doc_id`` for
-    ``query_id``: where a duplicate found in a part of the file is (one pass, error path only)."""
+def pair_lines(path: str | Path, query_id: str, doc_id: str, limit: int = 2) -> list[int]:
+    """File lines (1-based, at most ``limit``) of the TREC run or qrels lines holding ``doc_id``
+    for ``query_id`` (1st and 3rd fields): where a repeated pair is (one pass, error path only)."""
     qb, db = query_id.encode(), doc_id.encode()
     found: list[int] = []
     for data, first_line in _line_chunks(Path(path), _CHUNK_BYTES):
