@@ -23,6 +23,10 @@ The TREC readers first try a fast path (pyarrow's CSV reader on whitespace-norma
 When that fails for any reason, a careful line-by-line parser re-reads the file and raises
 :class:`~workbench.errors.InputError` naming the file, the line and what was expected; it also
 handles the legal inputs the fast path cannot (ragged junk columns).
+
+A run file larger than ``block_rows`` is read by :func:`read_trec_run_parts` as parts of whole
+queries (split by a hash of the query id through temporary Arrow files), so that scoring it
+needs the memory of one part; parsing and error messages are those of :func:`read_trec_run`.
 """
 
 from __future__ import annotations
