@@ -155,3 +155,25 @@ def test_a_duplicate_in_split_qrels_names_both_lines(tmp_path):
     with pytest.raises(InputError) as err:
         evaluate(qrels_path, run_path, ["map"], block_rows=20)
     assert err.value.line == 31 and "(first at line 5)" in str(err.value)
+
+
+def test_tabs_comments_crlf_and_a_byte_order_mark_in_parts(tmp_path):
+    """Chunks that need the reader's rewrite (tabs, CR, comments) or its careful parser (ragged
+    junk columns) give the rows the whole-file reader gives."""
+    qrels, run = _data(seed=13, n_queries=40)
+    qrels_path, run_path = _write(tmp_path, qrels, run)
+    lines = run_path.read_text().splitlines()
+    odd = []
+    for i, line in enumerate(lines):
+        if i % 7 == 0:
+            line = line.replace(" ", "\t")
+        if i % 11 == 0:
+            odd.append("# a comment line")
+        if i % 13 == 0:
+            line += " junk more"
+        odd.append(line)
+    path = tmp_path / "odd.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(odd).encode() + b"\r\n")
+    whole = evaluate(qrels_path, run_path, MEASURES)
+    _same(whole, evaluate(qrels_path, path, MEASURES))
+    _same(whole, evaluate(qrels_path, path, MEASURES, block_rows=150))
