@@ -94,8 +94,14 @@ $(VENV)/.llama: | $(BIN)/python
 		echo "note: $(LLAMA_WHEEL) not found; the tests against a real llama.cpp server will skip (fail under CI=true)"; \
 	fi
 
+# the engine's benchmarks (metrics, pooling) at small sizes; a crash fails the target.
+# Bigger: make bench BENCH_QUERIES=100000 BENCH_ROUNDS=5
+BENCH_QUERIES ?= 2000
+BENCH_ROUNDS ?= 3
 bench: $(VENV)/.installed-test
-	for script in benchmarks/*_bench.py; do $(BIN)/python $$script || exit 1; done
+	$(BIN)/python benchmarks/metrics_bench.py --queries $(BENCH_QUERIES) --rounds $(BENCH_ROUNDS)
+	$(BIN)/python benchmarks/pooling_service_bench.py $(BENCH_QUERIES) 100 --rounds $(BENCH_ROUNDS)
+	$(BIN)/python benchmarks/pooling_bench.py $(BENCH_QUERIES) 100
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

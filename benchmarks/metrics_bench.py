@@ -1,27 +1,33 @@
 """Metric engine benchmark: what users run, against pytrec_eval, measured in the same run.
 
-    python benchmarks/metrics_bench.py [--queries 10000] [--docs 100] [--repeat 7]
+    python benchmarks/metrics_bench.py [--queries 10000] [--docs 100] [--rounds 5] [--block-rows N]
 
 Data (unfriendly on purpose): Q queries x D docs, ids like ``q123`` / ``d4567`` (strings, so
-nothing can be parsed as an integer), scores rounded to 3 decimals (some tie), about 20 judged
-docs per query (10 retrieved, 10 not) graded 0-3. Two run files hold the same rows: one
-sorted by query and score (as most tools write them), one shuffled.
+nothing can be parsed as an integer), BM25-like scores (gamma distributed, 4 decimals) of which
+about 5% repeat the score before them in the same query (ties, as BM25 gives documents with the
+same term statistics), about 20 judged docs per query (10 retrieved, 10 not) graded 0-3. Two
+run files hold the same rows: one sorted by query and score (as most tools write them), one
+with every query's rows scattered over the whole file.
 
-Rows of the table (each the best of ``--repeat`` runs; ours and pytrec_eval alternate so that
-a shared machine's load weighs on both alike):
+Every row is measured in ``--rounds`` rounds, ours and pytrec_eval alternating inside each
+round (a shared machine's load then weighs on both alike). Reported: CPU seconds (user + system
+of the process, or of the call for the in-process rows) as the median over the rounds, the
+ratio ours / theirs as the median and min-max of the per-round ratios, and the peak RSS of
+the processes. The load average is printed before and after: on a loaded 2-core machine CPU
+seconds grow too (shared caches), ratios less.
 
 * ``workbench eval`` as a user runs it: a whole ``python -m workbench eval QRELS RUN -m ...``
   process (interpreter start, imports, reading, ranking, scoring, printing the table),
   against a whole Python process that reads the same files with pytrec_eval's parsers,
-  scores them with ``RelevanceEvaluator`` and prints the means. Targets: ours <= 0.5x theirs,
-  sorted and unsorted.
+  scores them with ``RelevanceEvaluator`` and prints the means. Target: ours <= 0.3x theirs.
 * ``evaluate()`` from dicts: ``evaluate(qrels_dict, run_dict, measures).aggregate`` against
   ``RelevanceEvaluator(qrels_dict, measures).evaluate(run_dict)`` plus the means, alternated
   inside one process, on the dicts of the unsorted run (loaded once, untimed). Target: ours
   <= 1.0x.
 * ``workbench --help``: the whole process. Target: < 0.3 s.
-* a diagnostic row: the sorted-rows process with a parser that registers only ``eval``; its
-  difference to the full row is what the other command groups add while the parser is built.
+
+``--block-rows N`` passes a block size to ``workbench eval`` (through the Python API, as the CLI
+has no such option): with N below the run's rows, the run is scored in parts.
 
 Bytecode caching is on for every process (as for an installed package); a first untimed run of
 each command (the agreement check) writes it.
@@ -40,6 +46,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 import numpy as np
 
@@ -78,13 +85,14 @@ def theirs():
     per_query = pytrec_eval.RelevanceEvaluator(qrels, their_measures).evaluate(run)
     return {m: sum(v[m] for v in per_query.values()) / len(per_query) for m in next(iter(per_query.values()))}
 
-best = {"ours": float("inf"), "theirs": float("inf")}
+ours(), theirs()  # untimed: the first call imports what the engine imports lazily
+rounds = {"ours": [], "theirs": []}
 for _ in range(repeat):  # alternate: the machine's load weighs on both alike
     for name, fn in (("ours", ours), ("theirs", theirs)):
-        t = time.perf_counter()
+        t = time.process_time()
         fn()
-        best[name] = min(best[name], time.perf_counter() - t)
-print(json.dumps(best))
+        rounds[name].append(time.process_time() - t)
+print(json.dumps(rounds))
 """
 
 
@@ -96,14 +104,17 @@ def generate(directory: Path, n_queries: int, n_docs: int, seed: int = 0) -> tup
     vocab = max(10_000, n_queries * 5)
     docs = (rng.integers(0, vocab, size=(n_queries, 1)) + np.arange(n_docs) * 97) % (vocab + n_docs * 97)
     docs = docs.ravel()
-    scores = np.round(rng.random(q.size) * 20, 3)
+    # BM25-like: gamma-distributed, 4 decimals; ~5% of the rows repeat the score before them
+    scores = np.round(rng.gamma(2.0, 5.0, q.size), 4)
+    tie = (rng.random(q.size) < 0.05) & (np.arange(q.size) % n_docs > 0)
+    scores[tie] = scores[np.flatnonzero(tie) - 1]
     order = np.lexsort((-scores, q))
     rank = np.tile(np.arange(1, n_docs + 1), n_queries)
     qs, ds = np.char.add("q", q.astype(str)), np.char.add("d", docs.astype(str))
 
     def lines(rows: np.ndarray, ranks: np.ndarray) -> str:
         cols = [qs[rows], np.full(len(rows), "Q0"), ds[rows], ranks.astype(str),
-                np.char.mod("%.3f", scores[rows]), np.full(len(rows), "bench")]
+                np.char.mod("%.4f", scores[rows]), np.full(len(rows), "bench")]
         return "\n".join(" ".join(r) for r in zip(*(c.tolist() for c in cols))) + "\n"
 
     sorted_run = directory / "run_sorted.txt"
@@ -132,47 +143,47 @@ def env() -> dict:
     return out
 
 
-def once(argv: list[str]) -> float:
-    """Wall time of one whole process."""
-    t = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env(), cwd=REPO, check=False)
-    seconds = time.perf_counter() - t
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(argv[:4])} ... failed:\n{proc.stderr}")
-    return seconds
+def once(argv: list[str]) -> tuple[float, float]:
+    """CPU seconds (user + system) and peak RSS (MB) of one whole process (os.wait4's usage)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env(), cwd=REPO)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by subprocess
+        if proc.returncode:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(argv[:4])} ... failed:\n{err.read().decode()}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def paired(a: list[str], b: list[str], repeat: int) -> tuple[float, float]:
-    """Best wall times of two commands run alternately (a shared machine's load then weighs
-    on both alike)."""
-    best_a = best_b = float("inf")
-    for _ in range(repeat):
-        best_a = min(best_a, once(a))
-        best_b = min(best_b, once(b))
-    return best_a, best_b
+def paired(a: list[str], b: list[str], rounds: int) -> dict:
+    """Two commands run alternately ``rounds`` times: each one's CPU seconds and peak RSS per
+    round, and the per-round ratios a / b."""
+    cpu_a, cpu_b, rss_a, rss_b = [], [], [], []
+    for _ in range(rounds):
+        for argv, cpu, rss in ((a, cpu_a, rss_a), (b, cpu_b, rss_b)):
+            c, m = once(argv)
+            cpu.append(c)
+            rss.append(m)
+    return {"a": cpu_a, "b": cpu_b, "rss_a": max(rss_a), "rss_b": max(rss_b),
+            "ratios": [x / y for x, y in zip(cpu_a, cpu_b)]}
 
 
-def ours_cmd(qrels: Path, run: Path, fmt: str = "table") -> list[str]:
+BLOCKS = """
+import sys
+from workbench.services.evaluation.evaluate import evaluate_files
+(result,) = evaluate_files(sys.argv[1], [sys.argv[2]], sys.argv[4].split(","), block_rows=int(sys.argv[3])).values()
+for m, v in result.aggregate.items():
+    print(f"{m}\t{v:.4f}")
+"""
+
+
+def ours_cmd(qrels: Path, run: Path, fmt: str = "table", block_rows: int | None = None) -> list[str]:
+    if block_rows is not None and fmt != "json":
+        return [sys.executable, "-c", BLOCKS, str(qrels), str(run), str(block_rows), ",".join(OURS)]
     argv = [sys.executable, "-m", "workbench", "eval", str(qrels), str(run), "--format", fmt]
     for m in OURS:
         argv += ["-m", m]
     return argv
-
-
-EVAL_ONLY = """
-import argparse, sys
-from workbench.cli import evaluation
-parser = argparse.ArgumentParser(prog="workbench")
-evaluation.register(parser.add_subparsers(dest="command"))
-args = parser.parse_args(sys.argv[1:])
-sys.exit(args.handler(args))
-"""
-
-
-def eval_only_cmd(qrels: Path, run: Path) -> list[str]:
-    """``workbench eval`` with only the eval command registered: what the whole process costs
-    once no command group imports heavy modules while the parser is built."""
-    return [sys.executable, "-c", EVAL_ONLY, *ours_cmd(qrels, run)[3:]]
 
 
 def pte_cmd(qrels: Path, run: Path) -> list[str]:
@@ -189,45 +200,64 @@ def check_same_means(qrels: Path, run: Path) -> float:
     return max(abs(agg[ours_name] - float(theirs[te.replace(".", "_")])) for te, ours_name in PTE.items())
 
 
-def dicts_task(qrels: Path, run: Path, repeat: int) -> tuple[float, float]:
-    """Best in-process times of ``evaluate()`` and pytrec_eval on the same dicts, alternated
+def dicts_task(qrels: Path, run: Path, rounds: int) -> dict:
+    """In-process CPU seconds of ``evaluate()`` and pytrec_eval on the same dicts, alternated
     inside one process (the dicts are loaded once, untimed)."""
-    out = subprocess.run([sys.executable, "-c", DICTS_TASK, str(qrels), str(run), str(repeat), ",".join(OURS),
+    out = subprocess.run([sys.executable, "-c", DICTS_TASK, str(qrels), str(run), str(rounds), ",".join(OURS),
                           ",".join(PTE)], capture_output=True, text=True, env=env(), check=True, cwd=REPO)
-    best = json.loads(out.stdout.strip().splitlines()[-1])
-    return best["ours"], best["theirs"]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"a": got["ours"], "b": got["theirs"], "rss_a": None, "rss_b": None,
+            "ratios": [x / y for x, y in zip(got["ours"], got["theirs"])]}
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--queries", type=int, default=10_000)
     ap.add_argument("--docs", type=int, default=100)
-    ap.add_argument("--repeat", type=int, default=7, help="runs per row; the best is reported (default 7)")
+    ap.add_argument("--rounds", type=int, default=5, help="alternated rounds per row (default 5)")
+    ap.add_argument("--block-rows", type=int, default=None,
+                    help="score the files in parts of this many rows (default: the engine's default)")
+    ap.add_argument("--generate-into", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.generate_into is not None:  # the child that writes the data (see below)
+        generate(args.generate_into, args.queries, args.docs)
+        return
+    print(load())
     with tempfile.TemporaryDirectory() as tmp:
-        qrels, sorted_run, unsorted_run = generate(Path(tmp), args.queries, args.docs)
+        # written by a child process: this one stays small, and the peak RSS a forked process
+        # reports starts from its parent's size
+        subprocess.run([sys.executable, __file__, "--queries", str(args.queries), "--docs", str(args.docs),
+                        "--generate-into", tmp], check=True)
+        qrels, sorted_run, unsorted_run = (Path(tmp) / n for n in ("qrels.txt", "run_sorted.txt", "run_unsorted.txt"))
         n = args.queries * args.docs
-        print(f"{args.queries:,} queries x {args.docs} docs = {n:,} run rows, string ids (q123/d4567); "
-              f"best of {args.repeat}")
+        print(f"{args.queries:,} queries x {args.docs} docs = {n:,} run rows, string ids (q123/d4567), "
+              f"~5% tied scores; {args.rounds} alternated rounds per row")
         diff = max(check_same_means(qrels, r) for r in (sorted_run, unsorted_run))
         print(f"check: max |ours - pytrec_eval| over the five means = {diff:.1e} (pytrec_eval printed to 4 decimals)")
         rows = []
-        for label, run in (("sorted rows", sorted_run), ("unsorted rows", unsorted_run)):
-            ours, theirs = paired(ours_cmd(qrels, run), pte_cmd(qrels, run), args.repeat)
-            rows.append((f"whole process, files, {label}", ours, theirs, "<= 0.50"))
-        ours, theirs = paired(eval_only_cmd(qrels, sorted_run), pte_cmd(qrels, sorted_run), args.repeat)
-        rows.append(("  sorted rows, parser with eval only (*)", ours, theirs, "diagnostic"))
-        ours, theirs = dicts_task(qrels, unsorted_run, args.repeat)
-        rows.append(("evaluate() from dicts, unsorted rows", ours, theirs, "<= 1.00"))
+        for label, run in (("sorted rows", sorted_run), ("scattered rows", unsorted_run)):
+            got = paired(ours_cmd(qrels, run, block_rows=args.block_rows), pte_cmd(qrels, run), args.rounds)
+            rows.append((f"workbench eval, files, {label}", got, "<= 0.30"))
+        rows.append(("evaluate() from dicts, scattered rows", dicts_task(qrels, unsorted_run, args.rounds), "<= 1.00"))
         print()
-        print(f"  {'what':<40} {'workbench':>10} {'pytrec_eval':>12} {'ratio':>7}  target")
-        for what, a, b, target in rows:
-            print(f"  {what:<40} {a:>9.3f}s {b:>11.3f}s {a / b:>7.2f}  {target}")
-        help_s = min(once([sys.executable, "-m", "workbench", "--help"]) for _ in range(args.repeat))
-        print(f"  {'workbench --help (whole process)':<40} {help_s:>9.3f}s {'':>12} {'':>7}  < 0.3 s")
-        print("\nratio = workbench / pytrec_eval (< 1: workbench faster)")
-        print("(*) the parser built with the eval command alone: the part of the whole-process time that "
-              "the other command groups' registration adds shows as the difference to the row above")
+        print(f"  {'what':<40} {'workbench':>10} {'pytrec_eval':>12} {'ratio':>6} {'min-max':>11}  "
+              f"{'peak RSS MB':>14}  target")
+        for what, got, target in rows:
+            r = got["ratios"]
+            rss = f"{got['rss_a']:.0f} / {got['rss_b']:.0f}" if got["rss_a"] else ""
+            print(f"  {what:<40} {median(got['a']):>9.3f}s {median(got['b']):>11.3f}s {median(r):>6.2f} "
+                  f"{min(r):>5.2f}-{max(r):<5.2f}  {rss:>14}  {target}")
+        helps = [once([sys.executable, "-m", "workbench", "--help"])[0] for _ in range(args.rounds)]
+        print(f"  {'workbench --help (whole process, CPU)':<40} {median(helps):>9.3f}s {'':>12} {'':>6} "
+              f"{'':>11}  {'':>14}  < 0.3 s")
+        print("\nCPU seconds: medians over the rounds; ratio = workbench / pytrec_eval per round (median, min-max;"
+              " < 1: workbench cheaper)")
+    print(load())
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ two residuals: ``.residual`` is the spec's p^n (what the ranks below the list co
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -58,9 +58,16 @@ import numpy as np
 
 from workbench.core.metrics.measures import Measure, parse_measures
 from workbench.core.metrics.kernels import RESIDUAL_SUFFIX, UNJUDGED_RESIDUAL_SUFFIX, compute
-from workbench.core.metrics.qrels_and_runs import Qrels, Run
+from workbench.core.metrics.arrow_buffers import take
+from workbench.core.metrics.qrels_and_runs import Qrels, Run, qrels_from_dict
 from workbench.core.metrics.ranking import rank_run
-from workbench.core.metrics.readers import read_qrels, read_trec_run
+from workbench.core.metrics.readers import (
+    DEFAULT_BLOCK_ROWS,
+    RunParts,
+    read_qrels,
+    read_trec_run,
+    read_trec_run_parts,
+)
 from workbench.errors import InputError
 
 if TYPE_CHECKING:
@@ -177,9 +184,83 @@ def load_run(run: Run | Mapping | str | Path) -> Run | Mapping:
     raise InputError(f"run must be a path, a dict or a Run, got {type(run).__name__}")
 
 
+@dataclass
+class _Scored:
+    """One part's per-query results: its queries (a set no other part shares), each measure's
+    values, and what the selection of queries needs."""
+
+    ids: np.ndarray
+    values: dict[str, np.ndarray]
+    in_qrels: np.ndarray
+    in_run: np.ndarray
+    judged_hit: np.ndarray  # a retrieved document has a label >= 0
+    has_rel: dict[int, np.ndarray]  # threshold -> some qrels grade >= it
+
+
+def _score(pair: list, parsed: list, rel: int, thresholds: set[int], condensed: bool, duplicates: str) -> _Scored:
+    """Rank and score one ``[qrels, run]`` pair; the list is emptied once the run is ranked
+    (its columns are then no longer needed)."""
+    ranked = rank_run(*pair, duplicates=duplicates)
+    pair.clear()
+    if condensed:
+        ranked = ranked.condensed()
+    values = compute(ranked, parsed, rel)
+    nq = ranked.n_queries
+    # a query whose every retrieved id is unjudged (NaN grade): usually ids of another kind
+    judged_hit = np.bincount(ranked.qidx[~np.isnan(ranked.grade)], minlength=nq) > 0
+    has_rel = {t: np.bincount(ranked.judged_qidx[ranked.judged_grade >= t], minlength=nq) > 0 for t in thresholds}
+    return _Scored(ranked.query_ids, values, ranked.in_qrels, ranked.in_run, judged_hit, has_rel)
+
+
+def _dict_parts(qrels: Mapping, run: Mapping, block_rows: int) -> Iterator[tuple[Mapping, Mapping]]:
+    """Nested dicts as (qrels, run) pairs of whole queries with about ``block_rows`` run rows
+    each (run queries in their order), then the qrels' queries the run does not have. One pair,
+    the dicts themselves, when the run fits (or is not a dict of dicts: the join words that)."""
+    inners = list(run.values())
+    if not all(type(v) is dict for v in inners):
+        yield [qrels, run]
+        return
+    counts = np.fromiter(map(len, inners), dtype=np.int64, count=len(inners))
+    if counts.sum() <= block_rows:
+        yield [qrels, run]
+        return
+    keys = list(run)
+    # cut before the query that would take a block past block_rows (a bigger query: a block alone)
+    ends = np.cumsum(counts)
+    starts = [0]
+    while starts[-1] < len(keys):
+        base = ends[starts[-1] - 1] if starts[-1] else 0
+        stop = int(np.searchsorted(ends, base + block_rows, side="right"))
+        starts.append(max(stop, starts[-1] + 1))
+    get = qrels.get
+    for lo, hi in zip(starts[:-1], starts[1:]):
+        block = keys[lo:hi]
+        yield [{k: v for k in block if (v := get(k)) is not None}, dict(zip(block, inners[lo:hi]))]
+    rest = {k: v for k, v in qrels.items() if k not in run}
+    if rest:
+        yield [rest, {}]
+
+
+def _column_parts(qrels: Qrels, run: RunParts) -> Iterator[tuple[Qrels, Run]]:
+    """The qrels split like the run's parts (the same hash of the query id), paired with them."""
+    parts = iter(run)
+    if run.n_parts == 1:
+        yield [qrels, next(parts)]
+        return
+    part = run.part_of(qrels.query_ids)
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(run.n_parts + 1))
+    del part
+    for p in range(run.n_parts):
+        rows = order[bounds[p]:bounds[p + 1]]
+        yield [Qrels(take(qrels.query_ids, rows), take(qrels.doc_ids, rows), qrels.grades[rows],
+                     lines=None if qrels.lines is None else qrels.lines[rows], source=qrels.source),
+               next(parts)]
+
+
 def evaluate(
     qrels: Qrels | Mapping | str | Path,
-    run: Run | Mapping | str | Path,
+    run: Run | RunParts | Mapping | str | Path,
     measures: str | Measure | Sequence[str | Measure],
     *,
     rel: int = 1,
@@ -187,47 +268,78 @@ def evaluate(
     include_no_relevant: bool = False,
     missing_as_zero: bool = True,
     duplicates: str = "error",
+    block_rows: int = DEFAULT_BLOCK_ROWS,
 ) -> EvaluationResult:
     """Score ``run`` against ``qrels`` with each measure, per query and macro-averaged.
 
     ``qrels``: ``{query_id: {doc_id: grade}}``, a path (TREC, BEIR TSV or JSONL) or
     :class:`~workbench.core.metrics.readers.Qrels`. ``run``: ``{query_id: {doc_id: score}}``, a TREC run
-    path or :class:`~workbench.core.metrics.readers.Run`. ``measures``: names such as ``"ndcg@10"``,
+    path, :class:`~workbench.core.metrics.readers.Run` or
+    :class:`~workbench.core.metrics.readers.RunParts`. ``measures``: names such as ``"ndcg@10"``,
     ``"P(rel=2)@10"``, ``"RBP(p=0.8)"`` or :class:`Measure` objects. See the module docstring
     for the conventions and switches.
+
+    ``block_rows``: a run path or a dict of dicts with more rows is scored in parts of whole
+    queries of about that many rows (a file is first split by a hash of the query id, so its
+    order does not matter), one part in memory at a time. Every measure is a function of one
+    query's rows, so the values do not depend on it; only the peak memory does.
     """
     if isinstance(rel, bool) or not isinstance(rel, (int, np.integer)):
         raise InputError(f"rel must be an integer, got {rel!r}")
+    if duplicates not in ("error", "first"):
+        raise ValueError("duplicates must be 'error' or 'first'")
     parsed = parse_measures(measures)
-    q = load_qrels(qrels)
-    r = load_run(run)
-    ranked = rank_run(q, r, duplicates=duplicates)
-    run_name = getattr(r, "name", None)
-    del q, r  # a run read here is no longer needed: free its columns before the measures
-    if condensed:
-        ranked = ranked.condensed()
-    values = compute(ranked, parsed, int(rel))
-
-    ids = ranked.query_ids
-    only_run = ranked.in_run & ~ranked.in_qrels
-    # a query whose every retrieved id is unjudged (NaN grade): usually ids of another kind
-    # (chunk ids against document qrels); one pass over the rank arrays already built
-    common = ranked.in_run & ranked.in_qrels
-    judged_hits = np.bincount(ranked.qidx[~np.isnan(ranked.grade)], minlength=ranked.n_queries) > 0
-    no_judged = common & ~judged_hits
     # which queries each threshold scores (a measure's own rel, else the evaluation's)
     thresholds = {label: int(rel if m.rel is None else m.rel) for label, m in parsed}
+    q = load_qrels(qrels)
+    opened = isinstance(run, (str, Path))
+    r = read_trec_run_parts(run, block_rows=block_rows) if opened else run if isinstance(run, RunParts) \
+        else load_run(run)
+    run_name = getattr(r, "name", None)
+    try:
+        if isinstance(r, RunParts):
+            pairs = _column_parts(q if isinstance(q, Qrels) else qrels_from_dict(q), r)
+        elif isinstance(q, Mapping) and isinstance(r, Mapping):
+            pairs = _dict_parts(q, r, block_rows)
+        else:
+            pairs = iter([[q, r]])
+        # the pairs are lists that _score empties: a run read here is freed before the measures
+        del q
+        parts = [_score(pair, parsed, int(rel), set(thresholds.values()), condensed, duplicates) for pair in pairs]
+    finally:
+        if opened:
+            r.close()
+    del r
+    return _assemble(parts, parsed, thresholds, int(rel), run_name, condensed=condensed,
+                     include_no_relevant=include_no_relevant, missing_as_zero=missing_as_zero,
+                     duplicates=duplicates)
+
+
+def _assemble(parts: list[_Scored], parsed: list, thresholds: dict[str, int], rel: int, run_name: str | None, *,
+              condensed: bool, include_no_relevant: bool, missing_as_zero: bool, duplicates: str) -> EvaluationResult:
+    """The parts' per-query results as one evaluation: which queries each measure scores,
+    the columns sorted by query id, the means."""
+    def cat(get) -> np.ndarray:
+        return get(parts[0]) if len(parts) == 1 else np.concatenate([get(p) for p in parts])
+
+    ids = cat(lambda p: p.ids)
+    values = {label: cat(lambda p, label=label: p.values[label]) for label in parts[0].values}
+    in_qrels, in_run, judged_hit = cat(lambda p: p.in_qrels), cat(lambda p: p.in_run), cat(lambda p: p.judged_hit)
+    only_run = in_run & ~in_qrels
+    common = in_run & in_qrels
+    no_judged = common & ~judged_hit
+    thresholds = dict(thresholds)
     for label in list(values):
         if label not in thresholds:  # RBP's residuals follow their measure
             suffix = UNJUDGED_RESIDUAL_SUFFIX if label.endswith(UNJUDGED_RESIDUAL_SUFFIX) else RESIDUAL_SUFFIX
             thresholds[label] = thresholds[label[: -len(suffix)]]
     chosen_at, missing_at, no_rel_at = {}, {}, {}
     for t in sorted(set(thresholds.values())):
-        has_rel = np.bincount(ranked.judged_qidx[ranked.judged_grade >= t], minlength=ranked.n_queries) > 0
-        no_rel_at[t] = ranked.in_qrels & ~has_rel
-        candidates = ranked.in_qrels & (has_rel | include_no_relevant)
-        missing_at[t] = candidates & ~ranked.in_run
-        chosen_at[t] = candidates & (ranked.in_run | missing_as_zero)
+        has_rel = cat(lambda p, t=t: p.has_rel[t])
+        no_rel_at[t] = in_qrels & ~has_rel
+        candidates = in_qrels & (has_rel | include_no_relevant)
+        missing_at[t] = candidates & ~in_run
+        chosen_at[t] = candidates & (in_run | missing_as_zero)
     chosen = np.logical_or.reduce(list(chosen_at.values()))
     missing = np.logical_or.reduce(list(missing_at.values())) & chosen
     no_rel = np.logical_and.reduce(list(no_rel_at.values()))

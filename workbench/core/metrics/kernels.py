@@ -64,18 +64,41 @@ class _Context:
     def n_ret(self) -> np.ndarray:
         return np.bincount(self.r.qidx, minlength=self.nq)
 
-    @cached_property
-    def seg_first(self) -> np.ndarray:
-        """Index of the first row of each row's query."""
-        return np.arange(len(self.r.rank)) - (self.r.rank - 1)
-
     def within_cumsum(self, x: np.ndarray) -> np.ndarray:
-        """Inclusive cumulative sum of ``x`` restarting at every query."""
-        c = np.cumsum(x, dtype=np.float64)
-        if len(c) == 0:
-            return c
-        before = c - x  # exclusive cumsum
-        return c - before[self.seg_first]
+        """Inclusive cumulative sum of ``x`` restarting at every query, summed from each query's
+        first row (so a query's values do not depend on the rows of other queries, and a run
+        scored in parts gives the same floats as scored at once).
+
+        The queries are the rows of a padded 2-D array summed along its rows (sequential
+        accumulation); a query longer than that array's width (a ragged run) is summed alone.
+        """
+        x = np.asarray(x, dtype=np.float64)
+        n = len(x)
+        if n == 0:
+            return np.zeros(0)
+        starts = self.starts
+        lengths = np.diff(np.r_[starts, n])
+        width = int(lengths.max())
+        if width * len(lengths) > 4 * n + 4096:  # ragged: the padded array would be too big
+            width = max(1, int(np.quantile(lengths, 0.99)))
+        short = lengths <= width
+        out = np.empty(n)
+        s, ln = starts[short], lengths[short]
+        if len(s):
+            padded = np.zeros((len(s), width))
+            row = np.repeat(np.arange(len(s)), ln)
+            col = np.arange(int(ln.sum())) - np.repeat(np.cumsum(ln) - ln, ln)
+            at = np.repeat(s, ln) + col
+            padded[row, col] = x[at]
+            out[at] = np.cumsum(padded, axis=1)[row, col]
+        for a, b in zip(starts[~short].tolist(), (starts[~short] + lengths[~short]).tolist()):
+            out[a:b] = np.cumsum(x[a:b])
+        return out
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """First row of each non-empty query block, in row order."""
+        return np.flatnonzero(self.r.rank == 1)
 
     def relevant(self, rel: int) -> np.ndarray:
         key = ("rel", rel)

@@ -51,9 +51,16 @@ class Run:
     lines: np.ndarray | None = None
     source: str | None = None
     name: str | None = None
+    #: True for a part of a larger run (some of its queries, whole): its rows are not the
+    #: file's rows, so a duplicate is located by searching the file for it
+    partial: bool = False
 
     def __len__(self) -> int:
         return len(self.scores)
+
+    @property
+    def first_doc_id(self) -> str | None:
+        return str(self.doc_ids[0].as_py()) if len(self.doc_ids) else None
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}

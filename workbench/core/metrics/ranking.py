@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from itertools import chain, islice, repeat
+from itertools import chain, islice
 
 import numpy as np
 import pyarrow as pa
@@ -47,7 +47,7 @@ from workbench.core.metrics.qrels_and_runs import (
     qrels_from_dict,
     run_from_dict,
 )
-from workbench.core.metrics.readers import read_trec_qrels, read_trec_run
+from workbench.core.metrics.readers import pair_lines
 from workbench.errors import InputError, clip
 
 
@@ -226,15 +226,30 @@ def _duplicate_rows(keys: np.ndarray) -> np.ndarray:
     return np.sort(order[1:][sk[1:] == sk[:-1]])
 
 
-def _raise_duplicate(kind: str, source: str | None, lines: np.ndarray | None, row: int, first_row: int,
-                     qid: str, doc: str, reread: Callable[[], np.ndarray | None]) -> None:
-    if lines is None and source is not None:
-        lines = reread()
-    line = int(lines[row]) if lines is not None else None
-    first = f" (first at line {int(lines[first_row])})" if lines is not None else ""
+def _raise_duplicate(kind: str, source: str | None, locate: Callable[[], tuple[int | None, int | None]],
+                     qid: str, doc: str) -> None:
+    """``locate()`` gives the file lines of the repeat and of the first occurrence (None when
+    the input came from no file)."""
+    line, first_line = locate() if source is not None else (None, None)
+    first = f" (first at line {first_line})" if first_line is not None else ""
     hint = "; pass duplicates='first' (CLI: {field:keep_first_duplicate}) to keep the first" if kind == "run" else ""
     raise InputError(f"{kind}: document {clip(doc)} appears twice for query {clip(qid)}{first}{hint}",
                      path=source, line=line)
+
+
+def _locate(lines: np.ndarray | None, source: str | None, row: int, first_row: int, qid: str,
+            doc: str) -> Callable[[], tuple[int | None, int | None]]:
+    """Where a repeated pair is: the input's own line numbers, else the first two lines of the
+    file that hold the pair (one pass over the file, on this error path only: a careful re-read
+    of a 10^8-line file would need tens of GB)."""
+    if lines is not None:
+        return lambda: (int(lines[row]), int(lines[first_row]))
+
+    def search() -> tuple[int | None, int | None]:
+        found = pair_lines(source, qid, doc) if source else []
+        return (found[1], found[0]) if len(found) == 2 else (None, None)
+
+    return search
 
 
 def _shared_codes(first: pa.Array, second: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
@@ -265,9 +280,8 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
     if _repeated(qkey):
         row = int(_duplicate_rows(qkey)[0])
         first_row = int(np.flatnonzero(qkey == qkey[row])[0])
-        _raise_duplicate("qrels", qrels.source, qrels.lines, row, first_row, universe[qq[row]],
-                         d_dict[qd[row]].as_py(),
-                         lambda: read_trec_qrels(qrels.source, careful=True).lines if qrels.source else None)
+        qid, doc = universe[qq[row]], d_dict[qd[row]].as_py()
+        _raise_duplicate("qrels", qrels.source, _locate(qrels.lines, qrels.source, row, first_row, qid, doc), qid, doc)
 
     # run: the same keys, sorted once: repeated pairs show as equal neighbours (an error, or
     # dropped after the first), and each qrels key is found by a binary search among them
@@ -280,9 +294,9 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
         if duplicates != "first":
             row = int(dup[0])
             first_row = int(np.flatnonzero(rkey == rkey[row])[0])
-            _raise_duplicate("run", run.source, run.lines, row, first_row, universe[rq[row]],
-                             d_dict[rd[row]].as_py(),
-                             lambda: read_trec_run(run.source, careful=True).lines if run.source else None)
+            qid, doc = universe[rq[row]], d_dict[rd[row]].as_py()
+            locate = _locate(None if run.partial else run.lines, run.source, row, first_row, qid, doc)
+            _raise_duplicate("run", run.source, locate, qid, doc)
         keep = np.ones(len(rq), dtype=bool)
         keep[dup] = False
         rq, score, rd, rkey = rq[keep], score[keep], rd[keep], rkey[keep]
@@ -343,23 +357,46 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
     inners = list(run.values())
     starts = np.cumsum(rcounts) - rcounts  # first row of each run query
 
-    def docs_at(rows: np.ndarray) -> np.ndarray:
+    def docs_at(rows: np.ndarray) -> list:
         """Doc ids of some rows; only needed to break ties, so usually a few."""
         if len(rows) > n_rows // 32:  # many ties: one pass over all doc ids is cheaper
-            return np.fromiter(chain.from_iterable(inners), dtype=object, count=n_rows)[rows]
+            every = list(chain.from_iterable(inners))
+            return [every[k] for k in rows.tolist()]
         which = np.searchsorted(starts, rows, side="right") - 1  # empty queries share a start
-        out = np.empty(len(rows), dtype=object)
         # the k-th key of a query's dict: islice skips in C
-        out[:] = [next(islice(inners[w], k, None)) for w, k in zip(which.tolist(), (rows - starts[which]).tolist())]
-        return out
+        return [next(islice(inners[w], k, None)) for w, k in zip(which.tolist(), (rows - starts[which]).tolist())]
+
+    tie_ranks: list = []  # (rows, their doc ranks, the judged pairs' doc ranks) once ties are ranked
 
     def doc_rank(rows: np.ndarray) -> np.ndarray:
-        # code-point order of str equals the byte order of their UTF-8 (trec_eval's strcmp)
-        return np.unique(docs_at(rows), return_inverse=True)[1]
+        """Ranks of the tied rows' docs, in one ranking with the docs of the judged pairs that
+        may tie (so :func:`_place_hits` can find a tied pair's row by its doc's rank)."""
+        # a judged pair ties only if its (query, score) is that of a tied row: a hash of both
+        # picks them (a collision only ranks one more doc, harmlessly)
+        def key(q: np.ndarray, s: np.ndarray) -> np.ndarray:
+            return _descending_key(s) ^ (q.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+
+        maybe = np.flatnonzero(np.isin(key(rcodes[hits[0]], hits[1]), key(rq[rows], score[rows])))
+        docs = docs_at(rows)
+        docs += [hits[3][k] for k in maybe.tolist()]
+        try:  # pyarrow sorts strings byte-wise in C (trec_eval's strcmp)
+            ranks = dense_rank(pa.array(docs, type=pa.string())).astype(np.int64)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # ids that are not str: Python's order
+            ranks = np.unique(np.array(docs, dtype=object), return_inverse=True)[1].astype(np.int64) + 1
+        hit_rank = np.zeros(len(hits[0]), dtype=np.int64)
+        hit_rank[maybe] = ranks[len(rows):]
+        tie_ranks[:] = [rows, ranks[: len(rows)], hit_rank]
+        return ranks[: len(rows)]
 
     def place(order: np.ndarray | None) -> np.ndarray:
+        row_rank = hit_rank = None
+        if tie_ranks:
+            rows, ranks, hit_rank = tie_ranks
+            row_rank = np.zeros(n_rows, dtype=np.int64)
+            row_rank[rows] = ranks
+            row_rank = row_rank if order is None else row_rank[order]
         return _place_hits(hits, rq if order is None else rq[order], score if order is None else score[order],
-                           order, rcodes, starts, inners, len(universe))
+                           row_rank, hit_rank, rcodes, len(universe))
 
     return np.array(universe, dtype=object), qq, qgrade_arr.astype(np.int64), rq, score, place, doc_rank
 
@@ -370,31 +407,37 @@ def _judged_hits(qrels: Mapping, run: Mapping) -> tuple[np.ndarray, np.ndarray, 
     Only these pairs are visited, through a set intersection of the two dicts' keys per query
     (in C), so the cost follows the judged docs retrieved, not every run row (a dict look-up
     per run row was ~3x slower on 1M rows)."""
-    which: list[int] = []
+    at: list[int] = []
+    sizes: list[int] = []
     scores: list = []
     grades: list = []
     docs: list = []
+    # bound methods: this loop runs once per query
+    get, at_add, size_add = qrels.get, at.append, sizes.append
+    score_add, grade_add, doc_add = scores.extend, grades.extend, docs.extend
     for i, (q, inner) in enumerate(run.items()):
-        judged = qrels.get(q)
+        judged = get(q)
         if judged:
             common = inner.keys() & judged.keys()
             if common:
-                which.extend(repeat(i, len(common)))
-                docs.extend(common)
-                scores.extend(map(inner.__getitem__, common))
-                grades.extend(map(judged.__getitem__, common))
-    return (np.array(which, dtype=np.int64), np.array(scores, dtype=np.float64),
-            np.array(grades, dtype=np.float64), docs)
+                at_add(i)
+                size_add(len(common))
+                doc_add(common)
+                score_add(map(inner.__getitem__, common))
+                grade_add(map(judged.__getitem__, common))
+    which = np.repeat(np.array(at, dtype=np.int64), np.array(sizes, dtype=np.int64))
+    return which, np.array(scores, dtype=np.float64), np.array(grades, dtype=np.float64), docs
 
 
-def _place_hits(hits: tuple, sq: np.ndarray, ss: np.ndarray, order: np.ndarray | None, rcodes: np.ndarray,
-                starts: np.ndarray, inners: list, n_queries: int) -> np.ndarray:
+def _place_hits(hits: tuple, sq: np.ndarray, ss: np.ndarray, row_rank: np.ndarray | None,
+                hit_rank: np.ndarray | None, rcodes: np.ndarray, n_queries: int) -> np.ndarray:
     """Grades of the ranked rows (NaN: no label) from the judged pairs of :func:`_judged_hits`.
 
-    A pair's row is found by its score: a vectorised binary search inside its query's block
-    of the ranked scores (descending). Only when that score occurs more than once in the block
-    is the doc looked up among the run's keys (then the tie order decides)."""
-    which, hscore, hgrade, hdocs = hits
+    A pair's row is found by a vectorised binary search inside its query's block of the ranked
+    rows, which are in (score, doc rank) descending order: ``row_rank``/``hit_rank`` are the
+    doc ranks of the tied rows and of the pairs (one ranking; None when no score ties, 0 for a
+    row whose score is unique, where the score alone decides)."""
+    which, hscore, hgrade, _ = hits
     n = len(sq)
     grade = np.full(n, np.nan)
     if not len(which):
@@ -406,23 +449,18 @@ def _place_hits(hits: tuple, sq: np.ndarray, ss: np.ndarray, order: np.ndarray |
     length[sq[bounds]] = np.diff(np.r_[bounds, n])
     q = rcodes[which]
     lo, hi = first[q].copy(), first[q] + length[q]
-    # first position in the block whose score is <= the pair's score (scores descend)
+    # first position in the block whose (score, doc rank) is <= the pair's (both descend)
     for _ in range(int(length.max()).bit_length() + 1):
         active = lo < hi
         if not active.any():
             break
-        mid = (lo + hi) // 2
-        right = active & (ss[np.minimum(mid, n - 1)] > hscore)
+        mid = np.minimum((lo + hi) // 2, n - 1)
+        after = ss[mid] > hscore
+        if row_rank is not None:
+            after |= (ss[mid] == hscore) & (row_rank[mid] > hit_rank)
+        right = active & after
         lo = np.where(right, mid + 1, lo)
         hi = np.where(active & ~right, mid, hi)
-    end = first[q] + length[q]
-    tied = (lo + 1 < end) & (ss[np.minimum(lo + 1, n - 1)] == hscore)
-    if tied.any():
-        inverse = np.empty(n, dtype=np.int64)
-        inverse[order if order is not None else np.arange(n)] = np.arange(n)
-        for k in np.flatnonzero(tied).tolist():
-            w = int(which[k])
-            lo[k] = inverse[starts[w] + list(inners[w]).index(hdocs[k])]
     grade[lo] = hgrade
     return grade
 

@@ -23,6 +23,10 @@ The TREC readers first try a fast path (pyarrow's CSV reader on whitespace-norma
 When that fails for any reason, a careful line-by-line parser re-reads the file and raises
 :class:`~workbench.errors.InputError` naming the file, the line and what was expected; it also
 handles the legal inputs the fast path cannot (ragged junk columns).
+
+A run file larger than ``block_rows`` is read by :func:`read_trec_run_parts` as parts of whole
+queries (split by a hash of the query id through temporary Arrow files), so that scoring it
+needs the memory of one part; parsing and error messages are those of :func:`read_trec_run`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,10 @@ import json
 import math
 import os
 import re
+import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +46,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from workbench.core.formats.lines import load_json_line
-from workbench.core.metrics.arrow_buffers import has_empty_string, to_numpy
+from workbench.core.metrics.arrow_buffers import from_numpy, has_empty_string, string_hash, take, to_numpy
 from workbench.core.metrics.qrels_and_runs import Qrels, Run
 from workbench.errors import InputError, clip
 
@@ -153,13 +160,13 @@ def _fast_table(data: bytes, ncols: int, types: dict[int, pa.DataType]) -> pa.Ta
     raise _SlowPath("pyarrow could not read it")
 
 
-def _text_lines(path: Path, data: bytes):
+def _text_lines(path: Path, data: bytes, first_line: int = 1):
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + first_line
         raise InputError("is not UTF-8 text", path=str(path), line=line) from None
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    for lineno, line in enumerate(text.split("\n"), start=first_line):
         fields = line.split()
         if fields and not fields[0].startswith("#"):
             yield lineno, fields
@@ -214,6 +221,13 @@ def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = 
             return Run(table.column("f0").combine_chunks(), table.column("f2").combine_chunks(),
                        scores, source=str(path), name=name)
     path, data = _read_bytes(path)
+    return _run_from_bytes(path, data, name, careful=careful)
+
+
+def _run_from_bytes(path: Path, data: bytes, name: str, *, careful: bool = False, first_line: int = 1) -> Run:
+    """Parse run lines (whole lines, no byte-order mark); ``first_line`` is the file line of
+    ``data``'s first line, for the error messages and ``lines``."""
+    types = {0: pa.string(), 2: pa.string(), 4: pa.float64()}
     try:
         if careful:
             raise _SlowPath("asked")
@@ -236,7 +250,7 @@ def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = 
     docs: list[str] = []
     scores_l: list[float] = []
     lines: list[int] = []
-    for lineno, fields in _text_lines(path, data):
+    for lineno, fields in _text_lines(path, data, first_line):
         if len(fields) < 6:
             hint = ""
             if len(fields) == 3:
@@ -271,6 +285,194 @@ def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = 
         source=str(path),
         name=name,
     )
+
+
+# --- large run files, by parts of whole queries -----------------------------------------
+#: run rows scored at once: a run file estimated to hold more is split into parts of whole
+#: queries, each about this size, so the memory of an evaluation follows the part, not the file
+DEFAULT_BLOCK_ROWS = 1 << 22
+_CHUNK_BYTES = 1 << 25  # file text parsed at a time while splitting (whole lines)
+_RUN_SCHEMA = pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("score", pa.float64())])
+
+
+def query_parts(query_ids: pa.Array | pa.ChunkedArray, n_parts: int) -> np.ndarray:
+    """The part (0 .. n_parts-1, uint16) of each query id: ``(string_hash(id) >> 32) mod
+    n_parts``, so one id falls in the same part in every column and process (qrels and run)."""
+    if n_parts <= 1:
+        return np.zeros(len(query_ids), dtype=np.uint16)
+    return ((string_hash(query_ids) >> np.uint64(32)) % np.uint64(n_parts)).astype(np.uint16)
+
+
+class RunParts:
+    """A TREC run file as parts, each holding whole queries (every row of a query it holds).
+
+    Iterating yields one :class:`Run` per part (``partial=True`` when there are several), in
+    part order, once (a part is read, handed over and forgotten); the rows of a part keep
+    their file order. A file small enough (estimated rows
+    <= ``block_rows``) is one part read as :func:`read_trec_run` reads it. A larger one is read
+    once, ``_CHUNK_BYTES`` of whole lines at a time, and each row written to the temporary
+    Arrow file of its query's part (:func:`query_parts`: a hash of the query id, so the rows of
+    a query scattered anywhere in the file meet in one part whatever the file's order); the
+    files are deleted as they are read and by :meth:`close`.
+    """
+
+    def __init__(self, source: str, name: str, n_parts: int, n_rows: int, first_doc_id: str | None,
+                 loaded: Run | None = None, directory: str | None = None):
+        self.source, self.name, self.n_parts, self.n_rows = source, name, n_parts, n_rows
+        self.first_doc_id = first_doc_id
+        self._loaded, self._directory = loaded, directory
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    def part_of(self, query_ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """The part of each query id (for splitting the qrels the same way)."""
+        return query_parts(query_ids, self.n_parts)
+
+    def __iter__(self) -> Iterator[Run]:
+        """The parts, once: each is handed over (not kept), so its memory goes with its last user."""
+        if self._directory is None:
+            if self._loaded is not None:
+                yield self._hand_over()
+            return
+        for p in range(self.n_parts):
+            yield self._read_part(p)
+        self.close()
+
+    def _hand_over(self) -> Run:
+        run, self._loaded = self._loaded, None
+        return run
+
+    def _read_part(self, p: int) -> Run:
+        file = os.path.join(self._directory or "", f"{p}.arrow")
+        if not os.path.exists(file):  # no row of the file hashed here
+            empty = pa.array([], type=pa.string())
+            return Run(empty, empty, np.zeros(0), source=self.source, name=self.name, partial=True)
+        with pa.OSFile(file, "rb") as src:
+            table = pa.ipc.open_stream(src).read_all()
+        os.remove(file)
+        return Run(table.column(0).combine_chunks(), table.column(1).combine_chunks(),
+                   to_numpy(table.column(2), np.float64), source=self.source, name=self.name, partial=True)
+
+    def close(self) -> None:
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
+
+    def __enter__(self) -> RunParts:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _estimated_rows(path: Path, size: int) -> int:
+    """Lines in the file, from the line length of its first MB."""
+    with path.open("rb") as f:
+        head = f.read(1 << 20)
+    if len(head) >= size:
+        return head.count(b"\n") + (not head.endswith(b"\n"))
+    return int(size * max(head.count(b"\n"), 1) / len(head)) + 1
+
+
+def _line_chunks(path: Path, size: int) -> Iterator[tuple[bytes, int]]:
+    """The file as chunks of whole lines (about ``size`` bytes, the byte-order mark dropped),
+    each with the file line number of its first line."""
+    rest, line, first = b"", 1, True
+    with path.open("rb") as f:
+        while True:
+            block = f.read(size)
+            if first:
+                block, first = (block[3:] if block.startswith(_BOM) else block), False
+            if not block:
+                if rest:
+                    yield rest, line
+                return
+            data = rest + block if rest else block
+            cut = data.rfind(b"\n") + 1
+            if not cut:  # a line longer than a chunk: read on
+                rest = data
+                continue
+            chunk, rest = data[:cut], data[cut:]
+            yield chunk, line
+            line += chunk.count(b"\n")
+
+
+def read_trec_run_parts(path: str | Path, *, name: str | None = None, block_rows: int = DEFAULT_BLOCK_ROWS,
+                        chunk_bytes: int = _CHUNK_BYTES) -> RunParts:
+    """A TREC run file as :class:`RunParts` of about ``block_rows`` rows each (one part when
+    it is estimated to fit; the estimate is the file size over the line length of its first
+    MB). Malformed lines raise the same :class:`InputError` (file and line) as
+    :func:`read_trec_run`, before any part is scored. ``chunk_bytes``: the file text parsed
+    at a time while splitting."""
+    if isinstance(block_rows, bool) or not isinstance(block_rows, int) or block_rows < 1:
+        raise ValueError(f"block_rows must be a positive integer, got {block_rows!r}")
+    path = check_regular_file(Path(path))
+    name = name if name is not None else path.stem
+    estimate = _estimated_rows(path, path.stat().st_size)
+    if estimate <= block_rows:
+        run = read_trec_run(path, name=name)
+        return RunParts(str(path), name, 1, len(run), run.first_doc_id, loaded=run)
+    n_parts = min(-(-estimate * 5 // (4 * block_rows)), 1 << 16)  # 25% slack: parts differ a little
+    directory = tempfile.mkdtemp(prefix="workbench-run-parts-")
+    try:
+        n_rows, first = _split_run(path, name, n_parts, directory, chunk_bytes)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return RunParts(str(path), name, n_parts, n_rows, first, directory=directory)
+
+
+def _split_run(path: Path, name: str, n_parts: int, directory: str, chunk_bytes: int) -> tuple[int, str | None]:
+    sinks: dict[int, tuple] = {}
+    n_rows, first = 0, None
+    try:
+        for data, first_line in _line_chunks(path, chunk_bytes):
+            run = _run_from_bytes(path, data, name, first_line=first_line)
+            if not len(run):
+                continue
+            if first is None:
+                first = run.first_doc_id
+            n_rows += len(run)
+            part = query_parts(run.query_ids, n_parts)
+            order = np.argsort(part, kind="stable")  # radix sort of 16-bit keys; rows keep file order
+            bounds = np.searchsorted(part[order], np.arange(n_parts + 1))
+            batch = pa.record_batch([run.query_ids, run.doc_ids, from_numpy(run.scores)], schema=_RUN_SCHEMA)
+            batch = take(batch, order)
+            del run, order
+            for p in np.flatnonzero(np.diff(bounds)).tolist():
+                if p not in sinks:
+                    sink = pa.OSFile(os.path.join(directory, f"{p}.arrow"), "wb")
+                    sinks[p] = (sink, pa.ipc.new_stream(sink, _RUN_SCHEMA))
+                sinks[p][1].write_batch(batch.slice(int(bounds[p]), int(bounds[p + 1] - bounds[p])))
+    finally:
+        for sink, writer in sinks.values():
+            writer.close()
+            sink.close()
+    return n_rows, first
+
+
+def pair_lines(path: str | Path, query_id: str, doc_id: str, limit: int = 2) -> list[int]:
+    """File lines (1-based, at most ``limit``) of the TREC run or qrels lines holding ``doc_id``
+    for ``query_id`` (1st and 3rd fields): where a repeated pair is (one pass, error path only)."""
+    qb, db = query_id.encode(), doc_id.encode()
+    found: list[int] = []
+    for data, first_line in _line_chunks(Path(path), _CHUNK_BYTES):
+        at = data.find(db)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            end = len(data) if end < 0 else end
+            fields = data[start:end].split()
+            if len(fields) >= 3 and fields[0] == qb and fields[2] == db:
+                found.append(first_line + data.count(b"\n", 0, start))
+                if len(found) == limit:
+                    return found
+            at = data.find(db, end)
+    return found
 
 
 def read_trec_qrels(path: str | Path, *, careful: bool = False) -> Qrels:

@@ -87,9 +87,9 @@ def _nothing_to_evaluate(result: EvaluationResult, qrels, run, rel: int, run_pat
     over, saying why."""
     from workbench.core.metrics.arrow_buffers import dictionary_encode
 
-    # every run query only in the run (counted only then: a pass over the run's ids)
-    if result.n_only_in_run and result.n_only_in_run == len(dictionary_encode(run.query_ids).dictionary):
-        run_queries = dictionary_encode(run.query_ids).dictionary.to_pylist()
+    # every run query only in the run: then only_in_run lists them all
+    if result.n_only_in_run and not result.n_common:
+        run_queries = result.only_in_run
         qrels_queries = dictionary_encode(qrels.query_ids).dictionary.to_pylist()
         raise InputError(
             f"no query in common with the qrels {clip(str(qrels.source))}: the run has "
@@ -123,7 +123,7 @@ def _no_judged_id(result: EvaluationResult, qrels, run, run_path: str) -> None:
     with its fix."""
     if not result.n_common or len(result.no_judged_retrieved) < result.n_common:
         return
-    run_id = str(run.doc_ids[0].as_py())
+    run_id = str(run.first_doc_id)
     qrels_id = str(qrels.doc_ids[0].as_py())
     run_chunking, qrels_chunking = _chunking_of(run_id), _chunking_of(qrels_id)
     if run_chunking and not qrels_chunking:
@@ -152,9 +152,13 @@ def evaluate_files(
     missing_as_zero: bool = True,
     duplicates: str = "error",
     names: Sequence[str] | None = None,
+    block_rows: int | None = None,
 ) -> dict[str, EvaluationResult]:
     """``{run name: result}`` for every run file, in the order given (names by
-    :func:`run_names` unless given).
+    :func:`run_names` unless given). A run file larger than ``block_rows`` rows (default
+    :data:`~workbench.core.metrics.readers.DEFAULT_BLOCK_ROWS`) is scored in parts of whole
+    queries (:func:`~workbench.core.metrics.readers.read_trec_run_parts`): the same values,
+    memory bounded by the part.
 
     Refused with :class:`InputError` naming the file: unreadable or malformed files, qrels
     without a judgment, a run without a result line, a run sharing no query with the qrels,
@@ -164,7 +168,7 @@ def evaluate_files(
     ``no_judged_retrieved`` (the CLI warns).
     """
     from workbench.core.metrics.evaluation import evaluate
-    from workbench.core.metrics.readers import read_qrels, read_trec_run
+    from workbench.core.metrics.readers import DEFAULT_BLOCK_ROWS, read_qrels, read_trec_run_parts
 
     check_measures(measures)
     if not runs:
@@ -175,12 +179,12 @@ def evaluate_files(
         raise InputError("no judgments in the qrels file", path=str(qrels))
     results = {}
     for name, path in zip(names, runs):
-        run = read_trec_run(path, name=name)
-        if not len(run):
-            raise InputError("the run has no result lines", path=str(path))
-        result = evaluate(q, run, list(measures), rel=rel, condensed=condensed,
-                          include_no_relevant=include_no_relevant, missing_as_zero=missing_as_zero,
-                          duplicates=duplicates)
+        with read_trec_run_parts(path, name=name, block_rows=block_rows or DEFAULT_BLOCK_ROWS) as run:
+            if not len(run):
+                raise InputError("the run has no result lines", path=str(path))
+            result = evaluate(q, run, list(measures), rel=rel, condensed=condensed,
+                              include_no_relevant=include_no_relevant, missing_as_zero=missing_as_zero,
+                              duplicates=duplicates)
         _nothing_to_evaluate(result, q, run, rel, str(path))
         _no_judged_id(result, q, run, str(path))
         results[name] = result
