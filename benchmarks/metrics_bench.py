@@ -44,7 +44,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from statistics import median
 
