@@ -85,25 +85,34 @@ def test_batch_file_then_results_store_like_the_online_path(tmp_path):
     assert refused.returncode == 3 and "line 2" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
 
-def test_samples_at_temperature_zero_send_distinct_seeds_where_honoured(tmp_path):
+def test_samples_above_temperature_zero_send_distinct_seeds(tmp_path):
     db = demo_project(tmp_path / "demo.duckdb")
-    with running_server() as server:  # answers the same request the same way: the seed check passes
+    with running_server() as server:
         done = _run(tmp_path, db, "judge", "--pool", "demo", "--base-url", server.base_url, "--model", "test-judge",
-                    "--samples", "3", "--limit", "2")
+                    "--samples", "3", "--temperature", "0.7", "--limit", "2")
         assert done.returncode == 0, done.stdout + done.stderr
         seeds = {}
         for call in server.control.chat_calls():
             if call.body.get("max_tokens") == 200:  # a judgment, not the probe
+                assert call.body["temperature"] == 0.7
                 seeds.setdefault(call.prompt_sha, []).append(call.body.get("seed"))
         assert len(seeds) == 2 and all(sorted(s) == [1, 2, 3] for s in seeds.values())
 
 
-def test_samples_at_temperature_zero_are_refused_where_seed_is_not_honoured(tmp_path):
+def test_samples_at_temperature_zero_are_refused_in_one_line_before_anything_is_sent(tmp_path):
+    """Greedy decoding ignores seeds: 3 samples at temperature 0 would be 3 identical answers for
+    3 times the cost. Refused (exit 3, one line naming --temperature) online, for --batch-file
+    and for --estimate, with nothing sent and no file written (before: a note, then 3 requests
+    per pair)."""
     db = demo_project(tmp_path / "demo.duckdb")
     with running_server() as server:
-        server.control.grade_rule = lambda call: call.attempt % 4  # the same seed, another answer
-        done = _run(tmp_path, db, "judge", "--pool", "demo", "--base-url", server.base_url, "--model", "test-judge",
-                    "--samples", "3", "--limit", "3")
-        assert done.returncode == 3 and "does not honour `seed`" in done.stderr, done.stdout + done.stderr
-        assert len(done.stderr.strip().splitlines()) <= 2 and "Traceback" not in done.stderr
-        assert judgment_calls(server) == 0
+        base = ["judge", "--pool", "demo", "--base-url", server.base_url, "--model", "test-judge", "--samples", "3",
+                "--limit", "2"]
+        out = tmp_path / "requests.jsonl"
+        for extra in ([], ["--batch-file", str(out)], ["--estimate"]):
+            done = _run(tmp_path, db, *base, *extra)
+            assert done.returncode == 3, done.stdout + done.stderr
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1 and "--temperature 0.7" in lines[0] and "--samples 3" in lines[0], lines
+            assert "identical answers" in lines[0] and "Traceback" not in done.stderr
+        assert server.control.count("/v1/chat/completions") == 0 and not out.exists()
