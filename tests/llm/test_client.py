@@ -464,3 +464,27 @@ def test_millisecond_replies_with_jitter_keep_the_limit_at_the_configured_concur
         assert floor.limit < 8
 
     asyncio.run(go())
+
+
+def test_the_request_timeout_comes_from_the_median_of_three_probe_latencies(tmp_path):
+    """The first probe request meets a 1 s stall, the next two answer at once: the probe latency
+    is their median (a few ms), so the request timeout stays the configured 30 s (before: the
+    one probe's 1 s x 40 = 40 s; on llama.cpp one probe of 16.3 s gave 653 s)."""
+    from tests.llm.judge_project import demo_project, judge_settings, probe_calls
+    from workbench.services.judge import jobs
+    from workbench.services.judge.probe import discover
+    from workbench.services.judge.spec import request_timeout
+
+    db = demo_project(tmp_path / "demo.duckdb")
+    with running_server() as server:
+        def stall_first(call):
+            if call.attempt == 1:
+                time.sleep(1.0)
+            return None
+
+        server.control.grade_rule = stall_first
+        spec = discover(db, "demo", jobs.resolve_spec(judge_settings(server.base_url), api_key="sk-test"))
+        calls = probe_calls(server)
+    assert spec.caps["latency_s"] < 0.5
+    assert request_timeout(spec) == 30.0
+    assert calls == 3

@@ -10,7 +10,8 @@ format found is used for the whole job and stored with it, so the probe runs onc
 ``samples > 1`` at temperature 0 is refused in one line (:func:`check_samples`): greedy decoding
 ignores seeds, so the N answers would be byte-identical at N times the cost.
 
-The request timeout grows with the probe's latency (:func:`request_timeout`).
+The request timeout grows with the probe's latency (:func:`request_timeout`), the median of
+:data:`PROBE_LATENCY_SAMPLES` probe requests: one request can meet a cold start or a busy moment.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from dataclasses import replace
 from workbench.errors import ConfigError, InputError
 from workbench.services.judge.spec import JudgeSpec, base_url_host, guess_format, request_timeout  # noqa: F401
 from workbench.store import judging as store
+
+
+#: probe requests whose median latency sets the request timeout
+PROBE_LATENCY_SAMPLES = 3
 
 
 def needs_seed(spec: JudgeSpec) -> bool:
@@ -57,7 +62,7 @@ async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False, retry: bool =
     try:
         if what == "server":
             return await client.server_info(batch=batch)
-        return (await client.probe(spec.template)).as_dict()
+        return (await client.probe(spec.template, latency_samples=PROBE_LATENCY_SAMPLES)).as_dict()
     except ProbeInconclusive as exc:
         # The probe met server trouble, not a refusal: the job asks in the format it would
         # most likely have chosen, and the next run probes again (nothing is stored).
