@@ -35,6 +35,11 @@ within noise).
 
     .venv/bin/python benchmarks/judge_bench.py [--pairs 5000] [--repeat 5] [--sizes 5000,20000,50000]
         [--skip-big] [--skip-memory] [--skip-faults] [--fault-rounds] [--hogs 2]
+    .venv/bin/python benchmarks/judge_bench.py --limit-only [--hogs 2] [--pairs 3000]
+
+``--limit-only`` runs the judge's client alone (no project) and prints how often its adaptive
+limit halved, the limit's median and minimum and the median in flight; with ``PYTHONPATH`` at an
+older checkout it measures that version's limit the same way.
 """
 
 from __future__ import annotations
@@ -371,6 +376,71 @@ def kill_and_resume(base: Path) -> dict:
             "sent_by_third_run": sent_by_third, "third_rc": third.returncode}
 
 
+def limit_probe(base_url: str, n: int) -> None:
+    """Worker: the judge's client alone (no project, no storage) at CONCURRENCY against the server:
+    how often its adaptive limit halves, the limit's median and minimum and the requests in flight
+    (sampled every 50 ms). Run it with PYTHONPATH at another checkout to compare versions."""
+    import asyncio
+    import statistics
+
+    from workbench.llm.client import AdaptiveLimit, ClientConfig, JudgeClient
+    from workbench.llm.prompts import load_prompt
+
+    rubric = load_prompt("relevance_v1")
+    halvings = [0]
+    decrease = AdaptiveLimit._decrease
+
+    def counted(self):
+        halvings[0] += 1
+        decrease(self)
+
+    AdaptiveLimit._decrease = counted
+
+    async def go() -> None:
+        client = JudgeClient(ClientConfig(base_url=base_url, model="test-judge", concurrency=CONCURRENCY, timeout=2.0,
+                                          backoff_initial=0.05, backoff_max=0.5), "sk-bench")
+        samples, done = [], asyncio.Event()
+
+        async def sample() -> None:
+            while not done.is_set():
+                samples.append((client.limit.limit, client.limit.inflight))
+                await asyncio.sleep(0.05)
+
+        sampler = asyncio.create_task(sample())
+        pending = iter(range(n))
+
+        async def worker() -> None:
+            for i in pending:
+                await client.judge(rubric, rubric.render(f"q{i}", f"pair {i} {FILLER}"))
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        rate = n / (time.perf_counter() - started)
+        done.set()
+        await sampler
+        await client.aclose()
+        limits, flying = [s[0] for s in samples], [s[1] for s in samples]
+        print(f"{rate:.0f}/s; halvings {halvings[0]}; limit median {statistics.median(limits):.0f}, "
+              f"min {min(limits):.0f}; in flight median {statistics.median(flying):.0f}")
+
+    asyncio.run(go())
+
+
+def limit_rounds(pairs: int, repeat: int, hogs: int) -> None:
+    """``--limit-only``: the client alone against the 100 ms server (in this process), ``repeat``
+    times; with ``hogs`` CPU-bound programs running."""
+    running = start_hogs(hogs)
+    try:
+        for i in range(max(1, repeat)):
+            with running_server(latency=LATENCY, record_bodies=False) as server:
+                result = subprocess.run([sys.executable, __file__, "--limit-probe", server.base_url, "--pairs",
+                                         str(pairs)], cwd=ROOT, capture_output=True, text=True)
+            print(f"[{i + 1}] load {os.getloadavg()[0]:.1f}, {hogs} hogs: "
+                  f"{(result.stdout.strip() or result.stderr.strip()[-300:])}", flush=True)
+    finally:
+        stop_hogs(running)
+
+
 def start_hogs(n: int) -> list[subprocess.Popen]:
     """``n`` CPU-bound programs (``sh -c 'while :; do :; done'``), the "busy machine"."""
     return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
@@ -442,9 +512,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hogs", type=int, default=0, help="CPU-bound programs running during the rounds")
     parser.add_argument("--bare-client", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--bare-retries", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--limit-only", action="store_true",
+                        help="only the client's adaptive limit: halvings, limit and in flight (no project)")
+    parser.add_argument("--limit-probe", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.bare_client:
         bare_client(args.bare_client, args.pairs, args.bare_retries)
+        return
+    if args.limit_probe:
+        limit_probe(args.limit_probe, args.pairs)
+        return
+    if args.limit_only:
+        limit_rounds(args.pairs, args.repeat, args.hogs)
         return
     sizes = sorted({int(x) for x in args.sizes.split(",") if x.strip()} | ({args.big} if args.big else set()))
     if args.skip_big:
