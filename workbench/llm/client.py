@@ -535,15 +535,17 @@ class JudgeClient:
             return self.config.model
         return models[0] if len(models) == 1 else None
 
-    async def probe(self, template: PromptTemplate, *, seed: bool = False, latency_samples: int = 1) -> Capabilities:
+    async def probe(self, template: PromptTemplate, *, seed: bool = False, latency_samples: int = 1,
+                    settled_below_s: float = 0.0) -> Capabilities:
         """Find the strictest accepted mode (module doc) with one tiny request per mode tried
         (and with ``seed``, whether the server honours seeds: :meth:`probe_seed`). The latency is
         the median of ``latency_samples`` requests in the accepted mode (the first, then the
         rest sent one after another): one probe can meet a cold cache or a busy moment (a
-        llama.cpp probe ranged 0.55-16.3 s). Raises :class:`ServerProblem` (one line) when the
+        llama.cpp probe ranged 0.55-16.3 s). A first latency of at most ``settled_below_s``
+        is kept without more requests (the caller's use of it cannot change). Raises :class:`ServerProblem` (one line) when the
         server accepts none, refuses a forced one, or fails the probe."""
         try:
-            caps = await self._probe(template, max(1, int(latency_samples)))
+            caps = await self._probe(template, max(1, int(latency_samples)), settled_below_s)
             if seed:
                 caps.seed = await self.probe_seed()
             return caps
@@ -555,8 +557,12 @@ class JudgeClient:
             raise ServerProblem(f"the judge server at {self.config.base_url} answered the capability probe "
                                 f"with something that is not JSON ({exc.msg})") from None
 
-    async def _probe_latency(self, body: dict, first_ms: float, samples: int, calls: list[int]) -> float:
-        """Seconds: the median of ``first_ms`` and ``samples - 1`` more requests of ``body``."""
+    async def _probe_latency(self, body: dict, first_ms: float, samples: int, calls: list[int],
+                             settled_below_s: float = 0.0) -> float:
+        """Seconds: the median of ``first_ms`` and ``samples - 1`` more requests of ``body``
+        (just ``first_ms`` when it is at most ``settled_below_s``)."""
+        if first_ms / 1000.0 <= settled_below_s:
+            return first_ms / 1000.0
         latencies = [first_ms]
         for _ in range(samples - 1):
             _, latency = await self._create_retrying(body, calls)
@@ -566,7 +572,7 @@ class JudgeClient:
         median = latencies[mid] if len(latencies) % 2 else (latencies[mid - 1] + latencies[mid]) / 2
         return median / 1000.0
 
-    async def _probe(self, template: PromptTemplate, samples: int = 1) -> Capabilities:
+    async def _probe(self, template: PromptTemplate, samples: int = 1, settled_below_s: float = 0.0) -> Capabilities:
         refused: list[str] = []
         calls = [0]
         if template.output == "single_token":
@@ -583,7 +589,7 @@ class JudgeClient:
                     refused.append(f"logprobs: {self.scrub(describe_error(exc))[:300]}")
                     continue
                 return Capabilities(format="text", logprobs=logprobs, refused=refused,
-                                    latency_s=await self._probe_latency(body, latency, samples, calls))
+                                    latency_s=await self._probe_latency(body, latency, samples, calls, settled_below_s))
             raise ServerProblem(self.scrub("the judge server refused even a plain one-token request: "
                                            + first_line(refused[-1])))
         modes = FORCED_MODES.get(self.config.response_format) or FORMAT_LADDER
@@ -599,7 +605,8 @@ class JudgeClient:
                     raise
                 refused.append(f"{mode}: {self.scrub(describe_error(exc))[:300]}")
                 continue
-            return Capabilities(format=mode, latency_s=await self._probe_latency(body, latency, samples, calls),
+            return Capabilities(format=mode, latency_s=await self._probe_latency(body, latency, samples, calls,
+                                                                                   settled_below_s),
                                 refused=refused)
         if self.config.response_format in ("auto",):
             raise ServerProblem(self.scrub("the judge server refused every request format (json_schema, "

@@ -11,7 +11,8 @@ format found is used for the whole job and stored with it, so the probe runs onc
 ignores seeds, so the N answers would be byte-identical at N times the cost.
 
 The request timeout grows with the probe's latency (:func:`request_timeout`), the median of
-:data:`PROBE_LATENCY_SAMPLES` probe requests: one request can meet a cold start or a busy moment.
+:data:`PROBE_LATENCY_SAMPLES` probe requests: one request can meet a cold start or a busy moment
+(a first probe fast enough to leave the configured timeout as it is needs no more).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import asyncio
 from dataclasses import replace
 
 from workbench.errors import ConfigError, InputError
-from workbench.services.judge.spec import JudgeSpec, base_url_host, guess_format, request_timeout  # noqa: F401
+from workbench.services.judge.spec import (  # noqa: F401
+    TIMEOUT_PER_PROBE_LATENCY, JudgeSpec, base_url_host, guess_format, request_timeout)
 from workbench.store import judging as store
 
 
@@ -62,7 +64,11 @@ async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False, retry: bool =
     try:
         if what == "server":
             return await client.server_info(batch=batch)
-        return (await client.probe(spec.template, latency_samples=PROBE_LATENCY_SAMPLES)).as_dict()
+        # A first probe fast enough that 40x it stays under the configured timeout cannot change
+        # the timeout (request_timeout): no more probes then.
+        settled = float(spec.settings.get("timeout") or 60.0) / TIMEOUT_PER_PROBE_LATENCY
+        return (await client.probe(spec.template, latency_samples=PROBE_LATENCY_SAMPLES,
+                                   settled_below_s=settled)).as_dict()
     except ProbeInconclusive as exc:
         # The probe met server trouble, not a refusal: the job asks in the format it would
         # most likely have chosen, and the next run probes again (nothing is stored).

@@ -128,6 +128,8 @@ def guess_format(spec: "JudgeSpec") -> str:
 
 
 MAX_TIMEOUT = 900.0
+#: the request timeout is at least this many times the probe's latency (request_timeout)
+TIMEOUT_PER_PROBE_LATENCY = 40.0
 
 
 def request_timeout(spec: "JudgeSpec") -> float:
@@ -139,7 +141,7 @@ def request_timeout(spec: "JudgeSpec") -> float:
     among others of 0.55 s gave 653 s)."""
     configured = float(spec.settings.get("timeout") or 60.0)
     latency = float((spec.caps or {}).get("latency_s") or 0.0)
-    return max(configured, min(MAX_TIMEOUT, 40.0 * latency))
+    return max(configured, min(MAX_TIMEOUT, TIMEOUT_PER_PROBE_LATENCY * latency))
 
 
 def _is_openai(base_url: str) -> bool:
