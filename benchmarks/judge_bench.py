@@ -22,14 +22,24 @@ braces, ``{query}``, fake fences and instructions, non-ASCII):
 3. SIGKILL mid-job, then resume: the final judgments table equals an uninterrupted run's, and a
    third run sends nothing.
 
-Throughput is measured ``--repeat`` times, alternating the bare peer and ``workbench judge`` so
-that both see the same machine load (the server shares the cores with the client); the table
-gives the best of N and the spread (min–max) of each. Memory: peak RSS of the whole ``workbench
+Throughput is measured in ``--repeat`` rounds, each a bare-peer run and a ``workbench judge`` run
+(which goes first alternates), so that both see the same machine load (the server shares the
+cores with the client); the tables give the median and the spread (min–max) of the rounds, never
+the best, the ratio judge / peer of each round, and the 1-minute load average. ``--hogs 2`` runs
+two CPU-bound programs during the rounds (a busy machine); ``--fault-rounds`` adds rounds
+against the fault server (10 % faulty responses; the peer then retries up to ``MAX_ATTEMPTS``
+times with the judge's 2 s timeout). The median of the server's requests in flight (sampled
+every 50 ms) shows whether a client kept its concurrency. Memory: peak RSS of the whole ``workbench
 judge`` process at each of ``--sizes`` pairs, with its ratio to the smallest size (flat = 1.0
 within noise).
 
-    .venv/bin/python benchmarks/judge_bench.py [--pairs 5000] [--repeat 3] [--sizes 5000,20000,50000]
-        [--skip-big] [--skip-faults]
+    .venv/bin/python benchmarks/judge_bench.py [--pairs 5000] [--repeat 5] [--sizes 5000,20000,50000]
+        [--skip-big] [--skip-memory] [--skip-faults] [--fault-rounds] [--hogs 2]
+    .venv/bin/python benchmarks/judge_bench.py --limit-only [--hogs 2] [--pairs 3000]
+
+``--limit-only`` runs the judge's client alone (no project) and prints how often its adaptive
+limit halved, the limit's median and minimum and the median in flight; with ``PYTHONPATH`` at an
+older checkout it measures that version's limit the same way.
 """
 
 from __future__ import annotations
@@ -157,22 +167,32 @@ SYSTEM_LIKE = "You grade how useful a passage is for a query on a 0-3 scale. " *
 FILLER = "lorem ipsum dolor sit amet " * 30
 
 
-def bare_client(base_url: str, n: int) -> None:
-    """Worker: n chat calls with a bare AsyncOpenAI loop at CONCURRENCY (the peer, no storage)."""
+def bare_client(base_url: str, n: int, retries: bool = False) -> None:
+    """Worker: n chat calls with a bare AsyncOpenAI loop at CONCURRENCY (the peer, no storage).
+    With ``retries`` (the fault server): the same 2 s timeout as the judge and up to
+    MAX_ATTEMPTS calls per prompt, retried at once on any error or a reply that is not JSON —
+    the least a client must do to get answers from that server."""
     import asyncio
 
     from openai import AsyncOpenAI
 
     async def go() -> None:
-        client = AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
+        client = AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0,
+                             **({"timeout": 2.0} if retries else {}))
         pending = iter(range(n))
 
         async def worker() -> None:  # CONCURRENCY workers pulling from one iterator, as the judge does
             for i in pending:
-                reply = await client.chat.completions.create(model="test-judge", messages=[
-                    {"role": "system", "content": SYSTEM_LIKE},
-                    {"role": "user", "content": f"Passage:\npair {i} {FILLER}\n\nGrades:"}])
-                json.loads(reply.choices[0].message.content)
+                for attempt in range(MAX_ATTEMPTS if retries else 1):
+                    try:
+                        reply = await client.chat.completions.create(model="test-judge", messages=[
+                            {"role": "system", "content": SYSTEM_LIKE},
+                            {"role": "user", "content": f"Passage:\npair {i} {FILLER}\n\nGrades:"}])
+                        json.loads(reply.choices[0].message.content)
+                        break
+                    except Exception:  # noqa: BLE001 - the peer only counts answers
+                        if not retries:
+                            raise
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
@@ -182,23 +202,64 @@ def bare_client(base_url: str, n: int) -> None:
     asyncio.run(go())
 
 
-def peer(n: int) -> dict:
+class InFlight:
+    """Samples the server's requests in flight every 50 ms while a run goes (its median shows
+    whether the client kept its concurrency)."""
+
+    def __init__(self, control):
+        import threading
+
+        self.control, self.samples, self.stop = control, [], threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stop.wait(0.05):
+            self.samples.append(self.control.in_flight)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+    @property
+    def median(self) -> float:
+        busy = [x for x in self.samples if x > 0] or [0]
+        return float(np.median(busy))
+
+
+FAULT_RATES = {"429": 0.02, "500": 0.02, "drop": 0.02, "hang": 0.01, "malformed": 0.02, "out_of_range": 0.01}
+
+
+def _server(fault_rates: dict | None):
+    if fault_rates:
+        return running_server(latency=LATENCY, record_bodies=False, hang_seconds=5, retry_after=0.05, seed=11)
+    return running_server(latency=LATENCY, record_bodies=False)
+
+
+def peer(n: int, fault_rates: dict | None = None) -> dict:
     """The bare SDK loop as its own process: the most a Python client gets from this server here."""
-    with running_server(latency=LATENCY, record_bodies=False) as server:
+    with _server(fault_rates) as server:
+        server.control.fault_rates = dict(fault_rates or {})
         server_cpu = time.process_time()
         started = time.perf_counter()
-        process = subprocess.Popen([sys.executable, __file__, "--bare-client", server.base_url, "--pairs", str(n)],
-                                   cwd=ROOT, stdout=subprocess.PIPE, text=True)
-        _, _status, usage = os.wait4(process.pid, 0)
+        with InFlight(server.control) as flight:
+            process = subprocess.Popen([sys.executable, __file__, "--bare-client", server.base_url, "--pairs", str(n),
+                                        *(["--bare-retries"] if fault_rates else [])],
+                                       cwd=ROOT, stdout=subprocess.PIPE, text=True)
+            _, _status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
         inner = float(process.stdout.read().strip() or 0)
         server_cpu = time.process_time() - server_cpu
+        calls = server.control.count("/v1/chat/completions")
     ceiling = CONCURRENCY / LATENCY
-    return {"scenario": f"bare AsyncOpenAI loop (peer), {n:,} calls", "pairs": n, "calls": n, "wall_s": wall,
+    return {"scenario": f"bare AsyncOpenAI loop (peer), {n:,} calls", "pairs": n, "calls": calls, "wall_s": wall,
             "end_to_end_per_s": n / wall, "share_end_to_end": n / wall / ceiling, "inner_per_s": inner,
             "share_inner": inner / ceiling, "cpu_ms_per_judgment": 1000 * (usage.ru_utime + usage.ru_stime) / n,
-            "peak_rss_mb": usage.ru_maxrss / 1024, "max_in_flight": CONCURRENCY, "ok": n,
-            "server_cpu_ms": 1000 * server_cpu / n}
+            "peak_rss_mb": usage.ru_maxrss / 1024, "max_in_flight": CONCURRENCY, "median_in_flight": flight.median,
+            "ok": n, "server_cpu_ms": 1000 * server_cpu / n, "load": os.getloadavg()[0]}
 
 
 def offline(db: Path, label: str) -> dict:
@@ -236,10 +297,12 @@ def pool_size(db: Path) -> int:
         return len(pool_pairs(handle, "bench"))
 
 
-def throughput(db: Path, label: str) -> dict:
-    with running_server(latency=LATENCY, record_bodies=False) as server:
+def throughput(db: Path, label: str, fault_rates: dict | None = None) -> dict:
+    with _server(fault_rates) as server:
+        server.control.fault_rates = dict(fault_rates or {})
         server_cpu = time.process_time()
-        run = judge(db, server.base_url)
+        with InFlight(server.control) as flight:
+            run = judge(db, server.base_url)
         server_cpu = time.process_time() - server_cpu
         calls = server.control.count("/v1/chat/completions")
         in_flight = server.control.max_in_flight
@@ -252,11 +315,12 @@ def throughput(db: Path, label: str) -> dict:
             "end_to_end_per_s": n / run.wall, "share_end_to_end": n / run.wall / ceiling,
             "inner_per_s": run.inner_rate, "share_inner": (run.inner_rate or 0) / ceiling,
             "cpu_ms_per_judgment": 1000 * run.cpu / max(n, 1), "peak_rss_mb": run.max_rss_mb,
-            "max_in_flight": in_flight, "ok": job["ok"], "server_cpu_ms": 1000 * server_cpu / max(calls, 1)}
+            "max_in_flight": in_flight, "median_in_flight": flight.median, "ok": job["ok"],
+            "server_cpu_ms": 1000 * server_cpu / max(calls, 1), "load": os.getloadavg()[0]}
 
 
 def faults(db: Path) -> dict:
-    rates = {"429": 0.02, "500": 0.02, "drop": 0.02, "hang": 0.01, "malformed": 0.02, "out_of_range": 0.01}
+    rates = FAULT_RATES
     with running_server(latency=LATENCY, record_bodies=False, hang_seconds=5, retry_after=0.05, seed=11) as server:
         server.control.fault_rates = rates
         run = judge(db, server.base_url)
@@ -312,37 +376,175 @@ def kill_and_resume(base: Path) -> dict:
             "sent_by_third_run": sent_by_third, "third_rc": third.returncode}
 
 
+def limit_probe(base_url: str, n: int) -> None:
+    """Worker: the judge's client alone (no project, no storage) at CONCURRENCY against the server:
+    how often its adaptive limit halves, the limit's median and minimum and the requests in flight
+    (sampled every 50 ms). Run it with PYTHONPATH at another checkout to compare versions."""
+    import asyncio
+    import statistics
+
+    from workbench.llm.client import AdaptiveLimit, ClientConfig, JudgeClient
+    from workbench.llm.prompts import load_prompt
+
+    rubric = load_prompt("relevance_v1")
+    halvings = [0]
+    decrease = AdaptiveLimit._decrease
+
+    def counted(self):
+        halvings[0] += 1
+        decrease(self)
+
+    AdaptiveLimit._decrease = counted
+
+    async def go() -> None:
+        client = JudgeClient(ClientConfig(base_url=base_url, model="test-judge", concurrency=CONCURRENCY, timeout=2.0,
+                                          backoff_initial=0.05, backoff_max=0.5), "sk-bench")
+        samples, done = [], asyncio.Event()
+
+        async def sample() -> None:
+            while not done.is_set():
+                samples.append((client.limit.limit, client.limit.inflight))
+                await asyncio.sleep(0.05)
+
+        sampler = asyncio.create_task(sample())
+        pending = iter(range(n))
+
+        async def worker() -> None:
+            for i in pending:
+                await client.judge(rubric, rubric.render(f"q{i}", f"pair {i} {FILLER}"))
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        rate = n / (time.perf_counter() - started)
+        done.set()
+        await sampler
+        await client.aclose()
+        limits, flying = [s[0] for s in samples], [s[1] for s in samples]
+        print(f"{rate:.0f}/s; halvings {halvings[0]}; limit median {statistics.median(limits):.0f}, "
+              f"min {min(limits):.0f}; in flight median {statistics.median(flying):.0f}")
+
+    asyncio.run(go())
+
+
+def limit_rounds(pairs: int, repeat: int, hogs: int) -> None:
+    """``--limit-only``: the client alone against the 100 ms server (in this process), ``repeat``
+    times; with ``hogs`` CPU-bound programs running."""
+    running = start_hogs(hogs)
+    try:
+        for i in range(max(1, repeat)):
+            with running_server(latency=LATENCY, record_bodies=False) as server:
+                result = subprocess.run([sys.executable, __file__, "--limit-probe", server.base_url, "--pairs",
+                                         str(pairs)], cwd=ROOT, capture_output=True, text=True)
+            print(f"[{i + 1}] load {os.getloadavg()[0]:.1f}, {hogs} hogs: "
+                  f"{(result.stdout.strip() or result.stderr.strip()[-300:])}", flush=True)
+    finally:
+        stop_hogs(running)
+
+
+def start_hogs(n: int) -> list[subprocess.Popen]:
+    """``n`` CPU-bound programs (``sh -c 'while :; do :; done'``), the "busy machine"."""
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+
+
+def stop_hogs(hogs: list[subprocess.Popen]) -> None:
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
+
+
+def rounds(small: Path, pairs: int, repeat: int, fault_rates: dict | None, label: str) -> tuple[list, list]:
+    """``repeat`` rounds of (peer, judge), the order swapped every round so that neither side
+    always runs first; each row carries the 1-minute load average at its end."""
+    peers, ours = [], []
+    for i in range(max(1, repeat)):
+        def run_peer():
+            peers.append(peer(pairs, fault_rates))
+            print(f"[{label} {i + 1}] " + _row(peers[-1]), flush=True)
+
+        def run_ours():
+            target = copy_project(small, f"throughput{i}")
+            ours.append(throughput(target, f"workbench judge, {pairs:,} pairs", fault_rates))
+            target.unlink()
+            print(f"[{label} {i + 1}] " + _row(ours[-1]), flush=True)
+
+        for step in ((run_peer, run_ours) if i % 2 == 0 else (run_ours, run_peer)):
+            step()
+    return peers, ours
+
+
+def _spread(values: list[float], fmt: str = "{:.0f}") -> str:
+    """median (min-max)"""
+    values = [v for v in values if v is not None]
+    if not values:
+        return "–"
+    return f"{fmt.format(float(np.median(values)))} ({fmt.format(min(values))}-{fmt.format(max(values))})"
+
+
+def rounds_table(label: str, peers: list, ours: list, pairs: int) -> None:
+    loads = [r["load"] for r in peers + ours]
+    print(f"\n{label}: {len(ours)} alternated rounds, {pairs:,} pairs, concurrency {CONCURRENCY}, "
+          f"load average (1 min) during the rounds {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs; "
+          f"median (min-max) of the rounds, never best-of:")
+    print("| client | end-to-end /s | in-job /s | CPU ms/judgment | median in flight at the server | calls |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, runs in (("bare AsyncOpenAI loop (peer)", peers), ("`workbench judge`", ours)):
+        print(f"| {name} | {_spread([r['end_to_end_per_s'] for r in runs])} | "
+              f"{_spread([r['inner_per_s'] for r in runs])} | {_spread([r['cpu_ms_per_judgment'] for r in runs], '{:.2f}')} | "
+              f"{_spread([r['median_in_flight'] for r in runs])} | {_spread([r['calls'] for r in runs])} |")
+    e2e = [a["end_to_end_per_s"] / b["end_to_end_per_s"] for a, b in zip(ours, peers)]
+    inner = [(a["inner_per_s"] or 0) / b["inner_per_s"] for a, b in zip(ours, peers)]
+    cpu = [a["cpu_ms_per_judgment"] / b["cpu_ms_per_judgment"] for a, b in zip(ours, peers)]
+    print(f"judge / peer, same round: end-to-end {_spread(e2e, '{:.2f}')}; in-job {_spread(inner, '{:.2f}')}; "
+          f"CPU per judgment {_spread(cpu, '{:.2f}')}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--pairs", type=int, default=5000)
-    parser.add_argument("--repeat", type=int, default=3, help="alternating peer / judge runs (best of N)")
+    parser.add_argument("--repeat", type=int, default=5, help="alternated peer / judge rounds (median, min-max)")
     parser.add_argument("--sizes", default="5000,20000,50000", help="pool sizes for the peak-RSS rows")
     parser.add_argument("--big", type=int, default=None, help=argparse.SUPPRESS)  # old spelling of --sizes
     parser.add_argument("--skip-big", action="store_true", help="memory rows at --pairs only")
+    parser.add_argument("--skip-memory", action="store_true", help="no memory rows")
     parser.add_argument("--skip-faults", action="store_true", help="skip the fault and SIGKILL scenarios")
+    parser.add_argument("--fault-rounds", action="store_true",
+                        help="also alternate peer / judge against the fault server (10 %% faulty responses)")
+    parser.add_argument("--hogs", type=int, default=0, help="CPU-bound programs running during the rounds")
     parser.add_argument("--bare-client", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--bare-retries", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--limit-only", action="store_true",
+                        help="only the client's adaptive limit: halvings, limit and in flight (no project)")
+    parser.add_argument("--limit-probe", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.bare_client:
-        bare_client(args.bare_client, args.pairs)
+        bare_client(args.bare_client, args.pairs, args.bare_retries)
+        return
+    if args.limit_probe:
+        limit_probe(args.limit_probe, args.pairs)
+        return
+    if args.limit_only:
+        limit_rounds(args.pairs, args.repeat, args.hogs)
         return
     sizes = sorted({int(x) for x in args.sizes.split(",") if x.strip()} | ({args.big} if args.big else set()))
     if args.skip_big:
         sizes = [args.pairs]
+    if args.skip_memory:
+        sizes = []
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
     work = Path(tempfile.mkdtemp(prefix="judge-bench-"))
+    hogs: list[subprocess.Popen] = []
     try:
         print(f"building projects in {work} ...", flush=True)
         small = build_project(work / "small", args.pairs)
-        peers, ours = [], []
-        for i in range(max(1, args.repeat)):
-            peers.append(peer(args.pairs))
-            print(f"[{i + 1}] " + _row(peers[-1]), flush=True)
-            target = copy_project(small, f"throughput{i}")
-            ours.append(throughput(target, f"workbench judge, {args.pairs:,} pairs"))
-            target.unlink()
-            print(f"[{i + 1}] " + _row(ours[-1]), flush=True)
-        rows = [max(peers, key=lambda r: r["end_to_end_per_s"]), max(ours, key=lambda r: r["end_to_end_per_s"])]
-        rows.append(offline(copy_project(small, "offline"), f"offline-lexical judge, {args.pairs:,} pairs"))
+        if args.hogs:
+            hogs = start_hogs(args.hogs)
+            print(f"{args.hogs} CPU-bound programs running (sh -c 'while :; do :; done')", flush=True)
+            time.sleep(2)
+        peers, ours = rounds(small, args.pairs, args.repeat, None, "no faults")
+        fault_rounds = rounds(small, args.pairs, args.repeat, FAULT_RATES, "faults") if args.fault_rounds else None
+        stop_hogs(hogs)
+        hogs = []
+        rows = [offline(copy_project(small, "offline"), f"offline-lexical judge, {args.pairs:,} pairs")]
         print(_row(rows[-1]), flush=True)
         memory = []
         for size in sizes:
@@ -358,21 +560,14 @@ def main(argv: list[str] | None = None) -> None:
             k = kill_and_resume(small)
             for key, value in k.items():
                 print(f"  {key:22} {value}")
-        print(f"\nsummary (load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
-        print(f"\nthroughput, {len(ours)} alternating runs each (best of N, spread min-max):")
-        print("| scenario | best end-to-end /s | share of 320/s | spread /s | median share | best in-job /s "
-              "| client CPU ms/judgment (median) | peak RSS MB |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-        for label, runs in (("bare AsyncOpenAI loop (peer)", peers), ("`workbench judge`", ours)):
-            e2e = sorted(r["end_to_end_per_s"] for r in runs)
-            best = max(runs, key=lambda r: r["end_to_end_per_s"])
-            ceiling = CONCURRENCY / LATENCY
-            print(f"| {label}, {args.pairs:,} pairs | {e2e[-1]:.0f} | {e2e[-1] / ceiling:.0%} | {e2e[0]:.0f}-{e2e[-1]:.0f} | "
-                  f"{float(np.median(e2e)) / ceiling:.0%} | {max(r['inner_per_s'] or 0 for r in runs):.0f} | "
-                  f"{float(np.median([r['cpu_ms_per_judgment'] for r in runs])):.2f} | {best['peak_rss_mb']:.0f} |")
-        ratio = [a["end_to_end_per_s"] / b["end_to_end_per_s"] for a, b in zip(ours, peers)]
-        print(f"\n`workbench judge` / peer in the same round: {', '.join(f'{x:.2f}' for x in ratio)}")
-        print("\nall rows:")
+        print(f"\nsummary (load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+              f"{args.hogs} CPU-bound programs during the rounds)")
+        rounds_table(f"100 ms server, no faults{', %d CPU hogs' % args.hogs if args.hogs else ''}", peers, ours,
+                     args.pairs)
+        if fault_rounds:
+            rounds_table(f"100 ms server, 10 % faulty responses{', %d CPU hogs' % args.hogs if args.hogs else ''}",
+                         *fault_rounds, args.pairs)
+        print("\nother rows:")
         print("| scenario | pairs | end-to-end /s | share of 320/s | in-job /s | share | client CPU ms/judgment "
               "| peak RSS MB | server CPU ms/request |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -385,6 +580,7 @@ def main(argv: list[str] | None = None) -> None:
             print("\npeak RSS of the whole `workbench judge` process by pool size: " + ", ".join(
                 f"{r['pairs']:,} pairs {r['peak_rss_mb']:.0f} MB ({r['peak_rss_mb'] / base:.2f}x)" for r in memory))
     finally:
+        stop_hogs(hogs)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -400,7 +596,8 @@ def _row(r: dict) -> str:
     return (f"{r['scenario']}: {r['pairs']:,} judged in {r['wall_s']:.1f} s end to end = "
             f"{r['end_to_end_per_s']:.0f}/s ({_pct(r['share_end_to_end'])} of {CONCURRENCY / LATENCY:.0f}/s); "
             f"in-job {r['inner_per_s'] or 0:.0f}/s ({_pct(r['share_inner'])}); CPU {r['cpu_ms_per_judgment']:.2f} ms"
-            f"/judgment; peak RSS {r['peak_rss_mb']:.0f} MB; {r['calls']:,} calls; max in flight {r['max_in_flight']}; "
+            f"/judgment; peak RSS {r['peak_rss_mb']:.0f} MB; {r['calls']:,} calls; max in flight {r['max_in_flight']}, "
+            f"median {r.get('median_in_flight', 0):.0f}; load {r.get('load', 0):.1f}; "
             f"server CPU {_ms(r['server_cpu_ms'])} ms/request")
 
 

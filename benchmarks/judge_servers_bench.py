@@ -2,7 +2,10 @@
 
 Runs the README's contract command on a fresh demo project with the built-in defaults (no config
 file, no WORKBENCH_* variable) and prints the wall time (probe included), pairs/s, the format the
-probe chose and the statuses. Needs the wheel and weights `make test` installs.
+probe chose and its median latency (of three requests) with the request timeout it sets, the
+statuses, the summary's rate line, and the format `--batch-file` writes for this server (its
+first line sent as written must be answered 200). Needs the wheel and weights `make test`
+installs.
 
     .venv/bin/python benchmarks/judge_servers_bench.py [--pairs 8] [--prompt relevance_v1]
 """
@@ -46,14 +49,32 @@ def main(argv=None) -> None:
             subprocess.run(wb + ["export", "judgments", "--out", str(out), "--source", "llm"], cwd=folder, env=env,
                            check=True, capture_output=True)
             rows = [json.loads(line) for line in out.read_text().splitlines()]
+            from workbench.services.judge.jobs import list_jobs
+
+            probe = (list_jobs(db, "demo")[0].get("params") or {}).get("probe") or {}
+            requests = Path(folder) / "requests.jsonl"
+            batch = subprocess.run(wb + ["judge", "--pool", "demo", "--limit", str(args.pairs + 1), "--base-url",
+                                         server.base_url, "--model", ALIAS, "--batch-file", str(requests)],
+                                   cwd=folder, env=env, capture_output=True, text=True)
+            body = json.loads(requests.read_text().splitlines()[0])["body"] if requests.exists() else {}
+            import httpx
+
+            answered = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=900).status_code \
+                if body else None
     finally:
         server.stop()
     statuses = {s: sum(r["status"] == s for r in rows) for s in ("ok", "invalid", "failed")}
     fmt = next((line.split("format ", 1)[1] for line in done.stdout.splitlines() if "format " in line), "?")
+    rate = next((line.strip() for line in done.stdout.splitlines() if "this run" in line), "?")
+    latency = float(probe.get("latency_s") or 0.0)
     print(json.dumps({"server": "llama-cpp-python 0.3.36 / SmolLM2-135M-Instruct Q4_1", "pairs": len(rows),
                       "exit": done.returncode, "seconds": round(seconds, 1),
                       "pairs_per_s": round(len(rows) / seconds, 4), "format": fmt, **statuses,
-                      "load_average": os.getloadavg()[0]}))
+                      "summary_rate": rate, "probe_median_latency_s": latency,
+                      "request_timeout_s": max(60.0, min(900.0, 40.0 * latency)),
+                      "batch_file": (batch.stdout.strip().rsplit("; ", 1)[-1] if batch.returncode == 0
+                                     else batch.stderr.strip()[:200]),
+                      "batch_line_http_status": answered, "load_average": os.getloadavg()[0]}))
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
 

@@ -85,25 +85,110 @@ def test_batch_file_then_results_store_like_the_online_path(tmp_path):
     assert refused.returncode == 3 and "bad.jsonl:2:" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
 
-def test_samples_at_temperature_zero_send_distinct_seeds_where_honoured(tmp_path):
+def test_samples_above_temperature_zero_send_distinct_seeds(tmp_path):
     db = demo_project(tmp_path / "demo.duckdb")
-    with running_server() as server:  # answers the same request the same way: the seed check passes
+    with running_server() as server:
         done = _run(tmp_path, db, "judge", "--pool", "demo", "--base-url", server.base_url, "--model", "test-judge",
-                    "--samples", "3", "--limit", "2")
+                    "--samples", "3", "--temperature", "0.7", "--limit", "2")
         assert done.returncode == 0, done.stdout + done.stderr
         seeds = {}
         for call in server.control.chat_calls():
             if call.body.get("max_tokens") == 200:  # a judgment, not the probe
+                assert call.body["temperature"] == 0.7
                 seeds.setdefault(call.prompt_sha, []).append(call.body.get("seed"))
         assert len(seeds) == 2 and all(sorted(s) == [1, 2, 3] for s in seeds.values())
 
 
-def test_samples_at_temperature_zero_are_refused_where_seed_is_not_honoured(tmp_path):
+def test_samples_at_temperature_zero_are_refused_in_one_line_before_anything_is_sent(tmp_path):
+    """Greedy decoding ignores seeds: 3 samples at temperature 0 would be 3 identical answers for
+    3 times the cost. Refused (exit 3, one line naming --temperature) online, for --batch-file
+    and for --estimate, with nothing sent and no file written (before: a note, then 3 requests
+    per pair)."""
     db = demo_project(tmp_path / "demo.duckdb")
     with running_server() as server:
-        server.control.grade_rule = lambda call: call.attempt % 4  # the same seed, another answer
-        done = _run(tmp_path, db, "judge", "--pool", "demo", "--base-url", server.base_url, "--model", "test-judge",
-                    "--samples", "3", "--limit", "3")
-        assert done.returncode == 3 and "does not honour `seed`" in done.stderr, done.stdout + done.stderr
-        assert len(done.stderr.strip().splitlines()) <= 2 and "Traceback" not in done.stderr
-        assert judgment_calls(server) == 0
+        base = ["judge", "--pool", "demo", "--base-url", server.base_url, "--model", "test-judge", "--samples", "3",
+                "--limit", "2"]
+        out = tmp_path / "requests.jsonl"
+        for extra in ([], ["--batch-file", str(out)], ["--estimate"]):
+            done = _run(tmp_path, db, *base, *extra)
+            assert done.returncode == 3, done.stdout + done.stderr
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1 and "--temperature 0.7" in lines[0] and "--samples 3" in lines[0], lines
+            assert "identical answers" in lines[0] and "Traceback" not in done.stderr
+        assert server.control.count("/v1/chat/completions") == 0 and not out.exists()
+
+
+def test_batch_file_for_a_server_that_refuses_json_schema_uses_what_it_accepts(tmp_path):
+    """llama.cpp answers json_schema with an error and enforces json_object with a schema. With a
+    reachable server the file is written in the format its probe chooses (before: json_schema
+    always, every line of which llama.cpp rejects); a forced --response-format json_object is
+    written with the schema too; the results are stored into the same job."""
+    db = demo_project(tmp_path / "demo.duckdb")
+    requests = tmp_path / "requests.jsonl"
+    with running_server() as server:
+        server.control.refused_formats = {"json_schema"}  # as llama.cpp
+        base = ["judge", "--pool", "demo", "--base-url", server.base_url, "--model", "test-judge", "--limit", "3"]
+        done = _run(tmp_path, db, *base, "--batch-file", str(requests))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "format json_object+schema" in done.stdout
+        lines = [json.loads(line) for line in requests.read_text().splitlines()]
+        assert len(lines) == 3
+        assert server.control.count("/v1/chat/completions") == 2  # the probe only: json_schema refused, then taken
+        for line in lines:
+            fmt = line["body"]["response_format"]
+            assert fmt["type"] == "json_object" and fmt["schema"]["required"] == ["reason", "grade"]
+        # The server takes every line as written; the results go into the job the file was written for.
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+        results = tmp_path / "results.jsonl"
+        results.write_text("".join(json.dumps({
+            "id": f"r{i}", "custom_id": line["custom_id"], "error": None,
+            "response": {"status_code": 200, "body": client.chat.completions.create(**line["body"]).model_dump()}})
+            + "\n" for i, line in enumerate(lines)))
+        stored = _run(tmp_path, db, *base, "--batch-results", str(results))
+        assert stored.returncode == 0, stored.stdout + stored.stderr
+    assert sorted(query(db, "SELECT status FROM judgments WHERE source = 'llm'")["status"]) == ["ok"] * 3
+    # Forced json_object, server unreachable: json_object with the schema (what llama.cpp enforces).
+    other = demo_project(tmp_path / "other.duckdb")
+    forced = tmp_path / "forced.jsonl"
+    done = _run(tmp_path, other, "judge", "--pool", "demo", "--base-url", "http://127.0.0.1:9/v1", "--model",
+                "test-judge", "--limit", "2", "--response-format", "json_object", "--batch-file", str(forced))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for line in forced.read_text().splitlines():
+        fmt = json.loads(line)["body"]["response_format"]
+        assert fmt["type"] == "json_object" and "schema" in fmt
+
+
+def test_a_results_file_whose_every_line_failed_ends_non_zero_with_the_servers_error(tmp_path):
+    """8 results, all refused by the server that ran them: exit 6 with the server's message,
+    nothing stored, the pairs still pending (before: 8 failed judgments stored, "finished",
+    exit 0); a good file afterwards stores them."""
+    db = demo_project(tmp_path / "demo.duckdb")
+    requests = tmp_path / "requests.jsonl"
+    base = ["judge", "--pool", "demo", "--base-url", "http://127.0.0.1:9/v1", "--model", "test-judge", "--limit", "8"]
+    assert _run(tmp_path, db, *base, "--batch-file", str(requests)).returncode == 0
+    lines = [json.loads(line) for line in requests.read_text().splitlines()]
+    assert len(lines) == 8
+    refused = tmp_path / "refused.jsonl"
+    refused.write_text("".join(json.dumps({
+        "id": f"r{i}", "custom_id": line["custom_id"], "error": None,
+        "response": {"status_code": 500, "body": {"error": {
+            "message": "1 validation error: response_format.type Input should be 'text' or 'json_object'"}}}})
+        + "\n" for i, line in enumerate(lines)))
+    stored = _run(tmp_path, db, *base, "--batch-results", str(refused))
+    assert stored.returncode == 6, stored.stdout + stored.stderr
+    assert "all 8 results in refused.jsonl failed" in stored.stdout
+    assert "Input should be 'text' or 'json_object'" in stored.stdout and "Traceback" not in stored.stderr
+    assert len(query(db, "SELECT * FROM judgments WHERE source = 'llm'")) == 0
+    again = tmp_path / "again.jsonl"
+    assert _run(tmp_path, db, *base, "--batch-file", str(again)).returncode == 0
+    assert len(again.read_text().splitlines()) == 8  # still pending: written again
+    with running_server() as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+        good = tmp_path / "good.jsonl"
+        good.write_text("".join(json.dumps({
+            "id": f"r{i}", "custom_id": line["custom_id"], "error": None,
+            "response": {"status_code": 200, "body": client.chat.completions.create(**line["body"]).model_dump()}})
+            + "\n" for i, line in enumerate(lines)))
+    ok = _run(tmp_path, db, *base, "--batch-results", str(good))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert len(query(db, "SELECT * FROM judgments WHERE source = 'llm' AND status = 'ok'")) == 8

@@ -185,3 +185,27 @@ def test_a_killed_server_stops_the_job_and_a_restarted_one_resumes_it(live_llama
     assert done.returncode == 0, done.stdout + done.stderr
     table = query(db, "SELECT status FROM judgments WHERE source = 'llm'")
     assert len(table) == 2 and set(table["status"]) <= {"ok", "invalid"}
+
+
+def test_batch_file_for_llama_cpp_is_written_in_the_format_it_accepts(live_llama, tmp_path):
+    """`--batch-file` with llama.cpp's base URL: the probe finds json_schema refused, so every line
+    asks json_object with a schema (before: json_schema, which llama.cpp answers with HTTP 500);
+    the line's body, sent as written through the SDK, is answered 200 and its result is stored."""
+    import openai
+
+    db = demo_project(tmp_path / "demo.duckdb")
+    requests = tmp_path / "requests.jsonl"
+    done = _judge(tmp_path, db, live_llama, "--limit", "1", "--batch-file", str(requests))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "format json_object+schema" in done.stdout
+    line = json.loads(requests.read_text().splitlines()[0])
+    assert line["body"]["response_format"]["type"] == "json_object" and "schema" in line["body"]["response_format"]
+    client = openai.OpenAI(base_url=live_llama.base_url, api_key="sk-local", max_retries=0, timeout=600)
+    reply = client.chat.completions.create(**line["body"])  # raises on the HTTP 500 json_schema gets
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps({"id": "r0", "custom_id": line["custom_id"], "error": None,
+                                   "response": {"status_code": 200, "body": reply.model_dump()}}) + "\n")
+    stored = _judge(tmp_path, db, live_llama, "--limit", "1", "--batch-results", str(results))
+    assert stored.returncode == 0, stored.stdout + stored.stderr
+    status = query(db, "SELECT status FROM judgments WHERE source = 'llm'")["status"]
+    assert list(status) in (["ok"], ["invalid"])  # a tiny model's reply; never failed for its shape

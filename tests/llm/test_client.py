@@ -243,24 +243,97 @@ def test_errors_are_kept_whole_but_bounded():
     assert text.startswith("HTTP 503: line one\nline two") and len(text) == ERROR_CHARS
 
 
-def test_a_429_holds_the_other_requests_until_retry_after():
-    with running_server(retry_after=0.6) as server:
+def test_a_lone_429_pauses_only_its_own_request_not_the_unrelated_ones():
+    """One 429 asking 1.5 s among replies to 8 concurrent requests: that request waits the 1.5 s
+    it was asked; requests started after it are held at most a sixteenth of it (one 429 in 16
+    replies), not the whole Retry-After (before: every new request waited until the 1.5 s
+    passed)."""
+    with running_server(retry_after=1.5, latency=0.02) as server:
         server.control.script("429")
 
         async def go():
-            client = JudgeClient(ClientConfig(base_url=server.base_url, model="gpt-4o-mini"), "sk-test")
+            client = JudgeClient(ClientConfig(base_url=server.base_url, model="gpt-4o-mini", concurrency=8), "sk-test")
             try:
-                first = asyncio.create_task(client.judge(RUBRIC, RUBRIC.render("q", "first")))
-                await asyncio.sleep(0.3)  # the 429 has arrived; the pause runs until about 0.6 s
                 started = time.monotonic()
-                second = await client.judge(RUBRIC, RUBRIC.render("q", "second"))
-                return await first, second, time.monotonic() - started
+                limited = asyncio.create_task(client.judge(RUBRIC, RUBRIC.render("q", "limited")))
+                while server.control.count("/v1/chat/completions") < 1:
+                    await asyncio.sleep(0.005)
+                await asyncio.sleep(0.15)  # the 429 (20 ms) has arrived
+                others_started = time.monotonic()
+                others = await asyncio.gather(*[client.judge(RUBRIC, RUBRIC.render("q", f"other {i}"))
+                                                for i in range(8)])
+                others_took = time.monotonic() - others_started
+                first = await limited
+                return first, time.monotonic() - started, others, others_took, client.limit.limit
             finally:
                 await client.aclose()
 
-        first, second, waited = asyncio.run(go())
-        assert first.status == second.status == "ok" and first.http_calls == 2
-        assert waited >= 0.2  # held back instead of hitting the rate-limited server at once
+        first, first_took, others, others_took, limit = asyncio.run(go())
+    assert first.status == "ok" and first.http_calls == 2 and first_took >= 1.5
+    assert all(o.status == "ok" and o.http_calls == 1 for o in others)
+    assert others_took < 0.75  # at most 1.5 / 16 held, plus 20 ms answers; not the whole 1.5 s
+    assert limit == 8  # one 429 is not a congested window
+
+
+def test_429s_to_every_request_hold_new_requests_for_the_retry_after():
+    """A server answering every request 429 limits the client, not one request: a new request
+    waits the whole Retry-After before it is sent (hold = asked x 16 / 16)."""
+    with running_server(retry_after=0.4) as server:
+        server.control.script(*["429"] * 16)
+
+        async def go():
+            client = JudgeClient(ClientConfig(base_url=server.base_url, model="gpt-4o-mini", max_attempts=2,
+                                              concurrency=16), "sk-test")
+            try:
+                firsts = [asyncio.create_task(client.judge(RUBRIC, RUBRIC.render("q", f"p{i}"))) for i in range(8)]
+                while server.control.count("/v1/chat/completions") < 16:  # 8 requests, 8 retries: 16 429s
+                    await asyncio.sleep(0.005)
+                await asyncio.sleep(0.02)  # the last 429 has arrived
+                held_from = time.monotonic()
+                sent_before = server.control.count("/v1/chat/completions")
+                late = await client.judge(RUBRIC, RUBRIC.render("q", "late"))
+                await asyncio.gather(*firsts)
+                return late, time.monotonic() - held_from, sent_before
+            finally:
+                await client.aclose()
+
+        late, waited, sent_before = asyncio.run(go())
+    assert sent_before == 16 and late.status == "ok" and late.http_calls == 1
+    assert waited >= 0.3  # held back (0.4 s asked) instead of hitting the rate-limited server at once
+
+
+def test_event_loop_lag_alone_does_not_halve_the_limit():
+    """A server answering in 20 ms, a client whose event loop is blocked for 150 ms at a time by
+    CPU-bound work of its own (here a coroutine that does not yield): every request looks 5-10x
+    slower than the best, but the lag is the client's, measured by its ticker and subtracted, so
+    the limit stays at 8 (before: it halved to 1). The same client halves it when the server
+    itself slows down (600 ms replies, 30x the best, and lag on top)."""
+    with running_server(latency=0.02) as server:
+        async def go():
+            client = JudgeClient(ClientConfig(base_url=server.base_url, model="gpt-4o-mini", concurrency=8), "sk-test")
+            running = True
+
+            async def busy():
+                while running:
+                    time.sleep(0.15)  # the loop is blocked, as by a CPU-heavy callback
+                    await asyncio.sleep(0.1)
+
+            hog = asyncio.create_task(busy())
+            try:
+                calm = await asyncio.gather(*[client.judge(RUBRIC, RUBRIC.render("q", f"p{i}")) for i in range(80)])
+                after_lag = client.limit.limit
+                server.control.latency = 0.6
+                slow = await asyncio.gather(*[client.judge(RUBRIC, RUBRIC.render("q", f"s{i}")) for i in range(40)])
+                return calm + slow, after_lag, client.limit.limit
+            finally:
+                running = False
+                await hog
+                await client.aclose()
+
+        outcomes, after_lag, after_slow = asyncio.run(go())
+    assert all(o.status == "ok" for o in outcomes)
+    assert after_lag == 8
+    assert after_slow < 8
 
 
 def test_a_one_at_a_time_server_makes_the_limit_back_off_instead_of_piling_up_timeouts():
@@ -325,34 +398,44 @@ def test_a_one_at_a_time_server_makes_the_limit_back_off_instead_of_piling_up_ti
     assert limit.limit < 4
 
 
-def test_the_adaptive_limit_halves_on_timeouts_and_grows_after_calm_replies():
+def test_the_adaptive_limit_halves_on_a_congested_window_and_grows_after_calm_replies():
+    """Limit 4, window 8: a lone timeout among calm replies leaves it at 4; a quarter of the
+    window congested (2 of 8) halves it; requests started before a decrease do not halve it
+    again; calm replies grow it by one per limit of them."""
     from workbench.llm.client import AdaptiveLimit
 
     async def go():
-        limit = AdaptiveLimit(8)
-        for _ in range(3):
-            await limit.acquire()
-        await limit.release(None, timed_out=True)
-        assert limit.limit == 4
-        await limit.release(None, timed_out=True)
-        await limit.release(None, timed_out=True)
-        assert limit.limit == 1 and limit.inflight == 0
-        await limit.acquire()
+        limit = AdaptiveLimit(4)
+        for _ in range(3):  # calm, then 1 timeout: still 4
+            ticket = await limit.acquire()
+            await limit.release(1.0, ticket=ticket)
+        ticket = await limit.acquire()
+        await limit.release(None, timed_out=True, ticket=ticket)
+        assert limit.limit == 4 and limit.timeouts == 1 and limit.window == 8
+        tickets = [await limit.acquire() for _ in range(3)]
+        await limit.release(None, congested=True, ticket=tickets[0])  # a 429/503: the 2nd bad of 8
+        assert limit.limit == 2 and limit.decreases == 1
+        for ticket in tickets[1:]:  # started before the decrease: already acted on
+            await limit.release(None, timed_out=True, ticket=ticket)
+        assert limit.limit == 2 and limit.inflight == 0
+        for _ in range(2):  # a new window, 2 congested: halve again
+            ticket = await limit.acquire()
+            await limit.release(None, timed_out=True, ticket=ticket)
+        assert limit.limit == 1
+        held = await limit.acquire()
         blocked = asyncio.create_task(limit.acquire())
         await asyncio.sleep(0.05)
         assert not blocked.done()  # a second request waits while one is in flight at limit 1
-        await limit.release(1.0)
-        await asyncio.wait_for(blocked, 1)
-        await limit.release(1.0)
-        for _ in range(10):  # calm replies (latency at the best seen) grow the limit by one at a time
-            await limit.acquire()
-            await limit.release(1.0)
-        grown = limit.limit
-        assert 2 <= grown <= 8
-        for _ in range(6):  # latency climbing past 3x the best: back off
-            await limit.acquire()
-            await limit.release(10.0)
-        assert limit.limit < grown
+        await limit.release(1.0, ticket=held)  # calm: 1 -> 2
+        await limit.release(1.0, ticket=await asyncio.wait_for(blocked, 1))
+        for _ in range(10):  # calm replies: 2 -> 3 after 2, 3 -> 4 after 3, then the ceiling
+            ticket = await limit.acquire()
+            await limit.release(1.0, ticket=ticket)
+        assert limit.limit == 4
+        for _ in range(3):  # latency past 3x the best (no loop lag here): back off once
+            ticket = await limit.acquire()
+            await limit.release(10.0, ticket=ticket)
+        assert limit.limit == 2
 
     asyncio.run(go())
 
@@ -366,18 +449,42 @@ def test_millisecond_replies_with_jitter_keep_the_limit_at_the_configured_concur
     async def go():
         limit = AdaptiveLimit(8)
         for latency in [0.001, 0.008, 0.002, 0.010, 0.001, 0.009] * 20:
-            await limit.acquire()
-            await limit.release(latency)
+            ticket = await limit.acquire()
+            await limit.release(latency, ticket=ticket)
         assert limit.limit == 8
         slow = AdaptiveLimit(8)
         for latency in [0.2] * 10 + [3.0] * 10:  # past 3x a best above the floor: back off
-            await slow.acquire()
-            await slow.release(latency)
+            ticket = await slow.acquire()
+            await slow.release(latency, ticket=ticket)
         assert slow.limit < 8
         floor = AdaptiveLimit(8)
         for latency in [0.001] * 10 + [4 * CALM_LATENCY_S] * 10:  # past 3x the floor itself: back off
-            await floor.acquire()
-            await floor.release(latency)
+            ticket = await floor.acquire()
+            await floor.release(latency, ticket=ticket)
         assert floor.limit < 8
 
     asyncio.run(go())
+
+
+def test_the_request_timeout_comes_from_the_median_of_three_probe_latencies(tmp_path):
+    """The first probe request meets a 1 s stall, the next two answer at once: the probe latency
+    is their median (a few ms), so the request timeout stays the configured 30 s (before: the
+    one probe's 1 s x 40 = 40 s; on llama.cpp one probe of 16.3 s gave 653 s)."""
+    from tests.llm.judge_project import demo_project, judge_settings, probe_calls
+    from workbench.services.judge import jobs
+    from workbench.services.judge.probe import discover
+    from workbench.services.judge.spec import request_timeout
+
+    db = demo_project(tmp_path / "demo.duckdb")
+    with running_server() as server:
+        def stall_first(call):
+            if call.attempt == 1:
+                time.sleep(1.0)
+            return None
+
+        server.control.grade_rule = stall_first
+        spec = discover(db, "demo", jobs.resolve_spec(judge_settings(server.base_url), api_key="sk-test"))
+        calls = probe_calls(server)
+    assert spec.caps["latency_s"] < 0.5
+    assert request_timeout(spec) == 30.0
+    assert calls == 3

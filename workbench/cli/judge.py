@@ -54,6 +54,7 @@ def _judge(args: argparse.Namespace) -> int:
         "judge.model": args.model, "judge.base_url": args.base_url, "judge.prompt": args.prompt,
         "judge.concurrency": args.concurrency, "judge.samples": args.samples,
         "judge.response_format": args.response_format, "judge.timeout": args.timeout,
+        "judge.temperature": args.temperature,
     })
     from workbench.errors import ConfigError, InputError
 
@@ -78,9 +79,9 @@ def _judge(args: argparse.Namespace) -> int:
     if spec.offline and args.model != "offline-lexical":
         print("workbench judge: no OPENAI_API_KEY and the OpenAI base URL: grading with the offline-lexical "
               "baseline (not an LLM); set OPENAI_API_KEY or --base-url for an LLM judge", file=sys.stderr)
-    if spec.samples > 1 and not spec.offline and float(spec.settings["temperature"]) == 0.0:
-        print("workbench judge: note: --samples with temperature 0 usually gives the same answer each time; "
-              "set [judge] temperature (e.g. 0.7) for self-consistency", file=sys.stderr)
+    from workbench.services.judge.probe import check_samples
+
+    check_samples(spec)  # before --estimate and the batch files too
     if sum(map(bool, (args.batch, args.batch_file, args.batch_results))) > 1:
         raise InputError("--batch, --batch-file and --batch-results are three ways to batch; pass one of them")
     if args.batch_file and not args.estimate:
@@ -158,7 +159,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, metavar="N", help="judge only the first N pairs in priority order")
     p.add_argument("--budget", type=float, metavar="USD",
                    help="stop cleanly before spending more than this (0: no cap; default: [judge] budget_usd)")
-    p.add_argument("--samples", type=int, metavar="N", help="answers per pair, aggregated (self-consistency)")
+    p.add_argument("--samples", type=int, metavar="N",
+                   help="answers per pair, aggregated (self-consistency; needs --temperature above 0)")
+    p.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (default [judge] temperature, 0)")
     p.add_argument("--retry-failed", action="store_true", help="judge the failed and invalid pairs again")
     p.add_argument("--estimate", action="store_true", help="print requests, tokens and cost, send nothing")
     p.add_argument("--batch", action="store_true", help="use the Batch API (submit, poll, collect; resumable)")

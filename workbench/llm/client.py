@@ -4,9 +4,12 @@ One retry layer, here: the SDK's own retries are off (``max_retries=0``) and ten
 transient failures — HTTP 429, 408, 409 and 5xx, timeouts and dropped connections — with
 exponential backoff and full jitter (``wait = uniform(0, min(backoff_max, backoff_initial *
 2**attempt))``), except that a ``Retry-After`` header (seconds or an HTTP date, capped at
-``backoff_max``) is honoured as given, and after a 429 that carries one no new request starts
-before that time. After ``max_attempts`` calls the pair is ``failed`` with
-the last error. Other errors (400, 401, 404...) fail at once: retrying cannot fix them.
+``backoff_max``) is honoured as given by the request that got it. A 429 also holds *new*
+requests, for the share of the Retry-After that 429s make up among the last
+:data:`RATE_WINDOW` replies (:meth:`JudgeClient.global_hold`): a lone 429 is that request's
+business, a server answering every request 429 limits the client and every new request waits.
+After ``max_attempts`` calls the pair is ``failed`` with the last error. Other errors (400,
+401, 404...) fail at once: retrying cannot fix them.
 
 A reply that cannot be validated (see :mod:`workbench.llm.parse`) gets one repair attempt (the
 reply and the problem are sent back); if that fails too the pair is ``invalid`` and both raw
@@ -24,11 +27,14 @@ used for the whole job. ``response_format`` ``"json_schema"``, ``"json_object"``
 with one line. A shape rejection during the job fails that pair at once (no retry).
 
 Concurrency. :class:`AdaptiveLimit` bounds the requests in flight (every attempt, retries
-included, takes a slot): it starts at the configured concurrency, halves on a timeout or when the
-recent latency climbs past three times the best seen (latencies under :data:`CALM_LATENCY_S`
-always count as calm: at a few milliseconds, as from a local cache or a loopback server, jitter
-would otherwise look like overload and drive the limit to 1), and grows by one after a window of
-calm replies. A timed-out request is retried only once fewer than the limit are in flight.
+included, takes a slot): it starts at the configured concurrency and halves when a quarter of the
+recent replies carry the server's load signals — 429, 503, 504, 529, a timeout, a dropped
+connection, or a latency past three times the best seen *after subtracting the client's own
+event-loop lag* during the request (:class:`LoopLag`, a 20 ms ticker: a busy client, or one
+whose process waits for a CPU, must not read its own delay as the server's). Latencies under
+:data:`CALM_LATENCY_S` always count as calm (at a few milliseconds jitter would look like
+overload). An isolated fault does not halve it; it grows by one after a limit's worth of calm
+replies. A timed-out request is retried only once fewer than the limit are in flight.
 
 Errors are kept whole (the server's full message, at most :data:`ERROR_CHARS` characters).
 
@@ -39,6 +45,7 @@ kept by this module goes through :meth:`JudgeClient.scrub`, which replaces the k
 from __future__ import annotations
 
 import asyncio
+import collections
 import email.utils
 import json
 import random
@@ -110,54 +117,146 @@ class Capabilities:
 
 #: seconds: a reply this fast is never a sign of overload, whatever the best seen (see the module doc)
 CALM_LATENCY_S = 0.05
+#: seconds between the ticks that measure the client's own event-loop lag
+TICK_S = 0.02
+#: HTTP statuses that mean "too much load" (rate limited, overloaded, gateway gave up)
+CONGESTION_STATUSES = (429, 503, 504, 529)
+#: replies over which the share of 429s sets the hold of new requests (:meth:`JudgeClient.global_hold`)
+RATE_WINDOW = 16
+
+
+class LoopLag:
+    """The event loop's own lateness, measured by a ticker that asks to wake every
+    :data:`TICK_S`: each tick's overshoot (woken at ``t`` instead of ``due``) is time the loop
+    could not run a ready callback (it was busy with other callbacks, or the process was not
+    scheduled). ``total()`` is the overshoot summed since the start, including the current
+    tick's lateness so far (``now - due`` when positive). The lag a request suffered is
+    ``total()`` at its end minus ``total()`` at its start: an upper bound of the delay the client
+    added to the server's answer, since any moment the loop is late a reply waits too."""
+
+    def __init__(self):
+        self._total = 0.0
+        self._due = 0.0
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            self._due = time.perf_counter() + TICK_S
+            self._task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            self._due = time.perf_counter() + TICK_S
+            await asyncio.sleep(TICK_S)
+            self._total += max(0.0, time.perf_counter() - self._due)
+
+    def total(self) -> float:
+        return self._total + max(0.0, time.perf_counter() - self._due) if self._task is not None else 0.0
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
 
 
 class AdaptiveLimit:
     """AIMD bound on requests in flight (module doc). ``limit`` is a float; a request may start
-    while ``inflight < max(1, floor(limit))``."""
+    while ``inflight < max(1, floor(limit))``.
+
+    Every completed attempt is a *signal*, congested or calm: congested are the server's load
+    signals (:data:`CONGESTION_STATUSES`, a timeout, a dropped connection) and a server latency
+    ``latency - loop_lag > 3 * max(best, CALM_LATENCY_S)``, where ``loop_lag`` is the client's
+    own event-loop lag during the request (:class:`LoopLag`) and ``best`` the fastest raw latency
+    seen. The limit halves (``floor(limit / 2)``, at least 1) when at least a quarter of the last
+    ``window = max(8, 2 * floor(limit))`` signals are congested (and at least 2 of them), counting
+    only signals of requests started after the previous decrease (one decrease per round trip);
+    it grows by one after ``floor(limit)`` calm signals in a row. So an isolated fault (a hung
+    request, one 429 among many replies) does not halve the limit; a server that sheds load or
+    queues does."""
 
     def __init__(self, start: int):
         self.ceiling = max(1, int(start))
         self.limit = float(self.ceiling)
         self.inflight = 0
         self.best: float | None = None
-        self.recent: float | None = None
         self.calm = 0
         self.timeouts = 0
-        self._cond = asyncio.Condition()
+        self.decreases = 0
+        self.lag = LoopLag()
+        self._signals: collections.deque[bool] = collections.deque()
+        self._epoch = 0  # bumped at each decrease; signals of requests started before it are ignored
+        self._waiters: collections.deque[asyncio.Future] = collections.deque()
 
-    async def acquire(self) -> None:
-        async with self._cond:
-            while self.inflight >= max(1, int(self.limit)):
-                await self._cond.wait()
-            self.inflight += 1
+    @property
+    def window(self) -> int:
+        return max(8, 2 * int(self.limit))
 
-    async def release(self, latency_s: float | None, *, timed_out: bool = False) -> None:
-        async with self._cond:
-            self.inflight -= 1
-            if timed_out:
-                self.timeouts += 1
+    async def acquire(self) -> tuple[int, float]:
+        """Wait for a slot; returns the ticket to give back to :meth:`release`."""
+        self.lag.start()
+        while self.inflight >= max(1, int(self.limit)):
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                self._wake()  # a wake-up meant for this waiter goes to the next one
+                raise
+        self.inflight += 1
+        return self._epoch, self.lag.total()
+
+    async def release(self, latency_s: float | None, *, timed_out: bool = False, congested: bool = False,
+                      ticket: tuple[int, float] | None = None) -> None:
+        """Give the slot back with what the attempt showed: its latency (None when it failed),
+        a timeout, or another congestion signal (``congested``: a 429/503, a dropped connection)."""
+        self.inflight -= 1
+        epoch, lag_before = ticket if ticket is not None else (self._epoch, self.lag.total())
+        if timed_out:
+            self.timeouts += 1
+            congested = True
+        elif latency_s is not None and not congested:
+            self.best = latency_s if self.best is None else min(self.best, latency_s)
+            server_latency = latency_s - max(0.0, self.lag.total() - lag_before)
+            congested = server_latency > 3.0 * max(self.best, CALM_LATENCY_S)
+        if latency_s is not None or timed_out or congested:
+            self._signal(congested, epoch)
+        self._wake()
+
+    def _wake(self) -> None:
+        free = max(1, int(self.limit)) - self.inflight
+        while free > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                free -= 1
+
+    def _signal(self, congested: bool, epoch: int) -> None:
+        if epoch != self._epoch:
+            return  # started before the last decrease: its news is already acted on
+        self._signals.append(congested)
+        while len(self._signals) > self.window:
+            self._signals.popleft()
+        if congested:
+            self.calm = 0
+            if sum(self._signals) >= max(2, self.window / 4):
                 self._decrease()
-            elif latency_s is not None:
-                self.best = latency_s if self.best is None else min(self.best, latency_s)
-                self.recent = latency_s if self.recent is None else 0.7 * self.recent + 0.3 * latency_s
-                # The baseline is at least CALM_LATENCY_S: 3x of a 1 ms best is jitter, not load.
-                baseline = max(self.best, CALM_LATENCY_S)
-                if self.recent > 3.0 * baseline and self.calm >= int(self.limit):
-                    self._decrease()
-                elif self.recent <= 1.5 * baseline:
-                    self.calm += 1
-                    if self.calm >= 2 * int(self.limit) and self.limit < self.ceiling:
-                        self.limit = min(self.ceiling, self.limit + 1.0)
-                        self.calm = 0
-                else:
-                    self.calm += 1
-            self._cond.notify_all()
+            return
+        self.calm += 1
+        if self.calm >= int(self.limit) and self.limit < self.ceiling:
+            self.limit = min(self.ceiling, self.limit + 1.0)
+            self.calm = 0
 
     def _decrease(self) -> None:
         self.limit = max(1.0, float(int(self.limit) // 2))
         self.calm = 0
-        self.recent = None
+        self.decreases += 1
+        self._epoch += 1
+        self._signals.clear()
+
+    def close(self) -> None:
+        self.lag.stop()
 
 
 class RateLimiter:
@@ -288,6 +387,7 @@ class JudgeClient:
         self._rng = rng or random.Random()
         self.http_calls = 0
         self._paused_until = 0.0
+        self._replies: collections.deque[bool] = collections.deque(maxlen=RATE_WINDOW)  # True: a 429
 
     # -- secrets ---------------------------------------------------------------------------
     def scrub(self, text: str | None) -> str | None:
@@ -304,6 +404,8 @@ class JudgeClient:
         return out
 
     async def aclose(self) -> None:
+        if self.limit is not None:
+            self.limit.close()
         await self._client.close()
 
     async def check_server(self) -> str | None:
@@ -337,12 +439,22 @@ class JudgeClient:
         if asked is not None:
             asked = min(asked, self.config.backoff_max)
             if isinstance(exc, openai.RateLimitError):
-                # The server is rate limiting this client, not one request: hold every new
-                # request until the time it asked for has passed.
-                self._paused_until = max(self._paused_until, time.monotonic() + asked)
+                # The retrying request waits what was asked. New requests are held for the
+                # share of it that the recent 429s make up (:meth:`global_hold`): one 429 among
+                # many replies is that request's problem; a server answering only 429s is
+                # limiting this client, and then every new request waits the whole time.
+                self._paused_until = max(self._paused_until, time.monotonic() + self.global_hold(asked))
             return asked
         ceiling = min(self.config.backoff_max, self.config.backoff_initial * 2 ** (state.attempt_number - 1))
         return self._rng.uniform(0, ceiling)
+
+    def global_hold(self, asked: float) -> float:
+        """Seconds every new request waits after a 429 asking ``asked`` seconds:
+        ``asked * n429 / max(RATE_WINDOW, n)`` over the last ``n`` (at most
+        :data:`RATE_WINDOW`) replies, so a lone 429 among 16 replies holds new requests for a
+        sixteenth of ``asked``, and 429s to every request hold them for all of it."""
+        replies = list(self._replies)
+        return asked * sum(replies) / max(RATE_WINDOW, len(replies))
 
     @property
     def mode(self) -> str:
@@ -423,13 +535,17 @@ class JudgeClient:
             return self.config.model
         return models[0] if len(models) == 1 else None
 
-    async def probe(self, template: PromptTemplate, *, seed: bool = False) -> Capabilities:
+    async def probe(self, template: PromptTemplate, *, seed: bool = False, latency_samples: int = 1,
+                    settled_below_s: float = 0.0) -> Capabilities:
         """Find the strictest accepted mode (module doc) with one tiny request per mode tried
-        (and with ``seed``, whether the server honours seeds: :meth:`probe_seed`). Raises
-        :class:`ServerProblem` (one line) when the server accepts none, refuses a forced one, or
-        fails the probe."""
+        (and with ``seed``, whether the server honours seeds: :meth:`probe_seed`). The latency is
+        the median of ``latency_samples`` requests in the accepted mode (the first, then the
+        rest sent one after another): one probe can meet a cold cache or a busy moment (a
+        llama.cpp probe ranged 0.55-16.3 s). A first latency of at most ``settled_below_s``
+        is kept without more requests (the caller's use of it cannot change). Raises :class:`ServerProblem` (one line) when the
+        server accepts none, refuses a forced one, or fails the probe."""
         try:
-            caps = await self._probe(template)
+            caps = await self._probe(template, max(1, int(latency_samples)), settled_below_s)
             if seed:
                 caps.seed = await self.probe_seed()
             return caps
@@ -441,7 +557,22 @@ class JudgeClient:
             raise ServerProblem(f"the judge server at {self.config.base_url} answered the capability probe "
                                 f"with something that is not JSON ({exc.msg})") from None
 
-    async def _probe(self, template: PromptTemplate) -> Capabilities:
+    async def _probe_latency(self, body: dict, first_ms: float, samples: int, calls: list[int],
+                             settled_below_s: float = 0.0) -> float:
+        """Seconds: the median of ``first_ms`` and ``samples - 1`` more requests of ``body``
+        (just ``first_ms`` when it is at most ``settled_below_s``)."""
+        if first_ms / 1000.0 <= settled_below_s:
+            return first_ms / 1000.0
+        latencies = [first_ms]
+        for _ in range(samples - 1):
+            _, latency = await self._create_retrying(body, calls)
+            latencies.append(latency)
+        latencies.sort()
+        mid = len(latencies) // 2
+        median = latencies[mid] if len(latencies) % 2 else (latencies[mid - 1] + latencies[mid]) / 2
+        return median / 1000.0
+
+    async def _probe(self, template: PromptTemplate, samples: int = 1, settled_below_s: float = 0.0) -> Capabilities:
         refused: list[str] = []
         calls = [0]
         if template.output == "single_token":
@@ -457,7 +588,8 @@ class JudgeClient:
                         raise
                     refused.append(f"logprobs: {self.scrub(describe_error(exc))[:300]}")
                     continue
-                return Capabilities(format="text", logprobs=logprobs, latency_s=latency / 1000.0, refused=refused)
+                return Capabilities(format="text", logprobs=logprobs, refused=refused,
+                                    latency_s=await self._probe_latency(body, latency, samples, calls, settled_below_s))
             raise ServerProblem(self.scrub("the judge server refused even a plain one-token request: "
                                            + first_line(refused[-1])))
         modes = FORCED_MODES.get(self.config.response_format) or FORMAT_LADDER
@@ -473,7 +605,9 @@ class JudgeClient:
                     raise
                 refused.append(f"{mode}: {self.scrub(describe_error(exc))[:300]}")
                 continue
-            return Capabilities(format=mode, latency_s=latency / 1000.0, refused=refused)
+            return Capabilities(format=mode, latency_s=await self._probe_latency(body, latency, samples, calls,
+                                                                                   settled_below_s),
+                                refused=refused)
         if self.config.response_format in ("auto",):
             raise ServerProblem(self.scrub("the judge server refused every request format (json_schema, "
                                            "json_object, text); last answer: " + first_line(refused[-1])))
@@ -509,23 +643,30 @@ class JudgeClient:
             with attempt:
                 self.http_calls += 1
                 calls[0] += 1
-                if self.limit is not None:
-                    await self.limit.acquire()
+                ticket = await self.limit.acquire() if self.limit is not None else None
                 started = time.perf_counter()
                 # The SDK's generic POST (its HTTP client, errors, timeout) with the JSON body as
                 # built here and the reply as a plain dict: `chat.completions.create` would walk
                 # the request and build pydantic models for every reply, which costs more CPU per
                 # judgment than everything else together at high concurrency.
-                latency, timed_out = None, False
+                latency, timed_out, congested, limited = None, False, False, False
                 try:
                     response = await self._client.post("/chat/completions", body=body, cast_to=dict)
                     latency = time.perf_counter() - started
                 except openai.APITimeoutError:
                     timed_out = True
                     raise
+                except openai.APIConnectionError:
+                    congested = True  # dropped or refused: a server shedding load does that
+                    raise
+                except openai.APIStatusError as exc:
+                    congested = exc.status_code in CONGESTION_STATUSES
+                    limited = exc.status_code == 429
+                    raise
                 finally:
+                    self._replies.append(limited)
                     if self.limit is not None:
-                        await self.limit.release(latency, timed_out=timed_out)
+                        await self.limit.release(latency, timed_out=timed_out, congested=congested, ticket=ticket)
                 if not isinstance(response, dict):
                     raise json.JSONDecodeError("the reply is not a JSON object", str(response)[:200], 0)
                 return response, (time.perf_counter() - started) * 1000.0

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support import templates
 from tests.support.calibration_project import build_project
+from tests.llm.judge_project import probe_calls
 from tests.support.openai_server import running_server
 from tests.support.polling import wait_until
 from workbench.cli.common import error_text
@@ -129,11 +130,12 @@ def test_request_options_and_resolve_match_the_job_the_cli_stores(project):
                              j["state"] == "finished" and j, timeout=120,
                              what=lambda: f"the job to finish: {launch.problem(started)}")
             sent = [json.dumps(r.body) for r in server.control.chat_calls()]
+            probes = probe_calls(server)
     finally:
         if env_key is not None:
             os.environ["OPENAI_API_KEY"] = env_key
     assert job["judged"] == 6 and job["prompt_hash"] == spec.prompt_hash
     params = json.loads(job["params"]) if isinstance(job["params"], str) else job["params"]
     assert params["few_shot"] == spec.few_shot
-    # every judgment request carries the examples (the one other call is the capability probe)
-    assert sum("Examples graded by subject-matter experts" in b for b in sent) == 6 == len(sent) - 1
+    # every judgment request carries the examples (the others are the capability probe's requests)
+    assert sum("Examples graded by subject-matter experts" in b for b in sent) == 6 == len(sent) - probes

@@ -10,10 +10,15 @@ what it can, each reply is validated by :func:`workbench.llm.batch.read_output` 
 ``invalid`` with its raw reply kept, or ``failed``, never an invented grade), and pairs the file
 does not mention stay pending.
 
-No server is asked anything: the file's server is unknown, so the job's key carries the base
-URL's host and no server model, and the format is the strictest one the batch endpoints accept
-(``json_schema``, or the forced ``--response-format``); both commands of one configuration find
-the same job. ``custom_id`` is ``"<sample>:<cache_key>"``.
+The file's server may not be the one that runs it, so the job's key carries the base URL's host
+and no server model; both commands of one configuration find the same job. The request format
+(:func:`file_format`) is one the target server accepts: a forced ``--response-format``
+(``json_object`` is written as ``json_object`` with a ``schema``, which llama.cpp enforces as a
+grammar and other servers ignore); with ``auto``, the capability probe's choice when the base
+URL's server answers it (llama.cpp refuses ``json_schema`` and gets ``json_object`` with a
+schema), else ``json_schema``, the Batch APIs' format (OpenAI's own URL is never probed). The
+format is stored with the job when the file is first written, and ``--batch-results`` and later
+files of the job use it. ``custom_id`` is ``"<sample>:<cache_key>"``.
 """
 
 from __future__ import annotations
@@ -32,8 +37,10 @@ from workbench.services.output_file import write_lines
 from workbench.store import judging as store
 from workbench.store.pools import read_pool
 
-FILE_FORMATS = {"auto": "json_schema", "json_schema": "json_schema", "json_object": "json_object",
+FILE_FORMATS = {"auto": "json_schema", "json_schema": "json_schema", "json_object": "json_object+schema",
                 "text": "text"}
+#: seconds the file's capability probe waits for the server (one try)
+FILE_PROBE_TIMEOUT = 20.0
 
 
 @dataclass
@@ -44,6 +51,8 @@ class BatchFileReport:
     cached: int
     pending: int
 
+    format: str = "json_schema"
+
     def summary(self, *, data: bool = False) -> str:
         """One line; with ``data`` the option it names stays a placeholder (``{field:batch_results}``,
         :mod:`workbench.errors`) for a page to word, else it is rendered as the CLI says it."""
@@ -51,16 +60,45 @@ class BatchFileReport:
 
         text = (f"wrote {self.requests:,} requests for judge job {self.job_id} to {self.path} "
                 f"({self.pending:,} judgments to make, {self.cached:,} answered by the cache: "
-                f"{{field:batch_results}} stores them with the results)")
+                f"{{field:batch_results}} stores them with the results); format {self.format}")
         return text if data else render_text(text)
 
 
-def file_spec(spec: JudgeSpec) -> JudgeSpec:
-    """``spec`` for the file path: no server model, the file format (module doc)."""
-    fmt = "text" if spec.output == "single_token" else FILE_FORMATS.get(spec.requested_format, "json_schema")
+def file_spec(spec: JudgeSpec, fmt: str | None = None) -> JudgeSpec:
+    """``spec`` for the file path: no server model, the format ``fmt`` (default: the forced
+    format's, else ``json_schema``; module doc)."""
+    if spec.output == "single_token":
+        fmt = "text"
+    fmt = fmt or FILE_FORMATS.get(spec.requested_format, "json_schema")
     return replace(spec, server={"host": base_url_host(spec.base_url), "server_model": None},
                    caps={"format": fmt, "logprobs": True, "latency_s": 0.0, "server_model": None,
                          "refused": [], "seed": None, "file": True})
+
+
+def file_format(spec: JudgeSpec) -> str:
+    """The request format of a new job's file (module doc): forced, probed, or ``json_schema``."""
+    from workbench.llm.client import ClientConfig, JudgeClient, ServerProblem
+
+    if spec.output == "single_token":
+        return "text"
+    if spec.requested_format != "auto":
+        return FILE_FORMATS.get(spec.requested_format, "json_schema")
+    host = base_url_host(spec.base_url) or ""
+    if not spec.base_url or host.endswith("openai.com"):
+        return "json_schema"
+    client = JudgeClient(ClientConfig(base_url=spec.base_url, model=spec.model, max_tokens=8,
+                                      timeout=FILE_PROBE_TIMEOUT, max_attempts=1), spec.api_key)
+
+    async def ask() -> str:
+        try:
+            return (await client.probe(spec.template)).format
+        finally:
+            await client.aclose()
+
+    try:
+        return asyncio.run(ask())
+    except ServerProblem:  # not reachable, or it failed the probe: the Batch APIs' format
+        return "json_schema"
 
 
 def _client(spec: JudgeSpec):
@@ -100,6 +138,12 @@ def write_batch_file(db_path, pool: str, spec: JudgeSpec, out, *, limit: int | N
     if spec.offline:
         raise InputError("{field:batch_file} writes requests for an LLM; the offline judge needs none")
     spec = file_spec(spec)
+    with DatabaseUse(db_path, float(spec.settings["db_wait"])) as db:
+        _pool(db, pool)
+        job = _job(db, pool, spec, create=False)
+    # The format of the job's first file, else one the server accepts (asked outside the project).
+    fmt = _job_format(job) or file_format(spec)
+    spec = file_spec(spec, fmt)
     client = _client(spec)
     with DatabaseUse(db_path, float(spec.settings["db_wait"])) as db:
         info = _pool(db, pool)
@@ -123,7 +167,12 @@ def write_batch_file(db_path, pool: str, spec: JudgeSpec, out, *, limit: int | N
         lines.append(api.request_line(f"{int(unit['sample'])}:{unit['cache_key']}", body) + "\n")
     asyncio.run(client.aclose())
     write_lines(Path(out), lines, force=force)
-    return BatchFileReport(Path(out), int(job["job_id"]), len(lines), cached, len(units))
+    return BatchFileReport(Path(out), int(job["job_id"]), len(lines), cached, len(units), fmt)
+
+
+def _job_format(job: dict | None) -> str | None:
+    """The format a job's files were written in (stored with the job), None for a new job."""
+    return (((job or {}).get("params") or {}).get("probe") or {}).get("format")
 
 
 def read_results(path) -> dict[str, dict]:
@@ -168,6 +217,7 @@ def store_batch_results(db_path, pool: str, spec: JudgeSpec, path, *, limit: int
         if job is None:
             raise InputError(f"no judge job of this configuration on pool {pool}: write the requests with "
                              f"{{field:batch_file}} first (same {{field:model}}, {{field:base_url}}, {{field:prompt}} and options)")
+        spec = file_spec(spec, _job_format(job))  # the cache keys of the format the file was written in
         units = store.pending_units(db, job_id=job["job_id"], pool=pool, level=info["level"],
                                     prefix=spec.cache_prefix, samples=spec.samples, limit=limit)
         hits = store.cache_hits(db, units)
@@ -180,29 +230,38 @@ def store_batch_results(db_path, pool: str, spec: JudgeSpec, path, *, limit: int
     client = _client(spec)
     known = set()
 
+    unit_rows = units.to_dict("records")
+    hit_map = {(r.cache_key, int(r.sample)): r for r in hits.itertuples(index=False)}
+    outcomes: dict[str, object] = {}  # custom_id -> the outcome of its results line
+    for unit in unit_rows:
+        custom_id = f"{int(unit['sample'])}:{unit['cache_key']}"
+        if (unit["cache_key"], int(unit["sample"])) not in hit_map and custom_id in rows \
+                and custom_id not in outcomes:
+            outcomes[custom_id] = api.read_output(client, spec.template, rows[custom_id])
+    # Every line failed (the server that ran the file refused the requests, or was not there):
+    # nothing of it is stored, the pairs stay pending, and the run ends with the server's error.
+    all_failed = bool(outcomes) and all(o.status == "failed" for o in outcomes.values())
+
     async def go():
         runner.flush_lock = asyncio.Lock()
         runner.total = len(units)
-        hit_map = {(r.cache_key, int(r.sample)): r for r in hits.itertuples(index=False)}
-        answered: dict[str, object] = {}
-        for unit in units.to_dict("records"):
+        recorded: set[str] = set()
+        for unit in unit_rows:
             hit = hit_map.get((unit["cache_key"], int(unit["sample"])))
             if hit is not None:
                 runner._record([runner._sample_row(unit, cached_outcome(hit), from_cache=True,
                                                    cached_from=int(hit.sample_id))])
                 continue
             custom_id = f"{int(unit['sample'])}:{unit['cache_key']}"
-            row = rows.get(custom_id)
-            if row is None:
+            if custom_id not in outcomes or all_failed:
                 continue  # stays pending
             known.add(custom_id)
-            if custom_id in answered:
-                runner._record([runner._sample_row(unit, answered[custom_id], from_cache=True)])
+            if custom_id in recorded:
+                runner._record([runner._sample_row(unit, outcomes[custom_id], from_cache=True)])
                 continue
-            outcome = api.read_output(client, spec.template, row)
-            answered[custom_id] = outcome
+            recorded.add(custom_id)
             runner.sent += 1
-            runner._record([runner._sample_row(unit, outcome)])
+            runner._record([runner._sample_row(unit, outcomes[custom_id])])
             if len(runner.buffer) >= runner.batch_size:
                 await runner.flush()
         await runner.flush()
@@ -218,9 +277,14 @@ def store_batch_results(db_path, pool: str, spec: JudgeSpec, path, *, limit: int
             remaining = store.count_pending_units(db, job_id=job["job_id"], pool=pool, level=info["level"],
                                                   samples=spec.samples, limit=limit)
             state = "stopped" if remaining else "finished"
-            unknown = len(set(rows) - known)
+            unknown = len(set(rows) - known - (set(outcomes) if all_failed else set()))
             message = (f"{remaining:,} judgments still to make (not in {Path(path).name}); write them with "
                        f"{{field:batch_file}} and run the batch again" if remaining else "")
+            if all_failed:
+                first = next(iter(outcomes.values())).error or "no answer"
+                message = (f"stopped: all {len(outcomes):,} results in {Path(path).name} failed, nothing stored "
+                           f"(the first: {first.splitlines()[0][:300]}); the pairs stay pending: fix the server "
+                           f"or the requests, then write them again with {{field:batch_file}}")
             if unknown:
                 message = (message + "; " if message else "") + \
                     f"{unknown:,} results in the file match no pending pair of this job (already stored or another job)"

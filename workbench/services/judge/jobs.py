@@ -190,6 +190,19 @@ def estimate(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, b
                     price_known=spec.price is not None)
 
 
+def rate_text(done: int, seconds: float) -> str:
+    """A throughput as people read it: ``12.5/s`` from one per second up, below that ``1 per
+    12 s`` (``1 per 2.5 s`` under ten seconds), so a slow local server does not print
+    ``0.0/s``; ``none`` when nothing was done."""
+    if done <= 0 or seconds <= 0:
+        return "none" if done <= 0 else f"{done:,}/s"
+    rate = done / seconds
+    if rate >= 1.0:
+        return f"{rate:,.1f}/s"
+    each = seconds / done
+    return f"1 per {each:.1f} s" if each < 9.95 else f"1 per {each:,.0f} s"
+
+
 @dataclass
 class JobReport:
     job_id: int
@@ -228,7 +241,7 @@ class JobReport:
                                  f"{j['judged']:,} judged (all {j['total']:,} asked for)")
              + f": {j['ok']:,} ok, {j['invalid']:,} invalid, "
              f"{j['failed']:,} failed"),
-            f"  this run  {self.units_run:,} judgments in {self.elapsed:,.1f} s ({self.rate:,.1f}/s); "
+            f"  this run  {self.units_run:,} judgments in {self.elapsed:,.1f} s ({rate_text(self.units_run, self.elapsed)}); "
             + ("graded offline, no requests" if self.spec.offline else f"{self.sent:,} requests")
             + f", {self.cached:,} from the cache",
             f"  tokens    {j['prompt_tokens']:,} prompt + {j['completion_tokens']:,} completion; "

@@ -7,11 +7,12 @@ line when the server has no Batch API (llama.cpp, vLLM's server, Ollama and LM S
 recorded one, runs the capability probe (:meth:`workbench.llm.client.JudgeClient.probe`): the
 format found is used for the whole job and stored with it, so the probe runs once per job.
 
-With ``samples > 1`` and temperature 0 each sample sends its own ``seed``; that only makes
-sense on a server that honours it, so the probe checks (two sampled requests with one seed must
-agree) and the job is refused in one line where it does not.
+``samples > 1`` at temperature 0 is refused in one line (:func:`check_samples`): greedy decoding
+ignores seeds, so the N answers would be byte-identical at N times the cost.
 
-The request timeout grows with the probe's latency (:func:`request_timeout`).
+The request timeout grows with the probe's latency (:func:`request_timeout`), the median of
+:data:`PROBE_LATENCY_SAMPLES` probe requests: one request can meet a cold start or a busy moment
+(a first probe fast enough to leave the configured timeout as it is needs no more).
 """
 
 from __future__ import annotations
@@ -20,13 +21,29 @@ import asyncio
 from dataclasses import replace
 
 from workbench.errors import ConfigError, InputError
-from workbench.services.judge.spec import JudgeSpec, base_url_host, guess_format, request_timeout  # noqa: F401
+from workbench.services.judge.spec import (  # noqa: F401
+    TIMEOUT_PER_PROBE_LATENCY, JudgeSpec, base_url_host, guess_format, request_timeout)
 from workbench.store import judging as store
 
 
+#: probe requests whose median latency sets the request timeout
+PROBE_LATENCY_SAMPLES = 3
+
+
 def needs_seed(spec: JudgeSpec) -> bool:
-    """Several samples at temperature 0: each sample sends its own seed (module doc)."""
+    """Several samples at temperature 0 (refused by :func:`check_samples`)."""
     return spec.samples > 1 and not spec.offline and float(spec.settings["temperature"]) == 0.0
+
+
+def check_samples(spec: JudgeSpec) -> None:
+    """Refuse ``samples > 1`` at temperature 0 (one line, :class:`InputError`): at temperature 0
+    a server decodes greedily, which ignores ``seed``, so the N samples would be N identical
+    answers for N times the cost (llama.cpp, vLLM and OpenAI alike)."""
+    if needs_seed(spec):
+        raise InputError(
+            f"{{field:samples {spec.samples}}} at temperature 0 would send {spec.samples} requests per pair for "
+            f"{spec.samples} identical answers (greedy decoding ignores seeds); set {{field:temperature 0.7}} "
+            f"(or [judge] temperature) for self-consistency, or use {{field:samples 1}}")
 
 
 def _client(spec: JudgeSpec, *, retry: bool = True):
@@ -47,7 +64,11 @@ async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False, retry: bool =
     try:
         if what == "server":
             return await client.server_info(batch=batch)
-        return (await client.probe(spec.template, seed=needs_seed(spec))).as_dict()
+        # A first probe fast enough that 40x it stays under the configured timeout cannot change
+        # the timeout (request_timeout): no more probes then.
+        settled = float(spec.settings.get("timeout") or 60.0) / TIMEOUT_PER_PROBE_LATENCY
+        return (await client.probe(spec.template, latency_samples=PROBE_LATENCY_SAMPLES,
+                                   settled_below_s=settled)).as_dict()
     except ProbeInconclusive as exc:
         # The probe met server trouble, not a refusal: the job asks in the format it would
         # most likely have chosen, and the next run probes again (nothing is stored).
@@ -87,6 +108,7 @@ def discover(db, pool: str, spec: JudgeSpec, *, batch: bool = False, probe: bool
 
     if spec.offline:
         return spec
+    check_samples(spec)
     if not spec.server or batch:
         spec = identify(spec, batch=batch, probe=probe)
     with DatabaseUse(db, float(spec.settings.get("db_wait", 30.0))) as opened:
@@ -95,9 +117,4 @@ def discover(db, pool: str, spec: JudgeSpec, *, batch: bool = False, probe: bool
     if caps is None and probe:
         caps = asyncio.run(_ask(spec, "probe"))
         caps["server_model"] = spec.server.get("server_model")
-    if caps is not None and needs_seed(spec) and caps.get("seed") is False:
-        raise InputError(
-            f"{{field:samples {spec.samples}}} at temperature 0: the server at {spec.base_url} does not honour `seed` "
-            f"(the same seed gave different answers), so the samples could not differ reproducibly; "
-            f"set [judge] temperature above 0 or use {{field:samples 1}}")
     return replace(spec, caps=caps) if caps is not None else spec

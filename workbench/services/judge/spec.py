@@ -132,15 +132,20 @@ def guess_format(spec: "JudgeSpec") -> str:
 
 
 MAX_TIMEOUT = 900.0
+#: the request timeout is at least this many times the probe's latency (request_timeout)
+TIMEOUT_PER_PROBE_LATENCY = 40.0
 
 
 def request_timeout(spec: "JudgeSpec") -> float:
     """Seconds before a judgment request is abandoned: ``[judge] timeout`` (``--timeout``), grown
     to 40 times the capability probe's latency when that is longer (a judgment's prompt and reply
-    are ~50 times the probe's), at most 900 s: a slow local server gets the time it needs."""
+    are ~50 times the probe's), at most 900 s: a slow local server gets the time it needs. The
+    latency is the median of the probe's requests (:data:`workbench.services.judge.probe.
+    PROBE_LATENCY_SAMPLES`), so one slow probe does not set it (one llama.cpp probe of 16.3 s
+    among others of 0.55 s gave 653 s)."""
     configured = float(spec.settings.get("timeout") or 60.0)
     latency = float((spec.caps or {}).get("latency_s") or 0.0)
-    return max(configured, min(MAX_TIMEOUT, 40.0 * latency))
+    return max(configured, min(MAX_TIMEOUT, TIMEOUT_PER_PROBE_LATENCY * latency))
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
