@@ -12,7 +12,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
-from tests.llm.judge_project import demo_project, empty_config, judgment_calls, query
+from tests.llm.judge_project import demo_project, empty_config, query
 from tests.support.cli_runner import run_in_process
 from tests.support.openai_server import expected_default_grade, running_server
 from tests.support.prerequisites import REPO
