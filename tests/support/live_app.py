@@ -196,6 +196,51 @@ def open_in_app(page, title: str, heading: str | None = None, timeout: float = 1
     wait_idle(page, timeout, start_within=0)
 
 
+def choose_option(page, label: str, option: str, timeout: float = 180_000, attempt_ms: float = 10_000,
+                  retries: list | None = None) -> None:
+    """Choose ``option`` in the select box labelled ``label`` as a user does (open its list, type
+    the option, click it), then wait for the run the choice starts; nothing when it is chosen.
+
+    Streamlit's select box (1.67, ``Selectbox`` of its front end) draws a list of more than 25
+    options virtualised: only the rows in view exist in the page (11 of the 44 queries of the
+    demo's pool), so an option is found by typing it, which filters the list. The typed text is
+    dropped, and the whole list shown again, when the box loses the focus or its value changes
+    under it (a script run's redraw), and a list can fail to open on a click made while a run
+    is under way. So: no run under way first; the exact option (``q002``, not ``q0020``) is
+    awaited ``attempt_ms`` at a time, and a list that does not show it is closed and opened
+    and typed again until ``timeout`` (each such attempt appended to ``retries``, as what the
+    page showed instead); the chosen value is checked."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    box = page.get_by_label(label, exact=True).first
+    wait_idle(page, timeout, start_within=0)
+    if box.input_value() == option:  # chosen already: choosing it again changes nothing, starts no run
+        return
+    wanted = page.get_by_role("option", name=option, exact=True).first
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        box.click()  # opens the list (a pointer press on the box)
+        # the whole option at once, as a paste: typed key by key, the list is filtered and drawn
+        # again per character (measured 0.23 -> 0.10 s of chromium CPU per choice)
+        box.fill(option)
+        try:
+            wanted.wait_for(timeout=min(attempt_ms, max(1.0, (deadline - time.monotonic()) * 1000)))
+            break
+        except PlaywrightTimeout:
+            shown = [o.inner_text().strip() for o in page.get_by_role("option").all()[:5]]
+            if retries is not None:
+                retries.append({"label": label, "option": option, "typed": box.input_value(), "shown": shown})
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"the select box {label!r} never showed the option {option!r} in "
+                                     f"{timeout / 1000:.0f} s; typed {box.input_value()!r}, shown {shown}") from None
+            page.keyboard.press("Escape")  # close the list, then try again once no run is under way
+            wait_idle(page, timeout, start_within=0)
+    wanted.click()
+    expect(box).to_have_value(option, timeout=timeout)
+    wait_idle(page, timeout)
+
+
 #: the fonts are loaded and the browser has drawn two frames since: what is on the page is painted
 _PAINTED = ("() => document.fonts.ready.then(() => new Promise(done =>"
             " requestAnimationFrame(() => requestAnimationFrame(() => done(true)))))")
