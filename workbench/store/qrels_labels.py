@@ -14,9 +14,12 @@ from workbench.store.database import Database
 from workbench.store.judge_configs import JOIN_SQL, KEY_SQL
 
 
-def labelled_spans(db: Database) -> pd.DataFrame:
+def labelled_spans(db: Database, query_ids: list[str] | None = None) -> pd.DataFrame:
     """``query_id, doc_id, start, end, grade, tier, assessor, model, prompt_hash, config`` (the
-    judge configuration of LLM labels, :mod:`workbench.store.judge_configs`; None for people's)."""
+    judge configuration of LLM labels, :mod:`workbench.store.judge_configs`; None for people's).
+    ``query_ids``: only those queries' labels (None: every query's; an empty list reads none), so a
+    page showing one query does not read the whole project's labels."""
+    only = "" if query_ids is None else "AND j.query_id IN (SELECT unnest(?::VARCHAR[]))"
     return db.query_df(
         f"""SELECT j.query_id, j.doc_id, j.start::BIGINT AS start, j."end"::BIGINT AS "end",
                   j.grade::BIGINT AS grade,
@@ -34,6 +37,7 @@ def labelled_spans(db: Database) -> pd.DataFrame:
            LEFT JOIN (SELECT DISTINCT judgment_id FROM label_events
                       WHERE annotator = 'adjudication' AND judgment_id IS NOT NULL) a
              ON a.judgment_id = j.judgment_id
-           WHERE j.status = 'ok' AND j.grade IS NOT NULL
-           ORDER BY j.judgment_id"""
+           WHERE j.status = 'ok' AND j.grade IS NOT NULL {only}
+           ORDER BY j.judgment_id""",
+        None if query_ids is None else [[str(q) for q in query_ids]],
     )

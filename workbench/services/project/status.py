@@ -60,7 +60,7 @@ from workbench.config import DEFAULTS
 from workbench.core.documents.spans import chunk_qrels
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
-from workbench.store.judgments import read_judgments
+from workbench.store.judgments import graded_judgments
 from workbench.store.meta import read_meta, table_counts
 from workbench.store.pools import read_pool_pairs
 
@@ -188,25 +188,26 @@ def _labelled_pool_pairs(db: Database, pools: pd.DataFrame, judgments: pd.DataFr
     return out
 
 
-def _labels_the_qrels_admit(db: Database, judgments: pd.DataFrame, llm: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+def _labels_the_qrels_admit(db: Database, llm: int) -> tuple[pd.DataFrame, str]:
     """The labels the project's qrels admit, read from the one rule itself
     (:func:`workbench.services.qrels.rule.admitted_spans`: tier order, the gate for LLM labels unless
-    the user opted in, synthetic queries by the policy), with a note on LLM labels left out."""
+    the user opted in, synthetic queries by the policy), with a note on LLM labels left out
+    (``llm``: how many ok LLM judgments the project holds)."""
     from workbench.services.qrels.rule import admitted_spans
 
     found = admitted_spans(db, source="merged")
     admitted = found.spans
-    if llm.empty:
+    if not llm:
         return admitted, ""
     # every judge configuration by name with its gate state: a second judge is never hidden
     # behind the first one's pass
     states = ("judge configurations: " + ", ".join(f"{label} ({state})" for label, state in found.configurations)
               if found.configurations else "")
     kept = int((admitted["tier"] == "llm").sum())
-    if kept >= len(llm):
+    if kept >= llm:
         return admitted, states
     note = ("LLM labels count once their judge passes the calibration gate" if kept == 0 else
-            f"{len(llm) - kept:,} LLM labels wait for their judge to pass the calibration gate")
+            f"{llm - kept:,} LLM labels wait for their judge to pass the calibration gate")
     return admitted, f"{note}; {states}" if states else note
 
 
@@ -296,24 +297,31 @@ def project_status(db: Database, *, min_overlap: float = DEFAULTS["evaluation"][
         "; ".join(f"{p.name}: {int(p.pairs):,} pairs over {int(p.queries):,} queries"
                   for p in pools.itertuples(index=False)) or "no pool yet"))
 
-    judgments = read_judgments(db, status="ok")
-    llm = judgments.loc[judgments["source"] == "llm"]
-    llm_state, llm_detail = _labelled_state(_labelled_pool_pairs(db, pools, llm, min_overlap), pools)
+    # counted in SQL; the labels themselves (only their spans) are read only when a pool asks
+    n_labels = sum(n for key, n in counts.items() if key.startswith("judgments.") and key.endswith(".ok"))
+    n_llm = counts.get("judgments.llm.ok", 0)
+    llm = graded_judgments(db, ["llm"]) if len(pools) and pools["pairs"].sum() and n_llm else None
+    llm_state, llm_detail = _labelled_state(
+        _labelled_pool_pairs(db, pools, llm, min_overlap) if llm is not None else {}, pools)
     failed = counts.get("judgments.llm.failed", 0) + counts.get("judgments.llm.invalid", 0)
     if failed:
         llm_detail += f"; {_plural(failed, 'failed call')}"
-    steps.append(PipelineStep("judgments", "LLM judgments", len(llm), llm_state, llm_detail))
+    steps.append(PipelineStep("judgments", "LLM judgments", n_llm, llm_state, llm_detail))
 
     steps.append(_calibration_step(db))
 
     # LLM labels count towards qrels by the qrels policy's own rule (services/qrels): by default
     # only those of a judge configuration that passed the calibration gate.
-    trusted, left_out = _labels_the_qrels_admit(db, judgments, llm)
-    labelled = _labelled_pool_pairs(db, pools, trusted, min_overlap)
+    # without a pool nothing is labelled and no note is shown: the rule need not read the labels
+    labelled: dict[str, int] = {}
+    left_out = ""
+    if len(pools):
+        trusted, left_out = _labels_the_qrels_admit(db, n_llm)
+        labelled = _labelled_pool_pairs(db, pools, trusted, min_overlap)
     qrels_state, qrels_detail = _labelled_state(labelled, pools)
     if left_out and len(pools):
         qrels_detail += f" ({left_out})"
-    outside = "" if len(pools) else f"; {_plural(len(judgments), 'label')} outside any pool"
+    outside = "" if len(pools) else f"; {_plural(n_labels, 'label')} outside any pool"
     steps.append(PipelineStep("qrels", "Qrels", max(labelled.values(), default=0), qrels_state,
                               qrels_detail + outside))
 

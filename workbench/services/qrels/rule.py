@@ -159,11 +159,14 @@ class AdmittedSpans:
 
 
 def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy | None = None,
-                   settings=None) -> AdmittedSpans:
+                   settings=None, query_ids=None) -> AdmittedSpans:
     """The labels the one rule admits for ``source`` (module docstring): tiers of the policy's
     order, LLM labels only from configurations that passed the gate (unless opted in),
     synthetic queries by the policy. Callers that need spans rather than qrels (the ``spans``
-    export, gold spans) read them here so that they admit exactly what the qrels admit."""
+    export, gold spans) read them here so that they admit exactly what the qrels admit.
+    ``query_ids``: only those queries' labels are read (None: all); every step of the rule is per
+    label, so the result is the rows of the whole project's that belong to those queries (the
+    left-out note then counts those queries' labels only)."""
     from workbench.store.qrels_labels import labelled_spans
 
     if source not in SOURCES:
@@ -174,7 +177,7 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
         settings = load_settings()
     base = policy if policy is not None else default_policy(settings)
     pol = base.for_source(source)
-    spans = labelled_spans(db)
+    spans = labelled_spans(db, None if query_ids is None else [str(q) for q in query_ids])
     spans = spans[spans["tier"].isin(pol.order)]
     passed: tuple[str, ...] = ()
     configs: tuple[tuple[str, str], ...] = ()
@@ -203,17 +206,20 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
 
 
 def project_qrels(db: Database, *, level: str = "doc", chunking: str | None = None, source: str = "merged",
-                  policy: QrelsPolicy | None = None, settings=None) -> ProjectQrels:
+                  policy: QrelsPolicy | None = None, settings=None, query_ids=None) -> ProjectQrels:
     """The project's qrels at ``level`` (``chunking`` for chunk level) under ``policy`` narrowed
-    to ``source`` (module docstring)."""
+    to ``source`` (module docstring); ``query_ids``: those queries' qrels only, read from their
+    labels only (a pair's grade depends on that pair's labels alone)."""
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
     chunks = _check_level(db, level, chunking)
-    admitted = admitted_spans(db, source=source, policy=policy, settings=settings)
+    admitted = admitted_spans(db, source=source, policy=policy, settings=settings, query_ids=query_ids)
     pol = admitted.policy
     table = merge_qrels(admitted.spans, pol, level=level, chunks=chunks)
     if pol.propagated and level == "chunk" and not visibility.limited():  # copies of others' grades
         table = _with_propagated(db, table, str(chunking), pol.synthetic)
+        if query_ids is not None:
+            table = table[table["query_id"].isin([str(q) for q in query_ids])].reset_index(drop=True)
     return ProjectQrels(table, pol, level, chunking if level == "chunk" else None, admitted.passed_configurations,
                         admitted.notes, admitted.configurations)
 
@@ -282,9 +288,5 @@ def pair_grades(db: Database, *, query_ids=None, source: str = "merged", policy:
                 settings=None) -> ProjectQrels:
     """Document qrels (optionally of some queries only) under the rule: what the Queries &
     Labels page shows next to the raw labels. ``table``: ``query_id, item_id, grade, tier,
-    assessors``."""
-    qrels = project_qrels(db, level="doc", source=source, policy=policy, settings=settings)
-    if query_ids is None:
-        return qrels
-    keep = qrels.table["query_id"].isin([str(q) for q in query_ids])
-    return replace(qrels, table=qrels.table[keep].reset_index(drop=True))
+    assessors``. Only the given queries' labels are read (:func:`admitted_spans`)."""
+    return project_qrels(db, level="doc", source=source, policy=policy, settings=settings, query_ids=query_ids)
