@@ -167,7 +167,7 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
     ``query_ids``: only those queries' labels are read (None: all); every step of the rule is per
     label, so the result is the rows of the whole project's that belong to those queries (the
     left-out note then counts those queries' labels only)."""
-    from workbench.store.qrels_labels import labelled_spans
+    from workbench.store.qrels_labels import count_labelled_spans, labelled_spans
 
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
@@ -177,27 +177,34 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
         settings = load_settings()
     base = policy if policy is not None else default_policy(settings)
     pol = base.for_source(source)
-    spans = labelled_spans(db, None if query_ids is None else [str(q) for q in query_ids])
-    spans = spans[spans["tier"].isin(pol.order)]
+    queries = None if query_ids is None else [str(q) for q in query_ids]
+    # The tier filter and the gate are applied in the read where they can be (the rows dropped
+    # are only counted), so a project of a million ungated LLM labels is not read into memory.
+    tiers = [t for t in pol.order if t != "llm" or pol.llm_labels != "none"]
     passed: tuple[str, ...] = ()
     configs: tuple[tuple[str, str], ...] = ()
     notes = []
-    if "llm" in pol.order:
+    llm_total = (count_labelled_spans(db, queries, tiers=["llm"])
+                 if "llm" in tiers and pol.llm_labels == "passed_gate" else 0)
+    gated = llm_total > 0
+    if gated:
+        found = judge_configuration_states(db, settings)
+        configs = tuple((s.config.label, s.state) for s in found)
+        passed = tuple(s.config.key for s in found if s.state == "passed")
+    # synthetic queries taken in: labels by construction pass without the gate, so read them all
+    in_read = gated and pol.synthetic == "exclude"
+    spans = labelled_spans(db, queries, tiers=tiers, llm_configs=list(passed) if in_read else None)
+    if gated:
         is_llm = spans["tier"] == "llm"
-        if pol.llm_labels == "none":
-            spans = spans[~is_llm]
-        elif pol.llm_labels == "passed_gate" and is_llm.any():
-            found = judge_configuration_states(db, settings)
-            configs = tuple((s.config.label, s.state) for s in found)
-            passed = tuple(s.config.key for s in found if s.state == "passed")
-            ok = spans["config"].astype(str).isin(set(passed)).to_numpy()
-            if pol.synthetic != "exclude":
-                ok = ok | _by_construction(db, spans)
+        if in_read:
+            dropped = llm_total - int(is_llm.sum())
+        else:
+            ok = spans["config"].astype(str).isin(set(passed)).to_numpy() | _by_construction(db, spans)
             dropped = int((is_llm & ~ok).sum())
             spans = spans[~is_llm | ok]
-            if dropped:
-                notes.append(f"{dropped:,} LLM labels left out: their judge configuration has not passed "
-                             f"the calibration gate (`workbench calibrate report`), or opt in with llm_labels = all")
+        if dropped:
+            notes.append(f"{dropped:,} LLM labels left out: their judge configuration has not passed "
+                         f"the calibration gate (`workbench calibrate report`), or opt in with llm_labels = all")
     spans = _synthetic_filter(db, spans, pol.synthetic)
     if visibility.limited():  # an annotator: their own labels and the imported ones (services.visibility)
         spans = visibility.visible_spans(spans)
