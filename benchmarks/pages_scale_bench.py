@@ -1,8 +1,8 @@
 """First load of the Queries & Labels, Qrels and Overview pages on a 1M-judgment project.
 
 Builds (once, reused when the file exists) a project of 10k queries, 100k short synthetic
-documents and 1M ok LLM judgments plus 2k imported labels, written in bulk through the store
-layer (``insert_frame`` of whole frames). Then, for each page, runs the page once in Streamlit's
+documents and 1M ok LLM judgments plus 2k imported labels (``--pool``: and a document pool of
+every judged pair), written in bulk through the store layer (``insert_frame`` of whole frames). Then, for each page, runs the page once in Streamlit's
 AppTest in a fresh subprocess (so one page's caches and arena do not flatter the next) and
 reports wall time of ``at.run()`` and the peak RSS growth of that process over its RSS just
 before the run (``ru_maxrss`` after minus RSS before). Rounds alternate the pages; the summary
@@ -29,13 +29,14 @@ PAGES = {"browse": "workbench.ui.views.browse", "qrels": "workbench.ui.views.qre
          "overview": "workbench.ui.views.overview"}
 
 
-def build(path: Path, queries: int, documents: int, judgments: int, seed: int = 0) -> float:
+def build(path: Path, queries: int, documents: int, judgments: int, seed: int = 0, pool: bool = False) -> float:
     import numpy as np
     import pandas as pd
 
     from workbench.store.corpus import write_documents, write_queries
-    from workbench.store.database import Database
+    from workbench.store.database import Database, insert_frame
     from workbench.store.judgments import write_judgments
+    from workbench.store.pools import create_pool
 
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
@@ -61,6 +62,10 @@ def build(path: Path, queries: int, documents: int, judgments: int, seed: int = 
         write_judgments(tx, imported)
         for part in np.array_split(np.arange(len(frame)), 10):
             write_judgments(tx, frame.iloc[part])
+        if pool:  # a document pool of every judged pair: the Overview and Qrels coverage then read it
+            pairs = frame[["query_id", "doc_id"]].drop_duplicates()
+            create_pool(tx, "p", level="doc", chunking=None, depth=100, runs=["r"])
+            insert_frame(tx, "pool_pairs", pairs.assign(pool="p", chunk_id=None, priority=1, rrf_score=1.0))
     db.close()
     return time.perf_counter() - started
 
@@ -97,6 +102,7 @@ def main() -> None:
     ap.add_argument("--documents", type=int, default=100_000)
     ap.add_argument("--judgments", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pool", action="store_true", help="also a document pool of every judged pair")
     ap.add_argument("--pages", default=",".join(PAGES))
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -105,7 +111,7 @@ def main() -> None:
         return
     path = Path(args.db)
     if not path.exists():
-        print(f"built {path} in {build(path, args.queries, args.documents, args.judgments):.1f} s", flush=True)
+        print(f"built {path} in {build(path, args.queries, args.documents, args.judgments, pool=args.pool):.1f} s", flush=True)
     env = dict(os.environ, WORKBENCH_DB=str(path), PYTHONPATH=str(REPO))
     pages = args.pages.split(",")
     results: dict[str, list[dict]] = {p: [] for p in pages}

@@ -363,3 +363,14 @@ def delete_pools(cur: Cursor, names: list[str]) -> None:
     """Delete pools with their pairs and provenance (judgments are not touched)."""
     for table, column in (("pool_provenance", "pool"), ("pool_pairs", "pool"), ("pools", "name")):
         cur.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT unnest(?::VARCHAR[]))", [list(names)])
+
+
+def count_pool_pairs_judged(db: Database, pool: str, source: str) -> int:
+    """How many pairs of ``pool`` have an ``ok`` graded judgment of ``source`` on their (query,
+    document): a document pool's labelled pairs, counted in SQL without reading the judgments."""
+    return int(db.query_value(
+        """SELECT count(*) FROM pool_pairs p
+           WHERE p.pool = ? AND EXISTS (SELECT 1 FROM judgments j
+                 WHERE j.query_id = p.query_id AND j.doc_id = p.doc_id AND j.source = ?
+                   AND j.status = 'ok' AND j.grade IS NOT NULL)""",
+        [pool, source]))

@@ -62,7 +62,7 @@ from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.judgments import graded_judgments
 from workbench.store.meta import read_meta, table_counts
-from workbench.store.pools import read_pool_pairs
+from workbench.store.pools import count_pool_pairs_among, count_pool_pairs_judged, read_pool_pairs
 
 DONE, PARTIAL, TODO, UNAVAILABLE = "done", "partial", "to do", "not available yet"
 # A table whose presence means a later feature is installed (its migration has run and its
@@ -175,10 +175,14 @@ def _labelled_pool_pairs(db: Database, pools: pd.DataFrame, judgments: pd.DataFr
         if spans.empty or not pool.pairs:
             out[pool.name] = 0
             continue
+        if pool.level != "chunk":  # document pools: any graded span of the document, counted in SQL
+            keys = judged_keys.rename(columns={"doc_id": "item"}).astype(str)
+            out[pool.name] = count_pool_pairs_among(db, pool.name, "doc", keys)
+            continue
         pairs = read_pool_pairs(db, pool.name)[["query_id", "doc_id", "chunk_id"]]
         pairs = pairs.merge(judged_keys, on=["query_id", "doc_id"])
-        if pool.level != "chunk" or pairs.empty:  # document pools: any graded span of the document
-            out[pool.name] = int(len(pairs))
+        if pairs.empty:
+            out[pool.name] = 0
             continue
         chunks = read_chunks(db, pool.chunking, chunk_ids=pairs["chunk_id"].unique().tolist())
         labels = chunk_qrels(chunks, spans.merge(pairs[["query_id", "doc_id"]].drop_duplicates()),
@@ -300,9 +304,14 @@ def project_status(db: Database, *, min_overlap: float = DEFAULTS["evaluation"][
     # counted in SQL; the labels themselves (only their spans) are read only when a pool asks
     n_labels = sum(n for key, n in counts.items() if key.startswith("judgments.") and key.endswith(".ok"))
     n_llm = counts.get("judgments.llm.ok", 0)
-    llm = graded_judgments(db, ["llm"]) if len(pools) and pools["pairs"].sum() and n_llm else None
-    llm_state, llm_detail = _labelled_state(
-        _labelled_pool_pairs(db, pools, llm, min_overlap) if llm is not None else {}, pools)
+    llm_labelled: dict[str, int] = {}
+    if len(pools) and pools["pairs"].sum() and n_llm:
+        if (pools["level"] != "chunk").all():  # document pools: counted in SQL, no label read
+            llm_labelled = {p.name: count_pool_pairs_judged(db, p.name, "llm") if p.pairs else 0
+                            for p in pools.itertuples(index=False)}
+        else:
+            llm_labelled = _labelled_pool_pairs(db, pools, graded_judgments(db, ["llm"]), min_overlap)
+    llm_state, llm_detail = _labelled_state(llm_labelled, pools)
     failed = counts.get("judgments.llm.failed", 0) + counts.get("judgments.llm.invalid", 0)
     if failed:
         llm_detail += f"; {_plural(failed, 'failed call')}"
