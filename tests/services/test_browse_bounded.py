@@ -76,3 +76,21 @@ def test_one_query_reads_that_query_only(db, monkeypatch):
     assert got.table.reset_index(drop=True).equals(expected)
     read = {q for frame in seen if "query_id" in frame.columns for q in frame["query_id"].astype(str)}
     assert read == {"q1"}, f"the one-query path read other queries' labels: {sorted(read)}"
+
+
+def test_a_document_pools_judge_coverage_is_counted_in_sql(db):
+    from workbench.services.evaluation.views import qrels_overview
+    from workbench.store.database import insert_frame
+    from workbench.store.pools import create_pool
+
+    pairs = pd.DataFrame({"query_id": ["q1", "q1", "q2", "q2", "q3"], "doc_id": ["d1", "d3", "d1", "d2", "d3"]})
+    with db.transaction() as tx:
+        create_pool(tx, "p", level="doc", chunking=None, depth=10, runs=["r"])
+        insert_frame(tx, "pool_pairs", pairs.assign(pool="p", chunk_id=None, priority=1, rrf_score=1.0))
+    row = qrels_overview(db).coverage.iloc[0]
+    # by hand: the judge graded (q1, d3) and (q2, d1); its failed call on (q1, d1) is no label
+    llm = project_qrels(db, source="llm").table
+    oracle = len(pairs.merge(llm.rename(columns={"item_id": "doc_id"}), on=["query_id", "doc_id"]))
+    assert int(row["by_llm"]) == oracle == 2
+    # people: (q1, d1) by ann; merged (judge not gated): (q1, d1) and the imported (q2, d3) is not pooled
+    assert (int(row["by_people"]), int(row["labelled"])) == (1, 1)

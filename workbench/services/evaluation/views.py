@@ -87,12 +87,33 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
         chunking_name = None if pd.isna(pool_chunking) else str(pool_chunking)
         by = {}
         for who, src in (("people", "human"), ("llm", "llm"), ("any", "merged")):
+            if who == "llm" and pool_level != "chunk" and not visibility.limited():
+                by[who] = _doc_pool_pairs_the_judge_graded(db, str(name))  # in SQL: no 1M-label read
+                continue
             q = _project_qrels(db, str(pool_level), chunking_name, src).table
             by[who] = int(keys.isin(pd.MultiIndex.from_frame(q[["query_id", "item_id"]].astype(str))).sum())
         rows.append({"pool": name, "pairs": len(pairs), "labelled": by["any"],
                      "share": by["any"] / len(pairs), "by_people": by["people"], "by_llm": by["llm"]})
     return QrelsOverview(merged.statement(), notes, counts["rows"], counts["queries"],
                          counts["by_grade"], counts["by_tier"], pd.DataFrame(rows), merged.fingerprint)
+
+
+def _doc_pool_pairs_the_judge_graded(db: Database, pool: str) -> int:
+    """Pairs of a document pool that the ``llm`` source's document qrels hold, counted in SQL:
+    those qrels have a row for every (query, document) with an ok graded LLM label (max grade
+    over spans, every configuration: asking for the judge's labels is the opt-in), none when
+    the policy takes no LLM labels, and synthetic queries kept or left out by the policy."""
+    from workbench.services.qrels.rule import default_policy
+    from workbench.store.pools import count_pool_pairs_judged
+    from workbench.store.synthetic_queries import synthetic_query_ids
+
+    pol = default_policy().for_source("llm")
+    if pol.llm_labels == "none":
+        return 0
+    synthetic = sorted(synthetic_query_ids(db)) if pol.synthetic != "include" else []
+    if pol.synthetic == "only":
+        return count_pool_pairs_judged(db, pool, "llm", only_queries=synthetic)
+    return count_pool_pairs_judged(db, pool, "llm", without_queries=synthetic)
 
 
 def qrels_download(db: Database, *, format: str, level: str = "doc", chunking: str | None = None,
