@@ -9,6 +9,9 @@ before the run (``ru_maxrss`` after minus RSS before). Rounds alternate the page
 gives median and min-max per page, with the machine load.
 
     PYTHONPATH=$PWD python benchmarks/pages_scale_bench.py --db /tmp/pages1m.duckdb --rounds 3
+
+``--peer DIR``: another checkout (e.g. ``git worktree add DIR main``) measured alternately in
+the same rounds, page by page; the summary adds this checkout's median time and MB over the peer's.
 """
 
 from __future__ import annotations
@@ -104,6 +107,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pool", action="store_true", help="also a document pool of every judged pair")
     ap.add_argument("--pages", default=",".join(PAGES))
+    ap.add_argument("--peer", help="another checkout to measure alternately (ratios against it)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -112,26 +116,37 @@ def main() -> None:
     path = Path(args.db)
     if not path.exists():
         print(f"built {path} in {build(path, args.queries, args.documents, args.judgments, pool=args.pool):.1f} s", flush=True)
-    env = dict(os.environ, WORKBENCH_DB=str(path), PYTHONPATH=str(REPO))
     pages = args.pages.split(",")
-    results: dict[str, list[dict]] = {p: [] for p in pages}
+    checkouts = {"this": REPO} | ({"peer": Path(args.peer).resolve()} if args.peer else {})
+    results: dict[tuple[str, str], list[dict]] = {(c, p): [] for c in checkouts for p in pages}
     for r in range(args.rounds):
         for page in (pages if r % 2 == 0 else pages[::-1]):
-            out = subprocess.run([sys.executable, __file__, "--one", page], env=env, capture_output=True, text=True)
-            line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else json.dumps(
-                {"seconds": float("nan"), "mb": float("nan"), "exception": True, "error": out.stderr[-300:]})
-            res = json.loads(line)
-            results[page].append(res)
-            print(f"round {r} {page}: {res}", flush=True)
+            for who in (list(checkouts) if r % 2 == 0 else list(checkouts)[::-1]):
+                root = checkouts[who]
+                env = dict(os.environ, WORKBENCH_DB=str(path), PYTHONPATH=str(root))
+                script = root / "benchmarks" / "pages_scale_bench.py"
+                out = subprocess.run([sys.executable, str(script), "--one", page], env=env, capture_output=True,
+                                     text=True, cwd=root)
+                line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else json.dumps(
+                    {"seconds": float("nan"), "mb": float("nan"), "exception": True, "error": out.stderr[-300:]})
+                res = json.loads(line)
+                results[(who, page)].append(res)
+                print(f"round {r} {who} {page}: {res}", flush=True)
     one_min, five, _ = os.getloadavg()
     print(f"machine: load average {one_min:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores")
     import statistics
 
-    for page, rs in results.items():
+    for (who, page), rs in results.items():
         s = [x["seconds"] for x in rs]
         m = [x["mb"] for x in rs]
-        print(f"{page:9s} seconds median {statistics.median(s):.1f} (min {min(s):.1f}, max {max(s):.1f}); "
+        print(f"{who:4s} {page:9s} seconds median {statistics.median(s):.1f} (min {min(s):.1f}, max {max(s):.1f}); "
               f"MB median {statistics.median(m):.0f} (min {min(m):.0f}, max {max(m):.0f})")
+    if args.peer:
+        for page in pages:
+            mine, peer = results[("this", page)], results[("peer", page)]
+            ratio = [statistics.median([x[k] for x in mine]) / statistics.median([x[k] for x in peer])
+                     for k in ("seconds", "mb")]
+            print(f"{page:9s} this / peer: seconds {ratio[0]:.2f}x, MB {ratio[1]:.2f}x")
 
 
 if __name__ == "__main__":
