@@ -71,3 +71,60 @@ def graded_judgments(db: Database, sources: list[str]) -> pd.DataFrame:
            ORDER BY judgment_id""",
         [list(sources)],
     )
+
+
+def _label_filter(scope: str | None, query_ids, grades, sources, assessors) -> tuple[str, list]:
+    """``WHERE`` of :func:`read_labels` and friends: ok judgments, the reader's scope (None: all;
+    else that name's own non-LLM, non-imported labels and the imported ones), then each filter."""
+    where, params = ["j.status = 'ok'"], []
+    if scope is not None:
+        where.append("(j.source = 'imported' OR (j.source NOT IN ('llm', 'imported') AND j.assessor = ?))")
+        params.append(str(scope))
+    for column, values in (("assessor", assessors), ("query_id", query_ids), ("source", sources)):
+        if values is not None:
+            where.append(f"j.{column} IN (SELECT unnest(?::VARCHAR[]))")
+            params.append([str(v) for v in values])
+    if grades is not None:
+        where.append("j.grade IN (SELECT unnest(?::INTEGER[]))")
+        params.append([int(g) for g in grades])
+    return "WHERE " + " AND ".join(where), params
+
+
+def read_labels(db: Database, *, scope: str | None = None, query_ids=None, grades=None, sources=None,
+                assessors=None, limit: int | None = None, offset: int = 0) -> pd.DataFrame:
+    """Ok judgments in the reader's ``scope`` (see :func:`_label_filter`) matching every filter
+    (None: no filter), oldest first, with their document's title (None when the document is
+    missing): ``judgment_id, query_id, doc_id, title, start, end, grade, source, assessor,
+    created_at``; rows ``offset`` to ``offset + limit`` (None: all)."""
+    where, params = _label_filter(scope, query_ids, grades, sources, assessors)
+    page = "" if limit is None else f"LIMIT {int(limit)} OFFSET {int(offset)}"
+    return db.query_df(
+        f"""SELECT j.judgment_id, j.query_id, j.doc_id, d.title, j.start, j."end", j.grade, j.source,
+                   j.assessor, j.created_at
+            FROM (SELECT * FROM judgments j {where} ORDER BY j.judgment_id {page}) j
+            LEFT JOIN documents d ON d.doc_id = j.doc_id
+            ORDER BY j.judgment_id""",
+        params,
+    )
+
+
+def count_labels(db: Database, *, scope: str | None = None, query_ids=None, grades=None, sources=None,
+                 assessors=None) -> int:
+    """How many rows :func:`read_labels` returns with the same arguments and no limit."""
+    where, params = _label_filter(scope, query_ids, grades, sources, assessors)
+    return int(db.query_value(f"SELECT count(*) FROM judgments j {where}", params))
+
+
+def label_counts_by_query(db: Database, *, scope: str | None = None) -> pd.DataFrame:
+    """``query_id, labels``: ok judgments per query in the reader's ``scope`` (queries with none absent)."""
+    where, params = _label_filter(scope, None, None, None, None)
+    return db.query_df(f"SELECT j.query_id, count(*) AS labels FROM judgments j {where} GROUP BY j.query_id",
+                       params)
+
+
+def label_values(db: Database, column: str, *, scope: str | None = None) -> list[str]:
+    """The distinct ``source`` or ``assessor`` values of the ok judgments in ``scope``, sorted."""
+    if column not in ("source", "assessor"):
+        raise ValueError(f"no label facet {column!r}")
+    where, params = _label_filter(scope, None, None, None, None)
+    return sorted(str(v) for (v,) in db.query_all(f"SELECT DISTINCT j.{column} FROM judgments j {where}", params))

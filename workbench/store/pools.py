@@ -363,3 +363,23 @@ def delete_pools(cur: Cursor, names: list[str]) -> None:
     """Delete pools with their pairs and provenance (judgments are not touched)."""
     for table, column in (("pool_provenance", "pool"), ("pool_pairs", "pool"), ("pools", "name")):
         cur.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT unnest(?::VARCHAR[]))", [list(names)])
+
+
+def count_pool_pairs_judged(db: Database, pool: str, source: str, *, only_queries: list[str] | None = None,
+                            without_queries: list[str] | None = None) -> int:
+    """How many pairs of ``pool`` have an ``ok`` graded judgment of ``source`` on their (query,
+    document): a document pool's labelled pairs, counted in SQL without reading the judgments.
+    ``only_queries`` / ``without_queries``: count only pairs of (not of) those queries."""
+    where, params = ["p.pool = ?"], [pool]
+    if only_queries is not None:
+        where.append("p.query_id IN (SELECT unnest(?::VARCHAR[]))")
+        params.append([str(q) for q in only_queries])
+    if without_queries:
+        where.append("p.query_id NOT IN (SELECT unnest(?::VARCHAR[]))")
+        params.append([str(q) for q in without_queries])
+    return int(db.query_value(
+        f"""SELECT count(*) FROM pool_pairs p
+            WHERE {' AND '.join(where)} AND EXISTS (SELECT 1 FROM judgments j
+                  WHERE j.query_id = p.query_id AND j.doc_id = p.doc_id AND j.source = ?
+                    AND j.status = 'ok' AND j.grade IS NOT NULL)""",
+        [*params, source]))

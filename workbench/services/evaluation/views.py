@@ -66,33 +66,69 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
     if source == "llm":
         visibility.require_read("judge_output")
     from workbench.services.pooling.pools import list_pools, pool_pairs
+    from workbench.store.pools import count_pool_pairs_among
 
     from workbench.services.qrels.answerability import without_unanswerable
 
     # the qrels evaluation scores against and the export writes: without unanswerable queries
-    merged, left_out = without_unanswerable(db, _project_qrels(db, level, chunking, source))
+    made: dict = {}  # (level, chunking, source) -> the rule's qrels, each built once per call
+
+    def qrels_of(lvl: str, chk: str | None, src: str):
+        if (lvl, chk, src) not in made:
+            made[(lvl, chk, src)] = _project_qrels(db, lvl, chk, src)
+        return made[(lvl, chk, src)]
+
+    merged, left_out = without_unanswerable(db, qrels_of(level, chunking if level == "chunk" else None, source))
     notes = tuple(merged.notes) + ((f"{len(left_out):,} unanswerable queries left out ({', '.join(left_out[:5])}"
                                     f"{', ...' if len(left_out) > 5 else ''}): nothing in the corpus answers "
                                     f"them, so they have no ranking score",) if left_out else ())
     counts = merged.counts()
     rows = []
     pools = list_pools(db)
-    for name, pool_level, pool_chunking in pools[["name", "level", "chunking"]].itertuples(index=False):
-        pairs = pool_pairs(db, str(name))
-        col = "chunk_id" if pool_level == "chunk" else "doc_id"
-        if pairs.empty:
+    for name, pool_level, pool_chunking, n_pairs in pools[["name", "level", "chunking", "pairs"]].itertuples(
+            index=False):
+        doc_pool = pool_level != "chunk"
+        # a document pool's pairs are counted in SQL (a semi join with the qrels' keys), not read
+        pairs = None if doc_pool else pool_pairs(db, str(name))
+        n_pairs = int(n_pairs) if doc_pool else len(pairs)
+        if not n_pairs:
             rows.append({"pool": name, "pairs": 0, "labelled": 0, "share": 0.0, "by_people": 0, "by_llm": 0})
             continue
-        keys = pd.MultiIndex.from_frame(pairs[["query_id", col]].astype(str))
-        chunking_name = None if pd.isna(pool_chunking) else str(pool_chunking)
+        keys = None if doc_pool else pd.MultiIndex.from_frame(pairs[["query_id", "chunk_id"]].astype(str))
+        chunking_name = None if pd.isna(pool_chunking) or doc_pool else str(pool_chunking)
         by = {}
         for who, src in (("people", "human"), ("llm", "llm"), ("any", "merged")):
-            q = _project_qrels(db, str(pool_level), chunking_name, src).table
-            by[who] = int(keys.isin(pd.MultiIndex.from_frame(q[["query_id", "item_id"]].astype(str))).sum())
-        rows.append({"pool": name, "pairs": len(pairs), "labelled": by["any"],
-                     "share": by["any"] / len(pairs), "by_people": by["people"], "by_llm": by["llm"]})
+            if who == "llm" and doc_pool and not visibility.limited():
+                by[who] = _doc_pool_pairs_the_judge_graded(db, str(name))  # in SQL: no 1M-label read
+                continue
+            q = qrels_of(str(pool_level), chunking_name, src).table
+            if doc_pool:
+                found = q[["query_id", "item_id"]].astype(str).rename(columns={"item_id": "item"})
+                by[who] = count_pool_pairs_among(db, str(name), "doc", found)
+            else:
+                by[who] = int(keys.isin(pd.MultiIndex.from_frame(q[["query_id", "item_id"]].astype(str))).sum())
+        rows.append({"pool": name, "pairs": n_pairs, "labelled": by["any"],
+                     "share": by["any"] / n_pairs, "by_people": by["people"], "by_llm": by["llm"]})
     return QrelsOverview(merged.statement(), notes, counts["rows"], counts["queries"],
                          counts["by_grade"], counts["by_tier"], pd.DataFrame(rows), merged.fingerprint)
+
+
+def _doc_pool_pairs_the_judge_graded(db: Database, pool: str) -> int:
+    """Pairs of a document pool that the ``llm`` source's document qrels hold, counted in SQL:
+    those qrels have a row for every (query, document) with an ok graded LLM label (max grade
+    over spans, every configuration: asking for the judge's labels is the opt-in), none when
+    the policy takes no LLM labels, and synthetic queries kept or left out by the policy."""
+    from workbench.services.qrels.rule import default_policy
+    from workbench.store.pools import count_pool_pairs_judged
+    from workbench.store.synthetic_queries import synthetic_query_ids
+
+    pol = default_policy().for_source("llm")
+    if pol.llm_labels == "none":
+        return 0
+    synthetic = sorted(synthetic_query_ids(db)) if pol.synthetic != "include" else []
+    if pol.synthetic == "only":
+        return count_pool_pairs_judged(db, pool, "llm", only_queries=synthetic)
+    return count_pool_pairs_judged(db, pool, "llm", without_queries=synthetic)
 
 
 def qrels_download(db: Database, *, format: str, level: str = "doc", chunking: str | None = None,

@@ -60,9 +60,9 @@ from workbench.config import DEFAULTS
 from workbench.core.documents.spans import chunk_qrels
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
-from workbench.store.judgments import read_judgments
+from workbench.store.judgments import graded_judgments
 from workbench.store.meta import read_meta, table_counts
-from workbench.store.pools import read_pool_pairs
+from workbench.store.pools import count_pool_pairs_among, count_pool_pairs_judged, read_pool_pairs
 
 DONE, PARTIAL, TODO, UNAVAILABLE = "done", "partial", "to do", "not available yet"
 # A table whose presence means a later feature is installed (its migration has run and its
@@ -175,10 +175,14 @@ def _labelled_pool_pairs(db: Database, pools: pd.DataFrame, judgments: pd.DataFr
         if spans.empty or not pool.pairs:
             out[pool.name] = 0
             continue
+        if pool.level != "chunk":  # document pools: any graded span of the document, counted in SQL
+            keys = judged_keys.rename(columns={"doc_id": "item"}).astype(str)
+            out[pool.name] = count_pool_pairs_among(db, pool.name, "doc", keys)
+            continue
         pairs = read_pool_pairs(db, pool.name)[["query_id", "doc_id", "chunk_id"]]
         pairs = pairs.merge(judged_keys, on=["query_id", "doc_id"])
-        if pool.level != "chunk" or pairs.empty:  # document pools: any graded span of the document
-            out[pool.name] = int(len(pairs))
+        if pairs.empty:
+            out[pool.name] = 0
             continue
         chunks = read_chunks(db, pool.chunking, chunk_ids=pairs["chunk_id"].unique().tolist())
         labels = chunk_qrels(chunks, spans.merge(pairs[["query_id", "doc_id"]].drop_duplicates()),
@@ -188,25 +192,26 @@ def _labelled_pool_pairs(db: Database, pools: pd.DataFrame, judgments: pd.DataFr
     return out
 
 
-def _labels_the_qrels_admit(db: Database, judgments: pd.DataFrame, llm: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+def _labels_the_qrels_admit(db: Database, llm: int) -> tuple[pd.DataFrame, str]:
     """The labels the project's qrels admit, read from the one rule itself
     (:func:`workbench.services.qrels.rule.admitted_spans`: tier order, the gate for LLM labels unless
-    the user opted in, synthetic queries by the policy), with a note on LLM labels left out."""
+    the user opted in, synthetic queries by the policy), with a note on LLM labels left out
+    (``llm``: how many ok LLM judgments the project holds)."""
     from workbench.services.qrels.rule import admitted_spans
 
     found = admitted_spans(db, source="merged")
     admitted = found.spans
-    if llm.empty:
+    if not llm:
         return admitted, ""
     # every judge configuration by name with its gate state: a second judge is never hidden
     # behind the first one's pass
     states = ("judge configurations: " + ", ".join(f"{label} ({state})" for label, state in found.configurations)
               if found.configurations else "")
     kept = int((admitted["tier"] == "llm").sum())
-    if kept >= len(llm):
+    if kept >= llm:
         return admitted, states
     note = ("LLM labels count once their judge passes the calibration gate" if kept == 0 else
-            f"{len(llm) - kept:,} LLM labels wait for their judge to pass the calibration gate")
+            f"{llm - kept:,} LLM labels wait for their judge to pass the calibration gate")
     return admitted, f"{note}; {states}" if states else note
 
 
@@ -296,24 +301,36 @@ def project_status(db: Database, *, min_overlap: float = DEFAULTS["evaluation"][
         "; ".join(f"{p.name}: {int(p.pairs):,} pairs over {int(p.queries):,} queries"
                   for p in pools.itertuples(index=False)) or "no pool yet"))
 
-    judgments = read_judgments(db, status="ok")
-    llm = judgments.loc[judgments["source"] == "llm"]
-    llm_state, llm_detail = _labelled_state(_labelled_pool_pairs(db, pools, llm, min_overlap), pools)
+    # counted in SQL; the labels themselves (only their spans) are read only when a pool asks
+    n_labels = sum(n for key, n in counts.items() if key.startswith("judgments.") and key.endswith(".ok"))
+    n_llm = counts.get("judgments.llm.ok", 0)
+    llm_labelled: dict[str, int] = {}
+    if len(pools) and pools["pairs"].sum() and n_llm:
+        if (pools["level"] != "chunk").all():  # document pools: counted in SQL, no label read
+            llm_labelled = {p.name: count_pool_pairs_judged(db, p.name, "llm") if p.pairs else 0
+                            for p in pools.itertuples(index=False)}
+        else:
+            llm_labelled = _labelled_pool_pairs(db, pools, graded_judgments(db, ["llm"]), min_overlap)
+    llm_state, llm_detail = _labelled_state(llm_labelled, pools)
     failed = counts.get("judgments.llm.failed", 0) + counts.get("judgments.llm.invalid", 0)
     if failed:
         llm_detail += f"; {_plural(failed, 'failed call')}"
-    steps.append(PipelineStep("judgments", "LLM judgments", len(llm), llm_state, llm_detail))
+    steps.append(PipelineStep("judgments", "LLM judgments", n_llm, llm_state, llm_detail))
 
     steps.append(_calibration_step(db))
 
     # LLM labels count towards qrels by the qrels policy's own rule (services/qrels): by default
     # only those of a judge configuration that passed the calibration gate.
-    trusted, left_out = _labels_the_qrels_admit(db, judgments, llm)
-    labelled = _labelled_pool_pairs(db, pools, trusted, min_overlap)
+    # without a pool nothing is labelled and no note is shown: the rule need not read the labels
+    labelled: dict[str, int] = {}
+    left_out = ""
+    if len(pools):
+        trusted, left_out = _labels_the_qrels_admit(db, n_llm)
+        labelled = _labelled_pool_pairs(db, pools, trusted, min_overlap)
     qrels_state, qrels_detail = _labelled_state(labelled, pools)
     if left_out and len(pools):
         qrels_detail += f" ({left_out})"
-    outside = "" if len(pools) else f"; {_plural(len(judgments), 'label')} outside any pool"
+    outside = "" if len(pools) else f"; {_plural(n_labels, 'label')} outside any pool"
     steps.append(PipelineStep("qrels", "Qrels", max(labelled.values(), default=0), qrels_state,
                               qrels_detail + outside))
 

@@ -159,12 +159,15 @@ class AdmittedSpans:
 
 
 def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy | None = None,
-                   settings=None) -> AdmittedSpans:
+                   settings=None, query_ids=None) -> AdmittedSpans:
     """The labels the one rule admits for ``source`` (module docstring): tiers of the policy's
     order, LLM labels only from configurations that passed the gate (unless opted in),
     synthetic queries by the policy. Callers that need spans rather than qrels (the ``spans``
-    export, gold spans) read them here so that they admit exactly what the qrels admit."""
-    from workbench.store.qrels_labels import labelled_spans
+    export, gold spans) read them here so that they admit exactly what the qrels admit.
+    ``query_ids``: only those queries' labels are read (None: all); every step of the rule is per
+    label, so the result is the rows of the whole project's that belong to those queries (the
+    left-out note then counts those queries' labels only)."""
+    from workbench.store.qrels_labels import count_labelled_spans, labelled_spans
 
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
@@ -174,27 +177,34 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
         settings = load_settings()
     base = policy if policy is not None else default_policy(settings)
     pol = base.for_source(source)
-    spans = labelled_spans(db)
-    spans = spans[spans["tier"].isin(pol.order)]
+    queries = None if query_ids is None else [str(q) for q in query_ids]
+    # The tier filter and the gate are applied in the read where they can be (the rows dropped
+    # are only counted), so a project of a million ungated LLM labels is not read into memory.
+    tiers = [t for t in pol.order if t != "llm" or pol.llm_labels != "none"]
     passed: tuple[str, ...] = ()
     configs: tuple[tuple[str, str], ...] = ()
     notes = []
-    if "llm" in pol.order:
+    llm_total = (count_labelled_spans(db, queries, tiers=["llm"])
+                 if "llm" in tiers and pol.llm_labels == "passed_gate" else 0)
+    gated = llm_total > 0
+    if gated:
+        found = judge_configuration_states(db, settings)
+        configs = tuple((s.config.label, s.state) for s in found)
+        passed = tuple(s.config.key for s in found if s.state == "passed")
+    # synthetic queries taken in: labels by construction pass without the gate, so read them all
+    in_read = gated and pol.synthetic == "exclude"
+    spans = labelled_spans(db, queries, tiers=tiers, llm_configs=list(passed) if in_read else None)
+    if gated:
         is_llm = spans["tier"] == "llm"
-        if pol.llm_labels == "none":
-            spans = spans[~is_llm]
-        elif pol.llm_labels == "passed_gate" and is_llm.any():
-            found = judge_configuration_states(db, settings)
-            configs = tuple((s.config.label, s.state) for s in found)
-            passed = tuple(s.config.key for s in found if s.state == "passed")
-            ok = spans["config"].astype(str).isin(set(passed)).to_numpy()
-            if pol.synthetic != "exclude":
-                ok = ok | _by_construction(db, spans)
+        if in_read:
+            dropped = llm_total - int(is_llm.sum())
+        else:
+            ok = spans["config"].astype(str).isin(set(passed)).to_numpy() | _by_construction(db, spans)
             dropped = int((is_llm & ~ok).sum())
             spans = spans[~is_llm | ok]
-            if dropped:
-                notes.append(f"{dropped:,} LLM labels left out: their judge configuration has not passed "
-                             f"the calibration gate (`workbench calibrate report`), or opt in with llm_labels = all")
+        if dropped:
+            notes.append(f"{dropped:,} LLM labels left out: their judge configuration has not passed "
+                         f"the calibration gate (`workbench calibrate report`), or opt in with llm_labels = all")
     spans = _synthetic_filter(db, spans, pol.synthetic)
     if visibility.limited():  # an annotator: their own labels and the imported ones (services.visibility)
         spans = visibility.visible_spans(spans)
@@ -203,17 +213,20 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
 
 
 def project_qrels(db: Database, *, level: str = "doc", chunking: str | None = None, source: str = "merged",
-                  policy: QrelsPolicy | None = None, settings=None) -> ProjectQrels:
+                  policy: QrelsPolicy | None = None, settings=None, query_ids=None) -> ProjectQrels:
     """The project's qrels at ``level`` (``chunking`` for chunk level) under ``policy`` narrowed
-    to ``source`` (module docstring)."""
+    to ``source`` (module docstring); ``query_ids``: those queries' qrels only, read from their
+    labels only (a pair's grade depends on that pair's labels alone)."""
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
     chunks = _check_level(db, level, chunking)
-    admitted = admitted_spans(db, source=source, policy=policy, settings=settings)
+    admitted = admitted_spans(db, source=source, policy=policy, settings=settings, query_ids=query_ids)
     pol = admitted.policy
     table = merge_qrels(admitted.spans, pol, level=level, chunks=chunks)
     if pol.propagated and level == "chunk" and not visibility.limited():  # copies of others' grades
         table = _with_propagated(db, table, str(chunking), pol.synthetic)
+        if query_ids is not None:
+            table = table[table["query_id"].isin([str(q) for q in query_ids])].reset_index(drop=True)
     return ProjectQrels(table, pol, level, chunking if level == "chunk" else None, admitted.passed_configurations,
                         admitted.notes, admitted.configurations)
 
@@ -282,9 +295,5 @@ def pair_grades(db: Database, *, query_ids=None, source: str = "merged", policy:
                 settings=None) -> ProjectQrels:
     """Document qrels (optionally of some queries only) under the rule: what the Queries &
     Labels page shows next to the raw labels. ``table``: ``query_id, item_id, grade, tier,
-    assessors``."""
-    qrels = project_qrels(db, level="doc", source=source, policy=policy, settings=settings)
-    if query_ids is None:
-        return qrels
-    keep = qrels.table["query_id"].isin([str(q) for q in query_ids])
-    return replace(qrels, table=qrels.table[keep].reset_index(drop=True))
+    assessors``. Only the given queries' labels are read (:func:`admitted_spans`)."""
+    return project_qrels(db, level="doc", source=source, policy=policy, settings=settings, query_ids=query_ids)
