@@ -29,13 +29,13 @@ def read_configurations(db: Database) -> pd.DataFrame:
     """Every judge configuration that stored an ``ok`` grade, oldest first: ``config, model,
     prompt_hash, prompt_id, host, response_format, samples, aggregate, few_shot, graded,
     first_job``. ``few_shot`` is the number of examples in the prompt (0: zero-shot),
-    ``graded`` the pairs with an ``ok`` grade, ``first_job`` the configuration's first job id
+    ``graded`` its ``ok`` grades (judgments: a pair graded twice counts twice), ``first_job`` the configuration's first job id
     (None without a job)."""
     frame = db.query_df(
         f"""WITH g AS (
                SELECT {KEY_SQL} AS config, any_value(coalesce(j.model, '')) AS model,
                       any_value(coalesce(j.prompt_hash, '')) AS prompt_hash,
-                      count(DISTINCT (j.query_id, j.doc_id, j.chunk_id)) AS graded,
+                      count(*) AS graded,  -- rows, not distinct pairs: read on every qrels request
                       min(j.job_id) AS first_job, min(j.judgment_id) AS first_judgment
                FROM judgments j {JOIN_SQL}
                WHERE j.source = 'llm' AND j.status = 'ok' AND j.grade IS NOT NULL
