@@ -38,7 +38,10 @@ def test_docs_synthetic_query_figures(tmp_path, monkeypatch):
     assert f"{report.overlap_before:.3f}" == before and f"{report.overlap_after:.3f}" == after
     with open_project(path) as db:
         base = bm25_baseline(db, "sections", k=10)
-    assert [f"{base[s][m]:.3f}" for s in ("before", "after") for m in ("hit", "mrr")] == [hit0, mrr0, hit1, mrr1]
+    # within 0.001 of the page: BM25 ties among the 837 questions' scores order differently on
+    # another CPU's float arithmetic (0.915 against the page's 0.916 on an AVX2-only AMD EPYC)
+    found = [base[s][m] for s in ("before", "after") for m in ("hit", "mrr")]
+    assert all(abs(f - float(d)) <= 0.0011 for f, d in zip(found, [hit0, mrr0, hit1, mrr1])), (found, m.groups())
 
 
 def test_docs_dl19_propagation_figures():
