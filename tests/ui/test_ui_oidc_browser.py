@@ -118,7 +118,11 @@ def test_oidc_sign_in_refuses_an_unmapped_address_keeps_an_annotator_blind_and_s
         _signed_in(page, "ann@example.com")
         page.reload()  # Streamlit's identity cookie carries the sign-in
         _signed_in(page, "ann@example.com")
-        received = _visit(page, ["Judge", "Queries & Labels", "Calibration"])
+        # an annotator's navigation lists no lead-only page (Judge, Calibration); the pages it has
+        # show no judge output
+        nav = page.locator("[data-testid='stSidebarNav']")
+        assert not nav.get_by_role("link", name="Judge", exact=True).count()
+        received = _visit(page, ["Queries & Labels", "Label", "Qrels"])
         assert "ann@example.com · annotator" in received
         assert JUDGE_WORDS not in received
         for marker in blind_project.MARKERS:

@@ -68,12 +68,12 @@ def _sign_in(page, name: str, password: str) -> None:
 def test_a_password_sign_in_survives_a_reload_and_a_second_tab_until_sign_out(served):
     url, _ = served
     with browser_page() as page:
-        page.goto(f"{url}/data")  # a deep link: the sign-in comes back to it
+        page.goto(f"{url}/labels")  # a deep link to a page an annotator has: the sign-in comes back to it
         _at_the_form(page)
         before = time.time()
         _sign_in(page, "ann", PASSWORDS["ann"])
         _signed_in(page, "ann")
-        assert urlsplit(page.url).path == "/data"
+        assert urlsplit(page.url).path == "/labels"
 
         cookies = {c["name"]: c for c in page.context.cookies()}
         session = cookies[_cookie_name(url)]
@@ -94,7 +94,7 @@ def test_a_password_sign_in_survives_a_reload_and_a_second_tab_until_sign_out(se
         _at_the_form(page)
         assert _cookie_name(url) not in {c["name"] for c in page.context.cookies()}
         # the other tab, still open on the same token: signed out at its next click
-        second.locator("[data-testid='stSidebarNav']").get_by_role("link", name="Data", exact=True).click()
+        second.locator("[data-testid='stSidebarNav']").get_by_role("link", name="Qrels", exact=True).click()
         _at_the_form(second)
         second.reload()  # and at its next load
         _at_the_form(second)
