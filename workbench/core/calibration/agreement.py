@@ -593,6 +593,13 @@ def pairwise_kappa(labels: Mapping[str, Mapping[object, int]], *, levels: Sequen
     ``[(a, b, n_shared, κ)]`` with ``a < b``; κ is NaN when they share no item. Unweighted
     over every level by default (grades 0–3: a 2 against a 3 disagrees as much as a 0 against
     a 3); :func:`pairwise_binary_kappa` gives the relevant / not relevant κ."""
+    return _pairwise(labels, levels, lambda C: kappa_from_confusion(C, weights))
+
+
+def _pairwise(labels: Mapping[str, Mapping[object, int]], levels: Sequence[int],
+              kappa) -> list[tuple[str, str, int, float]]:
+    """``[(a, b, n_shared, kappa(confusion of a's and b's shared items))]`` for every two
+    assessors ``a < b``; NaN when they share no item."""
     names = sorted(labels)
     out = []
     for i, a in enumerate(names):
@@ -602,7 +609,7 @@ def pairwise_kappa(labels: Mapping[str, Mapping[object, int]], *, levels: Sequen
                 out.append((a, b, 0, math.nan))
                 continue
             C = confusion([labels[a][s] for s in shared], [labels[b][s] for s in shared], levels)
-            out.append((a, b, len(shared), float(kappa_from_confusion(C, weights))))
+            out.append((a, b, len(shared), float(kappa(C))))
     return out
 
 
@@ -615,17 +622,7 @@ def pairwise_binary_kappa(labels: Mapping[str, Mapping[object, int]], *, thresho
     or they share no item. E.g. grades ``[0, 3, 2]`` and ``[0, 3, 1]`` at threshold 2 are
     ``[0, 1, 1]`` and ``[0, 1, 0]``: p_o = 2/3, p_e = 2/3·1/3 + 1/3·2/3 = 4/9, κ = 0.4."""
     relevant = np.asarray(levels) >= threshold
-    names = sorted(labels)
-    out = []
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            shared = sorted(set(labels[a]) & set(labels[b]), key=str)
-            if not shared:
-                out.append((a, b, 0, math.nan))
-                continue
-            C = confusion([labels[a][s] for s in shared], [labels[b][s] for s in shared], levels)
-            out.append((a, b, len(shared), float(kappa_from_confusion(collapse(C, relevant)))))
-    return out
+    return _pairwise(labels, levels, lambda C: kappa_from_confusion(collapse(C, relevant)))
 
 
 # -- bias-corrected prevalence (Rogan–Gladen) ------------------------------------------------
