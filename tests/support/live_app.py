@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import socket
+import re
 import subprocess
 import sys
 import tempfile
@@ -252,14 +253,34 @@ def painted(page) -> None:
     page.evaluate(_PAINTED)
 
 
-def open_label_page_as(page, url: str, annotator: str) -> None:
+def open_label_page_as(page, url: str, annotator: str, timeout: float = 60_000) -> None:
     """Open the Label page and type ``annotator`` into its Annotator field, then Enter (which
     moves the focus to the card, so the keys a test presses next go to the card)."""
     page.goto(f"{url}/label")
     box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
-    box.wait_for(timeout=60_000)
+    box.wait_for(timeout=timeout)
     box.fill(annotator)
     box.press("Enter")
+
+
+def script_idle(page, timeout: float = 60_000) -> None:
+    """Until no script run is under way and Streamlit's status widget is gone."""
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+
+
+def label_as(page, url: str, annotator: str, pairs: int, timeout: float = 60_000) -> None:
+    """:func:`open_label_page_as`, then until the card shows a pair of ``pairs`` and the page is
+    idle, then a click on the heading: the focus leaves the text box, so keys act on the page."""
+    open_label_page_as(page, url, annotator, timeout)
+    page.get_by_text(re.compile(rf"Pair \d+ of {pairs}")).wait_for(timeout=timeout)
+    script_idle(page, timeout)
+    page.get_by_role("heading", name="Label").click()
+
+
+def wait_for_pair(page, n: int, pairs: int, timeout: float = 60_000) -> None:
+    """Until the Label card shows pair ``n`` (1-based) of ``pairs``."""
+    page.locator("[data-testid='label-pair']", has_text=f"Pair {n} of {pairs}").wait_for(timeout=timeout)
 
 
 _SHARED: dict = {}  # this process's Playwright and chromium, started by the first browser_page()

@@ -16,7 +16,14 @@ import pytest
 
 from tests.support.calibration_project import build_project
 from tests.support.holding import hold
-from tests.support.live_app import browser_page, serve_shared, wait_pair_shown
+from tests.support.live_app import (
+    browser_page,
+    label_as,
+    script_idle,
+    serve_shared,
+    wait_for_pair,
+    wait_pair_shown,
+)
 from workbench.services.calibration import workflow as cal
 from workbench.store.database import Database
 
@@ -34,24 +41,16 @@ def _project(path):
         db.close()
 
 
-def _wait_idle(page, timeout: float = 60_000) -> None:
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+def _wait_idle(page) -> None:
+    script_idle(page, 60_000)
 
 
 def _sign_in(page, url: str) -> None:
-    page.goto(f"{url}/label")
-    box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
-    box.wait_for(timeout=60_000)
-    box.fill("sme1")
-    box.press("Enter")
-    page.get_by_text(re.compile(r"Pair \d+ of 200")).wait_for(timeout=60_000)
-    _wait_idle(page)
-    page.get_by_role("heading", name="Label").click()  # leave the text box: keys act on the page
+    label_as(page, url, "sme1", 200, 60_000)
 
 
 def _pair(page, n: int) -> None:
-    page.locator("[data-testid='label-pair']", has_text=f"Pair {n} of 200").wait_for(timeout=60_000)
+    wait_for_pair(page, n, 200, 60_000)
 
 
 def _events(path) -> list[tuple]:
