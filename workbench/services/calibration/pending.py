@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 import uuid
@@ -52,6 +53,7 @@ FIELDS = ("id", "seq", "sample", "annotator", "action", "position", "grade", "ev
 #: Seconds between the background drainer's attempts while answers wait.
 DRAIN_EVERY = 0.5
 
+_ANSWER_ID = re.compile(r"[0-9a-f]{32}")
 _seq_lock = threading.Lock()
 _last_seq = 0
 _drain_locks: dict[str, threading.Lock] = {}
@@ -71,8 +73,11 @@ def new_answer(*, sample: str, annotator: str, action: str, position: int | None
     """One answer as it is kept until stored, checked as far as can be without the project:
     ``action`` one of :data:`ACTIONS`; a position (≥ 0) for every action but ``undo``; a label's
     grade one of 0–3 (grades 2–3 with at least one evidence span ``[start, end]``, start < end);
-    no grade for the others. ``answer_id``: a new random id when not given. Raises
-    :class:`InputError`."""
+    no grade for the others. ``answer_id``: a new random id when not given; given (the Label
+    card names each answer in the browser, so an answer sent again after a reload is stored
+    once), 32 lowercase hexadecimal digits, as the new ones are. Raises :class:`InputError`."""
+    if answer_id is not None and not (isinstance(answer_id, str) and _ANSWER_ID.fullmatch(answer_id)):
+        raise InputError(f"answer id {str(answer_id)[:40]!r} is not 32 hexadecimal digits")
     if action not in ACTIONS:
         raise InputError(f"unknown labelling action {action!r}; use one of {', '.join(ACTIONS)}")
     if not isinstance(sample, str) or not sample:
@@ -193,7 +198,7 @@ def _write_durably(target: Path, data: bytes) -> None:
 
 def keep(project: str | Path, *, sample: str, annotator: str, action: str, position: int | None = None,
          grade: int | None = None, evidence=None, comment: str | None = None, seconds: float | None = None,
-         reveal: bool = False) -> dict:
+         reveal: bool = False, answer_id: str | None = None) -> dict:
     """Keep one answer of ``annotator`` (an id the caller checked may label,
     :func:`workbench.services.calibration.workflow.keep_answer`; the answer checked here,
     :func:`new_answer`) in ``project``'s write-ahead folder, on disk when this returns; returns
@@ -206,7 +211,7 @@ def keep(project: str | Path, *, sample: str, annotator: str, action: str, posit
                          command=f"--db {project} init")
     answer = new_answer(sample=sample, annotator=annotator, action=action, position=position,
                         grade=grade, evidence=evidence, comment=comment, seconds=seconds, reveal=reveal,
-                        seq=_next_seq(), given_at=time.time())
+                        answer_id=answer_id, seq=_next_seq(), given_at=time.time())
     where = folder(project)
     try:
         where.mkdir(exist_ok=True)

@@ -408,16 +408,17 @@ def drain_kept(db: Database, *, annotator: str | None = None) -> list[dict]:
 
 def keep_answer(path: str | Path, *, sample: str, annotator: str, action: str, position: int | None = None,
                 grade: int | None = None, evidence=None, comment: str | None = None, seconds: float | None = None,
-                reveal: bool = False) -> dict:
+                reveal: bool = False, answer_id: str | None = None) -> dict:
     """Keep one Label page answer on disk next to the project until it can be stored
     (:func:`workbench.services.calibration.pending.keep`), checked first: the caller may label as
     ``annotator`` (as :func:`save_label` requires) and the answer is well formed. Returns the
-    kept answer (its ``id``). ``action``: ``label``, ``skip``, ``cant_judge`` or ``undo``."""
+    kept answer (its ``id``). ``action``: ``label``, ``skip``, ``cant_judge`` or ``undo``.
+    ``answer_id``: the id the browser gave the answer (an answer sent again is stored once)."""
     from workbench.services.calibration import pending
 
     return pending.keep(path, sample=sample, annotator=_annotator(annotator, "label"), action=action,
                         position=position, grade=grade, evidence=evidence, comment=comment, seconds=seconds,
-                        reveal=reveal)
+                        reveal=reveal, answer_id=answer_id)
 
 
 def stored_answer(db: Database, answer_id: str) -> dict | None:
