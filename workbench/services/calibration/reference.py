@@ -1,6 +1,6 @@
 """The SMEs' reference labels of a calibration sample and the options a report or gate reads
 them with: what the gate (:mod:`workbench.services.calibration.verdicts`) and the report
-(:mod:`workbench.services.calibration.workflow`) both stand on.
+(:mod:`workbench.services.calibration.agreement_report`) both stand on.
 
 Reference labels when several SMEs labelled an item: the resolved label when a lead adjudicated
 it, else the lower median of their grades (so one SME cannot pull a pair across the threshold
