@@ -24,7 +24,8 @@ alone); their mutual agreement is reported.
 
 from __future__ import annotations
 
-# Re-exported: the front ends, the tests and other services import these names from here.
+# Re-exported: the front ends and the tests import these names from here (services import the
+# concept module).
 from workbench.services.calibration.adjudication import adjudicate, sme_agreement, sme_disagreements  # noqa: F401
 from workbench.services.calibration.agreement_report import (  # noqa: F401
     compare_judges,
