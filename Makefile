@@ -92,14 +92,10 @@ $(VENV)/.llama: | $(BIN)/python
 		echo "note: $(LLAMA_WHEEL) not found; the tests against a real llama.cpp server will skip (fail under CI=true)"; \
 	fi
 
-# the engine's benchmarks (metrics, pooling) at small sizes; a crash fails the target.
-# Bigger: make bench BENCH_QUERIES=100000 BENCH_ROUNDS=5
-BENCH_QUERIES ?= 2000
-BENCH_ROUNDS ?= 3
+# Every script in benchmarks/ at a smoke size (BENCH_ARGS=--full: the sizes docs/performance.md
+# reports); exits non-zero when one crashes.
 bench: $(VENV)/.installed-test
-	$(BIN)/python benchmarks/metrics_bench.py --queries $(BENCH_QUERIES) --rounds $(BENCH_ROUNDS)
-	$(BIN)/python benchmarks/pooling_service_bench.py $(BENCH_QUERIES) 100 --rounds $(BENCH_ROUNDS)
-	$(BIN)/python benchmarks/pooling_bench.py $(BENCH_QUERIES) 100
+	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis
