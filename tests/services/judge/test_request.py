@@ -105,3 +105,17 @@ def test_the_page_key_rule_is_decided_once_in_resolve(monkeypatch):
     assert request.resolve(settings, page=True, typed_key="sk-typed").api_key == "sk-typed"
     assert request.resolve(settings).api_key == "sk-server"
     assert request.resolve(settings, page=True).config_key == request.resolve(settings).config_key
+
+
+def test_a_negative_configured_budget_is_refused_by_the_same_rule_naming_the_setting(tmp_path, monkeypatch, cli):
+    from tests.support.templates import demo_project
+
+    path = demo_project(tmp_path / "d.duckdb")
+    monkeypatch.setenv("WORKBENCH_JUDGE_BUDGET_USD", "-2")
+    with pytest.raises(ConfigError) as caught:
+        Project.open(path).judge("demo", model="offline-lexical")
+    assert str(caught.value) == "[judge] budget_usd must be a number of dollars (0 for no cap), got -2.0"
+    done = cli("--db", str(path), "judge", "--pool", "demo", "--model", "offline-lexical")
+    assert done.returncode == 2 and str(caught.value) in done.stderr
+    # an explicit budget replaces the configured one (0: no cap), so nothing is refused
+    assert Project.open(path).judge("demo", model="offline-lexical", budget_usd=0, limit=2).state == "finished"

@@ -6,21 +6,23 @@ from __future__ import annotations
 
 import math
 
-from workbench.errors import InputError
+from workbench.errors import ConfigError, InputError
 
 
-def check_budget(value) -> float | None:
+def check_budget(value, *, setting: bool = False) -> float | None:
     """The one budget rule of every front end (``--budget``, ``budget_usd=``, the Judge page,
     ``[judge] budget_usd``): a number of dollars, 0 for no cap (returned as None); anything else,
-    a negative or not finite number, is refused in one line."""
+    a negative or not finite number, is refused in one line. ``setting``: the value is the
+    configured ``[judge] budget_usd`` (a :class:`ConfigError` naming it), not an option."""
     if value is None:
         return None
+    subject, error = ("[judge] budget_usd", ConfigError) if setting else ("{field:budget}", InputError)
     try:
         budget = float(value)
     except (TypeError, ValueError):
-        raise InputError(f"{{field:budget}} must be a number of dollars (0 for no cap), got {value!r}") from None
+        raise error(f"{subject} must be a number of dollars (0 for no cap), got {value!r}") from None
     if not (math.isfinite(budget) and budget >= 0):
-        raise InputError(f"{{field:budget}} must be a number of dollars (0 for no cap), got {value}")
+        raise error(f"{subject} must be a number of dollars (0 for no cap), got {value}")
     return budget or None
 
 

@@ -215,6 +215,8 @@ class JudgeRequest:
         from workbench.services.judge.spec import key_for, resolve_spec
 
         self.check()
+        if self.budget is None:  # the configured budget applies: the same rule, naming the setting
+            check_budget(settings.values["judge"]["budget_usd"], setting=True)
         key = api_key
         if page:
             url = (self.base_url or "").strip() or settings.values["judge"]["base_url"]

@@ -1,7 +1,10 @@
 """Judge: grade a pool's pairs with an LLM judge or the offline baseline, and follow the job.
 
-The job never runs inside the page's script run: **Start** launches ``workbench judge`` in its own
-process (:mod:`workbench.services.judge.launch`, with the page's choices as its request), so the page stays responsive, the job survives
+The job never runs inside the page's script run: **Start** launches the job in its own process
+(:mod:`workbench.services.judge.launch`, with the page's choices as its
+:class:`~workbench.services.judge.request.JudgeRequest`, the request ``workbench judge`` and
+``Project.judge`` build; the option controls' labels, help and bounds come from its
+:data:`~workbench.services.judge.request.OPTIONS`), so the page stays responsive, the job survives
 a page reload, and the project file is held only for the job's short batch writes. The page reads
 the job's stored row (:func:`workbench.services.judge.jobs.list_jobs`) in a fragment that refreshes
 every ``LIVE_SECONDS`` while the job is active; **Stop** asks the job to stop through the project
@@ -10,7 +13,7 @@ every ``LIVE_SECONDS`` while the job is active; **Stop** asks the job to stop th
 Few-shot: with an LLM judge, "Examples from the tuning part of <sample>" (0 = none) puts SME-graded
 pairs from a calibration sample's tuning part in the prompt; the choice goes through the launch
 service (:func:`workbench.services.judge.launch.resolve`, the rules of
-:mod:`workbench.services.judge.few_shot`), so the job is ``workbench judge --few-shot K``'s. The
+:mod:`workbench.services.judge.few_shot`), so the job is the one the CLI runs with ``few_shot`` K. The
 preview is the service's :func:`workbench.services.judge.jobs.preview_prompt`, examples included.
 
 The app's API key comes from its environment (``OPENAI_API_KEY``) or Streamlit secrets and is
@@ -162,6 +165,10 @@ def _number(col, option, judge_settings) -> int | float:
 
     kind = option.kind
     default = judge_settings[option.setting] if option.setting else option.low
+    if option.low is not None:  # a configured value out of bounds (refused when resolved) must not break the page
+        default = max(default, option.low)
+    if option.high is not None:
+        default = min(default, option.high)
     bound = (lambda v: None if v is None else kind(v))
     value = col.number_input(option.label, bound(option.low), bound(option.high), kind(default),
                              step=kind(1), key=f"judge_{option.name}", help=page_message(option.help, FIELDS))
