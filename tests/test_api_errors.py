@@ -69,3 +69,75 @@ def test_a_budget_of_zero_means_no_cap_everywhere_and_a_negative_one_is_refused_
     zero = cli("--db", str(project.path), "judge", "--pool", "demo", "--model", "offline-lexical", "--budget", "0",
                "--limit", "2")
     assert zero.returncode == 0, zero.stderr  # 0 = no cap, as on the Judge page and in [judge] budget_usd
+
+
+#: What a CLI user is told and a Python caller must never be: a flag, or a `workbench ...` command.
+CLI_WORDS = re.compile(r"(?<![\w-])--[a-z]|`workbench ")
+
+
+@pytest.fixture(scope="module")
+def empty(tmp_path_factory):
+    return Project.create(tmp_path_factory.mktemp("api-errors-empty") / "empty.duckdb")
+
+
+def provocations(project, empty, tmp_path) -> dict:
+    """Bad calls of every kind the API passes on: its own checks, the judge request's rules (one
+    per option, from the declaration, plus each cross-option rule) and the services' errors."""
+    from workbench.services.judge.request import OPTIONS
+
+    llm = {"model": "m", "base_url": "http://127.0.0.1:9/v1"}  # no request is sent: refused before
+    calls = {
+        "pool exists": lambda: project.pool("demo", ["bm25"]),
+        "pool depth with add": lambda: project.pool("demo", ["bm25"], depth=3, add=True),
+        "run exists": lambda: project.retrieve("bm25", name="bm25", chunking="sections"),
+        "retrieve needs chunking": lambda: project.retrieve("bm25", name="x"),
+        "no sample": lambda: project.calibration_report(),
+        "no project": lambda: Project.open(tmp_path / "missing.duckdb"),
+        "no pool yet": lambda: empty.judge("demo", model="offline-lexical"),
+        "model without key": lambda: project.judge("demo", model="gpt-x"),
+        "budget": lambda: project.judge("demo", budget_usd=-1),
+        "limit": lambda: project.judge("demo", limit=0),
+        "few-shot k": lambda: project.judge("demo", few_shot=0),
+        "few-shot sample alone": lambda: project.judge("demo", few_shot_sample="s"),
+        "few-shot offline": lambda: project.judge("demo", model="offline-lexical", few_shot=2),
+        "few-shot no labels": lambda: project.judge("demo", few_shot=2, **llm),
+        "samples at temperature 0": lambda: project.judge("demo", samples=3, temperature=0.0, **llm),
+    }
+    for option in OPTIONS:  # every keyword the judge takes, given a value of no type it accepts
+        if option.kwarg and option.name != "pool":
+            calls[f"type of {option.kwarg}"] = lambda kwarg=option.kwarg: project.judge("demo", **{kwarg: object()})
+    return calls
+
+
+def test_no_api_error_names_a_cli_flag_or_command(project, empty, tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    said = {what: _message(call) for what, call in provocations(project, empty, tmp_path).items()}
+    found = {what: text for what, text in said.items() if CLI_WORDS.search(text)}
+    assert found == {}, found
+    # each names what the caller can change in the caller's words
+    assert "add=True" in said["pool depth with add"] and "depth" in said["pool depth with add"]
+    assert said["limit"] == "limit= must be at least 1, got 0"
+    assert "few_shot=" in said["few-shot sample alone"] and "few_shot_sample=" in said["few-shot sample alone"]
+    assert "`Project.pool()`" in said["no pool yet"]
+    assert "samples=3 at" in said["samples at temperature 0"] and "temperature=0.7" in said["samples at temperature 0"]
+    assert said["few-shot sample alone"].endswith("add few_shot=K")
+    assert said["type of budget_usd"].startswith("budget_usd= must be a number")
+    assert said["type of concurrency"].startswith("concurrency= must be a whole number")
+
+
+def test_the_scan_sees_the_cli_words_the_same_errors_have_on_the_command_line(project, empty, tmp_path,
+                                                                                monkeypatch):
+    """The companion: the same errors in the CLI's words (what the API said before it worded
+    them) are found by the scan, so it cannot pass by seeing nothing."""
+    from workbench.cli.common import error_text
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    missed = []
+    for what, call in provocations(project, empty, tmp_path).items():
+        with pytest.raises(WorkbenchError) as caught:
+            call()
+        if caught.value.fields or caught.value.command:  # the errors with something to word
+            if not CLI_WORDS.search(error_text(caught.value)):
+                missed.append((what, error_text(caught.value)))
+    assert missed == []
+    assert CLI_WORDS.search("pools: none yet (create one with `workbench pool`)")

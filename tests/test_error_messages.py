@@ -83,9 +83,8 @@ def test_no_service_message_names_a_cli_flag(package):
 
 
 #: Code whose strings are a process's command line, not text anyone reads: ``path: qualified names``.
-ARGV = {
-    # The Judge page starts ``workbench judge`` in its own process; these build its argv.
-    "services/judge/launch.py": ("JobRequest.options", "command"),
+ARGV: dict[str, tuple[str, ...]] = {
+    # None: the Judge page's job process reads its request as JSON (services/judge/worker.py).
 }
 
 

@@ -35,7 +35,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from workbench.errors import ConfigError, InputError, WorkbenchError
+from workbench.errors import ConfigError, InputError, WorkbenchError, render_text
+from workbench.services.judge.request import OPTIONS as JUDGE_OPTIONS
+from workbench.services.judge.request import field_arguments, keywords_doc
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -343,16 +345,11 @@ class Project:
 
     def settings(self, **overrides: Any) -> Settings:
         """The resolved settings; ``overrides`` as ``{"judge.model": "x"}``-style dotted keys
-        (``None`` values are ignored)."""
-        from workbench.config import load_settings
+        (``None`` values are ignored; :func:`workbench.services.settings.project_settings`, as the
+        CLI builds them)."""
+        from workbench.services.settings import project_settings
 
-        layered: dict[str, dict] = {"project": {"db": str(self.path)}}
-        for dotted, value in overrides.items():
-            if value is None:
-                continue
-            section, _, key = dotted.partition(".")
-            layered.setdefault(section, {})[key] = value
-        return load_settings(self.config, layered)
+        return project_settings(self.path, self.config, overrides)
 
     def _db(self):
         from workbench.services.project.lifecycle import open_project
@@ -502,31 +499,27 @@ class Project:
                     s.seconds, tuple(s.notes))
 
     # -- judge ----------------------------------------------------------------------------------
-    def judge(self, pool: str, *, model: str | None = None, base_url: str | None = None, prompt: str | None = None,
-              concurrency: int | None = None, samples: int | None = None, limit: int | None = None,
-              budget_usd: float | None = None, retry_failed: bool = False, api_key: str | None = None,
-              progress: Callable[[Progress], None] | None = None) -> JudgeReport:
+    def judge(self, pool: str, *, api_key: str | None = None, progress: Callable[[Progress], None] | None = None,
+              **options: Any) -> JudgeReport:
         """Grade the pool's pairs with the LLM judge and block until the job ends (``workbench
         judge``). ``model="offline-lexical"`` is the offline baseline (no LLM, no network).
 
         ``progress`` is called after every stored batch with a
         :class:`~workbench.services.judge.runner.Progress` (``done``, ``total``, ``ok``,
         ``invalid``, ``failed``, ``cached``, ``cost_usd``, ``elapsed``). Running it again resumes;
-        answers are cached, so nothing is paid for twice.
-        """
-        from workbench.services.judge.jobs import check_budget, resolve_spec, run_job
+        answers are cached, so nothing is paid for twice. ``api_key``: the server's key (default
+        ``OPENAI_API_KEY``).
 
-        if limit is not None and limit < 1:
-            raise InputError(f"limit must be at least 1, got {limit}")
-        check_budget(budget_usd)  # the one rule of every front end: 0 = no cap
-        settings = self.settings(**{"judge.model": model, "judge.base_url": base_url, "judge.prompt": prompt,
-                                    "judge.concurrency": concurrency, "judge.samples": samples})
-        spec = resolve_spec(settings, api_key=api_key)
-        if spec.offline and model not in (None, "offline-lexical"):
-            raise ConfigError(f"model {model!r} needs OPENAI_API_KEY (or base_url= pointing at your own server); "
-                              f"for the offline baseline pass model='offline-lexical'")
-        r = run_job(self.path, pool, spec, limit=limit, budget_usd=budget_usd, retry_failed=retry_failed,
-                    on_progress=progress)
+        The judge options (:data:`workbench.services.judge.request.OPTIONS`, as ``workbench
+        judge`` takes them; None: the configured ``[judge]`` value):
+
+        {options}
+        """
+        from workbench.services.judge.request import from_keywords
+
+        request = from_keywords(pool, options)
+        spec = request.resolve(self.settings(), api_key=api_key)
+        r = request.run(self.path, spec, on_progress=progress)
         j = r.job
         return JudgeReport(job_id=r.job_id, pool=r.pool, state=r.state, model=spec.model, offline=spec.offline,
                            total=int(j["total"]), judged=int(j["judged"]), ok=int(j["ok"]), invalid=int(j["invalid"]),
@@ -708,8 +701,8 @@ _METHODS = {"init": "Project.create", "calibrate sample": "calibration_sample",
             "import run": "import_run", "export qrels": "qrels"}
 
 
-#: Service field keys whose keyword argument has another name.
-_ARGUMENTS = {"budget": "budget_usd"}
+#: Service field keys whose keyword argument has another name (the judge's from its options).
+_ARGUMENTS = field_arguments()
 
 
 def _argument(key: str) -> str:
@@ -746,11 +739,21 @@ def _as_call(words: str) -> str:
     return f"`Project.open({path!r}).{call}`" if path else f"`Project.{call}`"
 
 
+def _python_value(text: str) -> str:
+    """A value a message shows as Python: a number or a metavariable (``K``, ``NAME``) as it is,
+    other text quoted (``model='offline-lexical'``)."""
+    import re
+
+    if re.fullmatch(r"-?\d+(\.\d+)?|[A-Z][A-Z0-9_]*", text):
+        return text
+    return repr(text)
+
+
 #: :meth:`workbench.errors.WorkbenchError.render`'s words for Python callers.
 API_WORDS = {"name": lambda key: f"{_argument(key)}=",
              "action": lambda key: f"pass {_argument(key)}=",
              "command": _as_call,
-             "valued": lambda kind, key, value: f"{_argument(key)}={value!r}"}
+             "valued": lambda kind, key, value: f"{_argument(key)}={_python_value(value)}"}
 
 
 def _speaks_python(method):
@@ -768,6 +771,25 @@ def _speaks_python(method):
 
     return call
 
+
+def _judge_signature():
+    """``Project.judge``'s signature with its judge options as keyword arguments (declared once,
+    :data:`workbench.services.judge.request.OPTIONS`), for ``help()`` and editors."""
+    import inspect
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("pool", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str)]
+    params += [inspect.Parameter(o.kwarg, keyword, default=o.default, annotation=f"{o.kind.__name__} | None")
+               for o in JUDGE_OPTIONS if o.kwarg and o.name != "pool"]
+    params += [inspect.Parameter("api_key", keyword, default=None, annotation="str | None"),
+               inspect.Parameter("progress", keyword, default=None, annotation="Callable[[Progress], None] | None")]
+    return inspect.Signature(params, return_annotation="JudgeReport")
+
+
+Project.judge.__signature__ = _judge_signature()
+Project.judge.__doc__ = Project.judge.__doc__.replace(
+    "{options}", keywords_doc(lambda text: render_text(text, **API_WORDS)).strip())
 
 for _name, _value in list(vars(Project).items()):
     if _name.startswith("_"):

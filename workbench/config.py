@@ -107,6 +107,15 @@ class Settings:
     def db_path(self) -> Path:
         return Path(self.values["project"]["db"])
 
+    def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> Settings:
+        """These settings with ``overrides`` (``{"section": {"key": value}}``, None values
+        ignored) on top, as :func:`load_settings` layers command-line values."""
+        values = copy.deepcopy({s: dict(e) for s, e in self.values.items()})
+        sources = dict(self.sources)
+        cleaned = {s: {k: v for k, v in e.items() if v is not None} for s, e in overrides.items()}
+        _merge(values, {s: e for s, e in cleaned.items() if e}, "command line", sources)
+        return Settings(values=values, sources=sources)
+
 
 def _coerce(value: Any, default: Any, where: str) -> Any:
     """Convert ``value`` to the type of ``default``; strings from the environment are parsed."""

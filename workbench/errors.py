@@ -20,7 +20,7 @@ shows it in backticks, a page names the page that does the same. No front end re
 
 Text that is not an error but reaches a page too (a job's stored status message, a note, a
 result's summary) uses the same placeholders; a front end renders it with :func:`render_text` and
-its own words. An error that ends another process (the Judge page's job runs the CLI) crosses as
+its own words. An error that ends another process (the Judge page's job process) crosses as
 data: :func:`error_data` writes it, :func:`error_from_data` rebuilds it for the launcher to word.
 """
 

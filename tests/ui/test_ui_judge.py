@@ -68,7 +68,7 @@ def _start_llm_job(server, *, concurrency: int):
     # the three fields in one script run (a user's three edits end in the same state)
     at.text_input(key="judge_model").set_value("test-judge")
     at.text_input(key="judge_url").set_value(server.base_url)
-    at.number_input(key="judge_conc").set_value(concurrency).run()
+    at.number_input(key="judge_concurrency").set_value(concurrency).run()
     next(b for b in at.button if b.label == "Start").click().run()
     assert not at.exception, at.exception
     return at

@@ -112,14 +112,11 @@ def exit_codes_epilog(extra: tuple[tuple[int, str], ...] = ()) -> str:
 
 
 def settings_from_args(args: argparse.Namespace, **overrides) -> Settings:
-    """Settings for a command: defaults < file < environment < the global flags and ``overrides``."""
-    from workbench.config import load_settings
+    """Settings for a command: defaults < file < environment < the global flags and ``overrides``
+    (:func:`workbench.services.settings.project_settings`, as the Python API builds them)."""
+    from workbench.services.settings import project_settings
 
-    layered: dict[str, dict] = {"project": {"db": getattr(args, "db", None)}}
-    for dotted, value in overrides.items():
-        section, key = dotted.split(".", 1)
-        layered.setdefault(section, {})[key] = value
-    return load_settings(getattr(args, "config", None), layered)
+    return project_settings(getattr(args, "db", None), getattr(args, "config", None), overrides)
 
 
 def open_project_from_args(args: argparse.Namespace):

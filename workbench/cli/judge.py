@@ -48,61 +48,37 @@ def _progress(args: argparse.Namespace):
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from workbench.services.judge.jobs import estimate, resolve_spec, run_job
+    from workbench.errors import InputError
+    from workbench.services.judge.jobs import estimate
+    from workbench.services.judge.request import OFFLINE, from_namespace
 
-    settings = settings_from_args(args, **{
-        "judge.model": args.model, "judge.base_url": args.base_url, "judge.prompt": args.prompt,
-        "judge.concurrency": args.concurrency, "judge.samples": args.samples,
-        "judge.response_format": args.response_format, "judge.timeout": args.timeout,
-        "judge.temperature": args.temperature,
-    })
-    from workbench.errors import ConfigError, InputError
-
-    # Checked here, before --estimate too, so every path refuses them with one line.
-    if args.limit is not None and args.limit < 1:
-        raise InputError(f"--limit must be at least 1, got {args.limit}")
-    from workbench.services.judge.jobs import check_budget
-
-    check_budget(args.budget)  # the one rule (0 = no cap), before --estimate too
-    spec = resolve_spec(settings)
-    if args.few_shot is not None:  # which sample, K >= 1, no offline judge: the service decides
-        from workbench.services.judge.few_shot import apply_few_shot
-
-        spec = apply_few_shot(settings.db_path, spec, args.few_shot, sample=args.few_shot_sample,
-                              seed=args.few_shot_seed)
-    elif args.few_shot_sample is not None:
-        raise ConfigError("--few-shot-sample is a --few-shot option; add --few-shot K")
-    if spec.offline and args.model not in (None, "offline-lexical"):
-        # The user named a model: grading with something else would be a silent substitution.
-        raise ConfigError(f"--model {args.model} needs OPENAI_API_KEY (or --base-url pointing at your own "
-                          f"server); for the offline baseline pass --model offline-lexical")
-    if spec.offline and args.model != "offline-lexical":
+    request = from_namespace(args)  # the one request; its check runs before --estimate too
+    settings = settings_from_args(args)
+    spec = request.resolve(settings)
+    if spec.offline and request.model != OFFLINE:
         print("workbench judge: no OPENAI_API_KEY and the OpenAI base URL: grading with the offline-lexical "
               "baseline (not an LLM); set OPENAI_API_KEY or --base-url for an LLM judge", file=sys.stderr)
-    from workbench.services.judge.probe import check_samples
-
-    check_samples(spec)  # before --estimate and the batch files too
     if sum(map(bool, (args.batch, args.batch_file, args.batch_results))) > 1:
         raise InputError("--batch, --batch-file and --batch-results are three ways to batch; pass one of them")
+    db_path = settings.db_path
     if args.batch_file and not args.estimate:
         from workbench.services.judge.batch_files import write_batch_file
 
-        print(write_batch_file(settings.db_path, args.pool, spec, args.batch_file, limit=args.limit,
+        print(write_batch_file(db_path, request.pool, spec, args.batch_file, limit=request.limit,
                                force=args.force).summary())
         return 0
     if args.estimate:
-        print(estimate(settings.db_path, args.pool, spec, limit=args.limit, batch=args.batch).summary())
+        print(estimate(db_path, request.pool, spec, limit=request.limit, batch=request.batch).summary())
         return 0
     if args.batch_results:
         from workbench.services.judge.batch_files import store_batch_results
 
-        report = store_batch_results(settings.db_path, args.pool, spec, args.batch_results, limit=args.limit)
+        report = store_batch_results(db_path, request.pool, spec, args.batch_results, limit=request.limit)
         print(report.summary())
         return 0 if report.state == "finished" else STOPPED_EXIT
     on_progress, close = _progress(args)
     try:
-        report = run_job(settings.db_path, args.pool, spec, limit=args.limit, budget_usd=args.budget,
-                         retry_failed=args.retry_failed, batch=args.batch, on_progress=on_progress)
+        report = request.run(db_path, spec, on_progress=on_progress)
     finally:
         close()
     print(report.summary())
@@ -142,40 +118,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Grade every pair of a pool 0-3 with an OpenAI-compatible LLM (OPENAI_API_KEY, --base-url), "
                     "or with the offline-lexical baseline when no key and no server are configured. Running it "
                     "again resumes; answers are cached by text, so nothing is paid for twice.")
-    p.add_argument("--pool", metavar="P", help="the pool to judge (see `workbench status`); required")
-    p.add_argument("--model", metavar="M", help="model name (default [judge] model); offline-lexical for the baseline")
-    p.add_argument("--base-url", metavar="U", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
-    p.add_argument("--prompt", metavar="ID", help="prompt template id or .md path (default [judge] prompt)")
-    p.add_argument("--few-shot", type=int, metavar="K", default=None,
-                   help="put K SME-graded examples in the prompt, stratified by grade, from the calibration "
-                        "sample's tuning part only (never the held-out part); the examples are part of the "
-                        "prompt hash, so the gate judges this configuration on its own labels")
-    p.add_argument("--few-shot-sample", metavar="NAME", default=None,
-                   help="with --few-shot: the calibration sample to take them from (default: the newest "
-                        "sample with SME labels on its tuning part)")
-    p.add_argument("--few-shot-seed", type=int, metavar="N", default=0,
-                   help="with --few-shot: the seed that picks the examples (default 0; stored with the job)")
-    p.add_argument("--concurrency", type=int, metavar="C", help="requests in flight (default [judge] concurrency)")
-    p.add_argument("--limit", type=int, metavar="N", help="judge only the first N pairs in priority order")
-    p.add_argument("--budget", type=float, metavar="USD",
-                   help="stop cleanly before spending more than this (0: no cap; default: [judge] budget_usd)")
-    p.add_argument("--samples", type=int, metavar="N",
-                   help="answers per pair, aggregated (self-consistency; needs --temperature above 0)")
-    p.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (default [judge] temperature, 0)")
-    p.add_argument("--retry-failed", action="store_true", help="judge the failed and invalid pairs again")
+    from workbench.cli.common import cli_text
+    from workbench.services.judge.request import add_arguments
+
+    add_arguments(p, cli_text)  # the judge options, declared once (services.judge.request.OPTIONS)
     p.add_argument("--estimate", action="store_true", help="print requests, tokens and cost, send nothing")
-    p.add_argument("--batch", action="store_true", help="use the Batch API (submit, poll, collect; resumable)")
     p.add_argument("--batch-file", metavar="OUT.jsonl",
                    help="write the pending requests as an OpenAI Batch API input file (for vllm run-batch, the "
                         "OpenAI or Together batch endpoints); sends nothing")
     p.add_argument("--batch-results", metavar="IN.jsonl",
                    help="store a Batch API results file written for --batch-file's requests")
     p.add_argument("--force", action="store_true", help="with --batch-file: replace an existing file")
-    p.add_argument("--response-format", choices=("auto", "json_schema", "json_object", "text"),
-                   help="structured output: auto (default) probes the server once per job and uses the strictest "
-                        "format it accepts; the others force one")
-    p.add_argument("--timeout", type=float, metavar="S",
-                   help="seconds before a request is abandoned (default: grows with the probe's latency, >= 60)")
     add_progress_option(p)
     p.set_defaults(handler=_judge_or_learn)
     actions = p.add_subparsers(dest="judge_action", metavar="learn", required=False)

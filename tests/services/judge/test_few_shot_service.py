@@ -114,10 +114,13 @@ def test_request_options_and_resolve_match_the_job_the_cli_stores(project):
     start (the CLI in its own process). The stored job has that key and the examples' record."""
     path, _ = project
     request = launch.JobRequest("p", model="m2", limit=6, few_shot=3, few_shot_sample="old", few_shot_seed=5)
-    assert request.options() == ["--pool", "p", "--model", "m2", "--few-shot", "3", "--few-shot-seed", "5",
-                                 "--few-shot-sample", "old", "--limit", "6"]
-    assert "--few-shot" not in launch.JobRequest("p", model="m2").options()
-    assert "--few-shot" not in launch.JobRequest("p", offline=True, few_shot=3).options()
+    from workbench.cli import build_parser
+    from workbench.services.judge.request import from_namespace
+
+    args = build_parser().parse_args(["judge", "--pool", "p", "--model", "m2", "--few-shot", "3", "--few-shot-seed",
+                                      "5", "--few-shot-sample", "old", "--limit", "6"])
+    assert from_namespace(args) == request  # the CLI builds the very request the page builds
+    assert launch.JobRequest("p", offline=True, few_shot=3).overrides() == {"model": launch.OFFLINE}
     env_key = os.environ.pop("OPENAI_API_KEY", None)
     try:
         with running_server() as server:

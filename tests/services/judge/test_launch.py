@@ -9,24 +9,31 @@ from pathlib import Path
 import pytest
 
 from tests.support.polling import wait_until
-from workbench.cli import build_parser
 from workbench.errors import WorkbenchError
 from workbench.services import access
 from workbench.services.judge import launch
 
 
-def test_the_command_is_what_the_cli_parses_back():
+def test_the_job_reads_the_request_as_data_not_a_command_line():
+    """The job's process gets the request and the launcher's settings as JSON on stdin: every
+    option comes back as it was built (a budget of 0 included: no cap), and nothing of it is a
+    command-line flag for the job to parse again."""
+    import json
+
+    from workbench.services.judge.worker import payload
+    from workbench.services.settings import project_settings
+
     request = launch.JobRequest("demo", model="m-1", base_url="http://127.0.0.1:9/v1", prompt="umbrela",
-                                concurrency=3, samples=2, limit=40, budget=0.5, retry_failed=True)
-    cmd = launch.command("/p/x.duckdb", request)
-    assert cmd[1:3] == ["-m", "workbench"]
-    args = build_parser().parse_args(cmd[3:])
-    assert (args.db, args.group, args.pool, args.model, args.base_url, args.prompt, args.concurrency,
-            args.samples, args.limit, args.budget, args.retry_failed) == (
-        "/p/x.duckdb", "judge", "demo", "m-1", "http://127.0.0.1:9/v1", "umbrela", 3, 2, 40, 0.5, True)
-    offline = build_parser().parse_args(launch.command("x.duckdb", launch.JobRequest("demo", offline=True))[3:])
-    assert (offline.model, offline.base_url, offline.limit, offline.budget, offline.retry_failed) == (
-        launch.OFFLINE, None, None, None, False)
+                                concurrency=3, samples=2, limit=40, budget=0.0, retry_failed=True,
+                                few_shot=2, few_shot_sample="s", few_shot_seed=7, temperature=0.5)
+    data = json.loads(payload(request, project_settings("/p/x.duckdb")))
+    assert launch.JobRequest.from_json(json.dumps(data["request"])) == request
+    assert data["settings"]["project"]["db"] == "/p/x.duckdb" and data["request"]["budget"] == 0.0
+    assert not any(str(v).startswith("--") for v in data["request"].values())
+    offline = launch.JobRequest.from_json(launch.JobRequest("demo", offline=True).to_json())
+    assert (offline.offline, offline.model, offline.limit, offline.budget, offline.retry_failed) == (
+        True, None, None, None, False)
+    assert offline.overrides() == {"model": launch.OFFLINE}
 
 
 @pytest.fixture

@@ -77,8 +77,6 @@ message saying so, and a later run with a higher budget resumes it.
 
 from __future__ import annotations
 
-import math
-
 import asyncio
 import os
 import threading
@@ -90,6 +88,7 @@ import pandas as pd
 from workbench.errors import ConfigError, InputError, StoreError
 from workbench.llm.prompts import available_prompts  # noqa: F401 - part of the service API (prompt ids)
 from workbench.services import access, visibility
+from workbench.services.judge.limits import check_budget, check_limit  # noqa: F401 - check_budget: the API
 from workbench.services.judge.runner import (  # noqa: F401 - Progress and open_briefly are part of the API
     PAGE_UNITS,
     DatabaseUse,
@@ -147,7 +146,7 @@ def _pool_info(db: Database, pool: str) -> dict:
     if info is None:
         from workbench.store.pools import read_pools
 
-        names = ", ".join(read_pools(db)["name"].astype(str)) or "none yet (create one with `workbench pool`)"
+        names = ", ".join(read_pools(db)["name"].astype(str)) or "none yet (create one with {command:pool})"
         raise InputError(f"no pool named {pool!r}; pools: {names}")
     return info
 
@@ -313,28 +312,12 @@ def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed
         return store.read_job(db, job_id), info
 
 
-def check_budget(value) -> float | None:
-    """The one budget rule of every front end (``--budget``, ``budget_usd=``, the Judge page,
-    ``[judge] budget_usd``): a number of dollars, 0 for no cap (returned as None); anything else,
-    a negative or not finite number, is refused in one line."""
-    if value is None:
-        return None
-    try:
-        budget = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{{field:budget}} must be a number of dollars (0 for no cap), got {value!r}") from None
-    if not (math.isfinite(budget) and budget >= 0):
-        raise InputError(f"{{field:budget}} must be a number of dollars (0 for no cap), got {value}")
-    return budget or None
-
-
 def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, budget_usd: float | None = None,
             retry_failed: bool = False, batch: bool = False, on_progress=None,
             cancel: threading.Event | None = None) -> JobReport:
     """Start or resume the pool's judge job (see the module doc) and return its report."""
     access.require("judge")
-    if limit is not None and limit < 1:
-        raise InputError(f"{{field:limit}} must be a positive number of pairs, got {limit}")
+    check_limit(limit)
     budget = check_budget(budget_usd if budget_usd is not None else spec.settings.get("budget_usd"))
     if batch and spec.offline:
         raise InputError("{field:batch} sends requests to an OpenAI-compatible server; the offline judge needs none")

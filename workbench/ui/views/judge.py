@@ -1,7 +1,10 @@
 """Judge: grade a pool's pairs with an LLM judge or the offline baseline, and follow the job.
 
-The job never runs inside the page's script run: **Start** launches ``workbench judge`` in its own
-process (:mod:`workbench.services.judge.launch`, with the page's choices as its request), so the page stays responsive, the job survives
+The job never runs inside the page's script run: **Start** launches the job in its own process
+(:mod:`workbench.services.judge.launch`, with the page's choices as its
+:class:`~workbench.services.judge.request.JudgeRequest`, the request ``workbench judge`` and
+``Project.judge`` build; the option controls' labels, help and bounds come from its
+:data:`~workbench.services.judge.request.OPTIONS`), so the page stays responsive, the job survives
 a page reload, and the project file is held only for the job's short batch writes. The page reads
 the job's stored row (:func:`workbench.services.judge.jobs.list_jobs`) in a fragment that refreshes
 every ``LIVE_SECONDS`` while the job is active; **Stop** asks the job to stop through the project
@@ -10,7 +13,7 @@ every ``LIVE_SECONDS`` while the job is active; **Stop** asks the job to stop th
 Few-shot: with an LLM judge, "Examples from the tuning part of <sample>" (0 = none) puts SME-graded
 pairs from a calibration sample's tuning part in the prompt; the choice goes through the launch
 service (:func:`workbench.services.judge.launch.resolve`, the rules of
-:mod:`workbench.services.judge.few_shot`), so the job is ``workbench judge --few-shot K``'s. The
+:mod:`workbench.services.judge.few_shot`), so the job is the one the CLI runs with ``few_shot`` K. The
 preview is the service's :func:`workbench.services.judge.jobs.preview_prompt`, examples included.
 
 The app's API key comes from its environment (``OPENAI_API_KEY``) or Streamlit secrets and is
@@ -31,6 +34,7 @@ import streamlit as st
 
 from workbench.config import load_settings
 from workbench.errors import WorkbenchError
+from workbench.services.judge.request import OPTION, OPTIONS
 from workbench.ui import context
 from workbench.ui.words import Field
 
@@ -38,20 +42,10 @@ LIVE_SECONDS = 1.5
 OFFLINE = "offline-lexical"
 JUDGE_CHOICES = ("Offline baseline (offline-lexical, not an LLM)", "LLM on an OpenAI-compatible server")
 ACTIVE = ("running", "batch", "cancelling")
-FIELDS = {
-    "--pool": Field("Pool", "choice"),
-    "--model": Field("Model"),
-    "--base-url": Field("Server URL"),
-    "--prompt": Field("Prompt", "choice"),
-    "--concurrency": Field("Parallel requests", "number"),
-    "--samples": Field("Samples per pair", "number"),
-    "--limit": Field("Pairs to judge (0 = all)", "number"),
-    "--budget": Field("Budget in USD (0 = no cap)", "number"),
-    "--retry-failed": Field("Retry failed", "choice"),
-    "--few-shot": Field("Examples from the tuning part (0 = none)", "number"),
-    "--few-shot-sample": Field("Sample to take them from", "choice"),
-    "--few-shot-seed": Field("Seed that picks them", "number"),
-}
+#: The page's controls for the judge options (declared once: :data:`workbench.services.judge.request.OPTIONS`).
+FIELDS = {o.name: Field(o.label, o.control) for o in OPTIONS if o.label}
+#: The judge options drawn in the "limits" row of number controls (the few-shot ones have their own).
+NUMBERS = tuple(o for o in OPTIONS if o.label and o.control == "number" and not o.name.startswith("few_shot"))
 _FEW_SHOT_LABEL = "_judge_few_shot_label"  # the examples field's label as drawn (it names the sample)
 
 
@@ -61,8 +55,8 @@ def command_words(words: str) -> str:
     from workbench.ui.words import command_page
 
     parts = words.split()
-    if parts[:1] == ["judge"] and "--retry-failed" in parts:
-        return FIELDS["--retry-failed"].quoted
+    if parts[:1] == ["judge"] and OPTION["retry_failed"].flag in parts:
+        return FIELDS["retry_failed"].quoted
     return command_page(words)
 
 
@@ -74,7 +68,7 @@ def _say(exc) -> str:
     text = exc if isinstance(exc, WorkbenchError) else str(exc)
     fields = dict(FIELDS)
     if st.session_state.get(_FEW_SHOT_LABEL):
-        fields["--few-shot"] = Field(st.session_state[_FEW_SHOT_LABEL], "number")
+        fields["few_shot"] = Field(st.session_state[_FEW_SHOT_LABEL], "number")
     text = page_message(text, fields, project=str(context.db_path()), command=command_words)
     return text.replace("run the same command again", "press Resume").replace("run again", "press Resume")
 
@@ -141,33 +135,44 @@ def _choices(pools: list[str]) -> dict:
     judge_settings = load_settings().values["judge"]
     st.subheader("1. Choose the pool and the judge")
     cols = st.columns([2, 3])
-    pool = cols[0].selectbox("Pool", pools, key="judge_pool")
+    pool = cols[0].selectbox(FIELDS["pool"].label, pools, key="judge_pool")
     kind = cols[1].radio("Judge", JUDGE_CHOICES, key="judge_kind",
                          index=0 if judge_settings["model"] == OFFLINE or not _api_key() else 1)
-    choices = {"pool": pool, "offline": kind == JUDGE_CHOICES[0], "limit": 0, "budget": 0.0}
+    choices = {"pool": pool, "offline": kind == JUDGE_CHOICES[0], "limit": 0, "budget": None}
     if choices["offline"]:
         st.caption("The offline baseline compares the words of the query, its description and the passage. "
                    "It needs no server and no key, costs nothing, and is much less accurate than an LLM.")
     else:
         cols = st.columns(3)
-        choices["model"] = cols[0].text_input("Model", value=judge_settings["model"] if
+        choices["model"] = cols[0].text_input(FIELDS["model"].label, value=judge_settings["model"] if
                                               judge_settings["model"] != OFFLINE else "gpt-4o-mini",
                                               key="judge_model")
-        choices["base_url"] = cols[1].text_input("Server URL", value=judge_settings["base_url"], key="judge_url")
+        choices["base_url"] = cols[1].text_input(FIELDS["base_url"].label, value=judge_settings["base_url"], key="judge_url")
         prompts = _prompt_ids(str(judge_settings["prompt"]))
-        choices["prompt"] = cols[2].selectbox("Prompt", prompts, key="judge_prompt")
-        cols = st.columns(4)
-        choices["concurrency"] = int(cols[0].number_input("Parallel requests", 1, 256,
-                                                          int(judge_settings["concurrency"]), key="judge_conc"))
-        choices["samples"] = int(cols[1].number_input("Samples per pair", 1, 20, int(judge_settings["samples"]),
-                                                      key="judge_samples"))
-        choices["limit"] = int(cols[2].number_input("Pairs to judge (0 = all)", 0, None, 0, key="judge_limit"))
-        choices["budget"] = float(cols[3].number_input("Budget in USD (0 = no cap)", 0.0, None,
-                                                       float(judge_settings["budget_usd"]), step=1.0,
-                                                       key="judge_budget"))
+        choices["prompt"] = cols[2].selectbox(FIELDS["prompt"].label, prompts, key="judge_prompt")
+        cols = st.columns(len(NUMBERS))
+        for col, option in zip(cols, NUMBERS):
+            choices[option.name] = _number(col, option, judge_settings)
         choices["typed_key"] = _key_choice(pool, choices["base_url"])
         choices.update(_few_shot_choices())
     return choices
+
+
+def _number(col, option, judge_settings) -> int | float:
+    """A number control for a judge option: its label, help and bounds from the option, its
+    default the configured ``[judge]`` value (else its lower bound, "0 = all / none / no cap")."""
+    from workbench.ui.words import page_message
+
+    kind = option.kind
+    default = judge_settings[option.setting] if option.setting else option.low
+    if option.low is not None:  # a configured value out of bounds (refused when resolved) must not break the page
+        default = max(default, option.low)
+    if option.high is not None:
+        default = min(default, option.high)
+    bound = (lambda v: None if v is None else kind(v))
+    value = col.number_input(option.label, bound(option.low), bound(option.high), kind(default),
+                             step=kind(1), key=f"judge_{option.name}", help=page_message(option.help, FIELDS))
+    return kind(value)
 
 
 def _key_choice(pool: str, url: str) -> str:
@@ -218,12 +223,12 @@ def _few_shot_choices() -> dict:
         return {"few_shot": 0}
     counts = {s.sample: s.labelled for s in sources}
     cols = st.columns([2, 2, 1])
-    sample = cols[0].selectbox("Sample to take them from", list(counts), key="judge_few_shot_sample",
+    sample = cols[0].selectbox(FIELDS["few_shot_sample"].label, list(counts), key="judge_few_shot_sample",
                                format_func=lambda name: f"{name} ({counts[name]:,} labelled tuning pairs)")
     label = f"Examples from the tuning part of {sample} (0 = none)"
     st.session_state[_FEW_SHOT_LABEL] = label
     k = int(cols[1].number_input(label, 0, None, 0, key="judge_few_shot"))
-    seed = int(cols[2].number_input("Seed that picks them", 0, None, 0, key="judge_few_shot_seed"))
+    seed = int(cols[2].number_input(FIELDS["few_shot_seed"].label, 0, None, 0, key="judge_few_shot_seed"))
     if k:
         st.caption(f"{k} SME-graded example{'s' if k > 1 else ''} from the tuning part of {sample}, stratified "
                    f"by grade, go into every prompt. They are part of the prompt's version, so this judge "
@@ -233,37 +238,45 @@ def _few_shot_choices() -> dict:
 
 def _spec(choices: dict):
     """The judge configuration the job for these choices runs with
-    (:func:`workbench.services.judge.launch.resolve`: the CLI's rules, few-shot examples included)."""
+    (:func:`workbench.services.judge.launch.resolve`: the request's one check and resolution,
+    few-shot examples included); its ``config_key`` finds the job, its key is the job's."""
     from workbench.services.judge.launch import resolve
 
     return resolve(context.db_path(), _request(choices), api_key=_api_key(), typed_key=choices.get("typed_key"))
 
 
 def _request(choices: dict, *, retry_failed: bool = False):
-    """The page's choices as a judge job request (:class:`workbench.services.judge.launch.JobRequest`)."""
-    from workbench.services.judge.launch import JobRequest
+    """The page's choices as the judge request
+    (:class:`workbench.services.judge.request.JudgeRequest`): the page's "0 = all" pairs and "0 =
+    none" examples are None; a budget of 0 is kept (no cap, over ``[judge] budget_usd``)."""
+    from workbench.services.judge.request import JudgeRequest
 
+    numbers = {o.name: choices.get(o.name) for o in NUMBERS}
+    numbers["limit"] = numbers.get("limit") or None
     if choices["offline"]:
-        return JobRequest(choices["pool"], offline=True, limit=choices["limit"] or None,
-                          budget=choices["budget"] or None, retry_failed=retry_failed)
-    return JobRequest(choices["pool"], model=choices["model"].strip(), base_url=choices["base_url"].strip(),
-                      prompt=choices["prompt"], concurrency=choices["concurrency"], samples=choices["samples"],
-                      limit=choices["limit"] or None, budget=choices["budget"] or None, retry_failed=retry_failed,
-                      few_shot=choices.get("few_shot") or None, few_shot_sample=choices.get("few_shot_sample"),
-                      few_shot_seed=int(choices.get("few_shot_seed") or 0))
+        return JudgeRequest(choices["pool"], offline=True, limit=numbers["limit"], budget=numbers.get("budget"),
+                            retry_failed=retry_failed)
+    few_shot = int(choices.get("few_shot") or 0) or None
+    return JudgeRequest(choices["pool"], model=choices["model"].strip(), base_url=choices["base_url"].strip(),
+                        prompt=choices["prompt"], retry_failed=retry_failed, few_shot=few_shot,
+                        few_shot_sample=choices.get("few_shot_sample") if few_shot else None,
+                        few_shot_seed=int(choices.get("few_shot_seed") or 0), **numbers)
 
 
-def _launch(choices: dict, config_key: str, *, retry_failed: bool = False) -> None:
+def _launch(choices: dict, spec, *, retry_failed: bool = False) -> None:
     """Start the job's process (:func:`workbench.services.judge.launch.start`, which checks the
-    session's role first); remember the launch in the session."""
+    session's role first) with the configuration ``spec`` resolved for these choices; remember the
+    launch in the session."""
     from workbench.services.access import PermissionDenied
     from workbench.services.judge import launch
 
     try:
-        started = launch.start(context.db_path(), _request(choices, retry_failed=retry_failed), config_key,
-                               api_key=_api_key(), typed_key=choices.get("typed_key"))
+        started = launch.start(context.db_path(), _request(choices, retry_failed=retry_failed), spec)
     except PermissionDenied as exc:
         st.error(context.plain(str(exc)))
+        st.stop()
+    except WorkbenchError as exc:
+        st.error(context.plain(_say(exc)))
         st.stop()
     st.session_state["judge_launch"] = started.as_dict()
 
@@ -489,7 +502,7 @@ def render() -> None:
     start_label = "Resume" if job and job["state"] not in ("finished",) and not active else "Start"
     if cols[0].button(start_label, type="primary", disabled=active or bool(job and job["state"] == "finished"),
                       key="judge_start"):
-        _launch(choices, spec.config_key)
+        _launch(choices, spec)
         st.rerun()
     if cols[1].button("Stop", disabled=not active, key="judge_stop"):
         from workbench.services.judge.launch import stop
@@ -501,7 +514,7 @@ def render() -> None:
         st.rerun()
     retryable = bool(job and (job["failed"] or job["invalid"]))
     if cols[2].button("Retry failed", disabled=active or not retryable, key="judge_retry"):
-        _launch(choices, spec.config_key, retry_failed=True)
+        _launch(choices, spec, retry_failed=True)
         st.rerun()
     if job and job["state"] == "finished" and not retryable:
         st.caption("This pool is fully judged with this judge; nothing is left to send.")
