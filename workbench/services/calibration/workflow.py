@@ -259,7 +259,9 @@ def annotator_id(annotator: str) -> str:
     """The identity of an annotator id as typed: trimmed and case-folded, so ``"SME-Anna "`` and
     ``"sme-anna"`` are one person (labels, progress and agreement are kept under this form; the
     page shows what was typed, trimmed)."""
-    return annotator.strip().casefold() if isinstance(annotator, str) else ""
+    from workbench.core.calibration.routing import annotator_identity
+
+    return annotator_identity(annotator)
 
 
 def _annotator(annotator: str, action: str | None = None) -> str:
@@ -311,8 +313,14 @@ def next_item(db: Database, sample: str, annotator: str, *, after: int = -1,
     ``overlap = k``: only items fewer than ``k`` other SMEs have answered (0 or None: all)."""
     if overlap is not None and overlap < 0:
         raise InputError(f"the overlap must be 0 (every SME labels every pair) or more, got {overlap}")
-    position = store.next_open_position(db, sample, _annotator(annotator), after=after,
-                                        overlap=overlap or None)
+    from workbench.services.calibration import routing
+
+    who = _annotator(annotator)
+    mine = routing.assigned_to(db, sample, who)
+    if mine is not None:  # the lead's assignment decides who labels which pair (overlap included)
+        ahead = labelling_view(db, sample, who, after=after, depth=1)
+        return None if ahead["position"] is None else item(db, sample, ahead["position"])
+    position = store.next_open_position(db, sample, who, after=after, overlap=overlap or None)
     return None if position is None else item(db, sample, position)
 
 
@@ -461,7 +469,10 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
       change once drawn), as :func:`item` gives them, without the judge's output;
     - ``states``, ``total``, ``progress``: :func:`my_states`, the sample's size, :func:`progress_of`.
 
-    ``overlap``: as in :func:`next_item`.
+    ``overlap``: as in :func:`next_item`. When the lead assigned the sample's pairs
+    (:mod:`workbench.services.calibration.routing`), only the annotator's assigned pairs are
+    served (``overlap`` is the assignment's then), ``assigned`` lists them (None without an
+    assignment) and ``progress`` counts them only.
 
     Three small reads (the annotator's answers, the sample's size, the items not held; a fourth,
     the pairs others filled, only with an overlap): the queue order is worked out from the
@@ -475,7 +486,13 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
     states = my_states(db, sample, annotator)
     total = store.count_items(db, sample)
     actions = {p: s["action"] for p, s in states.items()}
-    full = store.filled_by_others(db, sample, annotator, overlap) if overlap else ()
+    from workbench.services.calibration import routing
+
+    mine = routing.assigned_to(db, sample, annotator)
+    if mine is not None:
+        full = set(range(total)) - mine
+    else:
+        full = store.filled_by_others(db, sample, annotator, overlap) if overlap else ()
     if position is None:
         first = open_in_order(total, actions, after=-1 if after is None else int(after), full=full)
         position = first[0] if first else None
@@ -490,7 +507,10 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
     wanted = {p for p in (position, *ahead, None if position is None else position - 1,
                           None if position is None else position + 1)
               if p is not None and 0 <= p < total and p not in held}
-    return {"total": total, "states": states, "progress": progress_of(states, total), "position": position,
+    done = progress_of(states, total) if mine is None else progress_of(
+        {p: s for p, s in states.items() if p in mine}, len(mine))
+    return {"total": total, "states": states, "progress": done, "position": position,
+            "assigned": None if mine is None else sorted(mine),
             "next": following, "then": ahead[1] if len(ahead) > 1 else None, "ahead": ahead,
             "items": store.read_items(db, sample, wanted)}
 
@@ -558,6 +578,7 @@ def save_label(db: Database, sample: str, annotator: str, position: int, grade: 
     annotator = _annotator(annotator, "label")
     if isinstance(grade, bool) or grade not in GRADES:
         raise InputError(f"grade {grade!r} is not one of 0, 1, 2, 3")
+    _check_assigned(db, sample, annotator, [position])
     # The position, the spans (bounded by the document's length) and the required evidence are
     # checked in the storing transaction: a refusal stores nothing.
     return _record(db, sample, annotator, position, "label", grade=grade, comment=comment or None,
@@ -580,6 +601,7 @@ def save_labels(db: Database, sample: str, annotator: str, grades, *, seconds: f
     if not labels:
         return []
     positions = [p for p, _ in labels]
+    _check_assigned(db, sample, annotator, positions)
     with db.transaction() as tx:
         keys = store.items_keys(tx, sample, positions)
         missing = [p for p in positions if p not in keys]
@@ -590,15 +612,24 @@ def save_labels(db: Database, sample: str, annotator: str, grades, *, seconds: f
         return store.write_labels(tx, sample=sample, annotator=annotator, labels=frame)
 
 
+def _check_assigned(db: Database, sample: str, annotator: str, positions) -> None:
+    from workbench.services.calibration import routing
+
+    routing.check_assigned(db, sample, annotator, positions)
+
+
 def skip(db: Database, sample: str, annotator: str, position: int, *, seconds: float | None = None,
          comment: str | None = None) -> int:
-    return _record(db, sample, _annotator(annotator, "label"), position, "skip", seconds=seconds, comment=comment or None)
+    annotator = _annotator(annotator, "label")
+    _check_assigned(db, sample, annotator, [position])
+    return _record(db, sample, annotator, position, "skip", seconds=seconds, comment=comment or None)
 
 
 def cant_judge(db: Database, sample: str, annotator: str, position: int, *, seconds: float | None = None,
                comment: str | None = None) -> int:
-    return _record(db, sample, _annotator(annotator, "label"), position, "cant_judge", seconds=seconds,
-                   comment=comment or None)
+    annotator = _annotator(annotator, "label")
+    _check_assigned(db, sample, annotator, [position])
+    return _record(db, sample, annotator, position, "cant_judge", seconds=seconds, comment=comment or None)
 
 
 def undo(db: Database, sample: str, annotator: str, *, answer_id: str | None = None) -> int | None:
@@ -649,6 +680,8 @@ def store_accepted(db: Database, answer: dict) -> int | None:
     if action == "undo":
         return _undo(db, sample, annotator, answer_id=answer_id)
     position = int(answer["position"])
+    if action in ACTIONS:
+        _check_assigned(db, sample, annotator, [position])  # refused for good: told on the page
     if action == "label":
         grade = answer.get("grade")
         if isinstance(grade, bool) or grade not in GRADES:
