@@ -40,8 +40,8 @@ def _id(name: str) -> str:
 def _existing(db: Database, sample: str) -> dict:
     info = store.read_sample(db, sample) if isinstance(sample, str) and sample else None
     if info is None:
-        raise InputError(f"there is no calibration sample named {sample!r}; the samples are listed by "
-                         f"{{command}}", command="calibrate report --help")
+        raise InputError(f"there is no calibration sample named {sample!r}; check the name (the Calibration "
+                         f"page lists the samples) or draw one with {{command}}", command="calibrate sample --pool POOL")
     return info
 
 
