@@ -86,6 +86,8 @@ def test_a_capped_assignment_covers_a_seeded_part_and_other_samples_keep_their_o
     # not the first ten positions: the pairs are handed out in a seeded random order
     assert sorted(plan["assigned"]["ann"] + plan["assigned"]["bob"]) != list(range(10))
     assert sorted(_walk(db, "t", "bob")) == plan["assigned"]["bob"]
+    asked = plan["assigned"]["bob"][0]  # ann asks for bob's pair: served her first open pair instead
+    assert cal.labelling_view(db, "t", "ann", position=asked)["position"] == plan["assigned"]["ann"][0]
     # cid is in no assignment of t: nothing is served, nothing may be stored
     view = cal.labelling_view(db, "t", "cid")
     assert view["position"] is None and view["assigned"] == [] and view["progress"]["total"] == 0
@@ -143,7 +145,9 @@ def test_routing_progress_counts_assigned_pairs_answered(db):
 
 def test_a_new_annotator_id_is_one_with_no_label_and_no_assignment(db):
     assert routing.is_new_annotator(db, "s", "ann")
+    assert not routing.needs_confirmation(db, "s", "ann")  # nobody labelled yet: no one to split with
     cal.save_label(db, "t", "ann", 0, 1)
+    assert routing.needs_confirmation(db, "s", "anm") and not routing.needs_confirmation(db, "s", "ann")
     assert not routing.is_new_annotator(db, "s", " ANN ")  # labelled elsewhere: known
     assert routing.is_new_annotator(db, "s", "anm")  # the typo
     routing.assign(db, "t", ["bob"])

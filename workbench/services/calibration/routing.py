@@ -11,8 +11,9 @@
   :class:`~workbench.errors.InputError`: a kept Label page answer is refused for good and told).
   Without an assignment every SME may label every pair, as before (``[calibration] overlap``).
   Re-assigning replaces the assignment; labels given already stay.
-- :func:`is_new_annotator`: an id that has no label anywhere and that no assignment names: the
-  Label page asks to confirm before labelling under it (a mistyped id silently starts a new
+- :func:`is_new_annotator`: an id that has no label anywhere and that no assignment names;
+  :func:`needs_confirmation`: such an id while the project knows other annotators: the Label
+  page asks to confirm before labelling under it (a mistyped id silently starts a new
   annotator otherwise).
 
 Blind rules are untouched: an assignment holds ids and positions, no grade.
@@ -162,3 +163,13 @@ def is_new_annotator(db: Database, sample: str | None, annotator: str) -> bool:
         if record is not None and who in record["annotators"]:
             return False
     return who not in routes.known_annotators(db)
+
+
+def needs_confirmation(db: Database, sample: str | None, annotator: str) -> bool:
+    """Whether the Label page asks to confirm ``annotator`` before labelling under it: the id is
+    new (:func:`is_new_annotator`) while the project knows other annotators (a label or an
+    assignment). In a project nobody labelled yet there is no one to split labels with: the
+    first id is taken as typed."""
+    if not is_new_annotator(db, sample, annotator):
+        return False
+    return bool(routes.known_annotators(db))

@@ -471,8 +471,9 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
 
     ``overlap``: as in :func:`next_item`. When the lead assigned the sample's pairs
     (:mod:`workbench.services.calibration.routing`), only the annotator's assigned pairs are
-    served (``overlap`` is the assignment's then), ``assigned`` lists them (None without an
-    assignment) and ``progress`` counts them only.
+    served (``overlap`` is the assignment's then; a ``position`` not theirs is replaced by their
+    first open pair), ``assigned`` lists them (None without an assignment) and ``progress``
+    counts them only.
 
     Three small reads (the annotator's answers, the sample's size, the items not held; a fourth,
     the pairs others filled, only with an overlap): the queue order is worked out from the
@@ -491,6 +492,8 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
     mine = routing.assigned_to(db, sample, annotator)
     if mine is not None:
         full = set(range(total)) - mine
+        if position is not None and int(position) not in mine:
+            position = None  # not theirs (another id's pair, say): their first open pair instead
     else:
         full = store.filled_by_others(db, sample, annotator, overlap) if overlap else ()
     if position is None:
