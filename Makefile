@@ -20,10 +20,8 @@ run: $(VENV)/.installed
 # waiting on round trips between the test, chromium and the app server, so with one worker per
 # core 10-15% of the CPU stayed idle; a third worker fills it (2 cores, 1,762 tests, 2026-12-02:
 # 8 min 40 s and 9 min 26 s with 3 workers, 9 min 43 s and 9 min 45 s with 2).
-# worksteal, as tests/conftest.py sets it up (tests/support/scheduling.py): whole test modules go
-# out longest first, each to the worker with the fewest measured seconds queued
-# (tests/module_seconds.txt), and a worker that runs dry takes the second half of another's queue,
-# its short modules, so the run ends on short tests with every core busy.
+# pytest-xdist's own --dist worksteal: each worker starts with an equal share of the tests and a
+# worker that runs dry takes half of another's remaining queue, so no core idles at the end.
 JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 # Bytecode caches (gitignored __pycache__) let the workers, the CLI processes and the app servers
 # the tests start compile each module once, and pytest keep its rewritten test modules: a machine

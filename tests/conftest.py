@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, settings
 
 from tests.support import templates
 from tests.support.cli_runner import run_cli  # noqa: F401 - test modules import it from here
-from tests.support.scheduling import LongestModulesFirst
 
 # Property tests check results, not speed: a per-example deadline only turns a busy machine
 # (2 shared cores, CI) into a false failure. Speed is the benchmarks' job.
@@ -81,12 +80,3 @@ def pytest_collection_modifyitems(config, items):
         if item.nodeid in listed or item.nodeid.split("[", 1)[0] in listed:
             item.add_marker(pytest.mark.slow)
 
-
-@pytest.hookimpl(optionalhook=True)  # a run with -p no:xdist does not know the hook
-def pytest_xdist_make_scheduler(config, log):
-    """``--dist worksteal`` (what ``make test`` and ``make check`` ask for) hands out whole modules,
-    longest first, by their measured seconds (:mod:`tests.support.scheduling`); other modes are
-    xdist's own. Only the controlling process calls this, and only under xdist."""
-    if config.getvalue("dist") == "worksteal":
-        return LongestModulesFirst(config, log)
-    return None

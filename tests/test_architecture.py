@@ -488,6 +488,75 @@ def test_the_private_import_checker_finds_them(tmp_path):
     }
 
 
+# --- services subpackages depend one way ---------------------------------------------------------
+# A unit of services is a subpackage (``services/calibration/``) or a top-level module
+# (``services/browse.py``). Two units that import each other, at any depth and inside functions
+# too, are one concept split in two or a shared piece in the wrong place: whichever imports
+# first, the other cannot be understood, tested or moved without it. Move the shared piece to the
+# lower unit or to a neutral module both may import.
+def service_unit(module: str) -> str | None:
+    """``workbench.services.X`` for a module of the subpackage X or the top-level module X; None
+    outside services (and for ``workbench.services`` itself)."""
+    parts = module.split(".")
+    if parts[:2] != ["workbench", "services"] or len(parts) < 3:
+        return None
+    return ".".join(parts[:3])
+
+
+def service_dependencies(graph: dict[str, set[str]]) -> dict[tuple[str, str], list[str]]:
+    """``{(unit, other unit): ["module -> module", ...]}``: the imports from one services unit into
+    another, from a module graph (:func:`import_graph`)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for module in sorted(graph):
+        src = service_unit(module)
+        for target in sorted(graph[module]):
+            dst = service_unit(target)
+            if src is not None and dst is not None and dst != src:
+                found.setdefault((src, dst), []).append(f"{module} -> {target}")
+    return found
+
+
+def two_way_services(graph: dict[str, set[str]]) -> dict[tuple[str, str], list[str]]:
+    """``{(a, b): the imports both ways}`` for every pair of services units that import each other
+    (``a`` < ``b``); empty when every dependency between units goes one way."""
+    edges = service_dependencies(graph)
+    return {(a, b): edges[(a, b)] + edges[(b, a)] for a, b in sorted(edges) if a < b and (b, a) in edges}
+
+
+def test_services_subpackages_depend_one_way():
+    assert two_way_services(import_graph()) == {}
+
+
+def test_the_two_way_checker_finds_a_synthetic_two_way_pair():
+    graph = {
+        "workbench.services.a.x": {"workbench.services.b.y", "workbench.core.z"},
+        "workbench.services.b.y": {"workbench.store.t"},
+        "workbench.services.b.w": {"workbench.services.a"},  # the other way, through another module
+        "workbench.services.a.v": {"workbench.services.a.x"},  # inside one unit: not a dependency
+        "workbench.services.c": {"workbench.services.a.x"},  # one way only
+        "workbench.services": {"workbench.services.a", "workbench.services.c"},  # the root is no unit
+        "workbench.cli.m": {"workbench.services.a.x"},  # outside services: the layer matrix's business
+        "workbench.services.c.u": {"workbench.cli.m"},
+    }
+    assert two_way_services(graph) == {
+        ("workbench.services.a", "workbench.services.b"): [
+            "workbench.services.a.x -> workbench.services.b.y", "workbench.services.b.w -> workbench.services.a"],
+    }
+    del graph["workbench.services.b.w"]
+    assert two_way_services(graph) == {}
+
+
+def test_the_two_way_checker_sees_lazy_imports_in_a_package(tmp_path):
+    _write(tmp_path, "services/__init__.py", "")
+    _write(tmp_path, "services/browse.py", "def tags():\n    from workbench.services.pool.pools import p\n")
+    _write(tmp_path, "services/pool/__init__.py", "")
+    _write(tmp_path, "services/pool/pools.py", "def p():\n    from workbench.services import browse\n")
+    _write(tmp_path, "services/judge/__init__.py", "")
+    _write(tmp_path, "services/judge/jobs.py", "from workbench.services.pool import pools\n")
+    assert list(two_way_services(import_graph(tmp_path / "workbench"))) == [
+        ("workbench.services.browse", "workbench.services.pool")]
+
+
 # --- core touches files only in its named readers ---------------------------------------------
 # core is values and functions; the one exception is the qrels and run file readers (the public
 # ``workbench.evaluate`` takes paths). Every other core module works on what it is given.

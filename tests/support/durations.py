@@ -15,11 +15,6 @@ the listed tests and adds the new ones: run it on the junit file of a ``make che
 a module's shared fixture is timed on the first test that uses it, which changes when that test is
 left out. (Tests
 marked in code may be listed as well; the mark is the same.)
-
-``--modules`` also writes ``tests/module_seconds.txt``: the seconds of each test module (its tests'
-setup + call + teardown, summed), from which :mod:`tests.support.scheduling` hands the longest
-modules to the workers first. Give it the junit file of a whole ``make test`` run: a ``make
-check`` run leaves the browser and slow tests out, so its module totals would be too small.
 """
 
 from __future__ import annotations
@@ -28,8 +23,6 @@ import argparse
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-
-from tests.support.scheduling import MODULE_SECONDS, module_seconds, write_module_seconds
 
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
@@ -68,8 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("junit", type=Path, help="a junit XML file of a whole `make test` run")
     parser.add_argument("--over", type=float, default=1.0, help="seconds above which a test is slow (default 1.0)")
     parser.add_argument("--merge", action="store_true", help="keep the tests already listed, add the new ones")
-    parser.add_argument("--modules", action="store_true",
-                        help=f"also write {MODULE_SECONDS.relative_to(REPO)} (from a whole `make test` run)")
     args = parser.parse_args(argv)
     if not args.junit.is_file():
         print(f"durations: {args.junit} not found; run `make test PYTEST_ARGS=--junitxml={args.junit}`", file=sys.stderr)
@@ -84,11 +75,6 @@ def main(argv: list[str] | None = None) -> int:
     kept = [s for n, s in measured.items() if n not in slow]
     print(f"{len(slow)} tests over {args.over:g} s listed in {LIST.relative_to(REPO)}; "
           f"make check keeps {len(kept)} tests, {sum(kept):.0f} s of test time (before collection, on 1 core)")
-    if args.modules:
-        seconds = module_seconds(measured)
-        write_module_seconds(seconds)
-        print(f"{len(seconds)} test modules, {sum(seconds.values()):.0f} s, written to "
-              f"{MODULE_SECONDS.relative_to(REPO)}")
     return 0
 
 

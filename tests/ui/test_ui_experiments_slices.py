@@ -41,7 +41,7 @@ def exact_sign_flip_p(d: np.ndarray) -> float:
 
 def _per_query_ndcg(db_path: Path, runs: dict[str, str], chunking: str, pytrec_eval) -> dict[str, dict[str, float]]:
     from workbench.services.qrels.rule import project_qrels
-    from workbench.services.evaluation.sweep import query_tags
+    from workbench.services.tags import query_tags
     from workbench.store.database import Database
     from workbench.store.runs import read_run_rows
 
@@ -85,7 +85,7 @@ def test_hybrid_lift_by_slice_on_the_demo_equals_pytrec_eval_and_the_cli(demo_db
     assert any("the mean over" in c.value for c in at.caption)
 
     # Independent per-query nDCG@10 from the stored runs.
-    from workbench.services.evaluation.sweep import query_tags
+    from workbench.services.tags import query_tags
     from workbench.store.database import Database
 
     result = at.session_state["experiments_result"]

@@ -143,3 +143,94 @@ def test_answers_given_while_the_project_is_held_are_saved_after_the_tab_closes(
             _pair(page, 5)
             _wait_idle(page)
     assert _events(path) == _STORED
+
+
+class _Wire:
+    """The page's websocket to the Streamlit server, routed through Playwright: while ``cut``,
+    what the page sends is dropped (a key press that left the browser and never reached the
+    server, as when the tab closes while it travels); what the server sends still arrives."""
+
+    def __init__(self, page):
+        self.cut = False
+        page.route_web_socket(re.compile(r"/_stcore/stream"), self._route)
+
+    def _route(self, ws) -> None:
+        server = ws.connect_to_server()
+        ws.on_message(lambda message: None if self.cut else server.send(message))
+
+
+def _outbox(page) -> list:
+    return page.evaluate("() => JSON.parse(localStorage.getItem('wb-label-outbox') || '[]')")
+
+
+def test_a_key_press_still_travelling_when_the_tab_closes_is_sent_again_and_stored_once(tmp_path):
+    """Issue 37's last gap: the card moves on at the key press, before the server has the answer.
+    The press that never reached the server (the wire cut, then the tab closed) is still in the
+    browser's outbox; the Label page opened again in a new tab of that browser sends it again,
+    and it is stored once. The old card kept it in the page's memory only: gone with the tab."""
+    path = tmp_path / "project.duckdb"
+    _project(path)
+    with serve_shared(path) as url, browser_page() as first:
+        context = first.context
+        wire = _Wire(first)
+        _sign_in(first, url)
+        _pair(first, 1)
+        _answer(first, "1", 2)
+        first.get_by_text("Saved grade 1 for pair 1.").wait_for(timeout=90_000)
+        _wait_idle(first)
+        assert _outbox(first) == []  # handled answers leave the outbox
+        wire.cut = True
+        _answer(first, "0", 3)  # the card moves on; the server never hears of it
+        waiting = _outbox(first)
+        assert [(e["action"]["position"], e["action"]["grade"]) for e in waiting] == [(1, 0)]
+        assert _events(path) == [(0, "label", 1)]
+        first.close()  # run_before_unload is False: the tab goes without asking
+        second = context.new_page()
+        _sign_in(second, url)
+        second.get_by_text("Saved grade 0 for pair 2.").wait_for(timeout=90_000)
+        _pair(second, 3)  # the card carries on after it
+        _wait_idle(second)
+        assert _outbox(second) == []
+        second.close()
+    assert _events(path) == [(0, "label", 1), (1, "label", 0)]
+
+
+def test_an_answer_sent_again_that_had_arrived_is_stored_once(tmp_path):
+    """The other half of "stored once": the server did get the press (it is stored) but the tab
+    reloaded before the browser heard back; the outbox entry (put back here by hand, as the
+    browser would have kept it) is sent again after the reload, and nothing is stored twice. The
+    page asks before leaving while an answer travels (beforeunload)."""
+    path = tmp_path / "project.duckdb"
+    _project(path)
+    with serve_shared(path) as url, browser_page() as page:
+        _sign_in(page, url)
+        _pair(page, 1)
+        _answer(page, "1", 2)
+        page.get_by_text("Saved grade 1 for pair 1.").wait_for(timeout=90_000)
+        _wait_idle(page)
+        aid = page.evaluate("() => Object.keys(window.__workbenchLabel.sentAids).length")
+        assert aid == 0
+        asked = []
+        page.on("dialog", lambda dialog: (asked.append(dialog.type), dialog.accept()))
+        wire = _Wire(page)
+        page.reload()  # the new websocket goes through the wire
+        _sign_in(page, url)
+        _pair(page, 2)
+        wire.cut = True
+        _answer(page, "0", 3)
+        entry = _outbox(page)
+        assert len(entry) == 1
+        wire.cut = False
+        page.reload()  # while it travels (never handled): the page asks first
+        assert asked == ["beforeunload"]
+        _sign_in(page, url)
+        page.get_by_text("Saved grade 0 for pair 2.").wait_for(timeout=90_000)
+        _wait_idle(page)
+        # now send the very same entry once more, as a second tab of the same browser would
+        page.evaluate("e => localStorage.setItem('wb-label-outbox', JSON.stringify(e))", entry)
+        page.reload()
+        _sign_in(page, url)
+        _pair(page, 3)
+        _wait_idle(page)
+        assert _outbox(page) == []
+    assert _events(path) == [(0, "label", 1), (1, "label", 0)]

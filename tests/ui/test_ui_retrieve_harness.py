@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.ui.html_tables import html_tables
-from workbench.services.evaluation.sweep import query_tags
+from workbench.services.tags import query_tags
 from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.latencies import read_latencies

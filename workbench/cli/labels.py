@@ -2,7 +2,7 @@
 propagate|unpropagate|budget`` (near-duplicate propagation, budgeted judging).
 
 Thin over :mod:`workbench.services.qrels.synthetic_queries`, :mod:`workbench.services.qrels.propagation`
-and :mod:`workbench.services.pooling.budget`; the services are imported when a command runs,
+and :mod:`workbench.services.judge.budget`; the services are imported when a command runs,
 so building the parser stays cheap.
 """
 
@@ -109,7 +109,7 @@ def _qrels(args: argparse.Namespace) -> int:
 
 
 def _budget(args: argparse.Namespace) -> int:
-    from workbench.services.pooling.budget import plan_budget
+    from workbench.services.judge.budget import plan_budget
 
     if args.out:
         from workbench.services.output_file import check_output

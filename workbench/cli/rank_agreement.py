@@ -1,4 +1,4 @@
-"""``workbench rank-agreement``: judge vs human system ranking (:mod:`workbench.services.calibration.rank_agreement`).
+"""``workbench rank-agreement``: judge vs human system ranking (:mod:`workbench.services.evaluation.rank_agreement`).
 
 ``--format json`` prints exactly ``{"measure", "n_runs", "tau", "tau_ap", "ranking_human",
 "ranking_judge"}`` (τ null when undefined, with the reason on stderr).
@@ -28,7 +28,7 @@ def _run(args: argparse.Namespace) -> int:
         open_project_from_args,
         settings_from_args,
     )
-    from workbench.services.calibration.rank_agreement import rank_agreement
+    from workbench.services.evaluation.rank_agreement import rank_agreement
 
     runs = names_option(args.runs, "--runs")
     db = open_project_from_args(args)

@@ -41,6 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.core.rag.context_budget import parse_budgets
     from workbench.errors import InputError
     from workbench.services.evaluation import sweep
+    from workbench.services.tags import query_tags
 
     chunkings, retrievers = sweep.parse_grid(args.chunkings, args.retrievers)
     budgets = parse_budgets(args.budgets)
@@ -69,7 +70,7 @@ def _run(args: argparse.Namespace) -> int:
             if missing:
                 raise InputError(f"--slices names cell {missing[0]} which is not in the grid (or was skipped)")
             base, other = (by_key[k] for k in slice_pair)
-            slices = sweep.slice_lift(base, other, args.measure[0], sweep.query_tags(db))
+            slices = sweep.slice_lift(base, other, args.measure[0], query_tags(db))
     finally:
         db.close()
     for cell in result.cells:

@@ -178,3 +178,21 @@ def test_pace_counts_leave_undone_labels_out(project):
         assert pace["hours"] == pytest.approx(12 / 3600) and pace["labels_per_hour"] == pytest.approx(600.0)
     finally:
         db.close()
+
+
+def test_an_answer_id_given_by_the_browser_is_kept_and_checked(tmp_path):
+    """The Label card names its answers (so one sent again after a reload is stored once): a
+    given id is kept as it is; anything but 32 lowercase hex digits is refused, since the id
+    names the answer's file in the write-ahead folder."""
+    from workbench.errors import InputError
+    from workbench.services.calibration import pending as kept
+
+    project = tmp_path / "p.duckdb"
+    project.write_bytes(b"")
+    answer = kept.keep(project, sample="s", annotator="a", action="skip", position=0, answer_id="ab" * 16)
+    assert answer["id"] == "ab" * 16
+    assert [a["id"] for a in kept.waiting(project)] == ["ab" * 16]
+    for bad in ("../../etc/passwd", "AB" * 16, "ab" * 15, "a/" * 16, 7):
+        with pytest.raises(InputError, match="32 hexadecimal"):
+            kept.keep(project, sample="s", annotator="a", action="skip", position=0, answer_id=bad)
+    assert len(kept.waiting(project)) == 1

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from tests.support.calibration_project import build_project, label_all
 from workbench.services.calibration import workflow as cal
-from workbench.services.evaluation.rbac import apply_access, restricted_slice_tags
+from workbench.services.calibration.reference import restricted_slice_tags
+from workbench.services.evaluation.rbac import apply_access
 
 
 def test_restricted_documents_form_a_high_risk_slice(tmp_path):

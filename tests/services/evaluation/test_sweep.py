@@ -10,6 +10,7 @@ from scipy import stats
 
 from tests.support.templates import demo_project
 from workbench.services.evaluation import sweep
+from workbench.services.tags import query_tags
 from workbench.store.database import Database
 
 
@@ -26,7 +27,7 @@ def result_and_db(tmp_path_factory):
 def test_slice_lift_and_paired_t_test_equal_scipy_on_stored_values(result_and_db):
     result, db = result_and_db
     base, other = result.cells
-    tags = sweep.query_tags(db)
+    tags = query_tags(db)
     table = sweep.slice_lift(base, other, "ndcg@10", tags, test="ttest")
     assert table.iloc[0]["tag"] == "(all)"
     # per-query values as stored by the evaluation service (one stored evaluation per chunking)

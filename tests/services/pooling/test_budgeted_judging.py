@@ -10,7 +10,7 @@ import pytest
 from tests.support.templates import demo_project
 from workbench.config import load_settings
 from workbench.errors import InputError
-from workbench.services.pooling.budget import plan_budget
+from workbench.services.judge.budget import plan_budget
 from workbench.store.database import Database
 
 

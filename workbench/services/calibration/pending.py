@@ -7,11 +7,11 @@ each answer, with a unique id, into a folder next to the project, ``<project>.pe
 file per answer (written to a hidden temporary name, ``fsync``'d, renamed into place, the
 folder ``fsync``'d: a file is there whole or not at all), and the answers are *drained* into the
 project (:func:`drain`) whenever it is free: by the page on its next run (every open for
-labelling drains, :func:`workbench.services.calibration.workflow.open_for_labelling`), by a
+labelling drains, :func:`workbench.services.calibration.label_page.open_for_labelling`), by a
 background thread of the app (:func:`kick`) and by any later open for labelling in any process.
 
 Exactly once: the answer's id is stored with it (table ``label_answers``, in the transaction
-that stores the answer, :func:`workbench.services.calibration.workflow.store_accepted`), and a
+that stores the answer, :func:`workbench.services.calibration.labelling.store_accepted`), and a
 stored id is never stored again, so a drain interrupted between the commit and removing the file,
 or two drains racing, store each answer once. The file goes only once its answer is stored (or
 refused for good: then it moves to ``refused/`` with the reason, for the page to tell its
@@ -23,7 +23,7 @@ later answer to the same pair and an undo are applied in the order given.
 
 Blind: :func:`waiting` and :func:`merge_states` give only the asked annotator's answers; the
 page never shows another annotator's pending answers. Who may label was checked when the answer
-was accepted (:func:`workbench.services.calibration.workflow.keep_answer` runs in the page
+was accepted (:func:`workbench.services.calibration.label_page.keep_answer` runs in the page
 session, as the signed-in user); the drain stores what was accepted, whoever runs it.
 
 Pure parts (no I/O): :func:`new_answer`, :func:`encode`, :func:`decode`, :func:`file_name`,
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 import uuid
@@ -52,6 +53,7 @@ FIELDS = ("id", "seq", "sample", "annotator", "action", "position", "grade", "ev
 #: Seconds between the background drainer's attempts while answers wait.
 DRAIN_EVERY = 0.5
 
+_ANSWER_ID = re.compile(r"[0-9a-f]{32}")
 _seq_lock = threading.Lock()
 _last_seq = 0
 _drain_locks: dict[str, threading.Lock] = {}
@@ -71,8 +73,11 @@ def new_answer(*, sample: str, annotator: str, action: str, position: int | None
     """One answer as it is kept until stored, checked as far as can be without the project:
     ``action`` one of :data:`ACTIONS`; a position (≥ 0) for every action but ``undo``; a label's
     grade one of 0–3 (grades 2–3 with at least one evidence span ``[start, end]``, start < end);
-    no grade for the others. ``answer_id``: a new random id when not given. Raises
-    :class:`InputError`."""
+    no grade for the others. ``answer_id``: a new random id when not given; given (the Label
+    card names each answer in the browser, so an answer sent again after a reload is stored
+    once), 32 lowercase hexadecimal digits, as the new ones are. Raises :class:`InputError`."""
+    if answer_id is not None and not (isinstance(answer_id, str) and _ANSWER_ID.fullmatch(answer_id)):
+        raise InputError(f"answer id {str(answer_id)[:40]!r} is not 32 hexadecimal digits")
     if action not in ACTIONS:
         raise InputError(f"unknown labelling action {action!r}; use one of {', '.join(ACTIONS)}")
     if not isinstance(sample, str) or not sample:
@@ -131,7 +136,7 @@ def file_name(answer: dict) -> str:
 
 
 def merge_states(states: dict[int, dict], answers: list[dict]) -> dict[int, dict]:
-    """An annotator's states (as :func:`workbench.services.calibration.workflow.my_states` reads
+    """An annotator's states (as :func:`workbench.services.calibration.labelling.my_states` reads
     them) with their pending ``answers`` (one sample, in order) applied on top: a label, skip or
     can't judge becomes the pair's state; an undo takes back the latest pending answer before
     it (restoring the pair's state before that answer). An undo with no pending answer before
@@ -193,9 +198,9 @@ def _write_durably(target: Path, data: bytes) -> None:
 
 def keep(project: str | Path, *, sample: str, annotator: str, action: str, position: int | None = None,
          grade: int | None = None, evidence=None, comment: str | None = None, seconds: float | None = None,
-         reveal: bool = False) -> dict:
+         reveal: bool = False, answer_id: str | None = None) -> dict:
     """Keep one answer of ``annotator`` (an id the caller checked may label,
-    :func:`workbench.services.calibration.workflow.keep_answer`; the answer checked here,
+    :func:`workbench.services.calibration.label_page.keep_answer`; the answer checked here,
     :func:`new_answer`) in ``project``'s write-ahead folder, on disk when this returns; returns
     the answer (with its ``id``). The project file itself is not touched. Raises
     :class:`InputError` (a malformed answer) or :class:`StoreError` when the folder cannot be
@@ -206,7 +211,7 @@ def keep(project: str | Path, *, sample: str, annotator: str, action: str, posit
                          command=f"--db {project} init")
     answer = new_answer(sample=sample, annotator=annotator, action=action, position=position,
                         grade=grade, evidence=evidence, comment=comment, seconds=seconds, reveal=reveal,
-                        seq=_next_seq(), given_at=time.time())
+                        answer_id=answer_id, seq=_next_seq(), given_at=time.time())
     where = folder(project)
     try:
         where.mkdir(exist_ok=True)
@@ -235,7 +240,7 @@ def _files(where: Path) -> list[Path]:
 
 def waiting(project: str | Path, *, annotator: str | None = None, sample: str | None = None) -> list[dict]:
     """The answers kept and not stored yet, in the order given; only ``annotator``'s (an id as
-    :func:`workbench.services.calibration.workflow.annotator_id` forms it) and only
+    :func:`workbench.services.calibration.labelling.annotator_id` forms it) and only
     ``sample``'s when given."""
     out = []
     for path in _files(folder(project)):
@@ -292,7 +297,7 @@ def _lock(project: Path) -> threading.Lock:
 def drain(db, store_one: Callable[[dict], int | None], *, annotator: str | None = None) -> list[dict]:
     """Store the kept answers of ``db``'s project in order with ``store_one`` (only
     ``annotator``'s when given; ``store_one(answer)`` stores one answer exactly once and returns
-    the pair it touched, :func:`workbench.services.calibration.workflow.store_accepted`),
+    the pair it touched, :func:`workbench.services.calibration.labelling.store_accepted`),
     removing each file once its answer is stored; returns what was done with
     each, in order (``{"id", "status": "stored", "position"}``, the pair the answer touched; or
     ``{"id", "status": "refused", "reason"}``: an answer the project refuses for good, say its

@@ -1,6 +1,6 @@
 """The SMEs' reference labels of a calibration sample and the options a report or gate reads
 them with: what the gate (:mod:`workbench.services.calibration.verdicts`) and the report
-(:mod:`workbench.services.calibration.workflow`) both stand on.
+(:mod:`workbench.services.calibration.agreement_report`) both stand on.
 
 Reference labels when several SMEs labelled an item: the resolved label when a lead adjudicated
 it, else the lower median of their grades (so one SME cannot pull a pair across the threshold
@@ -16,7 +16,9 @@ import pandas as pd
 
 from workbench.core.calibration.sample import HOLDOUT
 from workbench.core.qrels_policy import combine_grades
+from workbench.core.rag import rbac
 from workbench.store import calibration as store
+from workbench.store import query_kinds
 from workbench.store.database import Database
 
 HIGH_RISK_RATE = 0.90
@@ -66,6 +68,19 @@ def slice_tags(value) -> list[str]:
     if isinstance(parsed, dict):
         return [f"{k}={v}" for k, v in parsed.items()]
     return [str(parsed)]
+
+
+#: The calibration slice of pairs whose document is restricted (see :func:`restricted_slice_tags`).
+RESTRICTED_TAG = "restricted"
+
+
+def restricted_slice_tags(db: Database, doc_ids, field: str = rbac.DEFAULT_FIELD) -> list[list[str]]:
+    """Per document id, ``["restricted"]`` when the document is restricted, else ``[]``: the
+    extra slice tag the calibration report gives such pairs, so that ``[calibration]
+    high_risk_tags = "restricted"`` holds restricted content to the stricter thresholds."""
+    docs = query_kinds.document_metadata(db)
+    restricted = rbac.document_roles(dict(zip(docs["doc_id"], docs["metadata"])), field)
+    return [[RESTRICTED_TAG] if str(d) in restricted else [] for d in doc_ids]
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,13 @@ from workbench.core.calibration.gate import (
     with_slices,
 )
 from workbench.errors import InputError, StoreError, clip
-from workbench.services.calibration.reference import ReportOptions, gated_part, reference_labels, slice_tags
+from workbench.services.calibration.reference import (
+    ReportOptions,
+    gated_part,
+    reference_labels,
+    restricted_slice_tags,
+    slice_tags,
+)
 from workbench.store import calibration as store
 from workbench.store import judge_configs
 from workbench.store.database import Database
@@ -272,8 +278,6 @@ def _inputs(db: Database, sample: str, config: str, options, *,
     configuration did not grade, and each kept pair's slice tags (only a high-risk slice moves
     the verdict, so without high-risk tags a caller that wants the verdict only skips them:
     ``tags=False`` gives none, and reads no document metadata)."""
-    from workbench.services.evaluation.rbac import restricted_slice_tags
-
     part = gated_part(reference_labels(db, sample), options)
     grades = store.judge_grades_for_sample(db, sample)
     grades = grades[grades["config"].astype(str) == config].set_index("position")["grade"]

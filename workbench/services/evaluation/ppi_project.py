@@ -14,7 +14,7 @@ every pool pair has a judge grade, with every pool pair of each drawn query for 
 * *Unanswerable queries* (:mod:`workbench.services.qrels.answerability`) are left out on both
   sides, exactly as ``eval`` leaves them out of ranking measures, and the counts say so.
 * *Human values*: every run scored on the SMEs' reference labels (:func:`workbench.services.
-  calibration.workflow.reference_labels`: adjudicated, else the lower median) of the drawn queries
+  calibration.reference.reference_labels`: adjudicated, else the lower median) of the drawn queries
   that are **fully labelled** (every one of their pairs has a reference grade; a query with a
   pair skipped or not yet labelled is not used, and the count says so).
 
@@ -105,7 +105,7 @@ def _query_sample(db, sample: str | None) -> dict:
 def sample_status(db, sample: str | None = None) -> QuerySampleStatus | None:
     """The newest (or named) query-design sample's progress; None when there is none. Counts
     only, no grade: any role may read it (the Evaluate and Label pages show it)."""
-    from workbench.services.calibration.workflow import reference_labels
+    from workbench.services.calibration.reference import reference_labels
     from workbench.store import calibration as store
 
     try:
@@ -196,7 +196,7 @@ def corrected_values(db, runs: Sequence[str], measures: Sequence[str], *, sample
     """Per-query values of the stored ``runs`` on one judge configuration's and the SMEs' labels
     (module docstring), with the sample's status, the level scored at, the configuration and the
     unanswerable queries left out."""
-    from workbench.services.calibration.workflow import reference_labels
+    from workbench.services.calibration.reference import reference_labels
     from workbench.services.evaluation.evaluate import check_measures, stored_run
     from workbench.services.evaluation.ppi import score_values
     from workbench.store import calibration as store

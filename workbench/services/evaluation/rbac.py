@@ -81,19 +81,6 @@ def apply_access(db: Database, records: list[dict], field: str = core.DEFAULT_FI
     return len(records)
 
 
-#: The calibration slice of pairs whose document is restricted (see :func:`restricted_slice_tags`).
-RESTRICTED_TAG = "restricted"
-
-
-def restricted_slice_tags(db: Database, doc_ids, field: str = core.DEFAULT_FIELD) -> list[list[str]]:
-    """Per document id, ``["restricted"]`` when the document is restricted, else ``[]``: the
-    extra slice tag the calibration report gives such pairs, so that ``[calibration]
-    high_risk_tags = "restricted"`` holds restricted content to the stricter thresholds."""
-    docs = store.document_metadata(db)
-    restricted = core.document_roles(dict(zip(docs["doc_id"], docs["metadata"])), field)
-    return [[RESTRICTED_TAG] if str(d) in restricted else [] for d in doc_ids]
-
-
 def record_role_run(db: Database, role: str, run: str) -> None:
     """Record that ``run`` retrieved as ``role`` (shown and checked on the Query kinds page)."""
     access.require("build")

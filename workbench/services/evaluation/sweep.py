@@ -765,25 +765,6 @@ def missing_inputs(db: Database) -> str | None:
     return None
 
 
-def query_tags(db: Database) -> pd.DataFrame:
-    """``query_id, tag`` pairs from the queries' tags (a list, a string, or a mapping as key=value)."""
-    from workbench.store.corpus import query_texts
-
-    pairs = []
-    for qid, raw in query_texts(db)[["query_id", "tags"]].itertuples(index=False):
-        try:
-            value = json.loads(raw) if isinstance(raw, str) else None
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            value = [f"{k}={v}" for k, v in value.items()]
-        elif isinstance(value, str):
-            value = [value]
-        for tag in value or []:
-            pairs.append((str(qid), str(tag)))
-    return pd.DataFrame(pairs, columns=["query_id", "tag"])
-
-
 def slice_lift(base: Cell, other: Cell, measure: str, tags: pd.DataFrame, *, test: str = "randomization",
                seed: int = 0, n_resamples: int = 10_000) -> pd.DataFrame:
     """Per tag (and ``(all)``): ``tag, queries, base, other, lift, p_value`` of ``other`` over

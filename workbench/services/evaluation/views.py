@@ -237,9 +237,9 @@ def rank_agreement(db: Database, runs: list[str], measures: list[str], *,
                    level: str | None = None) -> tuple[pd.DataFrame, str | None]:
     """Per measure, Kendall's τ and τ_AP between the ranking of ``runs`` under the people's
     qrels and under the judge's at ``level`` (None: as :func:`evaluate_runs` picks it)
-    (:func:`workbench.services.calibration.rank_agreement.rank_agreement`);
+    (:func:`workbench.services.evaluation.rank_agreement.rank_agreement`);
     ``(empty, reason)`` when the project lacks one of the two label kinds, or for an annotator."""
-    from workbench.services.calibration.rank_agreement import rank_agreement as agreement
+    from workbench.services.evaluation.rank_agreement import rank_agreement as agreement
 
     if not visibility.can_read("judge_output"):
         return pd.DataFrame(), "the ranking by the judge's labels is shown to leads and viewers only"
@@ -432,7 +432,7 @@ def add_run_to_pool(db: Database, pool: str, run: str):
 
 def slices(db: Database, evaluation: RunEvaluation, measure: str) -> pd.DataFrame:
     """``run, tag, queries, mean`` per query tag (a query with several tags counts in each)."""
-    from workbench.services.evaluation.sweep import query_tags
+    from workbench.services.tags import query_tags
 
     tagged = query_tags(db)  # one reading of query tags for every slice report
     if tagged.empty:

@@ -1,7 +1,7 @@
 """``workbench judge learn``: a judge that learns from its SMEs (project issue 35).
 
 :func:`learn` fits a small model on a calibration sample's **tuning** part only (SME reference
-labels, :func:`workbench.services.calibration.workflow.tuning_pairs`) whose features are the
+labels, :func:`workbench.services.calibration.samples.tuning_pairs`) whose features are the
 grades of existing judge configurations and retrieval signals of every pool pair
 (:mod:`workbench.core.judging.learned`), then grades every pair of the sample's pool as a new
 judge configuration: one ``judge_jobs`` row (``judge = model = prompt_id = 'learned'``,
@@ -225,7 +225,7 @@ def _sources(db: Database, pool: str, wanted: list[str] | None) -> list[str]:
 
 def tuning_labels(db: Database, sample: str) -> pd.DataFrame:
     """The sample's tuning part with SME reference labels (never a held-out pair)."""
-    from workbench.services.calibration.workflow import tuning_pairs
+    from workbench.services.calibration.samples import tuning_pairs
 
     tuning = tuning_pairs(db, sample)
     return tuning[tuning["part"] == TUNING].reset_index(drop=True)  # tuning_pairs' promise, kept where it matters

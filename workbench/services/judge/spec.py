@@ -284,7 +284,7 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
 
 def with_few_shot(spec: JudgeSpec, examples: list[dict], *, sample: str, seed: int) -> JudgeSpec:
     """``spec`` with few-shot ``examples`` (from
-    :func:`workbench.services.calibration.workflow.few_shot_examples`: the tuning part only) in its
+    :func:`workbench.services.calibration.samples.few_shot_examples`: the tuning part only) in its
     prompt: a new ``prompt_hash`` (the examples are part of it, so the few-shot judge's labels are
     their own configuration for the gate and the cache) and ``few_shot`` recorded with the job."""
     from dataclasses import replace

@@ -12,6 +12,7 @@ from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError, StoreError
 from workbench.resources import DEMO_DIR
 from workbench.services import access
+from workbench.services.project_file import nearby_databases, open_project  # noqa: F401  (re-exported)
 from workbench.store.database import Database
 from workbench.store.meta import read_meta, set_meta, table_counts
 
@@ -33,40 +34,6 @@ def __getattr__(name: str):
 
 # project_meta "demo": loaded but its pipeline not prepared yet / loaded and prepared.
 DEMO_LOADING, DEMO_READY = "loading", "true"
-
-
-def open_project(db_path: str | Path, *, create: bool = False) -> Database:
-    """Open an existing project, applying pending migrations; with ``create`` (``init``) a missing
-    file or an empty DuckDB file becomes a new project. A file that is not a project (a DuckDB
-    database of another program) is refused either way and left unchanged
-    (:class:`~workbench.store.database.Database`'s ``create``)."""
-    path = Path(db_path)
-    if not create and not path.exists():
-        nearby = nearby_databases(path)
-        found = (f"; projects nearby: {', '.join(str(p) for p in nearby)} (choose one with {{field:db PATH}})"
-                 if nearby else "")
-        raise StoreError(
-            f"no project database at {path}; create one with {{command}} "
-            f"(add {{field:demo}} for the demo project){found}", command=f"--db {path} init",
-        )
-    return Database(path, create=create)
-
-
-def nearby_databases(path: str | Path, limit: int = 5) -> list[Path]:
-    """DuckDB files next to ``path`` (its folder, and ``var/`` under the working directory).
-
-    Used to say which projects exist when the one asked for does not, e.g. ``var/demo.duckdb``
-    after ``make run`` when the configuration names another file.
-    """
-    path = Path(path)
-    folders = {path.parent, Path("var")}
-    found: set[Path] = set()
-    for folder in folders:
-        try:
-            found.update(p for p in folder.glob("*.duckdb") if p.is_file())
-        except OSError:
-            continue
-    return sorted(found)[:limit]
 
 
 def _read_jsonl(path: Path) -> list[dict]:

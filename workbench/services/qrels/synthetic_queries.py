@@ -225,7 +225,7 @@ def synthesize(settings: Settings, chunking: str, *, per_chunk: int, limit: int 
     """Write, rewrite, measure and store synthetic questions (module docstring). ``on_note(text)``
     gets notes that name options as placeholders (``{field:base_url}``, :mod:`workbench.errors`)
     for the front end to word."""
-    from workbench.services.project.lifecycle import open_project
+    from workbench.services.project_file import open_project
 
     if per_chunk < 1:
         raise InputError(f"{{field:per_chunk}} must be at least 1, got {per_chunk}")

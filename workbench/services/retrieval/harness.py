@@ -245,9 +245,9 @@ def select_queries(db: Database, spec) -> pd.DataFrame:
 
 def query_choices(db: Database) -> tuple[list[str], dict[str, list[str]]]:
     """What a page offers to send: every query id (project order) and, per query tag (as
-    :func:`workbench.services.evaluation.sweep.query_tags` reads them, ``key=value`` for mappings), the ids
+    :func:`workbench.services.tags.query_tags` reads them, ``key=value`` for mappings), the ids
     carrying it. The page passes the chosen ids to :func:`run_harness` as a list."""
-    from workbench.services.evaluation.sweep import query_tags
+    from workbench.services.tags import query_tags
 
     ids = read_queries(db)["query_id"].astype(str).tolist()
     tags = query_tags(db)

@@ -141,9 +141,10 @@ def _unjudged(db, result) -> None:
 
 def _slices(db, result) -> None:
     from workbench.services.evaluation import sweep
+    from workbench.services.tags import query_tags
 
     cells = [c for c in result.cells if not c.skipped]
-    tags = sweep.query_tags(db)
+    tags = query_tags(db)
     st.subheader("Slices by query tag")
     if len(cells) < 2:
         st.info("Run at least two configurations to compare them slice by slice.")
@@ -201,7 +202,7 @@ def hybrid_slice_rows(result, chunking: str, measure: str, tags: pd.DataFrame) -
 def _hybrid_slices(db, result) -> None:
     """Hybrid against its own parts, slice by slice: the slices it moves next to how little the
     mean moves (the point of breaking results down by query tag)."""
-    from workbench.services.evaluation import sweep
+    from workbench.services.tags import query_tags
 
     cells = {(c.chunking, c.retriever) for c in result.cells if not c.skipped}
     chunkings = [c for c in dict.fromkeys(c.chunking for c in result.cells)
@@ -211,7 +212,7 @@ def _hybrid_slices(db, result) -> None:
         st.info("Run Hybrid together with Dense or BM25 on the same chunking to see which query slices "
                 "hybrid search moves.")
         return
-    tags = sweep.query_tags(db)
+    tags = query_tags(db)
     if tags.empty:
         st.info("The queries carry no tags; import queries with a tags field to see slices.")
         return

@@ -34,7 +34,12 @@ pair is drawn; while another process holds the project (an import, a judge job, 
 it stays kept, "N answers waiting to be saved" is shown (looked at again every
 :data:`WAITING_POLL` seconds), a background thread of the server saves it once the file is free,
 and so does any later open for labelling: a reload or a closed tab loses nothing, and the
-answer id makes each answer stored exactly once. The card's states (what the SME answered)
+answer id makes each answer stored exactly once. The one moment the server cannot cover, a key
+press still travelling to it when the tab reloads or closes, the browser covers: the card names
+each answer (``aid``) and writes it to the browser's ``localStorage`` before sending it, drops it
+once the server has handled it, asks before the tab is left while one travels (``beforeunload``),
+and a Label page opened again in that browser for the same sample and annotator sends what is
+left again (:func:`_on_replay`), stored once whichever copy arrives. The card's states (what the SME answered)
 count the SME's own kept answers, never another's. The page reopens on the sample the annotator
 last worked on, at the first pair not answered yet. The annotator id is
 remembered in the address (``?annotator=``) and a cookie, so reloads and new tabs keep it; ids are
@@ -218,6 +223,9 @@ _VIEW = "_label_view"  # what the card draws from (see the module docstring)
 _PENDING = "_label_pending"  # answers given on screen (kept on disk), not known stored yet (in order)
 _WAITED = "_label_waited"  # the page showed answers waiting to be saved (refresh once they are)
 _ADVANCING = ("label", "skip", "cant_judge")
+_HEX = frozenset("0123456789abcdef")
+#: Answers one replay takes at most (a browser's outbox holds the few a reload interrupted).
+_REPLAY_MOST = 200
 _SAID = "_label_said"  # (kind, message) of the last stored answer, shown above the card
 _UNKNOWN = "unknown"  # the pair after an answer, when the card did not hold it at the key press
 _UNREAD = "unread"  # the view's query places before they are read
@@ -686,7 +694,7 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
     display = None if auth.mode() != "none" else view.get("display")
     _card_component()(key=_key("card", sample), data={
         "pair": pair, "ahead": ahead, "ack": st.session_state.get(_ACK, 0), "min_ms": view["min_ms"],
-        "annotator": display}, on_action_change=functools.partial(_on_card, sample, annotator),
+        "annotator": display, "scope": f"{sample}\x1f{annotator}"}, on_action_change=functools.partial(_on_card, sample, annotator),
         on_chosen_change=_nothing)
     if position is None and (view["stale"] or any(a.get("to") == _UNKNOWN or a["action"] == "undo"
                                                    for a in st.session_state.get(_PENDING) or [])):
@@ -776,6 +784,8 @@ def _on_card(sample: str, annotator: str) -> None:
         _on_step(sample, 1, total, view.get("assigned"))
     elif kind == "undo":
         _on_undo(sample, annotator)
+    elif kind == "replay":
+        _on_replay(sample, annotator, action.get("answers"))
     elif kind in _ADVANCING:
         position = st.session_state.get(_key("position", sample))
         token = _token(sample, position, _visit(sample))
@@ -796,11 +806,56 @@ def _on_card(sample: str, annotator: str) -> None:
             grade = action.get("grade")
             if grade not in (0, 1, 2, 3):
                 return
-            _grade(sample, annotator, position, int(grade), action.get("units") or [], seconds, token)
+            _grade(sample, annotator, position, int(grade), action.get("units") or [], seconds, token,
+                   answer_id=_answer_id(action))
         else:
             _take(token)
             comment = st.session_state.get(_key("comment", sample, position)) or None
-            _answer(sample, annotator, position, kind, seconds=seconds, comment=comment)
+            _answer(sample, annotator, position, kind, seconds=seconds, comment=comment,
+                    answer_id=_answer_id(action))
+
+
+def _answer_id(action: dict) -> str | None:
+    """The id the card gave an answer (32 hex digits), None for anything else."""
+    aid = action.get("aid")
+    return aid if isinstance(aid, str) and len(aid) == 32 and all(c in _HEX for c in aid) else None
+
+
+def _on_replay(sample: str, annotator: str, answers) -> None:
+    """Answers an earlier page of this browser gave by key and could not see handled (the tab was
+    reloaded or closed while they travelled): kept now, under the ids the card gave them, so one
+    that did reach the server then is still stored once. The same checks as a key press, except
+    the card token (that page's cards are gone): a pair of the sample, on screen long enough,
+    grades 2-3 with evidence. The card then moves to the pair after the last one kept."""
+    view = _view(sample, annotator)
+    kept, dropped, last = 0, 0, None
+    for given in (answers if isinstance(answers, list) else [])[:_REPLAY_MOST]:
+        if not isinstance(given, dict) or given.get("kind") not in _ADVANCING:
+            continue
+        position, aid, kind = given.get("position"), _answer_id(given), given["kind"]
+        seen = given.get("visible_ms")
+        if (isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < view["total"]
+                or aid is None or not isinstance(seen, (int, float)) or seen < view["min_ms"]):
+            dropped += 1
+            continue
+        fields: dict = {}
+        if kind == "label":
+            grade = given.get("grade")
+            chosen = _spans(view, position, given.get("units") or [])
+            if grade not in (0, 1, 2, 3) or isinstance(grade, bool) or (grade >= 2 and not chosen):
+                dropped += 1  # a pair the session no longer holds has no sentences to map the evidence to
+                continue
+            fields = {"grade": int(grade), "evidence": chosen or None}
+        if _answer(sample, annotator, position, kind, seconds=round(float(seen) / 1000.0, 3), answer_id=aid,
+                   move=False, **fields):
+            kept += 1
+            last = position
+    if last is not None:
+        _go(sample, None)  # the pair after the last answer kept, once it is stored (_sync)
+    if dropped:
+        context.flash("label", f"{dropped} answer(s) given before the page was reloaded could not be taken "
+                               "again (their pair changed or is no longer on hand); please give them again.",
+                      "warning")
 
 
 def _spans(view: dict, position: int, units) -> list[list[int]]:
@@ -811,7 +866,7 @@ def _spans(view: dict, position: int, units) -> list[list[int]]:
     return [[found[i][0], found[i][1]] for i in picked if 0 <= i < len(found)]
 
 
-def _grade(sample, annotator, position, grade, units, seconds, token) -> None:
+def _grade(sample, annotator, position, grade, units, seconds, token, answer_id: str | None = None) -> None:
     view = _view(sample, annotator)
     chosen = _spans(view, position, units)
     if grade >= 2 and not chosen:
@@ -823,7 +878,7 @@ def _grade(sample, annotator, position, grade, units, seconds, token) -> None:
     reveal = bool(st.session_state.get("label_reveal", False))
     comment = st.session_state.get(_key("comment", sample, position)) or None
     _answer(sample, annotator, position, "label", seconds=seconds, grade=grade, comment=comment,
-            evidence=chosen or None, reveal=reveal)
+            evidence=chosen or None, reveal=reveal, answer_id=answer_id)
 
 
 def _on_screen(sample: str, position: int) -> bool:
@@ -849,9 +904,12 @@ def _on_step(sample: str, delta: int, total: int, assigned: list[int] | None = N
         _go(sample, to)
 
 
-def _answer(sample: str, annotator: str, position: int, action: str, *, seconds: float | None, **fields) -> None:
+def _answer(sample: str, annotator: str, position: int, action: str, *, seconds: float | None,
+            answer_id: str | None = None, move: bool = True, **fields) -> bool:
     """Queue an answer to the pair on screen and move the card to the pair after it, which the
-    session already holds when it can (the answer is stored right after the card is drawn)."""
+    session already holds when it can (the answer is stored right after the card is drawn).
+    ``move=False``: queue it only (a replay moves the card once, after its last answer).
+    False when the answer was not taken (the page says why)."""
     from workbench.services.calibration import workflow as cal
 
     view = _view(sample, annotator)
@@ -860,14 +918,19 @@ def _answer(sample: str, annotator: str, position: int, action: str, *, seconds:
         kept = cal.keep_answer(context.db_path(), sample=sample, annotator=annotator, action=action,
                                position=position, seconds=seconds, grade=fields.get("grade"),
                                evidence=fields.get("evidence"), comment=fields.get("comment"),
-                               reveal=bool(fields.get("reveal")))
+                               reveal=bool(fields.get("reveal")), answer_id=answer_id)
     except WorkbenchError as exc:
         st.session_state.get(_TAKEN, set()).discard(_token(sample, position, _visit(sample)))
         context.flash("label", context.plain(f"Your answer to pair {position + 1} was not taken: {exc}. Nothing "
                                              "was stored; give it again."), "error")
-        return
+        return False
     # The card moves along the pairs it holds ahead even while the project is busy (the
     # chain read last still holds: the answers since moved along it).
+    if not move:
+        st.session_state.setdefault(_PENDING, []).append({**kept, "to": _UNKNOWN})
+        view["states"] = {**view["states"], position: {"action": action, "grade": fields.get("grade"),
+                                                       "evidence": fields.get("evidence")}}
+        return True
     following = view["next"].get(position, _UNKNOWN)
     if action == "skip" and following is None:
         following = position  # the only open pair: a skipped pair comes back
@@ -879,6 +942,7 @@ def _answer(sample: str, annotator: str, position: int, action: str, *, seconds:
     view["states"] = {**view["states"], position: {"action": action, "grade": fields.get("grade"),
                                                    "evidence": fields.get("evidence")}}
     _go(sample, None if following == _UNKNOWN else following)
+    return True
 
 
 def _drawn_seconds(sample: str, token: str) -> float | None:

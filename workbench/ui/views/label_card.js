@@ -5,7 +5,63 @@ const W = window.__workbenchLabel || (window.__workbenchLabel = {
   installed: false, token: null, position: null, shownAt: null, cursor: 0, chosen: new Set(),
   sent: false, seq: 0, inflight: 0, queue: [], ahead: [], minMs: 300, units: 0, root: null, hits: [],
   send: null, setChosen: null, focusCard: false, dirty: false,
+  win: null, scope: null, sentAids: {}, replayed: {},
 });
+
+// The outbox: every answer a key gives (label, skip, can't judge) is written to the browser's
+// localStorage before it is sent, and dropped once the server has handled it (the card's "ack").
+// A key press still on its way when the tab reloads or closes (sent but not handled, or queued
+// behind the one before it) is thus still here when the Label page opens again for the same
+// sample and annotator, and is sent again ("replay"); the answer's id (aid) makes the server
+// store it once even when the first sending did arrive. Entries of a tab that is still open
+// (its heartbeat is fresh) are left to that tab.
+const OUTBOX = "wb-label-outbox";
+const LIVE = "wb-label-live:";
+const LIVE_MS = 3000;
+
+function newId() {
+  const b = new Uint8Array(16);
+  crypto.getRandomValues(b);  // available on plain http too (randomUUID is not)
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+function outbox() {
+  try { const v = JSON.parse(localStorage.getItem(OUTBOX) || "[]"); return Array.isArray(v) ? v : []; }
+  catch (e) { return []; }
+}
+
+function setOutbox(list) {
+  try { if (list.length) localStorage.setItem(OUTBOX, JSON.stringify(list)); else localStorage.removeItem(OUTBOX); }
+  catch (e) { /* storage full or off: the server-side store still keeps what reached it */ }
+}
+
+function heartbeat() {
+  try { localStorage.setItem(LIVE + W.win, String(Date.now())); } catch (e) { /* see setOutbox */ }
+}
+
+function isLive(win) {
+  if (win === W.win) return true;
+  try { return Date.now() - Number(localStorage.getItem(LIVE + win) || 0) < LIVE_MS; } catch (e) { return false; }
+}
+
+function settle(ack) {  // the server handled every action up to seq ack: their answers leave the outbox
+  const done = new Set();
+  for (const seq of Object.keys(W.sentAids)) {
+    if (Number(seq) <= ack) { W.sentAids[seq].forEach((a) => done.add(a)); delete W.sentAids[seq]; }
+  }
+  if (done.size) setOutbox(outbox().filter((e) => !done.has(e.aid)));
+}
+
+function unsaved() { return (W.inflight ? 1 : 0) + W.queue.length; }
+
+function replay() {  // once per page and sample: the answers an earlier page of this browser left
+  if (!W.scope || W.replayed[W.scope] || !W.send) return;
+  W.replayed[W.scope] = true;
+  const left = outbox().filter((e) => e.scope === W.scope && !isLive(e.win));
+  if (!left.length) return;
+  dispatch({ kind: "replay", answers: left.map((e) => e.action) }, left.map((e) => e.aid));
+  note(`Sending ${left.length} answer${left.length > 1 ? "s" : ""} given before the page was reloaded or closed…`, "info");
+}
 
 function isTextBox(el) {
   if (!el || !el.tagName) return false;
@@ -93,8 +149,14 @@ function draw(pair) {
   if (W.focusCard || isAnnotatorBox(box)) { W.focusCard = false; c.focus({ preventScroll: true }); }
 }
 
-function dispatch(action) {
+function dispatch(action, aids) {
   action.seq = ++W.seq;
+  if (["label", "skip", "cant_judge"].includes(action.kind)) {
+    action.aid = newId();
+    setOutbox([...outbox(), { aid: action.aid, scope: W.scope, win: W.win, at: Date.now(), action }]);
+    aids = [action.aid];
+  }
+  if (aids) W.sentAids[action.seq] = aids;
   if (W.inflight) { W.queue.push(action); return; }
   W.inflight = action.seq;
   W.send(action);
@@ -122,6 +184,7 @@ function answer(kind, grade) {
              units: kind === "label" ? units : [], visible_ms: Math.round(seen) });
   if (W.ahead.length) draw(W.ahead.shift());  // the pair after it, held already: on screen at once
   else note("Saving…", "info");
+  if (unsaved() > 1) note(`${unsaved()} answers on their way to the server…`, "info");
 }
 
 // Choose or drop evidence unit i: Space (the unit under the cursor) and a click (the unit
@@ -209,6 +272,12 @@ export default function (component) {
     document.addEventListener("keydown", onKey, true);
     document.addEventListener("keyup", onKeyUp, true);
     document.addEventListener("pointerdown", (e) => { if (isOutsideButton(e.target)) flushChosen(); }, true);
+    // Leaving while an answer is on its way: the browser asks first (the outbox keeps it anyway).
+    window.addEventListener("beforeunload", (e) => { if (unsaved()) { e.preventDefault(); e.returnValue = ""; } });
+    window.addEventListener("pagehide", () => { try { localStorage.removeItem(LIVE + W.win); } catch (e) { /* */ } });
+    W.win = newId();
+    heartbeat();
+    setInterval(heartbeat, 1000);
     W.installed = true;
   }
   let c = card();
@@ -233,10 +302,13 @@ export default function (component) {
     document.cookie = "workbench_annotator=" + encodeURIComponent(data.annotator) +
       "; path=/; max-age=31536000; SameSite=Lax";
   }
+  W.scope = data.scope || null;
+  settle(data.ack || 0);
   if ((data.ack || 0) >= W.inflight) {
     W.inflight = 0;
     if (W.queue.length) { const a = W.queue.shift(); W.inflight = a.seq; W.send(a); }
   }
+  replay();
   // While an action is still on its way the server is behind what the browser shows: keep it.
   if (W.inflight) return () => { if (W.root === parentElement) W.root = null; };
   W.ahead = (data.ahead || []).slice();

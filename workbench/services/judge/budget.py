@@ -9,10 +9,10 @@
     :mod:`workbench.core.judging.budget` (pool priority, run-comparison weight over the pool's
     runs, judge disagreement, their combination, or a seeded random baseline), cut at the budget:
     one unit per judge call (times the judge's samples), the judge's estimated dollars per
-    pair (``services.judge.estimate`` over the pool; needs a price in ``[judge.prices]``), or
-    ``seconds_per_pair`` of SME time. Returns the chosen pairs and, per pooled run, the expected
-    effect on the P@k interval from missing labels (widths and 95% half-widths before and
-    after).
+    pair (:func:`workbench.services.judge.jobs.estimate` over the pool; needs a price in
+    ``[judge.prices]``), or ``seconds_per_pair`` of SME time. Returns the chosen pairs and, per
+    pooled run, the expected effect on the P@k interval from missing labels (widths and 95%
+    half-widths before and after).
 
 Judge disagreement per pair is the range of the ``ok`` grades the pair has from different
 judgments (several judge configurations, samples' spread, LLM versus SME); a pair with one
