@@ -579,6 +579,36 @@ class Project:
             save_labels(db, sample, annotator, labels)
         return len(grades)
 
+    def activate_sample(self, sample: str | None) -> str | None:
+        """Make ``sample`` the one SMEs open by default on the Label page (None: no active
+        sample), as ``workbench calibrate activate``."""
+        from workbench.services.calibration.routing import set_active
+
+        with self._db() as db:
+            return set_active(db, sample)
+
+    def assign(self, sample: str, annotators: Sequence[str], *, overlap: int = 1, per_annotator: int | None = None,
+               seed: int = 0) -> dict[str, list[int]]:
+        """Hand ``sample``'s pairs out to ``annotators`` (``workbench calibrate assign``):
+        ``overlap`` SMEs per pair, at most ``per_annotator`` pairs each, in an order drawn with
+        ``seed``. The Label page then serves each SME only their pairs, and :meth:`label`
+        refuses the others. Returns ``{annotator: [positions]}``."""
+        from workbench.services.calibration.routing import assign
+
+        names = _names(annotators, "annotators")
+        with self._db() as db:
+            return assign(db, sample, names, overlap=overlap, per_annotator=per_annotator, seed=seed)["assigned"]
+
+    def set_guidelines(self, sample: str, path: str | Path) -> str:
+        """Store the Markdown file at ``path`` as the labelling guidelines of ``sample``
+        (``workbench calibrate guidelines``); SMEs read them on the Label card. Returns their
+        SHA-256."""
+        from workbench.services.calibration import guidelines
+
+        text = guidelines.read_file(path)
+        with self._db() as db:
+            return guidelines.set_guidelines(db, sample, text, source=str(path))["sha256"]
+
     def _report_options(self, *, part: str, seed: int, resamples: int | None, weighted: bool,
                         high_risk: Sequence[str] | None):
         from workbench.core.calibration.gate import GateThresholds
@@ -696,6 +726,7 @@ def _names(values: Sequence[str] | str, what: str) -> list[str]:
 #: The CLI command a service message names (``{command:WORDS}``) as the Project method that does
 #: the same; commands not listed are the method of the same name (words joined by ``_``).
 _METHODS = {"init": "Project.create", "calibrate sample": "calibration_sample",
+            "calibrate activate": "activate_sample", "calibrate guidelines": "set_guidelines",
             "calibrate report": "calibration_report", "calibrate gate": "gate", "eval": "evaluate",
             "import corpus": "import_corpus", "import queries": "import_queries", "import qrels": "import_qrels",
             "import run": "import_run", "export qrels": "qrels"}

@@ -76,6 +76,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "high_risk_min_rate": 0.90,
         "overlap": 0,
         "min_visible_ms": 300,
+        "guidelines": "",
     },
     "qrels": {
         "order": "adjudicated,sme,imported,llm",

@@ -151,6 +151,8 @@ def test_one_annotator_never_sees_another_annotators_label(judged):
         cal.create_sample(db, "s", "p", seed=1)
         cal.save_label(db, "s", "first", 0, 3, comment="FIRST-SME-COMMENT", evidence=[[0, 5]])
     at = _run(_label_page, "second")
+    assert "FIRST-SME-COMMENT" not in _texts(at)
+    at.button(key="label_confirm_new_id").click().run()  # a new id while "first" is known: confirmed
     text = _texts(at)
     assert "Pair 1 of 200" in text
     assert "already answered" not in text and "FIRST-SME-COMMENT" not in text and MARKER not in text

@@ -324,3 +324,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_format_option(g)
     g.set_defaults(handler=_gate)
 
+    from workbench.cli import calibrate_routing
+
+    calibrate_routing.register(cal_sub)  # activate, assign, guidelines, routing
+

@@ -611,20 +611,27 @@ def latest_sample_of(db: Database, annotator: str) -> str | None:
 
 
 def time_on_task(db: Database, sample: str) -> pd.DataFrame:
-    """Per annotator of ``sample`` (adjudications left out): ``labels`` (label events no undo
-    reverted), ``answers`` (labels, skips, can't judge no undo reverted) and ``seconds`` (the
-    summed time on task of every answer given, undone ones included: the time was spent). An
-    undo's own event is neither an answer nor time on task."""
+    """Per annotator of ``sample`` (adjudications left out): ``labels`` (pairs whose current
+    answer is a label), ``answers`` (pairs whose current answer is a label, a skip or can't
+    judge) and ``seconds`` (the summed time on task of every answer given, undone and replaced
+    ones included: the time was spent). Counting pairs, not label events, keeps a label given
+    again to the same pair (replacing the first) and an undone label out of the counts: the
+    counts are the labels stored. An undo's own event is neither an answer nor time on task."""
     return db.query_df(
-        """SELECT annotator,
-                  count(*) FILTER (WHERE action = 'label' AND NOT undone) AS labels,
-                  count(*) FILTER (WHERE NOT undone) AS answers,
-                  coalesce(sum(seconds), 0) AS seconds, count(seconds) AS timed
-           FROM (SELECT e.annotator, e.action, e.seconds,
-                        EXISTS (SELECT 1 FROM label_events u WHERE u.undoes = e.event_id) AS undone
-                 FROM label_events e
-                 WHERE e.sample = ? AND e.annotator <> 'adjudication' AND e.action <> 'clear'
-                   AND e.undoes IS NULL)
-           GROUP BY annotator ORDER BY annotator""",
-        [sample],
+        """WITH given AS (
+               SELECT annotator, coalesce(sum(seconds), 0) AS seconds, count(seconds) AS timed
+               FROM label_events
+               WHERE sample = ? AND annotator <> 'adjudication' AND action <> 'clear' AND undoes IS NULL
+               GROUP BY annotator),
+           current AS (
+               SELECT annotator, action FROM label_events WHERE sample = ? AND annotator <> 'adjudication'
+               QUALIFY row_number() OVER (PARTITION BY position, annotator ORDER BY event_id DESC) = 1)
+           SELECT g.annotator, coalesce(c.labels, 0) AS labels, coalesce(c.answers, 0) AS answers,
+                  g.seconds, g.timed
+           FROM given g
+           LEFT JOIN (SELECT annotator, count(*) FILTER (WHERE action = 'label') AS labels,
+                             count(*) FILTER (WHERE action <> 'clear') AS answers
+                      FROM current GROUP BY annotator) c ON c.annotator = g.annotator
+           ORDER BY g.annotator""",
+        [sample, sample],
     )

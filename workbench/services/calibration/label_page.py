@@ -111,7 +111,11 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
       change once drawn), as :func:`item` gives them, without the judge's output;
     - ``states``, ``total``, ``progress``: :func:`my_states`, the sample's size, :func:`progress_of`.
 
-    ``overlap``: as in :func:`next_item`.
+    ``overlap``: as in :func:`next_item`. When the lead assigned the sample's pairs
+    (:mod:`workbench.services.calibration.routing`), only the annotator's assigned pairs are
+    served (``overlap`` is the assignment's then; a ``position`` not theirs is replaced by their
+    first open pair), ``assigned`` lists them (None without an assignment) and ``progress``
+    counts them only.
 
     Three small reads (the annotator's answers, the sample's size, the items not held; a fourth,
     the pairs others filled, only with an overlap): the queue order is worked out from the
@@ -125,7 +129,15 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
     states = my_states(db, sample, annotator)
     total = store.count_items(db, sample)
     actions = {p: s["action"] for p, s in states.items()}
-    full = store.filled_by_others(db, sample, annotator, overlap) if overlap else ()
+    from workbench.services.calibration import routing
+
+    mine = routing.assigned_to(db, sample, annotator)
+    if mine is not None:
+        full = set(range(total)) - mine
+        if position is not None and int(position) not in mine:
+            position = None  # not theirs (another id's pair, say): their first open pair instead
+    else:
+        full = store.filled_by_others(db, sample, annotator, overlap) if overlap else ()
     if position is None:
         first = open_in_order(total, actions, after=-1 if after is None else int(after), full=full)
         position = first[0] if first else None
@@ -140,6 +152,9 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
     wanted = {p for p in (position, *ahead, None if position is None else position - 1,
                           None if position is None else position + 1)
               if p is not None and 0 <= p < total and p not in held}
-    return {"total": total, "states": states, "progress": progress_of(states, total), "position": position,
+    done = progress_of(states, total) if mine is None else progress_of(
+        {p: s for p, s in states.items() if p in mine}, len(mine))
+    return {"total": total, "states": states, "progress": done, "position": position,
+            "assigned": None if mine is None else sorted(mine),
             "next": following, "then": ahead[1] if len(ahead) > 1 else None, "ahead": ahead,
             "items": store.read_items(db, sample, wanted)}

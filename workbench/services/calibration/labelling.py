@@ -34,7 +34,9 @@ def annotator_id(annotator: str) -> str:
     """The identity of an annotator id as typed: trimmed and case-folded, so ``"SME-Anna "`` and
     ``"sme-anna"`` are one person (labels, progress and agreement are kept under this form; the
     page shows what was typed, trimmed)."""
-    return annotator.strip().casefold() if isinstance(annotator, str) else ""
+    from workbench.core.calibration.routing import annotator_identity
+
+    return annotator_identity(annotator)
 
 
 def checked_annotator(annotator: str, action: str | None = None) -> str:
@@ -86,8 +88,18 @@ def next_item(db: Database, sample: str, annotator: str, *, after: int = -1,
     ``overlap = k``: only items fewer than ``k`` other SMEs have answered (0 or None: all)."""
     if overlap is not None and overlap < 0:
         raise InputError(f"the overlap must be 0 (every SME labels every pair) or more, got {overlap}")
-    position = store.next_open_position(db, sample, checked_annotator(annotator), after=after,
-                                        overlap=overlap or None)
+    from workbench.services.calibration import routing
+
+    who = checked_annotator(annotator)
+    mine = routing.assigned_to(db, sample, who)
+    if mine is not None:  # the lead's assignment decides who labels which pair (overlap included)
+        from workbench.core.calibration.label_order import open_in_order
+
+        total = store.count_items(db, sample)
+        found = open_in_order(total, {p: s["action"] for p, s in my_states(db, sample, who).items()},
+                              after=after, full=set(range(total)) - mine)
+        return item(db, sample, found[0]) if found else None
+    position = store.next_open_position(db, sample, who, after=after, overlap=overlap or None)
     return None if position is None else item(db, sample, position)
 
 
@@ -209,6 +221,7 @@ def save_label(db: Database, sample: str, annotator: str, position: int, grade: 
     annotator = checked_annotator(annotator, "label")
     if isinstance(grade, bool) or grade not in GRADES:
         raise InputError(f"grade {grade!r} is not one of 0, 1, 2, 3")
+    _check_assigned(db, sample, annotator, [position])
     # The position, the spans (bounded by the document's length) and the required evidence are
     # checked in the storing transaction: a refusal stores nothing.
     return record_action(db, sample, annotator, position, "label", grade=grade, comment=comment or None,
@@ -231,6 +244,7 @@ def save_labels(db: Database, sample: str, annotator: str, grades, *, seconds: f
     if not labels:
         return []
     positions = [p for p, _ in labels]
+    _check_assigned(db, sample, annotator, positions)
     with db.transaction() as tx:
         keys = store.items_keys(tx, sample, positions)
         missing = [p for p in positions if p not in keys]
@@ -241,16 +255,26 @@ def save_labels(db: Database, sample: str, annotator: str, grades, *, seconds: f
         return store.write_labels(tx, sample=sample, annotator=annotator, labels=frame)
 
 
+def _check_assigned(db: Database, sample: str, annotator: str, positions) -> None:
+    """Refuse answers to pairs the lead did not assign to ``annotator``
+    (:func:`workbench.services.calibration.routing.check_assigned`)."""
+    from workbench.services.calibration import routing
+
+    routing.check_assigned(db, sample, annotator, positions)
+
+
 def skip(db: Database, sample: str, annotator: str, position: int, *, seconds: float | None = None,
          comment: str | None = None) -> int:
-    return record_action(db, sample, checked_annotator(annotator, "label"), position, "skip", seconds=seconds,
-                         comment=comment or None)
+    annotator = checked_annotator(annotator, "label")
+    _check_assigned(db, sample, annotator, [position])
+    return record_action(db, sample, annotator, position, "skip", seconds=seconds, comment=comment or None)
 
 
 def cant_judge(db: Database, sample: str, annotator: str, position: int, *, seconds: float | None = None,
                comment: str | None = None) -> int:
-    return record_action(db, sample, checked_annotator(annotator, "label"), position, "cant_judge", seconds=seconds,
-                         comment=comment or None)
+    annotator = checked_annotator(annotator, "label")
+    _check_assigned(db, sample, annotator, [position])
+    return record_action(db, sample, annotator, position, "cant_judge", seconds=seconds, comment=comment or None)
 
 
 def undo(db: Database, sample: str, annotator: str, *, answer_id: str | None = None) -> int | None:
@@ -302,6 +326,8 @@ def store_accepted(db: Database, answer: dict) -> int | None:
     if action == "undo":
         return _undo(db, sample, annotator, answer_id=answer_id)
     position = int(answer["position"])
+    if action in ACTIONS:
+        _check_assigned(db, sample, annotator, [position])  # refused for good: told on the page
     if action == "label":
         grade = answer.get("grade")
         if isinstance(grade, bool) or grade not in GRADES:

@@ -66,6 +66,10 @@ def render() -> None:
                     "Label page.")
             return
         sample = st.selectbox("Calibration sample", samples["name"].tolist(), key="calibration_sample")
+        if auth.may("sample"):  # the active sample, who labels which pair, the guidelines
+            from workbench.ui.views import calibration_routing
+
+            calibration_routing.panel(db, sample)
         try:
             judges = verdicts.sample_judges(db, sample)
             judge = _judge_choice(judges)

@@ -9,7 +9,10 @@ annotator id), where they type (Escape leaves the box for the card):
 
 - evidence: every line and every sentence of the judged passage is an evidence unit
   (:func:`sentences`); ``↓``/``↑`` (or ``j``/``k``) move the evidence cursor, which starts on
-  the first one; ``Space`` (or a click) chooses or drops the unit under it; the chosen units are
+  the first sentence holding a query term, headings skipped (else the first sentence that is no
+  heading; :mod:`workbench.ui.views.label_routing`); ``n`` / ``Shift+N`` jump to the next /
+  previous sentence holding a query term; ``Space`` (or a click) chooses or drops the unit
+  under it and ``Shift+↓``/``Shift+↑`` extend the chosen run; the chosen units are
   highlighted and listed. A grade-2 label with one sentence of evidence is ``Space`` then ``2``.
   Nothing chooses "all sentences" by default; the stored evidence spans are exactly the chosen
   units' document spans;
@@ -51,6 +54,12 @@ query-design sample it adds "· query k of n · pair j of m of this query"
 (:func:`workbench.services.calibration.workflow.query_places`, read once per sample in a
 whole-page run and kept in the session's view, so the key-press path reads nothing more).
 
+The lead routes the work (:mod:`workbench.services.calibration.routing`): the page opens on the
+active sample, serves an SME only the pairs assigned to them when the sample has an assignment
+(previous / next walk those), asks to confirm an annotator id the project has never seen before
+labelling under it, and shows the sample's labelling guidelines in a panel above the card
+(:mod:`workbench.ui.views.label_routing`).
+
 All corpus text is escaped (``html.escape``, :mod:`workbench.ui.highlight`) before it reaches the page.
 
 Speed (the bar: the next pair on screen within 150 ms of a key press at p95, with a million
@@ -90,6 +99,7 @@ from workbench.core.stopwords import STOPWORDS
 from workbench.errors import InputError, WorkbenchError
 from workbench.ui import auth, context
 from workbench.ui.highlight import marked_terms, units_html
+from workbench.ui.views import label_routing
 
 GRADE_LABELS = {
     0: "0 · Not relevant",
@@ -318,16 +328,15 @@ def render() -> None:
             return
         annotator = _identity(typed)
         if "label_sample" not in st.session_state or st.session_state["label_sample"] not in names:
-            # the sample this annotator was working on (not simply the newest one)
-            try:
-                last = cal.latest_sample(db, annotator)
-            except WorkbenchError:
-                last = None
-            st.session_state["label_sample"] = last if last in names else names[0]
+            # the sample the lead made active, else the one this annotator was working on
+            st.session_state["label_sample"] = label_routing.opening_sample(db, annotator, names)
         sample = st.selectbox("Calibration sample", names, key="label_sample")
         if not auth.may("label"):
             st.info("You can read this project but not label it; ask a lead for the annotator role.")
             return
+        if auth.mode() == "none" and not label_routing.confirmed(db, sample, typed):
+            return  # a new annotator id: asked to confirm first (a typo would start a new annotator)
+        guide = label_routing.guidelines_of(db, sample)
         from workbench.services import visibility
 
         if visibility.can_read("judge_output"):  # a signed-in annotator never sees the judge's output
@@ -361,6 +370,7 @@ def render() -> None:
                    f"{pace['hours'] * 60:,.1f} min)")
     else:
         st.caption(f"Labelling as {shown}")
+    label_routing.guidelines_panel(guide)
     _labelling(sample, annotator)
 
 
@@ -485,7 +495,8 @@ def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
     chain = {a: b for a, b in zip(walk, walk[1:])}
     if snap["position"] is not None and not snap["ahead"]:
         chain[snap["position"]] = None
-    view.update(items=items, states=snap["states"], total=snap["total"], stale=False, next=chain)
+    view.update(items=items, states=snap["states"], total=snap["total"], stale=False, next=chain,
+                assigned=snap.get("assigned"))
     if st.session_state.get(pos_key) != snap["position"]:
         _go(sample, snap["position"])
 
@@ -619,7 +630,9 @@ def _rerun_card() -> None:
 def _progress_bar(view: dict) -> tuple[float, str]:
     from workbench.services.calibration import workflow as cal
 
-    done = cal.progress_of(view["states"], view["total"])
+    mine = view.get("assigned")
+    done = (cal.progress_of(view["states"], view["total"]) if mine is None else
+            cal.progress_of({p: s for p, s in view["states"].items() if p in set(mine)}, len(mine)))
     text = (f"{done['labelled']} labelled, {done['skipped']} skipped, {done['cant_judge']} can't judge "
             f"of {done['total']} pairs")
     return min(1.0, (done["total"] - done["open"]) / max(done["total"], 1)), text
@@ -642,7 +655,8 @@ def _payload(view: dict, sample: str, position: int, visit: int) -> dict | None:
     state = view["states"].get(position)
     stored = {tuple(span) for span in ((state or {}).get("evidence") or [])}
     token = _token(sample, position, visit)
-    return {"token": token, "position": position, "units": len(units),
+    cursor, hits = label_routing.cursor_start(item, units, query_terms(item["query"] or ""))
+    return {"token": token, "position": position, "units": len(units), "cursor": cursor, "hits": hits,
             "chosen": [i for i, (s, e, _) in enumerate(units) if (s, e) in stored],
             "taken": token in st.session_state.get(_TAKEN, set()),
             "html": pair_html(item, position, view["total"], query_terms(item["query"] or ""), state=state,
@@ -689,6 +703,10 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
                    "answers are kept; press Try again (or reload) in a moment.")
         st.button("Try again", key=_key("retry", sample))
         return bar, []
+    if position is None and view.get("assigned") == []:
+        st.info("No pair of this sample is assigned to you. The lead assigns pairs on the Calibration page; "
+                "choose another sample above or ask them.")
+        return bar, []
     if position is None:
         st.success("You have labelled every pair of this sample. Thank you! The Calibration page shows "
                    "how the judge compares.")
@@ -708,11 +726,12 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
                       type="primary" if state and state.get("grade") == grade else "secondary",
                       on_click=_on_grade, args=(sample, annotator, position, grade))
     nav = st.columns(5)
+    walk = label_routing.walkable(view.get("assigned"), total)
     with nav[0]:
-        st.button("Previous", key=_key("prev", sample), disabled=position == 0,
+        st.button("Previous", key=_key("prev", sample), disabled=label_routing.step(walk, position, -1) is None,
                   on_click=_on_step, args=(sample, -1, total))
     with nav[1]:
-        st.button("Next", key=_key("next", sample), disabled=position >= total - 1,
+        st.button("Next", key=_key("next", sample), disabled=label_routing.step(walk, position, 1) is None,
                   on_click=_on_step, args=(sample, 1, total))
     with nav[2]:
         st.button("Skip", key=_key("skip", sample), on_click=_on_act, args=(sample, annotator, position, "skip"))
@@ -721,7 +740,8 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
                   args=(sample, annotator, position, "cant_judge"))
     with nav[4]:
         st.button("Undo", key=_key("undo", sample), on_click=_on_undo, args=(sample, annotator))
-    st.caption("Keys: ↓/↑ or j/k move the evidence cursor · Space choose / drop the sentence · 0–3 grade "
+    st.caption("Keys: ↓/↑ or j/k move the evidence cursor · n / Shift+N next / previous sentence with a query "
+               "term · Space choose / drop the sentence · Shift+↓/↑ extend the chosen sentences · 0–3 grade "
                "(2 and 3 need evidence) · S skip · X can't judge · U undo · ← previous · → next · "
                "Esc leaves a text box")
     return bar, held
@@ -759,9 +779,9 @@ def _on_card(sample: str, annotator: str) -> None:
     view = _view(sample, annotator)
     total = view["total"]
     if kind == "prev":
-        _on_step(sample, -1, total)
+        _on_step(sample, -1, total, view.get("assigned"))
     elif kind == "next":
-        _on_step(sample, 1, total)
+        _on_step(sample, 1, total, view.get("assigned"))
     elif kind == "undo":
         _on_undo(sample, annotator)
     elif kind == "replay":
@@ -872,11 +892,16 @@ def _on_screen(sample: str, position: int) -> bool:
     return False
 
 
-def _on_step(sample: str, delta: int, total: int) -> None:
-    """Previous / next: from the pair the session is on (not the one the buttons were drawn for)."""
+def _on_step(sample: str, delta: int, total: int, assigned: list[int] | None = None) -> None:
+    """Previous / next: from the pair the session is on (not the one the buttons were drawn for),
+    along the annotator's assigned pairs when the lead assigned the sample."""
     position = st.session_state.get(_key("position", sample))
-    if position is not None and 0 <= position + delta < total:
-        _go(sample, position + delta)
+    if assigned is None:
+        view = st.session_state.get(_VIEW)
+        assigned = view.get("assigned") if view else None
+    to = label_routing.step(label_routing.walkable(assigned, total), position, delta)
+    if to is not None:
+        _go(sample, to)
 
 
 def _answer(sample: str, annotator: str, position: int, action: str, *, seconds: float | None,

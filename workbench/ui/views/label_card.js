@@ -3,7 +3,7 @@
 // One document-level key listener serves the card wherever the focus is, except text boxes.
 const W = window.__workbenchLabel || (window.__workbenchLabel = {
   installed: false, token: null, position: null, shownAt: null, cursor: 0, chosen: new Set(),
-  sent: false, seq: 0, inflight: 0, queue: [], ahead: [], minMs: 300, units: 0, root: null,
+  sent: false, seq: 0, inflight: 0, queue: [], ahead: [], minMs: 300, units: 0, root: null, hits: [],
   send: null, setChosen: null, focusCard: false, dirty: false,
   win: null, scope: null, sentAids: {}, replayed: {},
 });
@@ -136,7 +136,9 @@ function draw(pair) {
   W.token = pair.token;
   W.position = pair.position;
   W.units = pair.units;
-  W.cursor = 0;
+  // the first sentence holding a query term (headings skipped), worked out in Python
+  W.cursor = Math.max(0, Math.min(pair.units - 1, Number(pair.cursor || 0)));
+  W.hits = (pair.hits || []).slice();
   W.chosen = new Set(pair.chosen || []);
   W.dirty = false;
   W.sent = false;
@@ -210,6 +212,24 @@ function isOutsideButton(el) {
   return !!b && !(W.root && W.root.contains(b));
 }
 
+// n / N: the cursor to the next / previous unit holding a query term (none that way: stays).
+function jump(delta) {
+  if (!W.units || !W.hits.length) return;
+  const to = delta > 0 ? W.hits.find((i) => i > W.cursor) : W.hits.slice().reverse().find((i) => i < W.cursor);
+  if (to !== undefined) { W.cursor = to; paint(); }
+}
+
+// Shift+↓ / Shift+↑: choose the unit under the cursor and the one the cursor moves to, so a
+// run of sentences is chosen by holding Shift (client-side only, as Space).
+function extend(delta) {
+  if (W.sent || !W.units) return;
+  W.chosen.add(W.cursor);
+  W.cursor = Math.max(0, Math.min(W.units - 1, W.cursor + delta));
+  W.chosen.add(W.cursor);
+  W.dirty = true;
+  paint();
+}
+
 function onKey(e) {
   if (!W.root || !W.root.isConnected || !card()) return;
   const t = e.target;
@@ -222,7 +242,10 @@ function onKey(e) {
   if (e.ctrlKey || e.metaKey || e.altKey) return;
   const k = e.key;
   let handled = true;
-  if (k === "ArrowDown" || k === "j") { if (W.units) { W.cursor = Math.min(W.units - 1, W.cursor + 1); paint(); } }
+  if (e.shiftKey && (k === "ArrowDown" || k === "ArrowUp")) extend(k === "ArrowDown" ? 1 : -1);
+  else if (k === "n") jump(1);
+  else if (k === "N") jump(-1);
+  else if (k === "ArrowDown" || k === "j") { if (W.units) { W.cursor = Math.min(W.units - 1, W.cursor + 1); paint(); } }
   else if (k === "ArrowUp" || k === "k") { if (W.units) { W.cursor = Math.max(0, W.cursor - 1); paint(); } }
   else if (k === " " || k === "Spacebar") { if (!e.repeat) toggle(W.cursor); }
   else if (["0", "1", "2", "3"].includes(k)) { if (!e.repeat) answer("label", Number(k)); }

@@ -1,0 +1,182 @@
+"""``workbench calibrate activate|assign|guidelines|routing``: the lead routes the SMEs' work.
+
+``calibrate activate SAMPLE`` makes SAMPLE the one SMEs open by default on the Label page
+(``--none``: no active sample). ``calibrate assign SAMPLE --annotators ann,bob,cid [--overlap K]
+[--per-annotator N] [--seed S]`` hands the sample's pairs out: K annotators per pair, at most N
+pairs each, in an order drawn with seed S (stored); the Label page then serves each SME only
+their pairs and the project refuses answers to others (``--none``: drop the assignment, every
+SME may label every pair). ``calibrate guidelines [FILE] [--sample S]`` stores a Markdown file
+of labelling guidelines with the sample (default: the active sample, else the newest; FILE
+default: ``[calibration] guidelines``); SMEs read them on the Label card. ``calibrate routing
+[--sample S]`` prints the active sample, the sample's assignment with each SME's progress, and
+its guidelines' hash.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from workbench.cli.common import add_format_option, open_project_from_args, positive_int, print_json, settings_from_args
+
+
+def _default_sample(db, given: str | None) -> str:
+    from workbench.errors import InputError
+    from workbench.services.calibration import routing
+    from workbench.services.calibration.workflow import list_samples
+
+    if given:
+        return given
+    active = routing.active_sample(db)
+    if active:
+        return active
+    samples = list_samples(db)
+    if samples.empty:
+        raise InputError("the project has no calibration sample; draw one with {command}",
+                         command="calibrate sample --pool POOL")
+    return str(samples.iloc[0]["name"])
+
+
+def _activate(args: argparse.Namespace) -> int:
+    from workbench.errors import ConfigError
+    from workbench.services.calibration import routing
+
+    if (args.sample is None) == (not args.none):
+        raise ConfigError("give the SAMPLE to make active, or --none for no active sample")
+    with open_project_from_args(args) as db:
+        active = routing.set_active(db, None if args.none else args.sample)
+    if args.format == "json":
+        print_json({"active_sample": active})
+    elif active is None:
+        print("no active sample: the Label page opens on the sample each SME worked on last")
+    else:
+        print(f"active sample: {active!r} (SMEs open it by default on the Label page)")
+    return 0
+
+
+def _annotators(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",")]
+    if not any(names):
+        raise argparse.ArgumentTypeError("expected annotator ids separated by commas, e.g. ann,bob")
+    return names
+
+
+def _assign(args: argparse.Namespace) -> int:
+    from workbench.errors import ConfigError
+    from workbench.services.calibration import routing
+
+    if args.none:
+        if args.annotators is not None:
+            raise ConfigError("--none drops the assignment; leave out --annotators")
+        with open_project_from_args(args) as db:
+            routing.clear_assignment(db, args.sample)
+        if args.format == "json":
+            print_json({"sample": args.sample, "assignment": None})
+        else:
+            print(f"sample {args.sample!r}: no assignment; every SME may label every pair")
+        return 0
+    if args.annotators is None:
+        raise ConfigError("--annotators ID,ID,... names who labels the sample (or --none drops the assignment)")
+    with open_project_from_args(args) as db:
+        plan = routing.assign(db, args.sample, args.annotators, overlap=args.overlap,
+                              per_annotator=args.per_annotator, seed=args.seed)
+    if args.format == "json":
+        print_json(plan)
+        return 0
+    cap = "" if plan["per_annotator"] is None else f", at most {plan['per_annotator']} each"
+    print(f"sample {plan['sample']!r}: {plan['covered']} of {plan['total']} pairs assigned, "
+          f"{plan['overlap']} SME{'s' if plan['overlap'] > 1 else ''} per pair{cap} (seed {plan['seed']})")
+    for name in plan["annotators"]:
+        print(f"  {name}: {len(plan['assigned'][name])} pairs")
+    if plan["covered"] < plan["total"]:
+        print(f"note: {plan['total'] - plan['covered']} pairs are assigned to nobody; raise --per-annotator or "
+              f"add annotators to cover them")
+    return 0
+
+
+def _guidelines(args: argparse.Namespace) -> int:
+    from workbench.errors import ConfigError
+    from workbench.services.calibration import guidelines
+
+    path = args.file or str(settings_from_args(args).get("calibration", "guidelines") or "")
+    if not path:
+        raise ConfigError("give the guidelines FILE (Markdown), or set [calibration] guidelines")
+    text = guidelines.read_file(path)  # checked before the project is opened
+    with open_project_from_args(args) as db:
+        sample = _default_sample(db, args.sample)
+        record = guidelines.set_guidelines(db, sample, text, source=path)
+    if args.format == "json":
+        print_json({k: v for k, v in record.items() if k != "text"})
+        return 0
+    versions = len(record["history"]) + 1
+    print(f"guidelines {path} stored with sample {sample!r} (sha256 {record['sha256'][:12]}, version {versions}); "
+          f"SMEs read them on the Label card")
+    return 0
+
+
+def _routing(args: argparse.Namespace) -> int:
+    from workbench.services.calibration import guidelines, routing
+
+    with open_project_from_args(args) as db:
+        active = routing.active_sample(db)
+        sample = _default_sample(db, args.sample)
+        plan = routing.assignment(db, sample)
+        progress = routing.progress(db, sample) if plan else []
+        guide = guidelines.guidelines(db, sample)
+    body = {"active_sample": active, "sample": sample,
+            "assignment": None if plan is None else {k: v for k, v in plan.items() if k != "assigned"},
+            "progress": progress,
+            "guidelines": None if guide is None else {k: v for k, v in guide.items() if k != "text"}}
+    if args.format == "json":
+        print_json(body)
+        return 0
+    print(f"active sample: {active!r}" if active else "active sample: none")
+    if plan is None:
+        print(f"sample {sample!r}: no assignment; every SME may label every pair ([calibration] overlap applies)")
+    else:
+        cap = "" if plan["per_annotator"] is None else f", at most {plan['per_annotator']} each"
+        print(f"sample {sample!r}: {plan['covered']} of {plan['total']} pairs assigned, {plan['overlap']} per "
+              f"pair{cap}; set by {plan['set_by']} at {plan['set_at']}")
+        for p in progress:
+            print(f"  {p['annotator']}: {p['answered']} of {p['assigned']} answered, {p['open']} open")
+    if guide is None:
+        print("guidelines: none")
+    else:
+        print(f"guidelines: sha256 {guide['sha256'][:12]} from {guide.get('source') or 'the app'}, set by "
+              f"{guide['set_by']} at {guide['set_at']} ({len(guide['history'])} earlier version(s))")
+    return 0
+
+
+def register(cal_sub: argparse._SubParsersAction) -> None:
+    a = cal_sub.add_parser("activate", help="the sample SMEs open by default on the Label page")
+    a.add_argument("sample", nargs="?", metavar="SAMPLE", help="the calibration sample to make active")
+    a.add_argument("--none", action="store_true", help="no active sample")
+    add_format_option(a)
+    a.set_defaults(handler=_activate)
+
+    s = cal_sub.add_parser("assign", help="which SMEs label a sample, how many pairs each, SMEs per pair",
+                           description="Hand a calibration sample's pairs out to named SMEs. The Label page "
+                           "serves each SME only their pairs; answers to other pairs are refused.")
+    s.add_argument("sample", metavar="SAMPLE", help="the calibration sample")
+    s.add_argument("--annotators", type=_annotators, metavar="IDS",
+                   help="annotator ids separated by commas (as they type them on the Label page)")
+    s.add_argument("--overlap", type=positive_int, default=1, metavar="K",
+                   help="SMEs per pair (default 1; at most the number of annotators)")
+    s.add_argument("--per-annotator", type=positive_int, default=None, metavar="N",
+                   help="pairs each SME labels at most (default: as many as the overlap needs)")
+    s.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of the order the pairs are handed out in (default 0; stored)")
+    s.add_argument("--none", action="store_true", help="drop the sample's assignment")
+    add_format_option(s)
+    s.set_defaults(handler=_assign)
+
+    g = cal_sub.add_parser("guidelines", help="store labelling guidelines (Markdown) with a sample")
+    g.add_argument("file", nargs="?", metavar="FILE",
+                   help="a Markdown file (default: [calibration] guidelines)")
+    g.add_argument("--sample", metavar="NAME", help="the calibration sample (default: the active one, else the newest)")
+    add_format_option(g)
+    g.set_defaults(handler=_guidelines)
+
+    r = cal_sub.add_parser("routing", help="the active sample, a sample's assignment and progress, its guidelines")
+    r.add_argument("--sample", metavar="NAME", help="the calibration sample (default: the active one, else the newest)")
+    add_format_option(r)
+    r.set_defaults(handler=_routing)
