@@ -16,11 +16,14 @@ human-only one.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support, run from anywhere
 
 
 def main(argv=None) -> None:
