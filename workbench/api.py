@@ -43,7 +43,9 @@ if TYPE_CHECKING:
     from workbench.config import Settings
     from workbench.core.metrics.evaluation import EvaluationResult
     from workbench.core.metrics.qrels_and_runs import Qrels, Run
+    from workbench.services.chunking import ChunkingSummary as Chunking
     from workbench.services.judge.runner import Progress
+    from workbench.services.retrieval.runs import RunSummary as RunInfo
 
 __all__ = [
     "CalibrationReport", "CalibrationSample", "Chunking", "Comparison", "Evaluation", "GateResult",
@@ -61,6 +63,23 @@ def _frame(record: Mapping[str, Any]):
 
 
 # -- results --------------------------------------------------------------------------------------
+
+#: Result types the services define, returned as they are (one type, one set of fields) under
+#: the names the API has always used: ``Chunking`` is what :meth:`Project.chunk` returns,
+#: :class:`~workbench.services.chunking.ChunkingSummary`; ``RunInfo`` what
+#: :meth:`Project.retrieve` returns, :class:`~workbench.services.retrieval.runs.RunSummary`.
+#: Resolved on first use, so importing this module stays cheap.
+_SERVICE_TYPES = {"Chunking": ("workbench.services.chunking", "ChunkingSummary"),
+                  "RunInfo": ("workbench.services.retrieval.runs", "RunSummary")}
+
+
+def __getattr__(name: str):
+    if name in _SERVICE_TYPES:
+        from importlib import import_module
+
+        module, attribute = _SERVICE_TYPES[name]
+        return getattr(import_module(module), attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 @dataclass(frozen=True)
 class ImportSummary:
@@ -85,42 +104,6 @@ class ImportSummary:
     def to_pandas(self) -> pd.DataFrame:
         return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("skipped", "summary")}
                       | {"skipped": sum(self.skipped.values())})
-
-
-@dataclass(frozen=True)
-class Chunking:
-    """A chunking :meth:`Project.chunk` built."""
-
-    name: str
-    strategy: str
-    params: dict
-    documents: int
-    chunks: int
-    seconds: float
-
-    def to_pandas(self) -> pd.DataFrame:
-        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name != "params"})
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """A run :meth:`Project.retrieve` stored; ``stats`` holds retriever-specific counts (for
-    dense retrieval ``backend``: the encoder that was used)."""
-
-    name: str
-    retriever: str
-    level: str
-    chunking: str | None
-    queries: int
-    rows: int
-    seconds: float
-    params: dict
-    stats: dict
-    latency_p50_ms: float
-    latency_p95_ms: float
-
-    def to_pandas(self) -> pd.DataFrame:
-        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("params", "stats")})
 
 
 @dataclass(frozen=True)
@@ -409,7 +392,7 @@ class Project:
 
         with self._db() as db:
             s = create_chunking(db, name, strategy, size=size, overlap=overlap, unit=unit)
-        return Chunking(s.name, s.strategy, dict(s.params), s.documents, s.chunks, s.seconds)
+        return s
 
     def retrieve(self, retriever: Retriever, *, name: str, chunking: str | None = None, k: int = 100,
                  k1: float = 1.5, b: float = 0.75, stemmer: str = "english", stopwords: str = "english",
@@ -453,8 +436,7 @@ class Project:
                                         self._need(chunking, "chunking", retriever), name, rule=rule)
             else:
                 raise ConfigError(f"unknown retriever {retriever!r}; expected bm25, dense, hybrid or from-doc")
-        return RunInfo(s.name, s.retriever, s.level, s.chunking, s.queries, s.rows, s.seconds, dict(s.params),
-                       dict(s.stats), s.latency_p50_ms, s.latency_p95_ms)
+        return s
 
     @staticmethod
     def _need(value, what: str, retriever: str):

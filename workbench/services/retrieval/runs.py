@@ -36,7 +36,7 @@ p50/p95 are numpy's linear-interpolation percentiles (:func:`workbench.core.metr
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -72,7 +72,9 @@ DEFAULT_K = 100
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What a retrieval wrote. ``stats`` holds retriever-specific counts (e.g. ``encoded``)."""
+    """What a retrieval wrote (also what :meth:`workbench.api.Project.retrieve` returns, as
+    ``RunInfo``). ``stats`` holds retriever-specific counts (e.g. ``encoded``; for dense
+    retrieval ``backend``: the encoder that was used)."""
 
     name: str
     retriever: str
@@ -85,6 +87,11 @@ class RunSummary:
     stats: dict = field(default_factory=dict)
     latency_p50_ms: float = float("nan")
     latency_p95_ms: float = float("nan")
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row: every field but ``params`` and ``stats``."""
+        return pd.DataFrame([{f.name: getattr(self, f.name) for f in fields(self)
+                              if f.name not in ("params", "stats")}])
 
 
 def latency_params(values, how: str) -> dict:
