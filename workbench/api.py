@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 Labels = Literal["merged", "human", "llm"]
-Retriever = Literal["bm25", "dense", "hybrid", "from-doc"]
+Retriever = str  # a name of workbench.services.retrieval.registry.RETRIEVERS
 
 
 def _frame(record: Mapping[str, Any]):
@@ -395,54 +395,22 @@ class Project:
         return s
 
     def retrieve(self, retriever: Retriever, *, name: str, chunking: str | None = None, k: int = 100,
-                 k1: float = 1.5, b: float = 0.75, stemmer: str = "english", stopwords: str = "english",
-                 model: str | None = None, batch_size: int = 64, backend: str | None = None, device: str = "cpu",
-                 precision: str = "fp32", runs: Sequence[str] | None = None, rrf_k: float = 60,
-                 weights: str | Sequence[float] | None = None, source: str | None = None,
-                 rule: str = "first") -> RunInfo:
+                 **options: Any) -> RunInfo:
         """Run a retriever and store its run ``name`` (``workbench retrieve RETRIEVER``).
 
-        * ``bm25`` over ``chunking``: ``k1``, ``b``, ``stemmer``, ``stopwords``;
-        * ``dense`` over ``chunking``: ``model``, ``batch_size``, ``backend`` (``onnx`` where the
-          onnx extra is installed, else ``torch``), ``device``, ``precision``;
-        * ``hybrid``: reciprocal rank fusion of stored ``runs`` (``rrf_k``, ``weights``);
-        * ``from-doc``: the document-level run ``source`` mapped onto ``chunking`` (``rule``).
+        ``options`` are the retriever's parameters, as in the registry
+        (:data:`workbench.services.retrieval.registry.RETRIEVERS`; ``workbench retrieve
+        RETRIEVER --help`` lists them as flags); those not given take their defaults. An option
+        the retriever does not take raises :class:`~workbench.errors.ConfigError`. The
+        retrievers and their options (from the registry):
+
+        {retrievers}
         """
-        from workbench.services.retrieval import runs as service
+        from workbench.services.retrieval.registry import make_options, run_retriever
 
+        chosen = make_options(retriever, options)
         with self._db() as db:
-            if retriever == "bm25":
-                from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
-
-                params = Bm25Params(k1=k1, b=b, stemmer=parse_stemmer(stemmer), stopwords=parse_stopwords(stopwords))
-                s = service.run_bm25(db, self._need(chunking, "chunking", retriever), name, k=k, params=params)
-            elif retriever == "dense":
-                from workbench.core.option_names import DEFAULT_DENSE_MODEL
-
-                options: dict[str, Any] = {"model": model or DEFAULT_DENSE_MODEL, "batch_size": batch_size,
-                                           "device": device, "precision": precision}
-                if backend is not None:
-                    options["backend"] = backend
-                s = service.run_dense(db, self._need(chunking, "chunking", retriever), name, k=k, **options)
-            elif retriever == "hybrid":
-                from workbench.retrieval.hybrid import parse_weights
-
-                names = list(self._need(runs, "runs", retriever))
-                text = weights if weights is None or isinstance(weights, str) else ",".join(map(str, weights))
-                s = service.run_hybrid(db, name, names, k=k, rrf_k=rrf_k, weights=parse_weights(text, names),
-                                       chunking=chunking)
-            elif retriever == "from-doc":
-                s = service.map_doc_run(db, self._need(source, "source", retriever),
-                                        self._need(chunking, "chunking", retriever), name, rule=rule)
-            else:
-                raise ConfigError(f"unknown retriever {retriever!r}; expected bm25, dense, hybrid or from-doc")
-        return s
-
-    @staticmethod
-    def _need(value, what: str, retriever: str):
-        if value is None or (not isinstance(value, str) and not len(value)):
-            raise ConfigError(f"retrieve {retriever!r} needs {what}=")
-        return value
+            return run_retriever(db, retriever, name=name, chunking=chunking, k=k, options=chosen)
 
     def runs(self) -> pd.DataFrame:
         """The stored runs with their level, chunking, queries, rows and latency p50/p95."""
@@ -750,6 +718,22 @@ def _speaks_python(method):
 
     return call
 
+
+def _retrievers_doc() -> str:
+    """One bullet per retriever of the registry, for :meth:`Project.retrieve`'s docstring."""
+    from workbench.services.retrieval.registry import RETRIEVERS
+
+    lines = []
+    for spec in RETRIEVERS.values():
+        scope = {"required": " over ``chunking``", "optional": ""}.get(spec.chunking, "")
+        names = ", ".join(f"``{p.name}``" + (" (required)" if p.required else f" = {p.default!r}")
+                          for p in spec.parameters)
+        lines.append(f"* ``{spec.name}``{scope}: {spec.help}; {names or 'no options'}")
+    return "\n        ".join(lines)
+
+
+if Project.retrieve.__doc__:  # None under python -OO
+    Project.retrieve.__doc__ = Project.retrieve.__doc__.replace("{retrievers}", _retrievers_doc())
 
 for _name, _value in list(vars(Project).items()):
     if _name.startswith("_"):
