@@ -220,8 +220,9 @@ RETRIEVERS: dict[str, Retriever] = {r.name: r for r in [
               FromDocOptions, _from_doc, page=False),
 ]}
 
-#: The retrievers a sweep grid may name, in registry order.
-SWEEP_RETRIEVERS = tuple(name for name, r in RETRIEVERS.items() if r.sweep is not None)
+def sweep_retrievers() -> tuple[str, ...]:
+    """The retrievers a sweep grid may name (``sweep`` set), in registry order."""
+    return tuple(name for name, r in RETRIEVERS.items() if r.sweep is not None)
 
 
 def retriever(kind: str) -> Retriever:
