@@ -188,7 +188,9 @@ def _add_retriever(rsub, spec) -> None:
             kwargs["required"] = True
         else:
             kwargs["default"] = p.default
-        if p.type in (int, float):
+        if p.type is bool:  # --NAME / --no-NAME
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif p.type in (int, float):
             kwargs["type"] = p.type
         if p.choices:
             kwargs["choices"] = p.choices

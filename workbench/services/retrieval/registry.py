@@ -52,7 +52,7 @@ class Parameter:
     """One parameter of a retriever as front ends read it."""
 
     name: str
-    type: type  # int, float, str, or tuple (a list of names)
+    type: type  # bool, int, float, str, or tuple (a list of names)
     default: Any
     help: str
     choices: tuple[str, ...] | None
@@ -65,14 +65,14 @@ class Parameter:
 
 
 def _base_type(hint) -> type:
-    """``int``/``float``/``str``/``tuple`` from an annotation (``X | None`` is ``X``)."""
+    """``bool``/``int``/``float``/``str``/``tuple`` from an annotation (``X | None`` is ``X``)."""
     origin = typing.get_origin(hint)
     if origin is tuple or hint is tuple:
         return tuple
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     if args:  # a union: the first non-None member decides
         return _base_type(args[0])
-    return hint if hint in (int, float, str) else str
+    return hint if hint in (bool, int, float, str) else str
 
 
 def parameters(options: type) -> list[Parameter]:
@@ -192,8 +192,9 @@ class Retriever:
     works on stored runs; a chunking given is checked). ``title``: its name on the page.
     ``page``: whether the Retrieve & Pool page offers it. ``sweep``: ``None`` when a sweep cannot
     run it, else the retrievers whose runs (over the same chunking) it takes as its ``runs``
-    (``()``: none). ``extra``: the optional extra it needs (a sweep skips its cells, with the
-    reason, when the extra is missing)."""
+    (``()``: none); ``sweep_title`` its name on the Experiments page (default ``title``).
+    ``extra``: the optional extra it needs (a sweep skips its cells, with the reason, when the
+    extra is missing)."""
 
     name: str
     help: str
@@ -204,6 +205,7 @@ class Retriever:
     page: bool = True
     sweep: tuple[str, ...] | None = None
     extra: str | None = None
+    sweep_title: str | None = None
 
     @property
     def parameters(self) -> list[Parameter]:
@@ -215,7 +217,7 @@ RETRIEVERS: dict[str, Retriever] = {r.name: r for r in [
     Retriever("dense", "dense retrieval (sentence-transformers, cosine)", "Dense", DenseOptions, _dense,
               sweep=(), extra="dense"),
     Retriever("hybrid", "reciprocal rank fusion of stored runs", "Hybrid (RRF)", HybridOptions, _hybrid,
-              chunking="optional", sweep=("bm25", "dense")),
+              chunking="optional", sweep=("bm25", "dense"), sweep_title="Hybrid (BM25 + dense)"),
     Retriever("from-doc", "map a document-level run onto the chunks of a chunking", "From a document run",
               FromDocOptions, _from_doc, page=False),
 ]}
