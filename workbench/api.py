@@ -45,7 +45,9 @@ if TYPE_CHECKING:
     from workbench.config import Settings
     from workbench.core.metrics.evaluation import EvaluationResult
     from workbench.core.metrics.qrels_and_runs import Qrels, Run
+    from workbench.services.chunking import ChunkingSummary as Chunking
     from workbench.services.judge.runner import Progress
+    from workbench.services.retrieval.runs import RunSummary as RunInfo
 
 __all__ = [
     "CalibrationReport", "CalibrationSample", "Chunking", "Comparison", "Evaluation", "GateResult",
@@ -53,7 +55,7 @@ __all__ = [
 ]
 
 Labels = Literal["merged", "human", "llm"]
-Retriever = Literal["bm25", "dense", "hybrid", "from-doc"]
+Retriever = str  # a name of workbench.services.retrieval.registry.RETRIEVERS
 
 
 def _frame(record: Mapping[str, Any]):
@@ -63,6 +65,23 @@ def _frame(record: Mapping[str, Any]):
 
 
 # -- results --------------------------------------------------------------------------------------
+
+#: Result types the services define, returned as they are (one type, one set of fields) under
+#: the names the API has always used: ``Chunking`` is what :meth:`Project.chunk` returns,
+#: :class:`~workbench.services.chunking.ChunkingSummary`; ``RunInfo`` what
+#: :meth:`Project.retrieve` returns, :class:`~workbench.services.retrieval.runs.RunSummary`.
+#: Resolved on first use, so importing this module stays cheap.
+_SERVICE_TYPES = {"Chunking": ("workbench.services.chunking", "ChunkingSummary"),
+                  "RunInfo": ("workbench.services.retrieval.runs", "RunSummary")}
+
+
+def __getattr__(name: str):
+    if name in _SERVICE_TYPES:
+        from importlib import import_module
+
+        module, attribute = _SERVICE_TYPES[name]
+        return getattr(import_module(module), attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 @dataclass(frozen=True)
 class ImportSummary:
@@ -87,42 +106,6 @@ class ImportSummary:
     def to_pandas(self) -> pd.DataFrame:
         return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("skipped", "summary")}
                       | {"skipped": sum(self.skipped.values())})
-
-
-@dataclass(frozen=True)
-class Chunking:
-    """A chunking :meth:`Project.chunk` built."""
-
-    name: str
-    strategy: str
-    params: dict
-    documents: int
-    chunks: int
-    seconds: float
-
-    def to_pandas(self) -> pd.DataFrame:
-        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name != "params"})
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """A run :meth:`Project.retrieve` stored; ``stats`` holds retriever-specific counts (for
-    dense retrieval ``backend``: the encoder that was used)."""
-
-    name: str
-    retriever: str
-    level: str
-    chunking: str | None
-    queries: int
-    rows: int
-    seconds: float
-    params: dict
-    stats: dict
-    latency_p50_ms: float
-    latency_p95_ms: float
-
-    def to_pandas(self) -> pd.DataFrame:
-        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("params", "stats")})
 
 
 @dataclass(frozen=True)
@@ -406,58 +389,25 @@ class Project:
 
         with self._db() as db:
             s = create_chunking(db, name, strategy, size=size, overlap=overlap, unit=unit)
-        return Chunking(s.name, s.strategy, dict(s.params), s.documents, s.chunks, s.seconds)
+        return s
 
     def retrieve(self, retriever: Retriever, *, name: str, chunking: str | None = None, k: int = 100,
-                 k1: float = 1.5, b: float = 0.75, stemmer: str = "english", stopwords: str = "english",
-                 model: str | None = None, batch_size: int = 64, backend: str | None = None, device: str = "cpu",
-                 precision: str = "fp32", runs: Sequence[str] | None = None, rrf_k: float = 60,
-                 weights: str | Sequence[float] | None = None, source: str | None = None,
-                 rule: str = "first") -> RunInfo:
+                 **options: Any) -> RunInfo:
         """Run a retriever and store its run ``name`` (``workbench retrieve RETRIEVER``).
 
-        * ``bm25`` over ``chunking``: ``k1``, ``b``, ``stemmer``, ``stopwords``;
-        * ``dense`` over ``chunking``: ``model``, ``batch_size``, ``backend`` (``onnx`` where the
-          onnx extra is installed, else ``torch``), ``device``, ``precision``;
-        * ``hybrid``: reciprocal rank fusion of stored ``runs`` (``rrf_k``, ``weights``);
-        * ``from-doc``: the document-level run ``source`` mapped onto ``chunking`` (``rule``).
+        ``options`` are the retriever's parameters, as in the registry
+        (:data:`workbench.services.retrieval.registry.RETRIEVERS`; ``workbench retrieve
+        RETRIEVER --help`` lists them as flags); those not given take their defaults. An option
+        the retriever does not take raises :class:`~workbench.errors.ConfigError`. The
+        retrievers and their options (from the registry):
+
+        {retrievers}
         """
-        from workbench.services.retrieval import runs as service
+        from workbench.services.retrieval.registry import make_options, run_retriever
 
+        chosen = make_options(retriever, options)
         with self._db() as db:
-            if retriever == "bm25":
-                from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
-
-                params = Bm25Params(k1=k1, b=b, stemmer=parse_stemmer(stemmer), stopwords=parse_stopwords(stopwords))
-                s = service.run_bm25(db, self._need(chunking, "chunking", retriever), name, k=k, params=params)
-            elif retriever == "dense":
-                from workbench.core.option_names import DEFAULT_DENSE_MODEL
-
-                options: dict[str, Any] = {"model": model or DEFAULT_DENSE_MODEL, "batch_size": batch_size,
-                                           "device": device, "precision": precision}
-                if backend is not None:
-                    options["backend"] = backend
-                s = service.run_dense(db, self._need(chunking, "chunking", retriever), name, k=k, **options)
-            elif retriever == "hybrid":
-                from workbench.retrieval.hybrid import parse_weights
-
-                names = list(self._need(runs, "runs", retriever))
-                text = weights if weights is None or isinstance(weights, str) else ",".join(map(str, weights))
-                s = service.run_hybrid(db, name, names, k=k, rrf_k=rrf_k, weights=parse_weights(text, names),
-                                       chunking=chunking)
-            elif retriever == "from-doc":
-                s = service.map_doc_run(db, self._need(source, "source", retriever),
-                                        self._need(chunking, "chunking", retriever), name, rule=rule)
-            else:
-                raise ConfigError(f"unknown retriever {retriever!r}; expected bm25, dense, hybrid or from-doc")
-        return RunInfo(s.name, s.retriever, s.level, s.chunking, s.queries, s.rows, s.seconds, dict(s.params),
-                       dict(s.stats), s.latency_p50_ms, s.latency_p95_ms)
-
-    @staticmethod
-    def _need(value, what: str, retriever: str):
-        if value is None or (not isinstance(value, str) and not len(value)):
-            raise ConfigError(f"retrieve {retriever!r} needs {what}=")
-        return value
+            return run_retriever(db, retriever, name=name, chunking=chunking, k=k, options=chosen)
 
     def runs(self) -> pd.DataFrame:
         """The stored runs with their level, chunking, queries, rows and latency p50/p95."""
@@ -821,6 +771,23 @@ def _judge_signature():
 Project.judge.__signature__ = _judge_signature()
 Project.judge.__doc__ = Project.judge.__doc__.replace(
     "{options}", keywords_doc(lambda text: render_text(text, **API_WORDS)).strip())
+
+
+def _retrievers_doc() -> str:
+    """One bullet per retriever of the registry, for :meth:`Project.retrieve`'s docstring."""
+    from workbench.services.retrieval.registry import RETRIEVERS
+
+    lines = []
+    for spec in RETRIEVERS.values():
+        scope = {"required": " over ``chunking``", "optional": ""}.get(spec.chunking, "")
+        names = ", ".join(f"``{p.name}``" + (" (required)" if p.required else f" = {p.default!r}")
+                          for p in spec.parameters)
+        lines.append(f"* ``{spec.name}``{scope}: {spec.help}; {names or 'no options'}")
+    return "\n        ".join(lines)
+
+
+if Project.retrieve.__doc__:  # None under python -OO
+    Project.retrieve.__doc__ = Project.retrieve.__doc__.replace("{retrievers}", _retrievers_doc())
 
 for _name, _value in list(vars(Project).items()):
     if _name.startswith("_"):

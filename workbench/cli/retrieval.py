@@ -11,7 +11,7 @@ import argparse
 import json
 import math
 
-from workbench.cli.common import add_progress_option, progress_from_args, settings_from_args
+from workbench.cli.common import add_progress_option, cli_text, progress_from_args, settings_from_args
 from workbench.errors import InputError
 
 
@@ -52,44 +52,21 @@ def _print_run(s) -> None:
           f"in {s.seconds:.2f}s{extra}{latency}")
 
 
-def _bm25(args: argparse.Namespace) -> int:
-    from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
-    from workbench.services.retrieval.runs import run_bm25
+def _retrieve(args: argparse.Namespace) -> int:
+    """Any retriever of the registry: its flags are its parameters (:func:`_add_retriever`)."""
+    from workbench.services.retrieval.registry import make_options, retriever, run_retriever
 
-    params = Bm25Params(k1=args.k1, b=args.b, stemmer=parse_stemmer(args.stemmer),
-                        stopwords=parse_stopwords(args.stopwords))
+    spec = retriever(args.retriever)
+    values = {}
+    for p in spec.parameters:
+        value = getattr(args, p.name)
+        if p.type is tuple:
+            value = tuple(_names(value, p.flag))
+        values[p.name] = value
+    options = make_options(spec.name, values)
     with _open(args) as db:
-        _print_run(run_bm25(db, args.chunking, args.name, k=args.k, params=params, progress=progress_from_args(args)))
-    return 0
-
-
-def _dense(args: argparse.Namespace) -> int:
-    from workbench.services.retrieval.runs import run_dense
-
-    with _open(args) as db:
-        _print_run(run_dense(db, args.chunking, args.name, k=args.k, model=args.model,
-                             batch_size=args.batch_size, progress=progress_from_args(args),
-                             backend=args.backend, device=args.device, precision=args.precision))
-    return 0
-
-
-def _hybrid(args: argparse.Namespace) -> int:
-    from workbench.retrieval.hybrid import parse_weights
-    from workbench.services.retrieval.runs import run_hybrid
-
-    runs = _names(args.runs, "--runs")
-    weights = parse_weights(args.weights, runs)
-    with _open(args) as db:
-        _print_run(run_hybrid(db, args.name, runs, k=args.k, rrf_k=args.rrf_k, weights=weights,
-                              chunking=args.chunking))
-    return 0
-
-
-def _from_doc(args: argparse.Namespace) -> int:
-    from workbench.services.retrieval.runs import map_doc_run
-
-    with _open(args) as db:
-        _print_run(map_doc_run(db, args.source, args.chunking, args.name, rule=args.rule))
+        _print_run(run_retriever(db, spec.name, name=args.name, chunking=args.chunking, k=args.k, options=options,
+                                 progress=progress_from_args(args)))
     return 0
 
 
@@ -197,11 +174,36 @@ def _pool_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_retriever(rsub, spec) -> None:
+    """``workbench retrieve NAME``, generated from the registry entry ``spec``: the common flags
+    (``--chunking``, ``--name``, ``--k``, progress), then one flag per parameter."""
+    q = rsub.add_parser(spec.name, help=spec.help)
+    q.add_argument("--chunking", required=spec.chunking == "required", help="chunking to retrieve from")
+    q.add_argument("--name", required=True, help="name of the new run")
+    q.add_argument("--k", type=int, default=100, help="results per query (default 100)")
+    add_progress_option(q)
+    for p in spec.parameters:
+        kwargs: dict = {"help": cli_text(p.help)}  # help may name other parameters as {field:KEY}
+        if p.required:
+            kwargs["required"] = True
+        else:
+            kwargs["default"] = p.default
+        if p.type is bool:  # --NAME / --no-NAME
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif p.type in (int, float):
+            kwargs["type"] = p.type
+        if p.choices:
+            kwargs["choices"] = p.choices
+        if p.metavar:
+            kwargs["metavar"] = p.metavar
+        q.add_argument(p.flag, **kwargs)
+    q.set_defaults(handler=_retrieve)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    # Choices from a module that imports nothing: building the parser must stay cheap.
+    # Choices from modules that import nothing heavy: building the parser must stay cheap.
     from workbench.core.option_names import CHUNKING_STRATEGIES as STRATEGIES
-    from workbench.core.option_names import DEFAULT_DENSE_MODEL as DEFAULT_MODEL
-    from workbench.core.option_names import DOC_MAPPING_RULES as RULES
+    from workbench.services.retrieval.registry import RETRIEVERS
 
     p = sub.add_parser("chunk", help="chunk every document into a new named chunking")
     p.add_argument("--name", required=True, help="chunking name (letters, digits, _ - .)")
@@ -216,51 +218,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("retrieve", help="run a retriever over a chunking and store the run (list: the stored runs)")
     rsub = p.add_subparsers(dest="retriever", metavar="RETRIEVER", required=True)
 
-    def common(q, chunking_required=True):
-        q.add_argument("--chunking", required=chunking_required, help="chunking to retrieve from")
-        q.add_argument("--name", required=True, help="name of the new run")
-        q.add_argument("--k", type=int, default=100, help="results per query (default 100)")
-        add_progress_option(q)
-
-    q = rsub.add_parser("bm25", help="BM25 (bm25s, lucene variant)")
-    common(q)
-    q.add_argument("--stemmer", default="english", help="PyStemmer language, or 'none' (default english)")
-    q.add_argument("--stopwords", default="english",
-                   help="stopword list: a language (english, german, ...), 'none', or comma-separated words")
-    q.add_argument("--k1", type=float, default=1.5, help="BM25 k1 (default 1.5)")
-    q.add_argument("--b", type=float, default=0.75, help="BM25 b (default 0.75)")
-    q.set_defaults(handler=_bm25)
-
-    q = rsub.add_parser("dense", help="dense retrieval (sentence-transformers, cosine)")
-    common(q)
-    q.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"model name or local path (default {DEFAULT_MODEL}, bundled, offline)")
-    q.add_argument("--batch-size", type=int, default=64, help="encoding batch size (default 64)")
-    q.add_argument("--backend", choices=("torch", "onnx"), default=None,
-                   help="onnx (ONNX Runtime fp32, same vectors as torch, faster; exported once, cached) or torch "
-                        "(sentence-transformers); default onnx where the onnx extra is installed, else torch; "
-                        "the summary says which")
-    q.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu",
-                   help="cpu (default), cuda, or auto (cuda when available)")
-    q.add_argument("--precision", choices=("fp32", "int8-safe", "int8"), default="fp32",
-                   help="onnx only: fp32 (default, same vectors as torch), int8-safe (per-token int8: 2-2.6x "
-                        "torch, cosine ~0.999) or int8 (fastest, cosine ~0.98)")
-    q.set_defaults(handler=_dense)
-
-    q = rsub.add_parser("hybrid", help="reciprocal rank fusion of stored runs")
-    common(q, chunking_required=False)
-    q.add_argument("--runs", required=True, help="runs to fuse, comma-separated")
-    q.add_argument("--rrf-k", type=float, default=60, help="RRF constant k (default 60)")
-    q.add_argument("--weights", help="per-run weights: 1,0.5 (in --runs order) or bm25=1,dense=0.5")
-    q.set_defaults(handler=_hybrid)
-
-    q = rsub.add_parser("from-doc", help="map a document-level run onto the chunks of a chunking")
-    common(q)
-    q.add_argument("--source", required=True, help="the document-level run to map")
-    q.add_argument("--rule", choices=RULES, default="first",
-                   help="first: each document becomes its first chunk; all: every chunk inherits the "
-                        "document's score, ordered by position (default first)")
-    q.set_defaults(handler=_from_doc)
+    for spec in RETRIEVERS.values():
+        _add_retriever(rsub, spec)
 
     q = rsub.add_parser("list", help="list the stored runs with their per-query latency p50/p95")
     q.add_argument("--format", choices=["table", "json"], default="table")

@@ -141,6 +141,14 @@ def _import_latency(args: argparse.Namespace) -> int:
     return 0
 
 
+def _retrievers_help() -> str:
+    """The retrievers a sweep runs, from the registry: ``bm25, dense, hybrid (over the bm25 and dense runs)``."""
+    from workbench.services.retrieval.registry import RETRIEVERS, sweep_retrievers
+
+    return ", ".join(name + (f" (over the {' and '.join(RETRIEVERS[name].sweep)} runs)" if RETRIEVERS[name].sweep else "")
+                     for name in sweep_retrievers())
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep",
@@ -155,7 +163,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--chunkings", required=True, metavar="SPEC[,SPEC...]", help="e.g. fixed:256,fixed:512:64,section")
-    p.add_argument("--retrievers", required=True, metavar="R[,R...]", help="bm25, dense, hybrid (RRF of bm25 and dense)")
+    p.add_argument("--retrievers", required=True, metavar="R[,R...]", help=_retrievers_help())
     p.add_argument("-m", "--measure", action="append", default=[], metavar="MEASURE",
                    help="a measure, repeatable, e.g. ndcg@10, recall@10")
     p.add_argument("--rel", type=int, default=1, metavar="N", help="relevance threshold on grades (default 1)")

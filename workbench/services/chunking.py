@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
@@ -47,6 +47,9 @@ DEFAULT_SIZE = {"fixed": 1000, "section": 2000, "sentences": 5}
 
 @dataclass(frozen=True)
 class ChunkingSummary:
+    """A chunking :func:`create_chunking` built (also what :meth:`workbench.api.Project.chunk`
+    returns, as ``Chunking``); ``chunks_per_doc`` holds ``min``, ``mean`` and ``max``."""
+
     name: str
     strategy: str
     params: dict
@@ -54,6 +57,11 @@ class ChunkingSummary:
     chunks: int
     seconds: float
     chunks_per_doc: dict = field(default_factory=dict)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row: every field but ``params`` and ``chunks_per_doc``."""
+        return pd.DataFrame([{f.name: getattr(self, f.name) for f in fields(self)
+                              if f.name not in ("params", "chunks_per_doc")}])
 
 
 def chunking_spec(name: str, strategy: str, size: int | None = None, overlap: int | None = None,

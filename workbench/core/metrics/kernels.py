@@ -284,11 +284,26 @@ def _rbp(c: _Context, m: Measure, rel: int) -> tuple[np.ndarray, np.ndarray, np.
     return score, unseen, unseen + c.per_query(weight, ~c.judged)
 
 
-_FUNCTIONS = {
+#: The kernel of each measure of :data:`workbench.core.metrics.measures.REGISTRY`, by name
+#: (``ndcg_exp`` shares nDCG's kernel, which reads the gain from the measure). The two tables
+#: must name the same measures: :func:`registry_gaps` lists the differences, and a test fails on
+#: a measure without a kernel or a kernel without a measure.
+KERNELS = {
     "hit": _hit, "precision": _precision, "recall": _recall, "f1": _f1, "mrr": _mrr,
     "map": _map, "ndcg": _ndcg, "ndcg_exp": _ndcg, "rprec": _rprec, "err": _err,
     "rbp": _rbp, "bpref": _bpref, "judged": _judged,
 }
+
+
+def registry_gaps(registry=None, kernels=None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(measures without a kernel, kernels without a measure)`` between ``registry`` (default
+    :data:`~workbench.core.metrics.measures.REGISTRY`) and ``kernels`` (default :data:`KERNELS`),
+    each sorted; both empty when every measure can be computed and every kernel is reachable."""
+    from workbench.core.metrics.measures import REGISTRY
+
+    names = set(REGISTRY if registry is None else registry)
+    computed = set(KERNELS if kernels is None else kernels)
+    return tuple(sorted(names - computed)), tuple(sorted(computed - names))
 
 RESIDUAL_SUFFIX = ".residual"  # p^n, the spec's residual
 UNJUDGED_RESIDUAL_SUFFIX = ".residual_unjudged"  # p^n + unjudged weight, trec_eval's rbp_resid
@@ -303,7 +318,7 @@ def compute(ranked: RankedLists, measures: list[tuple[str, Measure]], rel: int) 
     ctx = _Context(ranked)
     out: dict[str, np.ndarray] = {}
     for label, measure in measures:
-        value = _FUNCTIONS[measure.name](ctx, measure, rel if measure.rel is None else measure.rel)
+        value = KERNELS[measure.name](ctx, measure, rel if measure.rel is None else measure.rel)
         if isinstance(value, tuple):
             out[label], out[label + RESIDUAL_SUFFIX], out[label + UNJUDGED_RESIDUAL_SUFFIX] = value
         else:

@@ -60,12 +60,16 @@ REGISTRY: dict[str, MeasureInfo] = {
         MeasureInfo("mrr", "reciprocal rank of the first relevant doc (within k)", "optional", frozenset({"rel"})),
         MeasureInfo("map", "average precision (within k), divided by R", "optional", frozenset({"rel"})),
         MeasureInfo("ndcg", "nDCG with linear gain g (within k)", "optional", frozenset({"rel"}), True),
-        MeasureInfo("ndcg_exp", "nDCG with gain 2^g - 1 (within k)", "optional", frozenset({"rel"}), True),
+        MeasureInfo("ndcg_exp", "nDCG with gain 2^g - 1 (within k); ir_measures' nDCG(dcg='exp-log2')", "optional",
+                    frozenset({"rel"}), True),
         MeasureInfo("rprec", "precision at rank R", "none", frozenset({"rel"})),
-        MeasureInfo("err", "expected reciprocal rank (Chapelle 2009)", "optional", frozenset({"rel", "gmax"}), True),
+        MeasureInfo("err", "expected reciprocal rank (Chapelle 2009), satisfaction (2^g - 1)/2^gmax", "optional",
+                    frozenset({"rel", "gmax"}), True),
         MeasureInfo(
-            "rbp", "rank-biased precision with residuals: .residual = p^n (unseen ranks), "
-            ".residual_unjudged = p^n + unjudged ranks (trec_eval rbp_resid)", "none",
+            "rbp", "rank-biased precision, binary (graded=True: grade/gmax), reported with two residuals: "
+            "NAME.residual = p^n for a list of n results, the spec's definition (0.33 on its worked example); "
+            "NAME.residual_unjudged = p^n plus the weight of the unjudged ranks, trec_eval's rbp_resid "
+            "(0.63 there when d7 and d9 are unjudged)", "none",
             frozenset({"rel", "p", "gmax", "graded"})
         ),
         MeasureInfo("bpref", "Buckley & Voorhees bpref as trec_eval", "none", frozenset({"rel"})),
@@ -89,6 +93,36 @@ ALIASES: dict[str, str] = {
     "bpref": "bpref",
     "judged": "judged",
 }
+
+#: Each parameter's default, as the measures table prints it.
+PARAMETER_DEFAULTS = {"rel": "the evaluation's rel (1)", "p": str(DEFAULT_RBP_P), "gmax": str(DEFAULT_GMAX),
+                      "graded": "False"}
+
+
+def _grades(info: MeasureInfo) -> str:
+    if info.graded:
+        return "graded"
+    if "rel" not in info.params:
+        return "any label"
+    return "binary, or graded with `graded=True`" if "graded" in info.params else "binary"
+
+
+def measures_table() -> str:
+    """The measures table of ``docs/metrics.md`` (Markdown), one row per measure of
+    :data:`REGISTRY` in its order: the canonical spellings (``NAME@k`` when the cutoff is
+    required, ``NAME`` and ``NAME@k`` when optional), the other names :data:`ALIASES` accepts,
+    the parameters with their defaults, whether grades are used, and the description."""
+    rows = ["| Measure | Also accepted | Parameters (default) | Grades | Definition |",
+            "|---|---|---|---|---|"]
+    for info in REGISTRY.values():
+        spelled = {"required": [f"{info.name}@k"], "optional": [info.name, f"{info.name}@k"],
+                   "none": [info.name]}[info.cutoff]
+        aliases = [a for a, name in ALIASES.items() if name == info.name and a != info.name]
+        params = [f"`{key}` = {PARAMETER_DEFAULTS[key]}" for key in PARAMETER_DEFAULTS if key in info.params]
+        rows.append(f"| {', '.join(f'`{x}`' for x in spelled)} | {', '.join(f'`{a}`' for a in aliases) or '-'} "
+                    f"| {', '.join(params) or '-'} | {_grades(info)} | {info.description} |")
+    return "\n".join(rows) + "\n"
+
 
 _SYNTAX = re.compile(
     r"""^(?P<name>[A-Za-z][A-Za-z0-9_\-]*?)

@@ -59,9 +59,12 @@ from workbench.core.rag.context_budget import (
 from workbench.core.metrics.pareto import percentile_latency
 from workbench.errors import ConfigError, InputError
 from workbench.services.progress import ProgressFactory, no_progress
+from workbench.services.retrieval.registry import RETRIEVERS as REGISTRY
+from workbench.services.retrieval.registry import sweep_retrievers
+from workbench.services.retrieval.runs import Workspace
 from workbench.store.database import Database
 
-RETRIEVERS = ("bm25", "dense", "hybrid")
+RETRIEVERS = REGISTRY  # name -> registry entry; a sweep runs those with ``sweep`` set
 JUDGED_K = 10
 LOW_JUDGED = 0.8  # below this share of judged top-k items a cell lists the pairs to judge
 
@@ -123,11 +126,12 @@ def parse_grid(chunkings: str, retrievers: str) -> tuple[list[ChunkingChoice], l
     if len({c.spec for c in choices}) != len(choices):
         raise InputError(f"{{field:chunkings}} lists a spec twice: {chunkings}")
     names = [r.strip() for r in (retrievers or "").split(",") if r.strip()]
+    known = sweep_retrievers()
     if not names:
-        raise InputError("{field:retrievers} needs at least one of bm25, dense, hybrid")
-    bad = [r for r in names if r not in RETRIEVERS]
+        raise InputError(f"{{field:retrievers}} needs at least one of {', '.join(known)}")
+    bad = [r for r in names if r not in known]
     if bad:
-        raise InputError(f"unknown retriever {bad[0]!r}; choose from {', '.join(RETRIEVERS)}")
+        raise InputError(f"unknown retriever {bad[0]!r}; choose from {', '.join(known)}")
     if len(set(names)) != len(names):
         raise InputError(f"{{field:retrievers}} lists a retriever twice: {retrievers}")
     return choices, names
@@ -316,109 +320,66 @@ class DenseWork:
         return matrix
 
 
-@dataclass
-class _ChunkingData:
-    name: str
-    chunks: pd.DataFrame  # chunk_id, doc_id, seq, start, end, text
-    queries: pd.DataFrame  # query_id, text
-    bm25_index: object = None
+class SweepWorkspace(Workspace):
+    """What the runs of one sweep share (:class:`workbench.services.retrieval.runs.Workspace`):
+    the chunks of the chunking being run (read once), the queries, one BM25 index per chunking
+    (serving its bm25 cell and the bm25 part of its hybrid cell), the dense work of
+    :class:`DenseWork` (queries encoded once per sweep, chunk vectors shared across chunkings);
+    every step is timed by the sweep's :class:`StageClock`."""
 
+    query_encoding = "once per sweep, one query at a time"
 
-def _store(db: Database, name: str, retriever: str, rows: pd.DataFrame, params: dict, chunking: str,
-           latency: pd.DataFrame) -> None:
-    from workbench.store.latencies import write_latencies
-    from workbench.store.runs import set_run_scope, write_run
+    def __init__(self, clock: StageClock, queries: pd.DataFrame, dense: DenseWork | None = None) -> None:
+        super().__init__(dense.encoder if dense is not None else None)
+        self.clock = clock
+        self.dense = dense
+        self._queries = queries
+        self._chunks: tuple[str, pd.DataFrame] | None = None
+        self._indexes: dict[tuple[str, str], object] = {}
 
-    values = latency["latency_ms"].to_numpy(dtype=float)
-    params = {**params, "latency_ms": percentile_latency(values, 95),
-              "latency_p50_ms": percentile_latency(values, 50), "latency_p95_ms": percentile_latency(values, 95),
-              "latency": "per query, ms, measured one query at a time (table run_latencies)"}
-    with db.transaction() as tx:
-        write_run(tx, name, retriever, rows, params=params)
-        set_run_scope(tx, name, "chunk", chunking)
-        write_latencies(tx, name, latency)
+    def stage(self, name: str):
+        return self.clock(name)
 
+    def use_chunking(self, name: str, chunks: pd.DataFrame) -> None:
+        """The chunking whose cells run next (its chunks as read, with text); the previous
+        chunking's BM25 index is dropped (one index in memory at a time)."""
+        self._chunks = (name, chunks)
+        self._indexes = {key: index for key, index in self._indexes.items() if key[0] == name}
 
-def _rows(data: _ChunkingData, qi, ci, score) -> pd.DataFrame:
-    from workbench.services.retrieval.runs import ranked_rows
+    def chunks(self, db: Database, chunking: str) -> pd.DataFrame:
+        if self._chunks is not None and self._chunks[0] == chunking:
+            return self._chunks[1]
+        with self.clock("read chunks"):
+            return super().chunks(db, chunking)
 
-    return ranked_rows(data.queries, data.chunks, np.asarray(qi, np.int64), np.asarray(ci, np.int64),
-                        np.asarray(score, np.float64))
+    def queries(self, db: Database) -> pd.DataFrame:
+        return self._queries
 
+    def bm25_index(self, chunking, chunks, params, progress):
+        key = (chunking, json.dumps(params.as_dict(), sort_keys=True, default=str))
+        if key not in self._indexes:
+            from workbench.retrieval import bm25 as bm25_mod
 
-def _bm25(db: Database, data: _ChunkingData, name: str, k: int, progress: ProgressFactory,
-          clock: StageClock) -> None:
-    from workbench.retrieval import bm25 as bm25_mod
+            with progress(f"bm25 index {chunking}", len(chunks), "chunk") as advance:
+                self._indexes[key] = bm25_mod.build_index(chunks["text"].tolist(), params, advance=advance)
+        return self._indexes[key]
 
-    params = bm25_mod.Bm25Params()
-    if data.bm25_index is None:
-        with progress(f"bm25 index {data.name}", len(data.chunks), "chunk") as advance, clock("bm25 index"):
-            data.bm25_index = bm25_mod.build_index(data.chunks["text"].tolist(), params, advance=advance)
-    texts = data.queries["text"].tolist()
-    parts, times = [], []
-    with progress(f"bm25 {data.name}", len(texts), "query") as advance, clock("bm25 search"):
-        for i, text in enumerate(texts):
-            t0 = time.perf_counter()
-            qi, ci, score = bm25_mod.search(data.bm25_index, [text], k)
-            times.append((time.perf_counter() - t0) * 1000)
-            parts.append((qi + i, ci, score))
-            advance(1)
-    with clock("store runs"):
-        qi, ci, score = (np.concatenate([p[j] for p in parts]) if parts else np.empty(0) for j in range(3))
-        latency = pd.DataFrame({"query_id": data.queries["query_id"].astype(str), "latency_ms": times})
-        _store(db, name, "bm25", _rows(data, qi, ci, score), {**params.as_dict(), "k": k, "chunking": data.name,
-                                                             "sweep": True}, data.name, latency)
+    def _work(self, options) -> DenseWork:
+        if self.dense is None or (self.dense.model, self.dense.backend, self.dense.precision) != (
+                options.model, options.backend, options.precision):
+            raise ConfigError(f"this sweep encodes with {self.dense.model if self.dense else 'no model'}; "
+                              f"a dense run with {options.model} ({options.backend}) cannot share its vectors")
+        return self.dense
 
+    def chunk_vectors(self, db, chunking, chunks, options, progress):
+        work = self._work(options)
+        work.load()  # ConfigError when the backend's package is missing, before any encoding
+        encoded = work.counts["encoded"]
+        matrix = work.matrix(db, chunking, chunks, progress)
+        return matrix, work.counts["encoded"] - encoded
 
-def _dense(db: Database, data: _ChunkingData, name: str, k: int, work: DenseWork, progress: ProgressFactory) -> None:
-    from workbench.retrieval import dense as dense_mod
-
-    clock = work.clock
-    work.load()  # ConfigError when the backend's package is missing, before any encoding
-    q_vectors, encode_ms = work.queries(data.queries["text"].tolist())
-    matrix = work.matrix(db, data.name, data.chunks, progress)
-    parts, times = [], []
-    with progress(f"dense {data.name}", len(q_vectors), "query") as advance, clock("dense top-k"):
-        for i in range(len(q_vectors)):
-            t0 = time.perf_counter()
-            qi, ci, score = dense_mod.top_k(q_vectors[i:i + 1], matrix, k)
-            times.append((time.perf_counter() - t0) * 1000 + encode_ms[i])
-            parts.append((qi + i, ci, score))
-            advance(1)
-    with clock("store runs"):
-        qi, ci, score = (np.concatenate([p[j] for p in parts]) for j in range(3))
-        latency = pd.DataFrame({"query_id": data.queries["query_id"].astype(str), "latency_ms": times})
-        params = {"retriever": "dense", "model": dense_mod.model_key(work.model), "normalised": True,
-                  "score": "cosine", "k": k, "chunking": data.name, "sweep": True, "backend": work.backend,
-                  "cache_key": work.key,
-                  "latency_parts": "query encoding (once per sweep, one query at a time) + top-k"}
-        _store(db, name, "dense", _rows(data, qi, ci, score), params, data.name, latency)
-
-
-def _hybrid(db: Database, data: _ChunkingData, name: str, k: int, parts: list[str], clock: StageClock) -> None:
-    from workbench.core.pooling.fusion import rrf
-    from workbench.services.retrieval.runs import evaluation_order
-    from workbench.store.latencies import read_latencies
-    from workbench.store.runs import read_run_rows_many
-
-    with clock("fuse"):
-        rows = read_run_rows_many(db, parts)
-        t0 = time.perf_counter()
-        fused = rrf({r: rows.loc[rows["run_id"] == r, ["query_id", "chunk_id", "rank"]] for r in parts}, k=60,
-                    id_col="chunk_id")
-        fuse_ms = (time.perf_counter() - t0) * 1000
-        fused = evaluation_order(fused, "chunk_id", k)  # ties the evaluation's way (services.retrieval)
-        doc_of = rows.drop_duplicates("chunk_id").set_index("chunk_id")["doc_id"]
-        fused["doc_id"] = fused["chunk_id"].map(doc_of).astype("str")
-        lat = read_latencies(db, parts).groupby("query_id")["latency_ms"].sum()
-    queries = data.queries["query_id"].astype(str)
-    per_query = lat.reindex(queries).fillna(0.0).to_numpy() + fuse_ms / max(len(queries), 1)
-    latency = pd.DataFrame({"query_id": queries, "latency_ms": per_query})
-    params = {"retriever": "hybrid", "fusion": "rrf", "rrf_k": 60, "runs": parts, "weights": None, "k": k,
-              "chunking": data.name, "sweep": True}
-    with clock("store runs"):
-        _store(db, name, "hybrid", fused[["query_id", "doc_id", "chunk_id", "rank", "score"]], params, data.name,
-               latency)
+    def query_vectors(self, texts, options, progress):
+        return self._work(options).queries(texts)
 
 
 # ------------------------------------------------------------------------------ measures per cell
@@ -594,14 +555,14 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
 
     cells = [Cell(c.spec, r) for c in chunkings for r in retrievers]
     result = SweepResult(cells, budgets, measures, labels, [])
-    dense_error: str | None = None
+    unavailable: dict[str, str] = {}  # retriever -> why it cannot run (its optional extra is missing)
     done_times: list[float] = []
     names: dict[str, tuple[str, bool]] = {}
     for chunking_choice in chunkings:
         with clock("chunk"):
             names[chunking_choice.spec] = ensure_chunking(db, chunking_choice, progress)
     work = None
-    if {"dense", "hybrid"} & set(retrievers):
+    if "dense" in {r for cell_retriever in retrievers for r in _needs(cell_retriever)}:
         work = DenseWork(model, backend, precision, device, clock, encoder=encoder)
         # Announce the texts of every chunking whose dense run is still to be made, so vectors
         # of texts two chunkings share are kept for the later one.
@@ -609,6 +570,9 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
             if not run_exists(db, run_name(name, "dense")):
                 with clock("read chunks"):
                     work.plan(name, read_chunks(db, name, with_text=True)["text"].tolist())
+    workspace = SweepWorkspace(clock, queries[["query_id", "text"]].reset_index(drop=True), work)
+    # The encoder of the sweep, for every retriever whose parameters name it.
+    settings = {"model": model, "backend": backend, "precision": precision, "device": device}
     for chunking_choice in chunkings:
         name, created = names[chunking_choice.spec]
         mine_runs = [run_name(name, r) for r in retrievers]
@@ -616,7 +580,7 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
         with_text = not all(run_exists(db, r) for r in mine_runs)
         with clock("read chunks"):
             chunks = read_chunks(db, name, with_text=with_text)
-        data = _ChunkingData(name, chunks, queries[["query_id", "text"]].reset_index(drop=True))
+        workspace.use_chunking(name, chunks)
         mine = [c for c in cells if c.chunking == chunking_choice.spec]
         for cell in mine:
             cell.chunking_name = name
@@ -630,33 +594,23 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
                 notify(f"cell {index}/{len(cells)}: {cell.chunking} × {cell.retriever} (reusing run {cell.run}{eta})")
                 continue
             notify(f"cell {index}/{len(cells)}: {cell.chunking} × {cell.retriever} ({'new chunking ' + name if created else 'chunking ' + name}{eta})")
+            blocked = [r for r in _needs(cell.retriever) if r in unavailable]
             try:
-                if cell.retriever == "bm25":
-                    _bm25(db, data, cell.run, k, progress, clock)
-                elif cell.retriever == "dense":
-                    if dense_error:
-                        raise ConfigError(dense_error)
-                    _dense(db, data, cell.run, k, work, progress)
-                else:
-                    parts = [run_name(name, "bm25"), run_name(name, "dense")]
-                    if not run_exists(db, parts[0]):
-                        _bm25(db, data, parts[0], k, progress, clock)
-                    if not run_exists(db, parts[1]):
-                        if dense_error:
-                            raise ConfigError(dense_error)
-                        _dense(db, data, parts[1], k, work, progress)
-                    _hybrid(db, data, cell.run, k, parts, clock)
+                if blocked:
+                    raise ConfigError(unavailable[blocked[0]])
+                _make_run(db, cell.retriever, name, k, settings, progress, workspace)
             except ConfigError as exc:
-                if cell.retriever in ("dense", "hybrid"):
-                    dense_error = dense_error or str(exc)
-                    cell.skipped = f"{cell.retriever} skipped: {exc}"
-                    cell.run = None
-                    notify(f"  {cell.skipped}")
-                    continue
-                raise
+                extras = [r for r in _needs(cell.retriever) if RETRIEVERS[r].extra]
+                if not extras:
+                    raise
+                for r in extras:  # a missing extra: every later cell needing it is skipped too
+                    unavailable.setdefault(r, str(exc))
+                cell.skipped = f"{cell.retriever} skipped: {exc}"
+                cell.run = None
+                notify(f"  {cell.skipped}")
+                continue
             cell.seconds = time.perf_counter() - started
             done_times.append(cell.seconds)
-        data.bm25_index = None  # one chunking's index at a time in memory
         ran = [c for c in mine if not c.skipped]
         if not ran:
             continue
@@ -696,6 +650,36 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
         notify(f"chunk vectors ({used} encoder, cache {work.key}): {c['chunks']} needed, {c['cached']} from the cache, "
                f"{c['shared']} shared across chunkings, {c['encoded']} distinct texts encoded")
     return result
+
+
+def _needs(retriever: str) -> list[str]:
+    """``retriever`` and, first, the retrievers whose runs it takes as parts in a sweep (recursively)."""
+    out: list[str] = []
+    for part in RETRIEVERS[retriever].sweep or ():
+        out += [r for r in _needs(part) if r not in out]
+    return [*out, retriever] if retriever not in out else out
+
+
+def _make_run(db: Database, retriever: str, chunking: str, k: int, settings: dict, progress: ProgressFactory,
+              workspace: SweepWorkspace) -> None:
+    """Run ``retriever`` over ``chunking`` into :func:`run_name`, through the registry (the runs
+    it takes as parts, over the same chunking, are made first when missing). ``settings``: sweep
+    options (the dense encoder) given to every retriever whose parameters name them."""
+    from workbench.services.retrieval.registry import make_options, run_retriever
+    from workbench.store.runs import run_exists
+
+    spec = RETRIEVERS[retriever]
+    parts = [run_name(chunking, part) for part in spec.sweep or ()]
+    for part, part_run in zip(spec.sweep or (), parts):
+        if not run_exists(db, part_run):
+            _make_run(db, part, chunking, k, settings, progress, workspace)
+    names = {p.name for p in spec.parameters}
+    values = {key: value for key, value in settings.items() if key in names}
+    if parts:
+        values["runs"] = tuple(parts)
+    run_retriever(db, retriever, name=run_name(chunking, retriever), chunking=chunking, k=k,
+                  options=make_options(retriever, values), progress=progress, workspace=workspace,
+                  extra_params={"sweep": True})
 
 
 class _TokenStarts:

@@ -36,7 +36,7 @@ p50/p95 are numpy's linear-interpolation percentiles (:func:`workbench.core.metr
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -72,7 +72,9 @@ DEFAULT_K = 100
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What a retrieval wrote. ``stats`` holds retriever-specific counts (e.g. ``encoded``)."""
+    """What a retrieval wrote (also what :meth:`workbench.api.Project.retrieve` returns, as
+    ``RunInfo``). ``stats`` holds retriever-specific counts (e.g. ``encoded``; for dense
+    retrieval ``backend``: the encoder that was used)."""
 
     name: str
     retriever: str
@@ -85,6 +87,11 @@ class RunSummary:
     stats: dict = field(default_factory=dict)
     latency_p50_ms: float = float("nan")
     latency_p95_ms: float = float("nan")
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row: every field but ``params`` and ``stats``."""
+        return pd.DataFrame([{f.name: getattr(self, f.name) for f in fields(self)
+                              if f.name not in ("params", "stats")}])
 
 
 def latency_params(values, how: str) -> dict:
@@ -193,16 +200,97 @@ def evaluation_order(rows: pd.DataFrame, id_col: str, k: int | None = None) -> p
     return out.sort_values(["query_id", "rank"], kind="stable").reset_index(drop=True)
 
 
-def _store_run(db: Database, name: str, retriever: str, rows: pd.DataFrame, params: dict,
-               level: str, chunking: str | None, latency: pd.DataFrame | None = None) -> int:
-    """Rows, scope and (when given) per-query latencies (``query_id, latency_ms``) in one
-    transaction: a run is never stored without the latencies it was measured with."""
+def store_run(db: Database, name: str, retriever: str, rows: pd.DataFrame, params: dict,
+              level: str, chunking: str | None, latency: pd.DataFrame | None = None,
+              how: str | None = None) -> tuple[int, dict]:
+    """The one way a retriever's run is stored (every retriever of
+    :mod:`workbench.services.retrieval.registry`, in a single run or a sweep cell): rows, scope
+    and per-query latencies (``query_id, latency_ms``) in one transaction, so a run is never
+    stored without the latencies it was measured with. With ``how`` (how the latencies were
+    measured) ``params`` gain :func:`latency_params` of ``latency``. Returns the rows written
+    and the parameters stored."""
+    if how is not None:
+        values = latency["latency_ms"] if latency is not None else []
+        params = {**params, **latency_params(values, how)}
     with db.transaction() as tx:
         n = write_run(tx, name, retriever, rows, params=params)
         set_run_scope(tx, name, level, chunking)
         if latency is not None and len(latency):
             write_latencies(tx, name, latency)
-    return n
+    return n, params
+
+
+class Workspace:
+    """What the runs made together share. This base is a single run's: chunks, queries, the BM25
+    index and the chunk vectors are read or computed for the run that asks (chunk vectors from
+    the embedding cache, :func:`embed_chunks`). A sweep passes its own subclass
+    (:class:`workbench.services.evaluation.sweep.SweepWorkspace`) that reads each chunking once,
+    keeps one BM25 index per chunking, encodes the queries once and shares chunk vectors across
+    chunkings. ``stage(name)`` brackets a step (the sweep times it); here it does nothing."""
+
+    #: How the queries are encoded (stored in a dense run's ``params["latency_parts"]``).
+    query_encoding = "one query at a time"
+
+    def __init__(self, encoder=None) -> None:
+        self.encoder = encoder  # a caller's loaded encoder, else loaded on first use
+
+    def stage(self, name: str):
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    def chunks(self, db: Database, chunking: str) -> pd.DataFrame:
+        return _load_chunks(db, chunking)
+
+    def queries(self, db: Database) -> pd.DataFrame:
+        return _load_queries(db)
+
+    def bm25_index(self, chunking: str, chunks: pd.DataFrame, params: bm25_mod.Bm25Params,
+                   progress: ProgressFactory):
+        with progress("bm25 index", len(chunks), "chunk") as advance:
+            return bm25_mod.build_index(chunks["text"].tolist(), params, advance=advance)
+
+    def dense_encoder(self, options: DenseSetup):
+        if self.encoder is None:
+            self.encoder = load_dense_encoder(options.model, options.backend, options.device, options.precision)
+        return self.encoder
+
+    def chunk_vectors(self, db: Database, chunking: str, chunks: pd.DataFrame, options: DenseSetup,
+                      progress: ProgressFactory) -> tuple[np.ndarray, int]:
+        """Unit vectors aligned with ``chunks`` and how many chunks were encoded for them."""
+        return embed_chunks(db, chunking, options.model, encoder=self.encoder, batch_size=options.batch_size,
+                            chunks=chunks, progress=progress, backend=options.backend, device=options.device,
+                            precision=options.precision)
+
+    def query_vectors(self, texts: list[str], options: DenseSetup,
+                      progress: ProgressFactory) -> tuple[np.ndarray, np.ndarray]:
+        """Unit query vectors and each query's encoding time (ms), one query at a time (batch of
+        one, one torch thread: what a user's single query costs)."""
+        encoder = self.dense_encoder(options)
+        vectors, times = [], []
+        with progress("encode queries", len(texts), "query") as advance, dense_mod.one_thread():
+            for text in texts:
+                t0 = time.perf_counter()
+                vectors.append(dense_mod.encode(encoder, [text], batch_size=1))
+                times.append((time.perf_counter() - t0) * 1000.0)
+                advance(1)
+        matrix = np.concatenate(vectors) if vectors else np.zeros((0, 0), np.float32)
+        return matrix, np.asarray(times, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class DenseSetup:
+    """The dense encoder a run uses (``backend`` resolved: never None)."""
+
+    model: str
+    backend: str
+    precision: str = "fp32"
+    device: str = "cpu"
+    batch_size: int = 64
+
+    @property
+    def cache_key(self) -> str:
+        return dense_cache_key(self.model, self.backend, self.precision)
 
 
 def _latency_frame(queries: pd.DataFrame, times) -> pd.DataFrame:
@@ -215,27 +303,39 @@ def _summary_latency(params: dict) -> dict:
             "latency_p95_ms": params.get("latency_p95_ms", float("nan"))}
 
 
+#: How each retriever's latencies are measured (stored in the run's ``params["latency"]``).
+BM25_LATENCY = "per query, ms: one query searched at a time (table run_latencies)"
+DENSE_LATENCY = "per query, ms: one query encoded and searched at a time (table run_latencies)"
+
+
 def run_bm25(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
              params: bm25_mod.Bm25Params | None = None,
-             progress: ProgressFactory = no_progress) -> RunSummary:
-    """BM25 (formula in :mod:`workbench.retrieval.bm25`) over ``chunking``; top ``k`` per query."""
+             progress: ProgressFactory = no_progress, workspace: Workspace | None = None,
+             extra_params: dict | None = None) -> RunSummary:
+    """BM25 (formula in :mod:`workbench.retrieval.bm25`) over ``chunking``; top ``k`` per query.
+
+    ``workspace``: what runs made together share (:class:`Workspace`; a sweep's keeps one index
+    per chunking); ``extra_params``: stored with the run's parameters (a sweep's ``sweep: true``).
+    """
     access.require("build")
     k = _check_k(k)
     params = params or bm25_mod.Bm25Params()
     _check_new_run(db, name)
+    ws = workspace or Workspace()
     started = time.perf_counter()
-    chunks = _load_chunks(db, chunking)
-    queries = _load_queries(db)
-    with progress("bm25 index", len(chunks), "chunk") as advance:
-        index = bm25_mod.build_index(chunks["text"].tolist(), params, advance=advance)
-    with progress("bm25 search", len(queries), "query") as advance:
+    chunks = ws.chunks(db, chunking)
+    queries = ws.queries(db)
+    with ws.stage("bm25 index"):
+        index = ws.bm25_index(chunking, chunks, params, progress)
+    with progress("bm25 search", len(queries), "query") as advance, ws.stage("bm25 search"):
         # One query at a time, each timed (module docstring, "Latency").
         qi, ci, score, times = timed_per_query(
             queries["text"].tolist(), lambda text: bm25_mod.search(index, [text], k)[1:], advance)
-    rows = ranked_rows(queries, chunks, qi, ci, score)
-    run_params = {**params.as_dict(), "k": k, "chunking": chunking,
-                  **latency_params(times, "per query, ms: one query searched at a time (table run_latencies)")}
-    n = _store_run(db, name, "bm25", rows, run_params, "chunk", chunking, _latency_frame(queries, times))
+    with ws.stage("store runs"):
+        rows = ranked_rows(queries, chunks, qi, ci, score)
+        n, run_params = store_run(db, name, "bm25", rows,
+                                  {**params.as_dict(), "k": k, "chunking": chunking, **(extra_params or {})},
+                                  "chunk", chunking, _latency_frame(queries, times), how=BM25_LATENCY)
     return RunSummary(name, "bm25", "chunk", chunking, int(rows["query_id"].nunique()), n,
                       time.perf_counter() - started, run_params,
                       {"chunks": len(chunks), "vocabulary": index.vocabulary,
@@ -338,12 +438,16 @@ def embed_chunks(db: Database, chunking: str, model: str = dense_mod.DEFAULT_MOD
 def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
               model: str = dense_mod.DEFAULT_MODEL, batch_size: int = 64, encoder=None,
               progress: ProgressFactory = no_progress, backend: str | None = None, device: str = "cpu",
-              precision: str = "fp32") -> RunSummary:
+              precision: str = "fp32", workspace: Workspace | None = None,
+              extra_params: dict | None = None) -> RunSummary:
     """Dense retrieval (cosine of unit vectors) over ``chunking``; embeddings cached per model.
 
     ``encoder`` lets a caller pass an already loaded SentenceTransformer (any object with its
     ``encode``); by default the model is loaded offline by :func:`dense.load_encoder`.
     ``backend`` None: :func:`default_dense_backend`; the summary's ``stats`` say which was used.
+    A query's latency is its encoding time plus its top-k search time, each query on its own.
+    ``workspace`` and ``extra_params`` as for :func:`run_bm25` (a sweep's workspace encodes the
+    queries once and shares chunk vectors across chunkings).
     """
     access.require("build")
     backend = backend or default_dense_backend(encoder)
@@ -352,28 +456,25 @@ def run_dense(db: Database, chunking: str, name: str, *, k: int = DEFAULT_K,
                          hint="add {field:backend onnx}")
     k = _check_k(k)
     _check_new_run(db, name)
+    setup = DenseSetup(model, backend, precision, device, batch_size)
+    key = setup.cache_key  # also refuses an unknown backend before any work
+    ws = workspace or Workspace(encoder)
     started = time.perf_counter()
-    chunks = _load_chunks(db, chunking)
-    queries = _load_queries(db)
-    key = dense_cache_key(model, backend, precision)
-    matrix, encoded = embed_chunks(db, chunking, model, encoder=encoder, batch_size=batch_size,
-                                   chunks=chunks, progress=progress, backend=backend, device=device,
-                                   precision=precision)
-    if encoder is None:
-        encoder = load_dense_encoder(model, backend, device, precision)
-    with progress("encode and search queries", len(queries), "query") as advance, dense_mod.one_thread():
-        # One query at a time, encoding included, each timed (module docstring, "Latency").
-        qi, ci, score, times = timed_per_query(
-            queries["text"].tolist(),
-            lambda text: dense_mod.top_k(dense_mod.encode(encoder, [text], batch_size=1), matrix, k)[1:],
-            advance)
-    rows = ranked_rows(queries, chunks, qi, ci, score)
-    run_params = {"retriever": "dense", "model": dense_mod.model_key(model), "normalised": True,
-                  "score": "cosine", "k": k, "chunking": chunking, "backend": backend,
-                  "cache_key": key,
-                  **latency_params(times, "per query, ms: one query encoded and searched at a time "
-                                          "(table run_latencies)")}
-    n = _store_run(db, name, "dense", rows, run_params, "chunk", chunking, _latency_frame(queries, times))
+    chunks = ws.chunks(db, chunking)
+    queries = ws.queries(db)
+    matrix, encoded = ws.chunk_vectors(db, chunking, chunks, setup, progress)
+    q_vectors, encode_ms = ws.query_vectors(queries["text"].tolist(), setup, progress)
+    with progress("dense search", len(q_vectors), "query") as advance, ws.stage("dense top-k"):
+        # One query at a time, each timed (module docstring, "Latency").
+        qi, ci, score, search_ms = timed_per_query(
+            list(range(len(q_vectors))), lambda i: dense_mod.top_k(q_vectors[i:i + 1], matrix, k)[1:], advance)
+    with ws.stage("store runs"):
+        rows = ranked_rows(queries, chunks, qi, ci, score)
+        run_params = {"retriever": "dense", "model": dense_mod.model_key(model), "normalised": True,
+                      "score": "cosine", "k": k, "chunking": chunking, "backend": backend, "cache_key": key,
+                      **(extra_params or {}), "latency_parts": f"query encoding ({ws.query_encoding}) + top-k"}
+        n, run_params = store_run(db, name, "dense", rows, run_params, "chunk", chunking,
+                                  _latency_frame(queries, encode_ms + search_ms), how=DENSE_LATENCY)
     return RunSummary(name, "dense", "chunk", chunking, int(rows["query_id"].nunique()), n,
                       time.perf_counter() - started, run_params,
                       {"backend": backend if backend == "torch" else f"{backend} {precision}",
@@ -414,14 +515,17 @@ def read_runs_checked(db: Database, runs: list[str]) -> pd.DataFrame:
 
 
 def run_hybrid(db: Database, name: str, runs: list[str], *, k: int = DEFAULT_K, rrf_k: float = 60,
-               weights: dict[str, float] | None = None, chunking: str | None = None) -> RunSummary:
+               weights: dict[str, float] | None = None, chunking: str | None = None,
+               workspace: Workspace | None = None, extra_params: dict | None = None) -> RunSummary:
     """RRF of stored ``runs`` (formula in :mod:`workbench.retrieval.hybrid`); top ``k`` per query.
 
     ``chunking``, when given, must be the chunking every run ranks (a check, not a choice).
+    ``workspace`` and ``extra_params`` as for :func:`run_bm25`.
     """
     access.require("build")
     k = _check_k(k)
     _check_new_run(db, name)
+    ws = workspace or Workspace()
     started = time.perf_counter()
     info = read_runs_checked(db, runs)
     if chunking is not None:
@@ -430,6 +534,21 @@ def run_hybrid(db: Database, name: str, runs: list[str], *, k: int = DEFAULT_K, 
             raise InputError(f"runs {odd} are not over chunking {chunking!r}", field="chunking",
                              hint="drop {field} or pick other runs")
     level, chunking = same_scope(info, "hybrid fusion")
+    with ws.stage("fuse"):
+        fused, rows, fuse_ms = _fuse(db, runs, k, rrf_k, weights, level)
+        latency, how = _fused_latency(db, runs, set(rows["query_id"].astype(str)), fuse_ms)
+    run_params = {"retriever": "hybrid", "fusion": "rrf", "rrf_k": rrf_k, "runs": list(runs),
+                  "weights": weights, "k": k, "chunking": chunking, **(extra_params or {})}
+    out = fused[["query_id", "doc_id", "chunk_id", "rank", "score"]]
+    with ws.stage("store runs"):
+        n, run_params = store_run(db, name, "hybrid", out, run_params, level, chunking, latency, how=how)
+    return RunSummary(name, "hybrid", level, chunking, int(out["query_id"].nunique()), n,
+                      time.perf_counter() - started, run_params, **_summary_latency(run_params))
+
+
+def _fuse(db: Database, runs: list[str], k: int, rrf_k: float, weights, level: str):
+    """The fused rows of stored ``runs`` (top ``k``, the evaluation's order), the runs' rows and
+    the fusion's milliseconds."""
     rows = read_run_rows_many(db, runs)
     id_col = "chunk_id" if level == "chunk" else "doc_id"
     parts = {r: rows.loc[rows["run_id"] == r] for r in runs}
@@ -442,14 +561,7 @@ def run_hybrid(db: Database, name: str, runs: list[str], *, k: int = DEFAULT_K, 
         fused["doc_id"] = fused["chunk_id"].map(doc_of).astype("str")
     else:
         fused["chunk_id"] = None
-    latency, how = _fused_latency(db, runs, set(rows["query_id"].astype(str)), fuse_ms)
-    run_params = {"retriever": "hybrid", "fusion": "rrf", "rrf_k": rrf_k, "runs": list(runs),
-                  "weights": weights, "k": k, "chunking": chunking,
-                  **latency_params(latency["latency_ms"], how)}
-    out = fused[["query_id", "doc_id", "chunk_id", "rank", "score"]]
-    n = _store_run(db, name, "hybrid", out, run_params, level, chunking, latency)
-    return RunSummary(name, "hybrid", level, chunking, int(out["query_id"].nunique()), n,
-                      time.perf_counter() - started, run_params, **_summary_latency(run_params))
+    return fused, rows, fuse_ms
 
 
 def _fused_latency(db: Database, runs: list[str], ranked: set[str], fuse_ms: float):
@@ -474,7 +586,8 @@ def _fused_latency(db: Database, runs: list[str], ranked: set[str], fuse_ms: flo
     return frame.reset_index(drop=True), how
 
 
-def map_doc_run(db: Database, source: str, chunking: str, name: str, *, rule: str = "first") -> RunSummary:
+def map_doc_run(db: Database, source: str, chunking: str, name: str, *, rule: str = "first",
+                extra_params: dict | None = None) -> RunSummary:
     """A chunk-level copy of document run ``source`` (rule in :mod:`workbench.retrieval.doc_mapping`)."""
     access.require("build")
     _check_new_run(db, name)
@@ -487,9 +600,10 @@ def map_doc_run(db: Database, source: str, chunking: str, name: str, *, rule: st
     mapped, dropped = doc_run_to_chunks(rows, chunks, rule)
     latency = read_latencies(db, [source])[["query_id", "latency_ms"]]
     run_params = {"retriever": "doc-to-chunks", "source_run": source, "rule": rule, "chunking": chunking,
-                  **latency_params(latency["latency_ms"], f"per query, ms: the source run {source}'s latencies"
-                                   if len(latency) else f"not recorded: the source run {source} has none")}
-    n = _store_run(db, name, "doc-to-chunks", mapped, run_params, "chunk", chunking, latency)
+                  **(extra_params or {})}
+    how = (f"per query, ms: the source run {source}'s latencies" if len(latency)
+           else f"not recorded: the source run {source} has none")
+    n, run_params = store_run(db, name, "doc-to-chunks", mapped, run_params, "chunk", chunking, latency, how=how)
     return RunSummary(name, "doc-to-chunks", "chunk", chunking, int(mapped["query_id"].nunique()), n,
                       time.perf_counter() - started, run_params, {"dropped_rows": dropped},
                       **_summary_latency(run_params))

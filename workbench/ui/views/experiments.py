@@ -22,7 +22,6 @@ from workbench.ui.words import LABEL_SOURCE_WORDS
 
 CHUNKINGS = ["fixed:32", "fixed:64", "fixed:128", "fixed:256", "fixed:512", "fixed:1024", "fixed:2048",
              "fixed:512:64", "section", "sentences", "document"]
-RETRIEVERS = {"BM25": "bm25", "Dense": "dense", "Hybrid (BM25 + dense)": "hybrid"}
 MEASURES = ["ndcg@10", "recall@10", "P@10", "recip_rank@10"]
 LABELS = LABEL_SOURCE_WORDS
 KEY = "experiments_result"
@@ -32,18 +31,26 @@ def _num(x, digits: int = 3) -> str:
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+def _retrievers() -> dict[str, str]:
+    """The retrievers a sweep runs (the registry's), by their name on this page."""
+    from workbench.services.retrieval.registry import RETRIEVERS, sweep_retrievers
+
+    return {RETRIEVERS[name].sweep_title or RETRIEVERS[name].title: name for name in sweep_retrievers()}
+
+
 def _form() -> dict | None:
+    retrievers_by_title = _retrievers()
     with st.form("sweep"):
         chunkings = st.multiselect("Chunkings", CHUNKINGS, default=["fixed:256", "fixed:512"],
                                    help="fixed:SIZE is SIZE tokens per chunk; fixed:SIZE:OVERLAP overlaps windows")
-        retrievers = st.multiselect("Retrievers", list(RETRIEVERS), default=["BM25"])
+        retrievers = st.multiselect("Retrievers", list(retrievers_by_title), default=["BM25"])
         measures = st.multiselect("Measures", MEASURES, default=["ndcg@10", "recall@10"])
         budgets = st.text_input("Context budgets (tokens)", "1000,2000,4000,8000")
         labels = st.selectbox("Labels", list(LABELS))
         go = st.form_submit_button("Run the grid", type="primary")
     if not go:
         return None
-    return {"chunkings": chunkings, "retrievers": [RETRIEVERS[r] for r in retrievers], "measures": measures,
+    return {"chunkings": chunkings, "retrievers": [retrievers_by_title[r] for r in retrievers], "measures": measures,
             "budgets": budgets, "labels": LABELS[labels]}
 
 

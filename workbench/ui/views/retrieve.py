@@ -200,9 +200,20 @@ def _runs_table(runs, latency) -> None:
                 f"imported after it was made are not in it. Run the retriever again to include them."))
 
 
-def _bm25_form(chunkings: list[str], taken: list[str]) -> None:
-    from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
-    from workbench.services.retrieval.runs import run_bm25
+def _retrieve(kind: str, name: str, chunking: str | None, k: int, clear: tuple[str, ...], **options) -> None:
+    """Run retriever ``kind`` of the registry into run ``name``; on success the new run is chosen
+    for pooling."""
+    from workbench.services.retrieval.registry import make_options, run_retriever
+
+    def action(db):
+        return run_retriever(db, kind, name=name, chunking=chunking, k=k, options=make_options(kind, options),
+                             progress=context.progress)
+
+    _attempt(action, _run_done, fields=RUN_FIELDS, clear=clear, follow={"pool_runs": [name], "pool_add_runs": [name]})
+
+
+def _bm25_form(spec, chunkings: list[str], taken: list[str]) -> None:
+    from workbench.retrieval.bm25 import parse_stemmer, parse_stopwords
 
     with st.form("bm25_form"):
         cols = st.columns(4)
@@ -220,14 +231,12 @@ def _bm25_form(chunkings: list[str], taken: list[str]) -> None:
                 return
             if _refuse_name(name, taken, "run", "Run name"):
                 return
-            try:
-                params = Bm25Params(stemmer=parse_stemmer(stemmer), stopwords=parse_stopwords(stopwords))
+            try:  # checked before the project is opened
+                parse_stemmer(stemmer), parse_stopwords(stopwords)
             except WorkbenchError as exc:
                 context.error(exc, RUN_FIELDS)
                 return
-            _attempt(lambda db: run_bm25(db, chunking, name, k=int(k), params=params, progress=context.progress),
-                     _run_done, fields=RUN_FIELDS, clear=("bm25_name",),
-                     follow={"pool_runs": [name], "pool_add_runs": [name]})
+            _retrieve(spec.name, name, chunking, int(k), ("bm25_name",), stemmer=stemmer, stopwords=stopwords)
 
 
 #: A dense run lives in this page's script run (not a background job like the judge's).
@@ -236,9 +245,8 @@ DENSE_STAYS_ON_PAGE = ("Stay on this page until the run is stored: a dense run w
                        "(start it again then).")
 
 
-def _dense_form(chunkings: list[str], taken: list[str]) -> None:
+def _dense_form(spec, chunkings: list[str], taken: list[str]) -> None:
     from workbench.retrieval.dense import DEFAULT_MODEL
-    from workbench.services.retrieval.runs import run_dense
 
     if not dense_available():
         st.info("Dense retrieval needs the optional dense extra (sentence-transformers and PyTorch), "
@@ -260,16 +268,11 @@ def _dense_form(chunkings: list[str], taken: list[str]) -> None:
                 return
             if _refuse_name(name, taken, "run", "Run name"):
                 return
-            _attempt(lambda db: run_dense(db, chunking, name, k=int(k), model=model.strip(),
-                                          progress=context.progress),
-                     _run_done, fields=RUN_FIELDS, clear=("dense_name",),
-                     follow={"pool_runs": [name], "pool_add_runs": [name]})
+            _retrieve(spec.name, name, chunking, int(k), ("dense_name",), model=model.strip())
 
 
-def _hybrid_form(run_names: list[str], taken: list[str]) -> None:
-    from workbench.retrieval.hybrid import parse_weights
-    from workbench.services.retrieval.runs import run_hybrid
-
+def _hybrid_form(spec, chunkings: list[str], taken: list[str]) -> None:
+    run_names = taken  # it fuses stored runs
     with st.form("hybrid_form"):
         cols = st.columns(4)
         chosen = cols[0].multiselect("Runs to fuse", run_names, key="hybrid_runs", placeholder="choose two or more")
@@ -285,13 +288,8 @@ def _hybrid_form(run_names: list[str], taken: list[str]) -> None:
                 return
             if _refuse_name(name, taken, "run", "Run name"):
                 return
-
-            def action(db):
-                return run_hybrid(db, name, list(chosen), k=int(k), rrf_k=float(rrf_k),
-                                  weights=parse_weights(weights, list(chosen)))
-
-            _attempt(action, _run_done, fields=RUN_FIELDS, clear=("hybrid_name", "hybrid_runs", "hybrid_weights"),
-                     follow={"pool_runs": [name], "pool_add_runs": [name]})
+            _retrieve(spec.name, name, None, int(k), ("hybrid_name", "hybrid_runs", "hybrid_weights"),
+                      runs=tuple(chosen), rrf_k=float(rrf_k), weights=weights)
 
 
 def _retrieve_section(state: dict) -> None:
@@ -303,15 +301,69 @@ def _retrieve_section(state: dict) -> None:
     else:
         st.info("No run yet. Run a retriever below on a chunking.")
     chunkings, taken = _names(state["chunkings"]), _names(runs)
-    bm25_tab, dense_tab, hybrid_tab, own_tab = st.tabs(["BM25", "Dense", "Hybrid (RRF)", "Run your own retriever"])
-    with bm25_tab:
-        _bm25_form(chunkings, taken)
-    with dense_tab:
-        _dense_form(chunkings, taken)
-    with hybrid_tab:
-        _hybrid_form(taken, taken)
+    from workbench.services.retrieval.registry import RETRIEVERS
+
+    # One tab per retriever of the registry the page offers (its own form, or one generated from
+    # its parameters), then the team's own retriever.
+    specs = [spec for spec in RETRIEVERS.values() if spec.page]
+    *tabs, own_tab = st.tabs([spec.title for spec in specs] + ["Run your own retriever"])
+    for spec, tab in zip(specs, tabs):
+        with tab:
+            FORMS.get(spec.name, _generic_form)(spec, chunkings, taken)
     with own_tab:
         _harness_form(chunkings, taken, state["harness_queries"])
+
+
+def _label(parameter) -> str:
+    return parameter.name.replace("_", " ").capitalize()
+
+
+def _generic_form(spec, chunkings: list[str], taken: list[str]) -> None:
+    """The form of a retriever without a form of its own, from its registry parameters: a
+    chunking (when it takes one), the run name, results per query, then one input per parameter
+    (a list of names: the stored runs to choose from)."""
+    from workbench.errors import render_text
+
+    prefix = spec.name.replace("-", "_")
+    with st.form(f"{prefix}_form"):
+        cols = st.columns(3)
+        chunking = (cols[0].selectbox("Chunking", chunkings, key=f"{prefix}_chunking")
+                    if spec.chunking == "required" else None)
+        name = cols[1].text_input("Run name", key=f"{prefix}_name", placeholder=NEW_NAME)
+        k = cols[2].number_input("Results per query", min_value=1, value=100, key=f"{prefix}_k")
+        values = {}
+        for p in spec.parameters:
+            key, label = f"{prefix}_{p.name}", _label(p)
+            words = render_text(p.help, name=lambda field: f"“{field.replace('_', ' ').capitalize()}”")
+            if p.type is tuple:
+                values[p.name] = tuple(st.multiselect(label, taken, key=key, help=words))
+            elif p.choices:
+                choices = list(p.choices)
+                values[p.name] = st.selectbox(label, choices, key=key, help=words,
+                                              index=choices.index(p.default) if p.default in choices else None)
+            elif p.type is bool:
+                values[p.name] = st.checkbox(label, value=bool(p.default), key=key, help=words)
+            elif p.type in (int, float):
+                values[p.name] = st.number_input(label, value=p.type(p.default or 0), key=key, help=words)
+            else:
+                values[p.name] = st.text_input(label, value=p.default or "", key=key, help=words).strip() or None
+        if st.form_submit_button(f"Run {spec.title}"):
+            name = name.strip()
+            if spec.chunking == "required" and chunking is None:
+                st.error("Create a chunking first (section 1, Chunk).")
+                return
+            if _refuse_name(name, taken, "run", "Run name"):
+                return
+            missing = [_label(p) for p in spec.parameters if p.required and not values[p.name]]
+            if missing:
+                st.error(f"Give “{missing[0]}”.")
+                return
+            _retrieve(spec.name, name, chunking, int(k), (f"{prefix}_name",), **values)
+
+
+#: Retrievers whose form the page lays out itself; any other retriever the registry offers on the
+#: page gets :func:`_generic_form`.
+FORMS = {"bm25": _bm25_form, "dense": _dense_form, "hybrid": _hybrid_form}
 
 
 ALL_QUERIES = "all"
