@@ -71,6 +71,14 @@ _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
 
 
+def one_row(row: tuple | None) -> tuple:
+    """The row of a statement that always returns one (an aggregate, ``INSERT ... RETURNING``,
+    a DELETE's count): ``cur.execute(...).fetchone()`` without its ``None`` for no row."""
+    if row is None:
+        raise RuntimeError("the statement returned no row where one was expected")
+    return row
+
+
 class StoreInterrupted(StoreError):
     """Ctrl-C stopped work on the project database; ``stored`` says whether it was committed."""
 
@@ -182,6 +190,7 @@ class _Visits:
     @classmethod
     def cursor(cls, alias: str) -> Cursor:
         with cls.lock:
+            assert cls.host is not None, "cursor() of a file that was never attached"
             cur = cls.host.cursor()
         cur.execute(f'USE "{alias}"')
         return cur
@@ -199,6 +208,7 @@ class _Visits:
                 return
             # Forgotten only once detached: after a failed DETACH the next visit uses the
             # attachment and its close tries again, so the lock is never kept unknowingly.
+            assert cls.host is not None  # an entry in users means attach() made the host
             cls.host.execute(f'DETACH "{entry[0]}"')
             del cls.users[key]
 

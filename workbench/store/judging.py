@@ -61,7 +61,8 @@ def _job_dicts(frame: pd.DataFrame) -> list[dict]:
     out = []
     for row in frame.to_dict("records"):
         clean = {k: (None if (not isinstance(v, (list, dict, str)) and pd.isna(v)) else v) for k, v in row.items()}
-        clean["params"] = json.loads(clean["params"]) if clean.get("params") else {}
+        params = clean.get("params")
+        clean["params"] = json.loads(params) if params else {}
         out.append(clean)
     return out
 
