@@ -88,7 +88,7 @@ class CalibrationSample:
 
     pairs: pd.DataFrame
     seed: int
-    spec: SampleSpec
+    spec: SampleSpec | QuerySampleSpec  # the pair design's or the query design's
     pool_size: int
     notes: tuple[str, ...] = field(default_factory=tuple)
 
