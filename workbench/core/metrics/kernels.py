@@ -34,7 +34,9 @@ Every measure returns 0 for a query with nothing retrieved or R = 0 (rbp's resid
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
+from typing import overload
 
 import numpy as np
 
@@ -118,6 +120,10 @@ class _Context:
         g = self.r.judged_grade
         return np.bincount(self.r.judged_qidx[g < rel], minlength=self.nq).astype(np.float64)
 
+    @overload
+    def top(self, k: int) -> np.ndarray: ...
+    @overload
+    def top(self, k: int | None) -> np.ndarray | None: ...
     def top(self, k: int | None) -> np.ndarray | None:
         if k is None:
             return None
@@ -216,6 +222,7 @@ def _bpref(c: _Context, m: Measure, rel: int) -> np.ndarray:
 
 
 def _judged(c: _Context, m: Measure, rel: int) -> np.ndarray:
+    assert m.cutoff is not None  # judged@k requires its k (measures.py)
     counted = np.bincount(c.r.qidx[c.judged & c.top(m.cutoff)], minlength=c.nq).astype(np.float64)
     return _div(counted, np.minimum(c.n_ret, m.cutoff).astype(np.float64))
 
@@ -284,7 +291,8 @@ def _rbp(c: _Context, m: Measure, rel: int) -> tuple[np.ndarray, np.ndarray, np.
     return score, unseen, unseen + c.per_query(weight, ~c.judged)
 
 
-_FUNCTIONS = {
+_Kernel = Callable[[_Context, Measure, int], np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]]
+_FUNCTIONS: dict[str, _Kernel] = {
     "hit": _hit, "precision": _precision, "recall": _recall, "f1": _f1, "mrr": _mrr,
     "map": _map, "ndcg": _ndcg, "ndcg_exp": _ndcg, "rprec": _rprec, "err": _err,
     "rbp": _rbp, "bpref": _bpref, "judged": _judged,

@@ -91,7 +91,7 @@ def group_ranks(qidx: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=dtype)
     starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]]).astype(dtype)
     ranks = np.arange(1, n + 1, dtype=dtype)
-    ranks -= np.repeat(starts, np.diff(np.r_[starts, n]))
+    np.subtract(ranks, np.repeat(starts, np.diff(np.r_[starts, n])), out=ranks)
     return ranks
 
 
