@@ -277,8 +277,8 @@ def answered(db: Database, sample: str, annotator: str) -> list[tuple]:
 def current_state(cur: Cursor, sample: str, annotator: str, position: int) -> dict | None:
     """The latest event of the annotator on the item (None when there is none). An aggregate
     (``arg_max`` of the row by ``event_id``), not ``ORDER BY event_id DESC LIMIT 1``: DuckDB
-    plans that top-1 as a late-materialising join of two scans, which took twice the CPU on
-    every label stored (2.8 against 1.5 ms)."""
+    plans that top-1 as a late-materialising join of two scans, paid on every label stored
+    (figures in docs/performance.md)."""
     row = cur.execute(
         """SELECT arg_max({'event_id': event_id, 'action': action, 'grade': grade, 'judgment_id': judgment_id},
                           event_id)

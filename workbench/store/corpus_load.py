@@ -87,8 +87,8 @@ def _typed_rows(id_field: str, text_field: str, title_field: str | None) -> str:
 
 def _counts(cur: Cursor) -> tuple[int, int]:
     """Documents stored, and how many of them have an empty text. Two statements: a WHERE lets
-    DuckDB skip every row group whose text statistics exclude '' (about 1 ms for 2M documents,
-    where count(*) FILTER (WHERE text = '') reads every text: 0.5 s)."""
+    DuckDB skip every row group whose text statistics exclude '', where
+    count(*) FILTER (WHERE text = '') reads every text (figures in docs/performance.md)."""
     total = one_row(cur.execute("SELECT count(*) FROM documents").fetchone())[0]
     empty = one_row(cur.execute("SELECT count(*) FROM documents WHERE text = ''").fetchone())[0]
     return int(total), int(empty)

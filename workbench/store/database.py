@@ -16,9 +16,9 @@ that an import is all or nothing.
 Visits (``Database(path, visit=True)``): a unit of work that must let other processes have the
 file right after it (the Label page's key presses) attaches the file to one in-memory DuckDB
 instance the process keeps (``ATTACH``, then ``DETACH`` at :meth:`Database.close`) instead of
-starting a DuckDB instance per open: the lock is held exactly as long, but a visit costs a few
-milliseconds instead of the 20–30 ms of CPU a new instance takes (measured in
-``benchmarks/label_bench.py``). DuckDB refuses to open one file in two instances of a process
+starting a DuckDB instance per open: the lock is held exactly as long, but a visit costs a
+fraction of a new instance's start (``benchmarks/label_bench.py`` times both; docs/performance.md,
+"Labelling"). DuckDB refuses to open one file in two instances of a process
 ("unique file handle conflict"); a visit that meets the file open here already shares that
 open instead, and an ordinary open that meets a visit waits for it like for a lock
 (:data:`IN_PROCESS_WAIT` at least: visits are short).
