@@ -37,9 +37,8 @@ def open_briefly(db_path, wait: float = 30.0, *, migrate: bool = True) -> Databa
     writes, whose project was migrated when the job started (and for the Judge page's reads after
     its first open), and opens the file as a *visit*: attached to the process's one DuckDB
     instance and detached at close (:mod:`workbench.store.database`), so the lock is held exactly
-    as long but no DuckDB instance is started per visit (measured on the demo project: 17 ms and
-    8 ms of CPU per visit, against 80 ms and 35 ms for an ordinary open without the check, 110-160
-    ms and 50-75 ms with it). A missing project is an error, never created."""
+    as long but no DuckDB instance is started per visit (figures in docs/performance.md). A
+    missing project is an error, never created."""
     path = Path(db_path)
     if not path.exists():
         raise StoreError(f"no project database at {path}; create one with {{command}}", command=f"--db {path} init")
