@@ -172,6 +172,13 @@ class _Visits:
     users: dict[str, list] = {}  # file (resolved) -> [alias, handles using it]
 
     @classmethod
+    def _host(cls) -> duckdb.DuckDBPyConnection:
+        """The in-memory instance, started by the first attach (call with :attr:`lock` held)."""
+        if cls.host is None:
+            cls.host = duckdb.connect(":memory:")
+        return cls.host
+
+    @classmethod
     def attach(cls, path: Path) -> str:
         """Attach ``path`` (or count one more user of its attachment); its alias. Raises what
         DuckDB raises (a lock held elsewhere, a file open in this process already)."""
@@ -180,18 +187,15 @@ class _Visits:
             if key in cls.users:
                 cls.users[key][1] += 1
                 return cls.users[key][0]
-            if cls.host is None:
-                cls.host = duckdb.connect(":memory:")
             alias = f"wb_visit_{len(cls.users)}_{abs(hash(key)) % 10**8}"
-            cls.host.execute(f"ATTACH '{key.replace(chr(39), chr(39) * 2)}' AS \"{alias}\"")
+            cls._host().execute(f"ATTACH '{key.replace(chr(39), chr(39) * 2)}' AS \"{alias}\"")
             cls.users[key] = [alias, 1]
             return alias
 
     @classmethod
     def cursor(cls, alias: str) -> Cursor:
         with cls.lock:
-            assert cls.host is not None, "cursor() of a file that was never attached"
-            cur = cls.host.cursor()
+            cur = cls._host().cursor()
         cur.execute(f'USE "{alias}"')
         return cur
 
@@ -208,8 +212,7 @@ class _Visits:
                 return
             # Forgotten only once detached: after a failed DETACH the next visit uses the
             # attachment and its close tries again, so the lock is never kept unknowingly.
-            assert cls.host is not None  # an entry in users means attach() made the host
-            cls.host.execute(f'DETACH "{entry[0]}"')
+            cls._host().execute(f'DETACH "{entry[0]}"')
             del cls.users[key]
 
 

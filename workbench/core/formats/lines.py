@@ -90,14 +90,13 @@ def load_json_line(line: str, path: str, number: int, *,
         raise InputError("JSON nested too deeply to read; flatten the record", path=path, line=number) from None
     except ValueError as exc:
         raise long_integer_error(exc, line, path, number) from None
-    if "\\" in line and _SURROGATE_ESCAPE.search(line) is not None:
+    found = _SURROGATE_ESCAPE.search(line) if "\\" in line else None
+    if found is not None:
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")
         except RecursionError:
             raise InputError("JSON nested too deeply to read; flatten the record", path=path, line=number) from None
         except UnicodeEncodeError:
-            found = _SURROGATE_ESCAPE.search(line)
-            assert found is not None  # the test above found one in this line
             raise InputError(
                 f"holds {found.group(0)[:6]} at column {found.start() + 1}, half of a UTF-16 surrogate pair "
                 "without its other half, which is not a character; remove it or write the character itself",

@@ -376,7 +376,8 @@ def _fit(x, y, w, seed, groups, strata, base_columns) -> Fit:
         scores[name] = weighted_log_loss(y, p, w)
         if best is None or scores[name] < scores[best[0]] - 1e-12:
             best = (name, model, p, cols)
-    assert best is not None  # the "all" candidates never skip
+    if best is None:  # never: the "all" candidates are never skipped
+        raise ValueError("no candidate model was fitted")
     name, model, p, cols = best
     query = cols != "grades"
     rows = np.arange(len(y))

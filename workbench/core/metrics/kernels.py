@@ -40,7 +40,7 @@ from typing import overload
 
 import numpy as np
 
-from workbench.core.metrics.measures import Measure
+from workbench.core.metrics.measures import Measure, MeasureError
 from workbench.core.metrics.ranking import RankedLists, group_ranks
 
 
@@ -222,7 +222,8 @@ def _bpref(c: _Context, m: Measure, rel: int) -> np.ndarray:
 
 
 def _judged(c: _Context, m: Measure, rel: int) -> np.ndarray:
-    assert m.cutoff is not None  # judged@k requires its k (measures.py)
+    if m.cutoff is None:  # never: parsing requires judged's k
+        raise MeasureError("judged needs a cutoff, e.g. judged@10")
     counted = np.bincount(c.r.qidx[c.judged & c.top(m.cutoff)], minlength=c.nq).astype(np.float64)
     return _div(counted, np.minimum(c.n_ret, m.cutoff).astype(np.float64))
 

@@ -332,16 +332,16 @@ class RunParts:
     def __iter__(self) -> Iterator[Run]:
         """The parts, once: each is handed over (not kept), so its memory goes with its last user."""
         if self._directory is None:
-            if self._loaded is not None:
-                yield self._hand_over()
+            run = self._hand_over()
+            if run is not None:
+                yield run
             return
         for p in range(self.n_parts):
             yield self._read_part(p)
         self.close()
 
-    def _hand_over(self) -> Run:
+    def _hand_over(self) -> Run | None:
         run, self._loaded = self._loaded, None
-        assert run is not None  # __iter__ hands over a loaded run only
         return run
 
     def _read_part(self, p: int) -> Run:
