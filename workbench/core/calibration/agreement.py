@@ -68,7 +68,6 @@ SMALL_COUNT = 30
 # The figures every agreement report carries, in display order.
 FIGURES = ("tpr", "tnr", "precision", "kappa", "kappa_graded", "kappa_linear", "kappa_quadratic",
            "msd", "exact")
-PROPORTIONS = ("tpr", "tnr", "precision")
 
 SeedLike = int | np.random.Generator
 
@@ -354,11 +353,6 @@ class AgreementResult:
         """Reference-relevant weight (the pair count when no weights were given)."""
         rel = np.asarray(self.levels) >= self.threshold
         return float(self.confusion[rel].sum())
-
-    @property
-    def n_not_relevant(self) -> float:
-        rel = np.asarray(self.levels) >= self.threshold
-        return float(self.confusion[~rel].sum())
 
     @property
     def pair_counts(self) -> np.ndarray:

@@ -199,9 +199,6 @@ def draw_sample(pool: pd.DataFrame, spec: SampleSpec = SampleSpec(), *, seed: in
     return CalibrationSample(out, int(seed), spec, n_pool, tuple(notes))
 
 
-QUERY_DESIGN, PAIR_DESIGN = "queries", "pairs"
-
-
 @dataclass(frozen=True)
 class QuerySampleSpec:
     """The query design: ``queries`` drawn (at least 2), ``holdout_share`` as :class:`SampleSpec`."""

@@ -140,13 +140,6 @@ class _Context:
             hit = self._cache[key] = (mask, np.flatnonzero(mask))
         return hit[1]
 
-    def relevant_rows(self, rel: int, k: int | None) -> np.ndarray:
-        """Indices of the relevant rows (within the top k), in row order."""
-        rows = self.rows(self.relevant(rel))
-        if k is not None:
-            rows = rows[self.r.rank[rows] <= k]
-        return rows
-
     def count_rel(self, rel: int, k: int | None) -> np.ndarray:
         mask = self.relevant(rel)
         top = self.top(k)
