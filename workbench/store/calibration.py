@@ -20,8 +20,6 @@ from workbench.store.judge_configs import JOIN_SQL, KEY_SQL
 
 ITEM_COLUMNS = ["position", "query_id", "doc_id", "chunk_id", "start", "end", "judge_judgment_id",
                 "judge_grade", "stratum", "part", "weight"]
-STATE_COLUMNS = ["event_id", "position", "annotator", "action", "grade", "judgment_id", "comment",
-                 "evidence", "seconds", "revealed", "undoes", "created_at"]
 
 
 # -- samples ---------------------------------------------------------------------------------

@@ -352,21 +352,6 @@ def job_judgments(db: Database, job_id: int) -> pd.DataFrame:
     )
 
 
-def samples_by_keys(db: Database, job_id: int, keys: pd.DataFrame) -> pd.DataFrame:
-    """The job's stored samples for (query_id, doc_id, chunk_id, sample) rows of ``keys``."""
-    cur = db.cursor()
-    try:
-        cur.register("_sample_keys", keys[PAIR + ["sample"]])
-        return cur.execute(
-            """SELECT s.* FROM judge_samples s SEMI JOIN _sample_keys k ON k.query_id = s.query_id
-               AND k.doc_id = s.doc_id AND k.chunk_id IS NOT DISTINCT FROM s.chunk_id AND k.sample = s.sample
-               WHERE s.job_id = ?""",
-            [int(job_id)],
-        ).df()
-    finally:
-        cur.close()
-
-
 # -- export ---------------------------------------------------------------------------------
 
 def export_judgment_rows(db: Database, *, pool: str | None, sources: list[str]) -> pd.DataFrame:
