@@ -181,7 +181,6 @@ class Runner:
         self.batch_size = int(s["batch_size"])
         self.flush_seconds = float(s["flush_seconds"])
         self.buffer: list[dict] = []
-        self.pending_pairs: list[dict] = []
         self.stop_reason: str | None = None
         self.spent = float(job.get("cost_usd") or 0.0)
         self.inflight_cost = 0.0
@@ -192,7 +191,6 @@ class Runner:
         self.flush_lock: asyncio.Lock | None = None
         self.write_error: BaseException | None = None
         self.batch_message = ""
-        self._finished = False
         self._flush_scheduled = False
         self._flush_tasks: set[asyncio.Task] = set()
         self._db_thread: ThreadPoolExecutor | None = None
@@ -442,7 +440,6 @@ class Runner:
             if producer.done() and not producer.cancelled() and producer.exception() is not None:
                 raise producer.exception()
         finally:
-            self._finished = True
             # Writes are never cancelled (a cancelled await would leave its thread writing while
             # the next write starts): the flusher is told to end and awaited.
             self._flusher_stop.set()
