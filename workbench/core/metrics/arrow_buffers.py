@@ -2,8 +2,8 @@
 
 pyarrow's own conversions (``Array.to_numpy``, ``np.asarray(array)``, ``pa.array(ndarray)``,
 ``pa.scalar``) go through its pandas shim, which imports pandas: memory and start-up time
-(docs/performance.md) for a process that never touches a DataFrame (``workbench eval``). These read and write the
-buffers directly instead.
+(docs/performance.md) for a process that never touches a DataFrame (``workbench eval``). These
+read and write the buffers directly instead.
 """
 
 from __future__ import annotations
