@@ -618,8 +618,8 @@ def migrate(db: Migratable) -> list[str]:
                    name VARCHAR NOT NULL,
                    applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"""
         )
-        # The table exists now: read it without applied()'s information_schema look-up, which
-        # costs ~7 ms of CPU on a fresh instance (every project open pays this check).
+        # The table exists now: read it without applied()'s information_schema look-up, which is
+        # slow on a fresh instance (every project open pays this check; docs/performance.md).
         done = dict(cur.execute("SELECT seq, name FROM schema_migrations ORDER BY seq").fetchall())
     finally:
         cur.close()

@@ -597,8 +597,8 @@ def _stats_section(state: dict) -> None:
 def _bar_chart(frame, x: str, columns: list[str], *, whole: bool = False) -> None:
     """The bar chart ``st.bar_chart`` draws (the same Vega-Lite spec: ordinal x, one bar per
     column side by side, tooltips, zoom by scales), given as a spec: ``st.bar_chart`` builds it
-    through Altair and validates it against the Vega-Lite schema on every run (~25 ms of CPU
-    per chart; this ~1 ms). ``whole``: counts (axis ticks at whole numbers)."""
+    through Altair and validates it against the Vega-Lite schema on every run (CPU per chart:
+    docs/performance.md). ``whole``: counts (axis ticks at whole numbers)."""
     y_axis = {"grid": True, **({"tickMinStep": 1} if whole else {})}
     x_enc = {"axis": {"grid": False}, "field": x, "scale": {}, "title": "", "type": "ordinal"}
     if len(columns) == 1:
