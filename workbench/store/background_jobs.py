@@ -70,3 +70,8 @@ def read_jobs(db: Database, kinds: tuple[str, ...] | None = None, limit: int | N
     rows = db.query_all(f"SELECT {', '.join(_COLUMNS)} FROM background_jobs {where} ORDER BY job_id DESC{tail}",
                         params)
     return [_row(r) for r in rows]
+
+
+def count_documents(db: Database) -> int:
+    """Documents in the project (the size of a chunking job, :func:`workbench.services.jobs.in_background`)."""
+    return int(db.query_value("SELECT count(*) FROM documents") or 0)

@@ -4,6 +4,9 @@ project, so it survives navigation, a page reload and the app's own restarts.
 Service API (pages build a typed request and call these; the CLI could too)
 --------------------------------------------------------------------------
 
+``in_background(kind, size) -> bool``
+    Whether a page runs the work as a job: dense retrieval always, the rest from ``[jobs]
+    background_from`` (documents to chunk, run rows to pool or fuse, documents x cells of a sweep).
 ``start(db_path, request) -> Launch``
     Check the caller's permission for the request (``request.action``), store a ``queued`` row
     in ``background_jobs`` with the request as JSON (:mod:`workbench.services.jobs.requests`),
@@ -43,6 +46,8 @@ from workbench.services.jobs.launch import (  # noqa: F401 - the service API in 
     PROGRESS_SECONDS,
     Launch,
     collect,
+    documents,
+    in_background,
     job,
     jobs,
     problem,

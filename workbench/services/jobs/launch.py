@@ -26,6 +26,29 @@ PROGRESS_SECONDS = 1.0
 WAIT = 30.0
 
 
+#: Kinds that always run in the background: they load a model and encode (minutes, not seconds).
+ALWAYS = ("dense",)
+
+
+def in_background(kind: str, size: int | None) -> bool:
+    """Whether a page runs work of ``kind`` and ``size`` as a background job: ``dense`` always;
+    the others when ``size`` (documents to chunk, run rows to pool or fuse, documents x cells of a
+    sweep) is at least ``[jobs] background_from`` (0: always). Below it the work takes about a
+    second, less than starting a process, so the page does it while the user waits."""
+    from workbench.config import load_settings
+
+    if kind in ALWAYS:
+        return True
+    threshold = int(load_settings().get("jobs", "background_from"))
+    return threshold <= 0 or (size is not None and int(size) >= threshold)
+
+
+def documents(db) -> int:
+    """Documents in the project: the size of a chunking job (:func:`in_background`)."""
+    with _Use(db) as opened:
+        return store.count_documents(opened)
+
+
 def _open(db_path, *, migrate: bool = False) -> Database:
     if isinstance(db_path, Database):
         return db_path

@@ -1,0 +1,86 @@
+"""Retrieve & Pool with background jobs (``[jobs] background_from = 0``): chunking and pooling
+start a job, the page follows its row to the end (in a later script run, as after a reload),
+and a job whose process died reads "interrupted" with a Restart that finishes it."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from streamlit.testing.v1 import AppTest
+
+from tests.support.polling import wait_until
+from workbench.services import jobs
+from workbench.store.database import Database
+from workbench.store.pools import read_pool_pairs
+
+
+def _page():
+    from workbench.ui.views import retrieve
+
+    retrieve.render()
+
+
+def _submit(at: AppTest, label: str) -> AppTest:
+    next(b for b in at.button if b.label == label).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _texts(at: AppTest) -> str:
+    return " ".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.success]
+                    + [i.value for i in at.info] + [w.value for w in at.warning])
+
+
+def _ended(db, job_id: int) -> dict:
+    return wait_until(lambda: (j := jobs.job(db, job_id))["state"] not in jobs.ACTIVE and j, timeout=180,
+                      what=lambda: f"job {job_id} to end: {jobs.job(db, job_id)}")
+
+
+def test_chunking_and_pooling_run_as_jobs_and_the_page_shows_what_they_stored(demo_db, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_JOBS_BACKGROUND_FROM", "0")
+    at = AppTest.from_function(_page, default_timeout=60)
+    at.run()
+    at.text_input(key="chunk_name").input("bgfx")
+    at.selectbox(key="chunk_strategy").select("fixed")
+    at.number_input(key="chunk_size").set_value(400)
+    _submit(at, "Create chunking")
+    assert "Started in the background: chunking bgfx (fixed)" in _texts(at)
+    chunk_job = jobs.jobs(demo_db, ("chunk",))[0]
+    assert chunk_job["request"] == {"kind": "chunk", "name": "bgfx", "strategy": "fixed", "size": 400, "overlap": 0}
+    _ended(demo_db, chunk_job["job_id"])
+    at = AppTest.from_function(_page, default_timeout=60)  # a new session: a reload
+    at.run()
+    assert not at.exception, at.exception
+    assert f"Job {chunk_job['job_id']}: chunking bgfx (fixed) — finished" in _texts(at)
+    assert "bgfx" in at.selectbox(key="bm25_chunking").options  # the table and selectors read the project
+
+    at.text_input(key="pool_name").input("bgpool")
+    at.multiselect(key="pool_runs").select("bm25")
+    at.number_input(key="pool_depth").set_value(3)
+    _submit(at, "Build pool")
+    pool_job = jobs.jobs(demo_db, ("pool",))[0]
+    row = _ended(demo_db, pool_job["job_id"])
+    assert row["state"] == "finished", row
+    with Database(demo_db) as db:
+        pairs = read_pool_pairs(db, "bgpool")
+        top3 = db.query_value("SELECT count(DISTINCT (query_id, doc_id, chunk_id)) FROM run_rows "
+                              "WHERE run = 'bm25' AND rank <= 3")
+    assert len(pairs) == top3 == row["result"]["pairs_total"]
+
+
+def test_an_interrupted_job_shows_so_and_restart_finishes_it(demo_db, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_JOBS_BACKGROUND_FROM", "0")
+    launch = jobs.start(demo_db, jobs.ChunkRequest("cut", "sentences", 2))
+    os.kill(launch.pid, signal.SIGKILL)
+    wait_until(lambda: jobs.job(demo_db, launch.job_id)["state"] == "interrupted", timeout=30,
+               what="the killed job to read interrupted")
+    at = AppTest.from_function(_page, default_timeout=60)
+    at.run()
+    assert "interrupted (its process ended)" in _texts(at)
+    assert "Restart runs it again from the beginning" in _texts(at)
+    _submit(at, "Restart")
+    row = _ended(demo_db, launch.job_id)
+    assert row["state"] == "finished", row
+    with Database(demo_db) as db:
+        assert db.query_value("SELECT count(*) FROM chunkings WHERE name = 'cut'") == 1
