@@ -84,3 +84,37 @@ def test_an_interrupted_job_shows_so_and_restart_finishes_it(demo_db, monkeypatc
     assert row["state"] == "finished", row
     with Database(demo_db) as db:
         assert db.query_value("SELECT count(*) FROM chunkings WHERE name = 'cut'") == 1
+
+
+def _experiments():
+    from workbench.ui.views import experiments
+
+    experiments.render()
+
+
+def test_a_grid_runs_as_a_job_and_its_results_show_after_a_reload(demo_db, monkeypatch):
+    from tests.ui.html_tables import html_tables
+
+    monkeypatch.setenv("WORKBENCH_JOBS_BACKGROUND_FROM", "0")
+    at = AppTest.from_function(_experiments, default_timeout=120)
+    at.run()
+    at.multiselect[0].set_value(["fixed:128", "fixed:512"])
+    at.multiselect[1].set_value(["BM25"])
+    at.multiselect[2].set_value(["ndcg@10"])
+    at.text_input[0].set_value("1000,4000")
+    at.button[0].click()
+    at.run()
+    assert not at.exception, at.exception
+    job = jobs.jobs(demo_db, ("sweep",))[0]
+    assert job["request"]["budgets"] == [1000, 4000]
+    row = _ended(demo_db, job["job_id"])
+    assert row["state"] == "finished", row
+    at = AppTest.from_function(_experiments, default_timeout=120)  # a reload
+    at.run()
+    _submit(at, "Show the results")
+    cells = html_tables(at)["experiments-cells"]
+    stored = row["result"]["cells"]
+    assert [r["configuration"] for r in cells] == [f"{c['chunking']} × {c['retriever']}" for c in stored]
+    for shown, cell in zip(cells, stored):  # the page's evaluation of the stored runs is the job's
+        assert shown["ndcg@10"] == f"{cell['aggregate']['ndcg@10']:.3f}"
+        assert shown["coverage@4000"] == f"{cell['coverage']['4000']:.3f}"

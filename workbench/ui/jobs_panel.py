@@ -49,7 +49,7 @@ def _line(job: dict) -> str:
     return " · ".join(p for p in (phase, amount) if p)
 
 
-def _job(job: dict, fields: dict | None) -> None:
+def _job(job: dict, fields: dict | None, finished_action=None) -> None:
     from workbench.services import jobs
 
     state = job["state"]
@@ -88,9 +88,14 @@ def _job(job: dict, fields: dict | None) -> None:
                 context.error(exc, fields)
                 return
             st.rerun(scope="app")
+    elif state == "finished" and finished_action is not None:
+        label, action = finished_action
+        if cols[0].button(label, key=f"{key}_show"):
+            action(job)
+            st.rerun(scope="app")
 
 
-def _jobs(kinds: tuple[str, ...], limit: int, fields: dict | None, ended) -> None:
+def _jobs(kinds: tuple[str, ...], limit: int, fields: dict | None, ended, finished_action) -> None:
     from workbench.services import jobs
 
     try:
@@ -101,7 +106,7 @@ def _jobs(kinds: tuple[str, ...], limit: int, fields: dict | None, ended) -> Non
     seen = st.session_state.setdefault(_SEEN, set())
     active = {j["job_id"] for j in rows if j["state"] in jobs.ACTIVE}
     for job in rows:
-        _job(job, fields)
+        _job(job, fields, finished_action)
     ended_now = [j for j in rows if j["job_id"] in seen and j["job_id"] not in active]
     seen.difference_update(j["job_id"] for j in ended_now)
     seen.update(active)
@@ -113,9 +118,10 @@ def _jobs(kinds: tuple[str, ...], limit: int, fields: dict | None, ended) -> Non
 
 
 def panel(kinds: tuple[str, ...], *, title: str = "Background jobs", limit: int = 5, fields: dict | None = None,
-          ended=None) -> None:
+          ended=None, finished_action=None) -> None:
     """The page's latest jobs of ``kinds`` (none: nothing shown), refreshed while one runs.
-    ``ended(job)`` is called once for each job this session saw running that finished."""
+    ``ended(job)`` is called once for each job this session saw running that finished;
+    ``finished_action`` (label, action(job)) is a button on each finished job (then a rerun)."""
     from workbench.services import jobs
 
     try:
@@ -126,4 +132,4 @@ def panel(kinds: tuple[str, ...], *, title: str = "Background jobs", limit: int 
         return
     live = any(j["state"] in jobs.ACTIVE for j in rows) or bool(st.session_state.get(_SEEN))
     st.markdown(f"**{title}**")
-    st.fragment(run_every=LIVE_SECONDS if live else None)(_jobs)(kinds, limit, fields, ended)
+    st.fragment(run_every=LIVE_SECONDS if live else None)(_jobs)(kinds, limit, fields, ended, finished_action)
