@@ -42,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -158,6 +159,8 @@ async def sme(browser, url: str, name: str, seconds: float, think: float, querie
     """One scripted SME labelling for ``seconds``: the next-pair times (ms), the labels given
     ({position: grade}), and the presses the page refused and that were pressed again."""
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(LONG_MS)
+    context.set_default_navigation_timeout(LONG_MS)
     page = await context.new_page()
     out = {"name": name, "ms": [], "given": {}, "again": 0, "error": None}
     try:
@@ -207,19 +210,23 @@ async def sme(browser, url: str, name: str, seconds: float, think: float, querie
 
 
 async def smes(url: str, names: list[str], seconds: float, think: float, queries: dict[int, str],
-               total: int) -> list[dict]:
+               total: int, on_ready=None) -> list[dict]:
+    """The SMEs open their pages one after the other (each on its first pair before the next
+    opens), then ``on_ready()`` runs (the team's other load starts), then all label at once."""
     from playwright.async_api import async_playwright
 
     executable = os.environ.get("WORKBENCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
-            start, ready = asyncio.Event(), []
-            tasks = [asyncio.create_task(sme(browser, url, name, seconds, think, queries, total, seed=7 + k,
-                                             start=start, ready=ready)) for k, name in enumerate(names)]
-            # every SME on the Label page before the clock starts (opening 8 pages is not labelling)
-            while len(ready) < len(tasks) and not any(t.done() for t in tasks):
-                await asyncio.sleep(0.5)
+            start, ready, tasks = asyncio.Event(), [], []
+            for k, name in enumerate(names):  # opening 8 pages is not labelling: one at a time, before the clock
+                tasks.append(asyncio.create_task(sme(browser, url, name, seconds, think, queries, total, seed=7 + k,
+                                                     start=start, ready=ready)))
+                while len(ready) <= k and not tasks[-1].done():
+                    await asyncio.sleep(0.2)
+            if on_ready is not None:
+                on_ready()
             start.set()
             began = time.monotonic()
             out = list(await asyncio.gather(*tasks))
@@ -313,11 +320,21 @@ def main() -> None:
                   f"{args.import_every:g} s and a background chunking job: {load()}")
             with Database(path, read_only=True, wait=60) as db:
                 judged_before = db.query_value("SELECT count(*) FROM judgments WHERE model = 'bench-judge'")
-            with judge_job(path) as running, Importer(path, tmp, args.import_every) as importer, Loads() as loads:
-                chunk_launch = jobs.start(path, jobs.ChunkRequest("soak", "fixed", 300))
-                team = asyncio.run(smes(url, names, args.minutes * 60, args.think, queries, total))
+            load_on: dict = {}
+
+            def begin() -> None:  # every SME is on the Label page: the rest of the team starts
+                print(f"  all {args.smes} SMEs on their first pair; judge, imports and the chunking job start: "
+                      f"{load()}", flush=True)
+                load_on["judge"] = stack.enter_context(judge_job(path))
+                load_on["importer"] = stack.enter_context(Importer(path, tmp, args.import_every))
+                load_on["loads"] = stack.enter_context(Loads())
+                load_on["chunk"] = jobs.start(path, jobs.ChunkRequest("soak", "fixed", 300))
+
+            with ExitStack() as stack:
+                team = asyncio.run(smes(url, names, args.minutes * 60, args.think, queries, total, on_ready=begin))
                 team_seconds = max(r["window"] for r in team)
-                judge_still = running()
+                judge_still = load_on["judge"]() if "judge" in load_on else None
+            importer, loads, chunk_launch = load_on["importer"], load_on["loads"], load_on["chunk"]
             chunk_job = jobs.job(path, chunk_launch.job_id)
             if chunk_job["alive"]:
                 jobs.stop(path, chunk_launch.job_id)

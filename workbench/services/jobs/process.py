@@ -45,11 +45,14 @@ class Reporter:
         self.last = 0.0
 
     def write(self, *, force: bool = False, **fields) -> None:
+        """Write ``fields``: at most every ``every`` seconds, waiting :data:`PROGRESS_WAIT` for a busy
+        file; with ``force`` (a phase's start and end, a note) always, waiting :data:`JOB_WAIT`."""
         now = time.monotonic()
         if not force and now - self.last < self.every:
             return
         try:
-            with Database(self.path, visit=True, migrate=False, wait=PROGRESS_WAIT) as db, db.transaction() as tx:
+            with Database(self.path, visit=True, migrate=False, wait=JOB_WAIT if force else PROGRESS_WAIT) as db, \
+                    db.transaction() as tx:
                 store.update_job(tx, self.job_id, heartbeat=True, **fields)
             self.last = now
         except StoreInterrupted:
