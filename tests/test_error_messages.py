@@ -86,6 +86,9 @@ def test_no_service_message_names_a_cli_flag(package):
 ARGV = {
     # The Judge page starts ``workbench judge`` in its own process; these build its argv.
     "services/judge/launch.py": ("JobRequest.options", "command"),
+    # Pages start background jobs as ``python -m workbench.services.jobs --db DB --job ID``.
+    "services/jobs/launch.py": ("command",),
+    "services/jobs/process.py": ("main",),
 }
 
 

@@ -53,14 +53,14 @@ JOB_FIELDS = {"--chunkings": Field("Chunkings", "choice"), "--retrievers": Field
 
 
 def _background(db, choice: dict) -> bool:
-    """Start the grid as a background job when it is large or encodes (:mod:`workbench.services.jobs`);
-    True when the page handed it to a job (started, or refused with the error shown)."""
+    """Start the grid as a background job when it is large (documents x cells from ``[jobs]
+    background_from``, :mod:`workbench.services.jobs`); True when the page handed it to a job
+    (started, or refused with the error shown)."""
     from workbench.core.rag.context_budget import parse_budgets
     from workbench.services.jobs import SweepRequest, documents
 
-    kind = "dense" if {"dense", "hybrid"} & set(choice["retrievers"]) else "sweep"
     size = documents(db) * len(choice["chunkings"]) * len(choice["retrievers"])
-    if not jobs_panel.in_background(kind, size):
+    if not jobs_panel.in_background("sweep", size):
         return False
     try:
         budgets = tuple(parse_budgets(choice["budgets"]))
