@@ -137,3 +137,16 @@ def test_stop_signals_only_a_live_job_and_waits_for_nothing(demo_project):
     started = time.monotonic()
     assert jobs.stop(demo_project, launch.job_id)["state"] == "finished"  # a finished job stays finished
     assert time.monotonic() - started < 10
+
+
+def test_a_second_process_for_a_running_job_leaves_it_alone(demo_project):
+    """Two Resumes at once start two processes for one row: the job runs once."""
+    from workbench.services.jobs.launch import command
+
+    launch = jobs.start(demo_project, jobs.ChunkRequest("once", "sentences", 1))
+    wait_until(lambda: jobs.job(demo_project, launch.job_id)["state"] == "running", timeout=120,
+               what="the job to run")
+    second = subprocess.run(command(demo_project, launch.job_id), capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0 and f"already runs in process {launch.pid}" in second.stderr
+    row = _wait_done(demo_project, launch.job_id)
+    assert (row["state"], row["attempt"], row["error"]) == ("finished", 1, None)

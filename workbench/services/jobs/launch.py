@@ -138,7 +138,8 @@ def collect() -> None:
         process.poll()
 
 
-def _pid_alive(pid) -> bool:
+def pid_alive(pid) -> bool:
+    """Whether process ``pid`` runs (one this process started: not yet exited)."""
     if not pid:
         return False
     process = _LAUNCHED.get(int(pid))
@@ -162,7 +163,7 @@ def _live(row: dict) -> dict:
         row["title"] = request_from_data({"kind": row["kind"], **(row["request"] or {})}).title()
     except WorkbenchError:
         row["title"] = f"{row['kind']} job {row['job_id']}"
-    row["alive"] = row["state"] in ACTIVE and _pid_alive(row.get("pid"))
+    row["alive"] = row["state"] in ACTIVE and pid_alive(row.get("pid"))
     if row["state"] in ACTIVE and not row["alive"]:
         row["state"] = "interrupted"
     if isinstance(row.get("error"), dict):

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from workbench.errors import WorkbenchError, error_data, render_text
-from workbench.services.jobs.launch import PROGRESS_SECONDS
+from workbench.services.jobs.launch import PROGRESS_SECONDS, pid_alive
 from workbench.services.jobs.requests import request_from_data
 from workbench.store import background_jobs as store
 from workbench.store.brief import BriefDatabase
@@ -103,6 +103,11 @@ def run(path: Path, job_id: int) -> int:
             row = store.read_job(tx, job_id)
             if row is None:
                 raise WorkbenchError(f"no background job {job_id} in {path}")
+            if row["state"] in ("running", "stopping") and row["pid"] not in (None, os.getpid()) \
+                    and pid_alive(row["pid"]):
+                # two Resumes at once: the job runs once, in the process that marked it first
+                print(f"background job {job_id} already runs in process {row['pid']}", file=sys.stderr)
+                return 0
             store.update_job(tx, job_id, state="running", pid=os.getpid(), attempt=int(row["attempt"]) + 1,
                              phase=None, done=0, total=None, unit=None, message=None, error=None, started=True)
     reporter = Reporter(path, job_id)
