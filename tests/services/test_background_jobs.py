@@ -150,3 +150,23 @@ def test_a_second_process_for_a_running_job_leaves_it_alone(demo_project):
     assert second.returncode == 0 and f"already runs in process {launch.pid}" in second.stderr
     row = _wait_done(demo_project, launch.job_id)
     assert (row["state"], row["attempt"], row["error"]) == ("finished", 1, None)
+
+
+def test_an_import_job_reads_only_the_data_folders_or_an_upload_folder(demo_project, tmp_path, monkeypatch):
+    """The job's process is the local operator: it applies the page's rule on server paths again
+    ([app] data_dirs), and an "upload" request reads only an upload folder the app made."""
+    inside, outside = tmp_path / "data", tmp_path / "elsewhere"
+    inside.mkdir()
+    outside.mkdir()
+    for folder in (inside, outside):
+        (folder / "q.tsv").write_text("zq1\tfirst question\n")
+    monkeypatch.setenv("WORKBENCH_APP_DATA_DIRS", str(inside))
+    refused = jobs.start(demo_project, jobs.ImportRequest("queries", str(outside / "q.tsv"), "q.tsv"))
+    forged = jobs.start(demo_project, jobs.ImportRequest("queries", str(outside / "q.tsv"), "q.tsv", upload=True))
+    allowed = jobs.start(demo_project, jobs.ImportRequest("queries", str(inside / "q.tsv"), "q.tsv"))
+    rows = {name: _wait_done(demo_project, launch.job_id)
+            for name, launch in (("refused", refused), ("forged", forged), ("allowed", allowed))}
+    assert rows["refused"]["state"] == "failed" and "outside the folders this app may import from" in str(rows["refused"]["error"]), rows["refused"]
+    assert rows["forged"]["state"] == "failed" and "upload folder" in str(rows["forged"]["error"])
+    assert rows["allowed"]["state"] == "finished" and rows["allowed"]["result"]["rows"] == 1
+    assert (outside / "q.tsv").exists()  # a forged upload request removes nothing

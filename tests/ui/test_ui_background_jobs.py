@@ -118,3 +118,53 @@ def test_a_grid_runs_as_a_job_and_its_results_show_after_a_reload(demo_db, monke
     for shown, cell in zip(cells, stored):  # the page's evaluation of the stored runs is the job's
         assert shown["ndcg@10"] == f"{cell['aggregate']['ndcg@10']:.3f}"
         assert shown["coverage@4000"] == f"{cell['coverage']['4000']:.3f}"
+
+
+DATA_PAGE = "from workbench.ui.views.data import render\nrender()\n"
+
+
+def test_a_large_upload_and_a_server_path_import_run_as_jobs_and_chunk_into_every_chunking(
+        demo_db, tmp_path, monkeypatch):
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from workbench.services.jobs.requests import UPLOAD_PREFIX
+
+    monkeypatch.setenv("WORKBENCH_JOBS_BACKGROUND_FROM", "0")
+    monkeypatch.setenv("WORKBENCH_APP_DATA_DIRS", str(tmp_path))
+    docs = [{"_id": f"bg-{i}", "title": f"T{i}", "text": f"## Part\nBackground policy text number {i}."}
+            for i in range(6)]
+    at = AppTest.from_string(DATA_PAGE, default_timeout=60)
+    at.run()
+    at.file_uploader[0].upload("more.jsonl", "".join(json.dumps(d) + "\n" for d in docs).encode(),
+                               "application/octet-stream")
+    at.button(key="data_import").click().run()
+    assert not at.exception, at.exception
+    assert "Started in the background: import of more.jsonl (corpus)" in _texts(at)
+    upload_job = jobs.jobs(demo_db, ("import",))[0]
+    assert upload_job["request"]["upload"] is True
+    row = _ended(demo_db, upload_job["job_id"])
+    assert row["state"] == "finished" and row["result"]["rows"] == 6, row
+    assert not Path(upload_job["request"]["path"]).parent.exists()  # the upload's copy is gone
+    assert not list(Path(tempfile.gettempdir()).glob(f"{UPLOAD_PREFIX}*/more.jsonl"))
+    with Database(demo_db) as db:  # in the project, and chunked into the existing chunking
+        assert db.query_value("SELECT count(*) FROM documents WHERE doc_id LIKE 'bg-%'") == 6
+        assert db.query_value("SELECT count(DISTINCT doc_id) FROM chunks WHERE chunking = 'sections' "
+                              "AND doc_id LIKE 'bg-%'") == 6
+
+    queries = tmp_path / "extra-queries.jsonl"
+    queries.write_text("".join(json.dumps({"_id": f"bq{i}", "text": f"question {i}"}) + "\n" for i in range(3)))
+    at = AppTest.from_string(DATA_PAGE, default_timeout=60)  # a reload: the finished job and its summary
+    at.run()
+    assert f"Job {row['job_id']}: import of more.jsonl (corpus) — finished" in _texts(at)
+    assert "Imported 6 documents" in _texts(at)
+    at.selectbox(key="data_kind").select("queries").run()
+    at.radio(key="data_source").set_value("Path on the server").run()
+    at.text_input(key="data_path").input(str(queries))
+    at.button(key="data_import").click().run()
+    server_job = jobs.jobs(demo_db, ("import",))[0]
+    assert server_job["request"]["upload"] is False and server_job["request"]["path"] == str(queries)
+    assert _ended(demo_db, server_job["job_id"])["state"] == "finished"
+    with Database(demo_db) as db:
+        assert db.query_value("SELECT count(*) FROM queries WHERE query_id LIKE 'bq%'") == 3

@@ -62,6 +62,11 @@ def _job(job: dict, fields: dict | None, finished_action=None) -> None:
         st.markdown(context.plain(head + (f" · {_line(job)}" if _line(job) and state != "finished" else "")))
     if job.get("message") and state != "finished":
         st.caption(context.plain(job["message"]))
+    if state == "finished" and isinstance(job.get("result"), dict) and job["result"].get("summary"):
+        from workbench.ui.words import page_message
+
+        summary = page_message(job["result"]["summary"], fields)
+        st.caption(context.plain(summary[:1].upper() + summary[1:] + "."))
     if state == "failed" and job.get("error") is not None:
         context.error(job["error"], fields)
     if state == "interrupted":

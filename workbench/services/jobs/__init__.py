@@ -6,7 +6,8 @@ Service API (pages build a typed request and call these; the CLI could too)
 
 ``in_background(kind, size) -> bool``
     Whether a page runs the work as a job: dense retrieval always, the rest from ``[jobs]
-    background_from`` (documents to chunk, run rows to pool or fuse, documents x cells of a sweep).
+    background_from`` (documents to chunk, run rows to pool or fuse, documents x cells of a sweep,
+    kilobytes of a file or folder to import).
 ``start(db_path, request) -> Launch``
     Check the caller's permission for the request (``request.action``), store a ``queued`` row
     in ``background_jobs`` with the request as JSON (:mod:`workbench.services.jobs.requests`),
@@ -50,6 +51,7 @@ from workbench.services.jobs.launch import (  # noqa: F401 - the service API in 
     in_background,
     job,
     jobs,
+    kilobytes,
     problem,
     resume,
     start,
@@ -60,8 +62,10 @@ from workbench.services.jobs.requests import (  # noqa: F401
     ChunkRequest,
     DenseRequest,
     HybridRequest,
+    ImportRequest,
     PoolRequest,
     SweepRequest,
     request_data,
     request_from_data,
+    upload_folder,
 )

@@ -33,7 +33,7 @@ ALWAYS = ("dense",)
 def in_background(kind: str, size: int | None) -> bool:
     """Whether a page runs work of ``kind`` and ``size`` as a background job: ``dense`` always;
     the others when ``size`` (documents to chunk, run rows to pool or fuse, documents x cells of a
-    sweep) is at least ``[jobs] background_from`` (0: always). Below it the work takes about a
+    sweep, kilobytes of a file or folder to import) is at least ``[jobs] background_from`` (0: always). Below it the work takes about a
     second, less than starting a process, so the page does it while the user waits."""
     from workbench.config import load_settings
 
@@ -41,6 +41,21 @@ def in_background(kind: str, size: int | None) -> bool:
         return True
     threshold = int(load_settings().get("jobs", "background_from"))
     return threshold <= 0 or (size is not None and int(size) >= threshold)
+
+
+def kilobytes(path) -> int:
+    """Kilobytes of a file, or of the files of a folder (links not followed): the size of an import job."""
+    path = Path(path)
+    if path.is_file():
+        return path.stat().st_size // 1000
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(root) / name).lstat().st_size
+            except OSError:
+                pass
+    return total // 1000
 
 
 def documents(db) -> int:

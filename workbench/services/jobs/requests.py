@@ -15,7 +15,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shutil
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from workbench.errors import InputError
@@ -165,9 +168,70 @@ class SweepRequest:
         return _plain(result.as_json())
 
 
+#: The folder name prefix (under the system's temporary folder) of an upload a job imports.
+UPLOAD_PREFIX = "workbench-upload-"
+
+
+def upload_folder() -> Path:
+    """A new folder for an uploaded file that an :class:`ImportRequest` job imports (and removes)."""
+    return Path(tempfile.mkdtemp(prefix=UPLOAD_PREFIX))
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """``workbench import``: one file or folder of ``what`` (corpus, queries, qrels, run)
+    (:func:`workbench.services.ingest.import_file`; a corpus is chunked into every existing
+    chunking in the same transaction). ``upload``: ``path`` is an uploaded file the page wrote into
+    an :func:`upload_folder`, removed when the job ends; else a path on the server, which must lie
+    in ``[app] data_dirs`` as on the page (checked again here, in the job's process)."""
+
+    what: str
+    path: str
+    label: str
+    format: str | None = None
+    name: str | None = None
+    assessor: str | None = None
+    skip_unknown: bool = False
+    id_field: str | None = None
+    text_field: str | None = None
+    title_field: str | None = None
+    upload: bool = False
+    kind: ClassVar[str] = "import"
+    action: ClassVar[str] = "import"
+    resumable: ClassVar[bool] = False  # one transaction
+
+    def title(self) -> str:
+        return f"import of {self.label} ({self.what})"
+
+    def run(self, db, progress: ProgressFactory, notify) -> dict:
+        from workbench.config import load_settings
+        from workbench.services.access import check_data_path, data_folders
+        from workbench.services.ingest import import_file
+
+        options = dict(format=self.format, name=self.name, assessor=self.assessor, skip_unknown=self.skip_unknown,
+                       id_field=self.id_field, text_field=self.text_field, title_field=self.title_field)
+        if self.upload:
+            folder = Path(self.path).parent
+            if not (folder.name.startswith(UPLOAD_PREFIX) and folder.parent == Path(tempfile.gettempdir())):
+                raise InputError(f"an upload job reads only an upload folder of the app, not {folder}")
+            if not Path(self.path).is_file():
+                raise InputError(f"the uploaded file {self.label} is gone (its job ran before); upload it again")
+            try:
+                result = import_file(db, self.what, self.path, label=self.label, progress=progress, **options)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        else:
+            data_dirs = load_settings().get("app", "data_dirs")
+            allowed = check_data_path(self.path, data_dirs)
+            result = import_file(db, self.what, allowed, label=self.label, progress=progress,
+                                 allowed_folders=data_folders(data_dirs), **options)
+        return {"summary": result.summary(data=True), "rows": result.rows, "name": result.name,
+                "already_imported": result.already_imported is not None}
+
+
 #: kind -> request class.
 KINDS: dict[str, type] = {cls.kind: cls for cls in (ChunkRequest, DenseRequest, HybridRequest, PoolRequest,
-                                                    SweepRequest)}
+                                                    SweepRequest, ImportRequest)}
 
 
 def request_data(request) -> dict:
@@ -197,5 +261,5 @@ def request_json(request) -> str:
     return json.dumps(request_data(request), sort_keys=True)
 
 
-__all__ = ["KINDS", "ChunkRequest", "DenseRequest", "HybridRequest", "PoolRequest", "SweepRequest",
+__all__ = ["KINDS", "ChunkRequest", "DenseRequest", "HybridRequest", "ImportRequest", "PoolRequest", "SweepRequest",
            "request_data", "request_from_data", "request_json"]
