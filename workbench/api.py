@@ -38,6 +38,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from workbench.errors import ConfigError, InputError, WorkbenchError, render_text
 from workbench.services.judge.request import OPTIONS as JUDGE_OPTIONS
 from workbench.services.judge.request import field_arguments, keywords_doc
+from workbench.services.judge.request import from_keywords
+from workbench.services.retrieval.registry import RETRIEVERS
+from workbench.services.retrieval.registry import make_options
+from workbench.services.retrieval.registry import run_retriever
+import functools
+import inspect
+import re
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -403,7 +410,6 @@ class Project:
 
         {retrievers}
         """
-        from workbench.services.retrieval.registry import make_options, run_retriever
 
         chosen = make_options(retriever, options)
         with self._db() as db:
@@ -465,7 +471,6 @@ class Project:
 
         {options}
         """
-        from workbench.services.judge.request import from_keywords
 
         request = from_keywords(pool, options)
         spec = request.resolve(self.settings(), api_key=api_key)
@@ -723,7 +728,6 @@ def _as_call(words: str) -> str:
 def _python_value(text: str) -> str:
     """A value a message shows as Python: a number or a metavariable (``K``, ``NAME``) as it is,
     other text quoted (``model='offline-lexical'``)."""
-    import re
 
     if re.fullmatch(r"-?\d+(\.\d+)?|[A-Z][A-Z0-9_]*", text):
         return text
@@ -740,7 +744,6 @@ API_WORDS = {"name": lambda key: f"{_argument(key)}=",
 def _speaks_python(method):
     """``method`` with its :class:`~workbench.errors.WorkbenchError` worded for Python callers
     (keyword arguments and Project methods, never CLI flags); the error is the same object."""
-    import functools
 
     @functools.wraps(method)
     def call(*args, **kwargs):
@@ -756,7 +759,6 @@ def _speaks_python(method):
 def _judge_signature():
     """``Project.judge``'s signature with its judge options as keyword arguments (declared once,
     :data:`workbench.services.judge.request.OPTIONS`), for ``help()`` and editors."""
-    import inspect
 
     keyword = inspect.Parameter.KEYWORD_ONLY
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
@@ -775,7 +777,6 @@ Project.judge.__doc__ = Project.judge.__doc__.replace(
 
 def _retrievers_doc() -> str:
     """One bullet per retriever of the registry, for :meth:`Project.retrieve`'s docstring."""
-    from workbench.services.retrieval.registry import RETRIEVERS
 
     lines = []
     for spec in RETRIEVERS.values():

@@ -28,6 +28,7 @@ from workbench.cli import (  # noqa: E402
     calibrate, citations, compare, data, evaluation, harness, jobs, judge, labels, ppi, project, query_kinds,
     rank_agreement, retrieval, stages, sweep,
 )
+from workbench.cli.common import exit_codes_epilog
 
 COMMAND_GROUPS = (
     project,     # init, status, app
@@ -70,7 +71,6 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 def _exit_status_everywhere(parser: argparse.ArgumentParser, path: str = "") -> None:
     """Give every command's --help an exit-status section (commands may write their own)."""
-    from workbench.cli.common import exit_codes_epilog
 
     for action in parser._actions:
         if not isinstance(action, argparse._SubParsersAction):

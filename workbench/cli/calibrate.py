@@ -32,6 +32,7 @@ from workbench.cli.common import (
     print_json,
     settings_from_args,
 )
+from workbench.errors import ConfigError
 
 
 def _scale(text: str) -> int:
@@ -118,7 +119,6 @@ def _sample(args: argparse.Namespace) -> int:
     from workbench.services.calibration.workflow import create_sample
 
     settings = settings_from_args(args)
-    from workbench.errors import ConfigError
 
     if args.design == "queries" and args.queries is None:
         raise ConfigError("--design queries needs --queries N, the number of queries to draw (e.g. --queries 30)")

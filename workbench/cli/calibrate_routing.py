@@ -17,10 +17,11 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.common import add_format_option, open_project_from_args, positive_int, print_json, settings_from_args
+from workbench.errors import ConfigError
+from workbench.errors import InputError
 
 
 def _default_sample(db, given: str | None) -> str:
-    from workbench.errors import InputError
     from workbench.services.calibration import routing
     from workbench.services.calibration.workflow import list_samples
 
@@ -37,7 +38,6 @@ def _default_sample(db, given: str | None) -> str:
 
 
 def _activate(args: argparse.Namespace) -> int:
-    from workbench.errors import ConfigError
     from workbench.services.calibration import routing
 
     if (args.sample is None) == (not args.none):
@@ -61,7 +61,6 @@ def _annotators(text: str) -> list[str]:
 
 
 def _assign(args: argparse.Namespace) -> int:
-    from workbench.errors import ConfigError
     from workbench.services.calibration import routing
 
     if args.none:
@@ -94,7 +93,6 @@ def _assign(args: argparse.Namespace) -> int:
 
 
 def _guidelines(args: argparse.Namespace) -> int:
-    from workbench.errors import ConfigError
     from workbench.services.calibration import guidelines
 
     path = args.file or str(settings_from_args(args).get("calibration", "guidelines") or "")

@@ -19,6 +19,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InputError, WorkbenchError, field_flag, render_text
+from workbench.errors import ERROR_FILE_ENV
+from workbench.errors import error_data
+import os
 
 if TYPE_CHECKING:
     from workbench.config import Settings
@@ -75,9 +78,7 @@ def keep_error_data(exc: WorkbenchError) -> None:
     :data:`workbench.errors.ERROR_FILE_ENV`, when the process that launched this command set it
     (the Judge page words the error itself: labels, not flags). A file that cannot be written is
     skipped: the error is still printed."""
-    import os
 
-    from workbench.errors import ERROR_FILE_ENV, error_data
 
     path = os.environ.get(ERROR_FILE_ENV)
     if not path:

@@ -44,6 +44,11 @@ from workbench.cli.common import (
     print_json,
     wrapped,
 )
+from workbench.cli.common import names_option
+from workbench.cli.common import open_project_from_args
+from workbench.cli.common import settings_from_args
+from workbench.errors import ConfigError
+import sys
 
 DEFAULT_RESAMPLES = 10_000
 #: the paired tests of :data:`workbench.core.metrics.significance.TESTS`, listed here so that building
@@ -61,7 +66,6 @@ def _refuse_resampling(args: argparse.Namespace) -> None:
     one line (``ConfigError``, exit 2) rather than ignored. The PPI++ interval is closed-form
     (estimate +- t quantile x standard error, :mod:`workbench.core.metrics.ppi`): no paired test,
     no resamples, nothing drawn at random, so no value of these options could change it."""
-    from workbench.errors import ConfigError
 
     for flag, attr, default in RESAMPLING:
         if getattr(args, attr, default) != default:
@@ -141,14 +145,7 @@ def _format_per_query(diffs) -> str:
 def _compare_project(args: argparse.Namespace):
     """``compare --runs A,B``: stored runs against the project's qrels (policy on stderr); with
     ``--per-query`` also each query's difference, scored against the same qrels (else None)."""
-    import sys
 
-    from workbench.cli.common import (
-        names_option,
-        open_project_from_args,
-        settings_from_args,
-    )
-    from workbench.errors import ConfigError
     from workbench.services.evaluation.evaluate import compare_project
 
     if args.qrels or args.runs:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.common import progress_bar, settings_from_args
+from workbench.cli.common import cli_text
 
 _KIND_HELP = {
     "corpus": "documents: BEIR/JSONL, a folder of .txt/.md files, or SMART (Cranfield)",
@@ -40,7 +41,6 @@ def _import_judgments(args: argparse.Namespace) -> int:
 
     with open_project(settings_from_args(args).db_path) as db:
         result = import_judgments(db, args.file, judge=args.judge, pool=args.pool, format=args.format)
-    from workbench.cli.common import cli_text
 
     print(cli_text(result.summary()))
     return 0

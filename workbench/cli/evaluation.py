@@ -36,6 +36,12 @@ from workbench.cli.common import (
     print_json,
     wrapped,
 )
+from workbench.cli.common import names_option
+from workbench.cli.common import open_project_from_args
+from workbench.cli.common import settings_from_args
+from workbench.cli.ppi import ppi_table
+from workbench.errors import ConfigError
+import sys
 
 CONVENTIONS = """\
 conventions:
@@ -102,11 +108,7 @@ def corrected_command(args: argparse.Namespace, *, confidence: float = 0.95) -> 
     """``eval/compare --runs A,B --labels corrected``: PPI++ estimates of the stored runs' means
     and differences from the first (services.evaluation.ppi_project); JSON is ``workbench ppi``'s
     object plus ``labels``, ``sample``, ``seed``, ``queries_drawn``."""
-    import sys
 
-    from workbench.cli.common import names_option, open_project_from_args
-    from workbench.cli.ppi import ppi_table
-    from workbench.errors import ConfigError
     from workbench.services.evaluation.ppi_project import corrected_project
 
     if getattr(args, "qrels", None) or getattr(args, "runs", None):
@@ -140,7 +142,6 @@ def corrected_command(args: argparse.Namespace, *, confidence: float = 0.95) -> 
 def _warn_unjudged(results: dict) -> None:
     """One stderr line per run where some (not all: that is refused) shared queries retrieve no
     id the qrels judge: those queries score 0 whatever the run did."""
-    import sys
 
     for name, res in results.items():
         lacking = getattr(res, "no_judged_retrieved", ())
@@ -153,14 +154,7 @@ def _warn_unjudged(results: dict) -> None:
 def _eval_project(args: argparse.Namespace) -> dict:
     """``eval --runs A,B``: stored runs against the project's qrels (services.evaluation).
     The qrels policy and notes go to stderr so stdout keeps the file mode's shape."""
-    import sys
 
-    from workbench.cli.common import (
-        names_option,
-        open_project_from_args,
-        settings_from_args,
-    )
-    from workbench.errors import ConfigError
     from workbench.services.evaluation.evaluate import evaluate_project
 
     if args.qrels or args.runs:

@@ -14,6 +14,8 @@ import argparse
 import sys
 
 from workbench.cli.common import add_progress_option, settings_from_args
+from workbench.cli.common import cli_text
+from workbench.errors import InputError
 
 STOPPED_EXIT = 6
 
@@ -48,7 +50,6 @@ def _progress(args: argparse.Namespace):
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from workbench.errors import InputError
     from workbench.services.judge.jobs import estimate
     from workbench.services.judge.request import OFFLINE, from_namespace
 
@@ -118,7 +119,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Grade every pair of a pool 0-3 with an OpenAI-compatible LLM (OPENAI_API_KEY, --base-url), "
                     "or with the offline-lexical baseline when no key and no server are configured. Running it "
                     "again resumes; answers are cached by text, so nothing is paid for twice.")
-    from workbench.cli.common import cli_text
     from workbench.services.judge.request import add_arguments
 
     add_arguments(p, cli_text)  # the judge options, declared once (services.judge.request.OPTIONS)

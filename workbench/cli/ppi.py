@@ -35,6 +35,7 @@ from workbench.cli.common import (
     print_json,
     wrapped,
 )
+from workbench.errors import ConfigError
 
 
 def _confidence(text: str) -> float:
@@ -58,7 +59,6 @@ def _half_width(text: str) -> float:
 
 
 def _ppi(args: argparse.Namespace) -> int:
-    from workbench.errors import ConfigError
     from workbench.services.evaluation.ppi import estimate, load_values, plan
 
     if args.plan and args.half_width is None:

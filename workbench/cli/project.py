@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from workbench.cli.common import settings_from_args
+from workbench.errors import ConfigError
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -140,7 +141,6 @@ def _check_port(host: str, port) -> None:
     """Refuse a port outside 1–65535 or one another program holds, before saying "serving"."""
     import socket
 
-    from workbench.errors import ConfigError
 
     try:
         number = int(port)
@@ -172,7 +172,6 @@ def _app(args: argparse.Namespace) -> int:
 
     check_serving(host, settings.get("app", "auth"),
                   allow_public_without_auth=settings.get("app", "allow_public_without_auth"))
-    from workbench.errors import ConfigError
 
     if not settings.get("app", "session_hours") > 0:
         raise ConfigError(f"[app] session_hours = {settings.get('app', 'session_hours')!r}: a sign-in must last "

@@ -22,6 +22,9 @@ from workbench.cli.common import (
     add_format_option, exit_codes_epilog, names_option, number, open_project_from_args, positive_int,
     print_json, settings_from_args, wrapped,
 )
+from workbench.errors import ConfigError
+from workbench.errors import WorkbenchError
+import math
 
 
 def _file_bytes(path: str) -> bytes:
@@ -31,7 +34,6 @@ def _file_bytes(path: str) -> bytes:
 
 
 def _finite(text: str) -> float:
-    import math
 
     try:
         value = float(text)
@@ -148,7 +150,6 @@ def _abstention_table(r, per_query: bool) -> str:
 # --- rbac-check -----------------------------------------------------------------------------------
 def _rbac(args: argparse.Namespace) -> int:
     from workbench.core.rag.rbac import leakage_json
-    from workbench.errors import WorkbenchError
     from workbench.services.evaluation import rbac as service
 
     try:
@@ -379,7 +380,6 @@ def _abstention_with_pattern(args: argparse.Namespace) -> int:
 
 
 def _answerability_checked(args: argparse.Namespace) -> int:
-    from workbench.errors import ConfigError
 
     if args.query_id and not args.verdict:
         raise ConfigError("give the decision after the query id: unanswerable or answerable")

@@ -14,20 +14,18 @@ from workbench.cli.common import (
     print_json,
     wrapped,
 )
+from workbench.cli.common import names_option
+from workbench.cli.common import number
+from workbench.cli.common import open_project_from_args
+from workbench.cli.common import settings_from_args
+import math
+import sys
 
 JSON_KEYS = ("measure", "n_runs", "tau", "tau_ap", "ranking_human", "ranking_judge")
 
 
 def _run(args: argparse.Namespace) -> int:
-    import math
-    import sys
 
-    from workbench.cli.common import (
-        names_option,
-        number,
-        open_project_from_args,
-        settings_from_args,
-    )
     from workbench.services.evaluation.rank_agreement import rank_agreement
 
     runs = names_option(args.runs, "--runs")

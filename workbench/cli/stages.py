@@ -40,6 +40,9 @@ from workbench.cli.common import (
     wrapped,
 )
 from workbench.errors import ConfigError
+from workbench.cli.common import open_project_from_args
+from workbench.cli.common import settings_from_args
+import sys
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -168,9 +171,7 @@ def _table(result, rel: int) -> str:
 
 def _stored_stages(args: argparse.Namespace, stages, lift):
     """Without QRELS: each stage names a stored run, scored against the project's qrels."""
-    import sys
 
-    from workbench.cli.common import open_project_from_args, settings_from_args
     from workbench.services.evaluation.stages import evaluate_stored_stages
 
     db = open_project_from_args(args)

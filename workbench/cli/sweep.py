@@ -17,10 +17,16 @@ from workbench.cli.common import (
     exit_codes_epilog,
     wrapped,
 )
+from workbench.cli.common import number
+from workbench.cli.common import open_project_from_args
+from workbench.cli.common import print_json
+from workbench.cli.common import progress_from_args
+from workbench.errors import InputError
+import math
+import sys
 
 
 def _cell_key(text: str) -> tuple[str, str]:
-    from workbench.errors import InputError
 
     spec, sep, retriever = text.rpartition("/")
     if not sep or not spec or not retriever:
@@ -29,17 +35,8 @@ def _cell_key(text: str) -> tuple[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import math
-    import sys
 
-    from workbench.cli.common import (
-        number,
-        open_project_from_args,
-        print_json,
-        progress_from_args,
-    )
     from workbench.core.rag.context_budget import parse_budgets
-    from workbench.errors import InputError
     from workbench.services.evaluation import sweep
     from workbench.services.tags import query_tags
 
@@ -127,7 +124,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _import_latency(args: argparse.Namespace) -> int:
-    from workbench.cli.common import open_project_from_args
     from workbench.services.retrieval.latency import import_latencies, latency_summary
 
     db = open_project_from_args(args)

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from workbench.errors import ConfigError, InputError
 from workbench.resources import PROMPTS_DIR
+from dataclasses import replace
 
 OUTPUTS = ("reason_grade", "binary", "single_token")
 SLOTS = ("query", "description", "passage")
@@ -80,7 +81,6 @@ class PromptTemplate:
     def with_examples(self, examples) -> PromptTemplate:
         """The template with few-shot ``examples`` (dicts with ``query``, ``passage``, ``grade``
         among the template's grades), rendered before the pair to grade; part of the hash."""
-        from dataclasses import replace
 
         out = []
         for e in examples:

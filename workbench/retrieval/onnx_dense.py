@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from workbench.errors import ConfigError
+from workbench.retrieval import onnx_int8
 
 PRECISIONS = ("fp32", "int8-safe", "int8")
 DEFAULT_PRECISION = "fp32"
@@ -167,7 +168,6 @@ def quantize_safe(source: Path, target: Path, model_dir: Path) -> Path:
     docs/performance.md)."""
     from tokenizers import Tokenizer
 
-    from workbench.retrieval import onnx_int8
 
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     tokenizer.enable_truncation(max_length=_max_seq_length(model_dir))

@@ -34,6 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import ConfigError, WorkbenchError
+from urllib.parse import urlsplit
+import re
+import sys
 
 ROLES = ("annotator", "lead", "viewer")
 AUTH_MODES = ("none", "password", "oidc")
@@ -153,7 +156,6 @@ def host_allowed(header: str | None, allowed: list[str] | tuple[str, ...]) -> bo
     """Whether a request's ``Host`` header (a name or address, with an optional port) names
     one of ``allowed`` (a leading ``*.`` allows subdomains); a missing or malformed header never
     matches."""
-    from urllib.parse import urlsplit
 
     if not header:
         return False
@@ -329,7 +331,6 @@ def secrets_entry(name: str, role: str, hashed: str) -> str:
     check_user_name(name)
     if role not in ROLES:
         raise ConfigError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
-    import re
 
     key = name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else f'"{name}"'  # a bare TOML key, else quoted
     return f'[auth.users.{key}]\nrole = "{role}"\nhash = "{hashed}"'
@@ -339,7 +340,6 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m workbench.services.access [NAME [ROLE]]``: read a password twice without echo
     and print the secrets entry to paste into ``.streamlit/secrets.toml``."""
     import getpass
-    import sys
 
     args = sys.argv[1:] if argv is None else argv
     name = args[0] if args else "name"

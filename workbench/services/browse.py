@@ -26,6 +26,9 @@ from workbench.store.corpus import read_documents, read_queries
 from workbench.store.database import Database
 from workbench.store.judgments import count_labels as store_count_labels
 from workbench.store.judgments import label_counts_by_query, label_values, read_labels
+from workbench.services.pooling.pools import pool_labels
+from workbench.services.pooling.pools import pool_preview
+from workbench.store.pools import read_pool
 
 LABEL_COLUMNS = ["judgment_id", "query_id", "doc_id", "title", "start", "end", "grade", "source",
                  "assessor", "created_at", "comment", "evidence"]
@@ -107,8 +110,6 @@ def peek_pool(db: Database, pool: str, query_id: str, *, limit: int = 5,
     (:func:`workbench.services.pooling.pools.pool_labels`), or NA when it has none; ``policy`` states
     that rule (with what it left out).
     """
-    from workbench.services.pooling.pools import pool_labels, pool_preview
-    from workbench.store.pools import read_pool
 
     record = read_pool(db, pool)
     if record is None:

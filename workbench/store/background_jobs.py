@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from workbench.store.database import Cursor, Database
+from workbench.store.database import Cursor, Database, one_row
 
 #: Columns a job's writer may set with :func:`update_job`.
 JOB_FIELDS = ("state", "phase", "done", "total", "unit", "message", "error", "result", "pid", "attempt")
@@ -17,7 +17,7 @@ _JSON = ("request", "error", "result")
 
 def create_job(cur: Cursor, kind: str, request: dict, *, started_by: str | None = None) -> int:
     """A new ``queued`` job of ``kind`` for ``request`` (a JSON-able dict); its id (max + 1)."""
-    job_id = int(cur.execute("SELECT coalesce(max(job_id), 0) + 1 FROM background_jobs").fetchone()[0])
+    job_id = int(one_row(cur.execute("SELECT coalesce(max(job_id), 0) + 1 FROM background_jobs").fetchone())[0])
     cur.execute("INSERT INTO background_jobs (job_id, kind, request, state, started_by) VALUES (?, ?, ?, 'queued', ?)",
                 [job_id, kind, json.dumps(request, sort_keys=True), started_by])
     return job_id

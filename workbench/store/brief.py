@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 from workbench.store.database import Cursor, Database
 
@@ -65,7 +66,9 @@ class BriefDatabase(Database):
     def cursor(self) -> Cursor:
         visit = self._open()
         try:
-            return _VisitCursor(visit, visit.cursor())
+            # Duck-typed: it answers every cursor call the store's functions make and ends the
+            # visit on close, which a plain DuckDB cursor cannot.
+            return cast(Cursor, _VisitCursor(visit, visit.cursor()))
         except BaseException:
             visit.close()
             raise

@@ -52,6 +52,9 @@ from typing import TYPE_CHECKING, TypeAlias
 import duckdb
 
 from workbench.errors import StoreError, StoreLockedError, WorkbenchError, clip
+from workbench.store.migrations import EMPTY
+from workbench.store.migrations import FOREIGN
+from workbench.store.migrations import project_state
 
 if TYPE_CHECKING:  # pandas is imported where a frame is built: it is most of the CLI's start-up time
     import pandas as pd
@@ -281,7 +284,6 @@ class Database:
         byte-identical: a DuckDB file of another program gets no table, not even
         ``schema_migrations``.
         """
-        from workbench.store.migrations import EMPTY, FOREIGN, project_state
 
         cur = self._con.cursor()
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
+from workbench.errors import StoreError
 
 
 class Migratable(Protocol):
@@ -640,7 +641,6 @@ def applied(db: Migratable) -> list[tuple[int, str]]:
 
 def migrate(db: Migratable) -> list[str]:
     """Apply every migration the database has not seen yet; return their names."""
-    from workbench.errors import StoreError
 
     cur = db.cursor()
     try:

@@ -40,6 +40,11 @@ from workbench.services import access, sessions
 from workbench.services.access import Actor
 from workbench.ui import session_routes
 from workbench.ui.project_path import served_project
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from urllib.parse import urlencode
+from urllib.parse import urlsplit
+import os
 
 _ACTOR_KEY = "_auth_actor"
 _TOKEN_KEY = "_auth_token"  # this page session's signed sign-in (the cookie's twin)
@@ -55,7 +60,6 @@ def mode() -> str:
     session's role), so the configuration is read again only when what it is read from
     changed: the working folder, ``WORKBENCH_CONFIG`` / ``WORKBENCH_APP_AUTH``, or the config
     file's modification time (reading it costs a few milliseconds each time)."""
-    import os
 
     config = os.environ.get("WORKBENCH_CONFIG") or "config/workbench.toml"
     try:
@@ -105,7 +109,6 @@ def _oidc_actor() -> Actor | None:
 def session_actor() -> Actor | None:
     """The actor of the page session running now; None outside a page session (the CLI, a
     thread the app started), which :func:`access.current_actor` treats as the local operator."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     if get_script_run_ctx(suppress_warning=True) is None:
         return None
@@ -189,8 +192,6 @@ def _password_actor(users: dict) -> Actor | None:
 def _redirect(url: str) -> None:
     """Send the browser to ``url`` (a route of this server): the message ``st.login`` and
     ``st.logout`` use to leave the page."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     message = ForwardMsg()
     message.auth_redirect.url = url
@@ -199,7 +200,6 @@ def _redirect(url: str) -> None:
 
 def _here() -> str:
     """The path of the page the browser shows (to come back to after the cookie route)."""
-    from urllib.parse import urlsplit
 
     try:
         return session_routes.safe_next(urlsplit(st.context.url or "/").path or "/")
@@ -212,7 +212,6 @@ def _keep_in_browser(token: str) -> bool:
     when this server does not serve the route (the sign-in then lasts for this page session)."""
     if not session_routes.SERVED[0]:
         return False
-    from urllib.parse import urlencode
 
     xsrf = st.context.cookies.get(session_routes.XSRF_COOKIE)
     ticket = sessions.TICKETS.issue(token, session_seconds(), sessions.xsrf_binding(xsrf))

@@ -26,6 +26,10 @@ from workbench.errors import WorkbenchError
 from workbench.services.project.lifecycle import open_project
 from workbench.ui import auth  # registers the page session as the services' actor
 from workbench.ui.project_path import served_project
+from urllib.parse import unquote
+from workbench.services.project.lifecycle import init_project
+from workbench.ui.words import page_message
+import time
 
 
 def db_path() -> Path:
@@ -98,7 +102,6 @@ def page_run(render):
 
 def _offer_to_create(path: Path) -> None:
     """The project file is missing (deleted, or the app started on a new path): offer to create it."""
-    from workbench.services.project.lifecycle import init_project
 
     st.error(f"No project database at {plain(str(path))}.")
     st.caption("Create it here, as the demo project (a small handbook with queries and SME labels, "
@@ -149,7 +152,6 @@ ANNOTATOR_COOKIE = "workbench_annotator"  # set by the Label page's card (a cook
 def remembered_annotator() -> str:
     """The annotator id a reload or a new tab brings back: the address's ``?annotator=``, else
     the cookie the Label page set; "" when neither holds one."""
-    from urllib.parse import unquote
 
     found = st.query_params.get("annotator")
     if not found:
@@ -211,7 +213,6 @@ def escaped(text: str, *, tag: str = "div", css: str = "") -> None:
 
 def error(message, fields=None, *, uploaded=None) -> None:
     """Show a service error in the page's words (:func:`workbench.ui.words.page_message`)."""
-    from workbench.ui.words import page_message
 
     st.error(plain(page_message(message, fields, uploaded=uploaded, project=str(db_path()))))
 
@@ -233,7 +234,6 @@ def show_flash(key: str) -> None:
 def progress(description: str, total: int | None = None, unit: str = "it") -> Iterator:
     """A :mod:`workbench.services.progress` factory drawing ``st.progress``: done/total and the
     rate measured while the work runs (never a speed written in advance)."""
-    import time
 
     bar = st.progress(0.0, text=f"{description}…")
     started, done = time.perf_counter(), 0

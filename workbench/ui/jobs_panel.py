@@ -13,6 +13,8 @@ import streamlit as st
 
 from workbench.errors import WorkbenchError
 from workbench.ui import context
+from workbench.services import jobs
+from workbench.services.jobs import in_background as rule
 
 LIVE_SECONDS = 1.5
 _SEEN = "_jobs_active_seen"
@@ -22,14 +24,12 @@ STATE_WORDS = {"queued": "starting", "running": "running", "stopping": "stopping
 
 def in_background(kind: str, size: int | None) -> bool:
     """Whether the page runs this work as a background job (:func:`workbench.services.jobs.in_background`)."""
-    from workbench.services.jobs import in_background as rule
 
     return rule(kind, size)
 
 
 def launch(request, *, flash_key: str, fields: dict | None = None) -> bool:
     """Start ``request`` as a background job; True when it started (else the error is shown)."""
-    from workbench.services import jobs
 
     try:
         started = jobs.start(context.db_path(), request)
@@ -50,7 +50,6 @@ def _line(job: dict) -> str:
 
 
 def _job(job: dict, fields: dict | None, finished_action=None) -> None:
-    from workbench.services import jobs
 
     state = job["state"]
     head = f"Job {job['job_id']}: {job['title']} — {STATE_WORDS.get(state, state)}"
@@ -101,7 +100,6 @@ def _job(job: dict, fields: dict | None, finished_action=None) -> None:
 
 
 def _jobs(kinds: tuple[str, ...], limit: int, fields: dict | None, ended, finished_action) -> None:
-    from workbench.services import jobs
 
     try:
         rows = jobs.jobs(context.db_path(), kinds, limit=limit)
@@ -127,7 +125,6 @@ def panel(kinds: tuple[str, ...], *, title: str = "Background jobs", limit: int 
     """The page's latest jobs of ``kinds`` (none: nothing shown), refreshed while one runs.
     ``ended(job)`` is called once for each job this session saw running that finished;
     ``finished_action`` (label, action(job)) is a button on each finished job (then a rerun)."""
-    from workbench.services import jobs
 
     try:
         rows = jobs.jobs(context.db_path(), kinds, limit=limit)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from workbench.errors import WorkbenchError, placeholders
+from workbench.config import load_settings
 
 
 #: The "Labels" choice of the pages that read qrels (Qrels, Evaluate, Experiments): the page's words
@@ -214,7 +215,6 @@ def binarising_note(page: str, *, calibration: int | None = None) -> str:
     """Where "relevant" starts on the Qrels page (grade 1, as evaluation counts it by default) and
     on the Calibration page (the gate's ``[calibration] relevant_min_grade``, 2 by default), said
     on both pages so that a grade-1 label is not read the same way on each."""
-    from workbench.config import load_settings
 
     settings = load_settings()
     evaluation = int(settings.get("evaluation", "relevance_threshold"))

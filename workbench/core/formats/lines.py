@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Literal, overload
 
 from workbench.errors import InputError
+import sys
 
 Tick = Callable[[int], None]
 _TICK_EVERY = 5_000
@@ -60,7 +61,6 @@ def long_integer_error(exc: ValueError, line: str, path: str, number: int | None
     """The :class:`InputError` for the ``ValueError`` that ``json.loads`` raises on an integer
     of more digits than ``sys.get_int_max_str_digits()`` (4,300 by default): it names the
     column of the first such integer. Any other ``ValueError`` is raised again unchanged."""
-    import sys
 
     limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
     if "integer string conversion" not in str(exc) or not limit:

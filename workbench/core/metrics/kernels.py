@@ -42,6 +42,7 @@ import numpy as np
 
 from workbench.core.metrics.measures import Measure, MeasureError
 from workbench.core.metrics.ranking import RankedLists, group_ranks
+from workbench.core.metrics.measures import REGISTRY
 
 
 class _Context:
@@ -301,7 +302,6 @@ def registry_gaps(registry=None, kernels=None) -> tuple[tuple[str, ...], tuple[s
     """``(measures without a kernel, kernels without a measure)`` between ``registry`` (default
     :data:`~workbench.core.metrics.measures.REGISTRY`) and ``kernels`` (default :data:`KERNELS`),
     each sorted; both empty when every measure can be computed and every kernel is reachable."""
-    from workbench.core.metrics.measures import REGISTRY
 
     names = set(REGISTRY if registry is None else registry)
     computed = set(KERNELS if kernels is None else kernels)

@@ -36,6 +36,7 @@ import pandas as pd
 
 from workbench.core.documents.spans import span_coverage_table
 from workbench.errors import InputError
+from workbench.core.documents.chunking import batch_unit_starts
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -76,7 +77,6 @@ def token_start_table(docs: Iterable[tuple[str, str]]) -> pd.DataFrame:
     found on all texts at once, each document's first start moved to 0, a non-empty text
     without any token owning one start at 0, an empty text none.
     """
-    from workbench.core.documents.chunking import batch_unit_starts
 
     pairs = list(docs)
     ids = np.array([str(d) for d, _ in pairs], dtype=object)

@@ -30,6 +30,9 @@ from workbench.services.calibration.reference import ReportOptions, gated_part, 
 from workbench.services.calibration.samples import sample_info
 from workbench.store import calibration as store
 from workbench.store.database import Database
+from workbench.services import visibility
+from workbench.services.calibration import verdicts
+from workbench.store.judge_configs import few_shot_by_config
 
 
 def result_dict(result: AgreementResult, verdict: GateResult) -> dict:
@@ -64,7 +67,6 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
     only; ``judge`` in the output names it. With ``record`` the verdict is stored with the
     project: reporting on a configuration gates it (:func:`workbench.services.calibration.verdicts.record`);
     a page that only shows the report passes ``record=False`` and gates on a lead's request."""
-    from workbench.services.calibration import verdicts
 
     access.require("see_all_labels")
     info = sample_info(db, sample)
@@ -118,7 +120,6 @@ def report(db: Database, sample: str | None = None, *, thresholds: GateThreshold
 def _chosen_configuration(db: Database, sample: str, info: dict, judge: str | None) -> str:
     """The configuration a report or gate is about: ``judge`` among those that graded the
     sample's pairs, else the sample's default."""
-    from workbench.services.calibration import verdicts
 
     if judge is None:
         return verdicts.default_configuration(db, sample, info)
@@ -140,8 +141,6 @@ def compare_judges(db: Database, sample: str | None = None, *, part: str = TUNIN
     labels = reference_labels(db, info["name"])
     if part != "all":
         labels = labels[labels["part"] == part]
-    from workbench.services.calibration import verdicts
-    from workbench.store.judge_configs import few_shot_by_config
 
     grades = store.judge_grades_for_sample(db, info["name"])
     shots = few_shot_by_config(db)
@@ -180,7 +179,6 @@ def gate(db: Database, sample: str | None = None, *, thresholds: GateThresholds 
     :func:`report`, without the rest of the report): ``judge`` (key, prefix or model) or the
     sample's own configuration. The verdict is stored with the project, so gating a
     configuration here admits its labels to the qrels once it passes."""
-    from workbench.services.calibration import verdicts
 
     access.require("see_all_labels")
     info = sample_info(db, sample)
@@ -196,7 +194,6 @@ def judge_reason(db: Database, sample: str, position: int) -> dict:
     """The judge's output for an item, for the report's drill-down into disagreements (items
     an SME has labelled already; the labelling page uses
     :func:`~workbench.services.calibration.labelling.judge_output`). Leads and viewers only."""
-    from workbench.services import visibility
 
     visibility.require_read("judge_output")
     return store.read_judge_output(db, sample, position) or {}

@@ -20,6 +20,9 @@ from workbench.errors import InputError, StoreError
 from workbench.services.calibration.labelling import checked_annotator, my_states, progress_of, store_accepted
 from workbench.store import calibration as store
 from workbench.store.database import WRITER_WAIT, Database
+from workbench.core.calibration.label_order import open_in_order
+from workbench.services.calibration import pending
+from workbench.services.calibration import routing
 
 
 def open_for_labelling(path: str | Path, *, wait: float | None = None, migrate: bool = False) -> Database:
@@ -50,7 +53,6 @@ def open_for_labelling(path: str | Path, *, wait: float | None = None, migrate: 
 def drain_kept(db: Database, *, annotator: str | None = None) -> list[dict]:
     """Store the answers the Label page kept for ``db``'s project (:func:`store_accepted` each,
     in order; only ``annotator``'s when given): :func:`workbench.services.calibration.pending.drain`."""
-    from workbench.services.calibration import pending
 
     return pending.drain(db, lambda answer: store_accepted(db, answer), annotator=annotator)
 
@@ -63,7 +65,6 @@ def keep_answer(path: str | Path, *, sample: str, annotator: str, action: str, p
     ``annotator`` (as :func:`save_label` requires) and the answer is well formed. Returns the
     kept answer (its ``id``). ``action``: ``label``, ``skip``, ``cant_judge`` or ``undo``.
     ``answer_id``: the id the browser gave the answer (an answer sent again is stored once)."""
-    from workbench.services.calibration import pending
 
     return pending.keep(path, sample=sample, annotator=checked_annotator(annotator, "label"), action=action,
                         position=position, grade=grade, evidence=evidence, comment=comment, seconds=seconds,
@@ -84,7 +85,6 @@ def drain_in_background(path: str | Path, *, wait: float = 5.0, every: float | N
     """Have a background thread of this process store the kept answers of the project at
     ``path`` as soon as it is free (:func:`workbench.services.calibration.pending.kick`; each
     attempt opens it for labelling, waiting up to ``wait`` seconds, which drains)."""
-    from workbench.services.calibration import pending
 
     def attempt(project: Path) -> None:
         open_for_labelling(project, wait=wait).close()
@@ -121,7 +121,6 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
     the pairs others filled, only with an overlap): the queue order is worked out from the
     answers (:func:`workbench.core.calibration.label_order.open_in_order`, the order of
     :func:`next_item`), not queried again per pair."""
-    from workbench.core.calibration.label_order import open_in_order
 
     if overlap is not None and overlap < 0:
         raise InputError(f"the overlap must be 0 (every SME labels every pair) or more, got {overlap}")
@@ -129,7 +128,6 @@ def labelling_view(db: Database, sample: str, annotator: str, *, position: int |
     states = my_states(db, sample, annotator)
     total = store.count_items(db, sample)
     actions = {p: s["action"] for p, s in states.items()}
-    from workbench.services.calibration import routing
 
     mine = routing.assigned_to(db, sample, annotator)
     if mine is not None:

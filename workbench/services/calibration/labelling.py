@@ -25,6 +25,11 @@ from workbench.services import access
 from workbench.services.calibration.reference import ADJUDICATION
 from workbench.store import calibration as store
 from workbench.store.database import Database
+from workbench.core.calibration.query_place import query_places as places
+from workbench.core.calibration.routing import annotator_identity
+from workbench.services import visibility
+from workbench.services.calibration import pending
+from workbench.services.calibration import routing
 
 GRADES = (0, 1, 2, 3)
 ACTIONS = ("label", "skip", "cant_judge")
@@ -34,7 +39,6 @@ def annotator_id(annotator: str) -> str:
     """The identity of an annotator id as typed: trimmed and case-folded, so ``"SME-Anna "`` and
     ``"sme-anna"`` are one person (labels, progress and agreement are kept under this form; the
     page shows what was typed, trimmed)."""
-    from workbench.core.calibration.routing import annotator_identity
 
     return annotator_identity(annotator)
 
@@ -88,7 +92,6 @@ def next_item(db: Database, sample: str, annotator: str, *, after: int = -1,
     ``overlap = k``: only items fewer than ``k`` other SMEs have answered (0 or None: all)."""
     if overlap is not None and overlap < 0:
         raise InputError(f"the overlap must be 0 (every SME labels every pair) or more, got {overlap}")
-    from workbench.services.calibration import routing
 
     who = checked_annotator(annotator)
     mine = routing.assigned_to(db, sample, who)
@@ -123,7 +126,6 @@ def my_states(db: Database, sample: str, annotator: str) -> dict[int, dict]:
     project was busy, :mod:`workbench.services.calibration.pending`) count: this annotator's
     only, applied on top in order (:func:`~workbench.services.calibration.pending.merge_states`,
     their states marked ``pending``)."""
-    from workbench.services.calibration import pending
 
     annotator = checked_annotator(annotator)
     states = {int(position): {"action": action, "grade": None if grade is None else int(grade), "comment": comment,
@@ -140,7 +142,6 @@ def query_places(db: Database, sample: str) -> dict | None:
     ``place.words()`` is "query 3 of 12 · pair 5 of 40 of this query"); None for a pair-design
     sample. Items never change once drawn, so a caller reads it once per sample (the Label page
     does, outside its key-press path). Ids only, no grade: any role may read it."""
-    from workbench.core.calibration.query_place import query_places as places
 
     info = store.read_sample(db, sample)
     if info is None:
@@ -258,7 +259,6 @@ def save_labels(db: Database, sample: str, annotator: str, grades, *, seconds: f
 def _check_assigned(db: Database, sample: str, annotator: str, positions) -> None:
     """Refuse answers to pairs the lead did not assign to ``annotator``
     (:func:`workbench.services.calibration.routing.check_assigned`)."""
-    from workbench.services.calibration import routing
 
     routing.check_assigned(db, sample, annotator, positions)
 
@@ -346,7 +346,6 @@ def store_accepted(db: Database, answer: dict) -> int | None:
 def judge_output(db: Database, sample: str, annotator: str, position: int) -> dict:
     """The judge's grade and reason for an item, only once this annotator labelled it; never to a
     signed-in annotator (:mod:`workbench.services.visibility`: they label blind)."""
-    from workbench.services import visibility
 
     visibility.require_read("judge_output")
     state = my_state(db, sample, annotator, position)

@@ -32,6 +32,7 @@ from workbench.services import access
 from workbench.store import calibration as store
 from workbench.store import calibration_routing as routes
 from workbench.store.database import Database
+from workbench.services.calibration.reference import ADJUDICATION
 
 
 def _id(name: str) -> str:
@@ -80,7 +81,6 @@ def assign(db: Database, sample: str, annotators: Sequence[str], *, overlap: int
         if not isinstance(name, str) or not name.strip():
             raise InputError("an annotator id is empty; list ids separated by commas, e.g. {field:annotators ann,bob}")
         ids.append(_id(name))
-    from workbench.services.calibration.reference import ADJUDICATION
 
     if ADJUDICATION in ids:
         raise InputError(f"{ADJUDICATION!r} is reserved for resolved labels; it cannot be assigned pairs")

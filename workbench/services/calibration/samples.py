@@ -20,6 +20,11 @@ from workbench.services.calibration.reference import reference_labels
 from workbench.store import calibration as store
 from workbench.store.database import Database
 from workbench.store.pools import read_pool
+from workbench.core.calibration.sample import QuerySampleSpec
+from workbench.core.calibration.sample import draw_query_sample
+from workbench.core.calibration.sample import water_fill
+from workbench.services.calibration import verdicts
+from workbench.store.pools import read_pools
 
 
 def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: int = 0,
@@ -86,7 +91,6 @@ def _stratifying_configuration(db: Database, pool: str, judge: str | None, model
                                prompt_hash: str | None) -> str | None:
     """The judge configuration whose grades a new sample of ``pool`` is drawn on (see
     :func:`create_sample`); None when no configuration graded the pool (the draw then says so)."""
-    from workbench.services.calibration import verdicts
 
     graded = store.pool_configurations(db, pool)
     if judge is not None:
@@ -112,7 +116,6 @@ def _create_query_sample(db: Database, name: str, pool: str, judged: pd.DataFram
                          seed: int, holdout_share: float, threshold: int, judge: dict) -> dict:
     """:func:`create_sample`'s query design: the population is every query of the pool whose
     pool pairs all carry a judge grade; it is stored with the sample (``spec.population``)."""
-    from workbench.core.calibration.sample import QuerySampleSpec, draw_query_sample
 
     if queries is None:
         raise InputError("the query design needs the number of queries to draw: {field:queries N}")
@@ -155,7 +158,6 @@ def list_samples(db: Database) -> pd.DataFrame:
 
 def list_pools(db: Database) -> list[str]:
     """Names of the pools a sample could be drawn from."""
-    from workbench.store.pools import read_pools
 
     return read_pools(db)["name"].tolist()
 
@@ -187,7 +189,6 @@ def few_shot_examples(db: Database, sample: str, *, per_grade: int = 1, seed: in
     passage text and the SME grade. With ``total`` (``judge --few-shot K``), K pairs stratified by
     grade instead: the grades share K as equally as their tuning pairs allow. The held-out part
     never reaches a prompt, so the gate measures the judge on pairs it was not tuned on."""
-    from workbench.core.calibration.sample import water_fill
 
     tuning = tuning_pairs(db, sample)
     if tuning.empty:

@@ -67,6 +67,10 @@ from workbench.services.calibration.reference import (
 from workbench.store import calibration as store
 from workbench.store import judge_configs
 from workbench.store.database import Database
+from workbench.core.calibration.gate import SliceDecision
+from workbench.store.database import StoreInterrupted
+from workbench.store.meta import read_meta
+from workbench.store.meta import set_meta
 
 #: A configuration's state over all samples, best first: ``passed`` (a current pass on some
 #: sample), ``failed``, ``inconclusive``, ``not gated`` (graded, never gated).
@@ -180,7 +184,6 @@ def sample_configuration(db: Database, sample: str, info: dict | None = None) ->
 
 def _explicit(db: Database, sample: str) -> dict[str, dict]:
     """``{config: stored entry}`` of the verdicts stored for ``sample``."""
-    from workbench.store.meta import read_meta
 
     prefix = f"{_META_PREFIX}{sample}\x1f"
     out = {}
@@ -335,7 +338,6 @@ def _slices(part: pd.DataFrame, tags, thresholds: GateThresholds, options) -> tu
 
 
 def _no_figures(tag: str):
-    from workbench.core.calibration.gate import SliceDecision
 
     return SliceDecision(tag, "undecided", f"high-risk slice {tag!r} undecided: its labels cannot estimate TPR and TNR yet")
 
@@ -391,8 +393,6 @@ def record(db: Database, gate: ConfigGate) -> None:
     """Store ``gate``'s verdict with the project (replacing the entry of its sample and
     configuration). Best effort: a project opened read-only, or busy, keeps nothing (the verdict
     is computed again next time); Ctrl-C still stops the command."""
-    from workbench.store.database import StoreInterrupted
-    from workbench.store.meta import set_meta
 
     _remember(gate.key, gate.verdict.verdict, gate.verdict.reasons)
     if getattr(db, "read_only", False):

@@ -20,6 +20,15 @@ from workbench.services import access
 from workbench.services.qrels.answerability import query_answerability, unanswerable_ids
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
+from workbench.core.formats.lines import decode_utf8
+from workbench.core.formats.lines import read_json_objects
+from workbench.core.metrics.qrels_and_runs import Qrels
+from workbench.core.metrics.qrels_and_runs import Run
+from workbench.services.qrels.export import qrels_table
+from workbench.store.runs import read_run_info
+from workbench.store.runs import read_run_rows
+from workbench.store.synthetic_queries import synthetic_query_ids
+import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,6 @@ def scored_queries(db: Database) -> tuple[pd.DataFrame, set[str]]:
     """The queries abstention scores (:func:`query_answerability` without the synthetic queries
     ``workbench synth`` made: each is answerable by construction, so hundreds of them would drown
     the project's own queries) and the synthetic ids left out."""
-    from workbench.store.synthetic_queries import synthetic_query_ids
 
     marks = query_answerability(db)
     synthetic = synthetic_query_ids(db)
@@ -103,7 +111,6 @@ def read_answers_file(path: str | Path, pattern: str = core.ABSTENTION_PATTERN) 
 
 def read_answers(data: bytes, path: str, pattern: str = core.ABSTENTION_PATTERN) -> pd.DataFrame:
     """:func:`read_answers_file` on bytes (an upload); ``path`` names it in messages."""
-    from workbench.core.formats.lines import decode_utf8, read_json_objects
 
     rows, seen = [], {}
     for line, rec in read_json_objects(decode_utf8(data, str(path)), str(path)):
@@ -204,12 +211,8 @@ def answerable_ranking(db: Database, run: str, measures: Sequence[str] = RANKING
     """recall@k, MRR, nDCG (or ``measures``) of a stored run against the project's qrels (at
     the run's level and chunking, from the span labels of ``source``), with the unanswerable
     queries dropped from the qrels first and counted: nothing to recall, so no score."""
-    import pyarrow as pa
 
     from workbench.core.metrics.evaluation import evaluate
-    from workbench.core.metrics.qrels_and_runs import Qrels, Run
-    from workbench.services.qrels.export import qrels_table
-    from workbench.store.runs import read_run_info, read_run_rows
 
     info = read_run_info(db, [run])
     if info.empty:

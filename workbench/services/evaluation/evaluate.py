@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 from workbench.core.formats import LABEL_SOURCES
 from workbench.errors import ConfigError, InputError, clip
 from workbench.services import access
+from dataclasses import replace
+from workbench.core.metrics.measures import parse_measures
 
 if TYPE_CHECKING:
     from workbench.core.metrics.comparison import Comparison
@@ -73,7 +75,6 @@ def run_names(paths: Sequence[str | Path]) -> list[str]:
 
 
 def check_measures(measures: Sequence[str]) -> None:
-    from workbench.core.metrics.measures import parse_measures
 
     if not measures:
         raise ConfigError("give at least one measure, e.g. -m ndcg@10 -m recall@100")
@@ -411,7 +412,6 @@ def _count_unanswerable(result: EvaluationResult, unanswerable: set[str], left_o
     """``result`` with the unanswerable queries moved out of ``only_in_run`` into
     ``excluded_unanswerable`` (their own count: left out on purpose, not missing from the
     qrels): those the qrels held (``left_out``) and those the run answered."""
-    from dataclasses import replace
 
     from workbench.core.metrics.arrow_buffers import dictionary_encode
 

@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.errors import ConfigError
+from workbench.services.evaluation.evaluate import evaluate_files
+from workbench.services.evaluation.evaluate import run_names
+from workbench.services.evaluation.evaluate import stored_run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,7 +114,6 @@ def per_query_diff(qrels: str | Path, runs: Sequence[str | Path], measures: Sequ
     """:func:`query_diffs` of run files against a qrels file, scored by
     :func:`~workbench.services.evaluation.evaluate.evaluate_files` (runs named by ``run_names``)."""
     from workbench.core.metrics.readers import read_qrels, read_trec_run
-    from workbench.services.evaluation.evaluate import evaluate_files, run_names
 
     _check(len(runs), k)
     measures = list(dict.fromkeys(measures))
@@ -134,7 +136,6 @@ def stored_per_query_diff(db, results: Mapping[str, EvaluationResult], qrels: pd
     import pyarrow as pa
 
     from workbench.core.metrics.qrels_and_runs import Qrels
-    from workbench.services.evaluation.evaluate import stored_run
 
     _check(len(results), k)
     judged = Qrels(pa.array(qrels["query_id"].astype(str).tolist(), type=pa.string()),

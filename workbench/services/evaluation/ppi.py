@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.errors import ConfigError, InputError, clip
+from workbench.core.metrics.measures import parse_measures
+from workbench.services.evaluation.evaluate import run_names
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,9 +102,7 @@ def _column(result, measure: str, ids: list[str]):
 def load_values(human_qrels: str | Path, judge_qrels: str | Path, runs: Sequence[str | Path],
                 measures: Sequence[str], *, rel: int = 1, min_labelled: int = 2) -> PerQueryValues:
     """Read the files and score every run on both qrels (module docstring)."""
-    from workbench.core.metrics.measures import parse_measures
     from workbench.core.metrics.readers import read_qrels, read_trec_run
-    from workbench.services.evaluation.evaluate import run_names
 
     if not measures:
         raise ConfigError("give at least one measure, e.g. -m ndcg@10 -m 'AP(rel=2)@100'")
@@ -131,7 +131,6 @@ def score_values(human_q, judge_q, runs, measures: Sequence[str], *, rel: int = 
     import numpy as np
 
     from workbench.core.metrics.evaluation import evaluate
-    from workbench.core.metrics.measures import parse_measures
 
     measures = list(dict.fromkeys(measures))
     parsed = parse_measures(measures)

@@ -43,6 +43,14 @@ import pandas as pd
 from workbench.errors import ConfigError, InputError, clip
 from workbench.services import visibility
 from workbench.services.evaluation.ppi import MIN_PILOT, PerQueryValues, PlanReport, PPIReport, estimate, plan
+from workbench.core.metrics.qrels_and_runs import Qrels
+from workbench.services.calibration import verdicts
+from workbench.services.evaluation.evaluate import check_measures
+from workbench.services.evaluation.evaluate import stored_run
+from workbench.services.evaluation.ppi import score_values
+from workbench.store import calibration as store
+import numpy as np
+import pyarrow as pa
 
 NO_SAMPLE = ("no query-design calibration sample: draw one with {command:calibrate sample --pool POOL "
              "--design queries --queries N}, then grade every pair of its queries on the Label page")
@@ -90,7 +98,6 @@ class ProjectPPI:
 
 
 def _query_sample(db, sample: str | None) -> dict:
-    from workbench.store import calibration as store
 
     names = store.query_design_samples(db)
     if sample is None:
@@ -106,7 +113,6 @@ def sample_status(db, sample: str | None = None) -> QuerySampleStatus | None:
     """The newest (or named) query-design sample's progress; None when there is none. Counts
     only, no grade: any role may read it (the Evaluate and Label pages show it)."""
     from workbench.services.calibration.reference import reference_labels
-    from workbench.store import calibration as store
 
     try:
         info = _query_sample(db, sample)
@@ -151,10 +157,7 @@ def _scope(db, pool: dict, runs: Sequence[str], level: str | None, chunking: str
 def _qrels(frame: pd.DataFrame, level: str, source: str):
     """Engine qrels from ``query_id, doc_id, chunk_id, grade`` rows: by chunk, or by document
     with a document's highest grade."""
-    import numpy as np
-    import pyarrow as pa
 
-    from workbench.core.metrics.qrels_and_runs import Qrels
 
     if level == "chunk":
         items = frame["chunk_id"].where(frame["chunk_id"].notna(), frame["doc_id"]).astype(str)
@@ -170,8 +173,6 @@ def _qrels(frame: pd.DataFrame, level: str, source: str):
 
 def judge_configuration(db, pool: str, judge: str | None):
     """The configuration whose labels are corrected (module docstring)."""
-    from workbench.services.calibration import verdicts
-    from workbench.store import calibration as store
 
     graded = store.pool_configurations(db, pool)
     if judge is not None:
@@ -197,9 +198,6 @@ def corrected_values(db, runs: Sequence[str], measures: Sequence[str], *, sample
     (module docstring), with the sample's status, the level scored at, the configuration and the
     unanswerable queries left out."""
     from workbench.services.calibration.reference import reference_labels
-    from workbench.services.evaluation.evaluate import check_measures, stored_run
-    from workbench.services.evaluation.ppi import score_values
-    from workbench.store import calibration as store
     from workbench.store.pools import read_pool
 
     visibility.require_read("judge_output")

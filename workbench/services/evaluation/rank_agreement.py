@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 
 from workbench.errors import ConfigError
+from workbench.services.evaluation.evaluate import evaluate_project
 
 
 def rank_agreement(db, runs: Sequence[str], measure: str, *, level: str | None = None,
@@ -22,7 +23,6 @@ def rank_agreement(db, runs: Sequence[str], measure: str, *, level: str | None =
     ``scores_human``/``scores_judge`` (``{run: mean}``), ``reason`` (why τ is NaN, else None)
     and ``policy`` (the qrels policy statement)."""
     from workbench.core.calibration.rank_correlation import kendall_tau_b, ranking, tau_ap
-    from workbench.services.evaluation.evaluate import evaluate_project
 
     runs = list(dict.fromkeys(runs))
     if len(runs) < 2:

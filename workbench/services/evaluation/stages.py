@@ -15,6 +15,9 @@ from pathlib import Path
 
 from workbench.core.metrics.stages import Lift, StageReport, stage_lift, stage_report
 from workbench.errors import ConfigError
+from workbench.core.metrics.measures import parse_measures
+from workbench.services.evaluation.evaluate import evaluate_files
+from workbench.services.evaluation.evaluate import evaluate_project
 
 
 @dataclass(frozen=True)
@@ -72,8 +75,6 @@ def evaluate_stored_stages(
     """:func:`evaluate_stages` for ``(stage name, stored run name)`` pairs, scored against the
     project's qrels by :func:`workbench.services.evaluation.evaluate.evaluate_project` (stored).
     Returns ``(StagesResult, ProjectEvaluation)``."""
-    from workbench.core.metrics.measures import parse_measures
-    from workbench.services.evaluation.evaluate import evaluate_project
 
     wanted = _check_stages(stages, measures, lift)
     parse_measures(wanted)
@@ -124,9 +125,7 @@ def evaluate_stages(
     :class:`ConfigError` for no stage, a repeated stage name or a lift naming an unknown stage,
     and :class:`~workbench.errors.InputError` for a missing, non-regular or malformed file.
     """
-    from workbench.core.metrics.measures import parse_measures
     from workbench.core.metrics.readers import check_regular_file
-    from workbench.services.evaluation.evaluate import evaluate_files
 
     wanted = _check_stages(stages, measures, lift)
     names = [name for name, _ in stages]

@@ -63,6 +63,36 @@ from workbench.services.retrieval.registry import RETRIEVERS as REGISTRY
 from workbench.services.retrieval.registry import sweep_retrievers
 from workbench.services.retrieval.runs import Workspace
 from workbench.store.database import Database
+from workbench.core.documents.chunking import ChunkingError
+from workbench.core.documents.chunking import ChunkingSpec
+from workbench.core.documents.spans import overlapping_pairs
+from workbench.core.formats.names import check_name
+from workbench.core.metrics.significance import paired_test
+from workbench.retrieval import dense as dense_mod
+from workbench.services.chunking import DEFAULT_SIZE
+from workbench.services.chunking import create_chunking
+from workbench.services.chunking import list_chunkings
+from workbench.services.evaluation.evaluate import LABELS
+from workbench.services.evaluation.evaluate import check_measures
+from workbench.services.evaluation.evaluate import evaluate_project
+from workbench.services.pooling.pools import add_runs
+from workbench.services.pooling.pools import build_pool
+from workbench.services.qrels.rule import admitted_spans
+from workbench.services.retrieval.registry import make_options
+from workbench.services.retrieval.registry import run_retriever
+from workbench.services.retrieval.runs import default_dense_backend
+from workbench.services.retrieval.runs import dense_cache_key
+from workbench.services.retrieval.runs import load_dense_encoder
+from workbench.store.chunks import read_chunks
+from workbench.store.corpus import read_documents
+from workbench.store.corpus import read_queries
+from workbench.store.embeddings import read_embeddings
+from workbench.store.embeddings import write_embeddings
+from workbench.store.latencies import read_latencies
+from workbench.store.pools import read_pool
+from workbench.store.qrels_labels import labelled_spans
+from workbench.store.runs import read_run_rows
+from workbench.store.runs import run_exists
 
 RETRIEVERS = REGISTRY  # name -> registry entry; a sweep runs those with ``sweep`` set
 JUDGED_K = 10
@@ -89,8 +119,6 @@ class ChunkingChoice:
 
 def parse_chunking(text: str) -> ChunkingChoice:
     """``fixed:SIZE`` / ``fixed:SIZE:OVERLAP`` (tokens), ``section``, ``sentences`` or ``document``."""
-    from workbench.core.documents.chunking import ChunkingSpec
-    from workbench.services.chunking import DEFAULT_SIZE
 
     raw = text.strip()
     parts = raw.split(":")
@@ -107,7 +135,6 @@ def parse_chunking(text: str) -> ChunkingChoice:
         strategy, params = "document", {}
     else:
         raise InputError(f"chunking spec {raw!r} is not understood; {how}")
-    from workbench.core.documents.chunking import ChunkingError
 
     try:
         spec = ChunkingSpec("sweep", strategy, params)  # validates (overlap < size, size > 0)
@@ -142,7 +169,6 @@ def parse_grid(chunkings: str, retrievers: str) -> tuple[list[ChunkingChoice], l
 def ensure_chunking(db: Database, choice: ChunkingChoice, progress: ProgressFactory = no_progress) -> tuple[str, bool]:
     """The name of a chunking with ``choice``'s definition: an existing one, else a new one.
     Returns ``(name, created)``."""
-    from workbench.services.chunking import create_chunking, list_chunkings
 
     table = list_chunkings(db)
     for name, strategy, params in table[["name", "strategy", "params"]].itertuples(index=False):
@@ -211,7 +237,6 @@ class DenseWork:
 
     def __init__(self, model: str, backend: str, precision: str, device: str, clock: StageClock,
                  encoder=None, batch_size: int = 64, flush_every: int = 2048):
-        from workbench.services.retrieval.runs import dense_cache_key
 
         self.model, self.backend, self.precision, self.device = model, backend, precision, device
         self.key = dense_cache_key(model, backend, precision)
@@ -226,7 +251,6 @@ class DenseWork:
         self.counts = {"chunks": 0, "cached": 0, "shared": 0, "encoded": 0}
 
     def load(self):
-        from workbench.services.retrieval.runs import load_dense_encoder
 
         if self.encoder is None:
             with self.clock("load encoder"):
@@ -240,7 +264,6 @@ class DenseWork:
 
     def queries(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Unit query vectors and the per-query encoding time (ms), computed once per sweep."""
-        from workbench.retrieval import dense as dense_mod
 
         if self.query_vectors is None:
             encoder = self.load()
@@ -258,8 +281,6 @@ class DenseWork:
     def matrix(self, db: Database, name: str, chunks: pd.DataFrame, progress: ProgressFactory) -> np.ndarray:
         """Unit vectors aligned with ``chunks`` (chunk_id, text), every new vector written to the
         embedding cache of ``name`` (every ``flush_every`` texts, so an interrupted sweep keeps them)."""
-        from workbench.retrieval import dense as dense_mod
-        from workbench.store.embeddings import read_embeddings, write_embeddings
 
         self.pending.pop(name, None)
         later = set().union(*self.pending.values()) if self.pending else set()
@@ -388,14 +409,12 @@ def _label_spans(db: Database, labels: str) -> tuple[pd.DataFrame, tuple[str, ..
     """The span labels the one qrels rule admits for ``labels`` (:func:`services.qrels.admitted_spans`:
     tier order, LLM labels only from a judge that passed the gate unless opted in, the synthetic
     filter), so gold spans, judged@k and the cells' qrels count the same labels; and its notes."""
-    from workbench.services.qrels.rule import admitted_spans
 
     admitted = admitted_spans(db, source=labels)
     return admitted.spans.astype({"query_id": "str", "doc_id": "str"}).reset_index(drop=True), admitted.notes
 
 
 def _ranked_spans(db: Database, run: str, chunks: pd.DataFrame) -> pd.DataFrame:
-    from workbench.store.runs import read_run_rows
 
     rows = read_run_rows(db, run)
     where = chunks.set_index("chunk_id")[["start", "end"]]
@@ -412,7 +431,6 @@ def judged_pairs(ranked: pd.DataFrame, judged: pd.DataFrame, k: int = JUDGED_K) 
     divisor, even when fewer than ``k`` were returned), averaged over the queries the run answered.
     Returns ``(judged@k, unjudged rows query_id, chunk_id, doc_id, rank)``.
     """
-    from workbench.core.documents.spans import overlapping_pairs
 
     top = ranked[ranked["rank"] <= k].reset_index(drop=True)
     if top.empty:
@@ -519,14 +537,8 @@ def run_sweep(db: Database, chunkings: str | Sequence[ChunkingChoice], retriever
     :func:`services.retrieval.runs.default_dense_backend`). ``encoder``: an already loaded
     encoder for ``model`` (any object with the SentenceTransformer ``encode``).
     """
-    from workbench.services.retrieval.runs import default_dense_backend
 
     backend = backend or default_dense_backend(encoder)
-    from workbench.retrieval import dense as dense_mod
-    from workbench.services.evaluation.evaluate import LABELS, check_measures, evaluate_project
-    from workbench.store.chunks import read_chunks
-    from workbench.store.corpus import read_documents, read_queries
-    from workbench.store.runs import run_exists
 
     if isinstance(chunkings, str) or isinstance(retrievers, str):
         chunkings, retrievers = parse_grid(chunkings if isinstance(chunkings, str) else
@@ -665,8 +677,6 @@ def _make_run(db: Database, retriever: str, chunking: str, k: int, settings: dic
     """Run ``retriever`` over ``chunking`` into :func:`run_name`, through the registry (the runs
     it takes as parts, over the same chunking, are made first when missing). ``settings``: sweep
     options (the dense encoder) given to every retriever whose parameters name them."""
-    from workbench.services.retrieval.registry import make_options, run_retriever
-    from workbench.store.runs import run_exists
 
     spec = RETRIEVERS[retriever]
     parts = [run_name(chunking, part) for part in spec.sweep or ()]
@@ -702,7 +712,6 @@ class _TokenStarts:
 
 
 def _latencies_into(db: Database, cells: list[Cell]) -> None:
-    from workbench.store.latencies import read_latencies
 
     lat = read_latencies(db, [c.run for c in cells])
     for cell in cells:
@@ -714,9 +723,6 @@ def _latencies_into(db: Database, cells: list[Cell]) -> None:
 def pool_unjudged(db: Database, pool: str, cells: list[Cell], depth: int) -> dict:
     """Add the runs of low-judged cells to ``<pool>.<chunking>`` (one pool per chunking, as a
     pool ranks the chunks of one chunking). Returns ``{pool: runs added}``."""
-    from workbench.core.formats.names import check_name
-    from workbench.services.pooling.pools import add_runs, build_pool
-    from workbench.store.pools import read_pool
 
     check_name(pool, "pool", "choose another {field}", field="pool")
     added: dict[str, list[str]] = {}
@@ -739,8 +745,6 @@ def pool_unjudged(db: Database, pool: str, cells: list[Cell], depth: int) -> dic
 
 def missing_inputs(db: Database) -> str | None:
     """What a sweep still lacks, in page words (``None`` when it can run): queries, then labels."""
-    from workbench.store.corpus import read_queries
-    from workbench.store.qrels_labels import labelled_spans
 
     if read_queries(db).empty:
         return "No queries yet: add queries on the Data page, then come back to run experiments."
@@ -755,7 +759,6 @@ def slice_lift(base: Cell, other: Cell, measure: str, tags: pd.DataFrame, *, tes
     ``base`` on ``measure``, paired over the queries of the slice that both scored (a query
     missing from one cell's evaluation is left out of that slice). ``p_value`` from
     :func:`workbench.core.metrics.significance.paired_test` (two-sided; seed stored in the result)."""
-    from workbench.core.metrics.significance import paired_test
 
     a = base.per_query.set_index(base.per_query["query_id"].astype(str))[measure]
     b = other.per_query.set_index(other.per_query["query_id"].astype(str))[measure]

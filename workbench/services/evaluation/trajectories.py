@@ -15,10 +15,11 @@ from workbench.errors import InputError, clip
 from workbench.services import access
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
+from workbench.core.formats.lines import decode_utf8
+from workbench.core.formats.lines import read_json_objects
 
 
 def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
-    from workbench.core.formats.lines import decode_utf8, read_json_objects
     from workbench.core.metrics.readers import check_regular_file
 
     file = check_regular_file(path)
@@ -132,7 +133,6 @@ def report_json(report: core.TrajectoryReport) -> dict:
 
 
 def _records_from_bytes(data: bytes, source: str) -> list[tuple[int, dict]]:
-    from workbench.core.formats.lines import decode_utf8, read_json_objects
 
     records = read_json_objects(decode_utf8(data, source), source)
     if not records:

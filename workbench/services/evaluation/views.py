@@ -35,6 +35,31 @@ import pandas as pd
 from workbench.errors import InputError, WorkbenchError
 from workbench.services import visibility
 from workbench.store.database import Database
+from workbench.core.metrics.comparison import compare_runs
+from workbench.core.metrics.distribution import summarize
+from workbench.core.metrics.significance import bootstrap_ci
+from workbench.core.metrics.stages import stage_lift as lift
+from workbench.core.metrics.stages import stage_report as report
+from workbench.core.pooling.diagnostics import judged_at_k
+from workbench.services.evaluation.evaluate import evaluate_project
+from workbench.services.evaluation.evaluate import stored_evaluations as stored
+from workbench.services.evaluation.per_query_diff import stored_per_query_diff
+from workbench.services.evaluation.rank_agreement import rank_agreement as agreement
+from workbench.services.pooling.pools import add_runs
+from workbench.services.pooling.pools import list_pools
+from workbench.services.pooling.pools import pool_pairs
+from workbench.services.qrels.answerability import without_unanswerable
+from workbench.services.qrels.export import export_qrels
+from workbench.services.qrels.rule import default_policy
+from workbench.services.qrels.rule import project_qrels
+from workbench.services.retrieval.latency import latency_summary
+from workbench.services.tags import query_tags
+from workbench.store.corpus import query_texts
+from workbench.store.pools import count_pool_pairs_among
+from workbench.store.pools import count_pool_pairs_judged
+from workbench.store.runs import read_run_info
+from workbench.store.runs import read_run_rows
+from workbench.store.synthetic_queries import synthetic_query_ids
 
 CONFIDENCE = 0.95
 
@@ -54,7 +79,6 @@ class QrelsOverview:
 
 
 def _project_qrels(db: Database, level: str = "doc", chunking: str | None = None, source: str = "merged"):
-    from workbench.services.qrels.rule import project_qrels
 
     return project_qrels(db, level=level, chunking=chunking, source=source)
 
@@ -65,10 +89,7 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
     are computed from their own and the imported labels (:mod:`workbench.services.visibility`)."""
     if source == "llm":
         visibility.require_read("judge_output")
-    from workbench.services.pooling.pools import list_pools, pool_pairs
-    from workbench.store.pools import count_pool_pairs_among
 
-    from workbench.services.qrels.answerability import without_unanswerable
 
     # the qrels evaluation scores against and the export writes: without unanswerable queries
     made: dict = {}  # (level, chunking, source) -> the rule's qrels, each built once per call
@@ -118,9 +139,6 @@ def _doc_pool_pairs_the_judge_graded(db: Database, pool: str) -> int:
     those qrels have a row for every (query, document) with an ok graded LLM label (max grade
     over spans, every configuration: asking for the judge's labels is the opt-in), none when
     the policy takes no LLM labels, and synthetic queries kept or left out by the policy."""
-    from workbench.services.qrels.rule import default_policy
-    from workbench.store.pools import count_pool_pairs_judged
-    from workbench.store.synthetic_queries import synthetic_query_ids
 
     pol = default_policy().for_source("llm")
     if pol.llm_labels == "none":
@@ -135,7 +153,6 @@ def qrels_download(db: Database, *, format: str, level: str = "doc", chunking: s
                    source: str = "merged") -> tuple[bytes, str]:
     """The export file's bytes and its summary line, written by ``export_qrels`` into a private
     temporary folder (the same code path as ``workbench export qrels``). Refused to annotators."""
-    from workbench.services.qrels.export import export_qrels
 
     visibility.require_read("label_files")
 
@@ -161,7 +178,6 @@ class RunEvaluation:
 
 def run_table(db: Database) -> pd.DataFrame:
     """The project's runs: ``name, retriever, stage, level, chunking, params, rows, queries``."""
-    from workbench.store.runs import read_run_info
 
     return read_run_info(db)
 
@@ -177,7 +193,6 @@ def evaluate_runs(db: Database, runs: list[str], measures: list[str], *, source:
     chunking by chunk); runs mixing documents and chunks, or chunkings, are scored by document
     (a chunk run's document takes its best chunk's score), so that they can be compared at all.
     """
-    from workbench.services.evaluation.evaluate import evaluate_project
 
     if not runs:
         raise InputError("choose at least one run")
@@ -214,7 +229,6 @@ def stored_evaluations(db: Database) -> pd.DataFrame:
     """The history of stored evaluations, newest first: ``when, runs, measures, labels, level,
     qrels`` (fingerprint) and ``means`` as ``run measure=value`` text. Refused to annotators (they
     were scored with everyone's labels)."""
-    from workbench.services.evaluation.evaluate import stored_evaluations as stored
 
     visibility.require_read("others_labels")
 
@@ -239,7 +253,6 @@ def rank_agreement(db: Database, runs: list[str], measures: list[str], *,
     qrels and under the judge's at ``level`` (None: as :func:`evaluate_runs` picks it)
     (:func:`workbench.services.evaluation.rank_agreement.rank_agreement`);
     ``(empty, reason)`` when the project lacks one of the two label kinds, or for an annotator."""
-    from workbench.services.evaluation.rank_agreement import rank_agreement as agreement
 
     if not visibility.can_read("judge_output"):
         return pd.DataFrame(), "the ranking by the judge's labels is shown to leads and viewers only"
@@ -261,8 +274,6 @@ def rank_agreement(db: Database, runs: list[str], measures: list[str], *,
 def means_with_ci(evaluation: RunEvaluation, *, seed: int = 0, n_resamples: int = 2000) -> pd.DataFrame:
     """``run, measure, mean, ci_low, ci_high, queries, zero_share`` (95 % bootstrap interval of
     the mean: :func:`workbench.core.metrics.significance.bootstrap_ci` of the scores against zeros)."""
-    from workbench.core.metrics.distribution import summarize
-    from workbench.core.metrics.significance import bootstrap_ci
 
     rows = []
     for name, result in evaluation.results.items():
@@ -291,7 +302,6 @@ def worst_queries(db: Database, evaluation: RunEvaluation, run: str, measure: st
                   limit: int | None = 20) -> pd.DataFrame:
     """``query_id, query, value`` of ``run`` sorted worst first (ties by query id); every
     query when ``limit`` is None."""
-    from workbench.store.corpus import query_texts
 
     values = per_query(evaluation, measure)
     values = values[values["run"] == run].sort_values(["value", "query_id"], kind="stable")
@@ -328,8 +338,6 @@ def per_query_difference(db: Database, evaluation: RunEvaluation, baseline: str,
     (:func:`workbench.services.evaluation.per_query_diff.stored_per_query_diff`), on the
     qrels the runs were scored with. Queries the measure excludes (no relevant item) are left
     out."""
-    from workbench.services.evaluation.per_query_diff import stored_per_query_diff
-    from workbench.store.corpus import query_texts
 
     if baseline == run:
         raise InputError("choose two different runs: the baseline and the run to compare with it")
@@ -358,7 +366,6 @@ def top_items(db: Database, run: str, level: str, k: int, *, query_id: str | Non
     listing a document's chunks at ranks 1, 2 and 5 has that document at rank 1 and the next
     document at rank 2 (``rank`` is the document's rank, ``chunk_id`` its best chunk). Reading stops at the depth where every query has ``k`` documents or no
     more rows (the depth doubles from ``k``), so a deep run is not read whole."""
-    from workbench.store.runs import read_run_rows
 
     k = int(k)
     if level == "chunk":
@@ -383,7 +390,6 @@ def top_items(db: Database, run: str, level: str, k: int, *, query_id: str | Non
 def judged_shares(db: Database, evaluation: RunEvaluation, k: int = 10) -> pd.DataFrame:
     """``run, judged_at_k`` (module docstring), at the level the runs were scored at: by
     document, each document of a chunk run counts once (:func:`top_items`)."""
-    from workbench.core.pooling.diagnostics import judged_at_k
 
     rows = []
     for name in evaluation.results:
@@ -398,7 +404,6 @@ def judged_shares(db: Database, evaluation: RunEvaluation, k: int = 10) -> pd.Da
 
 def _pools_by_run(db: Database, run: str) -> tuple[list[str], list[str]]:
     """(pools already pooling ``run``, pools of the same level and chunking that could take it)."""
-    from workbench.services.pooling.pools import list_pools
 
     info = run_table(db).set_index("name")
     level, chunking = info.at[run, "level"], info.at[run, "chunking"]
@@ -425,14 +430,12 @@ def pools_holding_run(db: Database, run: str) -> list[str]:
 
 def add_run_to_pool(db: Database, pool: str, run: str):
     """Add ``run``'s top results to ``pool`` (:func:`workbench.services.pooling.pools.add_runs`)."""
-    from workbench.services.pooling.pools import add_runs
 
     return add_runs(db, pool, [run])
 
 
 def slices(db: Database, evaluation: RunEvaluation, measure: str) -> pd.DataFrame:
     """``run, tag, queries, mean`` per query tag (a query with several tags counts in each)."""
-    from workbench.services.tags import query_tags
 
     tagged = query_tags(db)  # one reading of query tags for every slice report
     if tagged.empty:
@@ -446,7 +449,6 @@ def latencies(db: Database, runs: list[str]) -> dict:
     """``{run: latency in ms}``: the p95 of the run's stored per-query latencies (table
     ``run_latencies``: our retrievers, the harness and imported sidecars write it), else a
     ``latency_ms`` (or numeric ``latency``) the run's parameters record."""
-    from workbench.services.retrieval.latency import latency_summary
 
     stored = latency_summary(db, list(runs)).set_index("run")["p95_ms"]
     info = run_table(db).set_index("name")
@@ -476,7 +478,6 @@ def compare(evaluation: RunEvaluation, measures: list[str], *, test: str = "rand
             n_resamples: int = 5000):
     """Paired tests of every run against the first, Benjamini–Hochberg over all rows
     (:func:`workbench.core.metrics.comparison.compare_runs`)."""
-    from workbench.core.metrics.comparison import compare_runs
 
     tables = {name: res.per_query for name, res in evaluation.results.items()}
     return compare_runs(tables, measures, test=test, seed=seed, n_resamples=n_resamples)
@@ -484,12 +485,10 @@ def compare(evaluation: RunEvaluation, measures: list[str], *, test: str = "rand
 
 def stage_report(evaluation: RunEvaluation, measures: list[str]):
     """:func:`workbench.core.metrics.stages.stage_report` with the runs as stages, in the order chosen."""
-    from workbench.core.metrics.stages import stage_report as report
 
     return report({name: res.per_query for name, res in evaluation.results.items()}, measures)
 
 
 def stage_lift(report, *, pool_measure: str, pre_stage: str, post_stage: str, measure: str):
-    from workbench.core.metrics.stages import stage_lift as lift
 
     return lift(report, pool=(pre_stage, pool_measure), pre=(pre_stage, measure), post=(post_stage, measure))

@@ -31,6 +31,7 @@ from workbench.services.progress import ProgressFactory, no_progress
 from workbench.store.chunks import chunking_definitions
 from workbench.store.corpus_load import LoadDeclined, has_documents, load_jsonl_documents
 from workbench.store.database import Database
+import json
 
 BLOCK = 1 << 20
 HEAD = 1 << 16
@@ -76,7 +77,6 @@ def _first_record(path: Path, label: str, fields: dict) -> tuple[str, str, str |
 def _empty_example(path: Path, label: str, fid: str, ftext: str) -> str | None:
     """``file:line doc_id 'x'`` of the first document with an empty text (the general
     importer's wording), found by reading the file line by line."""
-    import json
 
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):

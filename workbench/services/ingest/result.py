@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from workbench.errors import render_text
 
 
 @dataclass
@@ -34,7 +35,6 @@ class ImportResult:
         """One human-readable paragraph (the CLI prints it; the app shows it): with ``data`` its fields
         as placeholders for a page to render (:func:`workbench.ui.words.page_message`), else as the CLI
         says them."""
-        from workbench.errors import render_text
 
         noun = {"corpus": "documents", "queries": "queries", "qrels": "judgments", "run": "run rows"}[self.kind]
         if self.already_imported is not None:

@@ -17,6 +17,7 @@ from workbench.services import access
 from workbench.services.jobs.requests import KINDS, request_data, request_from_data
 from workbench.store import background_jobs as store
 from workbench.store.database import Database
+from workbench.config import load_settings
 
 #: States of a job whose process should be alive.
 ACTIVE = ("queued", "running", "stopping")
@@ -35,7 +36,6 @@ def in_background(kind: str, size: int | None) -> bool:
     the others when ``size`` (documents to chunk, run rows to pool or fuse, documents x cells of a
     sweep, kilobytes of a file or folder to import) is at least ``[jobs] background_from`` (0: always). Below it the work takes about a
     second, less than starting a process, so the page does it while the user waits."""
-    from workbench.config import load_settings
 
     if kind in ALWAYS:
         return True

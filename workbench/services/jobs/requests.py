@@ -23,6 +23,10 @@ from typing import ClassVar
 
 from workbench.errors import InputError
 from workbench.services.progress import ProgressFactory
+from workbench.config import load_settings
+from workbench.services.access import check_data_path
+from workbench.services.access import data_folders
+from workbench.services.ingest import import_file
 
 
 def _plain(value):
@@ -204,9 +208,6 @@ class ImportRequest:
         return f"import of {self.label} ({self.what})"
 
     def run(self, db, progress: ProgressFactory, notify) -> dict:
-        from workbench.config import load_settings
-        from workbench.services.access import check_data_path, data_folders
-        from workbench.services.ingest import import_file
 
         options = dict(format=self.format, name=self.name, assessor=self.assessor, skip_unknown=self.skip_unknown,
                        id_field=self.id_field, text_field=self.text_field, title_field=self.title_field)

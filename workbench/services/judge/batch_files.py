@@ -36,6 +36,11 @@ from workbench.services.judge.spec import JudgeSpec, base_url_host
 from workbench.services.output_file import write_lines
 from workbench.store import judging as store
 from workbench.store.pools import read_pool
+from workbench.core.formats.lines import decode_utf8
+from workbench.core.formats.lines import load_json_line
+from workbench.core.formats.lines import split_lines
+from workbench.errors import render_text
+from workbench.llm import batch as api
 
 FILE_FORMATS = {"auto": "json_schema", "json_schema": "json_schema", "json_object": "json_object+schema",
                 "text": "text"}
@@ -56,7 +61,6 @@ class BatchFileReport:
     def summary(self, *, data: bool = False) -> str:
         """One line; with ``data`` the option it names stays a placeholder (``{field:batch_results}``,
         :mod:`workbench.errors`) for a page to word, else it is rendered as the CLI says it."""
-        from workbench.errors import render_text
 
         text = (f"wrote {self.requests:,} requests for judge job {self.job_id} to {self.path} "
                 f"({self.pending:,} judgments to make, {self.cached:,} answered by the cache: "
@@ -133,7 +137,6 @@ def _job(db, pool: str, spec: JudgeSpec, *, create: bool) -> dict | None:
 def write_batch_file(db_path, pool: str, spec: JudgeSpec, out, *, limit: int | None = None,
                      force: bool = False) -> BatchFileReport:
     """Write the Batch API input file of the job's pending pairs (module doc)."""
-    from workbench.llm import batch as api
 
     if spec.offline:
         raise InputError("{field:batch_file} writes requests for an LLM; the offline judge needs none")
@@ -178,7 +181,6 @@ def _job_format(job: dict | None) -> str | None:
 def read_results(path) -> dict[str, dict]:
     """``custom_id`` -> output line of a Batch API results (or errors) file; bad lines are
     refused with their line number."""
-    from workbench.core.formats.lines import decode_utf8, load_json_line, split_lines
 
     path = Path(path)
     if not path.is_file():
@@ -205,7 +207,6 @@ def read_results(path) -> dict[str, dict]:
 def store_batch_results(db_path, pool: str, spec: JudgeSpec, path, *, limit: int | None = None,
                         on_progress=None) -> JobReport:
     """Store a results file into the job that ``--batch-file`` wrote it for (module doc)."""
-    from workbench.llm import batch as api
 
     if spec.offline:
         raise InputError("{field:batch_results} stores LLM answers; the offline judge makes none")

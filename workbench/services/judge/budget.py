@@ -31,6 +31,11 @@ from workbench.errors import InputError
 from workbench.store.database import Database
 from workbench.store.judgments import graded_judgments
 from workbench.store.pools import read_pool, read_pool_pairs, read_pool_provenance
+from workbench.core.documents.spans import chunk_qrels
+from workbench.core.documents.spans import doc_qrels
+from workbench.services.judge.jobs import estimate
+from workbench.services.judge.jobs import resolve_spec
+from workbench.store.chunks import read_chunks
 
 UNITS = ("calls", "usd", "hours")
 
@@ -81,8 +86,6 @@ def _item(level: str) -> str:
 
 def _labels(db: Database, pool: dict) -> pd.DataFrame:
     """``query_id, item_id, grade, source`` of every graded judgment at the pool's level."""
-    from workbench.core.documents.spans import chunk_qrels, doc_qrels
-    from workbench.store.chunks import read_chunks
 
     spans = graded_judgments(db, ["human", "imported", "llm"])
     parts = []
@@ -114,7 +117,6 @@ def _cost_per_pair(db: Database, pool: str, unit: str, settings, seconds_per_pai
         return seconds_per_pair / 3600.0
     if settings is None:
         return 1.0
-    from workbench.services.judge.jobs import estimate, resolve_spec
 
     spec = resolve_spec(settings)
     if unit == "calls":

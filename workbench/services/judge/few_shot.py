@@ -28,6 +28,9 @@ from workbench.errors import ConfigError
 from workbench.services import visibility
 from workbench.services.judge.runner import DatabaseUse
 from workbench.services.judge.spec import JudgeSpec, with_few_shot
+from workbench.services.calibration.samples import few_shot_examples
+from workbench.services.calibration.samples import list_samples
+from workbench.services.calibration.samples import tuning_pairs
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,6 @@ def few_shot_sources(db_path) -> list[FewShotSource]:
     """The calibration samples with at least one SME label on their tuning part, newest first
     (empty for a caller who may not read other people's labels). ``db_path``: a path or an open
     :class:`~workbench.store.database.Database`."""
-    from workbench.services.calibration.samples import list_samples, tuning_pairs
 
     if not visibility.can_read("others_labels"):
         return []
@@ -64,7 +66,6 @@ def check_k(k: int) -> None:
 def apply_few_shot(db_path, spec: JudgeSpec, k: int, *, sample: str | None = None, seed: int = 0) -> JudgeSpec:
     """``spec`` with ``k`` examples from ``sample``'s tuning part (None: the newest sample with SME
     labels there), chosen with ``seed``; refuses by the rules of the module docstring."""
-    from workbench.services.calibration.samples import few_shot_examples
 
     check_k(k)
     if spec.offline or spec.template is None:
@@ -92,7 +93,6 @@ def apply_few_shot(db_path, spec: JudgeSpec, k: int, *, sample: str | None = Non
 
 def _missing(db, sample: str) -> str:
     """Why ``sample`` cannot give examples: it does not exist, or its tuning part has no SME label."""
-    from workbench.services.calibration.samples import list_samples
 
     if sample in set(list_samples(db)["name"].astype(str)):
         return (f"sample {sample!r} has no SME labels on its tuning part yet (only those may become examples); "

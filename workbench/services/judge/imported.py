@@ -36,6 +36,8 @@ from workbench.store import learned_judge as store
 from workbench.store.database import Database
 from workbench.store.judging import create_job, find_job, recount_job, update_job, write_job_judgments
 from workbench.store.pools import read_pool, read_pools
+from workbench.core.formats.lines import decode_utf8
+from workbench.core.formats.lines import read_json_objects
 
 JUDGE = "imported-judge"
 FORMATS = ("trec", "jsonl")
@@ -72,7 +74,6 @@ def _format(data: bytes, fmt: str | None) -> str:
 
 
 def _jsonl(text: str, path: str) -> pd.DataFrame:
-    from workbench.core.formats.lines import read_json_objects
 
     rows = []
     for line, obj in read_json_objects(text, path):
@@ -96,7 +97,6 @@ def _jsonl(text: str, path: str) -> pd.DataFrame:
 
 def read_grades(path: Path, label: str, fmt: str | None) -> tuple[pd.DataFrame, str, str]:
     """(``line, query_id, doc_id, chunk_id, grade`` rows, format, sha256 of the bytes)."""
-    from workbench.core.formats.lines import decode_utf8
     from workbench.core.metrics.readers import read_trec_qrels
 
     try:

@@ -110,6 +110,11 @@ from workbench.services.judge.spec import (  # noqa: F401 - re-exported: the ser
 from workbench.store import judging as store
 from workbench.store.database import Database, sigint_held
 from workbench.store.pools import read_pool
+from workbench.core.judging.ensemble import aggregate_grades
+from workbench.core.judging.offline import grade_pair
+from workbench.errors import render_text
+from workbench.services.pooling.pools import pool_preview
+from workbench.store.corpus import read_queries
 
 _ACTIVE: set[int] = set()  # jobs running in this process (the app may start runs in threads)
 _ACTIVE_LOCK = threading.Lock()
@@ -225,7 +230,6 @@ class JobReport:
         text) names options as placeholders (``{field:budget}``, ``{command:...}``, see
         :mod:`workbench.errors`): with ``data`` they are kept for a page to word, else rendered as
         the CLI says them."""
-        from workbench.errors import render_text
 
         j = self.job
         cost = "unknown (no price)" if self.spec.price is None else f"${j['cost_usd']:,.4f}"
@@ -414,8 +418,6 @@ def example_pair(db_path, pool: str, query_id: str) -> dict | None:
     query's text, "" for a query the project does not hold; ``description``: None when it has
     none); None for a query without pairs. Reads no label or judgment: it is what the Judge
     page's example shows to every role."""
-    from workbench.services.pooling.pools import pool_preview
-    from workbench.store.corpus import read_queries
 
     with DatabaseUse(db_path) as db:
         pairs = pool_preview(db, pool, str(query_id), limit=1)
@@ -503,7 +505,6 @@ def ensemble(db_path, job_ids: list[int], method: str = "majority") -> pd.DataFr
     every job) ``grade`` by ``method`` over the ok grades (see :mod:`judge_ensemble`), ``spread``,
     and one ``grade_<job_id>`` column per job (null when not ok). Computed, not stored: the
     stored judgments stay one per job."""
-    from workbench.core.judging.ensemble import aggregate_grades
 
     visibility.require_read("judge_output")
     if len(job_ids) < 2:
@@ -540,7 +541,6 @@ def job_judgments(db_path, job_id: int) -> pd.DataFrame:
 def offline_preview(query: str, passage: str, description: str | None = None):
     """The offline baseline's grade and reason for one pair, computed now (the Judge page's
     "What the judge sees"): judge output, refused to annotators (:mod:`workbench.services.visibility`)."""
-    from workbench.core.judging.offline import grade_pair
 
     visibility.require_read("judge_output")
     return grade_pair(query, passage, description=description)

@@ -35,6 +35,10 @@ from pathlib import Path
 from workbench.errors import ERROR_FILE_ENV, WorkbenchError, error_from_data
 from workbench.services import access
 from workbench.services.judge.request import OFFLINE, JudgeRequest
+from workbench.services.judge.spec import key_for
+from workbench.services.judge.worker import payload
+from workbench.services.settings import project_settings
+import json
 
 __all__ = ["OFFLINE", "JobRequest", "Launch", "collect", "job_key", "latest_job", "problem", "resolve",
            "server_key_refused", "start", "stop"]
@@ -45,7 +49,6 @@ JobRequest = JudgeRequest
 
 def _settings(db_path: str | Path | None = None):
     """The operator's settings (file, environment; never a request's choices) for ``db_path``."""
-    from workbench.services.settings import project_settings
 
     return project_settings(db_path)
 
@@ -55,7 +58,6 @@ def job_key(request: JudgeRequest, *, api_key: str | None = None, typed_key: str
     the server's key (``api_key``; None: ``OPENAI_API_KEY``) only when the request's server is the
     configured one or in ``[judge] allowed_hosts`` (the operator's settings, not the request's),
     else ``typed_key`` (typed with the request's URL), else None. The offline judge sends nothing."""
-    from workbench.services.judge.spec import key_for
 
     if request.offline:
         return None
@@ -106,7 +108,6 @@ def start(db_path: str | Path, request: JudgeRequest, spec, *, api_key: str | No
     ``api_key`` and ``typed_key``). The process gets that key in its environment and no other (not
     this process's ``OPENAI_API_KEY`` when the request's server may not have it), and the request
     with the operator's settings on its stdin (:func:`workbench.services.judge.worker.payload`)."""
-    from workbench.services.judge.worker import payload
 
     access.require("judge")
     request.check()
@@ -148,7 +149,6 @@ def problem(launch: Launch | dict | None) -> WorkbenchError | str | None:
     :class:`~workbench.errors.WorkbenchError` for the page to word), else the last lines of its
     output; None when it did not fail (also for a process another app process started: its exit
     status is not ours to read)."""
-    import json
 
     if not launch:
         return None

@@ -46,6 +46,12 @@ from workbench.store import learned_judge as store
 from workbench.store.database import Database
 from workbench.store.judging import create_job, find_job, recount_job, update_job, write_job_judgments
 from workbench.store.pools import read_pool
+from workbench.core.calibration.gate import GateThresholds
+from workbench.retrieval.bm25 import Bm25Params
+from workbench.retrieval.bm25 import make_tokenizer
+from workbench.retrieval.bm25 import tokenize_ids
+from workbench.services.calibration import verdicts
+from workbench.services.calibration.samples import tuning_pairs
 
 JUDGE = "learned"
 BLOCK = 5000
@@ -112,7 +118,6 @@ def _rows_of(spans: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
 
 
 def _tokenizer():
-    from workbench.retrieval.bm25 import Bm25Params, make_tokenizer
 
     return make_tokenizer(Bm25Params())
 
@@ -130,7 +135,6 @@ def _counts(ids: list[list[int]], vocabulary: int):
 
 def text_features(db: Database, pool: str, level: str, n_pairs: int, *, block: int = BLOCK) -> dict[str, np.ndarray]:
     """``bm25``, ``overlap``, ``log_chars``, ``log_tokens`` of every pool pair (pair order)."""
-    from workbench.retrieval.bm25 import tokenize_ids
 
     tok = _tokenizer()
     df = np.zeros(0)
@@ -210,7 +214,6 @@ def pool_features(db: Database, pool: str, level: str, sources: list[str], names
 # -- learning -------------------------------------------------------------------------------------
 
 def _sources(db: Database, pool: str, wanted: list[str] | None) -> list[str]:
-    from workbench.services.calibration import verdicts
 
     graded = cal_store.pool_configurations(db, pool)
     if wanted:
@@ -225,7 +228,6 @@ def _sources(db: Database, pool: str, wanted: list[str] | None) -> list[str]:
 
 def tuning_labels(db: Database, sample: str) -> pd.DataFrame:
     """The sample's tuning part with SME reference labels (never a held-out pair)."""
-    from workbench.services.calibration.samples import tuning_pairs
 
     tuning = tuning_pairs(db, sample)
     return tuning[tuning["part"] == TUNING].reset_index(drop=True)  # tuning_pairs' promise, kept where it matters
@@ -235,8 +237,6 @@ def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: 
           block: int = BLOCK, fit=core.fit) -> LearnResult:
     """Fit the learned judge on ``sample``'s tuning part and grade its pool (module docstring).
     ``fit``: the fitting function (tests pass a recording one); it receives tuning rows only."""
-    from workbench.core.calibration.gate import GateThresholds
-    from workbench.services.calibration import verdicts
 
     access.require("judge")
     access.require("see_all_labels")  # it learns from every SME's labels

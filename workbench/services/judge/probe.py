@@ -24,6 +24,7 @@ from workbench.errors import ConfigError, InputError
 from workbench.services.judge.spec import (  # noqa: F401
     TIMEOUT_PER_PROBE_LATENCY, JudgeSpec, base_url_host, guess_format, request_timeout)
 from workbench.store import judging as store
+from workbench.services.judge.runner import DatabaseUse
 
 
 #: probe requests whose median latency sets the request timeout
@@ -104,7 +105,6 @@ def discover(db, pool: str, spec: JudgeSpec, *, batch: bool = False, probe: bool
     asks ``GET /models`` once, without the retries and their back-off: the Judge page estimates on
     every script run, and must not pause for a server that is not there). Raises
     :class:`ConfigError` in one line when the server cannot be used as asked; nothing is stored."""
-    from workbench.services.judge.runner import DatabaseUse
 
     if spec.offline:
         return spec

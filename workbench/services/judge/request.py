@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, InputError
 from workbench.services.judge.limits import check_budget, check_limit
+from workbench.services.judge.spec import key_for
+from workbench.services.judge.spec import resolve_spec
 
 if TYPE_CHECKING:
     import argparse
@@ -212,7 +214,6 @@ class JudgeRequest:
         cannot run becomes the offline baseline (the page says so) instead of an error. The
         spec's ``config_key`` is the job's and its ``api_key`` the one the job may send: both are
         decided here, once."""
-        from workbench.services.judge.spec import key_for, resolve_spec
 
         self.check()
         if self.budget is None:  # the configured budget applies: the same rule, naming the setting

@@ -22,6 +22,11 @@ from workbench.errors import ConfigError, StoreError, StoreLockedError
 from workbench.services.judge.spec import JudgeSpec, request_timeout, system_chars
 from workbench.store import judging as store
 from workbench.store.database import Database
+from workbench.core.judging.ensemble import aggregate_grades
+from workbench.core.judging.ensemble import aggregate_status
+from workbench.core.judging.offline import grade_pair
+from workbench.llm.outcome import CANNOT_CONNECT
+from workbench.llm.outcome import CallOutcome
 
 PAGE_UNITS = 2000
 CANCEL_GRACE_SECONDS = 5.0
@@ -101,8 +106,6 @@ class Progress:
 
 class OfflineGrader:
     async def grade(self, query: str, description: str | None, passage: str):
-        from workbench.core.judging.offline import grade_pair
-        from workbench.llm.outcome import CallOutcome
 
         started = time.perf_counter()
         result = grade_pair(query, passage, description=description)
@@ -151,7 +154,6 @@ def cached_outcome(hit):
     """The stored answer of a cache hit (a row of ``store.cache_hits``) as a
     :class:`workbench.llm.client.CallOutcome` (imported here: the offline judge never loads
     the client module)."""
-    from workbench.llm.outcome import CallOutcome
 
     probs = json.loads(hit.probabilities) if isinstance(hit.probabilities, str) else None
     return CallOutcome(status="ok", grade=int(hit.grade), reason=nan_none(hit.reason),
@@ -221,7 +223,6 @@ class Runner:
                 "cached_from": cached_from}
 
     def _record(self, rows: list[dict]) -> None:
-        from workbench.llm.outcome import CANNOT_CONNECT
 
         gone = [r for r in rows if r["status"] == "failed" and not r["from_cache"]
                 and (r["error"] or "").startswith(CANNOT_CONNECT)]
@@ -302,7 +303,6 @@ class Runner:
             return state
 
     def _judgments(self, samples: pd.DataFrame) -> pd.DataFrame:
-        from workbench.core.judging.ensemble import aggregate_grades, aggregate_status
 
         if samples.empty:
             return pd.DataFrame()

@@ -20,6 +20,9 @@ from urllib.parse import urlparse
 
 from workbench.config import Settings
 from workbench.errors import ConfigError
+from dataclasses import replace
+from workbench.llm.outcome import RESPONSE_FORMATS
+from workbench.llm.prompts import load_prompt
 
 OFFLINE_MODEL = "offline-lexical"
 
@@ -230,7 +233,6 @@ def _is_openai(base_url: str) -> bool:
 def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec:
     """The judge configuration from ``settings`` (``[judge]``) and the API key (argument, else
     ``OPENAI_API_KEY``). Invalid values raise :class:`ConfigError` naming the setting."""
-    from workbench.llm.prompts import load_prompt
 
     j = dict(settings.values["judge"])
     # "" (a front end found no key for this URL, :func:`key_for`) is no key: never the environment's.
@@ -247,7 +249,6 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
             raise ConfigError(f"judge.{name} must be at least {low}, got {j[name]}")
     if j["aggregate"] not in ("majority", "mean"):
         raise ConfigError(f"judge.aggregate must be majority or mean, got {j['aggregate']!r}")
-    from workbench.llm.outcome import RESPONSE_FORMATS
 
     if j["response_format"] not in RESPONSE_FORMATS:
         raise ConfigError(f"judge.response_format must be one of {', '.join(RESPONSE_FORMATS)}")
@@ -286,7 +287,6 @@ def with_few_shot(spec: JudgeSpec, examples: list[dict], *, sample: str, seed: i
     :func:`workbench.services.calibration.samples.few_shot_examples`: the tuning part only) in its
     prompt: a new ``prompt_hash`` (the examples are part of it, so the few-shot judge's labels are
     their own configuration for the gate and the cache) and ``few_shot`` recorded with the job."""
-    from dataclasses import replace
 
     if spec.offline or spec.template is None:
         raise ConfigError("{field:few_shot} needs an LLM judge (the offline baseline reads no prompt); set "

@@ -19,6 +19,8 @@ import os
 import sys
 
 from workbench.errors import ERROR_FILE_ENV, InputError, WorkbenchError, error_data
+from workbench.config import Settings
+from workbench.services.judge.request import JudgeRequest
 
 STOPPED_EXIT = 6
 
@@ -32,8 +34,6 @@ def payload(request, settings) -> str:
 
 def run(text: str) -> int:
     """Run the job :func:`payload` describes; returns the exit code."""
-    from workbench.config import Settings
-    from workbench.services.judge.request import JudgeRequest
 
     try:
         data = json.loads(text)

@@ -61,6 +61,10 @@ from workbench.store.pools import (
     write_staged_pool_pairs,
 )
 from workbench.store.runs import read_run_rows_many
+from workbench.services.qrels.rule import default_policy
+from workbench.services.qrels.rule import project_qrels
+from workbench.services.qrels.rule import with_min_overlap
+from workbench.store.corpus import read_documents
 
 POOL_RRF_K = 60
 
@@ -251,7 +255,6 @@ def qrels_labels(db: Database, level: str, chunking: str | None,
     """The project's qrels at the pool's granularity by the one qrels rule
     (:func:`workbench.services.qrels.rule.project_qrels`, the same as ``workbench export qrels``):
     ``query_id, <id>, grade``."""
-    from workbench.services.qrels.rule import default_policy, project_qrels, with_min_overlap
 
     project = project_qrels(db, level=level, chunking=chunking, policy=with_min_overlap(default_policy(), min_overlap))
     out = project.table[["query_id", "item_id", "grade"]].rename(columns={"item_id": _id_col(level)})
@@ -330,7 +333,6 @@ def pool_preview(db: Database, name: str, query_id: str, limit: int = 5) -> pd.D
     Columns: ``priority, doc_id, chunk_id, rrf_score, text`` (chunk text for chunk pools, the
     document text for document pools).
     """
-    from workbench.store.corpus import read_documents
 
     record = read_pool(db, name)
     if record is None:

@@ -63,6 +63,14 @@ from workbench.store.database import Database
 from workbench.store.judgments import graded_judgments
 from workbench.store.meta import read_meta, table_counts
 from workbench.store.pools import count_pool_pairs_among, count_pool_pairs_judged, read_pool_pairs
+from workbench.services.chunking import list_chunkings
+from workbench.services.coverage import chunking_coverage as coverage
+from workbench.services.coverage import runs_coverage_table
+from workbench.services.pooling.pools import list_pools
+from workbench.services.qrels.rule import admitted_spans
+from workbench.services.retrieval.runs import list_runs
+from workbench.store.calibration import label_table
+from workbench.store.calibration import read_samples
 
 DONE, PARTIAL, TODO, UNAVAILABLE = "done", "partial", "to do", "not available yet"
 # A table whose presence means a later feature is installed (its migration has run and its
@@ -130,8 +138,6 @@ def chunking_coverage(db: Database, documents: int | None = None) -> pd.DataFram
     ``empty_documents`` how many of them have an empty text (nothing to chunk; they do not keep a
     chunking from being complete).
     """
-    from workbench.services.chunking import list_chunkings
-    from workbench.services.coverage import chunking_coverage as coverage
 
     cov = coverage(db).rename(columns={"documents_now": "total_documents", "documents_empty": "empty_documents"})
     params = list_chunkings(db)[["name", "params"]]
@@ -148,8 +154,6 @@ def run_coverage(db: Database, documents: int | None = None) -> pd.DataFrame:
     :mod:`workbench.services.coverage`); ``documents`` is NA when that was not recorded (runs made
     before migration 6): ``known`` is then False and the run counts as complete, with a warning.
     """
-    from workbench.services.coverage import runs_coverage_table
-    from workbench.services.retrieval.runs import list_runs
 
     cov = runs_coverage_table(db).rename(columns={"documents_now": "total_documents"})
     extra = list_runs(db)[["name", "retriever", "params"]]
@@ -197,7 +201,6 @@ def _labels_the_qrels_admit(db: Database, llm: int) -> tuple[pd.DataFrame, str]:
     (:func:`workbench.services.qrels.rule.admitted_spans`: tier order, the gate for LLM labels unless
     the user opted in, synthetic queries by the policy), with a note on LLM labels left out
     (``llm``: how many ok LLM judgments the project holds)."""
-    from workbench.services.qrels.rule import admitted_spans
 
     found = admitted_spans(db, source="merged")
     admitted = found.spans
@@ -236,7 +239,6 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
 
 def _calibration_step(db: Database) -> PipelineStep:
     """Calibration: samples drawn for SMEs to label, and how much of their held-out part is labelled."""
-    from workbench.store.calibration import label_table, read_samples
 
     samples = read_samples(db)
     if samples.empty:
@@ -292,7 +294,6 @@ def project_status(db: Database, *, min_overlap: float = DEFAULTS["evaluation"][
                   else f"{r.name}: coverage not recorded" for r in runs.itertuples(index=False))
         or "no run yet", run_warnings))
 
-    from workbench.services.pooling.pools import list_pools
 
     pools = list_pools(db)
     pool_state = DONE if len(pools) and pools["pairs"].sum() else TODO

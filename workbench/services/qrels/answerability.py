@@ -17,6 +17,7 @@ from workbench.errors import ConfigError, InputError, clip
 from workbench.services import access
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
+from dataclasses import replace
 
 
 def query_answerability(db: Database) -> pd.DataFrame:
@@ -68,7 +69,6 @@ def without_unanswerable(db: Database, qrels):
     without the rows of unanswerable queries, and the sorted ids of the unanswerable queries the
     qrels held. The one place project evaluation and the qrels export drop them, so a qrels file
     exported by default scores like ``workbench eval --runs`` (same rows, same fingerprint)."""
-    from dataclasses import replace
 
     table = qrels.table
     dropped = table["query_id"].astype(str).isin(set(map(str, unanswerable_ids(db))))

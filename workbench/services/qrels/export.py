@@ -51,6 +51,10 @@ from workbench.services.output_file import check_output, write_lines
 from workbench.store.corpus import query_texts
 from workbench.store.database import Database
 from workbench.store.runs import read_run_info, read_run_rows
+from workbench.services.qrels.rule import decisive_spans_of
+from workbench.services.qrels.rule import default_policy
+from workbench.services.qrels.rule import project_qrels
+from workbench.services.qrels.rule import with_min_overlap
 
 FORMATS = EXPORT_FORMATS
 LEVELS = EXPORT_LEVELS
@@ -120,7 +124,6 @@ def qrels_table(db: Database, *, level: str = "doc", chunking: str | None = None
 
 
 def _project_qrels(db: Database, level: str, chunking: str | None, source: str, min_overlap: float, policy):
-    from workbench.services.qrels.rule import default_policy, project_qrels, with_min_overlap
 
     _check("trec", level, source, chunking)
     pol = with_min_overlap(policy if policy is not None else default_policy(), min_overlap)
@@ -131,7 +134,6 @@ def span_table(db: Database, *, source: str = "merged", policy=None) -> pd.DataF
     """``query_id, doc_id, start, end, grade, assessor, tier`` of the chosen source under the rule
     (module docstring), sorted; ``attrs``: ``qrels_policy`` (the statement), ``qrels_notes``,
     ``qrels_fingerprint`` (of the document qrels the spans decide)."""
-    from workbench.services.qrels.rule import decisive_spans_of, default_policy
 
     _check("spans", "doc", source, None)
     spans, qrels = decisive_spans_of(db, source=source, policy=policy if policy is not None else default_policy())

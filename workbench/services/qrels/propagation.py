@@ -36,6 +36,11 @@ from workbench.store import propagated_labels as store
 from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.database import Database
 from workbench.store.runs import read_run_info, read_run_rows_many
+from workbench.services import visibility
+from workbench.services.output_file import check_output
+from workbench.services.output_file import write_lines
+from workbench.services.qrels.export import qrels_table
+from workbench.store.synthetic_queries import synthetic_query_ids
 
 PROPAGATION_SOURCES = LABEL_SOURCES
 
@@ -106,7 +111,6 @@ class PropagationReport:
 
 
 def _direct_labels(db: Database, chunking: str, source: str) -> pd.DataFrame:
-    from workbench.services.qrels.export import qrels_table
 
     return qrels_table(db, level="chunk", chunking=chunking, source=source)
 
@@ -220,9 +224,6 @@ def export_qrels_with_propagated(db: Database, chunking: str, out, *, source: st
     queries, only real ones, or only synthetic ones (``workbench synth``). All or nothing: the
     file is written next to ``out`` and renamed when complete (:mod:`workbench.services.output_file`:
     never over a database, a link or, unless ``force``, an existing file). Returns the counts."""
-    from workbench.services import visibility
-    from workbench.services.output_file import check_output, write_lines
-    from workbench.store.synthetic_queries import synthetic_query_ids
 
     visibility.require_read("label_files")
     if queries not in QUERY_SETS:

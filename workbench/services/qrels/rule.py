@@ -47,6 +47,18 @@ from workbench.core.qrels_policy import QrelsPolicy, merge_qrels
 from workbench.errors import InputError
 from workbench.services import visibility
 from workbench.store.database import Database
+from workbench.core.metrics.qrels_and_runs import Qrels
+from workbench.core.qrels_policy import decisive_spans
+from workbench.services.calibration import verdicts
+from workbench.store.chunks import chunking_exists
+from workbench.store.chunks import read_chunks
+from workbench.store.propagated_labels import read_propagated
+from workbench.store.qrels_labels import count_labelled_spans
+from workbench.store.qrels_labels import labelled_spans
+from workbench.store.synthetic_queries import read_questions
+from workbench.store.synthetic_queries import synthetic_query_ids
+import numpy as np
+import pyarrow as pa
 
 SOURCES = LABEL_SOURCES
 
@@ -104,10 +116,7 @@ class ProjectQrels:
 
     def to_qrels(self):
         """The metric engine's :class:`~workbench.core.metrics.qrels_and_runs.Qrels`."""
-        import numpy as np
-        import pyarrow as pa
 
-        from workbench.core.metrics.qrels_and_runs import Qrels
 
         return Qrels(pa.array(self.table["query_id"].astype(str).tolist(), type=pa.string()),
                      pa.array(self.table["item_id"].astype(str).tolist(), type=pa.string()),
@@ -117,7 +126,6 @@ class ProjectQrels:
 def passed_judge_configurations(db: Database, settings=None) -> tuple[str, ...]:
     """Keys of the judge configurations whose own labels the gate admits
     (:func:`workbench.services.calibration.verdicts.passed_configurations`)."""
-    from workbench.services.calibration import verdicts
 
     return verdicts.passed_configurations(db, settings)
 
@@ -125,13 +133,11 @@ def passed_judge_configurations(db: Database, settings=None) -> tuple[str, ...]:
 def judge_configuration_states(db: Database, settings=None):
     """Every judge configuration with its gate state
     (:func:`workbench.services.calibration.verdicts.states`): what the statement names."""
-    from workbench.services.calibration import verdicts
 
     return verdicts.states(db, settings)
 
 
 def _check_level(db: Database, level: str, chunking: str | None) -> pd.DataFrame | None:
-    from workbench.store.chunks import chunking_exists, read_chunks
 
     if level not in ("doc", "chunk"):
         raise InputError(f"unknown level {level!r}; expected doc or chunk")
@@ -167,7 +173,6 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
     ``query_ids``: only those queries' labels are read (None: all); every step of the rule is per
     label, so the result is the rows of the whole project's that belong to those queries (the
     left-out note then counts those queries' labels only)."""
-    from workbench.store.qrels_labels import count_labelled_spans, labelled_spans
 
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
@@ -235,7 +240,6 @@ def decisive_spans_of(db: Database, *, source: str = "merged", policy: QrelsPoli
                       settings=None) -> tuple[pd.DataFrame, ProjectQrels]:
     """The span judgments behind the document qrels (:func:`workbench.core.qrels_policy.decisive_spans`)
     and those qrels (for their statement): ``query_id, doc_id, start, end, grade, tier, assessor``."""
-    from workbench.core.qrels_policy import decisive_spans
 
     admitted = admitted_spans(db, source=source, policy=policy, settings=settings)
     spans = decisive_spans(admitted.spans, admitted.policy)
@@ -248,7 +252,6 @@ def _by_construction(db: Database, spans: pd.DataFrame):
     """Which rows of ``spans`` are the grade-3 labels ``workbench synth`` wrote with its questions
     (same query, document, span and generator model): labels by construction, not a judge's
     grades, so the gate does not apply to them once the policy takes synthetic queries in."""
-    from workbench.store.synthetic_queries import read_questions
 
     questions = read_questions(db)
     if questions.empty:
@@ -262,7 +265,6 @@ def _by_construction(db: Database, spans: pd.DataFrame):
 def _synthetic_filter(db: Database, frame: pd.DataFrame, mode: str) -> pd.DataFrame:
     if mode == "include" or frame.empty:
         return frame
-    from workbench.store.synthetic_queries import synthetic_query_ids
 
     synthetic = synthetic_query_ids(db)
     if not synthetic:
@@ -272,7 +274,6 @@ def _synthetic_filter(db: Database, frame: pd.DataFrame, mode: str) -> pd.DataFr
 
 
 def _with_propagated(db: Database, table: pd.DataFrame, chunking: str, synthetic: str) -> pd.DataFrame:
-    from workbench.store.propagated_labels import read_propagated
 
     copied = read_propagated(db, chunking)
     if copied.empty:

@@ -54,6 +54,9 @@ from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.corpus import write_queries
 from workbench.store.database import Database
 from workbench.store.judgments import write_judgments
+from workbench.retrieval.bm25 import build_index
+from workbench.retrieval.bm25 import search
+from workbench.services.project_file import open_project
 
 OFFLINE_MODELS = (sq.OFFLINE_GENERATOR, "offline-lexical")
 WRITE_WAIT = 30.0
@@ -225,7 +228,6 @@ def synthesize(settings: Settings, chunking: str, *, per_chunk: int, limit: int 
     """Write, rewrite, measure and store synthetic questions (module docstring). ``on_note(text)``
     gets notes that name options as placeholders (``{field:base_url}``, :mod:`workbench.errors`)
     for the front end to word."""
-    from workbench.services.project_file import open_project
 
     if per_chunk < 1:
         raise InputError(f"{{field:per_chunk}} must be at least 1, got {per_chunk}")
@@ -323,7 +325,6 @@ def bm25_baseline(db, chunking: str, *, k: int = 10) -> dict:
     1/rank within k). Computed for the questions before and after rewriting: the drop is how
     much the original wording favoured BM25. Only synthetic queries take part."""
     from workbench.core.metrics.evaluation import evaluate
-    from workbench.retrieval.bm25 import build_index, search
 
     questions = store.read_questions(db, chunking)
     if questions.empty:

@@ -65,6 +65,8 @@ from workbench.store.corpus import read_queries
 from workbench.store.database import Database
 from workbench.store.latencies import write_latencies
 from workbench.store.runs import run_exists, set_run_scope, write_run
+from pathlib import Path
+from workbench.services.tags import query_tags
 
 DEFAULT_TIMEOUT = 30.0
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -232,7 +234,6 @@ def select_queries(db: Database, spec) -> pd.DataFrame:
         if picked.empty:
             raise InputError(f"{{field}} {spec}: no query carries the tag {tag!r}", field="queries")
         return picked
-    from pathlib import Path
 
     path = Path(spec)
     if not path.is_file():
@@ -247,7 +248,6 @@ def query_choices(db: Database) -> tuple[list[str], dict[str, list[str]]]:
     """What a page offers to send: every query id (project order) and, per query tag (as
     :func:`workbench.services.tags.query_tags` reads them, ``key=value`` for mappings), the ids
     carrying it. The page passes the chosen ids to :func:`run_harness` as a list."""
-    from workbench.services.tags import query_tags
 
     ids = read_queries(db)["query_id"].astype(str).tolist()
     tags = query_tags(db)

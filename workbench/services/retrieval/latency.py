@@ -13,15 +13,16 @@ from workbench.core.formats.lines import decode_utf8, load_json_line, split_line
 from workbench.core.metrics.pareto import percentile_latency
 from workbench.errors import InputError
 from workbench.store.database import Database
+from pathlib import Path
+from workbench.store.latencies import read_latencies
+from workbench.store.latencies import write_latencies
+from workbench.store.runs import run_exists
 
 def import_latencies(db: Database, run: str, path) -> int:
     """Read a JSONL sidecar of ``{"query_id", "latency_ms"}`` lines for stored run ``run`` (an
     external run) into ``run_latencies``. Refuses, naming file:line, a line that is not an object
     with a string/number ``query_id`` and a finite ``latency_ms >= 0``, or a query given twice."""
-    from pathlib import Path
 
-    from workbench.store.latencies import write_latencies
-    from workbench.store.runs import run_exists
 
     if not run_exists(db, run):
         raise InputError(f"no run named {run!r} in the project; import the run first ({{command:import run FILE}})")
@@ -55,7 +56,6 @@ def import_latencies(db: Database, run: str, path) -> int:
 
 def latency_summary(db: Database, runs: list[str]) -> pd.DataFrame:
     """``run, queries, p50_ms, p95_ms`` of runs with stored per-query latencies."""
-    from workbench.store.latencies import read_latencies
 
     lat = read_latencies(db, runs)
     rows = []

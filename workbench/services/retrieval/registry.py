@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.core.option_names import DEFAULT_DENSE_MODEL, DOC_MAPPING_RULES
 from workbench.errors import ConfigError
+from workbench.services.progress import no_progress
 
 if TYPE_CHECKING:
     from workbench.services.progress import ProgressFactory
@@ -260,7 +261,6 @@ def run_retriever(db: Database, kind: str, *, name: str, chunking: str | None = 
     """Run retriever ``kind`` into a new stored run ``name`` (``options``: its dataclass, or
     None for the defaults). A retriever that requires a chunking refuses to run without one
     (ConfigError naming ``chunking``)."""
-    from workbench.services.progress import no_progress
 
     spec = retriever(kind)
     if options is None:

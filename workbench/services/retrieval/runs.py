@@ -66,6 +66,10 @@ from workbench.store.runs import (
     set_run_scope,
     write_run,
 )
+from contextlib import nullcontext
+from importlib.util import find_spec
+from workbench.core.formats.labels import rank_by_score
+from workbench.services.retrieval.latency import latency_summary
 
 DEFAULT_K = 100
 
@@ -189,7 +193,6 @@ def evaluation_order(rows: pd.DataFrame, id_col: str, k: int | None = None) -> p
     imports back with the same ranks. Scores are rounded to :data:`SCORE_DECIMALS` first, so
     near-equal float sums are exact ties in the stored run and in any evaluator.
     """
-    from workbench.core.formats.labels import rank_by_score
 
     score = np.round(rows["score"].to_numpy(dtype=np.float64), SCORE_DECIMALS)
     keyed = pd.DataFrame({"query_id": rows["query_id"].astype(str).to_numpy(), "score": score,
@@ -235,7 +238,6 @@ class Workspace:
         self.encoder = encoder  # a caller's loaded encoder, else loaded on first use
 
     def stage(self, name: str):
-        from contextlib import nullcontext
 
         return nullcontext()
 
@@ -364,7 +366,6 @@ def default_dense_backend(encoder=None) -> str:
     as PyTorch within cosine 0.999, faster: docs/performance.md) where the ``onnx`` extra is
     installed, else ``torch``; ``torch`` for a caller's own loaded ``encoder`` (a
     SentenceTransformer)."""
-    from importlib.util import find_spec
 
     if encoder is not None:
         return "torch"
@@ -614,7 +615,6 @@ def list_runs(db: Database) -> pd.DataFrame:
     """Every run with retriever, level, chunking, params, row and query counts, plus its stored
     per-query latency: ``timed_queries`` (how many queries have one), ``latency_p50_ms`` and
     ``latency_p95_ms`` (NaN for a run without latencies, e.g. an imported run with no sidecar)."""
-    from workbench.services.retrieval.latency import latency_summary
 
     summary = latency_summary(db, None).rename(columns={
         "run": "name", "queries": "timed_queries", "p50_ms": "latency_p50_ms", "p95_ms": "latency_p95_ms"})

@@ -35,6 +35,8 @@ from workbench.services.browse import (
 from workbench.ui import context
 from workbench.ui.highlight import evidence_html, marked_span_html
 from workbench.ui.words import cell, params_text, qrels_note
+from workbench.services import access
+from workbench.services.qrels.rule import pair_grades
 
 ALL = "All queries"
 GRADES = (3, 2, 1, 0)
@@ -172,8 +174,6 @@ def _merged_queries(chosen: str, queries, labels: int) -> list[str] | None:
 def _merged(query_ids: list[str] | None) -> None:
     """The grade of each pair under the merge policy, the policy stated first, for ``query_ids``
     (None: every query)."""
-    from workbench.services import access
-    from workbench.services.qrels.rule import pair_grades
 
     st.subheader("Grade per pair (merge policy)")
     if not access.allowed(access.current_actor(), "see_all_labels"):

@@ -22,6 +22,15 @@ import streamlit as st
 from workbench.errors import WorkbenchError
 from workbench.ui import auth, charts, context
 from workbench.ui.words import Field, binarising_note
+from workbench.config import load_settings
+from workbench.core.calibration.gate import GateThresholds
+from workbench.services.calibration import verdicts
+from workbench.services.calibration import workflow as cal
+from workbench.services.calibration.workflow import report_json
+from workbench.services.evaluation import ppi_project
+from workbench.services.evaluation.ppi import MIN_PILOT
+from workbench.services.evaluation.views import run_table
+from workbench.ui.highlight import evidence_html
 
 FIGURE_NAMES = [
     ("tpr", "TPR: relevant pairs the judge finds"),
@@ -44,8 +53,6 @@ def _fmt(x) -> str:
 
 @context.page_run
 def render() -> None:
-    from workbench.services.calibration import verdicts
-    from workbench.services.calibration import workflow as cal
 
     st.title("Calibration")
     st.caption("SME labels against the LLM judge: the judge may label the rest of the pool only when the "
@@ -106,7 +113,6 @@ def _judge_choice(judges):
 def _gate_button(sample: str, judge) -> None:
     """A configuration not gated on this sample: the figures are shown, its labels stay out of the
     qrels until a lead gates it here."""
-    from workbench.services.calibration import workflow as cal
 
     st.info(f"{judge.config.label} is not gated on this sample: its labels stay out of the qrels "
             f"whatever the verdict below says, until it is gated.")
@@ -126,7 +132,6 @@ def _gate_button(sample: str, judge) -> None:
 
 def _adjudication(sample: str, found: list[dict]) -> None:
     """SMEs who graded a pair differently, side by side; a lead records the resolved label."""
-    from workbench.services.calibration import workflow as cal
 
     st.subheader("Where SMEs disagree")
     if not found:
@@ -166,7 +171,6 @@ def _adjudication(sample: str, found: list[dict]) -> None:
 def _side_by_side(d: dict) -> None:
     """One column per SME: their grade, the passage with the evidence they marked in ``<mark>``
     (:func:`workbench.ui.highlight.evidence_html`, corpus text escaped) and their comment."""
-    from workbench.ui.highlight import evidence_html
 
     text = d.get("text") or ""
     st.html(f'<div style="font-weight: 600">{html.escape(str(d.get("query") or d["query_id"]))}</div>'
@@ -211,14 +215,11 @@ def _configurations(configs: list[dict]) -> None:
 
 
 def _thresholds():
-    from workbench.config import load_settings
-    from workbench.core.calibration.gate import GateThresholds
 
     return GateThresholds.from_settings(load_settings())
 
 
 def _options(cal):
-    from workbench.config import load_settings
 
     settings = load_settings()
     tags = settings.get("calibration", "high_risk_tags")
@@ -381,7 +382,6 @@ def _heatmap(a: dict, *, weighted: bool = False) -> None:
 
 
 def _drill_down(sample: str, rows: list[dict]) -> None:
-    from workbench.services.calibration import workflow as cal
 
     labels = [f"pair {d['position'] + 1}: SME {d['sme_grade']}, judge {d['judge_grade']}" for d in rows]
     pick = st.selectbox("Look at a pair", range(len(rows)), format_func=lambda i: labels[i],
@@ -404,7 +404,6 @@ def _exports(body: dict) -> None:
     csv = io.StringIO()
     pd.DataFrame([{"figure": k, "value": a[k], "lo": a["ci"][k][0], "hi": a["ci"][k][1]}
                   for k, _ in FIGURE_NAMES]).to_csv(csv, index=False)
-    from workbench.services.calibration.workflow import report_json
 
     cols = st.columns(2)
     cols[0].download_button("Download report (JSON)", report_json(body),
@@ -417,9 +416,6 @@ def _labels_needed() -> None:
     """How many labelled queries reach a target interval half-width, with the judge corrected by
     SME labels (PPI++) and with SME labels alone, from the query sample's labelled queries as the
     pilot (the service of ``workbench ppi --plan``: services.evaluation.ppi_project)."""
-    from workbench.services.evaluation import ppi_project
-    from workbench.services.evaluation.ppi import MIN_PILOT
-    from workbench.services.evaluation.views import run_table
 
     st.subheader("Labels needed")
     with context.project() as db:

@@ -11,11 +11,12 @@ import streamlit as st
 
 from workbench.errors import WorkbenchError
 from workbench.ui import context
+from workbench.services.calibration import guidelines
+from workbench.services.calibration import routing
 
 
 def panel(db, sample: str) -> None:
     """The panel for ``sample`` (called inside the page's project block)."""
-    from workbench.services.calibration import guidelines, routing
 
     active = routing.active_sample(db)
     plan = routing.assignment(db, sample)
@@ -71,7 +72,6 @@ def _assignment(sample: str, plan: dict | None, progress: list[dict]) -> None:
 
 
 def _guidelines(sample: str, guide: dict | None) -> None:
-    from workbench.services.calibration import guidelines
 
     if guide is None:
         st.caption("No labelling guidelines for this sample.")
@@ -90,7 +90,6 @@ def _guidelines(sample: str, guide: dict | None) -> None:
 
 
 def _routing():
-    from workbench.services.calibration import routing
 
     return routing
 

@@ -21,6 +21,13 @@ from workbench.services.ingest import FORMATS, KINDS, import_file, preview_docum
 from workbench.services.project.lifecycle import project_status
 from workbench.ui import context, jobs_panel
 from workbench.ui.words import Field, cell, clean_rows, excerpt
+from workbench.services import visibility
+from workbench.services.jobs import ImportRequest
+from workbench.services.jobs import kilobytes
+from workbench.services.jobs import upload_folder
+from workbench.services.qrels.export import export_qrels
+from workbench.services.retrieval.runs import list_runs
+from workbench.ui.words import page_message
 
 AUTO = "auto-detect"
 UPLOAD, SERVER = "Upload a file", "Path on the server"
@@ -50,7 +57,6 @@ def _clear_form() -> None:
 
 
 def _existing_runs() -> set[str]:
-    from workbench.services.retrieval.runs import list_runs
 
     with context.project() as db:
         runs = list_runs(db)
@@ -136,7 +142,6 @@ def _import_form() -> None:
     except WorkbenchError as exc:
         context.error(exc, FIELDS, uploaded=uploaded)
         return
-    from workbench.ui.words import page_message
 
     if result.already_imported is not None:
         earlier = result.already_imported
@@ -160,7 +165,6 @@ def _in_background(kind: str, upload, server_path: str | None, arguments: dict) 
     """Import a large file or folder as a background job (``[jobs] background_from`` kilobytes,
     :mod:`workbench.services.jobs`); True when the page handed the import to a job (started, or
     refused with the error shown). A path the page may not read stays with the page's own check."""
-    from workbench.services.jobs import ImportRequest, kilobytes, upload_folder
 
     if upload is not None:
         size = int(upload.size) // 1000
@@ -197,9 +201,7 @@ EXPORT_EXTENSIONS = {"trec": "txt", "beir": "tsv", "jsonl": "jsonl", "spans": "j
 
 
 def _export_section(chunkings: list[str]) -> None:
-    from workbench.services.qrels.export import export_qrels
 
-    from workbench.services import visibility
 
     st.subheader("Export qrels")
     if not visibility.can_read("label_files"):  # the files carry everyone's labels: annotators label blind

@@ -22,6 +22,11 @@ import streamlit as st
 from workbench.errors import WorkbenchError
 from workbench.ui import charts, context
 from workbench.ui.words import LABEL_SOURCE_WORDS, Field, qrels_note
+from workbench.core.metrics.measures import parse_measures
+from workbench.services import access
+from workbench.services import visibility
+from workbench.services.evaluation import ppi_project
+from workbench.services.evaluation import views as ev
 
 MEASURES = {"nDCG": "ndcg@{k}", "Recall": "recall@{k}", "Precision": "P@{k}", "MRR": "recip_rank@{k}",
             "MAP": "map@{k}"}
@@ -39,7 +44,6 @@ def _num(x, digits: int = 3) -> str:
 
 
 def _measure_names(words: list[str], k: int) -> list[str]:
-    from workbench.core.metrics.measures import parse_measures
 
     out = []
     for word in words:
@@ -54,7 +58,6 @@ def _measure_names(words: list[str], k: int) -> list[str]:
 
 @context.page_run
 def render() -> None:
-    from workbench.services.evaluation import views as ev
 
     st.title("Evaluate")
     st.caption("Score the project's runs with its qrels; compare them with paired tests.")
@@ -113,7 +116,6 @@ def _choices(runs: pd.DataFrame) -> dict:
     words = right.multiselect("Measures", list(MEASURES), default=["nDCG", "Recall"], key="evaluate_measures")
     a, b, c, d = st.columns(4)
     k = int(a.number_input("Cutoff k", min_value=1, max_value=1000, value=10, step=1, key="evaluate_k"))
-    from workbench.services import visibility
 
     sources = [w for w, v in SOURCES.items() if v != "llm" or visibility.can_read("judge_output")]
     if visibility.can_read("judge_output") and visibility.can_read("others_labels"):
@@ -369,7 +371,6 @@ def _stages(ev, evaluation, choices: dict) -> None:
 
 
 def _save(db, ev, choices: dict) -> None:
-    from workbench.services import access
 
     if not access.allowed(access.current_actor(), "build"):  # a write: leads only (the service checks too)
         return
@@ -388,7 +389,6 @@ def _save(db, ev, choices: dict) -> None:
 
 
 def _history(db, ev) -> None:
-    from workbench.services import visibility
 
     st.subheader("Saved evaluations")
     if visibility.limited():  # scored with everyone's labels: an annotator labels blind
@@ -424,7 +424,6 @@ def _rank_agreement(db, ev, choices: dict) -> None:
 def _corrected(db, choices: dict) -> None:
     """"Judge, corrected by SME labels": PPI++ estimates beside the human-only intervals, and
     how many labelled queries they rest on (services.evaluation.ppi_project)."""
-    from workbench.services.evaluation import ppi_project
 
     status = ppi_project.sample_status(db)
     if status is None:

@@ -19,6 +19,14 @@ import streamlit as st
 from workbench.errors import WorkbenchError
 from workbench.ui import charts, context, jobs_panel
 from workbench.ui.words import LABEL_SOURCE_WORDS, Field
+from workbench.core.metrics.pareto import pareto_frontier
+from workbench.core.rag.context_budget import parse_budgets
+from workbench.services.evaluation import sweep
+from workbench.services.jobs import SweepRequest
+from workbench.services.jobs import documents
+from workbench.services.retrieval.registry import RETRIEVERS
+from workbench.services.retrieval.registry import sweep_retrievers
+from workbench.services.tags import query_tags
 
 CHUNKINGS = ["fixed:32", "fixed:64", "fixed:128", "fixed:256", "fixed:512", "fixed:1024", "fixed:2048",
              "fixed:512:64", "section", "sentences", "document"]
@@ -33,7 +41,6 @@ def _num(x, digits: int = 3) -> str:
 
 def _retrievers() -> dict[str, str]:
     """The retrievers a sweep runs (the registry's), by their name on this page."""
-    from workbench.services.retrieval.registry import RETRIEVERS, sweep_retrievers
 
     return {RETRIEVERS[name].sweep_title or RETRIEVERS[name].title: name for name in sweep_retrievers()}
 
@@ -63,8 +70,6 @@ def _background(db, choice: dict) -> bool:
     """Start the grid as a background job when it is large (documents x cells from ``[jobs]
     background_from``, :mod:`workbench.services.jobs`); True when the page handed it to a job
     (started, or refused with the error shown)."""
-    from workbench.core.rag.context_budget import parse_budgets
-    from workbench.services.jobs import SweepRequest, documents
 
     size = documents(db) * len(choice["chunkings"]) * len(choice["retrievers"])
     if not jobs_panel.in_background("sweep", size):
@@ -91,8 +96,6 @@ def _show_job(job: dict) -> None:
 
 
 def _run(db, choice: dict) -> None:
-    from workbench.core.rag.context_budget import parse_budgets
-    from workbench.services.evaluation import sweep
 
     if not choice["chunkings"] or not choice["retrievers"] or not choice["measures"]:
         st.warning("Choose at least one chunking, one retriever and one measure, then run the grid.")
@@ -127,7 +130,6 @@ def _cells_frame(result) -> pd.DataFrame:
 
 
 def _charts(result, frame: pd.DataFrame) -> None:
-    from workbench.core.metrics.pareto import pareto_frontier
 
     long = pd.DataFrame([{"configuration": r["configuration"], "budget": b, "coverage": r[f"coverage@{b}"]}
                          for r in frame.to_dict("records") for b in result.budgets])
@@ -162,7 +164,6 @@ def _charts(result, frame: pd.DataFrame) -> None:
 
 
 def _unjudged(db, result) -> None:
-    from workbench.services.evaluation import sweep
 
     low = [c for c in result.cells if not c.skipped and c.judged < sweep.LOW_JUDGED]
     if not low:
@@ -185,8 +186,6 @@ def _unjudged(db, result) -> None:
 
 
 def _slices(db, result) -> None:
-    from workbench.services.evaluation import sweep
-    from workbench.services.tags import query_tags
 
     cells = [c for c in result.cells if not c.skipped]
     tags = query_tags(db)
@@ -223,7 +222,6 @@ def hybrid_slice_rows(result, chunking: str, measure: str, tags: pd.DataFrame) -
     Uses the grid's own cells (:func:`workbench.services.evaluation.sweep.slice_lift`), so a comparison is
     shown only for the retrievers the grid ran; the missing one reads "–".
     """
-    from workbench.services.evaluation import sweep
 
     cells = {(c.chunking, c.retriever): c for c in result.cells if not c.skipped}
     hybrid = cells[(chunking, "hybrid")]
@@ -247,7 +245,6 @@ def hybrid_slice_rows(result, chunking: str, measure: str, tags: pd.DataFrame) -
 def _hybrid_slices(db, result) -> None:
     """Hybrid against its own parts, slice by slice: the slices it moves next to how little the
     mean moves (the point of breaking results down by query tag)."""
-    from workbench.services.tags import query_tags
 
     cells = {(c.chunking, c.retriever) for c in result.cells if not c.skipped}
     chunkings = [c for c in dict.fromkeys(c.chunking for c in result.cells)
@@ -303,7 +300,6 @@ def _lift_chart(rows: list[dict], column: str) -> None:
 def render() -> None:
     st.title("Experiments")
     st.caption("Compare chunkings and retrievers on the same labels, at the same context budget.")
-    from workbench.services.evaluation import sweep
 
     with context.project() as db:
         missing = sweep.missing_inputs(db)

@@ -37,6 +37,27 @@ from workbench.errors import WorkbenchError
 from workbench.services.judge.request import OPTION, OPTIONS
 from workbench.ui import context
 from workbench.ui.words import Field
+from workbench.services import visibility
+from workbench.services.access import PermissionDenied
+from workbench.services.judge import jobs as service
+from workbench.services.judge import launch
+from workbench.services.judge.few_shot import few_shot_sources
+from workbench.services.judge.jobs import estimate
+from workbench.services.judge.jobs import example_pair
+from workbench.services.judge.jobs import list_failures
+from workbench.services.judge.jobs import list_jobs
+from workbench.services.judge.jobs import offline_preview
+from workbench.services.judge.jobs import open_briefly
+from workbench.services.judge.jobs import preview_prompt
+from workbench.services.judge.launch import JobRequest
+from workbench.services.judge.launch import latest_job
+from workbench.services.judge.launch import resolve
+from workbench.services.judge.launch import server_key_refused
+from workbench.services.judge.request import JudgeRequest
+from workbench.services.pooling.pools import list_pools
+from workbench.services.pooling.pools import pool_pairs
+from workbench.ui.words import command_page
+from workbench.ui.words import page_message
 
 LIVE_SECONDS = 1.5
 OFFLINE = "offline-lexical"
@@ -52,7 +73,6 @@ _FEW_SHOT_LABEL = "_judge_few_shot_label"  # the examples field's label as drawn
 def command_words(words: str) -> str:
     """A CLI command in the page's words: a judge run with ``--retry-failed`` is this page's
     “Retry failed” button; other commands as :func:`workbench.ui.words.command_page` says them."""
-    from workbench.ui.words import command_page
 
     parts = words.split()
     if parts[:1] == ["judge"] and OPTION["retry_failed"].flag in parts:
@@ -63,7 +83,6 @@ def command_words(words: str) -> str:
 def _say(exc) -> str:
     """A service or job message in the page's words (buttons and fields, not commands and flags):
     an error from its data, a job's stored status text from its placeholders."""
-    from workbench.ui.words import page_message
 
     text = exc if isinstance(exc, WorkbenchError) else str(exc)
     fields = dict(FIELDS)
@@ -82,7 +101,6 @@ def _project(wait: float = 15.0, *, migrate: bool = False):
     services the page calls get that open project (:func:`_visit`) instead of a path to open
     again. The file is still held only for each read, so a job's batch writes get it between
     them (before and after: docs/performance.md)."""
-    from workbench.services.judge.jobs import open_briefly
 
     try:
         db = open_briefly(context.db_path(), wait, migrate=migrate)
@@ -100,7 +118,6 @@ def _visit(wait: float = 30.0):
     """The project for one service call (a visit, see :func:`_project`); a failure to open it is
     raised (a :class:`~workbench.errors.WorkbenchError`) for the caller to show, as the service
     would have raised it opening the path itself."""
-    from workbench.services.judge.jobs import open_briefly
 
     db = open_briefly(context.db_path(), wait, migrate=False)
     try:
@@ -120,7 +137,6 @@ def _api_key() -> str | None:
 
 
 def _prompt_ids(configured: str) -> list[str]:
-    from workbench.services.judge import jobs as service
 
     listing = getattr(service, "available_prompts", None)
     ids = list(listing()) if callable(listing) else []
@@ -160,7 +176,6 @@ def _choices(pools: list[str]) -> dict:
 def _number(col, option, judge_settings) -> int | float:
     """A number control for a judge option: its label, help and bounds from the option, its
     default the configured ``[judge]`` value (else its lower bound, "0 = all / none / no cap")."""
-    from workbench.ui.words import page_message
 
     kind = option.kind
     default = judge_settings[option.setting] if option.setting else option.low
@@ -179,7 +194,6 @@ def _key_choice(pool: str, url: str) -> str:
     server and ``[judge] allowed_hosts`` (:func:`workbench.services.judge.launch.job_key`); another
     URL gets the key typed here (a password field, kept for this session only: never shown,
     stored in the project, logged or put on the job's command line) or none."""
-    from workbench.services.judge.launch import JobRequest, server_key_refused
 
     server_key = _api_key()
     refused = server_key_refused(JobRequest(pool, base_url=url.strip()), api_key=server_key)
@@ -201,8 +215,6 @@ def _few_shot_choices() -> dict:
     """Few-shot examples: SME-graded pairs from a calibration sample's tuning part in the prompt
     (:mod:`workbench.services.judge.few_shot`, the rules ``workbench judge --few-shot`` follows).
     Offered only when a sample has SME labels on its tuning part; 0 examples is the zero-shot judge."""
-    from workbench.services import visibility
-    from workbench.services.judge.few_shot import few_shot_sources
 
     st.session_state.pop(_FEW_SHOT_LABEL, None)
     if not visibility.can_read("others_labels"):  # the examples are other people's SME labels
@@ -239,7 +251,6 @@ def _spec(choices: dict):
     """The judge configuration the job for these choices runs with
     (:func:`workbench.services.judge.launch.resolve`: the request's one check and resolution,
     few-shot examples included); its ``config_key`` finds the job, its key is the job's."""
-    from workbench.services.judge.launch import resolve
 
     return resolve(context.db_path(), _request(choices), api_key=_api_key(), typed_key=choices.get("typed_key"))
 
@@ -248,7 +259,6 @@ def _request(choices: dict, *, retry_failed: bool = False):
     """The page's choices as the judge request
     (:class:`workbench.services.judge.request.JudgeRequest`): the page's "0 = all" pairs and "0 =
     none" examples are None; a budget of 0 is kept (no cap, over ``[judge] budget_usd``)."""
-    from workbench.services.judge.request import JudgeRequest
 
     numbers = {o.name: choices.get(o.name) for o in NUMBERS}
     numbers["limit"] = numbers.get("limit") or None
@@ -266,8 +276,6 @@ def _launch(choices: dict, spec, *, retry_failed: bool = False) -> None:
     """Start the job's process (:func:`workbench.services.judge.launch.start`, which checks the
     session's role first) with the configuration ``spec`` resolved for these choices; remember the
     launch in the session."""
-    from workbench.services.access import PermissionDenied
-    from workbench.services.judge import launch
 
     try:
         started = launch.start(context.db_path(), _request(choices, retry_failed=retry_failed), spec)
@@ -281,7 +289,6 @@ def _launch(choices: dict, spec, *, retry_failed: bool = False) -> None:
 
 
 def _reap() -> None:
-    from workbench.services.judge import launch
 
     launch.collect()
 
@@ -289,13 +296,11 @@ def _reap() -> None:
 def _launch_problem() -> WorkbenchError | str | None:
     """Why the launched process ended with an error (its error as data, else the last lines of its
     output; :func:`workbench.services.judge.launch.problem`), else None."""
-    from workbench.services.judge import launch
 
     return launch.problem(st.session_state.get("judge_launch"))
 
 
 def _job(pool: str, config_key: str) -> dict | None:
-    from workbench.services.judge.launch import latest_job
 
     try:
         with _visit() as db:
@@ -317,9 +322,6 @@ def _example(pool: str, spec) -> None:
     """The example query's first pair as the judge sees it (the fragment of :func:`_preview`): the
     pair's text and the query's (:func:`workbench.services.judge.jobs.example_pair`; no grade is
     read: the pair is shown as the judge receives it)."""
-    from workbench.services import visibility
-    from workbench.services.judge.jobs import example_pair, offline_preview
-    from workbench.services.pooling.pools import pool_pairs
 
     with _project() as db:
         pairs = pool_pairs(db, pool)
@@ -350,7 +352,6 @@ def _example(pool: str, spec) -> None:
 def _prompt_preview(db, pool: str, spec, query_id: str) -> None:
     """The messages an LLM judge is sent for the query's first pair, few-shot examples included
     (:func:`workbench.services.judge.jobs.preview_prompt`), escaped."""
-    from workbench.services.judge.jobs import preview_prompt
 
     preview = preview_prompt(db, pool, spec, query_id=query_id)
     if preview is None:
@@ -367,7 +368,6 @@ def _prompt_preview(db, pool: str, spec, query_id: str) -> None:
 
 
 def _estimate(choices: dict, spec) -> None:
-    from workbench.services.judge.jobs import estimate
 
     st.subheader("3. Estimate")
     try:
@@ -443,9 +443,7 @@ def _progress(pool: str, config_key: str, active_at_render: bool, job_at_render:
 
 
 def _failures(job: dict) -> None:
-    from workbench.services.judge.jobs import list_failures
 
-    from workbench.services import visibility
 
     st.subheader("5. Failures and invalid outputs")
     if not (job["failed"] or job["invalid"]):
@@ -470,7 +468,6 @@ def _failures(job: dict) -> None:
 def render() -> None:
     st.title("Judge")
     _reap()
-    from workbench.services.pooling.pools import list_pools
 
     with _project(migrate=True) as db:
         pools = list_pools(db)["name"].astype(str).tolist()
@@ -528,7 +525,6 @@ def render() -> None:
 
 def _other_jobs(pool: str, config_key: str) -> None:
     """Every judge job of the pool (other judges, prompts or settings), for the record."""
-    from workbench.services.judge.jobs import list_jobs
 
     try:
         with _visit() as db:

@@ -100,6 +100,11 @@ from workbench.errors import InputError, WorkbenchError
 from workbench.ui import auth, context
 from workbench.ui.highlight import marked_terms, units_html
 from workbench.ui.views import label_routing
+from streamlit.errors import StreamlitAPIException
+from workbench.config import load_settings
+from workbench.services.calibration import pending
+from workbench.services.calibration import workflow as cal
+from workbench.services.calibration.workflow import annotator_id
 
 GRADE_LABELS = {
     0: "0 · Not relevant",
@@ -193,7 +198,6 @@ def pair_html(item: dict, position: int, total: int, terms: list[str], *, state:
 
 def _settings() -> tuple[int, int]:
     """(SMEs per pair, ``[calibration] overlap``; minimum visible milliseconds, ``min_visible_ms``)."""
-    from workbench.config import load_settings
 
     settings = load_settings()
     return int(settings.get("calibration", "overlap")), int(settings.get("calibration", "min_visible_ms"))
@@ -284,13 +288,11 @@ def _view(sample: str, annotator: str) -> dict:
 
 
 def _identity(annotator: str) -> str:
-    from workbench.services.calibration.workflow import annotator_id
 
     return annotator_id(annotator)
 
 
 def render() -> None:
-    from workbench.services.calibration import workflow as cal
 
     st.title("Label")
     st.caption("Grade each pair as a subject-matter expert. Your labels check whether the LLM judge "
@@ -376,7 +378,6 @@ def _sync_open(sample: str, annotator: str) -> bool:
     """:func:`_sync` on a project handle of its own; False when the project could not be opened
     (the reason is kept for the next draw; the answers stay kept on disk and a background
     thread saves them once the project is free)."""
-    from workbench.services.calibration import workflow as cal
 
     view = _view(sample, annotator)
     try:
@@ -423,8 +424,6 @@ def _say(kind: str, message: str) -> None:
 def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
     """Store the pending answers in order, then read what the card needs (no drawing here);
     ``fresh``: read the items again too, not only those the session does not hold."""
-    from workbench.services.calibration import pending
-    from workbench.services.calibration import workflow as cal
 
     view = _view(sample, annotator)
     pos_key = _key("position", sample)
@@ -584,13 +583,11 @@ def _waiting(annotator: str) -> None:
 
 
 def _count_waiting(annotator: str) -> int:
-    from workbench.services.calibration import pending
 
     return len(pending.waiting(context.db_path(), annotator=annotator))
 
 
 def _waiting_note(annotator: str) -> None:
-    from workbench.services.calibration import workflow as cal
 
     waiting = _count_waiting(annotator)
     if waiting:
@@ -615,7 +612,6 @@ def _walk(view: dict, position: int) -> list[int]:
 
 
 def _rerun_card() -> None:
-    from streamlit.errors import StreamlitAPIException
 
     try:
         st.rerun(scope="fragment")
@@ -624,7 +620,6 @@ def _rerun_card() -> None:
 
 
 def _progress_bar(view: dict) -> tuple[float, str]:
-    from workbench.services.calibration import workflow as cal
 
     mine = view.get("assigned")
     done = (cal.progress_of(view["states"], view["total"]) if mine is None else
@@ -906,7 +901,6 @@ def _answer(sample: str, annotator: str, position: int, action: str, *, seconds:
     session already holds when it can (the answer is stored right after the card is drawn).
     ``move=False``: queue it only (a replay moves the card once, after its last answer).
     False when the answer was not taken (the page says why)."""
-    from workbench.services.calibration import workflow as cal
 
     view = _view(sample, annotator)
     # Kept on disk first (fsync'd): from here on no reload, closed tab or busy project loses it.
@@ -974,7 +968,6 @@ def _on_act(sample, annotator, position, action) -> None:
 
 
 def _on_undo(sample, annotator) -> None:
-    from workbench.services.calibration import workflow as cal
 
     try:
         kept = cal.keep_answer(context.db_path(), sample=sample, annotator=annotator, action="undo")

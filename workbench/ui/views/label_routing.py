@@ -26,14 +26,16 @@ from workbench.core.calibration.evidence_cursor import first_cursor, is_heading,
 from workbench.errors import WorkbenchError
 from workbench.ui import context
 from workbench.ui.markdown_html import markdown_html
+from workbench.services.calibration import guidelines
+from workbench.services.calibration import routing
+from workbench.services.calibration import workflow as cal
+from workbench.services.calibration.workflow import annotator_id
 
 _CONFIRMED = "_label_confirmed_ids"  # (project path, annotator id) the SME confirmed as theirs
 
 
 def opening_sample(db, annotator: str, names: Sequence[str]) -> str:
     """The sample the Label page opens on (see the module docstring)."""
-    from workbench.services.calibration import routing
-    from workbench.services.calibration import workflow as cal
 
     try:
         active = routing.active_sample(db)
@@ -51,8 +53,6 @@ def opening_sample(db, annotator: str, names: Sequence[str]) -> str:
 def confirmed(db, sample: str, typed: str) -> bool:
     """Whether the page may go on labelling as ``typed``: the id is known to the project, or the
     SME confirmed it in this session. Otherwise a warning and a confirm button are shown."""
-    from workbench.services.calibration import routing
-    from workbench.services.calibration.workflow import annotator_id
 
     who = annotator_id(typed)
     key = (str(context.db_path()), who)
@@ -80,7 +80,6 @@ def _confirm(key) -> None:
 
 def guidelines_of(db, sample: str) -> dict | None:
     """The sample's guidelines (None when none were set or they cannot be read now)."""
-    from workbench.services.calibration import guidelines
 
     try:
         return guidelines.guidelines(db, sample)

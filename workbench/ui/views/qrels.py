@@ -14,6 +14,9 @@ import streamlit as st
 from workbench.errors import WorkbenchError
 from workbench.ui import context
 from workbench.ui.words import LABEL_SOURCE_WORDS, Field, binarising_note, qrels_note
+from workbench.services import visibility
+from workbench.services.chunking import list_chunkings
+from workbench.services.evaluation import views as ev
 
 FORMATS = {"TREC qrels": "trec", "BEIR (TSV)": "beir", "JSON lines (one query a line)": "jsonl",
            "Span judgments (JSON lines)": "spans"}
@@ -26,8 +29,6 @@ TIER_WORDS = {"adjudicated": "Resolved by a lead", "sme": "SME labels", "importe
 
 @context.page_run
 def render() -> None:
-    from workbench.services.evaluation import views as ev
-    from workbench.services.chunking import list_chunkings
 
     st.title("Qrels")
     st.caption("The labels the project evaluates with: one rule decides which label wins for each pair.")
@@ -62,7 +63,6 @@ def render() -> None:
 
 def _sources() -> list[str]:
     """The Labels choices the signed-in user may read (an annotator: not the judge's alone)."""
-    from workbench.services import visibility
 
     return [word for word, value in SOURCES.items() if value != "llm" or visibility.can_read("judge_output")]
 
@@ -101,8 +101,6 @@ def _coverage(coverage: pd.DataFrame) -> None:
 
 def _download(level: str, chunking: str | None, source: str) -> None:
     """The qrels file in the chosen format (the fragment of :func:`render`; one unit of work)."""
-    from workbench.services import visibility
-    from workbench.services.evaluation import views as ev
 
     st.subheader("Download")
     if not visibility.can_read("label_files"):  # the files carry everyone's labels: annotators label blind

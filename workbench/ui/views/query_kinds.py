@@ -24,6 +24,15 @@ import streamlit as st
 
 from workbench.errors import WorkbenchError
 from workbench.ui import charts, context
+from workbench.core.rag.trajectories import flat_per_query
+from workbench.services.evaluation import abstention
+from workbench.services.evaluation import rbac
+from workbench.services.evaluation import trajectories
+from workbench.services.evaluation.query_kinds import DEMO_ROLE_RUNS
+from workbench.services.evaluation.query_kinds import add_demo_role_runs
+from workbench.services.evaluation.query_kinds import summary
+from workbench.services.qrels import answerability
+import numpy as np
 
 
 def _pct(x) -> str:
@@ -36,7 +45,6 @@ def _num(x, digits: int = 3) -> str:
 
 @context.page_run
 def render() -> None:
-    from workbench.services.evaluation.query_kinds import summary
 
     st.title("Query kinds")
     st.caption("Queries that plain recall@k gets wrong: unanswerable questions, access-controlled "
@@ -57,8 +65,6 @@ def render() -> None:
 
 # --- unanswerable -------------------------------------------------------------------------------
 def _unanswerable(info: dict) -> None:
-    from workbench.services.evaluation import abstention
-    from workbench.services.qrels import answerability
 
     st.header("Unanswerable queries")
     with context.project() as db:
@@ -129,7 +135,6 @@ def _unanswerable(info: dict) -> None:
 
 
 def _answerable_ranking(run: str) -> None:
-    from workbench.services.evaluation import abstention
 
     try:
         with context.project() as db:
@@ -146,7 +151,6 @@ def _answerable_ranking(run: str) -> None:
 
 
 def _decision_form(marks: pd.DataFrame) -> None:
-    from workbench.services.qrels import answerability
 
     with st.expander("Record an SME decision on a query"):
         st.caption("“No passage in the corpus answers this” makes a query unanswerable; the decision "
@@ -194,7 +198,6 @@ def _rates(report, *, key: str) -> None:
 
 
 def _curve(curve: pd.DataFrame) -> None:
-    import numpy as np
 
     if len(curve) > 400:  # a readable chart (and a light page) whatever the number of queries
         curve = curve.iloc[np.unique(np.linspace(0, len(curve) - 1, 400).round().astype(int))]
@@ -226,8 +229,6 @@ def _per_query(report, marks: pd.DataFrame, *, key: str) -> None:
 
 # --- access control -------------------------------------------------------------------------------
 def _access(info: dict) -> None:
-    from workbench.services.evaluation import rbac
-    from workbench.services.evaluation.query_kinds import DEMO_ROLE_RUNS, add_demo_role_runs
 
     st.header("Access control")
     restricted = info["restricted"]
@@ -303,8 +304,6 @@ def _access(info: dict) -> None:
 
 # --- multi-hop ------------------------------------------------------------------------------------
 def _multihop(info: dict) -> None:
-    from workbench.core.rag.trajectories import flat_per_query
-    from workbench.services.evaluation import trajectories
 
     st.header("Multi-hop trajectories")
     st.write("An agent decides whether to search, what to search for and how many times. Each of its "
@@ -363,7 +362,6 @@ def _multihop(info: dict) -> None:
 
 
 def _multihop_uploads() -> None:
-    from workbench.services.evaluation import trajectories
 
     with st.expander("Upload evidence chains or trajectories"):
         chains = st.file_uploader("Evidence chains (JSONL)", type=["jsonl", "json"], key="qk_chains_file")

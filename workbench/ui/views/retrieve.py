@@ -30,6 +30,39 @@ from workbench.core.documents.chunking import STRATEGIES as CORE_STRATEGIES
 from workbench.errors import WorkbenchError
 from workbench.ui import context, jobs_panel
 from workbench.ui.words import Field, cell, params_text, policy_words
+from pathlib import Path
+from workbench.errors import render_text
+from workbench.retrieval.bm25 import parse_stemmer
+from workbench.retrieval.bm25 import parse_stopwords
+from workbench.retrieval.dense import DEFAULT_MODEL
+from workbench.retrieval.hybrid import parse_weights
+from workbench.services.browse import peek_pool
+from workbench.services.chunking import DEFAULT_SIZE
+from workbench.services.chunking import create_chunking
+from workbench.services.jobs import PoolRequest
+from workbench.services.jobs import documents
+from workbench.services.pooling.pools import add_runs
+from workbench.services.pooling.pools import build_pool
+from workbench.services.pooling.pools import list_pools
+from workbench.services.pooling.pools import pool_stats
+from workbench.services.project.deletion import delete
+from workbench.services.project.deletion import plan_deletion
+from workbench.services.project.status import chunking_coverage
+from workbench.services.project.status import run_coverage
+from workbench.services.qrels.export import export_run
+from workbench.services.retrieval.harness import DEFAULT_TIMEOUT
+from workbench.services.retrieval.harness import collect_answers
+from workbench.services.retrieval.harness import plan_harness
+from workbench.services.retrieval.harness import query_choices
+from workbench.services.retrieval.harness import store_harness
+from workbench.services.retrieval.latency import latency_summary
+from workbench.services.retrieval.registry import RETRIEVERS
+from workbench.services.retrieval.registry import make_options
+from workbench.services.retrieval.registry import run_retriever
+from workbench.ui.words import clean_rows
+from workbench.ui.words import page_message
+import json
+import tempfile
 
 # The core's strategies, with the one most corpora want first (the form's default).
 STRATEGIES = ("section", *(s for s in CORE_STRATEGIES if s != "section"))
@@ -58,11 +91,6 @@ def dense_available() -> bool:
 def _state() -> dict:
     """Chunkings and runs with the documents they cover, pools, and the queries "Run your own
     retriever" offers (or the error reading them) (one read of the project)."""
-    from workbench.services.jobs import documents
-    from workbench.services.pooling.pools import list_pools
-    from workbench.services.project.status import chunking_coverage, run_coverage
-    from workbench.services.retrieval.harness import query_choices
-    from workbench.services.retrieval.latency import latency_summary
 
     with context.project() as db:
         runs = run_coverage(db)
@@ -137,7 +165,6 @@ def _refuse_name(name: str, taken: list[str], what: str, label: str) -> bool:
 
 
 def _chunk_section(state: dict) -> None:
-    from workbench.services.chunking import DEFAULT_SIZE, create_chunking
 
     st.subheader("1. Chunk")
     frame = state["chunkings"]
@@ -232,7 +259,6 @@ def _runs_table(runs, latency) -> None:
 def _retrieve(kind: str, name: str, chunking: str | None, k: int, clear: tuple[str, ...], **options) -> None:
     """Run retriever ``kind`` of the registry into run ``name``; on success the new run is chosen
     for pooling."""
-    from workbench.services.retrieval.registry import make_options, run_retriever
 
     def action(db):
         return run_retriever(db, kind, name=name, chunking=chunking, k=k, options=make_options(kind, options),
@@ -242,7 +268,6 @@ def _retrieve(kind: str, name: str, chunking: str | None, k: int, clear: tuple[s
 
 
 def _bm25_form(spec, chunkings: list[str], taken: list[str]) -> None:
-    from workbench.retrieval.bm25 import parse_stemmer, parse_stopwords
 
     with st.form("bm25_form"):
         cols = st.columns(4)
@@ -275,7 +300,6 @@ DENSE_IN_BACKGROUND = ("A dense run works in the background: you may go to anoth
 
 
 def _dense_form(spec, chunkings: list[str], taken: list[str]) -> None:
-    from workbench.retrieval.dense import DEFAULT_MODEL
 
     if not dense_available():
         st.info("Dense retrieval needs the optional dense extra (sentence-transformers and PyTorch), "
@@ -306,7 +330,6 @@ def _dense_form(spec, chunkings: list[str], taken: list[str]) -> None:
 
 
 def _hybrid_form(spec, chunkings: list[str], taken: list[str], state: dict | None = None) -> None:
-    from workbench.retrieval.hybrid import parse_weights
 
     run_names = taken  # it fuses stored runs
     with st.form("hybrid_form"):
@@ -348,7 +371,6 @@ def _retrieve_section(state: dict) -> None:
     else:
         st.info("No run yet. Run a retriever below on a chunking.")
     chunkings, taken = _names(state["chunkings"]), _names(runs)
-    from workbench.services.retrieval.registry import RETRIEVERS
 
     # One tab per retriever of the registry the page offers (its own form, or one generated from
     # its parameters), then the team's own retriever.
@@ -373,7 +395,6 @@ def _generic_form(spec, chunkings: list[str], taken: list[str]) -> None:
     """The form of a retriever without a form of its own, from its registry parameters: a
     chunking (when it takes one), the run name, results per query, then one input per parameter
     (a list of names: the stored runs to choose from)."""
-    from workbench.errors import render_text
 
     prefix = spec.name.replace("-", "_")
     with st.form(f"{prefix}_form"):
@@ -424,7 +445,6 @@ _HARNESS_RESULT = "_harness_result"
 def _harness_form(chunkings: list[str], taken: list[str], queries) -> None:
     """Send the queries to the team's retriever at a local HTTP address; store its run.
     ``queries``: the query ids and the ids per tag it offers, or the error reading them."""
-    from workbench.services.retrieval.harness import DEFAULT_TIMEOUT, collect_answers, plan_harness, store_harness
 
     st.markdown("**Run your own retriever**: the workbench sends each query to your retriever's address "
                 "on this machine and stores its ranked answers as a run, with each query's latency. "
@@ -515,7 +535,6 @@ def _harness_result() -> None:
 
 
 def _pool_section(state: dict) -> None:
-    from workbench.services.pooling.pools import add_runs, build_pool
 
     st.subheader("3. Pool")
     pools = state["pools"]
@@ -568,13 +587,11 @@ def _pool_section(state: dict) -> None:
 
 
 def _pool_request(name: str, runs, depth: int | None, *, add: bool = False):
-    from workbench.services.jobs import PoolRequest
 
     return PoolRequest(name, tuple(runs), depth, add=add)
 
 
 def _sentence(text: str) -> str:
-    from workbench.ui.words import page_message
 
     text = page_message(text)
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
@@ -582,14 +599,12 @@ def _sentence(text: str) -> str:
 
 def _notes(summary) -> str:
     """The pool service's coverage notes (runs that miss documents), as sentences in page words."""
-    from workbench.ui.words import page_message
 
     notes = [page_message(n) for n in getattr(summary, "notes", ()) or ()]
     return "".join(f" Note: {n[0].upper() + n[1:]}." for n in notes)
 
 
 def _json_list(value) -> list[str]:
-    import json
 
     if isinstance(value, (list, tuple)):
         return [str(v) for v in value]
@@ -601,7 +616,6 @@ def _json_list(value) -> list[str]:
 
 
 def _stats_section(state: dict) -> None:
-    from workbench.services.pooling.pools import pool_stats
 
     st.subheader("4. Pool statistics")
     pools = state["pools"]
@@ -689,14 +703,12 @@ COLUMN_WORDS = {"run_id": "run", "run_a": "run A", "run_b": "run B", "judged_at_
 
 def _clean(frame, k: int | None = None) -> list[dict]:
     """Rows without NaN/None (empty cells) and with column names in words; numbers stay numbers."""
-    from workbench.ui.words import clean_rows
 
     words = {c: COLUMN_WORDS.get(c, c.replace("_", " ")).replace("@k", f"@{k}" if k else "@k") for c in frame.columns}
     return clean_rows(frame.rename(columns=words), params=())
 
 
 def _peek(pool: str, query_ids: list[str]) -> None:
-    from workbench.services.browse import peek_pool
 
     query = st.selectbox("Query", query_ids, key="peek_query")
     if query is None:
@@ -745,10 +757,7 @@ def _plan_words(plan) -> str:
 
 
 def _export_run(runs: list[str]) -> None:
-    import tempfile
-    from pathlib import Path
 
-    from workbench.services.qrels.export import export_run
 
     st.markdown("**Export a run** (TREC run file: query, Q0, item, rank, score, run name)")
     cols = st.columns([3, 1], vertical_alignment="bottom")
@@ -771,7 +780,6 @@ def _export_run(runs: list[str]) -> None:
 
 
 def _delete(state: dict) -> None:
-    from workbench.services.project.deletion import delete, plan_deletion
 
     st.markdown("**Delete** a chunking, run or pool, with what depends on it")
     cols = st.columns([1, 2, 1], vertical_alignment="bottom")
