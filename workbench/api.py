@@ -46,7 +46,9 @@ if TYPE_CHECKING:
     from workbench.core.metrics.evaluation import EvaluationResult
     from workbench.core.metrics.qrels_and_runs import Qrels, Run
     from workbench.services.chunking import ChunkingSummary as Chunking
+    from workbench.services.ingest.result import ImportResult as ImportSummary
     from workbench.services.judge.runner import Progress
+    from workbench.services.pooling.pools import PoolSummary as Pool
     from workbench.services.retrieval.runs import RunSummary as RunInfo
 
 __all__ = [
@@ -69,10 +71,14 @@ def _frame(record: Mapping[str, Any]):
 #: Result types the services define, returned as they are (one type, one set of fields) under
 #: the names the API has always used: ``Chunking`` is what :meth:`Project.chunk` returns,
 #: :class:`~workbench.services.chunking.ChunkingSummary`; ``RunInfo`` what
-#: :meth:`Project.retrieve` returns, :class:`~workbench.services.retrieval.runs.RunSummary`.
+#: :meth:`Project.retrieve` returns, :class:`~workbench.services.retrieval.runs.RunSummary`;
+#: ``Pool`` what :meth:`Project.pool` returns, :class:`~workbench.services.pooling.pools.PoolSummary`;
+#: ``ImportSummary`` what the imports return, :class:`~workbench.services.ingest.result.ImportResult`.
 #: Resolved on first use, so importing this module stays cheap.
 _SERVICE_TYPES = {"Chunking": ("workbench.services.chunking", "ChunkingSummary"),
-                  "RunInfo": ("workbench.services.retrieval.runs", "RunSummary")}
+                  "RunInfo": ("workbench.services.retrieval.runs", "RunSummary"),
+                  "Pool": ("workbench.services.pooling.pools", "PoolSummary"),
+                  "ImportSummary": ("workbench.services.ingest.result", "ImportResult")}
 
 
 def __getattr__(name: str):
@@ -82,52 +88,6 @@ def __getattr__(name: str):
         module, attribute = _SERVICE_TYPES[name]
         return getattr(import_module(module), attribute)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-@dataclass(frozen=True)
-class ImportSummary:
-    """What an import stored: ``rows`` written; ``present`` equal rows already stored;
-    ``skipped`` rows dropped by reason (``skip_unknown``); ``already_imported`` the earlier import
-    when the same bytes were seen before (then nothing was done)."""
-
-    kind: str
-    path: str
-    format: str
-    name: str | None
-    rows: int
-    present: int
-    excluded: int
-    skipped: dict[str, int]
-    already_imported: bool
-    level: str | None
-    chunking: str | None
-    seconds: float
-    summary: str
-
-    def to_pandas(self) -> pd.DataFrame:
-        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("skipped", "summary")}
-                      | {"skipped": sum(self.skipped.values())})
-
-
-@dataclass(frozen=True)
-class Pool:
-    """A pool :meth:`Project.pool` built (or grew); ``notes`` name runs that do not cover every
-    document."""
-
-    name: str
-    level: str
-    chunking: str | None
-    depth: int
-    runs: tuple[str, ...]
-    queries: int
-    pairs: int
-    pairs_added: int
-    seconds: float
-    notes: tuple[str, ...] = ()
-
-    def to_pandas(self) -> pd.DataFrame:
-        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name != "notes"}
-                      | {"runs": ",".join(self.runs)})
-
 
 @dataclass(frozen=True)
 class JudgeReport:
@@ -351,11 +311,7 @@ class Project:
         from workbench.services.ingest import import_file
 
         with self._db() as db:
-            r = import_file(db, kind, path, **options)
-        return ImportSummary(kind=r.kind, path=r.path, format=r.format, name=r.name, rows=r.rows, present=r.present,
-                             excluded=r.excluded, skipped=dict(r.skipped),
-                             already_imported=r.already_imported is not None, level=r.level, chunking=r.chunking,
-                             seconds=r.seconds, summary=r.summary())
+            return import_file(db, kind, path, **options)
 
     def import_corpus(self, path: str | Path, *, format: str | None = None, name: str | None = None,
                       id_field: str | None = None, text_field: str | None = None,
@@ -432,21 +388,13 @@ class Project:
 
     def pool(self, name: str, runs: Sequence[str], *, depth: int | None = None, add: bool = False) -> Pool:
         """Pool the top ``depth`` of each run (``[pool] depth`` by default) into pool ``name``;
-        with ``add`` add ``runs`` to the existing pool at its own depth."""
-        from workbench.services.pooling.pools import add_runs, build_pool
+        with ``add`` add ``runs`` to the existing pool at its own depth. The request and its
+        rules: :class:`workbench.services.pooling.request.PoolRequest`."""
+        from workbench.services.pooling.request import PoolRequest
 
-        runs = list(runs)
-        if not runs:
-            raise ConfigError("pool needs at least one run, e.g. runs=['bm25']")
+        request = PoolRequest(name, runs, depth, add=add).check()
         with self._db() as db:
-            if add:
-                if depth is not None:
-                    raise ConfigError("add=True uses the pool's own depth; leave depth out")
-                s = add_runs(db, name, runs)
-            else:
-                s = build_pool(db, name, runs, int(self.settings(**{"pool.depth": depth}).get("pool", "depth")))
-        return Pool(s.name, s.level, s.chunking, s.depth, tuple(s.runs), s.queries, s.pairs_total, s.pairs_added,
-                    s.seconds, tuple(s.notes))
+            return request.run(db, self.settings())
 
     # -- judge ----------------------------------------------------------------------------------
     def judge(self, pool: str, *, api_key: str | None = None, progress: Callable[[Progress], None] | None = None,
@@ -721,11 +669,11 @@ def _as_call(words: str) -> str:
 
 
 def _python_value(text: str) -> str:
-    """A value a message shows as Python: a number or a metavariable (``K``, ``NAME``) as it is,
-    other text quoted (``model='offline-lexical'``)."""
+    """A value a message shows as Python: a number, ``True``/``False``/``None`` or a metavariable
+    (``K``, ``NAME``) as it is, other text quoted (``model='offline-lexical'``)."""
     import re
 
-    if re.fullmatch(r"-?\d+(\.\d+)?|[A-Z][A-Z0-9_]*", text):
+    if re.fullmatch(r"-?\d+(\.\d+)?|[A-Z][A-Z0-9_]*|True|False|None", text):
         return text
     return repr(text)
 

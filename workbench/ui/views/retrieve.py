@@ -48,6 +48,7 @@ HARNESS_FIELDS = {"--url": Field("Address of your retriever"), "--name": Field("
                   "--timeout": Field("Seconds per query", "number")}
 POOL_FIELDS = {"--name": Field("Pool name"), "--runs": Field("Runs", "choice"), "--depth": Field("Depth", "number"),
                "--add": Field("Add runs", "choice")}
+ADD_FIELDS = {**POOL_FIELDS, "--name": Field("Pool", "choice"), "--runs": Field("Runs to add", "choice")}
 
 
 def dense_available() -> bool:
@@ -464,7 +465,7 @@ def _harness_result() -> None:
 
 
 def _pool_section(state: dict) -> None:
-    from workbench.services.pooling.pools import add_runs, build_pool
+    from workbench.services.pooling.request import PoolRequest
 
     st.subheader("3. Pool")
     pools = state["pools"]
@@ -486,12 +487,9 @@ def _pool_section(state: dict) -> None:
                                      help="Each run's top results per query that enter the pool.")
         if st.form_submit_button("Build pool"):
             name = name.strip()
-            if _refuse_name(name, _names(pools), "pool", "Pool name"):
-                pass
-            elif not chosen:
-                st.error("Choose one or more “Runs” to pool.")
-            else:
-                _attempt(lambda db: build_pool(db, name, list(chosen), int(depth), progress=context.progress),
+            request = _checked(PoolRequest(name, tuple(chosen), int(depth)), POOL_FIELDS)
+            if request is not None:
+                _attempt(lambda db: request.run(db, progress=context.progress),
                          lambda s: context.plain(f"Pool {s.name}: {s.pairs_total:,} pairs over {s.queries:,} queries."
                                                  + _notes(s)),
                          fields=POOL_FIELDS, clear=("pool_name", "pool_runs"),
@@ -503,13 +501,11 @@ def _pool_section(state: dict) -> None:
         if st.form_submit_button("Add runs"):
             if pool is None:
                 st.error("Build a pool first (New pool).")
-            elif not chosen:
-                st.error("Choose one or more “Runs to add”.")
-            else:
-                _attempt(lambda db: add_runs(db, pool, list(chosen)),
+            elif (request := _checked(PoolRequest(pool, tuple(chosen), add=True), ADD_FIELDS)) is not None:
+                _attempt(lambda db: request.run(db),
                          lambda s: context.plain(f"Pool {s.name}: {s.pairs_added:,} new pairs; {s.pairs_total:,} in total."
                                                  + _notes(s)),
-                         fields={**POOL_FIELDS, "--runs": Field("Runs to add", "choice")}, clear=("pool_add_runs",),
+                         fields=ADD_FIELDS, clear=("pool_add_runs",),
                          follow={"stats_pool": pool})
 
 
@@ -526,6 +522,17 @@ def _notes(summary) -> str:
 
     notes = [page_message(n) for n in getattr(summary, "notes", ()) or ()]
     return "".join(f" Note: {n[0].upper() + n[1:]}." for n in notes)
+
+
+def _checked(request, fields: dict):
+    """``request.check()``, or None with its refusal shown as a sentence in the page's words."""
+    from workbench.ui.words import page_message
+
+    try:
+        return request.check()
+    except WorkbenchError as exc:
+        st.error(context.plain(_sentence(page_message(exc, fields))))
+        return None
 
 
 def _json_list(value) -> list[str]:
