@@ -427,21 +427,22 @@ class Project:
 
     # -- calibration ----------------------------------------------------------------------------
     def calibration_sample(self, pool: str, *, size: int | None = None, seed: int = 0, name: str | None = None,
-                           holdout_share: float | None = None, judge: str | None = None) -> CalibrationSample:
+                           holdout_share: float | None = None, judge: str | None = None,
+                           design: Literal["pairs", "queries"] = "pairs",
+                           queries: int | None = None) -> CalibrationSample:
         """Draw and store a calibration sample from the judged ``pool`` (``workbench calibrate
-        sample``); named ``POOL-seedS`` unless ``name``. Samples are never overwritten. ``judge``:
-        the judge configuration whose grades stratify it (key, key prefix or model), needed when
-        several graded the pool."""
-        from workbench.services.calibration.workflow import create_sample
+        sample``); named ``POOL-seedS`` (``POOL-queries-seedS`` for ``design="queries"``) unless
+        ``name``. Samples are never overwritten. ``judge``: the judge configuration whose grades
+        stratify it (key, key prefix or model), needed when several graded the pool.
+        ``design="queries"`` draws ``queries`` whole queries (for judge-corrected scores)
+        instead of pairs. The request and its rules:
+        :class:`workbench.services.calibration.request.SampleRequest`."""
+        from workbench.services.calibration.request import SampleRequest
 
-        settings = self.settings()
+        request = SampleRequest(pool, size=size, seed=seed, design=design, queries=queries,
+                                holdout_share=holdout_share, name=name, judge=judge).check()
         with self._db() as db:
-            s = create_sample(
-                db, name or f"{pool}-seed{seed}", pool, seed=seed,
-                size=size if size is not None else int(settings.get("calibration", "sample_size")),
-                holdout_share=(holdout_share if holdout_share is not None
-                               else float(settings.get("calibration", "holdout_share"))),
-                threshold=int(settings.get("calibration", "relevant_min_grade")), judge=judge)
+            s = request.run(db, self.settings())
         return CalibrationSample(s["name"], s["pool"], s["seed"], s["size"], s["holdout"], s["tuning"], s["queries"],
                                  dict(s["by_judge_grade"]), tuple(s["notes"]))
 

@@ -10,7 +10,8 @@ from workbench.api import API_WORDS
 from workbench.cli.common import error_text
 from workbench.config import DEFAULTS, load_settings
 from workbench.errors import InputError, WorkbenchError
-from workbench.services.pooling.request import MAX_DEPTH, PoolRequest
+from workbench.services.pooling.pools import MAX_DEPTH
+from workbench.services.pooling.request import PoolRequest
 from workbench.ui.words import Field, page_message
 
 

@@ -33,10 +33,9 @@ from workbench.config import DEFAULTS
 from workbench.core.pooling import diagnostics as core_pooling
 from workbench.core.formats.names import check_name
 from workbench.core.pooling.fusion import check_run_summary, duplicate_pair_error, fuse_wide
-from workbench.errors import InputError, StoreError
+from workbench.errors import InputError, StoreError, clip
 from workbench.services import access
 from workbench.services.coverage import coverage_notes
-from workbench.services.pooling.request import check_depth
 from workbench.services.progress import ProgressFactory, no_progress
 from workbench.services.retrieval.runs import read_runs_checked, same_scope
 from workbench.store.chunks import read_chunks
@@ -96,6 +95,26 @@ class PoolSummary:
         return pd.DataFrame([{"name": self.name, "level": self.level, "chunking": self.chunking, "depth": self.depth,
                               "runs": ",".join(self.runs), "queries": self.queries, "pairs": self.pairs,
                               "pairs_added": self.pairs_added, "seconds": self.seconds}])
+
+
+#: Largest pool depth (the depth is stored as a 32-bit integer).
+MAX_DEPTH = 2**31 - 1
+
+
+def check_depth(depth: object) -> int:
+    """``depth`` as an ``int`` in ``[1, MAX_DEPTH]``, else one line naming ``{field:depth}``."""
+    whole_number = "give {field:depth} a whole number of 1 or more"
+    if isinstance(depth, bool) or not isinstance(depth, int) and not hasattr(depth, "__index__"):
+        raise InputError(f"pool depth must be a positive integer (items per run and query), got "
+                         f"{clip(repr(depth), 40, quote=False)}", field="depth", hint=whole_number)
+    depth = int(depth.__index__())
+    if depth < 1:
+        raise InputError(f"pool depth must be a positive integer (items per run and query), got {depth}",
+                         field="depth", hint=whole_number)
+    if depth > MAX_DEPTH:
+        raise InputError(f"pool depth must be at most {MAX_DEPTH:,} (a depth beyond a run's length pools all "
+                         f"of it), got {clip(str(depth), 40, quote=False)}", field="depth", hint="lower {field:depth}")
+    return depth
 
 
 def _id_col(level: str) -> str:

@@ -8,8 +8,9 @@ naming its field (``{field:KEY}``, worded by each front end):
 - ``name``: required, and a new pool's name follows the project's name rule
   (:func:`workbench.core.formats.names.check_name`);
 - ``runs``: a list of one or more run names (a single string is refused, not split);
-- ``depth``: None (a new pool: ``[pool] depth``) or a whole number in ``[1, MAX_DEPTH]``;
-  with ``add`` it must be None (runs join the pool at its own depth);
+- ``depth``: None (a new pool: ``[pool] depth``) or a whole number in ``[1, pools.MAX_DEPTH]``
+  (:func:`~workbench.services.pooling.pools.check_depth`); with ``add`` it must be None (runs
+  join the pool at its own depth);
 - ``add``: True or False.
 
 What needs the project (a run that does not exist, a pool name already taken, runs of
@@ -26,32 +27,14 @@ from typing import TYPE_CHECKING
 from workbench.config import DEFAULTS
 from workbench.core.formats.names import check_name
 from workbench.errors import InputError, clip
+from workbench.services.pooling.pools import PoolSummary, add_runs, build_pool, check_depth
+from workbench.services.progress import no_progress
 from workbench.services.request_values import names, text
 
 if TYPE_CHECKING:
     from workbench.config import Settings
-    from workbench.services.pooling.pools import PoolSummary
     from workbench.services.progress import ProgressFactory
     from workbench.store.database import Database
-
-#: Largest pool depth (the depth is stored as a 32-bit integer).
-MAX_DEPTH = 2**31 - 1
-
-
-def check_depth(depth: object) -> int:
-    """``depth`` as an ``int`` in ``[1, MAX_DEPTH]``, else one line naming ``{field:depth}``."""
-    if isinstance(depth, bool) or not isinstance(depth, int) and not hasattr(depth, "__index__"):
-        raise InputError(f"pool depth must be a positive integer (items per run and query), got "
-                         f"{clip(repr(depth), 40, quote=False)}", field="depth")
-    depth = int(depth.__index__())
-    if depth < 1:
-        raise InputError(f"pool depth must be a positive integer (items per run and query), got {depth}",
-                         field="depth")
-    if depth > MAX_DEPTH:
-        raise InputError(f"pool depth must be at most {MAX_DEPTH:,} (a depth beyond a run's length pools all "
-                         f"of it), got {clip(str(depth), 40, quote=False)}", field="depth")
-    return depth
-
 
 @dataclass(frozen=True)
 class PoolRequest:
@@ -109,9 +92,6 @@ class PoolRequest:
         """Build the pool (or add the runs) as :meth:`resolve` decides:
         :func:`~workbench.services.pooling.pools.build_pool` or
         :func:`~workbench.services.pooling.pools.add_runs`."""
-        from workbench.services.pooling.pools import add_runs, build_pool
-        from workbench.services.progress import no_progress
-
         resolved = self.resolve(settings)
         if resolved.add:
             return add_runs(db, resolved.name, list(resolved.runs))
