@@ -18,8 +18,9 @@ bad option, :class:`~workbench.errors.StoreError` for a database that cannot be 
     result = project.evaluate(runs=["bm25"], measures=["ndcg@10", "P@5"])
     result.to_pandas()                                    # one row per run, one column per measure
 
-Results are frozen dataclasses; each has ``to_pandas()``. :meth:`Project.qrels` returns the metric
-engine's :class:`~workbench.core.metrics.qrels_and_runs.Qrels`, the type
+Results are dataclasses (the services' own where a service defines the result: ``chunk``,
+``retrieve``, ``pool`` and the imports); each has ``to_pandas()``. :meth:`Project.qrels` returns
+the metric engine's :class:`~workbench.core.metrics.qrels_and_runs.Qrels`, the type
 :func:`workbench.evaluate` takes, and :meth:`Project.run` a stored run as its
 :class:`~workbench.core.metrics.qrels_and_runs.Run`.
 
