@@ -102,6 +102,29 @@ def provocations(project, empty, tmp_path) -> dict:
         "few-shot offline": lambda: project.judge("demo", model="offline-lexical", few_shot=2),
         "few-shot no labels": lambda: project.judge("demo", few_shot=2, **llm),
         "samples at temperature 0": lambda: project.judge("demo", samples=3, temperature=0.0, **llm),
+        # pooling (services.pooling.request.PoolRequest and the pooling service)
+        "pool depth 0": lambda: project.pool("new", ["bm25"], depth=0),
+        "pool depth of another type": lambda: project.pool("new", ["bm25"], depth="5"),
+        "pool depth beyond 32 bits": lambda: project.pool("new", ["bm25"], depth=2**40),
+        "pool unknown run": lambda: project.pool("new", ["nope"]),
+        "pool no runs": lambda: project.pool("new", []),
+        "pool runs as one string": lambda: project.pool("new", "bm25"),
+        "pool a run twice": lambda: project.pool("new", ["bm25", "bm25"]),
+        "pool name against the rule": lambda: project.pool("a b", ["bm25"]),
+        "pool add to no pool": lambda: project.pool("nope", ["bm25"], add=True),
+        "pool add a pooled run": lambda: project.pool("demo", ["bm25"], add=True),
+        # calibration samples (services.calibration.request.SampleRequest and the draw)
+        "sample size 0": lambda: project.calibration_sample("demo", size=0),
+        "sample size of another type": lambda: project.calibration_sample("demo", size="200"),
+        "sample too small": lambda: project.calibration_sample("demo", size=5),
+        "sample negative seed": lambda: project.calibration_sample("demo", seed=-1),
+        "sample seed beyond 64 bits": lambda: project.calibration_sample("demo", seed=2**64),
+        "sample seed of another type": lambda: project.calibration_sample("demo", seed="x"),
+        "sample unknown judge": lambda: project.calibration_sample("demo", judge="nope"),
+        "sample unknown pool": lambda: project.calibration_sample("nope"),
+        "sample share": lambda: project.calibration_sample("demo", holdout_share=2),
+        "sample queries design without queries": lambda: project.calibration_sample("demo", design="queries"),
+        "sample queries with pairs": lambda: project.calibration_sample("demo", queries=5),
     }
     for option in OPTIONS:  # every keyword the judge takes, given a value of no type it accepts
         if option.kwarg and option.name != "pool":
@@ -123,6 +146,23 @@ def test_no_api_error_names_a_cli_flag_or_command(project, empty, tmp_path, monk
     assert said["few-shot sample alone"].endswith("add few_shot=K")
     assert said["type of budget_usd"].startswith("budget_usd= must be a number")
     assert said["type of concurrency"].startswith("concurrency= must be a whole number")
+    # pooling and samples: the keyword named, never the settings' or the command line's words
+    assert "depth=" in said["pool depth 0"] and "depth=" in said["pool depth of another type"]
+    assert "command line" not in said["pool depth of another type"]
+    assert "depth=" in said["pool depth beyond 32 bits"]
+    assert said["pool no runs"] == "choose one or more runs= to pool"
+    assert said["pool runs as one string"] == "runs= must be a list of run names, got 'bm25'"
+    assert "unknown run 'nope'" in said["pool unknown run"]
+    assert said["sample size 0"] == "size= must be at least 1, got 0"
+    assert said["sample too small"] == "a calibration sample of 5 pairs is too small; ask for at least 100 with size="
+    assert said["sample size of another type"] == "size= must be a whole number, got '200'"
+    assert said["sample negative seed"] == "seed= must be at least 0, got -1"
+    assert said["sample seed beyond 64 bits"].startswith("seed= must be at most 9,223,372,036,854,775,807")
+    assert said["sample share"] == "holdout_share= must be a share in (0, 1], got 2"
+    assert said["sample queries design without queries"] == (
+        "design='queries' needs queries=N, the number of queries to draw (e.g. queries=30)")
+    assert "no judge configuration 'nope'; choose one of" in said["sample unknown judge"]
+    assert "`Project.pool()`" in said["sample unknown pool"]
 
 
 def test_the_scan_sees_the_cli_words_the_same_errors_have_on_the_command_line(project, empty, tmp_path,

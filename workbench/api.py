@@ -18,8 +18,9 @@ bad option, :class:`~workbench.errors.StoreError` for a database that cannot be 
     result = project.evaluate(runs=["bm25"], measures=["ndcg@10", "P@5"])
     result.to_pandas()                                    # one row per run, one column per measure
 
-Results are frozen dataclasses; each has ``to_pandas()``. :meth:`Project.qrels` returns the metric
-engine's :class:`~workbench.core.metrics.qrels_and_runs.Qrels`, the type
+Results are dataclasses (the services' own where a service defines the result: ``chunk``,
+``retrieve``, ``pool`` and the imports); each has ``to_pandas()``. :meth:`Project.qrels` returns
+the metric engine's :class:`~workbench.core.metrics.qrels_and_runs.Qrels`, the type
 :func:`workbench.evaluate` takes, and :meth:`Project.run` a stored run as its
 :class:`~workbench.core.metrics.qrels_and_runs.Run`.
 
@@ -53,7 +54,9 @@ if TYPE_CHECKING:
     from workbench.core.metrics.evaluation import EvaluationResult
     from workbench.core.metrics.qrels_and_runs import Qrels, Run
     from workbench.services.chunking import ChunkingSummary as Chunking
+    from workbench.services.ingest.result import ImportResult as ImportSummary
     from workbench.services.judge.runner import Progress
+    from workbench.services.pooling.pools import PoolSummary as Pool
     from workbench.services.retrieval.runs import RunSummary as RunInfo
 
 __all__ = [
@@ -76,10 +79,14 @@ def _frame(record: Mapping[str, Any]):
 #: Result types the services define, returned as they are (one type, one set of fields) under
 #: the names the API has always used: ``Chunking`` is what :meth:`Project.chunk` returns,
 #: :class:`~workbench.services.chunking.ChunkingSummary`; ``RunInfo`` what
-#: :meth:`Project.retrieve` returns, :class:`~workbench.services.retrieval.runs.RunSummary`.
+#: :meth:`Project.retrieve` returns, :class:`~workbench.services.retrieval.runs.RunSummary`;
+#: ``Pool`` what :meth:`Project.pool` returns, :class:`~workbench.services.pooling.pools.PoolSummary`;
+#: ``ImportSummary`` what the imports return, :class:`~workbench.services.ingest.result.ImportResult`.
 #: Resolved on first use, so importing this module stays cheap.
 _SERVICE_TYPES = {"Chunking": ("workbench.services.chunking", "ChunkingSummary"),
-                  "RunInfo": ("workbench.services.retrieval.runs", "RunSummary")}
+                  "RunInfo": ("workbench.services.retrieval.runs", "RunSummary"),
+                  "Pool": ("workbench.services.pooling.pools", "PoolSummary"),
+                  "ImportSummary": ("workbench.services.ingest.result", "ImportResult")}
 
 
 def __getattr__(name: str):
@@ -89,52 +96,6 @@ def __getattr__(name: str):
         module, attribute = _SERVICE_TYPES[name]
         return getattr(import_module(module), attribute)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-@dataclass(frozen=True)
-class ImportSummary:
-    """What an import stored: ``rows`` written; ``present`` equal rows already stored;
-    ``skipped`` rows dropped by reason (``skip_unknown``); ``already_imported`` the earlier import
-    when the same bytes were seen before (then nothing was done)."""
-
-    kind: str
-    path: str
-    format: str
-    name: str | None
-    rows: int
-    present: int
-    excluded: int
-    skipped: dict[str, int]
-    already_imported: bool
-    level: str | None
-    chunking: str | None
-    seconds: float
-    summary: str
-
-    def to_pandas(self) -> pd.DataFrame:
-        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("skipped", "summary")}
-                      | {"skipped": sum(self.skipped.values())})
-
-
-@dataclass(frozen=True)
-class Pool:
-    """A pool :meth:`Project.pool` built (or grew); ``notes`` name runs that do not cover every
-    document."""
-
-    name: str
-    level: str
-    chunking: str | None
-    depth: int
-    runs: tuple[str, ...]
-    queries: int
-    pairs: int
-    pairs_added: int
-    seconds: float
-    notes: tuple[str, ...] = ()
-
-    def to_pandas(self) -> pd.DataFrame:
-        return _frame({f.name: getattr(self, f.name) for f in fields(self) if f.name != "notes"}
-                      | {"runs": ",".join(self.runs)})
-
 
 @dataclass(frozen=True)
 class JudgeReport:
@@ -358,11 +319,7 @@ class Project:
         from workbench.services.ingest import import_file
 
         with self._db() as db:
-            r = import_file(db, kind, path, **options)
-        return ImportSummary(kind=r.kind, path=r.path, format=r.format, name=r.name, rows=r.rows, present=r.present,
-                             excluded=r.excluded, skipped=dict(r.skipped),
-                             already_imported=r.already_imported is not None, level=r.level, chunking=r.chunking,
-                             seconds=r.seconds, summary=r.summary())
+            return import_file(db, kind, path, **options)
 
     def import_corpus(self, path: str | Path, *, format: str | None = None, name: str | None = None,
                       id_field: str | None = None, text_field: str | None = None,
@@ -438,21 +395,13 @@ class Project:
 
     def pool(self, name: str, runs: Sequence[str], *, depth: int | None = None, add: bool = False) -> Pool:
         """Pool the top ``depth`` of each run (``[pool] depth`` by default) into pool ``name``;
-        with ``add`` add ``runs`` to the existing pool at its own depth."""
-        from workbench.services.pooling.pools import add_runs, build_pool
+        with ``add`` add ``runs`` to the existing pool at its own depth. The request and its
+        rules: :class:`workbench.services.pooling.request.PoolRequest`."""
+        from workbench.services.pooling.request import PoolRequest
 
-        runs = list(runs)
-        if not runs:
-            raise ConfigError("pool needs at least one run, e.g. runs=['bm25']")
+        request = PoolRequest(name, runs, depth, add=add).check()
         with self._db() as db:
-            if add:
-                if depth is not None:
-                    raise ConfigError("add=True uses the pool's own depth; leave depth out")
-                s = add_runs(db, name, runs)
-            else:
-                s = build_pool(db, name, runs, int(self.settings(**{"pool.depth": depth}).get("pool", "depth")))
-        return Pool(s.name, s.level, s.chunking, s.depth, tuple(s.runs), s.queries, s.pairs_total, s.pairs_added,
-                    s.seconds, tuple(s.notes))
+            return request.run(db, self.settings())
 
     # -- judge ----------------------------------------------------------------------------------
     def judge(self, pool: str, *, api_key: str | None = None, progress: Callable[[Progress], None] | None = None,
@@ -484,21 +433,22 @@ class Project:
 
     # -- calibration ----------------------------------------------------------------------------
     def calibration_sample(self, pool: str, *, size: int | None = None, seed: int = 0, name: str | None = None,
-                           holdout_share: float | None = None, judge: str | None = None) -> CalibrationSample:
+                           holdout_share: float | None = None, judge: str | None = None,
+                           design: Literal["pairs", "queries"] = "pairs",
+                           queries: int | None = None) -> CalibrationSample:
         """Draw and store a calibration sample from the judged ``pool`` (``workbench calibrate
-        sample``); named ``POOL-seedS`` unless ``name``. Samples are never overwritten. ``judge``:
-        the judge configuration whose grades stratify it (key, key prefix or model), needed when
-        several graded the pool."""
-        from workbench.services.calibration.workflow import create_sample
+        sample``); named ``POOL-seedS`` (``POOL-queries-seedS`` for ``design="queries"``) unless
+        ``name``. Samples are never overwritten. ``judge``: the judge configuration whose grades
+        stratify it (key, key prefix or model), needed when several graded the pool.
+        ``design="queries"`` draws ``queries`` whole queries (for judge-corrected scores)
+        instead of pairs. The request and its rules:
+        :class:`workbench.services.calibration.request.SampleRequest`."""
+        from workbench.services.calibration.request import SampleRequest
 
-        settings = self.settings()
+        request = SampleRequest(pool, size=size, seed=seed, design=design, queries=queries,
+                                holdout_share=holdout_share, name=name, judge=judge).check()
         with self._db() as db:
-            s = create_sample(
-                db, name or f"{pool}-seed{seed}", pool, seed=seed,
-                size=size if size is not None else int(settings.get("calibration", "sample_size")),
-                holdout_share=(holdout_share if holdout_share is not None
-                               else float(settings.get("calibration", "holdout_share"))),
-                threshold=int(settings.get("calibration", "relevant_min_grade")), judge=judge)
+            s = request.run(db, self.settings())
         return CalibrationSample(s["name"], s["pool"], s["seed"], s["size"], s["holdout"], s["tuning"], s["queries"],
                                  dict(s["by_judge_grade"]), tuple(s["notes"]))
 
@@ -726,10 +676,10 @@ def _as_call(words: str) -> str:
 
 
 def _python_value(text: str) -> str:
-    """A value a message shows as Python: a number or a metavariable (``K``, ``NAME``) as it is,
-    other text quoted (``model='offline-lexical'``)."""
+    """A value a message shows as Python: a number, ``True``/``False``/``None`` or a metavariable
+    (``K``, ``NAME``) as it is, other text quoted (``model='offline-lexical'``)."""
 
-    if re.fullmatch(r"-?\d+(\.\d+)?|[A-Z][A-Z0-9_]*", text):
+    if re.fullmatch(r"-?\d+(\.\d+)?|[A-Z][A-Z0-9_]*|True|False|None", text):
         return text
     return repr(text)
 

@@ -132,6 +132,22 @@ def test_calibration_page_verdict_first_and_draws_a_sample(judged):
     assert 'data-table="calibration-configurations"' in text and "m1" in text
 
 
+def test_the_page_draws_with_the_configured_relevant_grade_as_the_cli_does(judged, monkeypatch):
+    """The draw form builds the same SampleRequest as ``calibrate sample``: its defaults (here the
+    relevant grade that splits the strata) come from the settings, not from the page."""
+    from workbench.store.calibration import read_sample
+
+    path, _ = judged
+    monkeypatch.setenv("WORKBENCH_CALIBRATION_RELEVANT_MIN_GRADE", "3")
+    at = _run(_calibration_page)
+    at.number_input[1].set_value(6)  # the seed
+    [b for b in at.button if b.label == "Draw sample"][0].click().run()
+    assert not at.exception
+    assert "Drew sample p-seed6" in _texts(at)
+    with Database(path) as db:
+        assert read_sample(db, "p-seed6")["threshold"] == 3
+
+
 def test_a_sample_with_no_labels_yet_says_label_first_not_never(judged):
     """Nothing labelled: the verdict says so, never that more labels will not decide it (that is
     only for a figure sitting on its threshold; core/test_gate checks the one-class case)."""

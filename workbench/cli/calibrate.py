@@ -32,7 +32,6 @@ from workbench.cli.common import (
     print_json,
     settings_from_args,
 )
-from workbench.errors import ConfigError
 
 
 def _scale(text: str) -> int:
@@ -116,24 +115,14 @@ def _agree(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    from workbench.services.calibration.workflow import create_sample
+    """Builds a :class:`~workbench.services.calibration.request.SampleRequest` (its check words the errors)."""
+    from workbench.services.calibration.request import SampleRequest
 
-    settings = settings_from_args(args)
-
-    if args.design == "queries" and args.queries is None:
-        raise ConfigError("--design queries needs --queries N, the number of queries to draw (e.g. --queries 30)")
-    if args.design == "pairs" and args.queries is not None:
-        raise ConfigError("--queries is a --design queries option; add --design queries to sample queries")
-    suffix = "-queries" if args.design == "queries" else ""
-    name = args.name or f"{args.pool}{suffix}-seed{args.seed}"
+    request = SampleRequest(args.pool, size=args.size, seed=args.seed, design=args.design, queries=args.queries,
+                            holdout_share=args.holdout_share, name=args.name, judge=args.judge, model=args.model,
+                            prompt_hash=args.prompt_hash).check()
     with open_project_from_args(args) as db:
-        summary = create_sample(
-            db, name, args.pool, seed=args.seed, design=args.design, queries=args.queries,
-            size=args.size if args.size is not None else int(settings.get("calibration", "sample_size")),
-            holdout_share=(args.holdout_share if args.holdout_share is not None
-                           else float(settings.get("calibration", "holdout_share"))),
-            threshold=int(settings.get("calibration", "relevant_min_grade")), model=args.model,
-            prompt_hash=args.prompt_hash, judge=args.judge)
+        summary = request.run(db, settings_from_args(args))
     if args.format == "json":
         print_json(summary)
         return 0
@@ -239,16 +228,6 @@ def _gate(args: argparse.Namespace) -> int:
     return EXIT_CODES[verdict["verdict"]]
 
 
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a share in (0, 1], got {value}")
-    return value
-
-
 def _report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sample", metavar="NAME", help="the calibration sample (default: the newest)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0; stored in the output)")
@@ -289,17 +268,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = cal_sub.add_parser("sample", help="draw a calibration sample from a judged pool")
     s.add_argument("--pool", required=True, metavar="P", help="the judged pool to sample from")
-    s.add_argument("--size", type=positive_int, default=None, metavar="N",
+    s.add_argument("--size", type=int, default=None, metavar="N",
                    help="pairs to draw (default: [calibration] sample_size, 200)")
     s.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed (default 0; stored)")
     s.add_argument("--design", choices=("pairs", "queries"), default="pairs",
                    help="pairs (default): pairs stratified by judge grade and query, for the gate; queries: "
                         "a random sample of --queries queries with every pool pair of each, for "
                         "judge-corrected intervals (eval/compare --labels corrected)")
-    s.add_argument("--queries", type=positive_int, default=None, metavar="N",
+    s.add_argument("--queries", type=int, default=None, metavar="N",
                    help="with --design queries: how many queries to draw")
     s.add_argument("--name", metavar="NAME", help="sample name (default POOL-seedS)")
-    s.add_argument("--holdout-share", type=_share, default=None, metavar="X",
+    s.add_argument("--holdout-share", type=float, default=None, metavar="X",
                    help="share held out for the gate (default: [calibration] holdout_share, 0.75; "
                         "the rest is for tuning the judge)")
     s.add_argument("--model", metavar="M", help="use only LLM judgments of this model")

@@ -61,7 +61,8 @@ def _pass(field: str) -> str:
 
 
 def _valued(kind: str, field: str, value: str) -> str:
-    return f"{'pass ' if kind == 'set_field' else ''}{flag_of(field)} {value}"
+    shown = flag_of(field) if value == "True" else f"{flag_of(field)} {value}"  # a switch is its flag alone
+    return f"{'pass ' if kind == 'set_field' else ''}{shown}"
 
 
 #: The CLI's words for the placeholders of :mod:`workbench.errors` (as ``render`` takes them).

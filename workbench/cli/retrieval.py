@@ -106,27 +106,24 @@ def _list(args: argparse.Namespace) -> int:
 
 # -- pool --------------------------------------------------------------------------------------
 def _pool(args: argparse.Namespace) -> int:
-    from workbench.services.pooling.pools import add_runs, build_pool
+    """Builds a :class:`~workbench.services.pooling.request.PoolRequest` (its check words the errors)."""
+    from workbench.services.pooling.request import PoolRequest
 
     if args.stats:
         return _pool_stats(args)
-    runs = _names(args.runs, "--runs")
-    settings = settings_from_args(args, **{"pool.depth": args.depth})
+    runs = tuple(n.strip() for n in (args.runs or "").split(",") if n.strip())
+    request = PoolRequest(args.name, runs, args.depth, add=args.add).check()
     with _open(args) as db:
-        if args.add:
-            if args.depth is not None:
-                raise InputError("--add uses the pool's own depth; drop --depth")
-            s = add_runs(db, args.name, runs)
-            print(f"pool {s.name!r}: added runs {runs} at depth {s.depth}: {s.pairs_added:,} new pairs, "
-                  f"{s.provenance_added:,} provenance rows; {s.pairs_total:,} pairs over {s.queries:,} queries "
-                  f"in {s.seconds:.2f}s")
-            _print_notes(s.notes)
-        else:
-            s = build_pool(db, args.name, runs, int(settings.get("pool", "depth")), progress=progress_from_args(args))
-            print(f"pool {s.name!r} ({s.level}, depth {s.depth}, runs {', '.join(s.runs)}): "
-                  f"{s.pairs_total:,} pairs over {s.queries:,} queries, {s.provenance_added:,} "
-                  f"provenance rows in {s.seconds:.2f}s")
-            _print_notes(s.notes)
+        s = request.run(db, settings_from_args(args), progress=progress_from_args(args))
+    if request.add:
+        print(f"pool {s.name!r}: added runs {list(runs)} at depth {s.depth}: {s.pairs_added:,} new pairs, "
+              f"{s.provenance_added:,} provenance rows; {s.pairs_total:,} pairs over {s.queries:,} queries "
+              f"in {s.seconds:.2f}s")
+    else:
+        print(f"pool {s.name!r} ({s.level}, depth {s.depth}, runs {', '.join(s.runs)}): "
+              f"{s.pairs_total:,} pairs over {s.queries:,} queries, {s.provenance_added:,} "
+              f"provenance rows in {s.seconds:.2f}s")
+    _print_notes(s.notes)
     return 0
 
 

@@ -8,7 +8,9 @@ from workbench.errors import render_text
 
 @dataclass
 class ImportResult:
-    """What an import did. ``rows`` were written; the other counts say what was not and why."""
+    """What an import did. ``rows`` were written; the other counts say what was not and why;
+    ``already_imported`` is the earlier import when the same bytes were seen before (then nothing
+    was done), else None. ``summary()`` says it in one paragraph, ``to_pandas()`` as one row."""
 
     kind: str
     path: str
@@ -30,6 +32,17 @@ class ImportResult:
     @property
     def skipped_total(self) -> int:
         return sum(self.skipped.values())
+
+    def to_pandas(self):
+        """One row (what ``Project.import_*`` return, as a table): ``kind, path, format, name,
+        rows, present, excluded, already_imported`` (True or False)``, level, chunking, seconds,
+        skipped`` (rows skipped, all reasons)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"kind": self.kind, "path": self.path, "format": self.format, "name": self.name,
+                              "rows": self.rows, "present": self.present, "excluded": self.excluded,
+                              "already_imported": self.already_imported is not None, "level": self.level,
+                              "chunking": self.chunking, "seconds": self.seconds, "skipped": self.skipped_total}])
 
     def summary(self, *, data: bool = False) -> str:
         """One human-readable paragraph (the CLI prints it; the app shows it): with ``data`` its fields

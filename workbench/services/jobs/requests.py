@@ -136,13 +136,12 @@ class PoolRequest:
         return f"{'runs added to ' if self.add else ''}pool {self.name} ({', '.join(self.runs)})"
 
     def run(self, db, progress: ProgressFactory, notify) -> dict:
-        from workbench.services.pooling.pools import add_runs, build_pool
+        from workbench.services.pooling.request import PoolRequest as Pooling
 
-        if self.add:
-            return _plain(add_runs(db, self.name, list(self.runs)))
-        if self.depth is None:
+        if not self.add and self.depth is None:
             raise InputError("{field:depth} is required for a new pool")
-        return _plain(build_pool(db, self.name, list(self.runs), int(self.depth), progress=progress))
+        # The one pooling request: the same check and service as workbench pool and Project.pool.
+        return _plain(Pooling(self.name, self.runs, self.depth, add=self.add).run(db, progress=progress))
 
 
 @dataclass(frozen=True)

@@ -71,11 +71,15 @@ POOL_RRF_K = 60
 
 @dataclass(frozen=True)
 class PoolSummary:
+    """A pool :func:`build_pool` built or :func:`add_runs` grew (what ``Project.pool`` returns):
+    ``pairs_added`` new pairs (all of them for a new pool), ``pairs_total`` (also ``pairs``) in the
+    pool now, ``provenance_added`` run rows recorded, ``runs`` every pooled run in pooling order."""
+
     name: str
     level: str
     chunking: str | None
     depth: int
-    runs: list[str]
+    runs: tuple[str, ...]
     queries: int
     pairs_added: int
     provenance_added: int
@@ -84,18 +88,37 @@ class PoolSummary:
     #: A sentence per pooled run that does not cover every document (see services.coverage).
     notes: tuple[str, ...] = ()
 
+    @property
+    def pairs(self) -> int:
+        """The pool's pairs now (``pairs_total``)."""
+        return self.pairs_total
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row: ``name, level, chunking, depth, runs`` (comma-joined)``, queries, pairs,
+        pairs_added, seconds``."""
+        return pd.DataFrame([{"name": self.name, "level": self.level, "chunking": self.chunking, "depth": self.depth,
+                              "runs": ",".join(self.runs), "queries": self.queries, "pairs": self.pairs,
+                              "pairs_added": self.pairs_added, "seconds": self.seconds}])
+
 
 #: Largest pool depth (the depth is stored as a 32-bit integer).
 MAX_DEPTH = 2**31 - 1
 
 
-def _check_depth(depth) -> int:
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
-        raise InputError(f"pool depth must be a positive integer (items per run and query), got {depth!r}")
+def check_depth(depth: object) -> int:
+    """``depth`` as an ``int`` in ``[1, MAX_DEPTH]``, else one line naming ``{field:depth}``."""
+    whole_number = "give {field:depth} a whole number of 1 or more"
+    if isinstance(depth, bool) or not isinstance(depth, int) and not hasattr(depth, "__index__"):
+        raise InputError(f"pool depth must be a positive integer (items per run and query), got "
+                         f"{clip(repr(depth), 40, quote=False)}", field="depth", hint=whole_number)
+    depth = int(depth.__index__())
+    if depth < 1:
+        raise InputError(f"pool depth must be a positive integer (items per run and query), got {depth}",
+                         field="depth", hint=whole_number)
     if depth > MAX_DEPTH:
         raise InputError(f"pool depth must be at most {MAX_DEPTH:,} (a depth beyond a run's length pools all "
-                         f"of it), got {clip(str(depth), 40, quote=False)}")
-    return int(depth)
+                         f"of it), got {clip(str(depth), 40, quote=False)}", field="depth", hint="lower {field:depth}")
+    return depth
 
 
 def _id_col(level: str) -> str:
@@ -133,7 +156,7 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
     and ranks reach numpy, where :func:`core.fusion.fuse_wide` gives the RRF priorities.
     """
     access.require("build")
-    depth = _check_depth(depth)
+    depth = check_depth(depth)
     check_name(name, "pool", "choose another {field}", field="name")
     if read_pool(db, name) is not None:
         raise StoreError(
@@ -161,7 +184,7 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
         drop_staged_pool_pairs(tx)
         n_prov = write_pool_provenance_from_runs(tx, name, list(runs), depth)
         advance(1)
-    return PoolSummary(name, level, chunking, depth, list(runs), staged.queries,
+    return PoolSummary(name, level, chunking, depth, tuple(runs), staged.queries,
                        n_pairs, n_prov, n_pairs, time.perf_counter() - started,
                        tuple(coverage_notes(db, list(runs))))
 
@@ -219,7 +242,7 @@ def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
         n_prov = write_pool_provenance_from_runs(tx, name, list(runs), depth)
         update_pool_runs(tx, name, record["runs"] + list(runs))
         total, queries = count_pool_pairs(tx, name)
-    return PoolSummary(name, level, chunking, depth, record["runs"] + list(runs), queries,
+    return PoolSummary(name, level, chunking, depth, (*record["runs"], *runs), queries,
                        n_pairs, n_prov, total, time.perf_counter() - started,
                        tuple(coverage_notes(db, record["runs"] + list(runs))))
 

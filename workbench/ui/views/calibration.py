@@ -44,7 +44,9 @@ FIGURE_NAMES = [
     ("exact", "Same grade"),
 ]
 FIELDS = {"--pool": Field("Pool", "choice"), "--size": Field("Pairs to draw", "number"),
-          "--seed": Field("Seed", "number")}
+          "--seed": Field("Seed", "number"), "holdout_share": Field("Share held out for the gate", "number"),
+          "design": Field("Design", "choice"), "queries": Field("Queries to draw (whole queries)", "number"),
+          "name": Field("Sample name")}
 
 
 def _fmt(x) -> str:
@@ -253,11 +255,14 @@ def _draw_form(db, cal) -> None:
                                       step=1, key="calibration_queries")
             name = st.text_input("Sample name", value="", placeholder="default: POOL-seedSEED")
             if st.form_submit_button("Draw sample"):
+                from workbench.config import load_settings
+                from workbench.services.calibration.request import SampleRequest
+
                 by_query = DESIGNS[design] == "queries"
-                chosen = name.strip() or f"{pool}{'-queries' if by_query else ''}-seed{int(seed)}"
                 try:
-                    out = cal.create_sample(db, chosen, pool, size=int(size), seed=int(seed), holdout_share=float(share),
-                                            design=DESIGNS[design], queries=int(queries) if by_query else None)
+                    out = SampleRequest(pool, size=int(size), seed=int(seed), holdout_share=float(share),
+                                        design=DESIGNS[design], queries=int(queries) if by_query else None,
+                                        name=name).check().run(db, load_settings())
                 except WorkbenchError as exc:
                     context.error(exc, FIELDS)
                     return

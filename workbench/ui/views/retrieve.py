@@ -39,10 +39,7 @@ from workbench.retrieval.hybrid import parse_weights
 from workbench.services.browse import peek_pool
 from workbench.services.chunking import DEFAULT_SIZE
 from workbench.services.chunking import create_chunking
-from workbench.services.jobs import PoolRequest
 from workbench.services.jobs import documents
-from workbench.services.pooling.pools import add_runs
-from workbench.services.pooling.pools import build_pool
 from workbench.services.pooling.pools import list_pools
 from workbench.services.pooling.pools import pool_stats
 from workbench.services.project.deletion import delete
@@ -81,6 +78,7 @@ HARNESS_FIELDS = {"--url": Field("Address of your retriever"), "--name": Field("
                   "--timeout": Field("Seconds per query", "number")}
 POOL_FIELDS = {"--name": Field("Pool name"), "--runs": Field("Runs", "choice"), "--depth": Field("Depth", "number"),
                "--add": Field("Add runs", "choice")}
+ADD_FIELDS = {**POOL_FIELDS, "--name": Field("Pool", "choice"), "--runs": Field("Runs to add", "choice")}
 
 
 def dense_available() -> bool:
@@ -535,6 +533,7 @@ def _harness_result() -> None:
 
 
 def _pool_section(state: dict) -> None:
+    from workbench.services.pooling.request import PoolRequest
 
     st.subheader("3. Pool")
     pools = state["pools"]
@@ -556,13 +555,10 @@ def _pool_section(state: dict) -> None:
                                      help="Each run's top results per query that enter the pool.")
         if st.form_submit_button("Build pool"):
             name = name.strip()
-            if _refuse_name(name, _names(pools), "pool", "Pool name"):
-                pass
-            elif not chosen:
-                st.error("Choose one or more “Runs” to pool.")
-            elif not _background("pool", _run_rows(state, chosen), _pool_request(name, chosen, int(depth)),
-                                 fields=POOL_FIELDS, clear=("pool_name", "pool_runs")):
-                _attempt(lambda db: build_pool(db, name, list(chosen), int(depth), progress=context.progress),
+            request = _checked(PoolRequest(name, tuple(chosen), int(depth)), POOL_FIELDS)
+            if request is not None and not _background("pool", _run_rows(state, chosen), _pool_request(request),
+                                                       fields=POOL_FIELDS, clear=("pool_name", "pool_runs")):
+                _attempt(lambda db: request.run(db, progress=context.progress),
                          lambda s: context.plain(f"Pool {s.name}: {s.pairs_total:,} pairs over {s.queries:,} queries."
                                                  + _notes(s)),
                          fields=POOL_FIELDS, clear=("pool_name", "pool_runs"),
@@ -574,21 +570,22 @@ def _pool_section(state: dict) -> None:
         if st.form_submit_button("Add runs"):
             if pool is None:
                 st.error("Build a pool first (New pool).")
-            elif not chosen:
-                st.error("Choose one or more “Runs to add”.")
-            elif not _background("pool", _run_rows(state, chosen), _pool_request(pool, chosen, None, add=True),
-                                 fields=POOL_FIELDS, clear=("pool_add_runs",)):
-                _attempt(lambda db: add_runs(db, pool, list(chosen)),
+            elif ((request := _checked(PoolRequest(pool, tuple(chosen), add=True), ADD_FIELDS)) is not None
+                  and not _background("pool", _run_rows(state, chosen), _pool_request(request), fields=ADD_FIELDS,
+                                      clear=("pool_add_runs",))):
+                _attempt(lambda db: request.run(db),
                          lambda s: context.plain(f"Pool {s.name}: {s.pairs_added:,} new pairs; {s.pairs_total:,} in total."
                                                  + _notes(s)),
-                         fields={**POOL_FIELDS, "--runs": Field("Runs to add", "choice")}, clear=("pool_add_runs",),
+                         fields=ADD_FIELDS, clear=("pool_add_runs",),
                          follow={"stats_pool": pool})
     jobs_panel.panel(("pool",), title="Pools in the background", fields=POOL_FIELDS)
 
 
-def _pool_request(name: str, runs, depth: int | None, *, add: bool = False):
+def _pool_request(request):
+    """The background job of a checked pooling request (the same fields)."""
+    from workbench.services.jobs import PoolRequest
 
-    return PoolRequest(name, tuple(runs), depth, add=add)
+    return PoolRequest(request.name, request.runs, request.depth, add=request.add)
 
 
 def _sentence(text: str) -> str:
@@ -602,6 +599,17 @@ def _notes(summary) -> str:
 
     notes = [page_message(n) for n in getattr(summary, "notes", ()) or ()]
     return "".join(f" Note: {n[0].upper() + n[1:]}." for n in notes)
+
+
+def _checked(request, fields: dict):
+    """``request.check()``, or None with its refusal shown as a sentence in the page's words."""
+    from workbench.ui.words import page_message
+
+    try:
+        return request.check()
+    except WorkbenchError as exc:
+        st.error(context.plain(_sentence(page_message(exc, fields))))
+        return None
 
 
 def _json_list(value) -> list[str]:
