@@ -83,14 +83,23 @@ def _assign(args: argparse.Namespace) -> int:
         print_json(plan)
         return 0
     cap = "" if plan["per_annotator"] is None else f", at most {plan['per_annotator']} each"
-    print(f"sample {plan['sample']!r}: {plan['covered']} of {plan['total']} pairs assigned, "
+    print(f"sample {plan['sample']!r}: {plan['covered']} of {plan['total']} pairs assigned{_queries(plan)}, "
           f"{plan['overlap']} SME{'s' if plan['overlap'] > 1 else ''} per pair{cap} (seed {plan['seed']})")
     for name in plan["annotators"]:
-        print(f"  {name}: {len(plan['assigned'][name])} pairs")
+        whole = plan.get("assigned_queries")
+        print(f"  {name}: {len(plan['assigned'][name])} pairs"
+              + ("" if whole is None else f" ({len(whole.get(name, []))} whole queries)"))
     if plan["covered"] < plan["total"]:
         print(f"note: {plan['total'] - plan['covered']} pairs are assigned to nobody; raise --per-annotator or "
               f"add annotators to cover them")
     return 0
+
+
+def _queries(plan: dict) -> str:
+    """" (in 4 of 5 whole queries)" for a query-design sample's assignment, else ""."""
+    if plan.get("unit") != "queries":
+        return ""
+    return f" (in {plan['queries_covered']} of {plan['queries_total']} whole queries: a query's pairs go to the same SMEs)"
 
 
 def _guidelines(args: argparse.Namespace) -> int:
@@ -134,7 +143,7 @@ def _routing(args: argparse.Namespace) -> int:
         print(f"sample {sample!r}: no assignment; every SME may label every pair ([calibration] overlap applies)")
     else:
         cap = "" if plan["per_annotator"] is None else f", at most {plan['per_annotator']} each"
-        print(f"sample {sample!r}: {plan['covered']} of {plan['total']} pairs assigned, {plan['overlap']} per "
+        print(f"sample {sample!r}: {plan['covered']} of {plan['total']} pairs assigned{_queries(plan)}, {plan['overlap']} per "
               f"pair{cap}; set by {plan['set_by']} at {plan['set_at']}")
         for p in progress:
             print(f"  {p['annotator']}: {p['answered']} of {p['assigned']} answered, {p['open']} open")

@@ -48,7 +48,9 @@ def _assignment(sample: str, plan: dict | None, progress: list[dict]) -> None:
         st.caption("No assignment: every SME may label every pair ([calibration] overlap applies).")
     else:
         cap = "" if plan["per_annotator"] is None else f", at most {plan['per_annotator']} each"
-        st.caption(context.plain(f"{plan['covered']} of {plan['total']} pairs assigned, {plan['overlap']} SME(s) "
+        whole = (f" (in {plan['queries_covered']} of {plan['queries_total']} whole queries: all pairs of a query go "
+                 f"to the same SMEs)") if plan.get("unit") == "queries" else ""
+        st.caption(context.plain(f"{plan['covered']} of {plan['total']} pairs assigned{whole}, {plan['overlap']} SME(s) "
                                  f"per pair{cap} (seed {plan['seed']}), set by {plan['set_by']}."))
         context.table([{"SME": p["annotator"], "assigned": p["assigned"], "answered": p["answered"],
                         "open": p["open"]} for p in progress], key="routing-progress")
