@@ -348,6 +348,8 @@ def render() -> None:
         view = _view(sample, annotator)
         view["overlap"], view["min_ms"] = _settings()
         view["display"] = typed
+        # the guidelines version the panel shows: recorded with each answer given on this card
+        view["guidelines"] = guide["sha256"] if guide else None
         view["busy"] = None  # the project opened: the next key press may wait for it again
         # A whole-page run (opening the page, another sample, the reveal box) reads everything
         # afresh: another tab may have labelled, a lead may have re-imported a document.
@@ -918,7 +920,8 @@ def _answer(sample: str, annotator: str, position: int, action: str, *, seconds:
         kept = cal.keep_answer(context.db_path(), sample=sample, annotator=annotator, action=action,
                                position=position, seconds=seconds, grade=fields.get("grade"),
                                evidence=fields.get("evidence"), comment=fields.get("comment"),
-                               reveal=bool(fields.get("reveal")), answer_id=answer_id)
+                               reveal=bool(fields.get("reveal")), answer_id=answer_id,
+                               **({"guidelines_sha256": view["guidelines"]} if "guidelines" in view else {}))
     except WorkbenchError as exc:
         st.session_state.get(_TAKEN, set()).discard(_token(sample, position, _visit(sample)))
         context.flash("label", context.plain(f"Your answer to pair {position + 1} was not taken: {exc}. Nothing "
