@@ -42,15 +42,6 @@ def _guidelines_in_force(cur, sample: str) -> str | None:
     return None if record is None else record["sha256"]
 
 
-def checked_guidelines(value) -> str | None:
-    """A guidelines version as an answer carries it: None or 64 lowercase hexadecimal digits."""
-    if value is None:
-        return None
-    if not (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
-        raise InputError(f"guidelines version {str(value)[:70]!r} is not a SHA-256 (64 hexadecimal digits)")
-    return value
-
-
 def annotator_id(annotator: str) -> str:
     """The identity of an annotator id as typed: trimmed and case-folded, so ``"SME-Anna "`` and
     ``"sme-anna"`` are one person (labels, progress and agreement are kept under this form; the
@@ -355,6 +346,8 @@ def store_accepted(db: Database, answer: dict) -> int | None:
     sample, action, answer_id = answer["sample"], answer["action"], answer["id"]
     # the guidelines the card showed when the answer was given (kept with it); an answer kept
     # by an older version has none recorded: those in force now
+    from workbench.services.calibration.pending import checked_guidelines
+
     shown = checked_guidelines(answer["guidelines_sha256"]) if "guidelines_sha256" in answer else IN_FORCE
     if action == "undo":
         return _undo(db, sample, annotator, answer_id=answer_id)

@@ -26,8 +26,8 @@ page never shows another annotator's pending answers. Who may label was checked 
 was accepted (:func:`workbench.services.calibration.label_page.keep_answer` runs in the page
 session, as the signed-in user); the drain stores what was accepted, whoever runs it.
 
-Pure parts (no I/O): :func:`new_answer`, :func:`encode`, :func:`decode`, :func:`file_name`,
-:func:`merge_states`.
+Pure parts (no I/O): :func:`new_answer`, :func:`checked_guidelines`, :func:`encode`,
+:func:`decode`, :func:`file_name`, :func:`merge_states`.
 """
 
 from __future__ import annotations
@@ -112,16 +112,21 @@ def new_answer(*, sample: str, annotator: str, action: str, position: int | None
         spans = spans or None
     if action == "label" and grade >= 2 and not spans:
         raise InputError("grades 2 and 3 need evidence: mark the sentence(s) that support the grade")
-    shown = {}
-    if guidelines_sha256 != IN_FORCE:
-        from workbench.services.calibration.labelling import checked_guidelines
-
-        shown = {"guidelines_sha256": checked_guidelines(guidelines_sha256)}
+    shown = {} if guidelines_sha256 == IN_FORCE else {"guidelines_sha256": checked_guidelines(guidelines_sha256)}
     return {**shown, "id": answer_id or uuid.uuid4().hex, "seq": int(seq), "sample": sample, "annotator": annotator,
             "action": action, "position": position, "grade": None if grade is None else int(grade),
             "evidence": spans, "comment": comment or None,
             "seconds": None if seconds is None else float(seconds), "reveal": bool(reveal),
             "given_at": float(given_at)}
+
+
+def checked_guidelines(value) -> str | None:
+    """A guidelines version as an answer carries it: None or 64 lowercase hexadecimal digits."""
+    if value is None:
+        return None
+    if not (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
+        raise InputError(f"guidelines version {str(value)[:70]!r} is not a SHA-256 (64 hexadecimal digits)")
+    return value
 
 
 def encode(answer: dict) -> bytes:
