@@ -69,3 +69,33 @@ def test_bad_routing_input_is_one_line_and_stores_nothing(cli, tmp_path):
         assert out.returncode in (2, 3), (args, out.returncode)
         assert out.stderr.count("\n") == 1 and words in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert _meta(path) == {}
+
+
+def test_routing_says_which_guidelines_labels_were_given_under_and_assigns_whole_queries(cli, tmp_path):
+    path = _project(tmp_path)
+    db = ("--db", str(path))
+    first, second = tmp_path / "v1.md", tmp_path / "v2.md"
+    first.write_text("Grade 2: part of an answer.\n", encoding="utf-8")
+    second.write_text("Grade 2: one sentence answers part.\n", encoding="utf-8")
+    assert cli(*db, "calibrate", "guidelines", str(first), "--sample", "s").returncode == 0
+    with Database(path) as handle:
+        cal.save_label(handle, "s", "ann", 0, 1)
+        cal.save_label(handle, "s", "bob", 1, 2)
+    out = cli(*db, "calibrate", "routing", "--sample", "s")
+    assert out.returncode == 0 and "changed mid-sample" not in out.stdout  # all under v1: nothing to say
+    out = cli(*db, "calibrate", "guidelines", str(second), "--sample", "s")
+    assert out.returncode == 0 and "version 2" in out.stdout
+    with Database(path) as handle:
+        cal.save_label(handle, "s", "bob", 2, 0)
+        cal.create_sample(handle, "q", "p", design="queries", queries=3, seed=5)
+    out = cli(*db, "calibrate", "routing", "--sample", "s")
+    assert out.returncode == 0, out.stderr
+    assert "the guidelines changed mid-sample" in out.stdout
+    assert "labelled under guidelines v1: 2 labels (ann 1, bob 1)" in out.stdout
+    assert "labelled under guidelines v2: 1 label (bob 1)" in out.stdout
+    out = cli(*db, "calibrate", "assign", "q", "--annotators", "ann,bob", "--per-annotator", "24")
+    # 3 queries of 12 pairs, one SME per pair, at most 24 pairs each. By hand: the 1st query to ann
+    # (rotation 0), the 2nd to bob (fewer pairs), the 3rd to ann (both at 12; rotation 2 mod 2 = 0)
+    assert out.returncode == 0, out.stderr
+    assert "36 of 36 pairs assigned (in 3 of 3 whole queries" in out.stdout
+    assert "ann: 24 pairs (2 whole queries)" in out.stdout and "bob: 12 pairs (1 whole query)" in out.stdout

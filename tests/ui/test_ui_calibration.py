@@ -101,7 +101,7 @@ def test_label_page_asks_for_the_annotator_then_stores_a_grade(judged):
         assert db.query_value("SELECT count(*) FROM label_events") == 1
     # with evidence and the reveal option the judge's reason appears after submitting
     at.checkbox(key="label_reveal").check().run()
-    at.session_state["label_evidence_s_1"] = [0]  # the card's first sentence, as a click on it chooses it
+    at.session_state["label_evidence_s_sme_1"] = [0]  # the card's first sentence, as a click on it chooses it
     at.run()
     assert MARKER not in _texts(at)
     at.button(key="label_grade_s_3").click().run()

@@ -139,3 +139,61 @@ def test_the_evidence_cursor_starts_on_the_first_sentence_with_a_query_term(proj
     assert pair["position"] == position
     # units: "Overview" (a heading), "Nothing here.", "Still nothing.", "The topic is named here.", "More."
     assert (pair["units"], pair["cursor"], pair["hits"]) == (5, 3, [3])
+
+
+def test_switching_annotator_ids_in_one_tab_keeps_each_ids_own_pair_and_comment(project):
+    with Database(project) as db:
+        routing.set_active(db, "s")
+        cal.save_label(db, "t", "ann", 0, 1)  # both ids known: no question when switching
+        cal.save_label(db, "t", "bob", 0, 1)
+    at = _run(_label_page, "ann")
+    assert _card(at)["pair"]["position"] == 0
+    at.button(key="label_next_s").click().run()  # ann looks at pair 2 without answering pair 1
+    assert _card(at)["pair"]["position"] == 1
+
+    def switch(to: str) -> dict:
+        at.session_state["annotator"] = to  # another id in the same tab (no sign-in)
+        at.run()
+        assert not at.exception, at.exception
+        return _card(at)["pair"]
+
+    bob = switch("bob")
+    assert bob["position"] == 0 and "|bob|" in bob["token"]  # bob's first open pair, not ann's
+    assert switch("ann")["position"] == 1  # ann is back on her own pair
+    at.text_input(key="label_comment_s_ann_1").set_value("ann's doubt").run()
+    assert switch("bob")["position"] == 0
+    at.button(key="label_next_s").click().run()  # bob reaches pair 2 too: ann's comment is not his
+    assert _card(at)["pair"]["position"] == 1
+    assert at.text_input(key="label_comment_s_bob_1").value == ""
+    at.button(key="label_grade_s_0").click().run()
+    assert not at.exception, at.exception
+    assert switch("ann")["position"] == 1
+    with Database(project) as db:
+        assert db.query_all("SELECT annotator, position, grade, comment FROM label_events WHERE sample = 's'") == [
+            ("bob", 1, 0, None)]
+
+
+def test_a_label_records_the_guidelines_its_card_showed_and_the_lead_sees_the_version(project):
+    import hashlib
+
+    first, second = "Grade 2: part of an answer.\n", "Grade 2: one sentence answers part.\n"
+    with Database(project) as db:
+        routing.set_active(db, "s")
+        guidelines.set_guidelines(db, "s", first)
+    at = _run(_label_page, "ann")  # the panel shows v1
+    position = _card(at)["pair"]["position"]
+    with Database(project) as db:
+        guidelines.set_guidelines(db, "s", second)  # the lead changes them while ann's card is open
+    at.button(key="label_grade_s_0").click().run()  # given under what the card showed: v1
+    assert not at.exception, at.exception
+    with Database(project) as db:
+        cal.save_label(db, "s", "bob", position, 1)  # under v2, disagreeing with ann
+        rows = db.query_all("SELECT annotator, guidelines_sha256 FROM label_events WHERE sample = 's' ORDER BY event_id")
+    assert rows == [("ann", hashlib.sha256(first.encode()).hexdigest()),
+                    ("bob", hashlib.sha256(second.encode()).hexdigest())]
+    lead = _run(_calibration_page)
+    lead.selectbox(key="calibration_sample").set_value("s").run()
+    assert not lead.exception, lead.exception
+    views = [h.proto.body for h in lead.get("html") if "calibration-sme-view" in h.proto.body]
+    assert any('data-sme="ann"' in v and "labelled under guidelines v1" in v for v in views)
+    assert any('data-sme="bob"' in v and "labelled under guidelines v2" in v for v in views)

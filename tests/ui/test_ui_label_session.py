@@ -255,7 +255,7 @@ def test_a_key_from_a_card_no_longer_on_screen_stores_nothing(judged):
     assert _pair(at) == "1"
     # the session moved to another pair (a correction, a redraw) before the old card's grade
     # button was drawn again: its key must not answer a pair the SME no longer sees
-    at.session_state["label_position_s"] = 5
+    at.session_state["label_position_s_sme"] = 5
     _press(at, "label_grade_s_0")
     assert "nothing was stored" in _texts(at)
     assert _read_in_another_process(judged)["events"] == []

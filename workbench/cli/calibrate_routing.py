@@ -8,8 +8,9 @@ their pairs and the project refuses answers to others (``--none``: drop the assi
 SME may label every pair). ``calibrate guidelines [FILE] [--sample S]`` stores a Markdown file
 of labelling guidelines with the sample (default: the active sample, else the newest; FILE
 default: ``[calibration] guidelines``); SMEs read them on the Label card. ``calibrate routing
-[--sample S]`` prints the active sample, the sample's assignment with each SME's progress, and
-its guidelines' hash.
+[--sample S]`` prints the active sample, the sample's assignment with each SME's progress, its
+guidelines' version and hash and, when the guidelines changed mid-sample, how many labels were
+labelled under each version.
 """
 
 from __future__ import annotations
@@ -82,14 +83,23 @@ def _assign(args: argparse.Namespace) -> int:
         print_json(plan)
         return 0
     cap = "" if plan["per_annotator"] is None else f", at most {plan['per_annotator']} each"
-    print(f"sample {plan['sample']!r}: {plan['covered']} of {plan['total']} pairs assigned, "
+    print(f"sample {plan['sample']!r}: {plan['covered']} of {plan['total']} pairs assigned{_queries(plan)}, "
           f"{plan['overlap']} SME{'s' if plan['overlap'] > 1 else ''} per pair{cap} (seed {plan['seed']})")
     for name in plan["annotators"]:
-        print(f"  {name}: {len(plan['assigned'][name])} pairs")
+        whole = None if plan.get("assigned_queries") is None else len(plan["assigned_queries"].get(name, []))
+        print(f"  {name}: {len(plan['assigned'][name])} pairs"
+              + ("" if whole is None else f" ({whole} whole quer{'y' if whole == 1 else 'ies'})"))
     if plan["covered"] < plan["total"]:
         print(f"note: {plan['total'] - plan['covered']} pairs are assigned to nobody; raise --per-annotator or "
               f"add annotators to cover them")
     return 0
+
+
+def _queries(plan: dict) -> str:
+    """" (in 4 of 5 whole queries)" for a query-design sample's assignment, else ""."""
+    if plan.get("unit") != "queries":
+        return ""
+    return f" (in {plan['queries_covered']} of {plan['queries_total']} whole queries: a query's pairs go to the same SMEs)"
 
 
 def _guidelines(args: argparse.Namespace) -> int:
@@ -120,10 +130,12 @@ def _routing(args: argparse.Namespace) -> int:
         plan = routing.assignment(db, sample)
         progress = routing.progress(db, sample) if plan else []
         guide = guidelines.guidelines(db, sample)
+        under = guidelines.labelled_under(db, sample)
     body = {"active_sample": active, "sample": sample,
             "assignment": None if plan is None else {k: v for k, v in plan.items() if k != "assigned"},
             "progress": progress,
-            "guidelines": None if guide is None else {k: v for k, v in guide.items() if k != "text"}}
+            "guidelines": None if guide is None else {k: v for k, v in guide.items() if k != "text"},
+            "labelled_under": under}
     if args.format == "json":
         print_json(body)
         return 0
@@ -132,15 +144,22 @@ def _routing(args: argparse.Namespace) -> int:
         print(f"sample {sample!r}: no assignment; every SME may label every pair ([calibration] overlap applies)")
     else:
         cap = "" if plan["per_annotator"] is None else f", at most {plan['per_annotator']} each"
-        print(f"sample {sample!r}: {plan['covered']} of {plan['total']} pairs assigned, {plan['overlap']} per "
+        print(f"sample {sample!r}: {plan['covered']} of {plan['total']} pairs assigned{_queries(plan)}, {plan['overlap']} per "
               f"pair{cap}; set by {plan['set_by']} at {plan['set_at']}")
         for p in progress:
             print(f"  {p['annotator']}: {p['answered']} of {p['assigned']} answered, {p['open']} open")
     if guide is None:
         print("guidelines: none")
     else:
-        print(f"guidelines: sha256 {guide['sha256'][:12]} from {guide.get('source') or 'the app'}, set by "
-              f"{guide['set_by']} at {guide['set_at']} ({len(guide['history'])} earlier version(s))")
+        print(f"guidelines: v{len(guide['history']) + 1}, sha256 {guide['sha256'][:12]} from "
+              f"{guide.get('source') or 'the app'}, set by {guide['set_by']} at {guide['set_at']} "
+              f"({len(guide['history'])} earlier version(s))")
+    if under["changed"]:  # each label records the guidelines in force when it was given
+        print("the guidelines changed mid-sample; labels given under each version:")
+        for g in under["by_version"]:
+            who = ", ".join(f"{a} {n}" for a, n in g["annotators"].items())
+            print(f"  labelled under guidelines {g['words']}: {g['labels']} label{'s' if g['labels'] != 1 else ''} "
+                  f"({who})")
     return 0
 
 

@@ -293,13 +293,13 @@ def current_state(cur: Cursor, sample: str, annotator: str, position: int) -> di
 def write_event(cur: Cursor, *, sample: str, position: int, annotator: str, action: str,
                 grade: int | None = None, judgment_id: int | None = None, comment: str | None = None,
                 evidence: list | None = None, seconds: float | None = None, revealed: bool = False,
-                undoes: int | None = None) -> int:
+                undoes: int | None = None, guidelines_sha256: str | None = None) -> int:
     row = cur.execute(
         """INSERT INTO label_events (sample, position, annotator, action, grade, judgment_id, comment,
-                                     evidence, seconds, revealed, undoes)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING event_id""",
+                                     evidence, seconds, revealed, undoes, guidelines_sha256)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING event_id""",
         [sample, int(position), annotator, action, grade, judgment_id, comment,
-         None if evidence is None else json.dumps(evidence), seconds, bool(revealed), undoes],
+         None if evidence is None else json.dumps(evidence), seconds, bool(revealed), undoes, guidelines_sha256],
     ).fetchone()
     return int(one_row(row)[0])
 
@@ -368,12 +368,13 @@ def next_ids(cur: Cursor, sequence: str, n: int) -> list[int]:
     return sorted(int(r[0]) for r in rows)
 
 
-def write_labels(cur: Cursor, *, sample: str, annotator: str, labels: pd.DataFrame) -> list[int]:
+def write_labels(cur: Cursor, *, sample: str, annotator: str, labels: pd.DataFrame,
+                 guidelines_sha256: str | None = None) -> list[int]:
     """Human judgments and ``label`` events for ``labels`` (columns ``position``, ``grade``,
     ``seconds`` and the item keys of :func:`item_keys`), in two statements: ids are drawn from
     the sequences first, in row order, so the events and judgments are numbered as one
-    :func:`write_human_judgment` and :func:`write_event` per row would number them. Returns the
-    event ids."""
+    :func:`write_human_judgment` and :func:`write_event` per row would number them. Every event
+    records ``guidelines_sha256`` (the guidelines in force). Returns the event ids."""
     n = len(labels)
     judgment_ids, event_ids = next_ids(cur, "judgment_ids", n), next_ids(cur, "label_event_ids", n)
     insert_frame(cur, "judgments", pd.DataFrame({
@@ -383,7 +384,8 @@ def write_labels(cur: Cursor, *, sample: str, annotator: str, labels: pd.DataFra
     insert_frame(cur, "label_events", pd.DataFrame({
         "event_id": event_ids, "sample": sample, "position": labels["position"].to_numpy(), "annotator": annotator,
         "action": "label", "grade": labels["grade"].to_numpy(), "judgment_id": judgment_ids,
-        "seconds": labels["seconds"].to_numpy(), "revealed": False}))
+        "seconds": labels["seconds"].to_numpy(), "revealed": False,
+        "guidelines_sha256": pd.Series([guidelines_sha256] * n, dtype=object)}))
     return event_ids
 
 
@@ -421,17 +423,17 @@ def last_undoable_event(cur: Cursor, sample: str, annotator: str) -> dict | None
 def event_before(cur: Cursor, sample: str, annotator: str, position: int, event_id: int) -> dict | None:
     """The item's state just before ``event_id`` (None when it had none)."""
     row = cur.execute(
-        """SELECT action, grade, comment, evidence::VARCHAR, seconds, revealed FROM label_events
+        """SELECT action, grade, comment, evidence::VARCHAR, seconds, revealed, guidelines_sha256 FROM label_events
            WHERE sample = ? AND annotator = ? AND position = ? AND event_id < ?
            ORDER BY event_id DESC LIMIT 1""",
         [sample, annotator, int(position), int(event_id)],
     ).fetchall()
     if not row:
         return None
-    action, grade, comment, evidence, seconds, revealed = row[0]
+    action, grade, comment, evidence, seconds, revealed, guidelines = row[0]
     return {"action": action, "grade": grade, "comment": comment,
             "evidence": None if evidence is None else json.loads(evidence), "seconds": seconds,
-            "revealed": bool(revealed)}
+            "revealed": bool(revealed), "guidelines_sha256": guidelines}
 
 
 def next_open_position(db: Database, sample: str, annotator: str, *, after: int = -1,
@@ -513,19 +515,38 @@ def label_table(db: Database, sample: str) -> pd.DataFrame:
 
 
 def label_notes(db: Database, sample: str) -> dict[tuple[int, str], dict]:
-    """``{(position, annotator): {"comment", "evidence"}}``: what each SME's current label of an
-    item says besides its grade (the comment, and the evidence spans as ``[[start, end], ...]``
-    or None), for the items whose current state is a label."""
+    """``{(position, annotator): {"comment", "evidence", "guidelines_sha256", "at"}}``: what each
+    SME's current label of an item says besides its grade (the comment, the evidence spans as
+    ``[[start, end], ...]`` or None, the guidelines in force and when it was given), for the
+    items whose current state is a label."""
     rows = db.query_all(
-        """SELECT position, annotator, action, comment, evidence FROM (
-               SELECT position, annotator, action, comment, evidence::VARCHAR AS evidence FROM label_events
+        """SELECT position, annotator, action, comment, evidence, guidelines_sha256, created_at FROM (
+               SELECT position, annotator, action, comment, evidence::VARCHAR AS evidence, guidelines_sha256,
+                      created_at FROM label_events
                WHERE sample = ?
                QUALIFY row_number() OVER (PARTITION BY position, annotator ORDER BY event_id DESC) = 1)
            WHERE action = 'label'""",
         [sample],
     )
-    return {(int(p), str(a)): {"comment": c, "evidence": None if e is None else json.loads(e)}
-            for p, a, _, c, e in rows}
+    return {(int(p), str(a)): {"comment": c, "evidence": None if e is None else json.loads(e),
+                               "guidelines_sha256": g, "at": t}
+            for p, a, _, c, e, g, t in rows}
+
+
+def label_guidelines(db: Database, sample: str) -> list[tuple[str, str | None, int, object, object]]:
+    """The guidelines the sample's current labels were given under: ``(annotator,
+    guidelines_sha256, labels, first, last)`` per annotator and hash (``first`` / ``last``: the
+    times of the earliest / latest such label), adjudication included, by annotator and time.
+    Counts and times only, no grade."""
+    rows = db.query_all(
+        """SELECT annotator, guidelines_sha256, count(*), min(created_at), max(created_at) FROM (
+               SELECT annotator, action, guidelines_sha256, created_at FROM label_events WHERE sample = ?
+               QUALIFY row_number() OVER (PARTITION BY position, annotator ORDER BY event_id DESC) = 1)
+           WHERE action = 'label'
+           GROUP BY annotator, guidelines_sha256 ORDER BY annotator, min(created_at)""",
+        [sample],
+    )
+    return [(str(a), g, int(n), first, last) for a, g, n, first, last in rows]
 
 
 def judgment_notes(db: Database, judgment_ids) -> dict[int, dict]:

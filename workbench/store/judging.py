@@ -374,11 +374,14 @@ def export_judgment_rows(db: Database, *, pool: str | None, sources: list[str]) 
                    j.model, j.prompt_hash AS prompt_version, j.reason, j.error, j.prompt_tokens,
                    j.completion_tokens, j.latency_ms, j.cost_usd,
                    CASE WHEN j.source = 'human' THEN coalesce(ev.evidence::VARCHAR, '[]') END AS evidence,
-                   j.raw_response
+                   gl.guidelines_sha256, j.raw_response
             FROM judgments j
             LEFT JOIN (SELECT judgment_id, any_value(evidence) AS evidence FROM label_events
                        WHERE judgment_id IS NOT NULL AND evidence IS NOT NULL GROUP BY judgment_id) ev
                 ON ev.judgment_id = j.judgment_id
+            LEFT JOIN (SELECT judgment_id, any_value(guidelines_sha256) AS guidelines_sha256 FROM label_events
+                       WHERE judgment_id IS NOT NULL AND guidelines_sha256 IS NOT NULL GROUP BY judgment_id) gl
+                ON gl.judgment_id = j.judgment_id
             WHERE j.source IN (SELECT unnest(?::VARCHAR[])) {pool_filter}
             ORDER BY j.query_id, j.doc_id, j.start, j."end", j.judgment_id""",
         params,

@@ -575,6 +575,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        14,
+        "label_events_guidelines_version",
+        """
+        -- The labelling guidelines in force when an answer was given: the SHA-256 of their text
+        -- (workbench/services/calibration/guidelines.py keeps each sample's versions). NULL: the
+        -- sample had no guidelines then, or the event was stored before this column existed.
+        ALTER TABLE label_events ADD COLUMN guidelines_sha256 VARCHAR;
+        """,
+    ),
 )
 
 

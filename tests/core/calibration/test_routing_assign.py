@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.core.calibration.evidence_cursor import first_cursor, is_heading, term_units
-from workbench.core.calibration.routing import assign
+from workbench.core.calibration.routing import assign, assign_queries
 from workbench.errors import InputError
 
 
@@ -67,3 +67,42 @@ def test_the_cursor_starts_on_the_first_sentence_with_a_query_term_that_is_no_he
     assert first_cursor(headings, term_units(units, ["tidal"], headings)) == 1  # no term: first non-heading
     assert first_cursor([True], []) == 0
     assert term_units(["solarium."], ["solar"]) == []  # whole words only, as the marks
+
+
+# -- the query design: whole queries per SME -------------------------------------------------
+
+QUERY_GROUPS = [[0, 1, 2], [3, 4], [5], [6, 7, 8, 9], [10]]  # Q0 .. Q4
+
+
+def test_a_query_design_sample_is_handed_out_by_whole_queries_worked_by_hand():
+    # The module docstring's example, step by step (loads in pairs, cap 5, overlap 2):
+    # Q0 (3 pairs): a, b, c all at 0 -> rotation 0 -> a, b                 loads a3 b3 c0
+    # Q1 (2): all have room; c has the fewest pairs, then a before b by rotation 2 -> c, a
+    #                                                                        loads a5 b3 c2
+    # Q2 (1): a is full -> b, c                                              loads a5 b4 c3
+    # Q3 (4): b has 1 left, c 2: nobody has room for 4 -> assigned to nobody, not split
+    # Q4 (1): b, c                                                           loads a5 b5 c4
+    plan = assign_queries(QUERY_GROUPS, ["a", "b", "c"], overlap=2, per_annotator=5)
+    assert plan.queries == {"a": [0, 1], "b": [0, 2, 4], "c": [1, 2, 4]}
+    assert plan.positions == {"a": [0, 1, 2, 3, 4], "b": [0, 1, 2, 5, 10], "c": [3, 4, 5, 10]}
+    assert (plan.queries_covered, plan.queries_total, plan.covered, plan.total) == (4, 5, 7, 11)
+
+
+def test_every_pair_of_a_query_goes_to_the_same_annotators():
+    plan = assign_queries(QUERY_GROUPS, ["a", "b", "c", "d"], overlap=2, order=[4, 2, 0, 3, 1])
+    for group in QUERY_GROUPS:
+        holders = [{a for a, ps in plan.positions.items() if p in ps} for p in group]
+        assert all(h == holders[0] for h in holders) and len(holders[0]) == 2
+    # uncapped, by fewest pairs then rotation: Q4 -> a b; Q2 -> c d; Q0 -> a b (a,b,c,d at 1; rotation 0);
+    # Q3 -> c d (a, b at 4, c, d at 1); Q1 -> a b (a, b at 4, c, d at 5)
+    assert plan.queries == {"a": [0, 1, 4], "b": [0, 1, 4], "c": [2, 3], "d": [2, 3]}
+    assert (plan.covered, plan.queries_covered) == (11, 5)
+
+
+def test_a_query_assignment_refuses_what_a_pair_assignment_refuses():
+    with pytest.raises(InputError, match="between 1 and 2"):
+        assign_queries(QUERY_GROUPS, ["a", "b"], overlap=3)
+    with pytest.raises(InputError, match="two queries"):
+        assign_queries([[0, 1], [1, 2]], ["a"])
+    with pytest.raises(InputError, match="each of the 5 queries once"):
+        assign_queries(QUERY_GROUPS, ["a"], order=[0, 1, 2, 3])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from tests.support.calibration_project import build_project
@@ -189,3 +190,36 @@ def test_guidelines_are_stored_with_the_sample_and_versioned(db, tmp_path):
     with pytest.raises(InputError, match="empty"):
         guide.set_guidelines(db, "s", "  \n")
     assert guide.guidelines(db, "s")["text"] == "Be strict."
+
+
+def test_a_query_design_sample_is_assigned_by_whole_queries(db):
+    # 3 queries of 12 pairs, 3 SMEs, 2 per pair, at most 24 pairs (2 queries) each. Worked by
+    # hand (core.calibration.routing.assign_queries): whatever the seeded order, the 1st query goes
+    # to ann, bob (rotation 0); the 2nd to cid (fewest pairs), then ann (rotation 2 puts ann
+    # before bob); the 3rd to bob, cid (ann is full): 24 pairs each, every pair covered twice.
+    cal.create_sample(db, "qs", "p", design="queries", queries=3, seed=5)
+    items = db.query_all("SELECT position, query_id FROM calibration_items WHERE sample = 'qs' ORDER BY position")
+    query_of = {int(p): q for p, q in items}
+    queries = list(dict.fromkeys(query_of.values()))
+    assert len(queries) == 3 and len(items) == 36
+    plan = routing.assign(db, "qs", ["ann", "bob", "cid"], overlap=2, per_annotator=24, seed=4)
+    assert (plan["unit"], plan["covered"], plan["total"], plan["queries_covered"], plan["queries_total"]) == (
+        "queries", 36, 36, 3, 3)
+    handed = [queries[q] for q in np.random.default_rng(4).permutation(3)]  # the stored seed's order
+    assert plan["assigned_queries"] == {"ann": sorted(handed[:2], key=queries.index),
+                                        "bob": sorted([handed[0], handed[2]], key=queries.index),
+                                        "cid": sorted(handed[1:], key=queries.index)}
+    for name, positions in plan["assigned"].items():
+        assert len(positions) == 24
+        assert {query_of[p] for p in positions} == set(plan["assigned_queries"][name])
+        # whole queries: every pair of each of their queries
+        assert sorted(positions) == sorted(p for p, q in query_of.items() if q in plan["assigned_queries"][name])
+    served = _walk(db, "qs", "ann")  # the queue serves a query's pairs together, one query after the other
+    runs = [q for i, q in enumerate(query_of[p] for p in served) if i == 0 or query_of[served[i - 1]] != q]
+    assert len(served) == 24 and len(runs) == 2
+    assert routing.assignment(db, "qs")["seed"] == 4
+
+
+def test_a_pair_design_sample_is_still_assigned_pair_by_pair(db):
+    plan = routing.assign(db, "s", ["ann", "bob", "cid"], overlap=2, seed=7)
+    assert plan["unit"] == "pairs" and "assigned_queries" not in plan

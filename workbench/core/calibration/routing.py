@@ -87,3 +87,78 @@ def assign(total: int, annotators: Sequence[str], *, overlap: int = 1, per_annot
         covered += 1
     return Assignment({a: sorted(p) for a, p in out.items()}, k,
                       None if per_annotator is None else int(per_annotator), covered, int(total))
+
+
+@dataclass(frozen=True)
+class QueryAssignment:
+    """:func:`assign_queries`' result: ``positions`` as in :class:`Assignment`; ``queries``:
+    ``{annotator: sorted query indexes}`` (indexes into the ``groups`` given); ``covered`` /
+    ``total``: pairs, ``queries_covered`` / ``queries_total``: whole queries with their ``overlap``
+    annotators / in the sample."""
+
+    positions: dict[str, list[int]]
+    queries: dict[str, list[int]]
+    overlap: int
+    per_annotator: int | None
+    covered: int
+    total: int
+    queries_covered: int
+    queries_total: int
+
+
+def assign_queries(groups: Sequence[Sequence[int]], annotators: Sequence[str], *, overlap: int = 1,
+                   per_annotator: int | None = None, order: Sequence[int] | None = None) -> QueryAssignment:
+    """Hand out a query-design sample by whole queries: every pair of a query goes to the same
+    ``overlap`` annotators (an SME judges a query's pairs against each other, as the query design
+    means them to be labelled), each annotator at most ``per_annotator`` *pairs*.
+
+    ``groups``: the positions of each query's pairs; ``order``: the query indexes in the order
+    they are handed out (default ascending; the service passes a seeded permutation). Greedy, one
+    query at a time. For a query of ``s`` pairs, the candidates are the annotators with room for
+    all ``s`` (uncapped: everyone); they are ranked by
+
+    1. the fewest pairs handed to them so far (with one cap for all, the most room left), so the
+       loads in pairs stay even although queries differ in size;
+    2. then the rotation ``(index - c * overlap) mod m`` (``c`` queries handed out before,
+       ``m`` annotators), as :func:`assign` rotates pairs;
+
+    and the first ``overlap`` take the whole query. When fewer than ``overlap`` annotators have
+    room for it, the query is assigned to nobody (never split, never given to fewer annotators)
+    and handing out goes on with the next query: a smaller one may still fit.
+
+    Worked example (tests/core/calibration/test_routing_assign.py): queries Q0 = pairs 0-2,
+    Q1 = 3-4, Q2 = 5, Q3 = 6-9, Q4 = 10; annotators a, b, c; overlap 2; cap 5 pairs; order
+    Q0..Q4. Q0 -> a, b (all at 0 pairs; rotation 0: a, b). Q1 -> c (0 pairs), then a (a and b
+    at 3 pairs; rotation 2 puts a before b). Q2: a has no room (5 of 5) -> b, c. Q3 (4 pairs):
+    b has 1 left, c 2 -> nobody. Q4 -> b, c. So a: 0-4, b: 0-2, 5, 10, c: 3-5, 10; 4 of 5
+    queries and 7 of 11 pairs covered. Refusals as :func:`assign`, and a pair listed in two
+    groups."""
+    names = [str(a) for a in annotators]
+    groups = [[int(p) for p in g] for g in groups]
+    flat = [p for g in groups for p in g]
+    if len(set(flat)) != len(flat):
+        raise InputError("a pair is listed under two queries; each pair belongs to one query")
+    check = assign(0, names, overlap=overlap, per_annotator=per_annotator)  # the same refusals
+    k, m = check.overlap, len(names)
+    order = list(range(len(groups))) if order is None else [int(q) for q in order]
+    if sorted(order) != list(range(len(groups))):
+        raise InputError(f"the order must list each of the {len(groups)} queries once")
+    cap = check.per_annotator
+    load = [0] * m
+    pairs: dict[str, list[int]] = {a: [] for a in names}
+    queries: dict[str, list[int]] = {a: [] for a in names}
+    handed = covered = 0
+    for q in order:
+        size = len(groups[q])
+        open_ = [j for j in range(m) if cap is None or cap - load[j] >= size]
+        if len(open_) < k or size == 0:
+            continue
+        start = (handed * k) % m
+        for j in sorted(open_, key=lambda j: (load[j], (j - start) % m))[:k]:
+            pairs[names[j]].extend(groups[q])
+            queries[names[j]].append(q)
+            load[j] += size
+        handed += 1
+        covered += size
+    return QueryAssignment({a: sorted(p) for a, p in pairs.items()}, {a: sorted(q) for a, q in queries.items()},
+                           k, cap, covered, len(flat), handed, len(groups))

@@ -53,7 +53,9 @@ def sme_disagreements(db: Database, sample: str) -> list[dict]:
     Each also has ``notes``: ``{sme: {"comment", "evidence"}}``, what each SME's label says
     besides the grade (evidence: document spans ``[[start, end], ...]`` or None), and the pair as
     the SMEs saw it: ``start``, ``end`` (the judged passage), ``query``, ``title``, ``text`` (the
-    whole document, which the evidence spans index into). Leads and viewers only, as the grades."""
+    whole document, which the evidence spans index into), and ``guidelines``: ``{sme: "v2"}``, the
+    guidelines version each SME's label was given under, when the sample's labels were given
+    under more than one (else ``{}``). Leads and viewers only, as the grades."""
     access.require("see_all_labels")
     table = store.label_table(db, sample)
     labelled = table[table["action"] == "label"]
@@ -70,12 +72,19 @@ def sme_disagreements(db: Database, sample: str) -> list[dict]:
                     "grades": grades, "resolved": None if r is None else r["grade"],
                     "resolved_by": None if r is None else r["by"]})
     if out:
+        from workbench.services.calibration import guidelines
+
         notes = store.label_notes(db, sample)
         items = store.read_items(db, sample, [d["position"] for d in out])
+        # "labelled under guidelines v<n>" only where the guidelines changed mid-sample
+        changed = guidelines.labelled_under(db, sample)["changed"]
+        record = guidelines.guidelines(db, sample) if changed else None
         for d in out:
             found = items.get(d["position"], {})
-            d["notes"] = {name: notes.get((d["position"], name), {"comment": None, "evidence": None})
-                          for name in d["grades"]}
+            mine = {name: notes.get((d["position"], name), {}) for name in d["grades"]}
+            d["notes"] = {name: {"comment": n.get("comment"), "evidence": n.get("evidence")} for name, n in mine.items()}
+            d["guidelines"] = {name: guidelines.version_words(record, n.get("guidelines_sha256"))
+                               for name, n in mine.items()} if changed else {}
             d.update({k: found.get(k) for k in ("start", "end", "query", "title", "text")})
     return out
 

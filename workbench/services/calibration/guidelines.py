@@ -4,8 +4,11 @@ The lead writes the guidelines as a Markdown file (``workbench calibrate guideli
 the file named by ``[calibration] guidelines``; the Calibration page takes an upload). The text
 is stored in the project with the sample (``project_meta``, :mod:`workbench.store.calibration_routing`),
 with its SHA-256, the file it came from, who set it and when; setting new guidelines keeps the
-earlier versions' hashes and times in ``history``, so which guidelines a sample was labelled
-under is known. The Label page shows them to SMEs in a panel on the card (rendered from
+earlier versions' hashes and times in ``history`` (versions are numbered 1, 2, ... in the order
+they were set, :func:`versions`). Every label event records the SHA-256 of the guidelines in
+force when it was given (``label_events.guidelines_sha256``), so which version each label was
+given under is known: :func:`labelled_under` counts them, and where the guidelines changed
+mid-sample ``calibrate routing`` and the adjudication view say "labelled under guidelines v<n>". The Label page shows them to SMEs in a panel on the card (rendered from
 Markdown with raw HTML escaped, :mod:`workbench.ui.markdown_html`).
 """
 
@@ -81,3 +84,57 @@ def guidelines(db: Database, sample: str) -> dict | None:
     """The guidelines of ``sample`` (``text``, ``sha256``, ``source``, ``set_by``, ``set_at``,
     ``history``), None when none were set. Any role may read them (SMEs label by them)."""
     return routes.read_guidelines(db, sample)
+
+
+# -- which guidelines the labels were given under ------------------------------------------------
+
+def versions(record: dict | None) -> list[dict]:
+    """The versions of a sample's guidelines, oldest first: ``{"version": n, "sha256", "set_at"}``
+    with ``n = 1 .. len(history) + 1`` (the current one last). None: no version."""
+    if record is None:
+        return []
+    past = [{"sha256": h["sha256"], "set_at": h.get("set_at")} for h in record.get("history", [])]
+    return [{"version": i + 1, **v} for i, v in enumerate([*past, {"sha256": record["sha256"],
+                                                                  "set_at": record.get("set_at")}])]
+
+
+def version_of(record: dict | None, sha256: str | None) -> int | None:
+    """The version number of the guidelines with hash ``sha256`` (None for None or a hash the
+    sample's versions do not hold). A text set again after another one (A, B, A) has two numbers;
+    a label under it is credited to the latest (the hash alone cannot tell them apart)."""
+    found = [v["version"] for v in versions(record) if sha256 is not None and v["sha256"] == sha256]
+    return found[-1] if found else None
+
+
+def version_words(record: dict | None, sha256: str | None) -> str:
+    """``"v2"``, ``"no guidelines"`` (None) or ``"an unknown version 1a2b3c4d5e6f"``."""
+    if sha256 is None:
+        return "no guidelines"
+    n = version_of(record, sha256)
+    return f"v{n}" if n is not None else f"an unknown version {sha256[:12]}"
+
+
+def labelled_under(db: Database, sample: str) -> dict:
+    """Which guidelines the current labels of ``sample`` were given under (each label event
+    records the SHA-256 in force, :mod:`workbench.services.calibration.labelling`):
+
+    - ``versions``: :func:`versions` of the sample's guidelines;
+    - ``by_version``: per hash, oldest first: ``version`` (None: no guidelines, or an unknown
+      hash), ``words`` (:func:`version_words`), ``sha256``, ``labels`` and ``annotators``
+      (``{annotator: labels}``), adjudicated labels included;
+    - ``changed``: the labels were given under more than one version (no guidelines counting as
+      one): the guidelines changed mid-sample, and each label's version is worth showing.
+
+    Counts only, no grade; leads and viewers (it tells about others' labels)."""
+    access.require("see_all_labels")
+    record = routes.read_guidelines(db, sample)
+    groups: dict[str | None, dict] = {}
+    for annotator, sha, labels, first, _last in store.label_guidelines(db, sample):
+        g = groups.setdefault(sha, {"version": version_of(record, sha), "words": version_words(record, sha),
+                                    "sha256": sha, "labels": 0, "annotators": {}, "first": first})
+        g["labels"] += labels
+        g["annotators"][annotator] = labels
+        g["first"] = min(g["first"], first)
+    ordered = sorted(groups.values(), key=lambda g: (g["version"] is not None, g["version"] or 0, str(g["first"])))
+    return {"versions": versions(record), "by_version": [{k: v for k, v in g.items() if k != "first"} for g in ordered],
+            "changed": len(groups) > 1}

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.errors import InputError, StoreError
-from workbench.services.calibration.labelling import checked_annotator, my_states, progress_of, store_accepted
+from workbench.services.calibration.labelling import IN_FORCE, checked_annotator, my_states, progress_of, store_accepted
 from workbench.store import calibration as store
 from workbench.store.database import WRITER_WAIT, Database
 from workbench.core.calibration.label_order import open_in_order
@@ -59,16 +59,18 @@ def drain_kept(db: Database, *, annotator: str | None = None) -> list[dict]:
 
 def keep_answer(path: str | Path, *, sample: str, annotator: str, action: str, position: int | None = None,
                 grade: int | None = None, evidence=None, comment: str | None = None, seconds: float | None = None,
-                reveal: bool = False, answer_id: str | None = None) -> dict:
+                reveal: bool = False, answer_id: str | None = None, guidelines_sha256: str | None = IN_FORCE) -> dict:
     """Keep one Label page answer on disk next to the project until it can be stored
     (:func:`workbench.services.calibration.pending.keep`), checked first: the caller may label as
     ``annotator`` (as :func:`save_label` requires) and the answer is well formed. Returns the
     kept answer (its ``id``). ``action``: ``label``, ``skip``, ``cant_judge`` or ``undo``.
-    ``answer_id``: the id the browser gave the answer (an answer sent again is stored once)."""
+    ``answer_id``: the id the browser gave the answer (an answer sent again is stored once).
+    ``guidelines_sha256``: the guidelines version the card showed (None: none), recorded with
+    the answer; left out: those in force when it is stored."""
 
     return pending.keep(path, sample=sample, annotator=checked_annotator(annotator, "label"), action=action,
                         position=position, grade=grade, evidence=evidence, comment=comment, seconds=seconds,
-                        reveal=reveal, answer_id=answer_id)
+                        reveal=reveal, answer_id=answer_id, guidelines_sha256=guidelines_sha256)
 
 
 def stored_answer(db: Database, answer_id: str) -> dict | None:

@@ -9,7 +9,8 @@
   :func:`store_accepted`: each action is one transaction (:func:`record_action`), stored at once.
   A label is written to ``judgments`` (source ``human``, the SME as assessor) and to
   ``label_events`` (time on task, comment, evidence spans, whether the judge's output was shown
-  after submitting).
+  after submitting, and the SHA-256 of the sample's labelling guidelines in force:
+  :mod:`workbench.services.calibration.guidelines`).
 - :func:`judge_output`: nothing here returns the judge's grade or reason before the SME labelled
   the item; it refuses until then.
 """
@@ -33,6 +34,17 @@ from workbench.services.calibration import routing
 
 GRADES = (0, 1, 2, 3)
 ACTIONS = ("label", "skip", "cant_judge")
+#: ``record_action(guidelines=IN_FORCE)``: record the sample's guidelines in force as the
+#: storing transaction sees them (the default for an answer given now).
+IN_FORCE = "in force"
+
+
+def _guidelines_in_force(cur, sample: str) -> str | None:
+    """The SHA-256 of ``sample``'s guidelines as ``cur`` sees them (None: it has none)."""
+    from workbench.store import calibration_routing as routes
+
+    record = routes.read_guidelines(cur, sample)
+    return None if record is None else record["sha256"]
 
 
 def annotator_id(annotator: str) -> str:
@@ -176,12 +188,15 @@ def _check_evidence(evidence, doc_len: int | None) -> list[list[int]] | None:
 def record_action(db: Database, sample: str, annotator: str, position: int, action: str, *, grade=None,
                   comment=None, evidence=None, seconds=None, reveal=False, undoes=None,
                   assessor: str | None = None, check_evidence: bool = False, require_evidence: bool = False,
-                  answer_id: str | None = None) -> int:
+                  answer_id: str | None = None, guidelines: str | None = IN_FORCE) -> int:
     """Store one action in one transaction. ``check_evidence``: ``evidence`` as given, checked
     against the document's length here (one look-up by id in the same transaction, not a read
     of the whole item); ``require_evidence``: grades 2–3 refused without a span. ``answer_id``:
     the answer's unique id (the Label page's kept answers): recorded in the same transaction,
-    and an id stored already stores nothing again (returns the event it made)."""
+    and an id stored already stores nothing again (returns the event it made). ``guidelines``:
+    the SHA-256 of the labelling guidelines the answer was given under, recorded with the event
+    (:data:`IN_FORCE`: the sample's current ones, read in the storing transaction; a ``clear``
+    records none)."""
     with db.transaction() as tx:
         if answer_id is not None:
             done = store.answer_event(tx, answer_id)
@@ -201,10 +216,14 @@ def record_action(db: Database, sample: str, annotator: str, position: int, acti
         if action == "label":
             judgment_id = store.write_human_judgment(
                 tx, **keys, grade=int(grade), assessor=assessor or annotator, reason=comment)
+        if action == "clear":
+            guidelines = None
+        elif guidelines == IN_FORCE:
+            guidelines = _guidelines_in_force(tx, sample)
         event_id = store.write_event(
             tx, sample=sample, position=position, annotator=annotator, action=action,
             grade=None if grade is None else int(grade), judgment_id=judgment_id, comment=comment,
-            evidence=evidence, seconds=seconds, revealed=reveal, undoes=undoes)
+            evidence=evidence, seconds=seconds, revealed=reveal, undoes=undoes, guidelines_sha256=guidelines)
         if answer_id is not None:
             store.write_answer_id(tx, answer_id, event_id, position)
         return event_id
@@ -253,7 +272,8 @@ def save_labels(db: Database, sample: str, annotator: str, grades, *, seconds: f
             raise InputError(f"sample {sample!r} has no item at position {missing[0]}")
         store.delete_human_judgments(tx, store.current_judgment_ids(tx, sample, annotator, positions))
         frame = pd.DataFrame([{**keys[p], "position": p, "grade": int(g), "seconds": seconds} for p, g in labels])
-        return store.write_labels(tx, sample=sample, annotator=annotator, labels=frame)
+        return store.write_labels(tx, sample=sample, annotator=annotator, labels=frame,
+                                  guidelines_sha256=_guidelines_in_force(tx, sample))
 
 
 def _check_assigned(db: Database, sample: str, annotator: str, positions) -> None:
@@ -307,7 +327,8 @@ def _undo(db: Database, sample: str, annotator: str, *, answer_id: str | None = 
     else:
         record_action(db, sample, annotator, target["position"], before["action"], grade=before["grade"],
                       comment=before["comment"], evidence=before["evidence"], seconds=before["seconds"],
-                      reveal=before["revealed"], undoes=target["event_id"], answer_id=answer_id)
+                      reveal=before["revealed"], undoes=target["event_id"], answer_id=answer_id,
+                      guidelines=before.get("guidelines_sha256"))  # the restored answer's own version
     return target["position"]
 
 
@@ -323,6 +344,11 @@ def store_accepted(db: Database, answer: dict) -> int | None:
     if not annotator or annotator == ADJUDICATION:
         raise InputError(f"answer {answer.get('id')} has no annotator id it may be stored under")
     sample, action, answer_id = answer["sample"], answer["action"], answer["id"]
+    # the guidelines the card showed when the answer was given (kept with it); an answer kept
+    # by an older version has none recorded: those in force now
+    from workbench.services.calibration.pending import checked_guidelines
+
+    shown = checked_guidelines(answer["guidelines_sha256"]) if "guidelines_sha256" in answer else IN_FORCE
     if action == "undo":
         return _undo(db, sample, annotator, answer_id=answer_id)
     position = int(answer["position"])
@@ -334,10 +360,10 @@ def store_accepted(db: Database, answer: dict) -> int | None:
             raise InputError(f"grade {grade!r} is not one of 0, 1, 2, 3")
         record_action(db, sample, annotator, position, "label", grade=grade, comment=answer.get("comment") or None,
                       evidence=answer.get("evidence"), seconds=answer.get("seconds"), reveal=bool(answer.get("reveal")),
-                      check_evidence=True, require_evidence=True, answer_id=answer_id)
+                      check_evidence=True, require_evidence=True, answer_id=answer_id, guidelines=shown)
     elif action in ("skip", "cant_judge"):
         record_action(db, sample, annotator, position, action, seconds=answer.get("seconds"),
-                      comment=answer.get("comment") or None, answer_id=answer_id)
+                      comment=answer.get("comment") or None, answer_id=answer_id, guidelines=shown)
     else:
         raise InputError(f"unknown labelling action {action!r}")
     return position

@@ -26,8 +26,8 @@ page never shows another annotator's pending answers. Who may label was checked 
 was accepted (:func:`workbench.services.calibration.label_page.keep_answer` runs in the page
 session, as the signed-in user); the drain stores what was accepted, whoever runs it.
 
-Pure parts (no I/O): :func:`new_answer`, :func:`encode`, :func:`decode`, :func:`file_name`,
-:func:`merge_states`.
+Pure parts (no I/O): :func:`new_answer`, :func:`checked_guidelines`, :func:`encode`,
+:func:`decode`, :func:`file_name`, :func:`merge_states`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,10 @@ SUFFIX = ".pending"
 REFUSED = "refused"
 #: The fields of one pending answer (a JSON object, one per file).
 FIELDS = ("id", "seq", "sample", "annotator", "action", "position", "grade", "evidence", "comment",
-          "seconds", "reveal", "given_at")
+          "seconds", "reveal", "given_at", "guidelines_sha256")
+#: ``guidelines_sha256`` not given: the answer records the guidelines in force when it is stored
+#: (the key is left out of the answer).
+IN_FORCE = "in force"
 #: Seconds between the background drainer's attempts while answers wait.
 DRAIN_EVERY = 0.5
 
@@ -69,13 +72,16 @@ _drainers: dict[str, threading.Thread] = {}
 
 def new_answer(*, sample: str, annotator: str, action: str, position: int | None = None, grade: int | None = None,
                evidence=None, comment: str | None = None, seconds: float | None = None, reveal: bool = False,
-               answer_id: str | None = None, seq: int, given_at: float) -> dict:
+               answer_id: str | None = None, seq: int, given_at: float, guidelines_sha256: str | None = IN_FORCE) -> dict:
     """One answer as it is kept until stored, checked as far as can be without the project:
     ``action`` one of :data:`ACTIONS`; a position (≥ 0) for every action but ``undo``; a label's
     grade one of 0–3 (grades 2–3 with at least one evidence span ``[start, end]``, start < end);
     no grade for the others. ``answer_id``: a new random id when not given; given (the Label
     card names each answer in the browser, so an answer sent again after a reload is stored
-    once), 32 lowercase hexadecimal digits, as the new ones are. Raises :class:`InputError`."""
+    once), 32 lowercase hexadecimal digits, as the new ones are. ``guidelines_sha256``: the
+    version of the sample's labelling guidelines the card showed when the answer was given
+    (None: none were shown), recorded with the answer when it is stored; :data:`IN_FORCE`
+    (not known): those in force when it is stored. Raises :class:`InputError`."""
     if answer_id is not None and not (isinstance(answer_id, str) and _ANSWER_ID.fullmatch(answer_id)):
         raise InputError(f"answer id {str(answer_id)[:40]!r} is not 32 hexadecimal digits")
     if action not in ACTIONS:
@@ -106,17 +112,27 @@ def new_answer(*, sample: str, annotator: str, action: str, position: int | None
         spans = spans or None
     if action == "label" and grade >= 2 and not spans:
         raise InputError("grades 2 and 3 need evidence: mark the sentence(s) that support the grade")
-    return {"id": answer_id or uuid.uuid4().hex, "seq": int(seq), "sample": sample, "annotator": annotator,
+    shown = {} if guidelines_sha256 == IN_FORCE else {"guidelines_sha256": checked_guidelines(guidelines_sha256)}
+    return {**shown, "id": answer_id or uuid.uuid4().hex, "seq": int(seq), "sample": sample, "annotator": annotator,
             "action": action, "position": position, "grade": None if grade is None else int(grade),
             "evidence": spans, "comment": comment or None,
             "seconds": None if seconds is None else float(seconds), "reveal": bool(reveal),
             "given_at": float(given_at)}
 
 
+def checked_guidelines(value) -> str | None:
+    """A guidelines version as an answer carries it: None or 64 lowercase hexadecimal digits."""
+    if value is None:
+        return None
+    if not (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
+        raise InputError(f"guidelines version {str(value)[:70]!r} is not a SHA-256 (64 hexadecimal digits)")
+    return value
+
+
 def encode(answer: dict) -> bytes:
     """The file content of one answer: one JSON line (UTF-8) of its :data:`FIELDS` (and the
     ``reason`` of a refused one)."""
-    keep = {k: answer.get(k) for k in FIELDS}
+    keep = {k: answer.get(k) for k in FIELDS if k in answer or k != "guidelines_sha256"}
     if answer.get("reason") is not None:
         keep["reason"] = str(answer["reason"])
     return (json.dumps(keep, ensure_ascii=False, sort_keys=True) + "\n").encode()
@@ -198,7 +214,7 @@ def _write_durably(target: Path, data: bytes) -> None:
 
 def keep(project: str | Path, *, sample: str, annotator: str, action: str, position: int | None = None,
          grade: int | None = None, evidence=None, comment: str | None = None, seconds: float | None = None,
-         reveal: bool = False, answer_id: str | None = None) -> dict:
+         reveal: bool = False, answer_id: str | None = None, guidelines_sha256: str | None = IN_FORCE) -> dict:
     """Keep one answer of ``annotator`` (an id the caller checked may label,
     :func:`workbench.services.calibration.label_page.keep_answer`; the answer checked here,
     :func:`new_answer`) in ``project``'s write-ahead folder, on disk when this returns; returns
@@ -211,7 +227,8 @@ def keep(project: str | Path, *, sample: str, annotator: str, action: str, posit
                          command=f"--db {project} init")
     answer = new_answer(sample=sample, annotator=annotator, action=action, position=position,
                         grade=grade, evidence=evidence, comment=comment, seconds=seconds, reveal=reveal,
-                        answer_id=answer_id, seq=_next_seq(), given_at=time.time())
+                        answer_id=answer_id, seq=_next_seq(), given_at=time.time(),
+                        guidelines_sha256=guidelines_sha256)
     where = folder(project)
     try:
         where.mkdir(exist_ok=True)

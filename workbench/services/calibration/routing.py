@@ -10,7 +10,8 @@
   refuse an answer to a pair not assigned to its annotator (:func:`check_assigned`, an
   :class:`~workbench.errors.InputError`: a kept Label page answer is refused for good and told).
   Without an assignment every SME may label every pair, as before (``[calibration] overlap``).
-  Re-assigning replaces the assignment; labels given already stay.
+  Re-assigning replaces the assignment; labels given already stay. A query-design sample is
+  assigned by whole queries: all pairs of a query go to the same annotators.
 - :func:`is_new_annotator`: an id that has no label anywhere and that no assignment names;
   :func:`needs_confirmation`: such an id while the project knows other annotators: the Label
   page asks to confirm before labelling under it (a mistyped id silently starts a new
@@ -72,7 +73,11 @@ def assign(db: Database, sample: str, annotators: Sequence[str], *, overlap: int
     """Assign the pairs of ``sample`` to ``annotators`` (ids as typed: trimmed and case-folded,
     as labels keep them), ``overlap`` annotators per pair, at most ``per_annotator`` pairs each
     (None: as many as the overlap needs). The order the pairs are handed out in is a permutation
-    drawn with ``seed``. Replaces an earlier assignment of the sample. Returns the stored
+    drawn with ``seed``. A query-design sample (``calibrate sample --design queries``) is handed
+    out by whole queries (:func:`workbench.core.calibration.routing.assign_queries`: every pair
+    of a query to the same ``overlap`` annotators, the queries in a seeded order); its record adds
+    ``unit = "queries"``, ``queries_covered``, ``queries_total`` and ``assigned_queries``
+    (``{annotator: [query_id]}``). Replaces an earlier assignment of the sample. Returns the stored
     assignment with ``covered`` (pairs with their ``overlap`` annotators) and ``total``."""
     actor = access.require("sample")
     info = _existing(db, sample)
@@ -84,11 +89,24 @@ def assign(db: Database, sample: str, annotators: Sequence[str], *, overlap: int
 
     if ADJUDICATION in ids:
         raise InputError(f"{ADJUDICATION!r} is reserved for resolved labels; it cannot be assigned pairs")
-    total = store.count_items(db, info["name"])
-    order = np.random.default_rng(int(seed)).permutation(total).tolist()
-    plan = core_routing.assign(total, ids, overlap=int(overlap), per_annotator=per_annotator, order=order)
+    by_query = (info.get("spec") or {}).get("design") == "queries"
+    if by_query:  # whole queries per SME: every pair of a query to the same annotators
+        groups: dict[str, list[int]] = {}
+        for position, query_id in store.item_queries(db, info["name"]):
+            groups.setdefault(query_id, []).append(position)
+        order = np.random.default_rng(int(seed)).permutation(len(groups)).tolist()
+        plan = core_routing.assign_queries(list(groups.values()), ids, overlap=int(overlap),
+                                           per_annotator=per_annotator, order=order)
+        names = list(groups)
+        extra = {"unit": "queries", "queries_covered": plan.queries_covered, "queries_total": plan.queries_total,
+                 "assigned_queries": {a: [names[q] for q in qs] for a, qs in plan.queries.items()}}
+    else:
+        total = store.count_items(db, info["name"])
+        order = np.random.default_rng(int(seed)).permutation(total).tolist()
+        plan = core_routing.assign(total, ids, overlap=int(overlap), per_annotator=per_annotator, order=order)
+        extra = {"unit": "pairs"}
     record = {"annotators": ids, "overlap": plan.overlap, "per_annotator": plan.per_annotator, "seed": int(seed),
-              "covered": plan.covered, "total": plan.total, "assigned": plan.positions,
+              "covered": plan.covered, "total": plan.total, **extra, "assigned": plan.positions,
               "set_by": lead or actor.name, "set_at": datetime.now(UTC).isoformat(timespec="seconds")}
     with db.transaction() as tx:
         routes.write_routing(tx, info["name"], record)

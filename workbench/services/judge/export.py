@@ -2,10 +2,14 @@
 
 One JSON object per judgment, with exactly the keys of :data:`KEYS`, in that order:
 ``query_id, doc_id, chunk_id, start, end, grade, status, source, assessor, model,
-prompt_version, reason, error, prompt_tokens, completion_tokens, latency_ms, cost_usd, evidence``.
+prompt_version, reason, error, prompt_tokens, completion_tokens, latency_ms, cost_usd, evidence,
+guidelines_sha256, raw_response``.
 ``raw_response``: for an LLM judgment the reply its grade was parsed from (or the last reply of an
 invalid one); null for people. ``evidence``: an SME label's evidence, a list of ``[start, end]`` document offsets (one per
 chosen sentence; ``[]`` when none was chosen); null for LLM and imported judgments.
+``guidelines_sha256``: the SHA-256 of the labelling guidelines in force when an SME gave the label
+(``workbench calibrate guidelines``); null when the sample had none then, and for LLM and imported
+judgments.
 ``grade`` is null unless ``status`` is ``ok``; ``prompt_version`` is the prompt hash of LLM
 judgments (null for people); missing values are null. Rows are ordered by query_id, doc_id,
 start, end, then age.
@@ -34,7 +38,7 @@ from workbench.store.pools import read_pool
 
 KEYS = ("query_id", "doc_id", "chunk_id", "start", "end", "grade", "status", "source", "assessor", "model",
         "prompt_version", "reason", "error", "prompt_tokens", "completion_tokens", "latency_ms", "cost_usd",
-        "evidence", "raw_response")
+        "evidence", "guidelines_sha256", "raw_response")
 SOURCES = ("llm", "human", "imported", "all")
 _INTS = ("start", "end", "grade", "prompt_tokens", "completion_tokens")
 

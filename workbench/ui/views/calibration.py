@@ -183,13 +183,16 @@ def _side_by_side(d: dict) -> None:
         note = d.get("notes", {}).get(name) or {}
         evidence = note.get("evidence") or []
         comment = note.get("comment")
+        under = (d.get("guidelines") or {}).get(name)  # only where the guidelines changed mid-sample
         passage = evidence_html(text, d.get("start") or 0, len(text) if d.get("end") is None else d["end"],
                                 evidence, grade=grade, window=200)
         column.html(
             f'<div data-testid="calibration-sme-view" data-sme="{html.escape(name, quote=True)}">'
             f'<div style="font-weight: 600">{html.escape(name)} · grade {int(grade)}</div>'
             f'<div style="font-size: 0.85em; color: rgba(49, 51, 63, 0.7)">'
-            f'{"evidence marked: " + str(len(evidence)) if evidence else "no evidence marked"}</div>'
+            f'{"evidence marked: " + str(len(evidence)) if evidence else "no evidence marked"}'
+            + (f' · <span data-testid="calibration-sme-guidelines">labelled under guidelines {html.escape(under)}'
+               '</span>' if under else "") + '</div>'
             f'<div style="white-space: pre-wrap; font-size: 0.9em; border-left: 3px solid #ddd; padding-left: 0.6em; '
             f'max-height: 22em; overflow-y: auto">{passage}</div>'
             f'<div data-testid="calibration-sme-comment" style="margin-top: 0.4rem">'

@@ -23,7 +23,9 @@ def panel(db, sample: str) -> None:
     progress = routing.progress(db, sample) if plan else []
     guide = guidelines.guidelines(db, sample)
     title = "Route the labelling" + (" (active sample)" if active == sample else "")
-    with st.expander(title, expanded=False, icon=":material/alt_route:"):
+    # keyed and tracked: it stays open across the runs an upload and its storing start (an
+    # untracked expander is drawn closed again when a message above it comes or goes)
+    with st.expander(title, expanded=False, icon=":material/alt_route:", key="routing_panel", on_change="rerun"):
         _active(sample, active)
         st.divider()
         _assignment(sample, plan, progress)
@@ -49,7 +51,9 @@ def _assignment(sample: str, plan: dict | None, progress: list[dict]) -> None:
         st.caption("No assignment: every SME may label every pair ([calibration] overlap applies).")
     else:
         cap = "" if plan["per_annotator"] is None else f", at most {plan['per_annotator']} each"
-        st.caption(context.plain(f"{plan['covered']} of {plan['total']} pairs assigned, {plan['overlap']} SME(s) "
+        whole = (f" (in {plan['queries_covered']} of {plan['queries_total']} whole queries: all pairs of a query go "
+                 f"to the same SMEs)") if plan.get("unit") == "queries" else ""
+        st.caption(context.plain(f"{plan['covered']} of {plan['total']} pairs assigned{whole}, {plan['overlap']} SME(s) "
                                  f"per pair{cap} (seed {plan['seed']}), set by {plan['set_by']}."))
         context.table([{"SME": p["annotator"], "assigned": p["assigned"], "answered": p["answered"],
                         "open": p["open"]} for p in progress], key="routing-progress")
@@ -76,8 +80,10 @@ def _guidelines(sample: str, guide: dict | None) -> None:
     if guide is None:
         st.caption("No labelling guidelines for this sample.")
     else:
-        st.caption(context.plain(f"Guidelines version {guide['sha256'][:12]} ({guide.get('source') or 'uploaded'}), "
-                                 f"set by {guide['set_by']}; {len(guide['history'])} earlier version(s)."))
+        by = f", set by {guide['set_by']}" if guide.get("set_by") else ""
+        st.caption(context.plain(f"Guidelines v{len(guide['history']) + 1}, version {guide['sha256'][:12]} "
+                                 f"({guide.get('source') or 'uploaded'}){by}; {len(guide['history'])} earlier "
+                                 f"version(s)."))
     upload = st.file_uploader("Guidelines (Markdown)", type=["md", "markdown", "txt"], key="routing_guidelines")
     if upload is not None and st.button("Store the guidelines with this sample", key="routing_guidelines_store"):
         data = upload.getvalue()

@@ -259,18 +259,23 @@ def _timed(phase: str) -> Iterator[None]:
             handle.write(line + "\n")
 
 
-def _visit(sample: str) -> int:
-    return int(st.session_state.get(_key("visit", sample), 0))
+# The card's place (pair on screen, visit, time shown, comment, card state) is kept per sample
+# *and* annotator id: switching ids in the same tab (no sign-in) must not carry the previous
+# id's pair, answer token or comment over to the next one.
+
+def _visit(sample: str, annotator: str) -> int:
+    return int(st.session_state.get(_key("visit", sample, annotator), 0))
 
 
-def _go(sample: str, position: int | None) -> None:
-    """Move the card to ``position``: a new visit (a new card token, so one new answer)."""
-    st.session_state[_key("position", sample)] = position
-    st.session_state[_key("visit", sample)] = _visit(sample) + 1
+def _go(sample: str, annotator: str, position: int | None) -> None:
+    """Move ``annotator``'s card on ``sample`` to ``position``: a new visit (a new card token, so
+    one new answer)."""
+    st.session_state[_key("position", sample, annotator)] = position
+    st.session_state[_key("visit", sample, annotator)] = _visit(sample, annotator) + 1
 
 
-def _token(sample: str, position: int | None, visit: int) -> str:
-    return f"{sample}|{position}|{visit}"
+def _token(sample: str, annotator: str, position: int | None, visit: int) -> str:
+    return f"{sample}|{annotator}|{position}|{visit}"
 
 
 def _view(sample: str, annotator: str) -> dict:
@@ -346,6 +351,8 @@ def render() -> None:
         view = _view(sample, annotator)
         view["overlap"], view["min_ms"] = _settings()
         view["display"] = typed
+        # the guidelines version the panel shows: recorded with each answer given on this card
+        view["guidelines"] = guide["sha256"] if guide else None
         view["busy"] = None  # the project opened: the next key press may wait for it again
         # A whole-page run (opening the page, another sample, the reveal box) reads everything
         # afresh: another tab may have labelled, a lead may have re-imported a document.
@@ -402,7 +409,7 @@ def _sync_open(sample: str, annotator: str) -> bool:
     return True
 
 
-def _refused(answers: list[dict], sample: str) -> None:
+def _refused(answers: list[dict], sample: str) -> None:  # answers: one annotator's (pending.refused)
     """Answers the project refused for good (their pair or its document changed since): bring
     the first one's pair back and say why."""
     given = [a for a in answers if a["action"] in _ADVANCING]
@@ -411,7 +418,7 @@ def _refused(answers: list[dict], sample: str) -> None:
         return
     first = given[0]
     if first["sample"] == sample:
-        _go(sample, first["position"])
+        _go(sample, first["annotator"], first["position"])
     more = f" (and {len(given) - 1} answer(s) after it)" if len(given) > 1 else ""
     _say("error", context.plain(f"Your answer to pair {first['position'] + 1} of {first['sample']}{more} could "
                                 f"not be stored: {first.get('reason')}. Give it again."))
@@ -426,7 +433,7 @@ def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
     ``fresh``: read the items again too, not only those the session does not hold."""
 
     view = _view(sample, annotator)
-    pos_key = _key("position", sample)
+    pos_key = _key("position", sample, annotator)
     path = context.db_path()
     given = list(st.session_state.get(_PENDING) or [])
     with _timed("store"):
@@ -460,6 +467,7 @@ def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
     position = st.session_state.get(pos_key)
     after = None
     if (last is not None and last["action"] in _ADVANCING and last["sample"] == sample
+            and last["annotator"] == annotator
             and (position == last["to"] or (position is None and last["to"] == _UNKNOWN))):
         # The card moved on at the key press; the pair after the answered one is read again now
         # that the answer is stored (with an overlap, other SMEs may have answered the pair the
@@ -493,7 +501,7 @@ def _sync(db, sample: str, annotator: str, *, fresh: bool = False) -> None:
     view.update(items=items, states=snap["states"], total=snap["total"], stale=False, next=chain,
                 assigned=snap.get("assigned"))
     if st.session_state.get(pos_key) != snap["position"]:
-        _go(sample, snap["position"])
+        _go(sample, annotator, snap["position"])
 
 
 def _stored(db, cal, action: dict) -> tuple[str, str] | None:
@@ -519,7 +527,7 @@ def _stored(db, cal, action: dict) -> tuple[str, str] | None:
     undone = done["position"]
     if undone is None:
         return "info", "Nothing to undo."
-    _go(sample, undone)
+    _go(sample, annotator, undone)
     return "info", f"Undid your last action on pair {undone + 1}."
 
 
@@ -535,7 +543,7 @@ def _labelling(sample: str, annotator: str) -> None:
 
 def _card(sample: str, annotator: str) -> None:
     view = _view(sample, annotator)
-    pos_key = _key("position", sample)
+    pos_key = _key("position", sample, annotator)
     pending = st.session_state.get(_PENDING) or []
     position = st.session_state.get(pos_key)
     # Read first (one project open) only when the card cannot be drawn from the session: an undo
@@ -637,7 +645,7 @@ def _card_component():
     return _CARD
 
 
-def _payload(view: dict, sample: str, position: int, visit: int) -> dict | None:
+def _payload(view: dict, sample: str, annotator: str, position: int, visit: int) -> dict | None:
     """What the card needs to draw the pair at ``position`` (None when the session does not hold it)."""
     item = view["items"].get(position)
     if item is None:
@@ -645,7 +653,7 @@ def _payload(view: dict, sample: str, position: int, visit: int) -> dict | None:
     units = sentences(item)
     state = view["states"].get(position)
     stored = {tuple(span) for span in ((state or {}).get("evidence") or [])}
-    token = _token(sample, position, visit)
+    token = _token(sample, annotator, position, visit)
     cursor, hits = label_routing.cursor_start(item, units, query_terms(item["query"] or ""))
     return {"token": token, "position": position, "units": len(units), "cursor": cursor, "hits": hits,
             "chosen": [i for i, (s, e, _) in enumerate(units) if (s, e) in stored],
@@ -666,24 +674,25 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
     value, text = _progress_bar(view)
     bar = st.empty()
     bar.progress(value, text=text)
-    visit = _visit(sample)
-    shown = st.session_state.get(_key("shown_at", sample))
-    if not shown or shown[0] != _token(sample, position, visit):
-        st.session_state[_key("shown_at", sample)] = (_token(sample, position, visit), time.monotonic())
-    pair = None if position is None else _payload(view, sample, position, visit)
+    visit = _visit(sample, annotator)
+    shown = st.session_state.get(_key("shown_at", sample, annotator))
+    if not shown or shown[0] != _token(sample, annotator, position, visit):
+        st.session_state[_key("shown_at", sample, annotator)] = (_token(sample, annotator, position, visit),
+                                                                 time.monotonic())
+    pair = None if position is None else _payload(view, sample, annotator, position, visit)
     ahead, held = [], []
     at = position
     while at is not None and len(ahead) < AHEAD:
         at = view["next"].get(at)
         if at is None or at == position or at in held:
             break
-        payload = _payload(view, sample, at, visit + 1 + len(ahead))
+        payload = _payload(view, sample, annotator, at, visit + 1 + len(ahead))
         if payload is None:
             break
         ahead.append(payload)
         held.append(at)
     display = None if auth.mode() != "none" else view.get("display")
-    _card_component()(key=_key("card", sample), data={
+    _card_component()(key=_key("card", sample, annotator), data={
         "pair": pair, "ahead": ahead, "ack": st.session_state.get(_ACK, 0), "min_ms": view["min_ms"],
         "annotator": display, "scope": f"{sample}\x1f{annotator}"}, on_action_change=functools.partial(_on_card, sample, annotator),
         on_chosen_change=_nothing)
@@ -708,7 +717,7 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
     if pair is None:  # the project could not be read (the reason is shown above)
         st.warning("This pair cannot be shown right now. Press a key again in a moment, or reload the page.")
         return bar, []
-    st.text_input("Comment (optional)", key=_key("comment", sample, position))
+    st.text_input("Comment (optional)", key=_key("comment", sample, annotator, position))
     cols = st.columns(4)
     for grade, col in zip(range(4), cols):
         state = view["states"].get(position)
@@ -720,10 +729,10 @@ def _draw(view: dict, sample: str, annotator: str, position: int | None):
     walk = label_routing.walkable(view.get("assigned"), total)
     with nav[0]:
         st.button("Previous", key=_key("prev", sample), disabled=label_routing.step(walk, position, -1) is None,
-                  on_click=_on_step, args=(sample, -1, total))
+                  on_click=_on_step, args=(sample, annotator, -1, total))
     with nav[1]:
         st.button("Next", key=_key("next", sample), disabled=label_routing.step(walk, position, 1) is None,
-                  on_click=_on_step, args=(sample, 1, total))
+                  on_click=_on_step, args=(sample, annotator, 1, total))
     with nav[2]:
         st.button("Skip", key=_key("skip", sample), on_click=_on_act, args=(sample, annotator, position, "skip"))
     with nav[3]:
@@ -758,7 +767,7 @@ def _take(token: str) -> None:
 
 def _on_card(sample: str, annotator: str) -> None:
     """An action the card sent (a key press or a click on it), applied once."""
-    result = st.session_state.get(_key("card", sample))
+    result = st.session_state.get(_key("card", sample, annotator))
     action = getattr(result, "action", None) if result is not None else None
     if not isinstance(action, dict):
         return
@@ -770,16 +779,16 @@ def _on_card(sample: str, annotator: str) -> None:
     view = _view(sample, annotator)
     total = view["total"]
     if kind == "prev":
-        _on_step(sample, -1, total, view.get("assigned"))
+        _on_step(sample, annotator, -1, total, view.get("assigned"))
     elif kind == "next":
-        _on_step(sample, 1, total, view.get("assigned"))
+        _on_step(sample, annotator, 1, total, view.get("assigned"))
     elif kind == "undo":
         _on_undo(sample, annotator)
     elif kind == "replay":
         _on_replay(sample, annotator, action.get("answers"))
     elif kind in _ADVANCING:
-        position = st.session_state.get(_key("position", sample))
-        token = _token(sample, position, _visit(sample))
+        position = st.session_state.get(_key("position", sample, annotator))
+        token = _token(sample, annotator, position, _visit(sample, annotator))
         if action.get("token") != token or position is None:
             context.flash("label", "That key came while the page was moving to another pair; nothing was stored. "
                                    "Press it again.", "warning")
@@ -801,7 +810,7 @@ def _on_card(sample: str, annotator: str) -> None:
                    answer_id=_answer_id(action))
         else:
             _take(token)
-            comment = st.session_state.get(_key("comment", sample, position)) or None
+            comment = st.session_state.get(_key("comment", sample, annotator, position)) or None
             _answer(sample, annotator, position, kind, seconds=seconds, comment=comment,
                     answer_id=_answer_id(action))
 
@@ -842,7 +851,7 @@ def _on_replay(sample: str, annotator: str, answers) -> None:
             kept += 1
             last = position
     if last is not None:
-        _go(sample, None)  # the pair after the last answer kept, once it is stored (_sync)
+        _go(sample, annotator, None)  # the pair after the last answer kept, once it is stored (_sync)
     if dropped:
         context.flash("label", f"{dropped} answer(s) given before the page was reloaded could not be taken "
                                "again (their pair changed or is no longer on hand); please give them again.",
@@ -867,32 +876,32 @@ def _grade(sample, annotator, position, grade, units, seconds, token, answer_id:
     _take(token)
     # Read at the key press, not when the card was drawn: the box may have just been ticked.
     reveal = bool(st.session_state.get("label_reveal", False))
-    comment = st.session_state.get(_key("comment", sample, position)) or None
+    comment = st.session_state.get(_key("comment", sample, annotator, position)) or None
     _answer(sample, annotator, position, "label", seconds=seconds, grade=grade, comment=comment,
             evidence=chosen or None, reveal=reveal, answer_id=answer_id)
 
 
-def _on_screen(sample: str, position: int) -> bool:
+def _on_screen(sample: str, annotator: str, position: int) -> bool:
     """Whether the pair a button answers is the pair the session is on. A click that comes while
     the card is being redrawn for another pair may still carry the old card's buttons: it is
     refused (nothing stored) rather than given to a pair the SME is no longer looking at."""
-    if st.session_state.get(_key("position", sample)) == position:
+    if st.session_state.get(_key("position", sample, annotator)) == position:
         return True
     context.flash("label", "That key came while the page was moving to another pair; nothing was stored. "
                            "Press it again.", "warning")
     return False
 
 
-def _on_step(sample: str, delta: int, total: int, assigned: list[int] | None = None) -> None:
+def _on_step(sample: str, annotator: str, delta: int, total: int, assigned: list[int] | None = None) -> None:
     """Previous / next: from the pair the session is on (not the one the buttons were drawn for),
     along the annotator's assigned pairs when the lead assigned the sample."""
-    position = st.session_state.get(_key("position", sample))
+    position = st.session_state.get(_key("position", sample, annotator))
     if assigned is None:
         view = st.session_state.get(_VIEW)
         assigned = view.get("assigned") if view else None
     to = label_routing.step(label_routing.walkable(assigned, total), position, delta)
     if to is not None:
-        _go(sample, to)
+        _go(sample, annotator, to)
 
 
 def _answer(sample: str, annotator: str, position: int, action: str, *, seconds: float | None,
@@ -908,9 +917,10 @@ def _answer(sample: str, annotator: str, position: int, action: str, *, seconds:
         kept = cal.keep_answer(context.db_path(), sample=sample, annotator=annotator, action=action,
                                position=position, seconds=seconds, grade=fields.get("grade"),
                                evidence=fields.get("evidence"), comment=fields.get("comment"),
-                               reveal=bool(fields.get("reveal")), answer_id=answer_id)
+                               reveal=bool(fields.get("reveal")), answer_id=answer_id,
+                               **({"guidelines_sha256": view["guidelines"]} if "guidelines" in view else {}))
     except WorkbenchError as exc:
-        st.session_state.get(_TAKEN, set()).discard(_token(sample, position, _visit(sample)))
+        st.session_state.get(_TAKEN, set()).discard(_token(sample, annotator, position, _visit(sample, annotator)))
         context.flash("label", context.plain(f"Your answer to pair {position + 1} was not taken: {exc}. Nothing "
                                              "was stored; give it again."), "error")
         return False
@@ -931,40 +941,40 @@ def _answer(sample: str, annotator: str, position: int, action: str, *, seconds:
     # read back after storing.
     view["states"] = {**view["states"], position: {"action": action, "grade": fields.get("grade"),
                                                    "evidence": fields.get("evidence")}}
-    _go(sample, None if following == _UNKNOWN else following)
+    _go(sample, annotator, None if following == _UNKNOWN else following)
     return True
 
 
-def _drawn_seconds(sample: str, token: str) -> float | None:
+def _drawn_seconds(sample: str, annotator: str, token: str) -> float | None:
     """Seconds since the server drew the card ``token`` (time on task of a button press)."""
-    shown = st.session_state.get(_key("shown_at", sample))
+    shown = st.session_state.get(_key("shown_at", sample, annotator))
     return round(time.monotonic() - shown[1], 3) if shown and shown[0] == token else None
 
 
 def _on_grade(sample, annotator, position, grade) -> None:
-    if not _on_screen(sample, position):
+    if not _on_screen(sample, annotator, position):
         return
-    token = _token(sample, position, _visit(sample))
+    token = _token(sample, annotator, position, _visit(sample, annotator))
     if _taken(token):
         context.flash("label", "This pair's answer was already taken; the second press was ignored.", "warning")
         return
-    result = st.session_state.get(_key("card", sample))
+    result = st.session_state.get(_key("card", sample, annotator))
     chosen = getattr(result, "chosen", None) if result is not None else None
     units = chosen.get("units", []) if isinstance(chosen, dict) and chosen.get("token") == token else \
-        st.session_state.get(_key("evidence", sample, position), [])
-    _grade(sample, annotator, position, grade, units, _drawn_seconds(sample, token), token)
+        st.session_state.get(_key("evidence", sample, annotator, position), [])
+    _grade(sample, annotator, position, grade, units, _drawn_seconds(sample, annotator, token), token)
 
 
 def _on_act(sample, annotator, position, action) -> None:
-    if not _on_screen(sample, position):
+    if not _on_screen(sample, annotator, position):
         return
-    token = _token(sample, position, _visit(sample))
+    token = _token(sample, annotator, position, _visit(sample, annotator))
     if _taken(token):
         context.flash("label", "This pair's answer was already taken; the second press was ignored.", "warning")
         return
     _take(token)
-    comment = st.session_state.get(_key("comment", sample, position)) or None
-    _answer(sample, annotator, position, action, seconds=_drawn_seconds(sample, token), comment=comment)
+    comment = st.session_state.get(_key("comment", sample, annotator, position)) or None
+    _answer(sample, annotator, position, action, seconds=_drawn_seconds(sample, annotator, token), comment=comment)
 
 
 def _on_undo(sample, annotator) -> None:
