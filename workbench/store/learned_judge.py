@@ -8,6 +8,8 @@ the blocks of :func:`pair_text_block` line up with :func:`pool_pair_spans`.
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from workbench.store.database import Database, arrow_query_df
@@ -105,3 +107,19 @@ def configs_of_judge(db: Database, judge: str) -> set[str]:
 
 def job_has_judgments(db: Database, job_id: int) -> int:
     return int(db.query_value("SELECT count(*) FROM judgments WHERE job_id = ?", [int(job_id)]))
+
+
+def pool_query_texts(db: Database, pool: str) -> pd.DataFrame:
+    """``query_id, text`` of the pool's queries (the text alone, as the dense retriever encodes it)."""
+    return db.query_df("""SELECT q.query_id, q.text FROM queries q
+                          WHERE q.query_id IN (SELECT DISTINCT query_id FROM pool_pairs WHERE pool = ?)
+                          ORDER BY q.query_id""", [pool])
+
+
+def pool_dense_runs(db: Database, pool: str) -> list[tuple[str, dict]]:
+    """``(run, params)`` of the pool's provenance runs made by the dense retriever, by name."""
+    rows = db.query_all("""SELECT r.name, r.params::VARCHAR FROM runs r
+                           WHERE r.retriever = 'dense'
+                             AND r.name IN (SELECT DISTINCT run FROM pool_provenance WHERE pool = ?)
+                           ORDER BY r.name""", [pool])
+    return [(str(name), json.loads(params) if params else {}) for name, params in rows]

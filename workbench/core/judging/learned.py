@@ -19,6 +19,10 @@ held-out pair depends on a held-out label):
   within the query (:func:`within_query_rank_share`);
 * query-term overlap (:func:`term_overlap`), ``log(1 + characters)`` and ``log(1 + tokens)``
   of the passage;
+* the dense cosine ``<e(q), e(c)>`` of unit-length embeddings from the project's dense encoder
+  (computed and cached by :mod:`workbench.services.judge.learned_dense`; named
+  ``cosine[<encoder cache key>]``, so the encoder is part of the configuration's key), its
+  z-score and its rank share within the query;
 * per pooled run: ``1/rank`` (0 when the run did not pool the pair) and the z-score of the
   run's score within the query among the pairs the run pooled (0 when absent); the share of
   runs that pooled the pair and the best ``1/rank`` over runs.
@@ -59,7 +63,7 @@ import numpy as np
 
 #: Bumped whenever a feature's definition or the choice of model changes (part of the
 #: configuration key, so a learned judge made by other code is another configuration).
-FEATURE_VERSION = 3
+FEATURE_VERSION = 4
 #: The fewest tuning labels and per-class labels a learned judge is fitted on.
 MIN_LABELS = 30
 MIN_PER_CLASS = 8
