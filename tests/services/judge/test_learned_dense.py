@@ -150,3 +150,40 @@ def test_the_encoder_is_part_of_the_configuration(labelled, tmp_path):
     again = learn(db, "s", seed=0, dense=DenseOptions(model="word-counts", encoder=WordCounts()))
     assert again.config == with_dense.config and not again.created
     assert again.dense["encoded_passages"] == 0
+
+
+def test_the_compact_and_averaged_candidates_are_scored_and_the_average_predicts_the_mean():
+    from workbench.core.judging import learned as core
+
+    rng = np.random.default_rng(0)
+    n = 200
+    y = (rng.random(n) < 0.4).astype(int)
+    grade = np.clip(y * 2 + rng.integers(-1, 2, n), 0, 3).astype(float)
+    cosine = y * 0.3 + rng.normal(0.4, 0.15, n)
+    noise = rng.normal(size=n)
+    x = np.column_stack([grade, cosine, noise])
+    groups = np.arange(n) % 20
+    fitted = core.fit(x, y, np.ones(n), 0, groups=groups, strata=grade.astype(int), base_columns=[0],
+                      signal_columns=[1])
+    assert "logistic on the judges' grades and the text signals" in fitted.scores
+    assert core.AVERAGE in fitted.scores
+    without = core.fit(x, y, np.ones(n), 0, groups=groups, strata=grade.astype(int), base_columns=[0])
+    assert not any("text signals" in name for name in without.scores)
+
+
+class _Fixed:
+    """A fitted model stand-in whose p(relevant) is the sum of the columns it is given."""
+
+    def predict_proba(self, x):
+        p = np.asarray(x).sum(axis=1)
+        return np.column_stack([1 - p, p])
+
+
+def test_the_average_is_the_mean_of_its_members_on_their_own_columns():
+    from workbench.core.judging import learned as core
+
+    # columns: a, b, c, then the query effect last; member 1 reads a; member 2 reads c and the effect
+    x = np.array([[0.2, 9.0, 0.1, 0.3], [0.6, 9.0, 0.0, 0.1]])
+    average = core._Average([(_Fixed(), [0], False), (_Fixed(), [2], True)])
+    # row 1: (0.2 + (0.1 + 0.3)) / 2 = 0.3; row 2: (0.6 + 0.1) / 2 = 0.35
+    assert np.allclose(average.predict_proba(x)[:, 1], [0.3, 0.35])

@@ -53,6 +53,8 @@ from workbench.store.pools import read_pool
 JUDGE = "learned"
 BLOCK = 5000
 PAIR = ["query_id", "doc_id", "chunk_id"]
+#: The text signals the compact ``signals`` candidates read beside the grades (and ``cosine[...]``).
+SIGNALS = ("cosine_z", "bm25", "bm25_z", "overlap", "log_chars")
 
 
 @dataclass
@@ -330,9 +332,10 @@ def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: 
     x = table.matrix()
     w = tuning["weight"].to_numpy(dtype=np.float64)
     base = [i for i, n in enumerate(table.names) if n.startswith("grade[")]
+    signals = [i for i, n in enumerate(table.names) if n in SIGNALS or n.startswith("cosine[")]
     groups = pd.factorize(spans["query_id"])[0].astype(np.int64)
     fitted = fit(x[rows], y, w, int(seed), groups=groups[rows], strata=tuning["stratum"].to_numpy(),
-                 base_columns=base)
+                 base_columns=base, signal_columns=signals)
     wn = w / w.mean()
     op = core.operating_point(y, fitted.cv_probability, wn, min_tpr=targets.min_tpr, min_tnr=targets.min_tnr)
     cuts = core.grade_cuts(tuning["grade"].to_numpy(), fitted.cv_probability, wn, op.threshold, threshold)
