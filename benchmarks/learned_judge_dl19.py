@@ -206,6 +206,8 @@ def one_seed(db, keys: dict, seed: int, two_sources: bool, dense: bool, cache: P
     for (q, d), g in truth.items():
         truth_qrels.setdefault(q, {})[d] = g
     truth_ndcg = run_ndcg(truth_qrels)
+    print("NIST order: " + " > ".join(f"{r} {truth_ndcg[r]:.3f}" for r in sorted(RUNS, key=lambda r: -truth_ndcg[r])),
+          flush=True)
     name = f"dl19-s{seed}"
     cal.create_sample(db, name, "judged", size=HOLDOUT + TUNING, seed=seed, holdout_share=HOLDOUT / (HOLDOUT + TUNING),
                       min_per_class=50, judge=keys["llama70b"])
@@ -242,6 +244,7 @@ def one_seed(db, keys: dict, seed: int, two_sources: bool, dense: bool, cache: P
                          "tau": kendall(ndcg, truth_ndcg),
                          "order": " > ".join(sorted(RUNS, key=lambda r: -ndcg[r]))})
             print(_line(rows[-1]), flush=True)
+            print(f"    order: {rows[-1]['order']}", flush=True)
     print(_line(rows[0]), flush=True)
     return rows
 

@@ -150,6 +150,7 @@ def test_the_encoder_is_part_of_the_configuration(labelled, tmp_path):
     again = learn(db, "s", seed=0, dense=DenseOptions(model="word-counts", encoder=WordCounts()))
     assert again.config == with_dense.config and not again.created
     assert again.dense["encoded_passages"] == 0
+    assert "dense cosine with word-counts: 360 passages from the embeddings cache, 0 encoded now" in again.summary()
 
 
 def test_the_compact_and_averaged_candidates_are_scored_and_the_average_predicts_the_mean():
