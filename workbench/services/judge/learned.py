@@ -152,9 +152,7 @@ def text_features(db: Database, pool: str, level: str, n_pairs: int, *, block: i
     tok = _tokenizer()
     df = np.zeros(0)
     n_docs, total_len = 0, 0
-    passages = store.count_passages(db, pool)
-    for offset in range(0, passages, block):  # pass 1: document frequencies over distinct passages
-        texts = store.passage_block(db, pool, level, offset, block)
+    for texts in store.passage_blocks(db, pool, level, block):  # pass 1: df over distinct passages
         ids = tokenize_ids(tok, texts, update_vocab=True, allow_empty=False)
         size = max(tok.word_to_id.values(), default=-1) + 1
         if len(df) < size:
@@ -169,8 +167,8 @@ def text_features(db: Database, pool: str, level: str, n_pairs: int, *, block: i
     avgdl = total_len / n_docs if n_docs else 1.0
     out = {k: np.zeros(n_pairs) for k in ("bm25", "overlap", "log_chars", "log_tokens")}
     query_ids: dict[str, list[int]] = {}
-    for offset in range(0, n_pairs, block):  # pass 2: each pair's query against its passage
-        frame = store.pair_text_block(db, pool, level, offset, block)
+    offset = 0
+    for frame in store.pair_text_blocks(db, pool, level, block):  # pass 2: each pair's query against its passage
         texts = frame["passage"].fillna("").astype(str).tolist()
         p_ids = [[i for i in t if i < vocabulary] for t in tokenize_ids(tok, texts, update_vocab=False,
                                                                         allow_empty=False)]
@@ -187,6 +185,7 @@ def text_features(db: Database, pool: str, level: str, n_pairs: int, *, block: i
         out["log_tokens"][sl] = np.log1p(np.array([len(t) for t in p_ids], dtype=np.float64))
         if on_block is not None:
             on_block(offset, texts)
+        offset += len(frame)
     return out
 
 
