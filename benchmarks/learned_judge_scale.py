@@ -55,6 +55,7 @@ def build(where: Path, queries: int, per_query: int, seed: int) -> None:
     from workbench.services.judge.imported import import_judgments
     from workbench.services.pooling.pools import build_pool
     from workbench.services.project.lifecycle import open_project
+    from workbench.store.calibration import read_sample_items
     from workbench.store.embeddings import write_embeddings
 
     rng = np.random.default_rng(seed)
@@ -130,11 +131,7 @@ def build(where: Path, queries: int, per_query: int, seed: int) -> None:
                              vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
         print(f"cached vectors written in {time.perf_counter() - t:.0f} s", flush=True)
         cal.create_sample(db, "s", "p", size=2500, seed=seed, holdout_share=0.8, min_per_class=50, judge=key)
-        items = cal.read_sample_items(db, "s") if hasattr(cal, "read_sample_items") else None
-        if items is None:
-            from workbench.store.calibration import read_sample_items
-
-            items = read_sample_items(db, "s")
+        items = read_sample_items(db, "s")
         grade = {(f"q{q}", f"d{d}"): int(g) for q, d, g in zip(qq, dd, truth)}
         cal.save_labels(db, "s", "sme", {int(p): grade[(q, d)] for p, q, d in
                                          zip(items["position"], items["query_id"], items["doc_id"])})
