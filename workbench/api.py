@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CalibrationReport", "CalibrationSample", "Chunking", "Comparison", "Evaluation", "GateResult",
-    "ImportSummary", "JudgeReport", "Pool", "Project", "RunInfo",
+    "ImportSummary", "JudgeReport", "LearnedJudge", "Pool", "Project", "RunInfo",
 ]
 
 Labels = Literal["merged", "human", "llm"]
@@ -197,6 +197,40 @@ class CalibrationReport:
         return pd.DataFrame([{"figure": name, "value": value, "low": self.intervals.get(name, (nan, nan))[0],
                               "high": self.intervals.get(name, (nan, nan))[1]}
                              for name, value in self.figures.items()], columns=["figure", "value", "low", "high"])
+
+
+@dataclass(frozen=True)
+class LearnedJudge:
+    """A judge learned from a sample's tuning labels (:meth:`Project.judge_learn`): its
+    configuration key, the chosen model, the operating point (``rule`` ``targets``: it meets the
+    gate's TPR/TNR targets cross-validated on the tuning part; ``kappa``: none did, the largest
+    κ) with its cross-validated figures, and the grades it gave the pool. It is trusted only once
+    :meth:`Project.gate` passes it (``judge=config``) on the held-out part, which it never saw."""
+
+    config: str
+    label: str
+    pool: str
+    sample: str
+    sources: tuple[str, ...]
+    features: tuple[str, ...]
+    tuning: int
+    relevant: int
+    model: str
+    threshold: float
+    rule: str
+    cv_tpr: float
+    cv_tnr: float
+    cv_kappa: float
+    graded: int
+    grade_counts: dict[int, int]
+    seed: int
+    created: bool
+    notes: tuple[str, ...] = ()
+    summary: str = field(repr=False, default="")
+
+    def to_pandas(self) -> pd.DataFrame:
+        return _frame({f.name: getattr(self, f.name) for f in fields(self)
+                       if f.name not in ("features", "grade_counts", "notes", "summary", "sources")})
 
 
 @dataclass(frozen=True)
@@ -567,6 +601,24 @@ class Project:
         with self._db() as db:
             body = gate(db, sample, thresholds=thresholds, options=options, judge=judge)
         return self._gate_result(body["sample"], body["n"], body["gate"], body["judge"])
+
+    def judge_learn(self, sample: str, *, sources: Sequence[str] | None = None, seed: int = 0,
+                    dense: bool = True) -> LearnedJudge:
+        """Learn a judge from the sample's tuning labels and grade its pool with it (``workbench
+        judge learn``): a calibrated model on the ``sources`` configurations' grades (key, key
+        prefix or model; default every configuration that graded the pool) and retrieval signals
+        (``dense``: with the dense cosine of the project's encoder), chosen by cross-validation on
+        the tuning part only. Gate it with ``gate(sample, judge=result.config)``."""
+        from workbench.services.judge.learned import DenseOptions, learn
+
+        chosen = _names(sources, "sources") if sources is not None else None
+        with self._db() as db:
+            r = learn(db, sample, sources=chosen, seed=int(seed), settings=self.settings(),
+                      dense=DenseOptions(enabled=bool(dense)))
+        op = r.operating
+        return LearnedJudge(r.config, r.label, r.pool, r.sample, tuple(r.sources), tuple(r.features), r.tuning,
+                            r.relevant, r.model, op.threshold, op.rule, op.tpr, op.tnr, op.kappa, r.graded,
+                            dict(r.grade_counts), r.seed, r.created, tuple(r.notes), r.summary())
 
     # -- qrels, evaluate, compare ---------------------------------------------------------------
     def qrels(self, *, labels: Labels = "merged", level: Literal["doc", "chunk"] = "doc",

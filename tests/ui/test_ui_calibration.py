@@ -5,6 +5,7 @@ and the Calibration page puts the verdict first and draws samples."""
 from __future__ import annotations
 
 import html
+import json
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -302,3 +303,32 @@ def test_the_page_reports_on_a_chosen_judge_configuration_and_gates_it_on_reques
     assert not at.exception
     with Database(path) as db:
         assert {s.config.model: s.state for s in verdicts.states(db)} == {"m1": first["m1"], "m2": "failed"}
+
+
+def test_the_lead_learns_a_judge_from_the_tuning_labels_on_the_page(judged):
+    """The 'Learn a judge' box fits on the tuning labels, shows the cross-validated figures and the
+    operating point's rule, and the learned configuration joins the page's judge list (not gated)."""
+    from workbench.services.calibration import verdicts
+
+    path, truth = judged
+    with Database(path) as db:
+        cal.create_sample(db, "s", "p", seed=1)
+        label_all(db, "s", truth)
+    at = _run(_calibration_page)
+    assert "Learn a judge from the SME labels" in [e.label for e in at.expander]
+    next(c for c in at.checkbox if c.label == "Dense cosine feature").uncheck()
+    next(b for b in at.button if b.label == "Learn the judge").click().run()
+    assert not at.exception, at.exception
+    text = _texts(at)
+    assert "tuning labels" in text and "**Operating point**: p(relevant) ≥ " in text
+    assert "rule **targets**" in text or "rule **kappa**" in text
+    figures = at.dataframe[-1].value
+    assert list(figures["figure"]) == ["TPR", "TNR", "Cohen's κ"]
+    with Database(path) as db:
+        learned = [c for c in verdicts.configurations(db) if c.model == "learned"]
+        job = db.query_value("SELECT params::VARCHAR FROM judge_jobs WHERE judge = 'learned'")
+    assert len(learned) == 1 and '"rule"' in job
+    stored = json.loads(job)["learned"]["cv"]["kappa"]
+    assert figures["cross-validated on the tuning part"].iloc[2] == pytest.approx(stored, abs=1e-9)
+    box = next(s for s in at.selectbox if s.label == "Judge configuration")
+    assert any(o.startswith("learned/") and "(not gated here)" in o for o in box.options)

@@ -87,12 +87,13 @@ def _judge(args: argparse.Namespace) -> int:
 
 
 def _learn(args: argparse.Namespace) -> int:
-    from workbench.services.judge.learned import learn
+    from workbench.services.judge.learned import DenseOptions, learn
     from workbench.services.project.lifecycle import open_project
 
     settings = settings_from_args(args)
     with open_project(settings.db_path) as db:
-        result = learn(db, args.sample, sources=args.sources or None, seed=args.seed, settings=settings)
+        result = learn(db, args.sample, sources=args.sources or None, seed=args.seed, settings=settings,
+                       dense=DenseOptions(enabled=not args.no_dense))
     if args.format == "json":
         from workbench.cli.common import print_json
 
@@ -145,5 +146,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "several; default: every configuration that graded the pool, learned ones excepted)")
     learn.add_argument("--seed", type=int, default=0, metavar="N",
                        help="seed of the cross-validation folds and the models (default 0; part of the configuration)")
+    learn.add_argument("--no-dense", action="store_true",
+                       help="leave out the dense cosine feature (by default the pool's passages are encoded once "
+                            "with the project's dense encoder and cached)")
     learn.add_argument("--format", choices=("table", "json"), default="table", help="output format")
     learn.set_defaults(handler=_learn)

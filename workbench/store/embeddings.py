@@ -77,3 +77,30 @@ def count_embeddings(db: Database, chunking: str | None = None, model: str | Non
     """Rows in the cache, optionally of one chunking and/or model."""
     clause, params = where_equal(chunking=chunking, model=model)
     return int(db.query_value(f"SELECT count(*) FROM embeddings {clause}", params))
+
+
+def read_embeddings_of(db: Database, chunking: str, model: str, ids) -> tuple[list[str], np.ndarray]:
+    """Cached ``(ids found, vectors)`` of the given ``ids`` only (one (chunking, model)), so a
+    caller working in blocks holds one block of vectors; an id cached twice (two interrupted
+    writes) counts once. Nothing found: ``([], array of shape (0, 0))``."""
+    ids = list(dict.fromkeys(str(i) for i in ids))
+    if not ids:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    cur = db.cursor()
+    try:
+        table = cur.sql(
+            "SELECT chunk_id, any_value(vector) AS vector FROM embeddings "
+            "WHERE chunking = ? AND model = ? AND chunk_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY chunk_id",
+            params=[chunking, model, ids],
+        ).to_arrow_table()
+    finally:
+        cur.close()
+    if table.num_rows == 0:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    found = table.column("chunk_id").to_pylist()
+    flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    dim = len(flat) // table.num_rows
+    if dim * table.num_rows != len(flat):
+        raise StoreError(f"cached embeddings of {chunking!r} / model {model!r} have mixed dimensions; "
+                         f"delete them (`DELETE FROM embeddings WHERE chunking = '{chunking}'`) and re-run")
+    return found, flat.reshape(table.num_rows, dim)

@@ -8,6 +8,9 @@ the blocks of :func:`pair_text_block` line up with :func:`pool_pair_spans`.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+
 import pandas as pd
 
 from workbench.store.database import Database, arrow_query_df
@@ -47,6 +50,47 @@ def pair_text_block(db: Database, pool: str, level: str, offset: int, limit: int
                 WHERE p.pool = ? ORDER BY {_ORDER} LIMIT ? OFFSET ?)
             SELECT query_text, substr(doc_text, start + 1, "end" - start) AS passage FROM s""",
         [pool, int(limit), int(offset)])
+
+
+def pair_text_blocks(db: Database, pool: str, level: str, block: int) -> Iterator[pd.DataFrame]:
+    """The rows of :func:`pair_text_block` for every pair in pair order, about ``block`` at a time,
+    from one streaming query on a cursor of its own (one sort of the pool, where paging with
+    OFFSET sorts it again for every block)."""
+    span, chunks = _span_sql(level)
+    yield from _stream(db, f"""WITH s AS (
+                SELECT p.query_id, p.doc_id, p.chunk_id, {span},
+                       q.text || ' ' || coalesce(q.description, '') AS query_text, d.text AS doc_text
+                FROM pool_pairs p JOIN queries q ON q.query_id = p.query_id JOIN documents d ON d.doc_id = p.doc_id
+                {chunks}
+                WHERE p.pool = ?)
+            SELECT query_text, substr(doc_text, start + 1, "end" - start) AS passage FROM s
+            ORDER BY query_id, doc_id, coalesce(chunk_id, '')""", [pool], block)
+
+
+def passage_blocks(db: Database, pool: str, level: str, block: int) -> Iterator[list[str]]:
+    """The texts of :func:`passage_block` for every distinct passage, about ``block`` at a time,
+    from one streaming query."""
+    if level == "chunk":
+        sql = """SELECT substr(d.text, k.start + 1, k."end" - k.start) AS text
+                 FROM (SELECT DISTINCT doc_id, chunk_id FROM pool_pairs WHERE pool = ?) p
+                 JOIN chunks k ON k.chunk_id = p.chunk_id JOIN documents d ON d.doc_id = p.doc_id
+                 ORDER BY p.doc_id, p.chunk_id"""
+    else:
+        sql = """SELECT d.text AS text FROM (SELECT DISTINCT doc_id FROM pool_pairs WHERE pool = ?) p
+                 JOIN documents d ON d.doc_id = p.doc_id ORDER BY p.doc_id"""
+    for frame in _stream(db, sql, [pool], block):
+        yield [str(t) if t is not None else "" for t in frame["text"]]
+
+
+def _stream(db: Database, sql: str, params: list, block: int) -> Iterator[pd.DataFrame]:
+    cur = db.cursor()
+    try:
+        reader = cur.sql(sql, params=params).to_arrow_reader(int(block))
+        for batch in reader:
+            if batch.num_rows:
+                yield batch.to_pandas()
+    finally:
+        cur.close()
 
 
 def count_passages(db: Database, pool: str) -> int:
@@ -105,3 +149,19 @@ def configs_of_judge(db: Database, judge: str) -> set[str]:
 
 def job_has_judgments(db: Database, job_id: int) -> int:
     return int(db.query_value("SELECT count(*) FROM judgments WHERE job_id = ?", [int(job_id)]))
+
+
+def pool_query_texts(db: Database, pool: str) -> pd.DataFrame:
+    """``query_id, text`` of the pool's queries (the text alone, as the dense retriever encodes it)."""
+    return db.query_df("""SELECT q.query_id, q.text FROM queries q
+                          WHERE q.query_id IN (SELECT DISTINCT query_id FROM pool_pairs WHERE pool = ?)
+                          ORDER BY q.query_id""", [pool])
+
+
+def pool_dense_runs(db: Database, pool: str) -> list[tuple[str, dict]]:
+    """``(run, params)`` of the pool's provenance runs made by the dense retriever, by name."""
+    rows = db.query_all("""SELECT r.name, r.params::VARCHAR FROM runs r
+                           WHERE r.retriever = 'dense'
+                             AND r.name IN (SELECT DISTINCT run FROM pool_provenance WHERE pool = ?)
+                           ORDER BY r.name""", [pool])
+    return [(str(name), json.loads(params) if params else {}) for name, params in rows]

@@ -17,7 +17,7 @@ from workbench.errors import InputError
 from workbench.services.calibration import verdicts
 from workbench.services.calibration import workflow as cal
 from workbench.services.judge.imported import import_judgments
-from workbench.services.judge.learned import learn
+from workbench.services.judge.learned import learn, pool_features
 from workbench.store.calibration import pool_configurations, read_sample_items
 from workbench.store.database import Database
 from workbench.store.judging import read_jobs
@@ -30,6 +30,8 @@ def labelled(tmp_path_factory):
     db, truth = build_project(path, seed=3)
     cal.create_sample(db, "s", "p", size=200, seed=1, min_per_class=50)
     label_all(db, "s", truth, flip=0.1, seed=2)
+    # the dense cosine's vectors cached once with the project's encoder, so each copy reads them
+    pool_features(db, "p", "doc", [], {})
     db.close()
     return path, truth
 

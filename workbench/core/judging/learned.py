@@ -19,6 +19,10 @@ held-out pair depends on a held-out label):
   within the query (:func:`within_query_rank_share`);
 * query-term overlap (:func:`term_overlap`), ``log(1 + characters)`` and ``log(1 + tokens)``
   of the passage;
+* the dense cosine ``<e(q), e(c)>`` of unit-length embeddings from the project's dense encoder
+  (computed and cached by :mod:`workbench.services.judge.learned_dense`; named
+  ``cosine[<encoder cache key>]``, so the encoder is part of the configuration's key), its
+  z-score and its rank share within the query;
 * per pooled run: ``1/rank`` (0 when the run did not pool the pair) and the z-score of the
   run's score within the query among the pairs the run pooled (0 when absent); the share of
   runs that pooled the pair and the best ``1/rank`` over runs.
@@ -26,11 +30,14 @@ held-out pair depends on a held-out label):
   predicts the query's tuning pairs were labelled relevant, shrunk towards 0 for queries with
   few labels; out of fold for every tuning row it is fitted on (:func:`out_of_fold_effect`).
 
-The model (:func:`fit`): candidates (:func:`candidates`) are a logistic regression on the
-source judges' grades alone, L2 logistic regressions on every standardised feature (C = 1,
-0.1, 10) and a small histogram gradient-boosting classifier,
-each scored by the weighted log loss of its ``k``-fold cross-validated probabilities on the
-tuning labels (stratified folds, shuffled with ``seed``; ``k`` = min(5, smaller class size));
+The model (:func:`fit`): candidates (:func:`candidates`) are logistic regressions on the
+source judges' grades alone (with and without the query effect), on the grades and the text
+signals (with and without it), L2 logistic regressions on every standardised feature (C = 0.1,
+1), a small histogram gradient-boosting classifier, and the average of all of them
+(:data:`AVERAGE`: the mean of their probabilities, which varies less from one draw of few
+labels to another than any single choice), each scored by the weighted log loss of its
+``k``-fold cross-validated probabilities on the tuning labels (stratified folds, shuffled with
+``seed``; ``k`` = min(5, smaller class size));
 the lowest wins (ties: the earlier candidate) and is refitted on every tuning label. Weights
 are the sample's inclusion weights normalised to mean 1, so the model and its operating point
 aim at the pool the sample was drawn from, as the gate does (on DL19 an unweighted fit ranked
@@ -54,13 +61,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 #: Bumped whenever a feature's definition or the choice of model changes (part of the
 #: configuration key, so a learned judge made by other code is another configuration).
-FEATURE_VERSION = 3
+FEATURE_VERSION = 5
 #: The fewest tuning labels and per-class labels a learned judge is fitted on.
 MIN_LABELS = 30
 MIN_PER_CLASS = 8
@@ -245,8 +252,10 @@ def out_of_fold_effect(groups: np.ndarray, y: np.ndarray, strata: np.ndarray, sp
 
 def candidates(seed: int, n: int) -> list[tuple[str, object, str]]:
     """The candidate models (unfitted), in order of preference on ties, with the columns each
-    reads: ``grades`` (the source judges' grades), ``grades+query`` (and the query effect) or
-    ``all`` (every feature and the query effect)."""
+    reads: ``grades`` (the source judges' grades), ``grades+query`` (and the query effect),
+    ``signals`` (the grades and the text signals: dense cosine, BM25, overlap, length, with their
+    within-query normalisations; few columns, for few labels), ``signals+query`` or ``all``
+    (every feature and the query effect)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -255,6 +264,9 @@ def candidates(seed: int, n: int) -> list[tuple[str, object, str]]:
     logistic = lambda c: make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000))  # noqa: E731
     return [("logistic on the judges' grades", logistic(1.0), "grades"),
             ("logistic on the judges' grades and the query effect", logistic(1.0), "grades+query"),
+            ("logistic on the judges' grades and the text signals", logistic(1.0), "signals"),
+            ("logistic on the judges' grades, the text signals and the query effect", logistic(1.0),
+             "signals+query"),
             ("logistic on every feature, C=0.1", logistic(0.1), "all"),
             ("logistic on every feature, C=1", logistic(1.0), "all"),
             ("gradient boosting on every feature", HistGradientBoostingClassifier(
@@ -324,21 +336,23 @@ def check_labels(y: np.ndarray) -> str | None:
 
 
 def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, seed: int, *, groups: np.ndarray, strata: np.ndarray,
-        base_columns: list[int] | None = None) -> Fit:
+        base_columns: list[int] | None = None, signal_columns: list[int] | None = None) -> Fit:
     """Choose and fit the model on tuning features ``x``, binary labels ``y``, weights ``w``,
     query codes ``groups`` and strata ``strata`` (module docstring). The caller passes tuning
     pairs only. ``base_columns``: the source judges' grade columns (``grades`` candidates;
-    without them only the ``all`` candidates run). One thread: the models are small, and on a
+    without them only the ``all`` candidates run); ``signal_columns``: the text signals' columns
+    (``signals`` candidates, with the grade columns). One thread: the models are small, and on a
     shared machine OpenMP's threads spend their time waiting for each other."""
     import sklearn.ensemble  # noqa: F401 - loads the OpenMP runtime, so that the limit below reaches it
     import sklearn.linear_model  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1):
-        return _fit(x, y, w, seed, np.asarray(groups, dtype=np.int64), np.asarray(strata), base_columns)
+        return _fit(x, y, w, seed, np.asarray(groups, dtype=np.int64), np.asarray(strata), base_columns,
+                    signal_columns)
 
 
-def _fit(x, y, w, seed, groups, strata, base_columns) -> Fit:
+def _fit(x, y, w, seed, groups, strata, base_columns, signal_columns=None) -> Fit:
     from sklearn.model_selection import StratifiedKFold
 
     why = check_labels(y)
@@ -352,16 +366,25 @@ def _fit(x, y, w, seed, groups, strata, base_columns) -> Fit:
     splits = list(folds.split(x, y))
     everything = list(range(x.shape[1]))
 
+    signals = list(base_columns or []) + [c for c in (signal_columns or []) if c not in (base_columns or [])]
+
+    def reads(cols: str) -> list[int]:
+        return list(base_columns) if cols.startswith("grades") else signals if cols.startswith("signals") \
+            else everything
+
     def design(cols: str, rows: np.ndarray, effect: np.ndarray | None) -> np.ndarray:
-        chosen = x[rows][:, list(base_columns) if cols.startswith("grades") else everything]
+        chosen = x[rows][:, reads(cols)]
         return np.column_stack([chosen, effect]) if effect is not None else chosen
 
-    best = None
+    # (name, model, out-of-fold probabilities, columns); for the average, the model is the list
+    # of the candidates it averages
+    best: tuple[str, Any, np.ndarray, str] | None = None
     scores: dict[str, float] = {}
+    tried: list[tuple[str, Any, np.ndarray, str]] = []
     for name, model, cols in candidates(seed, len(y)):
-        if cols.startswith("grades") and not base_columns:
+        if (cols.startswith("grades") and not base_columns) or (cols.startswith("signals") and not signal_columns):
             continue
-        query = cols != "grades"
+        query = cols not in ("grades", "signals")
         p = np.zeros(len(y))
         for train, test in splits:
             # the training rows' effect out of fold within the training part, the test rows' from it all
@@ -374,17 +397,52 @@ def _fit(x, y, w, seed, groups, strata, base_columns) -> Fit:
             m = _fit_one(model, design(cols, train, e_train), y[train], w[train])
             p[test] = m.predict_proba(design(cols, test, e_test))[:, 1]
         scores[name] = weighted_log_loss(y, p, w)
+        tried.append((name, model, p, cols))
         if best is None or scores[name] < scores[best[0]] - 1e-12:
             best = (name, model, p, cols)
     if best is None:  # never: the "all" candidates are never skipped
         raise ValueError("no candidate model was fitted")
+    if len(tried) > 1:  # the average of every candidate: one more candidate, scored the same way
+        p = np.mean([t[2] for t in tried], axis=0)
+        scores[AVERAGE] = weighted_log_loss(y, p, w)
+        if scores[AVERAGE] < scores[best[0]] - 1e-12:
+            best = (AVERAGE, tried, p, "average")
     name, model, p, cols = best
-    query = cols != "grades"
     rows = np.arange(len(y))
-    e_all = out_of_fold_effect(groups, y, strata, splits) if query else None
-    fitted = _fit_one(model, design(cols, rows, e_all), y, w)
-    columns = list(base_columns) if cols.startswith("grades") else everything
-    return Fit(name, fitted, p, scores, k, columns, query_effect(groups, y, strata) if query else None)
+    effect = query_effect(groups, y, strata)
+    e_all = out_of_fold_effect(groups, y, strata, splits)
+    if cols == "average":
+        members = []
+        for _, member, _, member_cols in model:
+            query = member_cols not in ("grades", "signals")
+            members.append((_fit_one(member, design(member_cols, rows, e_all if query else None), y, w),
+                            reads(member_cols), query))
+        return Fit(name, _Average(members), p, scores, k, None, effect)
+    query = cols not in ("grades", "signals")
+    fitted = _fit_one(model, design(cols, rows, e_all if query else None), y, w)
+    return Fit(name, fitted, p, scores, k, reads(cols), effect if query else None)
+
+
+#: The name of the candidate that averages every other candidate's probability.
+AVERAGE = "average of the candidates"
+
+
+class _Average:
+    """The mean ``p(relevant)`` of fitted ``members`` ``(model, columns, reads the query
+    effect)``; ``predict_proba`` takes every feature column and the query effect last."""
+
+    def __init__(self, members):
+        self.members = members
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        ps = []
+        for model, columns, query in self.members:
+            part = x[:, columns]
+            if query:
+                part = np.column_stack([part, x[:, -1]])
+            ps.append(model.predict_proba(part)[:, 1])
+        p = np.mean(ps, axis=0)
+        return np.column_stack([1 - p, p])
 
 
 # -- the operating point and grades ------------------------------------------------------------

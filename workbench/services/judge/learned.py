@@ -25,8 +25,11 @@ Refused (one line, :class:`~workbench.errors.InputError`): fewer than
 configuration; a source that did not grade the pool.
 
 Texts are read and tokenised in blocks of ``block`` pairs (two passes: document frequencies over
-the pool's distinct passages, then the pairs' BM25 and overlap), so memory holds one block of
-texts and the pool's numeric features.
+the pool's distinct passages, then the pairs' BM25, overlap and dense cosine), so memory holds
+one block of texts (and of passage vectors) and the pool's numeric features. The dense cosine
+(:mod:`workbench.services.judge.learned_dense`) reuses a pooled dense run's scores and the
+embeddings cache, encodes only what neither holds, and caches it, so a second ``learn`` encodes
+nothing; without the dense extra it is left out with a note (another feature list, another key).
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ from workbench.services.calibration.samples import tuning_pairs
 JUDGE = "learned"
 BLOCK = 5000
 PAIR = ["query_id", "doc_id", "chunk_id"]
+#: The text signals the compact ``signals`` candidates read beside the grades (and ``cosine[...]``).
+SIGNALS = ("cosine_z", "bm25", "bm25_z", "overlap", "log_chars")
 
 
 @dataclass
@@ -80,6 +85,8 @@ class LearnResult:
     seed: int
     created: bool
     notes: list[str] = field(default_factory=list)
+    #: the dense cosine's encoder (cache key), reused runs and counts of reused / cached / encoded items
+    dense: dict | None = None
 
     def summary(self) -> str:
         losses = ", ".join(f"{k} {v:.3f}" for k, v in self.cv_log_loss.items())
@@ -88,6 +95,7 @@ class LearnResult:
             f"{head} {self.label} on pool {self.pool!r}, trained on the tuning part of sample {self.sample!r}: "
             f"{self.tuning} SME labels ({self.relevant} relevant), seed {self.seed}",
             f"  sources: {', '.join(self.sources)}; {len(self.features)} features",
+            *([self._dense_line()] if self.dense else []),
             f"  model: {self.model} (chosen by {self.folds}-fold cross-validated log loss: {losses})",
             f"  operating point: {self.operating.words()}",
             f"  graded {self.graded:,} pool pairs: " + ", ".join(f"{g}: {n:,}" for g, n in self.grade_counts.items()),
@@ -95,6 +103,12 @@ class LearnResult:
             f"{self.config[:12]}}}; {{command:calibrate gate --sample {self.sample} --judge {self.config[:12]}}}",
         ]
         return "\n".join(lines + [f"  note: {n}" for n in self.notes])
+
+    def _dense_line(self) -> str:
+        d = self.dense
+        reused = f", {d['reused_scores']:,} pairs from dense run(s) {', '.join(d['reused_runs'])}" if d["reused_runs"] else ""
+        return (f"  dense cosine with {d['model']}: {d['cached_passages']:,} passages from the embeddings cache, "
+                f"{d['encoded_passages']:,} encoded now{reused}")
 
     def as_dict(self) -> dict:
         return {"config": self.config, "label": self.label, "pool": self.pool, "sample": self.sample,
@@ -105,7 +119,7 @@ class LearnResult:
                                     "cv_kappa": self.operating.kappa},
                 "cuts": list(self.cuts), "graded": self.graded,
                 "grade_counts": {str(k): v for k, v in self.grade_counts.items()}, "seed": self.seed,
-                "created": self.created, "notes": self.notes}
+                "created": self.created, "notes": self.notes, "dense": self.dense}
 
 
 # -- features -----------------------------------------------------------------------------------
@@ -133,15 +147,16 @@ def _counts(ids: list[list[int]], vocabulary: int):
     return m
 
 
-def text_features(db: Database, pool: str, level: str, n_pairs: int, *, block: int = BLOCK) -> dict[str, np.ndarray]:
-    """``bm25``, ``overlap``, ``log_chars``, ``log_tokens`` of every pool pair (pair order)."""
+def text_features(db: Database, pool: str, level: str, n_pairs: int, *, block: int = BLOCK,
+                  on_block=None) -> dict[str, np.ndarray]:
+    """``bm25``, ``overlap``, ``log_chars``, ``log_tokens`` of every pool pair (pair order).
+    ``on_block(offset, passages)``: called with each block of pair texts read (the dense cosine
+    reads them there, so the pool's texts are read once)."""
 
     tok = _tokenizer()
     df = np.zeros(0)
     n_docs, total_len = 0, 0
-    passages = store.count_passages(db, pool)
-    for offset in range(0, passages, block):  # pass 1: document frequencies over distinct passages
-        texts = store.passage_block(db, pool, level, offset, block)
+    for texts in store.passage_blocks(db, pool, level, block):  # pass 1: df over distinct passages
         ids = tokenize_ids(tok, texts, update_vocab=True, allow_empty=False)
         size = max(tok.word_to_id.values(), default=-1) + 1
         if len(df) < size:
@@ -156,8 +171,8 @@ def text_features(db: Database, pool: str, level: str, n_pairs: int, *, block: i
     avgdl = total_len / n_docs if n_docs else 1.0
     out = {k: np.zeros(n_pairs) for k in ("bm25", "overlap", "log_chars", "log_tokens")}
     query_ids: dict[str, list[int]] = {}
-    for offset in range(0, n_pairs, block):  # pass 2: each pair's query against its passage
-        frame = store.pair_text_block(db, pool, level, offset, block)
+    offset = 0
+    for frame in store.pair_text_blocks(db, pool, level, block):  # pass 2: each pair's query against its passage
         texts = frame["passage"].fillna("").astype(str).tolist()
         p_ids = [[i for i in t if i < vocabulary] for t in tokenize_ids(tok, texts, update_vocab=False,
                                                                         allow_empty=False)]
@@ -172,13 +187,34 @@ def text_features(db: Database, pool: str, level: str, n_pairs: int, *, block: i
         out["overlap"][sl] = core.term_overlap(qm, pm)
         out["log_chars"][sl] = np.log1p(np.array([len(t) for t in texts], dtype=np.float64))
         out["log_tokens"][sl] = np.log1p(np.array([len(t) for t in p_ids], dtype=np.float64))
+        if on_block is not None:
+            on_block(offset, texts)
+        offset += len(frame)
     return out
 
 
+@dataclass
+class DenseOptions:
+    """The dense cosine feature (:mod:`workbench.services.judge.learned_dense`): ``enabled``;
+    ``model`` (None: the pool's dense run's, else the default); ``encoder`` (a loaded one)."""
+
+    enabled: bool = True
+    model: str | None = None
+    encoder: object = None
+    batch_size: int = 64
+
+
 def pool_features(db: Database, pool: str, level: str, sources: list[str], names: dict[str, str], *,
-                  block: int = BLOCK) -> tuple[pd.DataFrame, core.FeatureTable]:
+                  block: int = BLOCK, chunking: str | None = None, dense: DenseOptions | None = None,
+                  info: dict | None = None) -> tuple[pd.DataFrame, core.FeatureTable]:
     """Every pool pair (``query_id, doc_id, chunk_id, start, end``, pair order) and its features
-    (:mod:`workbench.core.judging.learned`). ``names``: a short name per source configuration."""
+    (:mod:`workbench.core.judging.learned`). ``names``: a short name per source configuration.
+    ``info`` (when given) receives ``dense``: the encoder's cache key and where the cosines came
+    from, or ``dense_skipped``: why the cosine is left out."""
+    from workbench.errors import ConfigError
+    from workbench.services.judge import learned_dense
+
+    info = {} if info is None else info
     spans = store.pool_pair_spans(db, pool, level)
     groups = pd.factorize(spans["query_id"])[0].astype(np.int64)
     table = core.FeatureTable()
@@ -189,14 +225,6 @@ def pool_features(db: Database, pool: str, level: str, sources: list[str], names
         g = np.full(len(spans), np.nan)
         g[rows[rows >= 0]] = mine["grade"].to_numpy(dtype=np.float64)[rows >= 0]
         core.grade_features(table, names[config], g, groups)
-    text = text_features(db, pool, level, len(spans), block=block)
-    table.add("bm25", text["bm25"])
-    table.add("bm25_z", core.within_query_z(text["bm25"], groups))
-    table.add("bm25_rank_share", core.within_query_rank_share(text["bm25"], groups))
-    table.add("overlap", text["overlap"])
-    table.add("overlap_z", core.within_query_z(text["overlap"], groups))
-    table.add("log_chars", text["log_chars"])
-    table.add("log_tokens", text["log_tokens"])
     signals = store.pool_run_signals(db, pool)
     runs = sorted(signals["run"].astype(str).unique().tolist())
     ranks = np.full((len(spans), len(runs)), np.nan)
@@ -207,6 +235,29 @@ def pool_features(db: Database, pool: str, level: str, sources: list[str], names
         keep = rows >= 0
         ranks[rows[keep], j] = mine["rank"].to_numpy(dtype=np.float64)[keep]
         scores[rows[keep], j] = mine["score"].to_numpy(dtype=np.float64)[keep]
+    cosine = None
+    dense = dense or DenseOptions()
+    if dense.enabled and len(spans):
+        try:
+            cosine = learned_dense.prepare(db, pool, level, chunking, spans,
+                                           {run: scores[:, j] for j, run in enumerate(runs)}, model=dense.model,
+                                           encoder=dense.encoder, batch_size=dense.batch_size)
+        except ConfigError as exc:  # the dense extra is not installed: learn from the other features
+            info["dense_skipped"] = str(exc)
+    text = text_features(db, pool, level, len(spans), block=block,
+                         on_block=cosine.block if cosine is not None else None)
+    table.add("bm25", text["bm25"])
+    table.add("bm25_z", core.within_query_z(text["bm25"], groups))
+    table.add("bm25_rank_share", core.within_query_rank_share(text["bm25"], groups))
+    table.add("overlap", text["overlap"])
+    table.add("overlap_z", core.within_query_z(text["overlap"], groups))
+    table.add("log_chars", text["log_chars"])
+    table.add("log_tokens", text["log_tokens"])
+    if cosine is not None:
+        table.add(f"cosine[{cosine.source.key}]", cosine.values)
+        table.add("cosine_z", core.within_query_z(cosine.values, groups))
+        table.add("cosine_rank_share", core.within_query_rank_share(cosine.values, groups))
+        info["dense"] = {"model": cosine.source.key, "reused_runs": list(cosine.source.runs), **cosine.counts}
     core.run_features(table, runs, ranks, scores, groups)
     return spans, table
 
@@ -234,9 +285,10 @@ def tuning_labels(db: Database, sample: str) -> pd.DataFrame:
 
 
 def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: int = 0, settings=None,
-          block: int = BLOCK, fit=core.fit) -> LearnResult:
+          block: int = BLOCK, fit=core.fit, dense: DenseOptions | None = None) -> LearnResult:
     """Fit the learned judge on ``sample``'s tuning part and grade its pool (module docstring).
-    ``fit``: the fitting function (tests pass a recording one); it receives tuning rows only."""
+    ``fit``: the fitting function (tests pass a recording one); it receives tuning rows only.
+    ``dense``: the dense cosine feature's options (:class:`DenseOptions`; default on)."""
 
     access.require("judge")
     access.require("see_all_labels")  # it learns from every SME's labels
@@ -262,9 +314,13 @@ def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: 
     chosen = _sources(db, pool, sources)
     known = {c.key: c for c in verdicts.configurations(db)}
     short = {k: (known[k].label if k in known else k[:12]) for k in chosen}
-    spans, table = pool_features(db, pool, str(pool_info["level"]), chosen, short, block=block)
+    info: dict = {}
+    spans, table = pool_features(db, pool, str(pool_info["level"]), chosen, short, block=block,
+                                 chunking=pool_info.get("chunking"), dense=dense, info=info)
     rows = _rows_of(spans, tuning)
     notes = []
+    if "dense_skipped" in info:
+        notes.append(f"the dense cosine feature is left out: {info['dense_skipped']}")
     if (rows < 0).any():
         notes.append(f"{int((rows < 0).sum())} labelled tuning pairs are no longer in pool {pool!r} and were left out")
         keep = rows >= 0
@@ -275,9 +331,10 @@ def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: 
     x = table.matrix()
     w = tuning["weight"].to_numpy(dtype=np.float64)
     base = [i for i, n in enumerate(table.names) if n.startswith("grade[")]
+    signals = [i for i, n in enumerate(table.names) if n in SIGNALS or n.startswith("cosine[")]
     groups = pd.factorize(spans["query_id"])[0].astype(np.int64)
     fitted = fit(x[rows], y, w, int(seed), groups=groups[rows], strata=tuning["stratum"].to_numpy(),
-                 base_columns=base)
+                 base_columns=base, signal_columns=signals)
     wn = w / w.mean()
     op = core.operating_point(y, fitted.cv_probability, wn, min_tpr=targets.min_tpr, min_tnr=targets.min_tnr)
     cuts = core.grade_cuts(tuning["grade"].to_numpy(), fitted.cv_probability, wn, op.threshold, threshold)
@@ -290,13 +347,15 @@ def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: 
                           "threshold": op.threshold, "rule": op.rule, "cuts": list(cuts),
                           "cv": {"tpr": op.tpr, "tnr": op.tnr, "kappa": op.kappa},
                           "tuning_labels": len(y), "relevant_min_grade": threshold,
-                          "feature_version": core.FEATURE_VERSION}}
+                          "feature_version": core.FEATURE_VERSION,
+                          "dense": ({"model": info["dense"]["model"], "reused_runs": info["dense"]["reused_runs"]}
+                                    if "dense" in info else None)}}
     created = _write(db, pool, key, params, spans, grades, p_all)
     counts = {g: int((grades == g).sum()) for g in range(4)}
     label = verdicts.describe(db, key).label
     return LearnResult(key, label, pool, sample, [short[k] for k in chosen], table.names, len(y), int(y.sum()),
                        fitted.name, fitted.scores, fitted.folds, op, cuts, len(spans), counts, int(seed), created,
-                       notes)
+                       notes, info.get("dense"))
 
 
 def _write(db: Database, pool: str, key: str, params: dict, spans: pd.DataFrame, grades: np.ndarray,

@@ -21,6 +21,7 @@ import streamlit as st
 
 from workbench.errors import WorkbenchError
 from workbench.ui import auth, charts, context
+from workbench.ui.views import learned_judge
 from workbench.ui.words import Field, binarising_note
 from workbench.config import load_settings
 from workbench.core.calibration.gate import GateThresholds
@@ -92,6 +93,7 @@ def render() -> None:
             return
     if judge is not None and not judge.gated:
         _gate_button(sample, judge)
+    learned_judge.render_box(sample, judges)
     _report(body)
     _pace(pace)
     _configurations(configs)
