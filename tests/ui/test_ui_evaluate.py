@@ -58,6 +58,11 @@ def test_qrels_page_counts_equal_the_exported_file(demo_db, tmp_path):
     from workbench.ui.views import qrels as page
 
     assert page._file(demo_db, "trec", "doc", None, "merged") == (tmp_path / "q.txt").read_bytes()
+    # it runs outside the page session: the page's signed-in person is checked there
+    from workbench.services.access import Actor, PermissionDenied
+
+    with pytest.raises(PermissionDenied):
+        page._file(demo_db, "trec", "doc", None, "merged", Actor("ann", "annotator"))
 
 
 def test_evaluate_page_means_equal_pytrec_eval(demo_db, tmp_path):

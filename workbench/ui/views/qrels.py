@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from workbench.errors import WorkbenchError
+from workbench.services import access
 from workbench.ui import context
 from workbench.ui.words import LABEL_SOURCE_WORDS, Field, binarising_note, qrels_note
 
@@ -117,20 +118,24 @@ def _download(level: str, chunking: str | None, source: str) -> None:
     fmt = FORMATS[format_word]
     suffix = {"trec": "txt", "beir": "tsv", "jsonl": "jsonl", "spans": "jsonl"}[fmt]
     build = partial(_file, context.db_path(), fmt, "doc" if fmt == "spans" else level,
-                    None if fmt == "spans" else chunking, source)
+                    None if fmt == "spans" else chunking, source, access.current_actor())
     # on_click="ignore": the file goes to the browser; pressing the button reruns nothing.
     st.download_button(f"Download {format_word}", build, file_name=f"qrels-{fmt}.{suffix}", on_click="ignore",
                        mime="text/plain", key="qrels_download", icon=":material/download:")
     st.caption("Written when you press the button, by the same code as the command-line qrels export.")
 
 
-def _file(path, fmt: str, level: str, chunking: str | None, source: str) -> bytes:
+def _file(path, fmt: str, level: str, chunking: str | None, source: str, actor=None) -> bytes:
     """The export file's bytes (:func:`workbench.services.evaluation.views.qrels_download`),
-    opened and closed here: it runs on Streamlit's download thread, outside the page run. Only
-    offered to those who may read label files (checked again by the service)."""
+    opened and closed here: it runs on Streamlit's download thread, outside the page run, where
+    the services see no signed-in person; so the page's ``actor`` is checked here: one who may
+    read label files and every label (a lead or viewer), whose file is the unrestricted one."""
+    from workbench.services import visibility
     from workbench.services.evaluation import views as ev
     from workbench.services.project.lifecycle import open_project
 
+    if actor is not None:  # label-file readers read every label (services.visibility.READS)
+        visibility.require_read("label_files", actor)
     db = open_project(path)
     try:
         return ev.qrels_download(db, format=fmt, level=level, chunking=chunking, source=source)[0]
