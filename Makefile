@@ -49,9 +49,11 @@ check: lint
 	$(call run_tests,-m "not browser and not slow")
 
 # ruff with the project's rule set ([tool.ruff] in pyproject.toml): unused and undefined names,
-# syntax errors; a few seconds. No type checker yet (mypy finds 95 errors in core/ and store/).
+# syntax errors; a few seconds. Then mypy over the files [tool.mypy] names (workbench/core and
+# workbench/store, the pure functions and the typed reads and writes).
 lint: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check workbench tests benchmarks
+	$(BIN)/python -m mypy
 
 # docs/cli.md is generated from the parser; --strict fails on a broken link or a page left out.
 docs: $(VENV)/.installed-test

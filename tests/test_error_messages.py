@@ -84,7 +84,10 @@ def test_no_service_message_names_a_cli_flag(package):
 
 #: Code whose strings are a process's command line, not text anyone reads: ``path: qualified names``.
 ARGV: dict[str, tuple[str, ...]] = {
-    # None: the Judge page's job process reads its request as JSON (services/judge/worker.py).
+    # The Judge page's job process reads its request as JSON (services/judge/worker.py): none.
+    # Pages start background jobs as ``python -m workbench.services.jobs --db DB --job ID``.
+    "services/jobs/launch.py": ("command",),
+    "services/jobs/process.py": ("main",),
 }
 
 

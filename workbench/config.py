@@ -63,6 +63,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         },
     },
     "pool": {"depth": 20},
+    "jobs": {"background_from": 5000},
     "evaluation": {"relevance_threshold": 1, "min_overlap": 0.5},
     "calibration": {
         "relevant_min_grade": 2,

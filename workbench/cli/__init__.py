@@ -25,7 +25,7 @@ Handler = Callable[[argparse.Namespace], int]
 # `handler` on its parsers. The list is explicit: a module that fails to import is an error,
 # never a command that silently disappears.
 from workbench.cli import (  # noqa: E402
-    calibrate, citations, compare, data, evaluation, harness, judge, labels, ppi, project, query_kinds,
+    calibrate, citations, compare, data, evaluation, harness, jobs, judge, labels, ppi, project, query_kinds,
     rank_agreement, retrieval, stages, sweep,
 )
 
@@ -45,6 +45,7 @@ COMMAND_GROUPS = (
     query_kinds,  # abstention, rbac-check, multihop, answerability
     rank_agreement,  # rank-agreement
     sweep,       # sweep, latency import
+    jobs,        # jobs list|stop|resume (background jobs the pages started)
 )
 
 

@@ -127,10 +127,10 @@ def app_command(db_path: Path, host: str, port: int, allowed_hosts: list[str] | 
         "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
         "--server.enableCORS", "true", "--server.enableXsrfProtection", "true", *hosts,
         # no watching of the app's own source files (a developer's rerun-on-save): each session
-        # set up its watches and each run walked sys.modules for it, ~30% of a page view's CPU
+        # set up its watches and each run walked sys.modules for it (docs/performance.md)
         "--server.fileWatcherType", "none",
         # no full gc.collect(2) after every script run: it walked every object of the loaded
-        # modules (60 ms of CPU per click, 150 ms once torch is loaded); Python's own collector runs
+        # modules on every click (more once torch is loaded); Python's own collector runs
         "--runner.postScriptGC", "false",
         "--", "--db", str(db_path),
     ]

@@ -169,7 +169,8 @@ def _combine_tiers(tier: np.ndarray, query: np.ndarray, item: np.ndarray, grade:
     """Steps 2 and 3 of the rule on one row per (tier, assessor, query, item): each tier's grade
     by ``policy.sme_rule`` over its assessors (:func:`combine_grades`, vectorised), then the first
     tier of ``policy.order``. On integer codes: a pandas groupby, sort and drop_duplicates chain
-    cost ~25 ms per call even for a handful of labels (every qrels, pool peek and status pays it)."""
+    has a fixed cost per call even for a handful of labels, which every qrels, pool peek and
+    status pays (docs/performance.md)."""
     rank_of = {t: i for i, t in enumerate(policy.order)}
     rank = np.fromiter((rank_of[t] for t in tier), dtype=np.int64, count=len(tier))
     queries, q_code = np.unique(query, return_inverse=True)  # code point order, as str sorts

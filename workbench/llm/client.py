@@ -540,10 +540,11 @@ class JudgeClient:
         """Find the strictest accepted mode (module doc) with one tiny request per mode tried
         (and with ``seed``, whether the server honours seeds: :meth:`probe_seed`). The latency is
         the median of ``latency_samples`` requests in the accepted mode (the first, then the
-        rest sent one after another): one probe can meet a cold cache or a busy moment (a
-        llama.cpp probe ranged 0.55-16.3 s). A first latency of at most ``settled_below_s``
-        is kept without more requests (the caller's use of it cannot change). Raises :class:`ServerProblem` (one line) when the
-        server accepts none, refuses a forced one, or fails the probe."""
+        rest sent one after another): one probe can meet a cold cache or a busy moment
+        (docs/performance.md has a llama.cpp server's spread). A first latency of at most
+        ``settled_below_s`` is kept without more requests (the caller's use of it cannot change).
+        Raises :class:`ServerProblem` (one line) when the server accepts none, refuses a forced
+        one, or fails the probe."""
         try:
             caps = await self._probe(template, max(1, int(latency_samples)), settled_below_s)
             if seed:

@@ -14,10 +14,9 @@ cache or be a directory.
 Batches (a sentence-transformers model on the CPU): texts are sorted by token count and a batch
 closes at ``batch_size`` rows or :data:`MAX_BATCH_TOKENS` padded tokens, as the ONNX backend's do
 (:mod:`workbench.retrieval.onnx_dense`). Sixty-four long passages padded to 256 tokens make
-attention buffers of ~200 MB per layer; measured on 641 passages of 1-256 tokens (the ONNX
-tests' synthetic and DL19 + demo sets, one torch thread, interleaved twice): 33.0/33.7 s CPU with
-64-row batches against 24.3/25.2 s. Each text's vector stays within 1e-5 of the text encoded
-alone (tests/services/evaluation/test_sweep_embeddings.py).
+attention buffers of ``64 x heads x 256²`` floats per layer, which no cache holds; token-bounded
+batches take less CPU (docs/performance.md, "Figures noted in the code"). Each text's vector
+stays within 1e-5 of the text encoded alone (tests/services/evaluation/test_sweep_embeddings.py).
 """
 
 from __future__ import annotations
@@ -92,9 +91,9 @@ def one_thread() -> Iterator[None]:
     """Encode with one torch thread inside the block (restored after).
 
     Why: a single query is tiny; intra-op threads add synchronisation and, on a busy machine,
-    wait for cores (measured here under load: 49 ms with one thread against 384 ms with two per
-    query). A search server that answers queries one by one runs them this way too. No effect
-    when torch is not loaded (the ONNX backend sets its threads when its session is made).
+    wait for cores (figures in docs/performance.md). A search server that answers queries one by
+    one runs them this way too. No effect when torch is not loaded (the ONNX backend sets its
+    threads when its session is made).
     """
     torch = sys.modules.get("torch")
     if torch is None:

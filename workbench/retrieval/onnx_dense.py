@@ -49,8 +49,7 @@ PRECISIONS = ("fp32", "int8-safe", "int8")
 DEFAULT_PRECISION = "fp32"
 RECIPE = 2  # bump when the export, fusion or quantisation recipe changes (a new cache folder)
 # Padded tokens per batch: bounds the attention buffers (batch x heads x len^2) and keeps a batch's
-# activations cache-sized. 2048 against 8192, measured on Cranfield chunks of 32-256 words (789
-# texts, 2 shared cores, twice each): 12% less CPU, same vectors (cosine 0.9999998).
+# activations cache-sized: less CPU than 8192 for the same vectors (docs/performance.md).
 MAX_BATCH_TOKENS = 2048
 _LOADED: dict[tuple[str, str, str], OnnxEncoder] = {}
 
@@ -164,8 +163,8 @@ def quantize_safe(source: Path, target: Path, model_dir: Path) -> Path:
     """``int8-safe``: :func:`workbench.retrieval.onnx_int8.rewrite` after a calibration pass of
     ``source`` over :func:`onnx_int8.calibration_texts`, in a session with the encoder's options
     (:func:`session_options`): ONNX Runtime's defaults, a thread per core and spinning, took
-    10.1 s of CPU for the pass on 2 cores against 5.0 s with one thread, the same maxima bit for
-    bit (the same int8-safe file)."""
+    more CPU for the pass for the same maxima bit for bit (the same int8-safe file;
+    docs/performance.md)."""
     from tokenizers import Tokenizer
 
     from workbench.retrieval import onnx_int8
@@ -241,7 +240,7 @@ def session_options():
     options.intra_op_num_threads = threads()
     options.inter_op_num_threads = 1
     # No busy-waiting between parallel sections: on a shared machine (more runnable threads
-    # than cores) spinning threads steal the cores the work needs (+13% measured at load 15).
+    # than cores) spinning threads steal the cores the work needs (docs/performance.md).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     return options

@@ -15,19 +15,18 @@ import json
 
 import pandas as pd
 
-from workbench.store.database import Cursor, Database, insert_frame
+from workbench.store.database import Cursor, Database, insert_frame, one_row
 from workbench.store.judge_configs import JOIN_SQL, KEY_SQL
 
 ITEM_COLUMNS = ["position", "query_id", "doc_id", "chunk_id", "start", "end", "judge_judgment_id",
                 "judge_grade", "stratum", "part", "weight"]
-STATE_COLUMNS = ["event_id", "position", "annotator", "action", "grade", "judgment_id", "comment",
-                 "evidence", "seconds", "revealed", "undoes", "created_at"]
 
 
 # -- samples ---------------------------------------------------------------------------------
 
 def sample_exists(cur: Cursor, name: str) -> bool:
-    return bool(cur.execute("SELECT count(*) FROM calibration_samples WHERE name = ?", [name]).fetchone()[0])
+    row = cur.execute("SELECT count(*) FROM calibration_samples WHERE name = ?", [name]).fetchone()
+    return bool(one_row(row)[0])
 
 
 def write_sample(cur: Cursor, *, name: str, pool: str, seed: int, threshold: int, spec: dict, judge: dict,
@@ -56,6 +55,14 @@ def read_sample(db: Database, name: str) -> dict | None:
     return {"name": name, "pool": pool, "seed": int(seed), "threshold": int(threshold),
             "spec": json.loads(spec), "judge": json.loads(judge), "pool_size": int(pool_size),
             "notes": json.loads(notes), "created_at": created}
+
+
+def _stored_sample(db: Database, name: str) -> dict:
+    """:func:`read_sample` of a sample the caller knows exists (its services checked the name)."""
+    info = read_sample(db, name)
+    if info is None:
+        raise LookupError(f"no calibration sample named {name!r}")
+    return info
 
 
 def read_samples(db: Database) -> pd.DataFrame:
@@ -158,7 +165,7 @@ def count_judge_relevant(db: Database, sample: str, config: str | None) -> tuple
     """``(judge-relevant, judged)`` pairs of the sample's pool graded by judge configuration
     ``config`` (None: the latest grade of any configuration), relevant meaning grade ≥ the
     sample's threshold (the observed share Rogan–Gladen corrects)."""
-    info = read_sample(db, sample)
+    info = _stored_sample(db, sample)
     frame = judged_pool_pairs(db, info["pool"], config=config)
     return int((frame["judge_grade"] >= info["threshold"]).sum()), len(frame)
 
@@ -268,8 +275,8 @@ def answered(db: Database, sample: str, annotator: str) -> list[tuple]:
 def current_state(cur: Cursor, sample: str, annotator: str, position: int) -> dict | None:
     """The latest event of the annotator on the item (None when there is none). An aggregate
     (``arg_max`` of the row by ``event_id``), not ``ORDER BY event_id DESC LIMIT 1``: DuckDB
-    plans that top-1 as a late-materialising join of two scans, which took twice the CPU on
-    every label stored (2.8 against 1.5 ms)."""
+    plans that top-1 as a late-materialising join of two scans, paid on every label stored
+    (figures in docs/performance.md)."""
     row = cur.execute(
         """SELECT arg_max({'event_id': event_id, 'action': action, 'grade': grade, 'judgment_id': judgment_id},
                           event_id)
@@ -294,7 +301,7 @@ def write_event(cur: Cursor, *, sample: str, position: int, annotator: str, acti
         [sample, int(position), annotator, action, grade, judgment_id, comment,
          None if evidence is None else json.dumps(evidence), seconds, bool(revealed), undoes],
     ).fetchone()
-    return int(row[0])
+    return int(one_row(row)[0])
 
 
 def answer_event(cur: Cursor, answer_id: str) -> dict | None:
@@ -322,7 +329,7 @@ def write_human_judgment(cur: Cursor, *, query_id: str, doc_id: str, chunk_id: s
            VALUES (?, ?, ?, ?, ?, ?, 'human', ?, ?) RETURNING judgment_id""",
         [query_id, doc_id, chunk_id, int(start), int(end), int(grade), assessor, reason],
     ).fetchone()
-    return int(row[0])
+    return int(one_row(row)[0])
 
 
 def delete_human_judgment(cur: Cursor, judgment_id: int) -> None:
@@ -561,7 +568,7 @@ def run_judged_shares(db: Database, sample: str, k: int, config: str | None) -> 
     """Per run of the sample's pool: ``run, judged, relevant`` over its top-``k`` pooled items
     that carry a grade of judge configuration ``config`` (None: the latest of any), relevant
     meaning grade ≥ the sample's threshold."""
-    info = read_sample(db, sample)
+    info = _stored_sample(db, sample)
     return db.query_df(
         f"""WITH g AS (
                SELECT j.query_id, j.doc_id, j.chunk_id, arg_max(j.grade, j.judgment_id) AS grade

@@ -12,6 +12,7 @@ from workbench.store.database import (
     Database,
     id_frame,
     insert_frame,
+    one_row,
     join_frame,
 )
 
@@ -90,6 +91,6 @@ def delete_chunking(cur: Cursor, name: str) -> int:
     Judgments keep their spans (their ``chunk_id`` only says what the assessor was shown)."""
     cur.execute("DELETE FROM embeddings WHERE chunking = ?", [name])
     cur.execute("DELETE FROM chunks WHERE chunking = ?", [name])
-    chunks = int(cur.fetchone()[0])
+    chunks = int(one_row(cur.fetchone())[0])
     cur.execute("DELETE FROM chunkings WHERE name = ?", [name])
     return chunks

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import duckdb
 
-from workbench.store.database import Cursor
+from workbench.store.database import Cursor, one_row
 
 #: field names the JSON paths below can hold without quoting trouble
 _PLAIN_FIELD = re.compile(r"[A-Za-z0-9_\-]+")
@@ -87,10 +87,10 @@ def _typed_rows(id_field: str, text_field: str, title_field: str | None) -> str:
 
 def _counts(cur: Cursor) -> tuple[int, int]:
     """Documents stored, and how many of them have an empty text. Two statements: a WHERE lets
-    DuckDB skip every row group whose text statistics exclude '' (about 1 ms for 2M documents,
-    where count(*) FILTER (WHERE text = '') reads every text: 0.5 s)."""
-    total = cur.execute("SELECT count(*) FROM documents").fetchone()[0]
-    empty = cur.execute("SELECT count(*) FROM documents WHERE text = ''").fetchone()[0]
+    DuckDB skip every row group whose text statistics exclude '', where
+    count(*) FILTER (WHERE text = '') reads every text (figures in docs/performance.md)."""
+    total = one_row(cur.execute("SELECT count(*) FROM documents").fetchone())[0]
+    empty = one_row(cur.execute("SELECT count(*) FROM documents WHERE text = ''").fetchone())[0]
     return int(total), int(empty)
 
 
@@ -111,10 +111,10 @@ def load_jsonl_documents(cur: Cursor, path: Path, *, id_field: str, text_field: 
     try:
         present = 0
         if check_stored:
-            overlap, distinct, differs = cur.execute(f"""
+            overlap, distinct, differs = one_row(cur.execute(f"""
                 SELECT count(*), count(DISTINCT f.doc_id),
                        count(*) FILTER (WHERE f.text IS DISTINCT FROM d.text OR f.title IS DISTINCT FROM d.title)
-                FROM ({rows}) f JOIN documents d ON d.doc_id = f.doc_id""", [str(path)]).fetchone()
+                FROM ({rows}) f JOIN documents d ON d.doc_id = f.doc_id""", [str(path)]).fetchone())
             if differs or overlap != distinct:
                 raise LoadDeclined("rows conflict with stored documents or repeat a stored id")
             present = int(overlap)
@@ -132,4 +132,4 @@ def load_jsonl_documents(cur: Cursor, path: Path, *, id_field: str, text_field: 
 
 
 def has_documents(cur: Cursor) -> bool:
-    return bool(cur.execute("SELECT EXISTS (SELECT 1 FROM documents)").fetchone()[0])
+    return bool(one_row(cur.execute("SELECT EXISTS (SELECT 1 FROM documents)").fetchone())[0])

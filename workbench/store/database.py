@@ -16,9 +16,9 @@ that an import is all or nothing.
 Visits (``Database(path, visit=True)``): a unit of work that must let other processes have the
 file right after it (the Label page's key presses) attaches the file to one in-memory DuckDB
 instance the process keeps (``ATTACH``, then ``DETACH`` at :meth:`Database.close`) instead of
-starting a DuckDB instance per open: the lock is held exactly as long, but a visit costs a few
-milliseconds instead of the 20–30 ms of CPU a new instance takes (measured in
-``benchmarks/label_bench.py``). DuckDB refuses to open one file in two instances of a process
+starting a DuckDB instance per open: the lock is held exactly as long, but a visit costs a
+fraction of a new instance's start (``benchmarks/label_bench.py`` times both; docs/performance.md,
+"Labelling"). DuckDB refuses to open one file in two instances of a process
 ("unique file handle conflict"); a visit that meets the file open here already shares that
 open instead, and an ordinary open that meets a visit waits for it like for a lock
 (:data:`IN_PROCESS_WAIT` at least: visits are short).
@@ -69,6 +69,14 @@ IN_PROCESS_WAIT = 5.0
 
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+
+
+def one_row(row: tuple | None) -> tuple:
+    """The row of a statement that always returns one (an aggregate, ``INSERT ... RETURNING``,
+    a DELETE's count): ``cur.execute(...).fetchone()`` without its ``None`` for no row."""
+    if row is None:
+        raise RuntimeError("the statement returned no row where one was expected")
+    return row
 
 
 class StoreInterrupted(StoreError):
@@ -164,6 +172,13 @@ class _Visits:
     users: dict[str, list] = {}  # file (resolved) -> [alias, handles using it]
 
     @classmethod
+    def _host(cls) -> duckdb.DuckDBPyConnection:
+        """The in-memory instance, started by the first attach (call with :attr:`lock` held)."""
+        if cls.host is None:
+            cls.host = duckdb.connect(":memory:")
+        return cls.host
+
+    @classmethod
     def attach(cls, path: Path) -> str:
         """Attach ``path`` (or count one more user of its attachment); its alias. Raises what
         DuckDB raises (a lock held elsewhere, a file open in this process already)."""
@@ -172,17 +187,15 @@ class _Visits:
             if key in cls.users:
                 cls.users[key][1] += 1
                 return cls.users[key][0]
-            if cls.host is None:
-                cls.host = duckdb.connect(":memory:")
             alias = f"wb_visit_{len(cls.users)}_{abs(hash(key)) % 10**8}"
-            cls.host.execute(f"ATTACH '{key.replace(chr(39), chr(39) * 2)}' AS \"{alias}\"")
+            cls._host().execute(f"ATTACH '{key.replace(chr(39), chr(39) * 2)}' AS \"{alias}\"")
             cls.users[key] = [alias, 1]
             return alias
 
     @classmethod
     def cursor(cls, alias: str) -> Cursor:
         with cls.lock:
-            cur = cls.host.cursor()
+            cur = cls._host().cursor()
         cur.execute(f'USE "{alias}"')
         return cur
 
@@ -199,7 +212,7 @@ class _Visits:
                 return
             # Forgotten only once detached: after a failed DETACH the next visit uses the
             # attachment and its close tries again, so the lock is never kept unknowingly.
-            cls.host.execute(f'DETACH "{entry[0]}"')
+            cls._host().execute(f'DETACH "{entry[0]}"')
             del cls.users[key]
 
 

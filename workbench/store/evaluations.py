@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from workbench.store.database import Cursor, Database, insert_frame
+from workbench.store.database import Cursor, Database, insert_frame, one_row
 
 
 def write_evaluation(cur: Cursor, *, runs: list[str], measures: list[str], labels: str, level: str,
@@ -17,13 +17,13 @@ def write_evaluation(cur: Cursor, *, runs: list[str], measures: list[str], label
 
     ``means``: ``run, measure, value, queries``; ``values``: ``run, measure, query_id, value``.
     """
-    evaluation_id = int(cur.execute(
+    evaluation_id = int(one_row(cur.execute(
         """INSERT INTO evaluations (runs, measures, labels, level, chunking, qrels_policy, qrels_fingerprint,
                                     qrels_rows, settings, notes)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING evaluation_id""",
         [json.dumps(runs), json.dumps(measures), labels, level, chunking, json.dumps(policy), fingerprint,
          int(qrels_rows), json.dumps(settings), json.dumps(notes)],
-    ).fetchone()[0])
+    ).fetchone())[0])
     insert_frame(cur, "evaluation_means", means.assign(evaluation_id=evaluation_id))
     insert_frame(cur, "evaluation_values", values.assign(evaluation_id=evaluation_id))
     return evaluation_id

@@ -61,7 +61,8 @@ def _job_dicts(frame: pd.DataFrame) -> list[dict]:
     out = []
     for row in frame.to_dict("records"):
         clean = {k: (None if (not isinstance(v, (list, dict, str)) and pd.isna(v)) else v) for k, v in row.items()}
-        clean["params"] = json.loads(clean["params"]) if clean.get("params") else {}
+        params = clean.get("params")
+        clean["params"] = json.loads(params) if params else {}
         out.append(clean)
     return out
 
@@ -349,21 +350,6 @@ def job_judgments(db: Database, job_id: int) -> pd.DataFrame:
            FROM judgments WHERE job_id = ? ORDER BY query_id, doc_id, chunk_id""",
         [int(job_id)],
     )
-
-
-def samples_by_keys(db: Database, job_id: int, keys: pd.DataFrame) -> pd.DataFrame:
-    """The job's stored samples for (query_id, doc_id, chunk_id, sample) rows of ``keys``."""
-    cur = db.cursor()
-    try:
-        cur.register("_sample_keys", keys[PAIR + ["sample"]])
-        return cur.execute(
-            """SELECT s.* FROM judge_samples s SEMI JOIN _sample_keys k ON k.query_id = s.query_id
-               AND k.doc_id = s.doc_id AND k.chunk_id IS NOT DISTINCT FROM s.chunk_id AND k.sample = s.sample
-               WHERE s.job_id = ?""",
-            [int(job_id)],
-        ).df()
-    finally:
-        cur.close()
 
 
 # -- export ---------------------------------------------------------------------------------

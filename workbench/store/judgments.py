@@ -76,7 +76,8 @@ def graded_judgments(db: Database, sources: list[str]) -> pd.DataFrame:
 def _label_filter(scope: str | None, query_ids, grades, sources, assessors) -> tuple[str, list]:
     """``WHERE`` of :func:`read_labels` and friends: ok judgments, the reader's scope (None: all;
     else that name's own non-LLM, non-imported labels and the imported ones), then each filter."""
-    where, params = ["j.status = 'ok'"], []
+    where = ["j.status = 'ok'"]
+    params: list[str | list[str] | list[int]] = []
     if scope is not None:
         where.append("(j.source = 'imported' OR (j.source NOT IN ('llm', 'imported') AND j.assessor = ?))")
         params.append(str(scope))

@@ -542,6 +542,38 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE calibration_items ALTER COLUMN judge_grade DROP NOT NULL;
         """,
     ),
+    Migration(
+        13,
+        "background_jobs",
+        """
+        -- Long work a page starts runs in its own process (workbench/services/jobs): chunking,
+        -- dense and hybrid retrieval, pooling, sweeps. One row per job: the typed request as
+        -- JSON, its state (queued, running, stopping, stopped, failed, finished), its progress
+        -- (phase, done of total in unit), the error as data (JSON of workbench.errors) and the
+        -- result (JSON), the process (pid, attempt) and times. A page follows the row, so a
+        -- job survives navigation and reloads; the judge keeps its own table (judge_jobs).
+        CREATE TABLE background_jobs (
+            job_id BIGINT PRIMARY KEY,
+            kind VARCHAR NOT NULL,
+            request JSON NOT NULL,
+            state VARCHAR NOT NULL,
+            phase VARCHAR,
+            done BIGINT NOT NULL DEFAULT 0,
+            total BIGINT,
+            unit VARCHAR,
+            message VARCHAR,
+            error JSON,
+            result JSON,
+            pid INTEGER,
+            attempt INTEGER NOT NULL DEFAULT 0,
+            started_by VARCHAR,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            started_at TIMESTAMP,
+            heartbeat_at TIMESTAMP,
+            finished_at TIMESTAMP
+        );
+        """,
+    ),
 )
 
 
@@ -618,8 +650,8 @@ def migrate(db: Migratable) -> list[str]:
                    name VARCHAR NOT NULL,
                    applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"""
         )
-        # The table exists now: read it without applied()'s information_schema look-up, which
-        # costs ~7 ms of CPU on a fresh instance (every project open pays this check).
+        # The table exists now: read it without applied()'s information_schema look-up, which is
+        # slow on a fresh instance (every project open pays this check; docs/performance.md).
         done = dict(cur.execute("SELECT seq, name FROM schema_migrations ORDER BY seq").fetchall())
     finally:
         cur.close()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from workbench.store.database import Cursor, Database, arrow_query_df
+from workbench.store.database import Cursor, Database, arrow_query_df, one_row
 
 
 def create_pool(cur: Cursor, name: str, *, level: str, chunking: str | None, depth: int, runs: list[str]) -> None:
@@ -80,7 +80,7 @@ def write_pool_provenance_from_runs(cur: Cursor, pool: str, runs: list[str], dep
            WHERE run IN (SELECT unnest(?::VARCHAR[])) AND rank <= ?""",
         [pool, list(runs), int(depth)],
     )
-    return int(cur.fetchone()[0])
+    return int(one_row(cur.fetchone())[0])
 
 
 # -- Set work for the pooling service -------------------------------------------------------
@@ -239,7 +239,7 @@ def write_staged_pool_pairs(cur: Cursor, pool: str, level: str, rid: np.ndarray,
             FROM {_STAGE} s JOIN _incoming_pool_pairs x ON s.rowid = x.rid""",
         [pool],
     )
-    n = int(cur.fetchone()[0])
+    n = int(one_row(cur.fetchone())[0])
     cur.unregister("_incoming_pool_pairs")
     return n
 
@@ -250,9 +250,9 @@ def drop_staged_pool_pairs(cur: Cursor) -> None:
 
 def count_pool_pairs(cur: Cursor, pool: str) -> tuple[int, int]:
     """``(pairs, queries)`` of ``pool``."""
-    n, q = cur.execute(
+    n, q = one_row(cur.execute(
         "SELECT count(*), count(DISTINCT query_id) FROM pool_pairs WHERE pool = ?", [pool]
-    ).fetchone()
+    ).fetchone())
     return int(n), int(q)
 
 
@@ -370,7 +370,8 @@ def count_pool_pairs_judged(db: Database, pool: str, source: str, *, only_querie
     """How many pairs of ``pool`` have an ``ok`` graded judgment of ``source`` on their (query,
     document): a document pool's labelled pairs, counted in SQL without reading the judgments.
     ``only_queries`` / ``without_queries``: count only pairs of (not of) those queries."""
-    where, params = ["p.pool = ?"], [pool]
+    where = ["p.pool = ?"]
+    params: list[str | list[str]] = [pool]
     if only_queries is not None:
         where.append("p.query_id IN (SELECT unnest(?::VARCHAR[]))")
         params.append([str(q) for q in only_queries])

@@ -12,7 +12,7 @@ import json
 
 import pandas as pd
 
-from workbench.store.database import Cursor, Database, insert_frame
+from workbench.store.database import Cursor, Database, insert_frame, one_row
 
 
 def create_propagation(cur: Cursor, *, chunking: str, source: str, threshold: float, shingle: int,
@@ -24,7 +24,7 @@ def create_propagation(cur: Cursor, *, chunking: str, source: str, threshold: fl
         [chunking, source, float(threshold), int(shingle), int(num_perm), int(seed), int(pairs), int(clusters),
          int(labels), json.dumps(report)],
     )
-    return int(cur.fetchone()[0])
+    return int(one_row(cur.fetchone())[0])
 
 
 def write_pairs(cur: Cursor, propagation_id: int, pairs: pd.DataFrame) -> int:
@@ -62,7 +62,7 @@ def active_propagations(db_or_cur, chunking: str | None = None) -> list[dict]:
 def revert(cur: Cursor, propagation_id: int) -> int:
     """Delete the propagation's labels and mark it reverted; returns the labels removed."""
     cur.execute("SELECT count(*) FROM propagated_labels WHERE propagation_id = ?", [int(propagation_id)])
-    n = int(cur.fetchone()[0])
+    n = int(one_row(cur.fetchone())[0])
     cur.execute("DELETE FROM propagated_labels WHERE propagation_id = ?", [int(propagation_id)])
     cur.execute("UPDATE propagations SET reverted_at = current_timestamp WHERE propagation_id = ?",
                 [int(propagation_id)])

@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 
-from workbench.store.database import Cursor, Database, insert_frame
+from workbench.store.database import Cursor, Database, insert_frame, one_row
 
 
 # --- writes (inside the caller's transaction) --------------------------------------------------
@@ -53,7 +53,7 @@ def set_document_field(cur: Cursor, doc_id: str, field: str, value) -> int:
         "WHERE doc_id = ?",
         [json.dumps({field: value}), doc_id],
     )
-    return int(cur.execute("SELECT count(*) FROM documents WHERE doc_id = ?", [doc_id]).fetchone()[0])
+    return int(one_row(cur.execute("SELECT count(*) FROM documents WHERE doc_id = ?", [doc_id]).fetchone())[0])
 
 
 # --- reads ---------------------------------------------------------------------------------------
@@ -131,4 +131,4 @@ def set_run_role(cur: Cursor, run: str, role: str) -> int:
     cur.execute(
         "UPDATE runs SET params = json_merge_patch(coalesce(params, '{}'::JSON), ?::JSON) WHERE name = ?",
         [json.dumps({"role": role}), run])
-    return int(cur.execute("SELECT count(*) FROM runs WHERE name = ?", [run]).fetchone()[0])
+    return int(one_row(cur.execute("SELECT count(*) FROM runs WHERE name = ?", [run]).fetchone())[0])

@@ -11,7 +11,7 @@ import json
 
 import pandas as pd
 
-from workbench.store.database import Cursor, Database, arrow_query_df, insert_frame
+from workbench.store.database import Cursor, Database, arrow_query_df, insert_frame, one_row
 
 RUN_ROW_COLUMNS = ["query_id", "doc_id", "chunk_id", "rank", "score"]
 
@@ -89,7 +89,8 @@ def read_run_info(db: Database, names: list[str] | None = None) -> pd.DataFrame:
 def read_run_rows(db: Database, run: str, *, query_id: str | None = None, depth: int | None = None) -> pd.DataFrame:
     """Rows of one run, ``query_id, doc_id, chunk_id, rank, score``, by query then rank;
     ``query_id`` keeps that query's rows only, ``depth`` ranks ``<= depth``."""
-    where, params = "run = ?", [run]
+    where = "run = ?"
+    params: list[str | int] = [run]
     if query_id is not None:
         where, params = where + " AND query_id = ?", params + [str(query_id)]
     if depth is not None:
@@ -137,6 +138,6 @@ def count_run_rows(db: Database, names: list[str]) -> int:
 def delete_runs(cur: Cursor, names: list[str]) -> int:
     """Delete runs and their rows; returns the rows deleted."""
     cur.execute("DELETE FROM run_rows WHERE run IN (SELECT unnest(?::VARCHAR[]))", [list(names)])
-    rows = int(cur.fetchone()[0])
+    rows = int(one_row(cur.fetchone())[0])
     cur.execute("DELETE FROM runs WHERE name IN (SELECT unnest(?::VARCHAR[]))", [list(names)])
     return rows

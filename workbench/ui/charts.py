@@ -1,8 +1,8 @@
 """Charts given as Vega-Lite specs, written as dicts, instead of Altair objects.
 
 ``st.altair_chart`` builds the chart's Altair objects, converts them with ``to_dict`` and
-validates the result against the whole Vega-Lite JSON schema on every page run (20-60 ms of
-CPU per chart, for a spec known when the page is written). :func:`vega_lite` sends the spec
+validates the result against the whole Vega-Lite JSON schema on every page run (CPU per chart,
+docs/performance.md, for a spec known when the page is written). :func:`vega_lite` sends the spec
 Altair's ``to_dict`` gives for the chart, with the same ``$schema``, through the public
 ``st.vega_lite_chart`` (as the Retrieve page's charts do); Streamlit adds the same ``autosize``
 and theme to both.

@@ -7,7 +7,7 @@ runs), so that CLI commands can use the project between two clicks in the app. A
 opens it once: :func:`page_run` (the views' ``render`` is decorated with it) keeps the project
 the run's first :func:`project` opened until the run ends, and every later ``with project()`` of
 that run hands out the same open project instead of opening the file again (each open costs a
-DuckDB instance and the migrations check, 20-100 ms of CPU). The file is closed when the run
+DuckDB instance and the migrations check; docs/performance.md). The file is closed when the run
 ends, whatever ended it (a return, ``st.rerun``, ``st.stop`` or an error).
 """
 

@@ -68,7 +68,6 @@ SMALL_COUNT = 30
 # The figures every agreement report carries, in display order.
 FIGURES = ("tpr", "tnr", "precision", "kappa", "kappa_graded", "kappa_linear", "kappa_quadratic",
            "msd", "exact")
-PROPORTIONS = ("tpr", "tnr", "precision")
 
 SeedLike = int | np.random.Generator
 
@@ -94,18 +93,18 @@ def level_index(grades: np.ndarray, levels: Sequence[int], *, what: str = "grade
     return pos_clipped
 
 
-def confusion(reference: Sequence[int], candidate: Sequence[int], levels: Sequence[int] = GRADE_LEVELS,
-              weights: Sequence[float] | None = None) -> np.ndarray:
+def confusion(reference: Sequence[int] | np.ndarray, candidate: Sequence[int] | np.ndarray,
+              levels: Sequence[int] = GRADE_LEVELS, weights: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
     """The ``L×L`` (weighted) count matrix: rows = reference level, columns = candidate level."""
-    reference = np.asarray(reference)
-    candidate = np.asarray(candidate)
-    if reference.shape != candidate.shape:
+    ref = np.asarray(reference)
+    cand = np.asarray(candidate)
+    if ref.shape != cand.shape:
         raise AgreementInputError(
-            f"reference has {reference.size} labels but candidate has {candidate.size}; pair them first"
+            f"reference has {ref.size} labels but candidate has {cand.size}; pair them first"
         )
     L = len(levels)
-    cells = level_index(reference, levels, what="reference grade") * L + level_index(
-        candidate, levels, what="candidate grade")
+    cells = level_index(ref, levels, what="reference grade") * L + level_index(
+        cand, levels, what="candidate grade")
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
     return np.bincount(cells, weights=w, minlength=L * L).reshape(L, L).astype(np.float64)
 
@@ -356,11 +355,6 @@ class AgreementResult:
         return float(self.confusion[rel].sum())
 
     @property
-    def n_not_relevant(self) -> float:
-        rel = np.asarray(self.levels) >= self.threshold
-        return float(self.confusion[~rel].sum())
-
-    @property
     def pair_counts(self) -> np.ndarray:
         """The confusion matrix in pairs (counts, never weights)."""
         return self.confusion if self.counts is None else self.counts
@@ -388,9 +382,9 @@ def _units(ref_idx: np.ndarray, cand_idx: np.ndarray, L: int, weights: np.ndarra
         return units.reshape(-1, L, L)
     _, code = np.unique(clusters, return_inverse=True)
     q = int(code.max()) + 1
-    units = np.zeros(q * L * L)
-    np.add.at(units, code * L * L + cells, w)
-    return units.reshape(q, L, L)
+    flat = np.zeros(q * L * L)
+    np.add.at(flat, code * L * L + cells, w)
+    return flat.reshape(q, L, L)
 
 
 def agreement(reference: Sequence[int], candidate: Sequence[int], *,
@@ -409,14 +403,14 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
     keeping its size fixed as the design did; without it, re-weighted figures get needlessly wide
     intervals (by simulation TNR's 95% interval covered 99.5% instead of 95%).
     """
-    reference = np.asarray(reference)
-    candidate = np.asarray(candidate)
+    ref = np.asarray(reference)
+    cand = np.asarray(candidate)
     levels = tuple(int(v) for v in levels)
-    if reference.shape != candidate.shape or reference.ndim != 1:
+    if ref.shape != cand.shape or ref.ndim != 1:
         raise AgreementInputError(
-            f"reference has {reference.size} labels but candidate has {candidate.size}; pair them first"
+            f"reference has {ref.size} labels but candidate has {cand.size}; pair them first"
         )
-    if reference.size == 0:
+    if ref.size == 0:
         raise AgreementInputError("no paired labels: the two label sets share no (query, item) pair")
     if n_boot < 1:
         raise AgreementInputError(f"the number of bootstrap resamples must be positive, got {n_boot}")
@@ -424,19 +418,19 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
         raise AgreementInputError(f"the number of bootstrap resamples must be at most {MAX_BOOTSTRAP:,}, "
                                   f"got {clip(str(n_boot), 40, quote=False)}")
     L = len(levels)
-    ref_idx = level_index(reference, levels, what="reference grade")
-    cand_idx = level_index(candidate, levels, what="candidate grade")
+    ref_idx = level_index(ref, levels, what="reference grade")
+    cand_idx = level_index(cand, levels, what="candidate grade")
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
-    if w is not None and (w.shape != reference.shape or not np.all(np.isfinite(w)) or np.any(w <= 0)):
+    if w is not None and (w.shape != ref.shape or not np.all(np.isfinite(w)) or np.any(w <= 0)):
         raise AgreementInputError("weights must be one positive finite number per pair")
-    C = confusion(reference, candidate, levels, w)
+    C = confusion(ref, cand, levels, w)
     point = {k: float(v) for k, v in figures_from_confusion(C, levels, threshold).items()}
 
     n_queries = None
     clusters = None
     if query_ids is not None:
         qarr = np.asarray(query_ids, dtype=object)
-        if qarr.shape != reference.shape:
+        if qarr.shape != ref.shape:
             raise AgreementInputError("query_ids must hold one query id per pair")
         n_queries = len(set(qarr.tolist()))
     notes: list[str] = []
@@ -460,7 +454,7 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
         # Resample within each stratum (its size fixed, as the sampling design fixed it);
         # clusters, when used, are nested in strata (a query's pairs of one stratum).
         sarr = np.asarray(strata)
-        if sarr.shape != reference.shape:
+        if sarr.shape != ref.shape:
             raise AgreementInputError("strata must hold one stratum per pair")
         boots = np.zeros((n_boot, L, L))
         distinct_parts, mult_parts = [], []
@@ -468,10 +462,10 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
             members = sarr == value
             units = _units(ref_idx[members], cand_idx[members], L, None if w is None else w[members],
                            None if clusters is None else clusters[members])
-            b, d, m = _bootstrap(units, n_boot, rng)
+            b, d, mult = _bootstrap(units, n_boot, rng)
             boots += b
             distinct_parts.append(d)
-            mult_parts.append(m)
+            mult_parts.append(mult)
         distinct, multiplicity = np.concatenate(distinct_parts), np.concatenate(mult_parts)
     stats = figures_from_confusion(boots, levels, threshold)
     if interval == "bca":
@@ -483,7 +477,7 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
         raise AgreementInputError(f"unknown interval method {interval!r}; expected bca or percentile")
     # The Wilson guard for all-or-nothing proportions (see the module docstring); the count of
     # pairs behind it is unweighted (weights are positive, so all-or-nothing is the same).
-    raw = C if w is None else confusion(reference, candidate, levels)
+    raw = C if w is None else confusion(ref, cand, levels)
     for name, (k, m) in _proportion_counts(raw, levels, threshold).items():
         if m <= 0:
             continue
@@ -499,7 +493,7 @@ def agreement(reference: Sequence[int], candidate: Sequence[int], *,
             ci[name] = (min(lo, wlo), max(hi, whi))
             notes.append(f"{name} rests on {int(m)} pairs only: its interval is at least the Wilson interval")
     return AgreementResult(
-        n=int(reference.size), levels=levels, threshold=int(threshold), confusion=C, figures=point,
+        n=int(ref.size), levels=levels, threshold=int(threshold), confusion=C, figures=point,
         ci=ci, seed=seed_int, n_boot=int(n_boot), resampling=resampling, n_queries=n_queries,
         confidence=confidence, notes=tuple(notes), boot=stats if keep_boot else None, interval=interval,
         stratified=strata is not None, counts=None if w is None else raw,
@@ -514,10 +508,10 @@ def worst_disagreements(reference: Sequence[int], candidate: Sequence[int], *,
     threshold before the others, then by the grade distance, then the candidate over-grading
     (a judge calling junk relevant pollutes qrels) before under-grading, then input order.
     Pairs that agree exactly are never listed."""
-    reference = np.asarray(reference, dtype=np.int64)
-    candidate = np.asarray(candidate, dtype=np.int64)
-    diff = candidate - reference
-    crosses = (reference >= threshold) != (candidate >= threshold)
+    ref = np.asarray(reference, dtype=np.int64)
+    cand = np.asarray(candidate, dtype=np.int64)
+    diff = cand - ref
+    crosses = (ref >= threshold) != (cand >= threshold)
     idx = np.flatnonzero(diff != 0)
     order = np.lexsort((idx, -(diff[idx] > 0).astype(np.int64), -np.abs(diff[idx]), -crosses[idx].astype(np.int64)))
     return idx[order][:limit]
@@ -649,7 +643,7 @@ class CorrectedShare:
     note: str | None = None
 
 
-def rogan_gladen(observed: float, tpr: np.ndarray | float, tnr: np.ndarray | float) -> np.ndarray:
+def rogan_gladen(observed: np.ndarray | float, tpr: np.ndarray | float, tnr: np.ndarray | float) -> np.ndarray:
     """``(p + TNR − 1)/(TPR + TNR − 1)`` clipped to [0, 1]; NaN where ``TPR + TNR ≤ 1``."""
     tpr = np.asarray(tpr, dtype=np.float64)
     tnr = np.asarray(tnr, dtype=np.float64)

@@ -111,7 +111,9 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
     rel, non = result.relevant_pairs, result.not_relevant_pairs
     behind = {"tpr": rel, "tnr": non, "kappa": float(n)}
     wanted = {"tpr": thresholds.min_tpr, "tnr": thresholds.min_tnr, "kappa": thresholds.min_kappa}
-    checks, reasons, extras = [], [], []
+    checks: list[Check] = []
+    reasons: list[str] = []
+    extras: list[float | None] = []
     improvable: list[bool] = []  # per entry of ``extras``
     unknown = False
     for name, threshold in wanted.items():
@@ -143,7 +145,7 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
             improvable.append(value < 1.0)
         checks.append(Check(name, value, lo, hi, threshold, status))
 
-    size_short = []
+    size_short: list[float] = []
     if n < thresholds.min_pairs:
         size_short.append(thresholds.min_pairs - n)
         reasons.append(f"only {n} labelled pairs; at least {thresholds.min_pairs} are needed to pass")
@@ -163,6 +165,7 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
     else:
         verdict = INCONCLUSIVE
         candidates = extras + size_short
+        known = [c for c in candidates if c is not None]
         if unknown or any(c is None or (isinstance(c, float) and math.isnan(c)) for c in candidates):
             more = None
             # No data behind a figure (no labels, one class) is "not yet", not "never".
@@ -170,11 +173,12 @@ def decide(result: AgreementResult, thresholds: GateThresholds = GateThresholds(
             reasons.append(CANNOT_ESTIMATE_YET if cannot_yet else ON_THE_THRESHOLD)
         else:
             # (the small tolerance keeps float noise such as 1200.0000001 from adding a label)
-            more = int(math.ceil(max(candidates) - 1e-9)) if candidates else 0
+            # (every candidate is known here: ``known`` is ``candidates`` without the Nones)
+            more = int(math.ceil(max(known) - 1e-9)) if known else 0
             if more > 10 * max(n, 1):
                 # Whoever sets the count decides the advice: a sample-size minimum or a figure the
                 # judge already gets right (1.0) is decided by labels only, never by a better judge.
-                top = max(range(len(candidates)), key=lambda i: candidates[i])
+                top = max(range(len(known)), key=lambda i: known[i])
                 if top < len(extras) and improvable[top]:
                     reasons.append(f"{more} more labels is over ten times the {n} so far: a figure sits close "
                                    f"to its threshold; improving the judge is likelier to decide than labelling")

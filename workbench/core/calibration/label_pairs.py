@@ -99,7 +99,7 @@ def parse_label_file(text: str, path: str, *, scale_max: int = 3, clip: bool = F
 
 
 def _trec_rows(text: str, path: str) -> list[tuple[int, str, str, object]]:
-    rows = []
+    rows: list[tuple[int, str, str, object]] = []
     for line, raw in enumerate(text.splitlines(), start=1):
         fields = raw.split()
         if not fields or fields[0].startswith("#"):

@@ -70,18 +70,19 @@ def assign(total: int, annotators: Sequence[str], *, overlap: int = 1, per_annot
     order = list(range(int(total))) if order is None else [int(p) for p in order]
     if sorted(order) != list(range(int(total))):
         raise InputError(f"the order must list each of the {total} positions once")
-    room = [None if per_annotator is None else int(per_annotator)] * m
+    unlimited = per_annotator is None
+    room = [0 if per_annotator is None else int(per_annotator)] * m  # labels each may still take
     out: dict[str, list[int]] = {a: [] for a in names}
     covered = 0
     for i, position in enumerate(order):
         start = (i * k) % m
-        open_ = [j for j in range(m) if room[j] is None or room[j] > 0]
+        open_ = [j for j in range(m) if unlimited or room[j] > 0]
         if len(open_) < k:
             break
-        ranked = sorted(open_, key=lambda j: (0 if room[j] is None else -room[j], (j - start) % m))
+        ranked = sorted(open_, key=lambda j: (0 if unlimited else -room[j], (j - start) % m))
         for j in ranked[:k]:
             out[names[j]].append(position)
-            if room[j] is not None:
+            if not unlimited:
                 room[j] -= 1
         covered += 1
     return Assignment({a: sorted(p) for a, p in out.items()}, k,

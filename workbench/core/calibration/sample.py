@@ -88,7 +88,7 @@ class CalibrationSample:
 
     pairs: pd.DataFrame
     seed: int
-    spec: SampleSpec
+    spec: SampleSpec | QuerySampleSpec  # the pair design's or the query design's
     pool_size: int
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -197,9 +197,6 @@ def draw_sample(pool: pd.DataFrame, spec: SampleSpec = SampleSpec(), *, seed: in
     out["position"] = rng.permutation(len(out)).astype(np.int64)
     out = out.sort_values("position", kind="stable").reset_index(drop=True)
     return CalibrationSample(out, int(seed), spec, n_pool, tuple(notes))
-
-
-QUERY_DESIGN, PAIR_DESIGN = "queries", "pairs"
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,8 @@ _SENTENCE_END_RE = re.compile(r"[.!?]+[\"'\)\]»”’]*\s+|\n[ \t]*\n\s*|\n(?=#
 _HEADING_RE = re.compile(r"^#{1,6}(?=[ \t]|$)", re.MULTILINE)
 _BLANK_RE = re.compile(r"\n[ \t]*\n\s*")
 
-_ALLOWED = {
+# Each strategy's parameters and their defaults (None: required).
+_ALLOWED: dict[str, dict[str, Any]] = {
     "document": {},
     "fixed": {"size": None, "overlap": 0, "unit": "chars"},
     "section": {"max_size": None, "overlap": 0},

@@ -207,15 +207,17 @@ def _neighbours(pairs: pd.DataFrame) -> dict[str, list[tuple[str, float]]]:
     return out
 
 
-def _best(candidates: Iterable[tuple[str, float, int]]) -> tuple[str, float, int] | None:
-    """The winning (source, similarity, grade): highest similarity, then highest grade, then
-    smallest source id (so the choice never depends on input order)."""
+def _best(candidates: Iterable[tuple[str, float, int]]) -> tuple[str, float, int]:
+    """The winning (source, similarity, grade) of at least one candidate: highest similarity,
+    then highest grade, then smallest source id (so the choice never depends on input order)."""
     best = None
     for source, sim, grade in candidates:
         key = (sim, grade, _neg(source))
         if best is None or key > best[0]:
             best = (key, (source, sim, grade))
-    return None if best is None else best[1]
+    if best is None:
+        raise ValueError("no candidates to choose from")
+    return best[1]
 
 
 def _neg(text: str) -> tuple:

@@ -203,8 +203,8 @@ def _offsets(df: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray]:
     for col in ("start", "end"):
         s = df[col]
         if s.isna().any():
-            bad = int(np.flatnonzero(s.isna().to_numpy())[0])
-            raise SpanError(f"{what} has a missing {col} offset at row {bad}")
+            row = int(np.flatnonzero(s.isna().to_numpy())[0])
+            raise SpanError(f"{what} has a missing {col} offset at row {row}")
         if not pd.api.types.is_integer_dtype(s.dtype):
             vals = pd.to_numeric(s, errors="coerce")
             if vals.isna().any() or (vals != np.floor(vals)).any():

@@ -65,7 +65,7 @@ def documents_from_jsonl(text: str, path: str, *, id_field: str | None = None,
             if need not in record:
                 raise InputError(f"lacks the field {need!r} (the other records have it)", path=path, line=line)
         title = record.get(ftitle) if ftitle else None
-        if title is not None:
+        if ftitle and title is not None:
             title = string_value(title, field=ftitle, path=path, line=line)
         extra = {k: v for k, v in record.items() if k not in used}
         rows.append((
@@ -120,7 +120,7 @@ def queries_from_tsv(text: str, path: str) -> pd.DataFrame:
     Exactly two tab-separated columns per non-blank line; the text may contain spaces but no
     tab. A header line ``query_id<TAB>text`` (or ``qid``/``id``) is skipped.
     """
-    rows = []
+    rows: list[tuple[int, str, str, None, None]] = []
     for line, raw in enumerate(split_lines(text), start=1):
         if not raw.strip():
             continue

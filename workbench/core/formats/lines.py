@@ -6,6 +6,7 @@ import codecs
 import json
 import re
 from collections.abc import Callable, Iterable
+from typing import Literal, overload
 
 from workbench.errors import InputError
 
@@ -89,13 +90,13 @@ def load_json_line(line: str, path: str, number: int, *,
         raise InputError("JSON nested too deeply to read; flatten the record", path=path, line=number) from None
     except ValueError as exc:
         raise long_integer_error(exc, line, path, number) from None
-    if "\\" in line and _SURROGATE_ESCAPE.search(line) is not None:
+    found = _SURROGATE_ESCAPE.search(line) if "\\" in line else None
+    if found is not None:
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")
         except RecursionError:
             raise InputError("JSON nested too deeply to read; flatten the record", path=path, line=number) from None
         except UnicodeEncodeError:
-            found = _SURROGATE_ESCAPE.search(line)
             raise InputError(
                 f"holds {found.group(0)[:6]} at column {found.start() + 1}, half of a UTF-16 surrogate pair "
                 "without its other half, which is not a character; remove it or write the character itself",
@@ -130,6 +131,12 @@ def read_json_objects(text: str, path: str, *, tick: Tick | None = None) -> list
     return out
 
 
+@overload
+def pick_field(records: list[tuple[int, dict]], explicit: str | None, candidates: Iterable[str],
+               role: str, path: str, *, option: str | None = None, required: Literal[True] = True) -> str: ...
+@overload
+def pick_field(records: list[tuple[int, dict]], explicit: str | None, candidates: Iterable[str],
+               role: str, path: str, *, option: str | None = None, required: bool) -> str | None: ...
 def pick_field(records: list[tuple[int, dict]], explicit: str | None, candidates: Iterable[str],
                role: str, path: str, *, option: str | None = None, required: bool = True) -> str | None:
     """The field that holds ``role`` (e.g. the id) in a JSONL file.

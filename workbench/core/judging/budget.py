@@ -159,7 +159,7 @@ def interval_effect(pairs: pd.DataFrame, judged: Mapping[tuple[str, str], int], 
             if (q, item) not in selected:
                 unj_after[q] += 1
         n_q = len(queries)
-        out = {"run": col[len(RANK_PREFIX):]}
+        out: dict[str, str | float] = {"run": col[len(RANK_PREFIX):]}
         for label, unj in (("before", unj_before), ("after", unj_after)):
             u = np.array(list(unj.values()), dtype=float)
             out[f"width_{label}"] = float(u.mean() / k) if n_q else float("nan")

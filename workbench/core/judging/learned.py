@@ -54,6 +54,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -278,6 +279,12 @@ def weighted_log_loss(y: np.ndarray, p: np.ndarray, w: np.ndarray) -> float:
     return float(-np.sum(w * (y * np.log(p) + (1 - y) * np.log(1 - p))) / np.sum(w))
 
 
+class Classifier(Protocol):
+    """What a fitted model offers here (a scikit-learn classifier or pipeline)."""
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray: ...
+
+
 @dataclass
 class Fit:
     """The chosen model refitted on every tuning label, its name, its cross-validated
@@ -286,7 +293,7 @@ class Fit:
     over every tuning label)."""
 
     name: str
-    model: object
+    model: Classifier
     cv_probability: np.ndarray
     scores: dict[str, float]
     folds: int
@@ -369,6 +376,8 @@ def _fit(x, y, w, seed, groups, strata, base_columns) -> Fit:
         scores[name] = weighted_log_loss(y, p, w)
         if best is None or scores[name] < scores[best[0]] - 1e-12:
             best = (name, model, p, cols)
+    if best is None:  # never: the "all" candidates are never skipped
+        raise ValueError("no candidate model was fitted")
     name, model, p, cols = best
     query = cols != "grades"
     rows = np.arange(len(y))
@@ -435,7 +444,7 @@ def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> flo
     order = np.argsort(values, kind="stable")
     v, w = values[order], weights[order]
     cum = np.cumsum(w) / w.sum()
-    return float(v[min(np.searchsorted(cum, q, side="left"), len(v) - 1)])
+    return float(v[min(int(np.searchsorted(cum, q, side="left")), len(v) - 1)])
 
 
 def grade_cuts(grades: np.ndarray, p: np.ndarray, w: np.ndarray, threshold: float, relevant_min: int = 2

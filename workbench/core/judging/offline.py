@@ -155,7 +155,6 @@ TUNED_SETTINGS: Mapping[tuple[bool, bool], OfflineJudgeSettings] = {
     (True, True): OfflineJudgeSettings(0.0, 1.0, 0.0, 0.3, 0.10, 0.30, 0.55),
     (False, True): OfflineJudgeSettings(1.0, 0.0, 0.0, 0.8, 0.40, 0.50, 0.65),
 }
-DEFAULT_SETTINGS = TUNED_SETTINGS[(True, False)]
 
 
 def settings_fingerprint() -> str:

@@ -1,9 +1,9 @@
 """pyarrow <-> numpy without pandas.
 
 pyarrow's own conversions (``Array.to_numpy``, ``np.asarray(array)``, ``pa.array(ndarray)``,
-``pa.scalar``) go through its pandas shim, which imports pandas: +40 MB of memory and ~0.5 s
-for a process that never touches a DataFrame (``workbench eval``). These read and write the
-buffers directly instead.
+``pa.scalar``) go through its pandas shim, which imports pandas: memory and start-up time
+(docs/performance.md) for a process that never touches a DataFrame (``workbench eval``). These
+read and write the buffers directly instead.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def from_numpy(values: np.ndarray) -> pa.Array:
 
 # --- compute kernels without importing pyarrow.compute ------------------------------------
 # ``import pyarrow.compute`` builds a Python wrapper (with a parsed docstring) for each of its
-# hundreds of kernels: 40-100 ms per process, a tenth of a whole `workbench eval`. The kernels
+# hundreds of kernels, once per process (docs/performance.md). The kernels
 # themselves live in pyarrow._compute and are called by name here.
 try:
     from pyarrow._compute import RankOptions, call_function
@@ -96,7 +96,7 @@ def string_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     global _HASH_POWERS
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     # slices of 2^20 strings: the temporaries (three 8-byte numbers per byte of text) stay
-    # ~200 MB however long the column (2*10^7 query ids at once needed 3.5 GB)
+    # bounded however long the column (a whole column at once: docs/performance.md)
     chunks = [c.slice(i, _HASH_SLICE) for c in chunks for i in range(0, len(c), _HASH_SLICE)]
     out = []
     for chunk in chunks:

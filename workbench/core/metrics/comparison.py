@@ -142,13 +142,13 @@ def compare_runs(
         raise StatisticsInputError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise StatisticsInputError(f"seed must be an int so it can be reported, got {seed!r}")
-    per_query = {name: as_table(scores) for name, scores in per_query.items()}
-    runs = list(per_query)
+    tables = {name: as_table(scores) for name, scores in per_query.items()}
+    runs = list(tables)
     if measures is None:
-        measures = [str(c) for c in next(iter(per_query.values())).columns] if runs else []
+        measures = [str(c) for c in next(iter(tables.values())).columns] if runs else []
     measures = list(dict.fromkeys(measures))
-    _check_tables(per_query, measures)
-    common, dropped = align_queries(per_query)
+    _check_tables(tables, measures)
+    common, dropped = align_queries(tables)
     if len(common) == 0:
         raise StatisticsInputError("the runs have no query in common; nothing to compare")
     baseline = runs[0]
@@ -156,7 +156,7 @@ def compare_runs(
     rows: list[dict[str, Any]] = []
     nan_dropped: dict[str, list[str]] = {}
     for measure in measures:
-        scores = pd.DataFrame({run: per_query[run].loc[common, measure] for run in runs})
+        scores = pd.DataFrame({run: tables[run].loc[common, measure] for run in runs})
         scores = scores.astype(float)
         has_nan = scores.isna().any(axis=1)
         nan_dropped[measure] = sorted(map(str, scores.index[has_nan]))

@@ -212,7 +212,7 @@ def _score(pair: list, parsed: list, rel: int, thresholds: set[int], condensed: 
     return _Scored(ranked.query_ids, values, ranked.in_qrels, ranked.in_run, judged_hit, has_rel)
 
 
-def _dict_parts(qrels: Mapping, run: Mapping, block_rows: int) -> Iterator[tuple[Mapping, Mapping]]:
+def _dict_parts(qrels: Mapping, run: Mapping, block_rows: int) -> Iterator[list]:
     """Nested dicts as (qrels, run) pairs of whole queries with about ``block_rows`` run rows
     each (run queries in their order), then the qrels' queries the run does not have. One pair,
     the dicts themselves, when the run fits (or is not a dict of dicts: the join words that)."""
@@ -241,7 +241,7 @@ def _dict_parts(qrels: Mapping, run: Mapping, block_rows: int) -> Iterator[tuple
         yield [rest, {}]
 
 
-def _column_parts(qrels: Qrels, run: RunParts) -> Iterator[tuple[Qrels, Run]]:
+def _column_parts(qrels: Qrels, run: RunParts) -> Iterator[list]:
     """The qrels split like the run's parts (the same hash of the query id), paired with them."""
     parts = iter(run)
     if run.n_parts == 1:
@@ -293,8 +293,8 @@ def evaluate(
     thresholds = {label: int(rel if m.rel is None else m.rel) for label, m in parsed}
     q = load_qrels(qrels)
     opened = isinstance(run, (str, Path))
-    r = read_trec_run_parts(run, block_rows=block_rows) if opened else run if isinstance(run, RunParts) \
-        else load_run(run)
+    r = read_trec_run_parts(run, block_rows=block_rows) if isinstance(run, (str, Path)) \
+        else run if isinstance(run, RunParts) else load_run(run)
     run_name = getattr(r, "name", None)
     try:
         if isinstance(r, RunParts):
@@ -307,7 +307,7 @@ def evaluate(
         del q
         parts = [_score(pair, parsed, int(rel), set(thresholds.values()), condensed, duplicates) for pair in pairs]
     finally:
-        if opened:
+        if opened and isinstance(r, RunParts):  # opened: read_trec_run_parts made it
             r.close()
     del r
     return _assemble(parts, parsed, thresholds, int(rel), run_name, condensed=condensed,

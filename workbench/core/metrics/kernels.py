@@ -34,11 +34,13 @@ Every measure returns 0 for a query with nothing retrieved or R = 0 (rbp's resid
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
+from typing import overload
 
 import numpy as np
 
-from workbench.core.metrics.measures import Measure
+from workbench.core.metrics.measures import Measure, MeasureError
 from workbench.core.metrics.ranking import RankedLists, group_ranks
 
 
@@ -118,6 +120,10 @@ class _Context:
         g = self.r.judged_grade
         return np.bincount(self.r.judged_qidx[g < rel], minlength=self.nq).astype(np.float64)
 
+    @overload
+    def top(self, k: int) -> np.ndarray: ...
+    @overload
+    def top(self, k: int | None) -> np.ndarray | None: ...
     def top(self, k: int | None) -> np.ndarray | None:
         if k is None:
             return None
@@ -133,13 +139,6 @@ class _Context:
         if hit is None or hit[0] is not mask:
             hit = self._cache[key] = (mask, np.flatnonzero(mask))
         return hit[1]
-
-    def relevant_rows(self, rel: int, k: int | None) -> np.ndarray:
-        """Indices of the relevant rows (within the top k), in row order."""
-        rows = self.rows(self.relevant(rel))
-        if k is not None:
-            rows = rows[self.r.rank[rows] <= k]
-        return rows
 
     def count_rel(self, rel: int, k: int | None) -> np.ndarray:
         mask = self.relevant(rel)
@@ -216,6 +215,8 @@ def _bpref(c: _Context, m: Measure, rel: int) -> np.ndarray:
 
 
 def _judged(c: _Context, m: Measure, rel: int) -> np.ndarray:
+    if m.cutoff is None:  # never: parsing requires judged's k
+        raise MeasureError("judged needs a cutoff, e.g. judged@10")
     counted = np.bincount(c.r.qidx[c.judged & c.top(m.cutoff)], minlength=c.nq).astype(np.float64)
     return _div(counted, np.minimum(c.n_ret, m.cutoff).astype(np.float64))
 
@@ -288,7 +289,8 @@ def _rbp(c: _Context, m: Measure, rel: int) -> tuple[np.ndarray, np.ndarray, np.
 #: (``ndcg_exp`` shares nDCG's kernel, which reads the gain from the measure). The two tables
 #: must name the same measures: :func:`registry_gaps` lists the differences, and a test fails on
 #: a measure without a kernel or a kernel without a measure.
-KERNELS = {
+_Kernel = Callable[[_Context, Measure, int], np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]]
+KERNELS: dict[str, _Kernel] = {
     "hit": _hit, "precision": _precision, "recall": _recall, "f1": _f1, "mrr": _mrr,
     "map": _map, "ndcg": _ndcg, "ndcg_exp": _ndcg, "rprec": _rprec, "err": _err,
     "rbp": _rbp, "bpref": _bpref, "judged": _judged,

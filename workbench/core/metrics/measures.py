@@ -27,6 +27,7 @@ Unknown names and parameters raise :class:`MeasureError` listing what is known.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from workbench.errors import InputError
@@ -277,7 +278,7 @@ class Measure:
         return cls(name, cutoff, **kwargs)  # type: ignore[arg-type]
 
 
-def parse_measures(measures: str | Measure | list[str | Measure] | tuple) -> list[tuple[str, Measure]]:
+def parse_measures(measures: str | Measure | Sequence[str | Measure]) -> list[tuple[str, Measure]]:
     """Parse a measure or a list of them into ``(name as given, Measure)`` pairs, deduplicated."""
     if isinstance(measures, (str, Measure)):
         measures = [measures]

@@ -239,7 +239,7 @@ def ppi_mean(y, f_all, labelled, *, confidence: float = 0.95, lam: float | None 
         raise ValueError("labelled positions must be distinct positions in the judge values")
     f_lab = f_all[idx]
     tuned = lam is None
-    lam = tuned_lambda(y, f_lab, f_all) if tuned else float(lam)
+    lam = tuned_lambda(y, f_lab, f_all) if lam is None else float(lam)
     f_mean = float(f_all.mean())
     estimate = float(y.mean() + lam * (f_mean - f_lab.mean()))
     human = _finite_interval(y, float(y.mean()), n_total, confidence)

@@ -91,7 +91,7 @@ def group_ranks(qidx: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=dtype)
     starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]]).astype(dtype)
     ranks = np.arange(1, n + 1, dtype=dtype)
-    ranks -= np.repeat(starts, np.diff(np.r_[starts, n]))
+    np.subtract(ranks, np.repeat(starts, np.diff(np.r_[starts, n])), out=ranks)
     return ranks
 
 
@@ -109,9 +109,9 @@ def _sort_rows(qidx: np.ndarray, score: np.ndarray, n_queries: int, grouped: boo
 
     Rows are first grouped by query (nothing to do when they already are; else a stable radix
     sort of 16-bit query numbers), then each group is sorted by score as one row of a padded
-    2-D array (``argsort(axis=1)``: many small sorts that stay in cache, ~4x faster than one
-    sort of a million keys). Too many queries or too ragged groups fall back to one argsort of
-    a packed 64-bit (query, score) key.
+    2-D array (``argsort(axis=1)``: many small sorts that stay in cache, faster than one sort of
+    all the keys; docs/performance.md). Too many queries or too ragged groups fall back to one
+    argsort of a packed 64-bit (query, score) key.
     """
     n = len(qidx)
     if grouped:
@@ -203,7 +203,7 @@ def _encode(arr: pa.Array) -> tuple[np.ndarray, pa.Array]:
 
 def _pair_keys(a: np.ndarray, b: np.ndarray, na: int, nb: int) -> np.ndarray:
     """One integer per (a, b) pair, ``a * nb + b`` (0 <= a < na, 0 <= b < nb): uint32 when
-    every pair fits (sorts and hashes in about 60% of the int64 time), else int64."""
+    every pair fits (sorts and hashes faster than int64), else int64."""
     if na * nb <= 2**32:
         return a.astype(np.uint32) * np.uint32(nb) + b.astype(np.uint32)
     return a.astype(np.int64) * nb + b
@@ -406,7 +406,7 @@ def _judged_hits(qrels: Mapping, run: Mapping) -> tuple[np.ndarray, np.ndarray, 
 
     Only these pairs are visited, through a set intersection of the two dicts' keys per query
     (in C), so the cost follows the judged docs retrieved, not every run row (a dict look-up
-    per run row was ~3x slower on 1M rows)."""
+    per run row was slower: docs/performance.md)."""
     at: list[int] = []
     sizes: list[int] = []
     scores: list = []

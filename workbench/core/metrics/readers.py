@@ -147,7 +147,7 @@ def _fast_table(data: bytes, ncols: int, types: dict[int, pa.DataType]) -> pa.Ta
         return pa.table({f"f{i}": pa.array([], type=t) for i, t in types.items()})
     # memchr-fast checks: tabs, CRs and comments always need the rewrite
     plain = not (b"\t" in data or b"\r" in data or b"#" in data)
-    for attempt in ((data, _normalise) if plain else (_normalise(data), None)):
+    for attempt in ((data, _normalise) if plain else (_normalise(data),)):
         try:
             table = _read_table(attempt if isinstance(attempt, bytes) else attempt(data), types)
         except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, TypeError):
@@ -164,8 +164,8 @@ def _text_lines(path: Path, data: bytes, first_line: int = 1):
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + first_line
-        raise InputError("is not UTF-8 text", path=str(path), line=line) from None
+        bad_line = data[: exc.start].count(b"\n") + first_line
+        raise InputError("is not UTF-8 text", path=str(path), line=bad_line) from None
     for lineno, line in enumerate(text.split("\n"), start=first_line):
         fields = line.split()
         if fields and not fields[0].startswith("#"):
@@ -332,14 +332,15 @@ class RunParts:
     def __iter__(self) -> Iterator[Run]:
         """The parts, once: each is handed over (not kept), so its memory goes with its last user."""
         if self._directory is None:
-            if self._loaded is not None:
-                yield self._hand_over()
+            run = self._hand_over()
+            if run is not None:
+                yield run
             return
         for p in range(self.n_parts):
             yield self._read_part(p)
         self.close()
 
-    def _hand_over(self) -> Run:
+    def _hand_over(self) -> Run | None:
         run, self._loaded = self._loaded, None
         return run
 
@@ -482,7 +483,7 @@ def read_trec_qrels(path: str | Path, *, careful: bool = False) -> Qrels:
     path = check_regular_file(path)
     table = None if careful else _streamed_table(path, types)
     grades = None if table is None else _column(table, "f3", np.int64)
-    if grades is not None and _ncols_first_line(_first_line(path)) == 4:
+    if table is not None and grades is not None and _ncols_first_line(_first_line(path)) == 4:
         return Qrels(table.column("f0").combine_chunks(), table.column("f2").combine_chunks(),
                      grades, source=str(path))
     path, data = _read_bytes(path)

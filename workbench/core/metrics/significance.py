@@ -244,7 +244,7 @@ def paired_t_test(a: Sequence[float], b: Sequence[float]) -> PairedTestResult:
             return PairedTestResult("ttest", mean, 0.0, 1.0, n)
         return PairedTestResult("ttest", mean, math.copysign(math.inf, mean), 0.0, n)
     t = mean / (sd / math.sqrt(n))
-    from scipy import stats  # here only: importing scipy.stats costs ~0.5 s
+    from scipy import stats  # here only: importing scipy.stats is slow (docs/performance.md)
 
     p = float(2.0 * stats.t.sf(abs(t), df=n - 1))
     return PairedTestResult("ttest", mean, t, min(p, 1.0), n)

@@ -219,6 +219,8 @@ def stack_coded(runs: RunsLike, *, id_col: str | None = None) -> Coded:
             )
         )
     stacked = pd.concat(parts, ignore_index=True)
+    if col is None:  # never: the first run sets it
+        raise FusionError("no runs given")
     coded = encode(stacked, col)
     n_q, n_i = len(coded.q_u), max(len(coded.i_u), 1)
     pair = (coded.run_c * n_q + coded.q_c) * n_i + coded.i_c

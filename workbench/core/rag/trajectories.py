@@ -64,7 +64,7 @@ class Result:
     def finds(self, gold: Span, min_overlap: float = 0.5) -> bool:
         if self.doc_id != gold.doc_id:
             return False
-        if self.start is None:
+        if self.start is None or self.end is None:  # a whole document (both are None then)
             return gold.end > gold.start
         return chunk_is_relevant(Span(self.doc_id, self.start, self.end), [gold], min_overlap)
 
@@ -117,7 +117,8 @@ def parse_result(item, path: str, line: int) -> Result:
 
 def parse_trajectories(records: Sequence[tuple[int, dict]], path: str) -> list[Trajectory]:
     """Trajectories from numbered JSON objects (errors name ``path:line``); one per query."""
-    out, seen = [], {}
+    out: list[Trajectory] = []
+    seen: dict[str, int] = {}
     for line, record in records:
         qid = record.get("query_id")
         if not isinstance(qid, (str, int)) or isinstance(qid, bool) or str(qid) == "":

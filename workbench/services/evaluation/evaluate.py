@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from workbench.core.metrics.comparison import Comparison
     from workbench.core.metrics.evaluation import EvaluationResult
 
-DISTRIBUTION_STATS = ("mean", "median", "p10", "zeros", "n")
-
 
 def run_names(paths: Sequence[str | Path]) -> list[str]:
     """Names for runs given as files: the shortest distinguishing path suffix.

@@ -15,7 +15,7 @@ does not answer scores 0 (as ``eval``).
 * :func:`estimate` turns them into a :class:`PPIReport` (runs and paired differences against
   the first run, each with its PPI++ and human-only interval).
 * :func:`plan` is the power analysis: labelled queries needed for a target half-width.
-* :func:`ppi_files` / :func:`plan_files` do both steps for the CLI.
+* :func:`ppi_files` does both steps of an estimate from files.
 
 Refused with :class:`~workbench.errors.InputError` (exit 3): fewer than 2 labelled queries (5 for
 a plan), a labelled query missing from JUDGE_QRELS, a measure the engine does not know,
@@ -291,15 +291,3 @@ def plan(values: PerQueryValues, half_width: float, *, confidence: float = 0.95)
                                         half_width, confidence=confidence) for r in values.runs[1:]}
     return PlanReport(n_pilot=values.n_labelled, n_total=len(values.query_ids), half_width=float(half_width),
                       confidence=confidence, first_run=first, runs=runs, differences=diffs)
-
-
-def plan_files(human_qrels: str | Path, judge_qrels: str | Path, runs: Sequence[str | Path],
-               measures: Sequence[str], half_width: float, *, rel: int = 1,
-               confidence: float = 0.95) -> PlanReport:
-    """``workbench ppi --plan``: :func:`load_values` (a pilot of >= 5 labelled queries) then
-    :func:`plan`."""
-    _checked_confidence(confidence)
-    if not half_width > 0:
-        raise ConfigError(f"{{field:half_width}} must be positive (e.g. 0.05), got {half_width}")
-    values = load_values(human_qrels, judge_qrels, runs, measures, rel=rel, min_labelled=MIN_PILOT)
-    return plan(values, half_width, confidence=confidence)

@@ -37,9 +37,8 @@ def open_briefly(db_path, wait: float = 30.0, *, migrate: bool = True) -> Databa
     writes, whose project was migrated when the job started (and for the Judge page's reads after
     its first open), and opens the file as a *visit*: attached to the process's one DuckDB
     instance and detached at close (:mod:`workbench.store.database`), so the lock is held exactly
-    as long but no DuckDB instance is started per visit (measured on the demo project: 17 ms and
-    8 ms of CPU per visit, against 80 ms and 35 ms for an ordinary open without the check, 110-160
-    ms and 50-75 ms with it). A missing project is an error, never created."""
+    as long but no DuckDB instance is started per visit (figures in docs/performance.md). A
+    missing project is an error, never created."""
     path = Path(db_path)
     if not path.exists():
         raise StoreError(f"no project database at {path}; create one with {{command}}", command=f"--db {path} init")
@@ -182,7 +181,6 @@ class Runner:
         self.batch_size = int(s["batch_size"])
         self.flush_seconds = float(s["flush_seconds"])
         self.buffer: list[dict] = []
-        self.pending_pairs: list[dict] = []
         self.stop_reason: str | None = None
         self.spent = float(job.get("cost_usd") or 0.0)
         self.inflight_cost = 0.0
@@ -193,7 +191,6 @@ class Runner:
         self.flush_lock: asyncio.Lock | None = None
         self.write_error: BaseException | None = None
         self.batch_message = ""
-        self._finished = False
         self._flush_scheduled = False
         self._flush_tasks: set[asyncio.Task] = set()
         self._db_thread: ThreadPoolExecutor | None = None
@@ -443,7 +440,6 @@ class Runner:
             if producer.done() and not producer.cancelled() and producer.exception() is not None:
                 raise producer.exception()
         finally:
-            self._finished = True
             # Writes are never cancelled (a cancelled await would leave its thread writing while
             # the next write starts): the flusher is told to end and awaited.
             self._flusher_stop.set()

@@ -141,8 +141,7 @@ def request_timeout(spec: "JudgeSpec") -> float:
     to 40 times the capability probe's latency when that is longer (a judgment's prompt and reply
     are ~50 times the probe's), at most 900 s: a slow local server gets the time it needs. The
     latency is the median of the probe's requests (:data:`workbench.services.judge.probe.
-    PROBE_LATENCY_SAMPLES`), so one slow probe does not set it (one llama.cpp probe of 16.3 s
-    among others of 0.55 s gave 653 s)."""
+    PROBE_LATENCY_SAMPLES`), so one slow probe (a cold cache, a busy moment) does not set it."""
     configured = float(spec.settings.get("timeout") or 60.0)
     latency = float((spec.caps or {}).get("latency_s") or 0.0)
     return max(configured, min(MAX_TIMEOUT, TIMEOUT_PER_PROBE_LATENCY * latency))

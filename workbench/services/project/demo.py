@@ -2,8 +2,8 @@
 
 ``workbench init --demo`` calls :func:`prepare_demo` right after the demo corpus is loaded, so
 a new user lands on a project whose Retrieve & Pool page already shows a pool. Dense
-retrieval is left out on purpose: loading the model and encoding the demo chunks takes about
-12 s on two CPU cores, too slow for ``init`` (run ``workbench retrieve dense`` afterwards).
+retrieval is left out on purpose: loading the model and encoding the demo chunks is too slow
+for ``init`` (docs/performance.md; run ``workbench retrieve dense`` afterwards).
 
 Each step is its own transaction, so :func:`prepare_demo` is idempotent: a step whose result
 already exists (chunking ``sections``, run ``bm25``, pool ``demo``) is skipped, and calling it

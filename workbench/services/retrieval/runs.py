@@ -361,8 +361,9 @@ def dense_cache_key(model: str, backend: str = "torch", precision: str = "fp32")
 
 def default_dense_backend(encoder=None) -> str:
     """The dense encoder used when none is named: ``onnx`` (ONNX Runtime, fp32: the same vectors
-    as PyTorch within cosine 0.999, 1.4-1.75x faster) where the ``onnx`` extra is installed, else
-    ``torch``; ``torch`` for a caller's own loaded ``encoder`` (a SentenceTransformer)."""
+    as PyTorch within cosine 0.999, faster: docs/performance.md) where the ``onnx`` extra is
+    installed, else ``torch``; ``torch`` for a caller's own loaded ``encoder`` (a
+    SentenceTransformer)."""
     from importlib.util import find_spec
 
     if encoder is not None:

@@ -19,7 +19,7 @@ from workbench.errors import WorkbenchError
 from workbench.services.access import check_data_path, data_folders
 from workbench.services.ingest import FORMATS, KINDS, import_file, preview_documents, recent_imports
 from workbench.services.project.lifecycle import project_status
-from workbench.ui import context
+from workbench.ui import context, jobs_panel
 from workbench.ui.words import Field, cell, clean_rows, excerpt
 
 AUTO = "auto-detect"
@@ -115,6 +115,8 @@ def _import_form() -> None:
         return
     arguments = dict(format=None if fmt == AUTO else fmt, name=run_name or None,
                      assessor=assessor.strip() or None, **options)
+    if _in_background(kind, upload, server_path, arguments):
+        return
     uploaded: dict[str, str] = {}
     try:
         with context.project() as db, tempfile.TemporaryDirectory() as tmp:
@@ -152,6 +154,39 @@ def _import_form() -> None:
             {"pool_runs": [result.name], "pool_add_runs": [result.name], "export_run_name": result.name})
     _clear_form()
     st.rerun()
+
+
+def _in_background(kind: str, upload, server_path: str | None, arguments: dict) -> bool:
+    """Import a large file or folder as a background job (``[jobs] background_from`` kilobytes,
+    :mod:`workbench.services.jobs`); True when the page handed the import to a job (started, or
+    refused with the error shown). A path the page may not read stays with the page's own check."""
+    from workbench.services.jobs import ImportRequest, kilobytes, upload_folder
+
+    if upload is not None:
+        size = int(upload.size) // 1000
+    else:
+        try:
+            size = kilobytes(check_data_path(server_path, load_settings().get("app", "data_dirs")))
+        except WorkbenchError:
+            return False  # the import below says why, in the page's words
+    if not jobs_panel.in_background("import", size):
+        return False
+    folder = None
+    if upload is not None:
+        folder = upload_folder()
+        path = folder / Path(upload.name).name  # the uploaded name picks the format and the default name
+        path.write_bytes(upload.getvalue())
+        request = ImportRequest(kind, str(path), upload.name, upload=True, **arguments)
+    else:
+        request = ImportRequest(kind, server_path, server_path, **arguments)
+    if jobs_panel.launch(request, flash_key="data", fields=FIELDS):
+        _clear_form()
+        st.rerun()
+    elif folder is not None:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+    return True
 
 
 EXPORT_FORMATS = {"trec": "TREC qrels (.txt)", "beir": "BEIR qrels (.tsv)", "jsonl": "JSONL, one row per query",
@@ -217,6 +252,7 @@ def render() -> None:
                "importing the same file again does nothing.")
     context.show_flash("data")
     _import_form()
+    jobs_panel.panel(("import",), title="Imports in the background", fields=FIELDS)
 
     with context.project() as db:
         status = project_status(db)

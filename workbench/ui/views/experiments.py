@@ -17,8 +17,8 @@ import pandas as pd
 import streamlit as st
 
 from workbench.errors import WorkbenchError
-from workbench.ui import charts, context
-from workbench.ui.words import LABEL_SOURCE_WORDS
+from workbench.ui import charts, context, jobs_panel
+from workbench.ui.words import LABEL_SOURCE_WORDS, Field
 
 CHUNKINGS = ["fixed:32", "fixed:64", "fixed:128", "fixed:256", "fixed:512", "fixed:1024", "fixed:2048",
              "fixed:512:64", "section", "sentences", "document"]
@@ -54,12 +54,50 @@ def _form() -> dict | None:
             "budgets": budgets, "labels": LABELS[labels]}
 
 
+PENDING = "experiments_show_job"
+JOB_FIELDS = {"--chunkings": Field("Chunkings", "choice"), "--retrievers": Field("Retrievers", "choice"),
+              "--budgets": Field("Context budgets (tokens)")}
+
+
+def _background(db, choice: dict) -> bool:
+    """Start the grid as a background job when it is large (documents x cells from ``[jobs]
+    background_from``, :mod:`workbench.services.jobs`); True when the page handed it to a job
+    (started, or refused with the error shown)."""
+    from workbench.core.rag.context_budget import parse_budgets
+    from workbench.services.jobs import SweepRequest, documents
+
+    size = documents(db) * len(choice["chunkings"]) * len(choice["retrievers"])
+    if not jobs_panel.in_background("sweep", size):
+        return False
+    try:
+        budgets = tuple(parse_budgets(choice["budgets"]))
+    except WorkbenchError as exc:
+        context.error(exc, JOB_FIELDS)
+        return True
+    request = SweepRequest(tuple(choice["chunkings"]), tuple(choice["retrievers"]), tuple(choice["measures"]),
+                           budgets, choice["labels"])
+    if jobs_panel.launch(request, flash_key="experiments", fields=JOB_FIELDS):
+        st.rerun()
+    return True
+
+
+def _show_job(job: dict) -> None:
+    """After a grid job finished: measure it on the page (every run is stored, so it only evaluates)."""
+    request = job["request"]
+    st.session_state[PENDING] = {"chunkings": list(request["chunkings"]), "retrievers": list(request["retrievers"]),
+                                 "measures": list(request["measures"]),
+                                 "budgets": ",".join(str(b) for b in request["budgets"]) or "1000,2000,4000,8000",
+                                 "labels": request["labels"]}
+
+
 def _run(db, choice: dict) -> None:
     from workbench.core.rag.context_budget import parse_budgets
     from workbench.services.evaluation import sweep
 
     if not choice["chunkings"] or not choice["retrievers"] or not choice["measures"]:
         st.warning("Choose at least one chunking, one retriever and one measure, then run the grid.")
+        return
+    if not choice.get("from_job") and _background(db, choice):
         return
     status = st.status("Running the grid…", expanded=True)
     try:
@@ -272,9 +310,14 @@ def render() -> None:
         if missing:
             st.info(missing)
             return
+        context.show_flash("experiments")
         choice = _form()
         if choice is not None:
             _run(db, choice)
+        if PENDING in st.session_state:
+            _run(db, {**st.session_state.pop(PENDING), "from_job": True})
+        jobs_panel.panel(("sweep",), title="Grids in the background", fields=JOB_FIELDS, ended=_show_job,
+                         finished_action=("Show the results", _show_job))
         result = st.session_state.get(KEY)
         if result is None:
             st.info("Choose chunkings and retrievers above and run the grid to compare them.")

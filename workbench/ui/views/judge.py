@@ -81,8 +81,7 @@ def _project(wait: float = 15.0, *, migrate: bool = False):
     app's one DuckDB instance for the read and detached after it, with no schema check), and the
     services the page calls get that open project (:func:`_visit`) instead of a path to open
     again. The file is still held only for each read, so a job's batch writes get it between
-    them. Measured on the demo project (AppTest, an LLM judge chosen, loaded machine): 8 opens of
-    110-160 ms per script run before, one open and 7 visits of ~17 ms after."""
+    them (before and after: docs/performance.md)."""
     from workbench.services.judge.jobs import open_briefly
 
     try:

@@ -199,10 +199,6 @@ def _settings() -> tuple[int, int]:
     return int(settings.get("calibration", "overlap")), int(settings.get("calibration", "min_visible_ms"))
 
 
-def _overlap() -> int:
-    return _settings()[0]
-
-
 def _key(*parts) -> str:
     return "label_" + "_".join(str(p) for p in parts)
 

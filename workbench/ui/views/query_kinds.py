@@ -198,7 +198,7 @@ def _curve(curve: pd.DataFrame) -> None:
 
     if len(curve) > 400:  # a readable chart (and a light page) whatever the number of queries
         curve = curve.iloc[np.unique(np.linspace(0, len(curve) - 1, 400).round().astype(int))]
-    # Long form, one line per rate (what melt gives, built directly: melt cost ~15 ms here).
+    # Long form, one line per rate (what melt gives, built directly: melt is slow for this).
     rates = {"abstention_rate": "abstains on unanswerable", "false_abstention_rate": "abstains on answerable"}
     long = pd.DataFrame({"threshold": np.tile(curve["threshold"].to_numpy(), len(rates)),
                          "rate": [word for word in rates.values() for _ in range(len(curve))],

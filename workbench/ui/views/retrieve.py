@@ -28,7 +28,7 @@ import streamlit as st
 from workbench.config import load_settings
 from workbench.core.documents.chunking import STRATEGIES as CORE_STRATEGIES
 from workbench.errors import WorkbenchError
-from workbench.ui import context
+from workbench.ui import context, jobs_panel
 from workbench.ui.words import Field, cell, params_text, policy_words
 
 # The core's strategies, with the one most corpora want first (the form's default).
@@ -58,6 +58,7 @@ def dense_available() -> bool:
 def _state() -> dict:
     """Chunkings and runs with the documents they cover, pools, and the queries "Run your own
     retriever" offers (or the error reading them) (one read of the project)."""
+    from workbench.services.jobs import documents
     from workbench.services.pooling.pools import list_pools
     from workbench.services.project.status import chunking_coverage, run_coverage
     from workbench.services.retrieval.harness import query_choices
@@ -71,7 +72,7 @@ def _state() -> dict:
         except WorkbenchError as exc:
             harness_queries = exc
         return {"chunkings": chunking_coverage(db), "runs": runs, "pools": list_pools(db), "latency": latency,
-                "harness_queries": harness_queries}
+                "harness_queries": harness_queries, "documents": documents(db)}
 
 
 def _follow(**selections) -> None:
@@ -98,6 +99,26 @@ def _attempt(action, success, *, fields: dict, clear: tuple[str, ...] = (), foll
         st.session_state.pop(key, None)
     _follow(**{k: (v(result) if callable(v) else v) for k, v in (follow or {}).items()})
     st.rerun()
+
+
+def _background(kind: str, size: int | None, request, *, fields: dict, clear: tuple[str, ...] = ()) -> bool:
+    """Start ``request`` as a background job when its size asks for one (:func:`jobs_panel.in_background`);
+    True when the page handed the work to a job (started, or refused with the error shown)."""
+    if not jobs_panel.in_background(kind, size):
+        return False
+    if jobs_panel.launch(request, flash_key="retrieve", fields=fields):
+        for key in clear:
+            st.session_state.pop(key, None)
+        st.rerun()
+    return True
+
+
+def _run_rows(state: dict, runs) -> int:
+    """Rows of the chosen runs: the size of a pooling or fusion job."""
+    frame = state["runs"]
+    if not len(frame):
+        return 0
+    return int(frame.loc[frame["name"].isin(list(runs)), "rows"].fillna(0).sum())
 
 
 def _names(frame) -> list[str]:
@@ -146,6 +167,13 @@ def _chunk_section(state: dict) -> None:
             if _refuse_name(name, _names(frame), "chunking", "Name"):
                 return
             doc = strategy == "document"
+            from workbench.services.jobs import ChunkRequest
+
+            request = ChunkRequest(name, strategy, size=None if doc or not size else int(size),
+                                   overlap=None if doc else int(overlap))
+            if _background("chunk", state["documents"], request, fields=CHUNK_FIELDS,
+                           clear=("chunk_name", "chunk_size", "chunk_overlap")):
+                return
             with st.spinner("Chunking every document…"):
                 _attempt(
                     lambda db: create_chunking(db, name, strategy, size=None if doc or not size else int(size),
@@ -154,6 +182,7 @@ def _chunk_section(state: dict) -> None:
                     fields=CHUNK_FIELDS, clear=("chunk_name", "chunk_size", "chunk_overlap"),
                     follow={"bm25_chunking": name, "dense_chunking": name},
                 )
+    jobs_panel.panel(("chunk",), title="Chunkings in the background", fields=CHUNK_FIELDS)
 
 
 def _ms(value) -> str:
@@ -239,10 +268,10 @@ def _bm25_form(spec, chunkings: list[str], taken: list[str]) -> None:
             _retrieve(spec.name, name, chunking, int(k), ("bm25_name",), stemmer=stemmer, stopwords=stopwords)
 
 
-#: A dense run lives in this page's script run (not a background job like the judge's).
-DENSE_STAYS_ON_PAGE = ("Stay on this page until the run is stored: a dense run works while the page is open, "
-                       "and going to another page or closing the tab stops it before anything is stored "
-                       "(start it again then).")
+#: A dense run is a background job (:mod:`workbench.services.jobs`).
+DENSE_IN_BACKGROUND = ("A dense run works in the background: you may go to another page or reload this one, "
+                       "its progress stays below. Stop keeps the chunk embeddings already written; Resume "
+                       "continues from them.")
 
 
 def _dense_form(spec, chunkings: list[str], taken: list[str]) -> None:
@@ -260,7 +289,7 @@ def _dense_form(spec, chunkings: list[str], taken: list[str]) -> None:
         k = cols[2].number_input("Results per query", min_value=1, value=100, key="dense_k")
         model = cols[3].text_input("Model (name or local path)", value=DEFAULT_MODEL, key="dense_model")
         st.caption("Chunk embeddings are cached per chunking and model: running again only encodes the queries.")
-        st.caption(DENSE_STAYS_ON_PAGE)
+        st.caption(DENSE_IN_BACKGROUND)
         if st.form_submit_button("Run dense"):
             name = name.strip()
             if chunking is None:
@@ -268,10 +297,17 @@ def _dense_form(spec, chunkings: list[str], taken: list[str]) -> None:
                 return
             if _refuse_name(name, taken, "run", "Run name"):
                 return
+            from workbench.services.jobs import DenseRequest
+
+            request = DenseRequest(chunking, name, k=int(k), model=model.strip() or None)
+            if _background("dense", None, request, fields=RUN_FIELDS, clear=("dense_name",)):
+                return
             _retrieve(spec.name, name, chunking, int(k), ("dense_name",), model=model.strip())
 
 
-def _hybrid_form(spec, chunkings: list[str], taken: list[str]) -> None:
+def _hybrid_form(spec, chunkings: list[str], taken: list[str], state: dict | None = None) -> None:
+    from workbench.retrieval.hybrid import parse_weights
+
     run_names = taken  # it fuses stored runs
     with st.form("hybrid_form"):
         cols = st.columns(4)
@@ -287,6 +323,17 @@ def _hybrid_form(spec, chunkings: list[str], taken: list[str]) -> None:
                 st.error("Choose at least two “Runs to fuse”.")
                 return
             if _refuse_name(name, taken, "run", "Run name"):
+                return
+            try:
+                parsed = parse_weights(weights, list(chosen))
+            except WorkbenchError as exc:
+                context.error(exc, RUN_FIELDS)
+                return
+            from workbench.services.jobs import HybridRequest
+
+            request = HybridRequest(name, tuple(chosen), k=int(k), rrf_k=float(rrf_k), weights=parsed)
+            if _background("hybrid", _run_rows(state, chosen) if state else 0, request, fields=RUN_FIELDS,
+                           clear=("hybrid_name", "hybrid_runs", "hybrid_weights")):
                 return
             _retrieve(spec.name, name, None, int(k), ("hybrid_name", "hybrid_runs", "hybrid_weights"),
                       runs=tuple(chosen), rrf_k=float(rrf_k), weights=weights)
@@ -309,7 +356,11 @@ def _retrieve_section(state: dict) -> None:
     *tabs, own_tab = st.tabs([spec.title for spec in specs] + ["Run your own retriever"])
     for spec, tab in zip(specs, tabs):
         with tab:
-            FORMS.get(spec.name, _generic_form)(spec, chunkings, taken)
+            if spec.name == "hybrid":  # its background threshold counts the fused runs' rows
+                _hybrid_form(spec, chunkings, taken, state)
+            else:
+                FORMS.get(spec.name, _generic_form)(spec, chunkings, taken)
+    jobs_panel.panel(("dense", "hybrid"), title="Runs in the background", fields=RUN_FIELDS)
     with own_tab:
         _harness_form(chunkings, taken, state["harness_queries"])
 
@@ -490,7 +541,8 @@ def _pool_section(state: dict) -> None:
                 pass
             elif not chosen:
                 st.error("Choose one or more “Runs” to pool.")
-            else:
+            elif not _background("pool", _run_rows(state, chosen), _pool_request(name, chosen, int(depth)),
+                                 fields=POOL_FIELDS, clear=("pool_name", "pool_runs")):
                 _attempt(lambda db: build_pool(db, name, list(chosen), int(depth), progress=context.progress),
                          lambda s: context.plain(f"Pool {s.name}: {s.pairs_total:,} pairs over {s.queries:,} queries."
                                                  + _notes(s)),
@@ -505,12 +557,20 @@ def _pool_section(state: dict) -> None:
                 st.error("Build a pool first (New pool).")
             elif not chosen:
                 st.error("Choose one or more “Runs to add”.")
-            else:
+            elif not _background("pool", _run_rows(state, chosen), _pool_request(pool, chosen, None, add=True),
+                                 fields=POOL_FIELDS, clear=("pool_add_runs",)):
                 _attempt(lambda db: add_runs(db, pool, list(chosen)),
                          lambda s: context.plain(f"Pool {s.name}: {s.pairs_added:,} new pairs; {s.pairs_total:,} in total."
                                                  + _notes(s)),
                          fields={**POOL_FIELDS, "--runs": Field("Runs to add", "choice")}, clear=("pool_add_runs",),
                          follow={"stats_pool": pool})
+    jobs_panel.panel(("pool",), title="Pools in the background", fields=POOL_FIELDS)
+
+
+def _pool_request(name: str, runs, depth: int | None, *, add: bool = False):
+    from workbench.services.jobs import PoolRequest
+
+    return PoolRequest(name, tuple(runs), depth, add=add)
 
 
 def _sentence(text: str) -> str:
@@ -597,8 +657,8 @@ def _stats_section(state: dict) -> None:
 def _bar_chart(frame, x: str, columns: list[str], *, whole: bool = False) -> None:
     """The bar chart ``st.bar_chart`` draws (the same Vega-Lite spec: ordinal x, one bar per
     column side by side, tooltips, zoom by scales), given as a spec: ``st.bar_chart`` builds it
-    through Altair and validates it against the Vega-Lite schema on every run (~25 ms of CPU
-    per chart; this ~1 ms). ``whole``: counts (axis ticks at whole numbers)."""
+    through Altair and validates it against the Vega-Lite schema on every run (CPU per chart:
+    docs/performance.md). ``whole``: counts (axis ticks at whole numbers)."""
     y_axis = {"grid": True, **({"tickMinStep": 1} if whole else {})}
     x_enc = {"axis": {"grid": False}, "field": x, "scale": {}, "title": "", "type": "ordinal"}
     if len(columns) == 1:

@@ -1,0 +1,148 @@
+"""The process of one background job: ``python -m workbench.services.jobs --db DB --job ID``.
+
+It reads the job's typed request from its row (:mod:`workbench.services.jobs.requests`), marks it
+``running`` with its pid and attempt, runs it on a :class:`~workbench.store.brief.BriefDatabase`
+(the file is held only inside each unit of work), writes progress to the row at most every
+:data:`~workbench.services.jobs.launch.PROGRESS_SECONDS`, and ends the row ``finished`` (with the
+result as data), ``failed`` (with the error as data, or for an unexpected exception its type and
+text; the traceback goes to the log) or ``stopped``.
+
+Stopping: SIGTERM (what :func:`workbench.services.jobs.stop` sends) and SIGINT become Ctrl-C in
+the work: the unit of work in progress is rolled back, a COMMIT in progress is finished first
+(:meth:`workbench.store.database.Database.transaction`). Exit codes: 0 finished, 1 failed,
+2 bad arguments, 130 stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+import traceback
+from contextlib import contextmanager
+from pathlib import Path
+
+from workbench.errors import WorkbenchError, error_data, render_text
+from workbench.services.jobs.launch import PROGRESS_SECONDS, pid_alive
+from workbench.services.jobs.requests import request_from_data
+from workbench.store import background_jobs as store
+from workbench.store.brief import BriefDatabase
+from workbench.store.database import Database, StoreInterrupted
+
+#: Seconds the job's own units of work wait for another process's lock before failing.
+JOB_WAIT = 120.0
+#: Seconds a progress write waits; a busy file skips that write (progress is advisory).
+PROGRESS_WAIT = 2.0
+
+
+class Reporter:
+    """Writes the job's progress (:mod:`workbench.services.progress` factory) and notes to its row."""
+
+    def __init__(self, path: Path, job_id: int, *, every: float = PROGRESS_SECONDS):
+        self.path, self.job_id, self.every = path, job_id, every
+        self.last = 0.0
+
+    def write(self, *, force: bool = False, **fields) -> None:
+        """Write ``fields``: at most every ``every`` seconds, waiting :data:`PROGRESS_WAIT` for a busy
+        file; with ``force`` (a phase's start and end, a note) always, waiting :data:`JOB_WAIT`."""
+        now = time.monotonic()
+        if not force and now - self.last < self.every:
+            return
+        try:
+            with Database(self.path, visit=True, migrate=False, wait=JOB_WAIT if force else PROGRESS_WAIT) as db, \
+                    db.transaction() as tx:
+                store.update_job(tx, self.job_id, heartbeat=True, **fields)
+            self.last = now
+        except StoreInterrupted:
+            raise KeyboardInterrupt from None  # a stop that arrived during the write
+        except WorkbenchError:
+            pass  # the file stayed busy: the next write says it
+
+    @contextmanager
+    def progress(self, description: str, total: int | None = None, unit: str = "it"):
+        done = 0
+        self.write(force=True, phase=description, total=total, unit=unit, done=0)
+
+        def advance(n: int = 1) -> None:
+            nonlocal done
+            done += int(n)
+            self.write(done=done)
+
+        try:
+            yield advance
+        finally:
+            self.write(force=True, done=done)
+
+    def notify(self, line: str) -> None:
+        self.write(force=True, message=str(line)[:500])
+
+
+_STOP: list[int] = []
+
+
+def _on_term(signum, frame) -> None:
+    """SIGTERM: stop as Ctrl-C does (raised here, or held by a COMMIT in progress)."""
+    _STOP.append(signum)
+    signal.raise_signal(signal.SIGINT)
+
+
+def _finish(path: Path, job_id: int, **fields) -> None:
+    """The closing write: not cut by a second stop, retried while the file is busy."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with Database(path, visit=True, migrate=False, wait=JOB_WAIT) as db, db.transaction() as tx:
+        store.update_job(tx, job_id, finished=True, **fields)
+
+
+def run(path: Path, job_id: int) -> int:
+    """Run job ``job_id`` of the project at ``path``; the exit code (module docstring)."""
+    with Database(path, wait=JOB_WAIT, create=False) as db:  # migrations once, then only brief visits
+        with db.transaction() as tx:
+            row = store.read_job(tx, job_id)
+            if row is None:
+                raise WorkbenchError(f"no background job {job_id} in {path}")
+            if row["state"] in ("running", "stopping") and row["pid"] not in (None, os.getpid()) \
+                    and pid_alive(row["pid"]):
+                # two Resumes at once: the job runs once, in the process that marked it first
+                print(f"background job {job_id} already runs in process {row['pid']}", file=sys.stderr)
+                return 0
+            store.update_job(tx, job_id, state="running", pid=os.getpid(), attempt=int(row["attempt"]) + 1,
+                             phase=None, done=0, total=None, unit=None, message=None, error=None, started=True)
+    reporter = Reporter(path, job_id)
+    request = None
+    try:
+        request = request_from_data({"kind": row["kind"], **row["request"]})
+        result = request.run(BriefDatabase(path, wait=JOB_WAIT), reporter.progress, reporter.notify)
+    except (KeyboardInterrupt, StoreInterrupted) as exc:
+        stored = isinstance(exc, StoreInterrupted) and exc.stored
+        how = "resume it to continue" if getattr(request, "resumable", False) else "restart it to run it again"
+        _finish(path, job_id, state="stopped",
+                message=f"stopped{' (its last write was stored)' if stored else ''}; {how}")
+        return 130
+    except WorkbenchError as exc:
+        _finish(path, job_id, state="failed", error=error_data(exc))
+        return 1
+    except Exception as exc:  # noqa: BLE001 - any failure ends the job in its row, never 'running'
+        traceback.print_exc()
+        _finish(path, job_id, state="failed",
+                error={"kind": "WorkbenchError", "what": f"the job stopped on an unexpected error: "
+                       f"{type(exc).__name__}: {str(exc)[:300]}", "fields": [], "hint": None, "command": None})
+        return 1
+    _finish(path, job_id, state="finished", result=result, message=None)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workbench.services.jobs",
+                                     description="Run one background job of a workbench project.")
+    parser.add_argument("--db", required=True, help="the project database")
+    parser.add_argument("--job", required=True, type=int, help="the job's id (table background_jobs)")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_term)
+    try:
+        return run(Path(args.db), args.job)
+    except WorkbenchError as exc:
+        print(f"error: {render_text(str(exc))}", file=sys.stderr)
+        return 1
