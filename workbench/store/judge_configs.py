@@ -34,7 +34,7 @@ def read_configurations(db: Database) -> pd.DataFrame:
     frame = db.query_df(
         # Grouped twice: first by the raw columns the key is made of (a cheap hash aggregate
         # over every LLM judgment), then by the key over those few groups, so the md5 and the
-        # join run once per (job, model, prompt) rather than once per judgment (10x on 1M).
+        # join run once per (job, model, prompt) rather than once per judgment.
         f"""WITH r AS (
                SELECT j.job_id, j.model, j.prompt_hash,
                       count(*) AS graded,  -- rows, not distinct pairs: read on every qrels request
