@@ -17,18 +17,25 @@ from __future__ import annotations
 
 from workbench.store.database import Database
 from workbench.store.judge_configs import KEY_SQL
-from workbench.store.qrels_labels import FROM_SQL, TIER_SQL
+from workbench.store.qrels_labels import FROM_SQL
 
 _COMBINE = {"max": "max(grade)", "min": "min(grade)",
             "lower_median": "list_sort(list(grade))[(count(*) - 1) // 2 + 1]"}
 
 
-def _admitted(tiers: list[str], llm_configs: list[str] | None, without_queries: list[str]) -> tuple[str, list]:
-    """The admitted labels as a CTE body: ``query_id, doc_id, grade, tier, assessor``.
+def _admitted(order: list[str], tiers: list[str], llm_configs: list[str] | None,
+              without_queries: list[str]) -> tuple[str, list]:
+    """The admitted labels as a query: ``query_id, doc_id, grade, r, human, assessor`` (``r``:
+    the label's tier's 1-based place in ``order``, worked out from the judgment's source and
+    adjudication as :data:`TIER_SQL` names the tier; ``human``: a person's label).
     ``llm_configs`` (None: every configuration) is matched on the few distinct (job, model,
     prompt) of the LLM judgments, so the configuration key is not computed per judgment."""
-    where = ["j.status = 'ok'", "j.grade IS NOT NULL", f"({TIER_SQL}) IN (SELECT unnest(?::VARCHAR[]))"]
-    params: list = [list(tiers)]
+    place = {t: (order.index(t) + 1 if t in tiers and t in order else "NULL")
+             for t in ("llm", "imported", "adjudicated", "sme")}
+    rank = (f"CASE WHEN j.source = 'llm' THEN {place['llm']} WHEN j.source = 'imported' THEN {place['imported']} "
+            f"WHEN a.judgment_id IS NOT NULL THEN {place['adjudicated']} ELSE {place['sme']} END")
+    where = ["j.status = 'ok'", "j.grade IS NOT NULL"]
+    params: list = []
     if without_queries:
         where.append("j.query_id NOT IN (SELECT unnest(?::VARCHAR[]))")
         params.append(list(without_queries))
@@ -40,12 +47,15 @@ def _admitted(tiers: list[str], llm_configs: list[str] | None, without_queries: 
                    LEFT JOIN judge_jobs jj ON jj.job_id = j.job_id
               WHERE {KEY_SQL} IN (SELECT unnest(?::VARCHAR[]))))""")
         params.append(list(llm_configs))
-    return (f"""SELECT j.query_id, j.doc_id, j.grade::BIGINT AS grade, {TIER_SQL} AS tier,
-                       CASE WHEN j.source = 'llm'
-                            THEN coalesce(j.model, '') || '|' || coalesce(j.prompt_hash, '')
-                            ELSE coalesce(j.assessor, '') END AS assessor
-                {FROM_SQL}
-                WHERE {' AND '.join(where)}""", params)
+    return (f"""SELECT * FROM (
+                  SELECT j.query_id, j.doc_id, j.grade::BIGINT AS grade, ({rank})::BIGINT AS r,
+                         j.source <> 'llm' AS human,
+                         CASE WHEN j.source = 'llm'
+                              THEN coalesce(j.model, '') || '|' || coalesce(j.prompt_hash, '')
+                              ELSE coalesce(j.assessor, '') END AS assessor
+                  {FROM_SQL}
+                  WHERE {' AND '.join(where)})
+                WHERE r IS NOT NULL""", params)
 
 
 def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries, sme_rule: str,
@@ -56,7 +66,7 @@ def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries,
     one admitted label (most of a judged project's) takes that label's grade and tier in the
     one aggregate that makes ``p``; only pairs with several go through steps 1-3, so a million
     labels are grouped once rather than four times."""
-    body, params = _admitted(tiers, llm_configs, without_queries)
+    body, params = _admitted(order, tiers, llm_configs, without_queries)
     if sme_rule in _COMBINE:
         combine = f"SELECT query_id, doc_id, r, {_COMBINE[sme_rule]} AS grade FROM a GROUP BY ALL"
     else:  # majority: most votes, then the higher (or lower) grade
@@ -64,10 +74,10 @@ def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries,
                              arg_max(grade, {{'votes': votes, 'grade': {'grade' if ties == 'higher' else '-grade'}}}) AS grade
                       FROM (SELECT query_id, doc_id, r, grade, count(*) AS votes FROM a GROUP BY ALL)
                       GROUP BY ALL"""
-    sql = f"""WITH s AS (SELECT *, list_position(?::VARCHAR[], tier) AS r FROM ({body})),
+    sql = f"""WITH s AS ({body}),
               p AS MATERIALIZED (
                   SELECT query_id, doc_id, count(*) AS n, min(r) AS r0, arg_min(grade, r) AS g0,
-                         bool_or(tier <> 'llm') AS human
+                         bool_or(human) AS human
                   FROM s GROUP BY query_id, doc_id),
               a AS (SELECT query_id, doc_id, r, assessor, max(grade) AS grade
                     FROM s SEMI JOIN (SELECT query_id, doc_id FROM p WHERE n > 1) m USING (query_id, doc_id)
@@ -76,7 +86,7 @@ def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries,
               w AS (SELECT query_id, doc_id, g0 AS grade, r0 AS r FROM p WHERE n = 1
                     UNION ALL
                     SELECT query_id, doc_id, arg_min(grade, r) AS grade, min(r) AS r FROM t GROUP BY query_id, doc_id)"""
-    return sql, [list(order), *params]
+    return sql, params
 
 
 def doc_qrels_counts(db: Database, *, order: list[str], tiers: list[str], llm_configs: list[str] | None,
@@ -118,7 +128,7 @@ def doc_qrels_counts(db: Database, *, order: list[str], tiers: list[str], llm_co
     out["left_out"] = [str(r[0]) for r in db.query_all(
         f"""{sql} SELECT DISTINCT query_id FROM w WHERE query_id IN (SELECT unnest(?::VARCHAR[]))
             ORDER BY query_id""", [*params, left])] if had_left else []
-    body, p = _admitted(["llm"], llm_configs, [])
+    body, p = _admitted(["llm"], ["llm"], llm_configs, [])
     out["llm"] = int(db.query_value(f"SELECT count(*) FROM ({body})", p)) if "llm" in tiers else 0
     return out
 
@@ -140,7 +150,7 @@ def count_doc_pool_pairs_labelled(db: Database, pool: str, *, tiers: list[str], 
     document qrels of that admission: every admitted label makes its pair a qrels row)."""
     if not tiers:
         return 0
-    body, params = _admitted(tiers, llm_configs, without_queries)
+    body, params = _admitted(list(tiers), tiers, llm_configs, without_queries)
     return int(db.query_value(
         f"""WITH s AS ({body})
             SELECT count(*) FROM pool_pairs p SEMI JOIN s ON s.query_id = p.query_id AND s.doc_id = p.doc_id
