@@ -54,6 +54,15 @@ def test_qrels_page_counts_equal_the_exported_file(demo_db, tmp_path):
     assert [r["pool"] for r in coverage] == ["demo"]
     assert "policy" in " ".join(e.proto.body for e in at.get("html"))
     assert at.get("download_button"), "a download button"
+    # the button's file is written when pressed (a callable): the export's bytes
+    from workbench.ui.views import qrels as page
+
+    assert page._file(demo_db, "trec", "doc", None, "merged") == (tmp_path / "q.txt").read_bytes()
+    # it runs outside the page session: the page's signed-in person is checked there
+    from workbench.services.access import Actor, PermissionDenied
+
+    with pytest.raises(PermissionDenied):
+        page._file(demo_db, "trec", "doc", None, "merged", Actor("ann", "annotator"))
 
 
 def test_evaluate_page_means_equal_pytrec_eval(demo_db, tmp_path):

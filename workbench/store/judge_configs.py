@@ -32,13 +32,21 @@ def read_configurations(db: Database) -> pd.DataFrame:
     ``graded`` its ``ok`` grades (judgments: a pair graded twice counts twice), ``first_job`` the configuration's first job id
     (None without a job)."""
     frame = db.query_df(
-        f"""WITH g AS (
-               SELECT {KEY_SQL} AS config, any_value(coalesce(j.model, '')) AS model,
-                      any_value(coalesce(j.prompt_hash, '')) AS prompt_hash,
+        # Grouped twice: first by the raw columns the key is made of (a cheap hash aggregate
+        # over every LLM judgment), then by the key over those few groups, so the md5 and the
+        # join run once per (job, model, prompt) rather than once per judgment.
+        f"""WITH r AS (
+               SELECT j.job_id, j.model, j.prompt_hash,
                       count(*) AS graded,  -- rows, not distinct pairs: read on every qrels request
-                      min(j.job_id) AS first_job, min(j.judgment_id) AS first_judgment
-               FROM judgments j {JOIN_SQL}
+                      min(j.judgment_id) AS first_judgment
+               FROM judgments j
                WHERE j.source = 'llm' AND j.status = 'ok' AND j.grade IS NOT NULL
+               GROUP BY j.job_id, j.model, j.prompt_hash),
+           g AS (
+               SELECT {KEY_SQL} AS config, any_value(coalesce(j.model, '')) AS model,
+                      any_value(coalesce(j.prompt_hash, '')) AS prompt_hash, sum(j.graded) AS graded,
+                      min(j.job_id) AS first_job, min(j.first_judgment) AS first_judgment
+               FROM r j {JOIN_SQL}
                GROUP BY ALL)
            SELECT g.config, g.model, g.prompt_hash, coalesce(jj.prompt_id, '') AS prompt_id,
                   json_extract_string(jj.params, '$.host') AS host,

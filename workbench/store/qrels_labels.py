@@ -13,12 +13,13 @@ import pandas as pd
 from workbench.store.database import Database
 from workbench.store.judge_configs import JOIN_SQL, KEY_SQL
 
-
-_TIER_SQL = """CASE WHEN j.source = 'llm' THEN 'llm'
+#: The tier of judgment ``j`` (module docstring); needs the ``a`` join of :data:`FROM_SQL`.
+TIER_SQL = """CASE WHEN j.source = 'llm' THEN 'llm'
                    WHEN j.source = 'imported' THEN 'imported'
                    WHEN a.judgment_id IS NOT NULL THEN 'adjudicated'
                    ELSE 'sme' END"""
-_FROM_SQL = f"""FROM judgments j
+#: The judgments with their job (``jj``) and adjudication (``a``): what :data:`TIER_SQL` reads.
+FROM_SQL = f"""FROM judgments j
            {JOIN_SQL}
            LEFT JOIN (SELECT DISTINCT judgment_id FROM label_events
                       WHERE annotator = 'adjudication' AND judgment_id IS NOT NULL) a
@@ -31,7 +32,7 @@ def _where(query_ids, tiers, llm_configs) -> tuple[str, list]:
         where.append("j.query_id IN (SELECT unnest(?::VARCHAR[]))")
         params.append([str(q) for q in query_ids])
     if tiers is not None:
-        where.append(f"({_TIER_SQL}) IN (SELECT unnest(?::VARCHAR[]))")
+        where.append(f"({TIER_SQL}) IN (SELECT unnest(?::VARCHAR[]))")
         params.append([str(t) for t in tiers])
     if llm_configs is not None:
         where.append(f"(j.source <> 'llm' OR {KEY_SQL} IN (SELECT unnest(?::VARCHAR[])))")
@@ -50,13 +51,13 @@ def labelled_spans(db: Database, query_ids: list[str] | None = None, *, tiers=No
     return db.query_df(
         f"""SELECT j.query_id, j.doc_id, j.start::BIGINT AS start, j."end"::BIGINT AS "end",
                   j.grade::BIGINT AS grade,
-                  {_TIER_SQL} AS tier,
+                  {TIER_SQL} AS tier,
                   CASE WHEN j.source = 'llm'
                        THEN coalesce(j.model, '') || '|' || coalesce(j.prompt_hash, '')
                        ELSE coalesce(j.assessor, '') END AS assessor,
                   coalesce(j.model, '') AS model, coalesce(j.prompt_hash, '') AS prompt_hash,
                   CASE WHEN j.source = 'llm' THEN {KEY_SQL} END AS config
-           {_FROM_SQL}
+           {FROM_SQL}
            {where}
            ORDER BY j.judgment_id""",
         params,
@@ -67,4 +68,4 @@ def count_labelled_spans(db: Database, query_ids: list[str] | None = None, *, ti
                          llm_configs=None) -> int:
     """How many rows :func:`labelled_spans` returns with the same filters (counted in SQL)."""
     where, params = _where(query_ids, tiers, llm_configs)
-    return int(db.query_value(f"SELECT count(*) {_FROM_SQL} {where}", params))
+    return int(db.query_value(f"SELECT count(*) {FROM_SQL} {where}", params))

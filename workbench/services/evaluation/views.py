@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +76,12 @@ class QrelsOverview:
     by_grade: dict
     by_tier: dict
     coverage: pd.DataFrame  # pool, pairs, labelled, share, by_human, by_llm
-    fingerprint: str
+    fingerprint_of: object = field(default="", repr=False, compare=False)  # str, or a call that makes it
+
+    @property
+    def fingerprint(self) -> str:
+        """The qrels' fingerprint (:attr:`ProjectQrels.fingerprint`), made when read."""
+        return self.fingerprint_of() if callable(self.fingerprint_of) else str(self.fingerprint_of)
 
 
 def _project_qrels(db: Database, level: str = "doc", chunking: str | None = None, source: str = "merged"):
@@ -90,6 +96,8 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
     if source == "llm":
         visibility.require_read("judge_output")
 
+    from workbench.services.qrels import summary
+    from workbench.services.qrels.answerability import without_unanswerable
 
     # the qrels evaluation scores against and the export writes: without unanswerable queries
     made: dict = {}  # (level, chunking, source) -> the rule's qrels, each built once per call
@@ -99,13 +107,25 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
             made[(lvl, chk, src)] = _project_qrels(db, lvl, chk, src)
         return made[(lvl, chk, src)]
 
-    merged, left_out = without_unanswerable(db, qrels_of(level, chunking if level == "chunk" else None, source))
-    notes = tuple(merged.notes) + ((f"{len(left_out):,} unanswerable queries left out ({', '.join(left_out[:5])}"
-                                    f"{', ...' if len(left_out) > 5 else ''}): nothing in the corpus answers "
-                                    f"them, so they have no ranking score",) if left_out else ())
-    counts = merged.counts()
-    rows = []
+    # document level: counted in SQL (services.qrels.summary), not built in pandas, where it can be
     pools = list_pools(db)
+    doc_pools = [str(n) for n, lvl in zip(pools["name"], pools["level"]) if lvl != "chunk"]
+    fast = summary.doc_summary(db, source=source, pools=doc_pools) if level == "doc" else None
+    admitted: dict = {}
+    if fast is not None:
+        statement, notes, fingerprint = fast.statement, fast.notes, fast.fingerprint
+        counts = {"rows": fast.rows, "queries": fast.queries, "by_grade": fast.by_grade, "by_tier": fast.by_tier}
+        # the admissions a document pool's coverage counts pairs under (by people, any label)
+        if source != "merged":
+            admitted = {src: summary.admission(db, src, None) for src in ("human", "merged")}
+    else:
+        merged, left_out = without_unanswerable(db, qrels_of(level, chunking if level == "chunk" else None, source))
+        notes = tuple(merged.notes) + ((f"{len(left_out):,} unanswerable queries left out ({', '.join(left_out[:5])}"
+                                        f"{', ...' if len(left_out) > 5 else ''}): nothing in the corpus answers "
+                                        f"them, so they have no ranking score",) if left_out else ())
+        counts = merged.counts()
+        statement, fingerprint = merged.statement(), partial(getattr, merged, "fingerprint")  # made when read
+    rows = []
     for name, pool_level, pool_chunking, n_pairs in pools[["name", "level", "chunking", "pairs"]].itertuples(
             index=False):
         doc_pool = pool_level != "chunk"
@@ -122,6 +142,12 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
             if who == "llm" and doc_pool and not visibility.limited():
                 by[who] = _doc_pool_pairs_the_judge_graded(db, str(name))  # in SQL: no 1M-label read
                 continue
+            if doc_pool and fast is not None and source == "merged" and who != "llm":  # counted with the qrels
+                by[who] = fast.pools[str(name)][0 if who == "any" else 1]
+                continue
+            if doc_pool and admitted.get(src) is not None:
+                by[who] = summary.doc_pool_labelled(db, str(name), admitted[src])
+                continue
             q = qrels_of(str(pool_level), chunking_name, src).table
             if doc_pool:
                 found = q[["query_id", "item_id"]].astype(str).rename(columns={"item_id": "item"})
@@ -130,8 +156,8 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
                 by[who] = int(keys.isin(pd.MultiIndex.from_frame(q[["query_id", "item_id"]].astype(str))).sum())
         rows.append({"pool": name, "pairs": n_pairs, "labelled": by["any"],
                      "share": by["any"] / n_pairs, "by_people": by["people"], "by_llm": by["llm"]})
-    return QrelsOverview(merged.statement(), notes, counts["rows"], counts["queries"],
-                         counts["by_grade"], counts["by_tier"], pd.DataFrame(rows), merged.fingerprint)
+    return QrelsOverview(statement, notes, counts["rows"], counts["queries"],
+                         counts["by_grade"], counts["by_tier"], pd.DataFrame(rows), fingerprint)
 
 
 def _doc_pool_pairs_the_judge_graded(db: Database, pool: str) -> int:

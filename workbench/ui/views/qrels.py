@@ -8,10 +8,13 @@ written by the same service as the command-line export.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
 from workbench.errors import WorkbenchError
+from workbench.services import access
 from workbench.ui import context
 from workbench.ui.words import LABEL_SOURCE_WORDS, Field, binarising_note, qrels_note
 from workbench.services import visibility
@@ -100,7 +103,11 @@ def _coverage(coverage: pd.DataFrame) -> None:
 
 
 def _download(level: str, chunking: str | None, source: str) -> None:
-    """The qrels file in the chosen format (the fragment of :func:`render`; one unit of work)."""
+    """The qrels file in the chosen format (the fragment of :func:`render`; one unit of work).
+
+    The file is written when the button is pressed, not when the page opens: Streamlit calls
+    :func:`_file` then, on a thread of its own (on a million-label project the export takes
+    seconds and a file's worth of memory that most visits never ask for)."""
 
     st.subheader("Download")
     if not visibility.can_read("label_files"):  # the files carry everyone's labels: annotators label blind
@@ -108,15 +115,28 @@ def _download(level: str, chunking: str | None, source: str) -> None:
         return
     format_word = st.selectbox("Format", list(FORMATS), key="qrels_format")
     fmt = FORMATS[format_word]
-    try:
-        with context.project() as db:
-            data, summary = ev.qrels_download(db, format=fmt, level="doc" if fmt == "spans" else level,
-                                              chunking=None if fmt == "spans" else chunking, source=source)
-    except WorkbenchError as exc:
-        context.error(exc, FIELDS)
-        return
     suffix = {"trec": "txt", "beir": "tsv", "jsonl": "jsonl", "spans": "jsonl"}[fmt]
-    # on_click="ignore": the file is in the browser already; pressing the button reruns nothing.
-    st.download_button(f"Download {format_word}", data, file_name=f"qrels-{fmt}.{suffix}", on_click="ignore",
+    build = partial(_file, context.db_path(), fmt, "doc" if fmt == "spans" else level,
+                    None if fmt == "spans" else chunking, source, access.current_actor())
+    # on_click="ignore": the file goes to the browser; pressing the button reruns nothing.
+    st.download_button(f"Download {format_word}", build, file_name=f"qrels-{fmt}.{suffix}", on_click="ignore",
                        mime="text/plain", key="qrels_download", icon=":material/download:")
-    st.caption(context.plain(summary.splitlines()[0].replace("wrote ", "").replace(" to the download", "")))
+    st.caption("Written when you press the button, by the same code as the command-line qrels export.")
+
+
+def _file(path, fmt: str, level: str, chunking: str | None, source: str, actor=None) -> bytes:
+    """The export file's bytes (:func:`workbench.services.evaluation.views.qrels_download`),
+    opened and closed here: it runs on Streamlit's download thread, outside the page run, where
+    the services see no signed-in person; so the page's ``actor`` is checked here: one who may
+    read label files and every label (a lead or viewer), whose file is the unrestricted one."""
+    from workbench.services import visibility
+    from workbench.services.evaluation import views as ev
+    from workbench.services.project.lifecycle import open_project
+
+    if actor is not None:  # label-file readers read every label (services.visibility.READS)
+        visibility.require_read("label_files", actor)
+    db = open_project(path)
+    try:
+        return ev.qrels_download(db, format=fmt, level=level, chunking=chunking, source=source)[0]
+    finally:
+        db.close()
