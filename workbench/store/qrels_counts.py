@@ -15,6 +15,8 @@ A million admitted LLM labels are aggregated by DuckDB; only counts cross into P
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from workbench.store.database import Database
 from workbench.store.judge_configs import KEY_SQL
 from workbench.store.qrels_labels import FROM_SQL
@@ -91,7 +93,7 @@ def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries,
 
 def doc_qrels_counts(db: Database, *, order: list[str], tiers: list[str], llm_configs: list[str] | None,
                      without_queries: list[str], sme_rule: str, ties: str, left_out: list[str],
-                     pools: list[str] = ()) -> dict:
+                     pools: Sequence[str] = ()) -> dict:
     """Counts of the document qrels (module docstring) without the queries ``left_out`` (their
     rows are dropped after the rule, and the ones that had rows are named): ``rows, queries,
     by_grade, by_tier, left_out`` (sorted ids of ``left_out`` that had qrels), ``llm``

@@ -97,7 +97,6 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
         visibility.require_read("judge_output")
 
     from workbench.services.qrels import summary
-    from workbench.services.qrels.answerability import without_unanswerable
 
     # the qrels evaluation scores against and the export writes: without unanswerable queries
     made: dict = {}  # (level, chunking, source) -> the rule's qrels, each built once per call
