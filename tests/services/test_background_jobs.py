@@ -170,3 +170,19 @@ def test_an_import_job_reads_only_the_data_folders_or_an_upload_folder(demo_proj
     assert rows["forged"]["state"] == "failed" and "upload folder" in str(rows["forged"]["error"])
     assert rows["allowed"]["state"] == "finished" and rows["allowed"]["result"]["rows"] == 1
     assert (outside / "q.tsv").exists()  # a forged upload request removes nothing
+
+
+def test_a_pooling_job_says_what_the_page_says_when_it_pools_itself(demo_project):
+    """A pool built in the background ends with the same sentence as one built in the page's
+    run ("Pool main: N pairs over Q queries"), for the jobs panel to show; the counts are the
+    stored pool's."""
+    with Database(demo_project) as db:
+        runs = tuple(r[0] for r in db.query_all("SELECT name FROM runs ORDER BY name"))
+    launch = jobs.start(demo_project, jobs.PoolRequest("bgpool", runs, 5))
+    row = _wait_done(demo_project, launch.job_id)
+    assert row["state"] == "finished", row
+    with Database(demo_project) as db:
+        pairs = db.query_value("SELECT count(*) FROM pool_pairs WHERE pool = 'bgpool'")
+        queries = db.query_value("SELECT count(DISTINCT query_id) FROM pool_pairs WHERE pool = 'bgpool'")
+    assert pairs > 0
+    assert row["result"]["summary"] == f"pool bgpool: {pairs:,} pairs over {queries:,} queries"

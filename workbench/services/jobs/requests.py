@@ -141,7 +141,13 @@ class PoolRequest:
         if not self.add and self.depth is None:
             raise InputError("{field:depth} is required for a new pool")
         # The one pooling request: the same check and service as workbench pool and Project.pool.
-        return _plain(Pooling(self.name, self.runs, self.depth, add=self.add).run(db, progress=progress))
+        summary = Pooling(self.name, self.runs, self.depth, add=self.add).run(db, progress=progress)
+        result = _plain(summary)
+        # The sentence the page says when it pools in its own run, for the jobs panel to show.
+        result["summary"] = (f"pool {summary.name}: {summary.pairs_added:,} new pairs; {summary.pairs_total:,} in total"
+                             if self.add else
+                             f"pool {summary.name}: {summary.pairs_total:,} pairs over {summary.queries:,} queries")
+        return result
 
 
 @dataclass(frozen=True)
