@@ -358,6 +358,12 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
             _ACTIVE.discard(job["job_id"])
 
 
+def first_page_units(concurrency: int) -> int:
+    """Units in a run's first page: ``min(PAGE_UNITS, max(64, 4 * concurrency))``, enough to keep
+    every worker busy while the next page is read."""
+    return min(PAGE_UNITS, max(64, 4 * int(concurrency or 1)))
+
+
 def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_progress, cancel) -> JobReport:
     runner = Runner(db_path, job, info, spec, limit=limit, budget=budget, on_progress=on_progress,
                      cancel=cancel, batch=batch)
@@ -365,9 +371,12 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
                  "limit": limit}
 
     def next_page(after: tuple | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The next page of pending units after the unit key ``after``, and their cache hits."""
+        """The next page of pending units after the unit key ``after``, and their cache hits. The
+        first page is small (:func:`first_page_units`): the requests start after reading it, and
+        the next, full page is read while they are sent."""
+        size = PAGE_UNITS if after is not None else first_page_units(spec.concurrency)
         with DatabaseUse(db_path, runner.wait, migrate=False) as db:
-            page = store.pending_units(db, prefix=spec.cache_prefix, page=PAGE_UNITS, with_text=True,
+            page = store.pending_units(db, prefix=spec.cache_prefix, page=size, with_text=True,
                                        after=after, **unit_args)
             return page, store.cache_hits(db, page)
 

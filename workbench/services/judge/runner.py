@@ -205,6 +205,11 @@ class Runner:
         self.answered: dict[tuple, list] = {}
         self.write_seq = 0
         self.dispatched_seq = 0
+        # The tail: every unit is queued and taken, the last requests are in flight. The buffer
+        # is written then, while they are, so that the write after the last answer is small.
+        self._all_queued = False
+        self._queued = self._taken = 0
+        self._tail_flushed = False
 
     # -- recording ------------------------------------------------------------------------
     def _sample_row(self, unit: dict, outcome, *, from_cache=False, cached_from=None) -> dict:
@@ -516,7 +521,9 @@ class Runner:
             await self._written_enough()
             for unit in rest:
                 unit["_seq"] = seq
+                self._queued += 1
                 await queue.put(unit)
+        self._all_queued = True
         for _ in range(n):
             await queue.put(None)
 
@@ -558,6 +565,7 @@ class Runner:
             unit = await queue.get()
             if unit is None or self._should_stop():
                 return
+            self._taken += 1
             seq = unit.pop("_seq")
             if seq > self.dispatched_seq:
                 self.dispatched_seq = seq
@@ -591,6 +599,9 @@ class Runner:
             rows += [self._sample_row(m, outcome, from_cache=True) for m in members]
             self.sent += 1
             self._record(rows)
+            if self._all_queued and self._taken == self._queued and not self._tail_flushed:
+                self._tail_flushed = True
+                self.request_flush()  # the tail: write now, while the last requests are in flight
             await self._written_enough()
 
     async def _written_enough(self) -> None:
