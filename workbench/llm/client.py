@@ -642,7 +642,7 @@ class JudgeClient:
         """Find the strictest accepted mode (module doc) with one tiny request per mode tried
         (and with ``seed``, whether the server honours seeds: :meth:`probe_seed`). The latency is
         the median of ``latency_samples`` requests in the accepted mode (the first, then the
-        rest sent one after another): one probe can meet a cold cache or a busy moment (a
+        rest sent together): one probe can meet a cold cache or a busy moment (a
         llama.cpp probe ranged 0.55-16.3 s). A first latency of at most ``settled_below_s``
         is kept without more requests (the caller's use of it cannot change). Raises :class:`ServerProblem` (one line) when the
         server accepts none, refuses a forced one, or fails the probe."""
@@ -665,10 +665,11 @@ class JudgeClient:
         (just ``first_ms`` when it is at most ``settled_below_s``)."""
         if first_ms / 1000.0 <= settled_below_s:
             return first_ms / 1000.0
-        latencies = [first_ms]
-        for _ in range(samples - 1):
-            _, latency = await self._create_retrying(body, calls)
-            latencies.append(latency)
+        # The others together, in one round trip: on a server that answers one request at a
+        # time one of them waits for the other, so the median can only err towards a longer
+        # timeout, never a shorter one.
+        more = await asyncio.gather(*[self._create_retrying(body, calls) for _ in range(samples - 1)])
+        latencies = [first_ms] + [latency for _, latency in more]
         latencies.sort()
         mid = len(latencies) // 2
         median = latencies[mid] if len(latencies) % 2 else (latencies[mid - 1] + latencies[mid]) / 2

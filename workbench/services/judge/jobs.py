@@ -282,8 +282,11 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
-def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed, batch) -> tuple[dict, dict]:
-    with DatabaseUse(db_path, float(spec.settings["db_wait"])) as db:
+def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed, batch,
+             migrated: bool = False) -> tuple[dict, dict]:
+    """Create or resume the job (state running, this process). ``migrated``: this run has
+    opened (and so checked and migrated) the project already; this open is then a visit."""
+    with DatabaseUse(db_path, float(spec.settings["db_wait"]), migrate=not migrated) as db:
         info = _pool_info(db, pool)
         job = store.find_job(db, pool, spec.config_key)
         with db.transaction() as tx:
@@ -338,13 +341,16 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
     budget = check_budget(budget_usd if budget_usd is not None else spec.settings.get("budget_usd"))
     if batch and spec.offline:
         raise InputError("{field:batch} sends requests to an OpenAI-compatible server; the offline judge needs none")
+    migrated = False
     if not spec.offline and spec.caps is None:
         from workbench.services.judge.probe import discover
 
         with DatabaseUse(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
             _pool_info(db, pool)  # an unknown pool is refused before the server is asked anything
+        migrated = not isinstance(db_path, Database)
         spec = discover(db_path, pool, spec, batch=batch)  # before anything is stored or deleted
-    job, info = _prepare(db_path, pool, spec, limit=limit, budget=budget, retry_failed=retry_failed, batch=batch)
+    job, info = _prepare(db_path, pool, spec, limit=limit, budget=budget, retry_failed=retry_failed, batch=batch,
+                         migrated=migrated)
     budget = job.get("budget_usd") or None
     with _ACTIVE_LOCK:
         if job["job_id"] in _ACTIVE:
