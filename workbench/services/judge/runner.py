@@ -424,9 +424,9 @@ class Runner:
     async def run(self, next_page, total: int, grader, ready=None) -> None:
         """Judge every pending unit: ``next_page(after)`` reads the next page of pending units
         after the unit key ``after`` (``PAGE_UNITS``; the first a smaller one) with their texts
-        and their cache hits, in one visit to the project. A producer keeps the next page loaded while ``concurrency`` workers send
-        the current one, so requests never wait for a page read or a write, and memory holds
-        about two pages whatever the pool's size. ``ready`` (a coroutine, e.g. the server
+        and their cache hits, in one visit to the project. A producer keeps the next page loaded
+        while ``concurrency`` workers send the current one, so requests never wait for a page
+        read or a write, and memory holds about two pages whatever the pool's size. ``ready`` (a coroutine, e.g. the server
         check) runs while the first page loads; workers start after it."""
         self.flush_lock = asyncio.Lock()
         self._flusher_stop = asyncio.Event()
