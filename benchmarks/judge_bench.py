@@ -137,8 +137,9 @@ class JudgeRun:
         return n / s if s else None
 
 
-def judge(db: Path, base_url: str, *, env: dict | None = None, kill_when=None) -> JudgeRun:
-    """Run ``workbench judge`` as a child; ``kill_when()`` True -> SIGKILL it. CPU and RSS from wait4."""
+def judge(db: Path, base_url: str, *, env: dict | None = None, kill_when=None, root: Path = ROOT) -> JudgeRun:
+    """Run ``workbench judge`` as a child; ``kill_when()`` True -> SIGKILL it. CPU and RSS from wait4.
+    ``root``: the checkout whose ``workbench`` runs (``--baseline``)."""
     cmd = [sys.executable, "-m", "workbench", "--db", str(db), "judge", "--pool", "bench", "--model", "test-judge",
            "--base-url", base_url, "--concurrency", str(CONCURRENCY), "--no-progress"]
     settings_env = {"WORKBENCH_JUDGE_MAX_ATTEMPTS": str(MAX_ATTEMPTS), "WORKBENCH_JUDGE_TIMEOUT": "2",
@@ -146,8 +147,9 @@ def judge(db: Path, base_url: str, *, env: dict | None = None, kill_when=None) -
                     "OPENAI_API_KEY": "sk-bench-not-secret"}
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        process = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=err,
-                                   env={**os.environ, **settings_env, **(env or {})})
+        paths = {} if root == ROOT else {"PYTHONPATH": str(root)}
+        process = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=err,
+                                   env={**os.environ, **settings_env, **paths, **(env or {})})
         if kill_when is not None:
             while process.poll() is None and not kill_when():
                 time.sleep(0.02)
@@ -297,12 +299,12 @@ def pool_size(db: Path) -> int:
         return len(pool_pairs(handle, "bench"))
 
 
-def throughput(db: Path, label: str, fault_rates: dict | None = None) -> dict:
+def throughput(db: Path, label: str, fault_rates: dict | None = None, root: Path = ROOT) -> dict:
     with _server(fault_rates) as server:
         server.control.fault_rates = dict(fault_rates or {})
         server_cpu = time.process_time()
         with InFlight(server.control) as flight:
-            run = judge(db, server.base_url)
+            run = judge(db, server.base_url, root=root)
         server_cpu = time.process_time() - server_cpu
         calls = server.control.count("/v1/chat/completions")
         in_flight = server.control.max_in_flight
@@ -452,10 +454,12 @@ def stop_hogs(hogs: list[subprocess.Popen]) -> None:
         hog.wait()
 
 
-def rounds(small: Path, pairs: int, repeat: int, fault_rates: dict | None, label: str) -> tuple[list, list]:
+def rounds(small: Path, pairs: int, repeat: int, fault_rates: dict | None, label: str,
+           baseline: Path | None = None) -> tuple[list, list, list]:
     """``repeat`` rounds of (peer, judge), the order swapped every round so that neither side
-    always runs first; each row carries the 1-minute load average at its end."""
-    peers, ours = [], []
+    always runs first; with ``baseline`` (another checkout) its judge runs in every round too, the
+    three in rotating order. Each row carries the 1-minute load average at its end."""
+    peers, ours, bases = [], [], []
     for i in range(max(1, repeat)):
         def run_peer():
             peers.append(peer(pairs, fault_rates))
@@ -467,9 +471,23 @@ def rounds(small: Path, pairs: int, repeat: int, fault_rates: dict | None, label
             target.unlink()
             print(f"[{label} {i + 1}] " + _row(ours[-1]), flush=True)
 
-        for step in ((run_peer, run_ours) if i % 2 == 0 else (run_ours, run_peer)):
+        def run_base():
+            target = copy_project(small, f"baseline{i}")
+            bases.append(throughput(target, f"baseline judge ({baseline.name}), {pairs:,} pairs", fault_rates,
+                                    root=baseline))
+            target.unlink()
+            print(f"[{label} {i + 1}] " + _row(bases[-1]), flush=True)
+
+        if baseline is None:
+            steps = (run_peer, run_ours) if i % 2 == 0 else (run_ours, run_peer)
+        else:
+            order = [run_peer, run_ours, run_base]
+            steps = order[i % 3:] + order[:i % 3]
+            if i % 2:
+                steps = steps[::-1]
+        for step in steps:
             step()
-    return peers, ours
+    return peers, ours, bases
 
 
 def _spread(values: list[float], fmt: str = "{:.0f}") -> str:
@@ -480,14 +498,18 @@ def _spread(values: list[float], fmt: str = "{:.0f}") -> str:
     return f"{fmt.format(float(np.median(values)))} ({fmt.format(min(values))}-{fmt.format(max(values))})"
 
 
-def rounds_table(label: str, peers: list, ours: list, pairs: int) -> None:
-    loads = [r["load"] for r in peers + ours]
+def rounds_table(label: str, peers: list, ours: list, pairs: int, bases: list | None = None) -> None:
+    bases = bases or []
+    loads = [r["load"] for r in peers + ours + bases]
     print(f"\n{label}: {len(ours)} alternated rounds, {pairs:,} pairs, concurrency {CONCURRENCY}, "
           f"load average (1 min) during the rounds {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs; "
           f"median (min-max) of the rounds, never best-of:")
     print("| client | end-to-end /s | in-job /s | CPU ms/judgment | median in flight at the server | calls |")
     print("| --- | --- | --- | --- | --- | --- |")
-    for name, runs in (("bare AsyncOpenAI loop (peer)", peers), ("`workbench judge`", ours)):
+    named = [("bare AsyncOpenAI loop (peer)", peers), ("`workbench judge`", ours)]
+    if bases:
+        named.append(("baseline `workbench judge` (--baseline)", bases))
+    for name, runs in named:
         print(f"| {name} | {_spread([r['end_to_end_per_s'] for r in runs])} | "
               f"{_spread([r['inner_per_s'] for r in runs])} | {_spread([r['cpu_ms_per_judgment'] for r in runs], '{:.2f}')} | "
               f"{_spread([r['median_in_flight'] for r in runs])} | {_spread([r['calls'] for r in runs])} |")
@@ -496,6 +518,12 @@ def rounds_table(label: str, peers: list, ours: list, pairs: int) -> None:
     cpu = [a["cpu_ms_per_judgment"] / b["cpu_ms_per_judgment"] for a, b in zip(ours, peers)]
     print(f"judge / peer, same round: end-to-end {_spread(e2e, '{:.2f}')}; in-job {_spread(inner, '{:.2f}')}; "
           f"CPU per judgment {_spread(cpu, '{:.2f}')}")
+    if bases:
+        e2e = [a["end_to_end_per_s"] / b["end_to_end_per_s"] for a, b in zip(bases, peers)]
+        inner = [(a["inner_per_s"] or 0) / b["inner_per_s"] for a, b in zip(bases, peers)]
+        cpu = [a["cpu_ms_per_judgment"] / b["cpu_ms_per_judgment"] for a, b in zip(bases, peers)]
+        print(f"baseline judge / peer, same round: end-to-end {_spread(e2e, '{:.2f}')}; "
+              f"in-job {_spread(inner, '{:.2f}')}; CPU per judgment {_spread(cpu, '{:.2f}')}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -510,6 +538,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault-rounds", action="store_true",
                         help="also alternate peer / judge against the fault server (10 %% faulty responses)")
     parser.add_argument("--hogs", type=int, default=0, help="CPU-bound programs running during the rounds")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another checkout (e.g. a `git archive` of the previous commit) whose judge runs "
+                             "in every round too: before / after measured alternately in one run")
     parser.add_argument("--bare-client", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--bare-retries", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--limit-only", action="store_true",
@@ -540,8 +571,10 @@ def main(argv: list[str] | None = None) -> None:
             hogs = start_hogs(args.hogs)
             print(f"{args.hogs} CPU-bound programs running (sh -c 'while :; do :; done')", flush=True)
             time.sleep(2)
-        peers, ours = rounds(small, args.pairs, args.repeat, None, "no faults")
-        fault_rounds = rounds(small, args.pairs, args.repeat, FAULT_RATES, "faults") if args.fault_rounds else None
+        base = args.baseline.resolve() if args.baseline else None
+        peers, ours, bases = rounds(small, args.pairs, args.repeat, None, "no faults", base)
+        fault_rounds = rounds(small, args.pairs, args.repeat, FAULT_RATES, "faults", base) \
+            if args.fault_rounds else None
         stop_hogs(hogs)
         hogs = []
         rows = [offline(copy_project(small, "offline"), f"offline-lexical judge, {args.pairs:,} pairs")]
@@ -563,10 +596,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"\nsummary (load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
               f"{args.hogs} CPU-bound programs during the rounds)")
         rounds_table(f"100 ms server, no faults{', %d CPU hogs' % args.hogs if args.hogs else ''}", peers, ours,
-                     args.pairs)
+                     args.pairs, bases)
         if fault_rounds:
+            f_peers, f_ours, f_bases = fault_rounds
             rounds_table(f"100 ms server, 10 % faulty responses{', %d CPU hogs' % args.hogs if args.hogs else ''}",
-                         *fault_rounds, args.pairs)
+                         f_peers, f_ours, args.pairs, f_bases)
         print("\nother rows:")
         print("| scenario | pairs | end-to-end /s | share of 320/s | in-job /s | share | client CPU ms/judgment "
               "| peak RSS MB | server CPU ms/request |")

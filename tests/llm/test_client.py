@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import random
 import time
 
 import pytest
@@ -490,3 +491,39 @@ def test_the_request_timeout_comes_from_the_median_of_three_probe_latencies(tmp_
     assert spec.caps["latency_s"] < 0.5
     assert request_timeout(spec) == 30.0
     assert calls == 3
+
+
+class _HighDraws(random.Random):
+    """A random source whose every jitter draw is the top of its range (deterministic waits)."""
+
+    def uniform(self, a, b):
+        return b
+
+
+def test_an_isolated_fault_is_retried_at_once_and_frequent_faults_back_off():
+    """backoff_initial 1 s, every jitter at its top: a lone 500 among good replies is retried
+    after at most PROMPT_RETRY_S (before: after the whole 1 s backoff, a slot left idle); once
+    faults are frequent (4 of the last 5 replies) the first retry backs off the full 1 s again."""
+    with running_server() as server:
+        async def go():
+            client = JudgeClient(ClientConfig(base_url=server.base_url, model="m", backoff_initial=1.0,
+                                              backoff_max=1.0, max_attempts=4), None, rng=_HighDraws())
+            try:
+                server.control.script("500", "ok")
+                started = time.monotonic()
+                lone = await client.judge(RUBRIC, RUBRIC.render("q", "lone fault"))
+                lone_took = time.monotonic() - started
+                server.control.script("500", "500", "500", "500", "500", "ok")
+                failed = await client.judge(RUBRIC, RUBRIC.render("q", "outage"))  # 4 calls, all 500
+                started = time.monotonic()
+                after = await client.judge(RUBRIC, RUBRIC.render("q", "after the outage"))
+                return lone, lone_took, failed, after, time.monotonic() - started
+            finally:
+                await client.aclose()
+
+        lone, lone_took, failed, after, after_took = asyncio.run(go())
+    assert lone.status == "ok" and lone.http_calls == 2
+    assert lone_took < 0.6  # not the 1 s backoff
+    assert failed.status == "failed" and failed.http_calls == 4
+    assert after.status == "ok" and after.http_calls == 2
+    assert after_took >= 0.95  # frequent faults: the full backoff

@@ -1,10 +1,14 @@
 """The judge's HTTP client: any OpenAI-compatible chat-completions server.
 
-One retry layer, here: the SDK's own retries are off (``max_retries=0``) and tenacity retries
-transient failures — HTTP 429, 408, 409 and 5xx, timeouts and dropped connections — with
-exponential backoff and full jitter (``wait = uniform(0, min(backoff_max, backoff_initial *
-2**attempt))``), except that a ``Retry-After`` header (seconds or an HTTP date, capped at
-``backoff_max``) is honoured as given by the request that got it. A 429 also holds *new*
+One retry layer, here: the SDK's own retries are off (``max_retries=0``) and transient failures
+— HTTP 429, 408, 409 and 5xx, timeouts and dropped connections — are retried
+(:meth:`JudgeClient.retry_wait`): the first retry of an *isolated* fault (fewer than a quarter
+of the last :data:`RATE_WINDOW` replies failed) goes at once, after a jitter of at most
+:data:`PROMPT_RETRY_S`, since a lone fault says nothing about the server's load; later retries,
+and every retry while faults are frequent, back off exponentially with full jitter (``wait =
+uniform(0, min(backoff_max, backoff_initial * 2**(attempt - 1)))``). A ``Retry-After`` header
+(seconds or an HTTP date, capped at ``backoff_max``) is honoured as given by the request that
+got it. A 429 also holds *new*
 requests, for the share of the Retry-After that 429s make up among the last
 :data:`RATE_WINDOW` replies (:meth:`JudgeClient.global_hold`): a lone 429 is that request's
 business, a server answering every request 429 limits the client and every new request waits.
@@ -48,12 +52,18 @@ import asyncio
 import collections
 import email.utils
 import json
+import os
 import random
 import time
 from dataclasses import dataclass, field
 
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+try:  # the SDK's own HTTP client library (openai 3.x): the judge's lean POST uses it directly
+    import httpx2
+except ImportError:  # pragma: no cover - another SDK generation: the SDK's generic POST is used
+    httpx2 = None
 
 from workbench.llm.outcome import CANNOT_CONNECT, RESPONSE_FORMATS, CallOutcome  # noqa: F401 - re-exported
 from workbench.llm.parse import Parsed, json_schema, parse_reply, repair_message
@@ -123,6 +133,8 @@ TICK_S = 0.02
 CONGESTION_STATUSES = (429, 503, 504, 529)
 #: replies over which the share of 429s sets the hold of new requests (:meth:`JudgeClient.global_hold`)
 RATE_WINDOW = 16
+#: seconds: the most a prompt first retry of an isolated fault waits (uniform jitter below it)
+PROMPT_RETRY_S = 0.02
 
 
 class LoopLag:
@@ -369,6 +381,18 @@ def retry_after_seconds(exc: BaseException) -> float | None:
         return max(0.0, when.timestamp() - time.time())
 
 
+def _plain_http_client(base_url: str):
+    """For a plain ``http://`` server reached without a proxy, the SDK's HTTP client without a
+    certificate store: nothing is encrypted, so there is nothing to verify, and loading the
+    store is most of the CPU a new client costs (a judge run makes three). None otherwise (the
+    SDK's default client, which verifies TLS)."""
+    if not base_url.lower().startswith("http://"):
+        return None
+    if any(k.lower() in ("http_proxy", "https_proxy", "all_proxy") and v for k, v in os.environ.items()):
+        return None  # a proxy may be reached over TLS: keep the default verification
+    return openai.DefaultAsyncHttpxClient(verify=False)
+
+
 class JudgeClient:
     """An AsyncOpenAI client with the retry, repair and rate-limit rules of the module doc."""
 
@@ -377,7 +401,7 @@ class JudgeClient:
         self._key = api_key or ""
         self._client = openai.AsyncOpenAI(
             api_key=api_key or "no-key-needed", base_url=config.base_url, max_retries=0,
-            timeout=config.timeout,
+            timeout=config.timeout, http_client=_plain_http_client(config.base_url),
         )
         forced = FORCED_MODES.get(config.response_format)
         self._mode = forced[0] if forced else "json_schema"
@@ -388,6 +412,54 @@ class JudgeClient:
         self.http_calls = 0
         self._paused_until = 0.0
         self._replies: collections.deque[bool] = collections.deque(maxlen=RATE_WINDOW)  # True: a 429
+        self._faults: collections.deque[bool] = collections.deque(maxlen=RATE_WINDOW)  # True: retryable
+        self._formats: dict[tuple[str, int], dict | None] = {}
+        self._lean = self._lean_post()
+
+    def _lean_post(self):
+        """What the lean POST of chat completions needs, built once: the SDK's own HTTP client
+        (its connection pool, proxies and TLS settings), the URL, the headers and the timeout;
+        None when this SDK is not built that way (then its generic ``post`` is used).
+
+        Why: the SDK's ``post`` rebuilds the request options, headers, URL and an idempotency
+        key for every request and runs each reply through its response processing: that is
+        most of the client's CPU per judgment. The lean POST sends the same JSON body with the
+        same headers over the same client, and raises the SDK's own errors (status errors made
+        by the SDK from the response, :class:`openai.APITimeoutError`,
+        :class:`openai.APIConnectionError`), so everything after it reads errors as before."""
+        http = getattr(self._client, "_client", None)
+        status_error = getattr(self._client, "_make_status_error_from_response", None)
+        if httpx2 is None or not isinstance(http, httpx2.AsyncClient) or not callable(status_error):
+            return None
+        try:
+            headers = {**self._client.default_headers, **self._client.auth_headers}
+            url = httpx2.URL(str(self._client.base_url).rstrip("/") + "/chat/completions")
+            timeout = httpx2.Timeout(self.config.timeout).as_dict()
+        except Exception:  # noqa: BLE001 - anything unexpected: the SDK's own path
+            return None
+        headers = {k: v for k, v in headers.items() if isinstance(v, str)}  # Omit() marks "not sent"
+        headers.update({"Content-Type": "application/json", "Accept": "application/json"})
+        return http, url, headers, timeout, status_error
+
+    async def _post_chat(self, body: dict) -> dict:
+        """POST ``body`` to ``/chat/completions``; the reply's JSON object (see :meth:`_lean_post`)."""
+        if self._lean is None:
+            return await self._client.post("/chat/completions", body=body, cast_to=dict)
+        http, url, headers, timeout, status_error = self._lean
+        request = httpx2.Request("POST", url, headers=headers, content=json.dumps(body).encode(),
+                                 extensions={"timeout": timeout})
+        try:
+            response = await http.send(request)
+        except httpx2.TimeoutException as exc:
+            raise openai.APITimeoutError(request=request) from exc
+        except Exception as exc:  # noqa: BLE001 - as the SDK: any transport failure is a connection error
+            raise openai.APIConnectionError(request=request) from exc
+        if response.status_code >= 400:
+            raise status_error(response)
+        try:
+            return json.loads(response.content)
+        except ValueError as exc:  # a body cut short or garbled on the wire (incl. bad UTF-8)
+            raise json.JSONDecodeError(f"the reply is not JSON ({exc})", response.text[:200], 0) from None
 
     # -- secrets ---------------------------------------------------------------------------
     def scrub(self, text: str | None) -> str | None:
@@ -435,18 +507,45 @@ class JudgeClient:
     # -- one request -----------------------------------------------------------------------
     def _wait(self, state) -> float:
         exc = state.outcome.exception() if state.outcome else None
-        asked = retry_after_seconds(exc) if exc is not None else None
+        return self.retry_wait(exc, state.attempt_number)
+
+    def isolated(self) -> bool:
+        """Are faults isolated now: at most one, or fewer than a quarter, of the last
+        :data:`RATE_WINDOW` replies were retryable failures?"""
+        faults = sum(self._faults)
+        return faults < 2 or 4 * faults < len(self._faults)
+
+    def retry_wait(self, exc: BaseException | None, attempt: int) -> float:
+        """Seconds before retrying after the ``attempt``-th call failed with ``exc``.
+
+        A ``Retry-After`` is waited as asked (capped at ``backoff_max``). Otherwise the first
+        retry of an *isolated* fault (:meth:`isolated`: a dropped connection, a 500, a timeout
+        among mostly good replies) goes at once, after a jitter of at most
+        ``min(backoff_initial, PROMPT_RETRY_S)``: waiting longer only leaves a slot idle, since a
+        lone fault says nothing about the server's load. Later retries, and every retry while a
+        quarter of the recent replies fail, back off exponentially with full jitter:
+        ``uniform(0, min(backoff_max, backoff_initial * 2 ** (attempt - 1)))``."""
+        asked = self.hold_new_requests(exc)
         if asked is not None:
-            asked = min(asked, self.config.backoff_max)
-            if isinstance(exc, openai.RateLimitError):
-                # The retrying request waits what was asked. New requests are held for the
-                # share of it that the recent 429s make up (:meth:`global_hold`): one 429 among
-                # many replies is that request's problem; a server answering only 429s is
-                # limiting this client, and then every new request waits the whole time.
-                self._paused_until = max(self._paused_until, time.monotonic() + self.global_hold(asked))
             return asked
-        ceiling = min(self.config.backoff_max, self.config.backoff_initial * 2 ** (state.attempt_number - 1))
+        if attempt <= 1 and self.isolated():
+            return self._rng.uniform(0, min(self.config.backoff_initial, PROMPT_RETRY_S))
+        ceiling = min(self.config.backoff_max, self.config.backoff_initial * 2 ** (attempt - 1))
         return self._rng.uniform(0, ceiling)
+
+    def hold_new_requests(self, exc: BaseException | None) -> float | None:
+        """The Retry-After ``exc`` asks for (capped at ``backoff_max``), None without one. For a
+        429, new requests are held for the share of it that the recent 429s make up
+        (:meth:`global_hold`), whether or not the request that got it is retried: one 429 among
+        many replies is that request's problem; a server answering only 429s is limiting this
+        client, and then every new request waits the whole time."""
+        asked = retry_after_seconds(exc) if exc is not None else None
+        if asked is None:
+            return None
+        asked = min(asked, self.config.backoff_max)
+        if isinstance(exc, openai.RateLimitError):
+            self._paused_until = max(self._paused_until, time.monotonic() + self.global_hold(asked))
+        return asked
 
     def global_hold(self, asked: float) -> float:
         """Seconds every new request waits after a 429 asking ``asked`` seconds:
@@ -475,7 +574,10 @@ class JudgeClient:
                 body.update(logprobs=True, top_logprobs=10)
         else:
             body["max_tokens"] = self.config.max_tokens
-            format_body = response_format_body(self._mode, template)
+            key = (self._mode, id(template))
+            if key not in self._formats:  # built once per mode and template, not per request
+                self._formats[key] = response_format_body(self._mode, template)
+            format_body = self._formats[key]
             if format_body is not None:
                 body["response_format"] = format_body
         if seed is not None:
@@ -540,7 +642,7 @@ class JudgeClient:
         """Find the strictest accepted mode (module doc) with one tiny request per mode tried
         (and with ``seed``, whether the server honours seeds: :meth:`probe_seed`). The latency is
         the median of ``latency_samples`` requests in the accepted mode (the first, then the
-        rest sent one after another): one probe can meet a cold cache or a busy moment
+        rest sent together): one probe can meet a cold cache or a busy moment
         (docs/performance.md has a llama.cpp server's spread). A first latency of at most
         ``settled_below_s`` is kept without more requests (the caller's use of it cannot change).
         Raises :class:`ServerProblem` (one line) when the server accepts none, refuses a forced
@@ -564,10 +666,11 @@ class JudgeClient:
         (just ``first_ms`` when it is at most ``settled_below_s``)."""
         if first_ms / 1000.0 <= settled_below_s:
             return first_ms / 1000.0
-        latencies = [first_ms]
-        for _ in range(samples - 1):
-            _, latency = await self._create_retrying(body, calls)
-            latencies.append(latency)
+        # The others together, in one round trip: on a server that answers one request at a
+        # time one of them waits for the other, so the median can only err towards a longer
+        # timeout, never a shorter one.
+        more = await asyncio.gather(*[self._create_retrying(body, calls) for _ in range(samples - 1)])
+        latencies = [first_ms] + [latency for _, latency in more]
         latencies.sort()
         mid = len(latencies) // 2
         median = latencies[mid] if len(latencies) % 2 else (latencies[mid - 1] + latencies[mid]) / 2
@@ -638,40 +741,54 @@ class JudgeClient:
         return await self._create_retrying(body, calls)
 
     async def _create_retrying(self, body: dict, calls: list[int]):
-        retrying = AsyncRetrying(stop=stop_after_attempt(max(1, self.config.max_attempts)),
-                                 wait=self._wait, retry=retry_if_exception(_transient), reraise=True)
-        async for attempt in retrying:
-            with attempt:
-                self.http_calls += 1
-                calls[0] += 1
-                ticket = await self.limit.acquire() if self.limit is not None else None
-                started = time.perf_counter()
-                # The SDK's generic POST (its HTTP client, errors, timeout) with the JSON body as
-                # built here and the reply as a plain dict: `chat.completions.create` would walk
-                # the request and build pydantic models for every reply, which costs more CPU per
-                # judgment than everything else together at high concurrency.
-                latency, timed_out, congested, limited = None, False, False, False
-                try:
-                    response = await self._client.post("/chat/completions", body=body, cast_to=dict)
-                    latency = time.perf_counter() - started
-                except openai.APITimeoutError:
-                    timed_out = True
+        """One chat completion: up to ``max_attempts`` calls, retrying what :func:`_transient`
+        allows after :meth:`retry_wait`. Returns the reply (a dict) and its latency in ms."""
+        attempts = max(1, self.config.max_attempts)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self._attempt(body, calls)
+            except Exception as exc:
+                if attempt >= attempts or not _transient(exc):
+                    self.hold_new_requests(exc)
                     raise
-                except openai.APIConnectionError:
-                    congested = True  # dropped or refused: a server shedding load does that
-                    raise
-                except openai.APIStatusError as exc:
-                    congested = exc.status_code in CONGESTION_STATUSES
-                    limited = exc.status_code == 429
-                    raise
-                finally:
-                    self._replies.append(limited)
-                    if self.limit is not None:
-                        await self.limit.release(latency, timed_out=timed_out, congested=congested, ticket=ticket)
-                if not isinstance(response, dict):
-                    raise json.JSONDecodeError("the reply is not a JSON object", str(response)[:200], 0)
-                return response, (time.perf_counter() - started) * 1000.0
-        return None  # unreachable: reraise=True
+                wait = self.retry_wait(exc, attempt)
+            if wait > 0:
+                await asyncio.sleep(wait)
+
+    async def _attempt(self, body: dict, calls: list[int]):
+        self.http_calls += 1
+        calls[0] += 1
+        ticket = await self.limit.acquire() if self.limit is not None else None
+        started = time.perf_counter()
+        # The reply as a plain dict: `chat.completions.create` would walk the request and build
+        # pydantic models for every reply, which costs more CPU per judgment than everything
+        # else together at high concurrency (and see `_lean_post`).
+        latency, timed_out, congested, limited, fault = None, False, False, False, True
+        try:
+            response = await self._post_chat(body)
+            latency = time.perf_counter() - started
+            fault = False
+        except openai.APITimeoutError:
+            timed_out = True
+            raise
+        except openai.APIConnectionError:
+            congested = True  # dropped or refused: a server shedding load does that
+            raise
+        except openai.APIStatusError as exc:
+            congested = exc.status_code in CONGESTION_STATUSES
+            limited = exc.status_code == 429
+            fault = _transient(exc)
+            raise
+        finally:
+            self._replies.append(limited)
+            self._faults.append(fault)
+            if self.limit is not None:
+                await self.limit.release(latency, timed_out=timed_out, congested=congested, ticket=ticket)
+        if not isinstance(response, dict):
+            raise json.JSONDecodeError("the reply is not a JSON object", str(response)[:200], 0)
+        return response, (time.perf_counter() - started) * 1000.0
 
     # -- one judgment ----------------------------------------------------------------------
     async def judge(self, template: PromptTemplate, messages: list[dict], *, estimated_tokens: int = 0,

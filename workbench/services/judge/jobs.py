@@ -285,8 +285,11 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
-def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed, batch) -> tuple[dict, dict]:
-    with DatabaseUse(db_path, float(spec.settings["db_wait"])) as db:
+def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed, batch,
+             migrated: bool = False) -> tuple[dict, dict]:
+    """Create or resume the job (state running, this process). ``migrated``: this run has
+    opened (and so checked and migrated) the project already; this open is then a visit."""
+    with DatabaseUse(db_path, float(spec.settings["db_wait"]), migrate=not migrated) as db:
         info = _pool_info(db, pool)
         job = store.find_job(db, pool, spec.config_key)
         with db.transaction() as tx:
@@ -325,13 +328,16 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
     budget = check_budget(budget_usd if budget_usd is not None else spec.settings.get("budget_usd"))
     if batch and spec.offline:
         raise InputError("{field:batch} sends requests to an OpenAI-compatible server; the offline judge needs none")
+    migrated = False
     if not spec.offline and spec.caps is None:
         from workbench.services.judge.probe import discover
 
         with DatabaseUse(db_path, float(spec.settings.get("db_wait", 30.0))) as db:
             _pool_info(db, pool)  # an unknown pool is refused before the server is asked anything
+        migrated = not isinstance(db_path, Database)
         spec = discover(db_path, pool, spec, batch=batch)  # before anything is stored or deleted
-    job, info = _prepare(db_path, pool, spec, limit=limit, budget=budget, retry_failed=retry_failed, batch=batch)
+    job, info = _prepare(db_path, pool, spec, limit=limit, budget=budget, retry_failed=retry_failed, batch=batch,
+                         migrated=migrated)
     budget = job.get("budget_usd") or None
     with _ACTIVE_LOCK:
         if job["job_id"] in _ACTIVE:
@@ -345,6 +351,12 @@ def run_job(db_path, pool: str, spec: JudgeSpec, *, limit: int | None = None, bu
             _ACTIVE.discard(job["job_id"])
 
 
+def first_page_units(concurrency: int) -> int:
+    """Units in a run's first page: ``min(PAGE_UNITS, max(64, 4 * concurrency))``, enough to keep
+    every worker busy while the next page is read."""
+    return min(PAGE_UNITS, max(64, 4 * int(concurrency or 1)))
+
+
 def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_progress, cancel) -> JobReport:
     runner = Runner(db_path, job, info, spec, limit=limit, budget=budget, on_progress=on_progress,
                      cancel=cancel, batch=batch)
@@ -352,9 +364,12 @@ def _run_prepared(db_path, pool, spec, job, info, *, limit, budget, batch, on_pr
                  "limit": limit}
 
     def next_page(after: tuple | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The next page of pending units after the unit key ``after``, and their cache hits."""
+        """The next page of pending units after the unit key ``after``, and their cache hits. The
+        first page is small (:func:`first_page_units`): the requests start after reading it, and
+        the next, full page is read while they are sent."""
+        size = PAGE_UNITS if after is not None else first_page_units(spec.concurrency)
         with DatabaseUse(db_path, runner.wait, migrate=False) as db:
-            page = store.pending_units(db, prefix=spec.cache_prefix, page=PAGE_UNITS, with_text=True,
+            page = store.pending_units(db, prefix=spec.cache_prefix, page=size, with_text=True,
                                        after=after, **unit_args)
             return page, store.cache_hits(db, page)
 

@@ -204,6 +204,11 @@ class Runner:
         self.answered: dict[tuple, list] = {}
         self.write_seq = 0
         self.dispatched_seq = 0
+        # The tail: every unit is queued and taken, the last requests are in flight. The buffer
+        # is written then, while they are, so that the write after the last answer is small.
+        self._all_queued = False
+        self._queued = self._taken = 0
+        self._tail_flushed = False
 
     # -- recording ------------------------------------------------------------------------
     def _sample_row(self, unit: dict, outcome, *, from_cache=False, cached_from=None) -> dict:
@@ -414,11 +419,11 @@ class Runner:
         return False
 
     async def run(self, next_page, total: int, grader, ready=None) -> None:
-        """Judge every pending unit: ``next_page(after)`` reads the next ``PAGE_UNITS`` pending
-        units after the unit key ``after`` (with their texts) and their cache hits, in one visit
-        to the project. A producer keeps the next page loaded while ``concurrency`` workers send
-        the current one, so requests never wait for a page read or a write, and memory holds
-        about two pages whatever the pool's size. ``ready`` (a coroutine, e.g. the server
+        """Judge every pending unit: ``next_page(after)`` reads the next page of pending units
+        after the unit key ``after`` (``PAGE_UNITS``; the first a smaller one) with their texts
+        and their cache hits, in one visit to the project. A producer keeps the next page loaded
+        while ``concurrency`` workers send the current one, so requests never wait for a page
+        read or a write, and memory holds about two pages whatever the pool's size. ``ready`` (a coroutine, e.g. the server
         check) runs while the first page loads; workers start after it."""
         self.flush_lock = asyncio.Lock()
         self._flusher_stop = asyncio.Event()
@@ -512,7 +517,9 @@ class Runner:
             await self._written_enough()
             for unit in rest:
                 unit["_seq"] = seq
+                self._queued += 1
                 await queue.put(unit)
+        self._all_queued = True
         for _ in range(n):
             await queue.put(None)
 
@@ -554,6 +561,7 @@ class Runner:
             unit = await queue.get()
             if unit is None or self._should_stop():
                 return
+            self._taken += 1
             seq = unit.pop("_seq")
             if seq > self.dispatched_seq:
                 self.dispatched_seq = seq
@@ -587,6 +595,9 @@ class Runner:
             rows += [self._sample_row(m, outcome, from_cache=True) for m in members]
             self.sent += 1
             self._record(rows)
+            if self._all_queued and self._taken == self._queued and not self._tail_flushed:
+                self._tail_flushed = True
+                self.request_flush()  # the tail: write now, while the last requests are in flight
             await self._written_enough()
 
     async def _written_enough(self) -> None:
