@@ -39,6 +39,7 @@ from workbench.core.metrics.arrow_buffers import (
     take,
     to_numpy,
 )
+from workbench.core.metrics.id_hash import find_keys, id_hash, pair_keys, same_strings
 from workbench.core.metrics.qrels_and_runs import (
     Qrels,
     Run,
@@ -319,6 +320,48 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
     return universe, qq, qrels.grades, rq, score, grade, doc_rank
 
 
+def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
+    """:func:`_join_columns` through 64-bit hashes of the doc ids; None when the exact join
+    must decide (a repeated (query, doc) hash in the qrels or the run, or a matched pair whose
+    strings differ), so the result is always the exact join's.
+
+    Query ids are encoded as in :func:`_join_columns` (few distinct values: a small table);
+    each doc id gets :func:`~workbench.core.metrics.id_hash.id_hash` (no hash table over the
+    millions of distinct docs, whose cache misses were most of a large join) and each (query,
+    doc) pair one :func:`~workbench.core.metrics.id_hash.pair_keys`. Repeats are found by
+    sorting those keys, a run row's qrels row by a binary search among the qrels keys
+    (:func:`~workbench.core.metrics.id_hash.find_keys`); then every matched pair's query
+    number and doc string are compared.
+    """
+    if not len(run) or not len(qrels.grades):
+        return None
+    qq, rq, q_dict = _shared_codes(qrels.query_ids, run.query_ids)
+    nq = len(q_dict)
+    qkey = pair_keys(qq, id_hash(qrels.doc_ids), nq)
+    rkey = pair_keys(rq, id_hash(run.doc_ids), nq)
+    if _repeated(qkey) or _repeated(rkey):
+        return None
+    universe = np.array(q_dict.to_pylist(), dtype=object)
+    docs = run.doc_ids
+
+    def doc_rank(tied: np.ndarray) -> np.ndarray:
+        return dense_rank(take(docs, tied))
+
+    def place(order: np.ndarray | None) -> np.ndarray | None:
+        """Grades of the ranked rows; None when two pairs share a key (the exact join decides).
+        Searched in ranked order: the rows of one query are then together (see find_keys)."""
+        keys = rkey if order is None else rkey[order]
+        found, src = find_keys(keys, qkey)
+        rows = found if order is None else order[found]
+        if not np.array_equal(rq[rows], qq[src]) or not same_strings(take(docs, rows), take(qrels.doc_ids, src)):
+            return None
+        grade = np.full(len(keys), np.nan)
+        grade[found] = qrels.grades[src]
+        return grade
+
+    return universe, qq, qrels.grades, rq, run.scores, place, doc_rank
+
+
 def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
     universe = list(qrels)
     position = {q: i for i, q in enumerate(universe)}
@@ -482,19 +525,24 @@ def rank_run(
     if duplicates not in ("error", "first"):
         raise ValueError("duplicates must be 'error' or 'first'")
     if isinstance(qrels, Mapping) and isinstance(run, Mapping):
-        joined = _join_dicts(qrels, run)
+        universe, qq, qgrades, rq, score, place, doc_rank = _join_dicts(qrels, run)
+        order = _order(rq, score, len(universe), doc_rank)
+        grade = place(order)  # the judged pairs are placed once the rows are ranked
     else:
         q = qrels if isinstance(qrels, Qrels) else qrels_from_dict(qrels)
         r = run if isinstance(run, Run) else run_from_dict(run)
-        joined = _join_columns(q, r, duplicates)
-    universe, qq, qgrades, rq, score, grade, doc_rank = joined
-    order = _order(rq, score, len(universe), doc_rank)
-    if callable(grade):  # the dict path places its judged pairs once the rows are ranked
-        grade = grade(order)
-        if order is not None:
-            rq = rq[order]
-    elif order is not None:
-        rq, grade = rq[order], grade[order]
+        joined, grade = _join_hashed(q, r), None
+        if joined is not None:
+            universe, qq, qgrades, rq, score, place, doc_rank = joined
+            order = _order(rq, score, len(universe), doc_rank)
+            grade = place(order)  # None: a key shared by two pairs
+        if grade is None:
+            universe, qq, qgrades, rq, score, grade, doc_rank = _join_columns(q, r, duplicates)
+            order = _order(rq, score, len(universe), doc_rank)
+            if order is not None:
+                grade = grade[order]
+    if order is not None:
+        rq = rq[order]
     grade[grade < 0] = np.nan  # pooled but unjudged: neither relevant nor judged
     n = len(universe)
     in_qrels = np.zeros(n, dtype=bool)
