@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import chain, islice
+from operator import itemgetter
 
 import numpy as np
 import pyarrow as pa
@@ -160,11 +161,13 @@ def _sort_packed(qidx: np.ndarray, score: np.ndarray, n_queries: int) -> np.ndar
 
 
 def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
-           doc_rank: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
+           doc_rank: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray | None:
     """Row order for (query, score desc, doc_id desc); None when the rows are already in it.
 
-    ``doc_rank(rows)`` gives integers in the byte order of those rows' doc ids; it is called
-    only for rows whose scores tie, which are usually few.
+    ``doc_rank(rows, group)`` gives integers in the byte order of those rows' doc ids; it is
+    called only for rows whose scores tie, with the number of each row's tie group (rows of a
+    group are adjacent). It may give 0 to every row of a group whose order changes no measure
+    (no judged document in it: all its grades are "none"); such a group keeps its order.
     """
     n = len(qidx)
     order: np.ndarray | None = None
@@ -183,7 +186,7 @@ def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
             member = np.r_[tied, False] | np.r_[False, tied]
             pos = np.flatnonzero(member)
             group = np.cumsum(~np.r_[False, tied][pos])
-            sub = np.lexsort((-doc_rank(order[pos]).astype(np.int64), group))
+            sub = np.lexsort((-doc_rank(order[pos], group).astype(np.int64), group))
             order[pos] = order[pos][sub]
     return order
 
@@ -313,7 +316,7 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
         grade[by_key[at[hit]]] = qrels.grades[hit]
     del rkey, by_key, sorted_keys
 
-    def doc_rank(rows: np.ndarray) -> np.ndarray:
+    def doc_rank(rows: np.ndarray, group: np.ndarray | None = None) -> np.ndarray:
         docs = take(d_dict, rd[rows])
         return dense_rank(docs)
 
@@ -344,8 +347,15 @@ def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
     universe = np.array(q_dict.to_pylist(), dtype=object)
     docs = run.doc_ids
 
-    def doc_rank(tied: np.ndarray) -> np.ndarray:
-        return dense_rank(take(docs, tied))
+    def doc_rank(tied: np.ndarray, group: np.ndarray) -> np.ndarray:
+        """Doc ranks of the tie groups holding a judged row (the others: 0, any order)."""
+        judged = np.zeros(len(tied), dtype=bool)
+        judged[find_keys(rkey[tied], qkey)[0]] = True  # a clash only ranks more rows
+        need = _groups_with(group, judged)
+        ranks = np.zeros(len(tied), dtype=np.int64)
+        if need.any():
+            ranks[need] = dense_rank(take(docs, tied[need]))
+        return ranks
 
     def place(order: np.ndarray | None) -> np.ndarray | None:
         """Grades of the ranked rows; None when two pairs share a key (the exact join decides).
@@ -404,24 +414,30 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
         """Doc ids of some rows; only needed to break ties, so usually a few."""
         if len(rows) > n_rows // 32:  # many ties: one pass over all doc ids is cheaper
             every = list(chain.from_iterable(inners))
-            return [every[k] for k in rows.tolist()]
+            return _pick(every, rows)
         which = np.searchsorted(starts, rows, side="right") - 1  # empty queries share a start
         # the k-th key of a query's dict: islice skips in C
         return [next(islice(inners[w], k, None)) for w, k in zip(which.tolist(), (rows - starts[which]).tolist())]
 
     tie_ranks: list = []  # (rows, their doc ranks, the judged pairs' doc ranks) once ties are ranked
 
-    def doc_rank(rows: np.ndarray) -> np.ndarray:
+    def doc_rank(every_row: np.ndarray, group: np.ndarray) -> np.ndarray:
         """Ranks of the tied rows' docs, in one ranking with the docs of the judged pairs that
-        may tie (so :func:`_place_hits` can find a tied pair's row by its doc's rank)."""
+        may tie (so :func:`_place_hits` can find a tied pair's row by its doc's rank). Only
+        tie groups that a judged pair may belong to are ranked (the others: 0, any order)."""
         # a judged pair ties only if its (query, score) is that of a tied row: a hash of both
-        # picks them (a collision only ranks one more doc, harmlessly)
+        # picks them (a collision only ranks one more doc, harmlessly); the rows of one tie
+        # group share that (query, score), so the groups to rank are those of the pairs' keys
         def key(q: np.ndarray, s: np.ndarray) -> np.ndarray:
             return _descending_key(s) ^ (q.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
 
-        maybe = np.flatnonzero(np.isin(key(rcodes[hits[0]], hits[1]), key(rq[rows], score[rows])))
+        row_key = key(rq[every_row], score[every_row])
+        hit_key = key(rcodes[hits[0]], hits[1])
+        maybe = np.flatnonzero(np.isin(hit_key, row_key))
+        need = np.isin(row_key, hit_key[maybe])
+        rows = every_row[need]
         docs = docs_at(rows)
-        docs += [hits[3][k] for k in maybe.tolist()]
+        docs += _pick(hits[3], maybe)
         try:  # pyarrow sorts strings byte-wise in C (trec_eval's strcmp)
             ranks = dense_rank(pa.array(docs, type=pa.string())).astype(np.int64)
         except (pa.ArrowInvalid, pa.ArrowTypeError):  # ids that are not str: Python's order
@@ -429,7 +445,9 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
         hit_rank = np.zeros(len(hits[0]), dtype=np.int64)
         hit_rank[maybe] = ranks[len(rows):]
         tie_ranks[:] = [rows, ranks[: len(rows)], hit_rank]
-        return ranks[: len(rows)]
+        out = np.zeros(len(every_row), dtype=np.int64)
+        out[need] = ranks[: len(rows)]
+        return out
 
     def place(order: np.ndarray | None) -> np.ndarray:
         row_rank = hit_rank = None
@@ -442,6 +460,22 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
                            row_rank, hit_rank, rcodes, len(universe))
 
     return np.array(universe, dtype=object), qq, qgrade_arr.astype(np.int64), rq, score, place, doc_rank
+
+
+def _groups_with(group: np.ndarray, flag: np.ndarray) -> np.ndarray:
+    """Per row: does some row of its group (``group``: non-negative numbers) have ``flag``."""
+    if not len(group):
+        return np.zeros(0, dtype=bool)
+    return (np.bincount(group[flag], minlength=int(group.max()) + 1) > 0)[group]
+
+
+def _pick(values: list, rows: np.ndarray) -> list:
+    """``[values[k] for k in rows]``, the loop in C."""
+    if len(rows) == 0:
+        return []
+    if len(rows) == 1:
+        return [values[int(rows[0])]]
+    return list(itemgetter(*rows.tolist())(values))
 
 
 def _judged_hits(qrels: Mapping, run: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:

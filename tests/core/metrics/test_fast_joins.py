@@ -1,5 +1,6 @@
-"""The 64-bit id hash (by hand against its formula) and the hashed join (equal to the exact one,
-including when every doc id gets the same hash)."""
+"""The fast joins: the 64-bit id hash (by hand against its formula), the hashed join of columns
+(equal to the exact join, also when every doc id gets the same hash) and the dict join (tie
+groups without a judged doc are not ranked by doc id: the same grades at the same ranks)."""
 
 from __future__ import annotations
 
@@ -129,3 +130,30 @@ def test_repeated_run_pair_still_names_the_document(monkeypatch):
     run = Run(pa.array(["q1", "q1"]), pa.array(["a", "a"]), np.array([1.0, 2.0]))
     with pytest.raises(Exception, match="appears twice"):
         ranking.rank_run(qrels, run)
+
+
+def as_dicts(qrels: Qrels, run: Run) -> tuple[dict, dict]:
+    q: dict = {}
+    for a, b, g in zip(qrels.query_ids.to_pylist(), qrels.doc_ids.to_pylist(), qrels.grades.tolist()):
+        q.setdefault(a, {})[b] = g
+    r: dict = {}
+    for a, b, s in zip(run.query_ids.to_pylist(), run.doc_ids.to_pylist(), run.scores.tolist()):
+        r.setdefault(a, {})[b] = s
+    return q, r
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_dict_join_ranks_as_the_exact_join(seed, monkeypatch):
+    # ties whose groups hold no judged doc are left in any order: grades and ranks are the same
+    qrels, run = random_inputs(seed)
+    qd, rd = as_dicts(qrels, run)
+    got, want = ranking.rank_run(qd, rd), exact(qrels, run, monkeypatch)
+    # the dict path numbers queries in the qrels' order then the run's; compare per query id
+    for a, b in ((got, want),):
+        key_a = {q: i for i, q in enumerate(a.query_ids)}
+        key_b = {q: i for i, q in enumerate(b.query_ids)}
+        assert set(key_a) == set(key_b)
+        for q in key_a:
+            ra, rb = a.qidx == key_a[q], b.qidx == key_b[q]
+            assert np.array_equal(a.rank[ra], b.rank[rb])
+            assert np.array_equal(a.grade[ra], b.grade[rb], equal_nan=True)
