@@ -132,27 +132,38 @@ def same_strings(a: pa.Array, b: pa.Array) -> bool:
     return bool(np.array_equal(ra, rb)) if len(ra) else len(rb) == 0
 
 
-def find_keys(keys: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(rows, at)``: the positions in ``keys`` whose value is in ``table`` (uint64 arrays,
-    ``table`` without repeats) and where in ``table``.
+class KeyTable:
+    """uint64 keys without repeats, prepared for :meth:`find` (built once, searched often).
 
-    A byte map indexed by the keys' low bits (about 8 slots per table key) first drops most
+    A byte map indexed by the keys' low bits (about 8 slots per key) first drops most probed
     keys that are not in the table (most run rows are unjudged); the rest are found by a
-    binary search in the sorted table. With :func:`pair_keys` and keys grouped by query,
+    binary search in the sorted keys. With :func:`pair_keys` and probes grouped by query,
     successive searches end in the same small region of the table (cache hits; a hash set of
     millions of keys misses the cache on almost every probe)."""
-    if not len(table) or not len(keys):
-        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-    bits = min(max(10, (8 * len(table)).bit_length()), 27)
-    low = np.uint64((1 << bits) - 1)
-    seen = np.zeros(1 << bits, dtype=bool)
-    seen[(table & low).astype(np.intp)] = True
-    maybe = np.flatnonzero(seen[(keys & low).astype(np.intp)])
-    del seen
-    order = np.argsort(table, kind="stable")
-    ordered = table[order]
-    wanted = keys[maybe]
-    at = np.searchsorted(ordered, wanted)
-    np.minimum(at, len(ordered) - 1, out=at)
-    hit = ordered[at] == wanted
-    return maybe[hit], order[at[hit]]
+
+    def __init__(self, table: np.ndarray):
+        self.n = len(table)
+        bits = min(max(10, (8 * self.n).bit_length()), 27)
+        self.low = np.uint64((1 << bits) - 1)
+        self.seen = np.zeros(1 << bits, dtype=bool)
+        self.seen[(table & self.low).astype(np.intp)] = True
+        self.order = np.argsort(table, kind="stable")
+        self.ordered = table[self.order]
+
+    def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, at)``: the positions in ``keys`` whose value is in the table, and where
+        (its position in the array the table was built from)."""
+        if not self.n or not len(keys):
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+        maybe = np.flatnonzero(self.seen[(keys & self.low).astype(np.intp)])
+        wanted = keys[maybe]
+        at = np.searchsorted(self.ordered, wanted)
+        np.minimum(at, self.n - 1, out=at)
+        hit = self.ordered[at] == wanted
+        return maybe[hit], self.order[at[hit]]
+
+
+def find_keys(keys: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, at)``: the positions in ``keys`` whose value is in ``table`` (uint64 arrays,
+    ``table`` without repeats) and where in ``table`` (:class:`KeyTable`)."""
+    return KeyTable(table).find(keys)

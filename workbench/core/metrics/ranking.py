@@ -40,7 +40,7 @@ from workbench.core.metrics.arrow_buffers import (
     take,
     to_numpy,
 )
-from workbench.core.metrics.id_hash import find_keys, id_hash, pair_keys, same_strings
+from workbench.core.metrics.id_hash import KeyTable, id_hash, pair_keys, same_strings
 from workbench.core.metrics.qrels_and_runs import (
     Qrels,
     Run,
@@ -333,7 +333,7 @@ def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
     millions of distinct docs, whose cache misses were most of a large join) and each (query,
     doc) pair one :func:`~workbench.core.metrics.id_hash.pair_keys`. Repeats are found by
     sorting those keys, a run row's qrels row by a binary search among the qrels keys
-    (:func:`~workbench.core.metrics.id_hash.find_keys`); then every matched pair's query
+    (:class:`~workbench.core.metrics.id_hash.KeyTable`); then every matched pair's query
     number and doc string are compared.
     """
     if not len(run) or not len(qrels.grades):
@@ -346,11 +346,12 @@ def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
         return None
     universe = np.array(q_dict.to_pylist(), dtype=object)
     docs = run.doc_ids
+    judged_keys = KeyTable(qkey)
 
     def doc_rank(tied: np.ndarray, group: np.ndarray) -> np.ndarray:
         """Doc ranks of the tie groups holding a judged row (the others: 0, any order)."""
         judged = np.zeros(len(tied), dtype=bool)
-        judged[find_keys(rkey[tied], qkey)[0]] = True  # a clash only ranks more rows
+        judged[judged_keys.find(rkey[tied])[0]] = True  # a clash only ranks more rows
         need = _groups_with(group, judged)
         ranks = np.zeros(len(tied), dtype=np.int64)
         if need.any():
@@ -359,9 +360,9 @@ def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
 
     def place(order: np.ndarray | None) -> np.ndarray | None:
         """Grades of the ranked rows; None when two pairs share a key (the exact join decides).
-        Searched in ranked order: the rows of one query are then together (see find_keys)."""
+        Searched in ranked order: the rows of one query are then together (see KeyTable)."""
         keys = rkey if order is None else rkey[order]
-        found, src = find_keys(keys, qkey)
+        found, src = judged_keys.find(keys)
         rows = found if order is None else order[found]
         if not np.array_equal(rq[rows], qq[src]) or not same_strings(take(docs, rows), take(qrels.doc_ids, src)):
             return None
