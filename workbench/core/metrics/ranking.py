@@ -16,11 +16,16 @@ A doc_id repeated within one query of a run is an error naming query, doc and li
 qrels are an error too.
 
 Fast paths: two nested dicts are joined with plain dict look-ups on the pairs they share;
-columnar inputs get integer codes from one pyarrow dictionary encoding per id column (over qrels
-and run together), then sorts, binary searches and gathers in numpy; no Python object per row.
-A run whose rows are already grouped by query in descending score order (the usual case) is
-not re-sorted; otherwise rows are grouped by query and each query sorted by score, and doc ids
-are compared only where scores tie.
+columnar inputs get query numbers from one pyarrow dictionary encoding of the query ids (over
+qrels and run together) and one 64-bit hash per doc id (:mod:`workbench.core.metrics.id_hash`),
+then sorts, binary searches and gathers in numpy; no Python object per row. Every pair matched
+on hashes is checked on its strings, and a hash shared by two pairs hands the run to the exact
+join (integer codes from a dictionary encoding of the doc ids too), so hashes never change a
+value. A run whose rows are already grouped by query in descending score order (the usual case)
+is not re-sorted; otherwise rows are grouped by query and each query sorted by score. Doc ids
+are compared only where scores tie; the dict and hashed joins compare them only in tie groups
+holding a judged document (the order of unjudged documents among themselves changes no
+measure).
 No pandas on these paths (see :mod:`workbench.core.metrics.arrow_buffers`).
 """
 
