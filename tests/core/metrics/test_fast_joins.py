@@ -157,3 +157,12 @@ def test_dict_join_ranks_as_the_exact_join(seed, monkeypatch):
             ra, rb = a.qidx == key_a[q], b.qidx == key_b[q]
             assert np.array_equal(a.rank[ra], b.rank[rb])
             assert np.array_equal(a.grade[ra], b.grade[rb], equal_nan=True)
+
+
+def test_large_string_doc_ids_are_hashed_like_strings(monkeypatch):
+    qrels, run = random_inputs(3)
+    large = Run(run.query_ids, run.doc_ids.cast(pa.large_string()), run.scores)
+    assert ranking._join_hashed(qrels, large) is not None
+    same_ranked(ranking.rank_run(qrels, large), exact(qrels, run, monkeypatch))
+    with_null = Run(run.query_ids, pa.array([None] + run.doc_ids.to_pylist()[1:], pa.string()), run.scores)
+    assert ranking._join_hashed(qrels, with_null) is None  # the exact join decides what a null means

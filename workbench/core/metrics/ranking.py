@@ -328,6 +328,12 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
     return universe, qq, qrels.grades, rq, score, grade, doc_rank
 
 
+def _plain_strings(column) -> bool:
+    """A null-free, unchunked string array: what the hashed join reads from its buffers."""
+    return isinstance(column, pa.Array) and column.null_count == 0 and (
+        pa.types.is_string(column.type) or pa.types.is_large_string(column.type))
+
+
 def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
     """:func:`_join_columns` through 64-bit hashes of the doc ids; None when the exact join
     must decide (a repeated (query, doc) hash in the qrels or the run, or a matched pair whose
@@ -341,7 +347,7 @@ def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
     (:class:`~workbench.core.metrics.id_hash.KeyTable`); then every matched pair's query
     number and doc string are compared.
     """
-    if not len(run) or not len(qrels.grades):
+    if not len(run) or not len(qrels.grades) or not (_plain_strings(qrels.doc_ids) and _plain_strings(run.doc_ids)):
         return None
     qq, rq, q_dict = _shared_codes(qrels.query_ids, run.query_ids)
     nq = len(q_dict)
