@@ -16,11 +16,16 @@ A doc_id repeated within one query of a run is an error naming query, doc and li
 qrels are an error too.
 
 Fast paths: two nested dicts are joined with plain dict look-ups on the pairs they share;
-columnar inputs get integer codes from one pyarrow dictionary encoding per id column (over qrels
-and run together), then sorts, binary searches and gathers in numpy; no Python object per row.
-A run whose rows are already grouped by query in descending score order (the usual case) is
-not re-sorted; otherwise rows are grouped by query and each query sorted by score, and doc ids
-are compared only where scores tie.
+columnar inputs get query numbers from one pyarrow dictionary encoding of the query ids (over
+qrels and run together) and one 64-bit hash per doc id (:mod:`workbench.core.metrics.id_hash`),
+then sorts, binary searches and gathers in numpy; no Python object per row. Every pair matched
+on hashes is checked on its strings, and a hash shared by two pairs hands the run to the exact
+join (integer codes from a dictionary encoding of the doc ids too), so hashes never change a
+value. A run whose rows are already grouped by query in descending score order (the usual case)
+is not re-sorted; otherwise rows are grouped by query and each query sorted by score. Doc ids
+are compared only where scores tie; the dict and hashed joins compare them only in tie groups
+holding a judged document (the order of unjudged documents among themselves changes no
+measure).
 No pandas on these paths (see :mod:`workbench.core.metrics.arrow_buffers`).
 """
 
@@ -29,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import chain, islice
+from operator import itemgetter
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +45,7 @@ from workbench.core.metrics.arrow_buffers import (
     take,
     to_numpy,
 )
+from workbench.core.metrics.id_hash import KeyTable, id_hash, pair_keys, same_strings
 from workbench.core.metrics.qrels_and_runs import (
     Qrels,
     Run,
@@ -159,11 +166,13 @@ def _sort_packed(qidx: np.ndarray, score: np.ndarray, n_queries: int) -> np.ndar
 
 
 def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
-           doc_rank: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
+           doc_rank: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray | None:
     """Row order for (query, score desc, doc_id desc); None when the rows are already in it.
 
-    ``doc_rank(rows)`` gives integers in the byte order of those rows' doc ids; it is called
-    only for rows whose scores tie, which are usually few.
+    ``doc_rank(rows, group)`` gives integers in the byte order of those rows' doc ids; it is
+    called only for rows whose scores tie, with the number of each row's tie group (rows of a
+    group are adjacent). It may give 0 to every row of a group whose order changes no measure
+    (no judged document in it: all its grades are "none"); such a group keeps its order.
     """
     n = len(qidx)
     order: np.ndarray | None = None
@@ -182,7 +191,7 @@ def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
             member = np.r_[tied, False] | np.r_[False, tied]
             pos = np.flatnonzero(member)
             group = np.cumsum(~np.r_[False, tied][pos])
-            sub = np.lexsort((-doc_rank(order[pos]).astype(np.int64), group))
+            sub = np.lexsort((-doc_rank(order[pos], group).astype(np.int64), group))
             order[pos] = order[pos][sub]
     return order
 
@@ -312,11 +321,67 @@ def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
         grade[by_key[at[hit]]] = qrels.grades[hit]
     del rkey, by_key, sorted_keys
 
-    def doc_rank(rows: np.ndarray) -> np.ndarray:
+    def doc_rank(rows: np.ndarray, group: np.ndarray | None = None) -> np.ndarray:
         docs = take(d_dict, rd[rows])
         return dense_rank(docs)
 
     return universe, qq, qrels.grades, rq, score, grade, doc_rank
+
+
+def _plain_strings(column) -> bool:
+    """A null-free, unchunked string array: what the hashed join reads from its buffers."""
+    return isinstance(column, pa.Array) and column.null_count == 0 and (
+        pa.types.is_string(column.type) or pa.types.is_large_string(column.type))
+
+
+def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
+    """:func:`_join_columns` through 64-bit hashes of the doc ids; None when the exact join
+    must decide (a repeated (query, doc) hash in the qrels or the run, or a matched pair whose
+    strings differ), so the result is always the exact join's.
+
+    Query ids are encoded as in :func:`_join_columns` (few distinct values: a small table);
+    each doc id gets :func:`~workbench.core.metrics.id_hash.id_hash` (no hash table over the
+    millions of distinct docs, whose cache misses were most of a large join) and each (query,
+    doc) pair one :func:`~workbench.core.metrics.id_hash.pair_keys`. Repeats are found by
+    sorting those keys, a run row's qrels row by a binary search among the qrels keys
+    (:class:`~workbench.core.metrics.id_hash.KeyTable`); then every matched pair's query
+    number and doc string are compared.
+    """
+    if not len(run) or not len(qrels.grades) or not (_plain_strings(qrels.doc_ids) and _plain_strings(run.doc_ids)):
+        return None
+    qq, rq, q_dict = _shared_codes(qrels.query_ids, run.query_ids)
+    nq = len(q_dict)
+    qkey = pair_keys(qq, id_hash(qrels.doc_ids), nq)
+    rkey = pair_keys(rq, id_hash(run.doc_ids), nq)
+    if _repeated(qkey) or _repeated(rkey):
+        return None
+    universe = np.array(q_dict.to_pylist(), dtype=object)
+    docs = run.doc_ids
+    judged_keys = KeyTable(qkey)
+
+    def doc_rank(tied: np.ndarray, group: np.ndarray) -> np.ndarray:
+        """Doc ranks of the tie groups holding a judged row (the others: 0, any order)."""
+        judged = np.zeros(len(tied), dtype=bool)
+        judged[judged_keys.find(rkey[tied])[0]] = True  # a clash only ranks more rows
+        need = _groups_with(group, judged)
+        ranks = np.zeros(len(tied), dtype=np.int64)
+        if need.any():
+            ranks[need] = dense_rank(take(docs, tied[need]))
+        return ranks
+
+    def place(order: np.ndarray | None) -> np.ndarray | None:
+        """Grades of the ranked rows; None when two pairs share a key (the exact join decides).
+        Searched in ranked order: the rows of one query are then together (see KeyTable)."""
+        keys = rkey if order is None else rkey[order]
+        found, src = judged_keys.find(keys)
+        rows = found if order is None else order[found]
+        if not np.array_equal(rq[rows], qq[src]) or not same_strings(take(docs, rows), take(qrels.doc_ids, src)):
+            return None
+        grade = np.full(len(keys), np.nan)
+        grade[found] = qrels.grades[src]
+        return grade
+
+    return universe, qq, qrels.grades, rq, run.scores, place, doc_rank
 
 
 def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
@@ -361,24 +426,30 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
         """Doc ids of some rows; only needed to break ties, so usually a few."""
         if len(rows) > n_rows // 32:  # many ties: one pass over all doc ids is cheaper
             every = list(chain.from_iterable(inners))
-            return [every[k] for k in rows.tolist()]
+            return _pick(every, rows)
         which = np.searchsorted(starts, rows, side="right") - 1  # empty queries share a start
         # the k-th key of a query's dict: islice skips in C
         return [next(islice(inners[w], k, None)) for w, k in zip(which.tolist(), (rows - starts[which]).tolist())]
 
     tie_ranks: list = []  # (rows, their doc ranks, the judged pairs' doc ranks) once ties are ranked
 
-    def doc_rank(rows: np.ndarray) -> np.ndarray:
+    def doc_rank(every_row: np.ndarray, group: np.ndarray) -> np.ndarray:
         """Ranks of the tied rows' docs, in one ranking with the docs of the judged pairs that
-        may tie (so :func:`_place_hits` can find a tied pair's row by its doc's rank)."""
+        may tie (so :func:`_place_hits` can find a tied pair's row by its doc's rank). Only
+        tie groups that a judged pair may belong to are ranked (the others: 0, any order)."""
         # a judged pair ties only if its (query, score) is that of a tied row: a hash of both
-        # picks them (a collision only ranks one more doc, harmlessly)
+        # picks them (a collision only ranks one more doc, harmlessly); the rows of one tie
+        # group share that (query, score), so the groups to rank are those of the pairs' keys
         def key(q: np.ndarray, s: np.ndarray) -> np.ndarray:
             return _descending_key(s) ^ (q.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
 
-        maybe = np.flatnonzero(np.isin(key(rcodes[hits[0]], hits[1]), key(rq[rows], score[rows])))
+        row_key = key(rq[every_row], score[every_row])
+        hit_key = key(rcodes[hits[0]], hits[1])
+        maybe = np.flatnonzero(np.isin(hit_key, row_key))
+        need = np.isin(row_key, hit_key[maybe])
+        rows = every_row[need]
         docs = docs_at(rows)
-        docs += [hits[3][k] for k in maybe.tolist()]
+        docs += _pick(hits[3], maybe)
         try:  # pyarrow sorts strings byte-wise in C (trec_eval's strcmp)
             ranks = dense_rank(pa.array(docs, type=pa.string())).astype(np.int64)
         except (pa.ArrowInvalid, pa.ArrowTypeError):  # ids that are not str: Python's order
@@ -386,7 +457,9 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
         hit_rank = np.zeros(len(hits[0]), dtype=np.int64)
         hit_rank[maybe] = ranks[len(rows):]
         tie_ranks[:] = [rows, ranks[: len(rows)], hit_rank]
-        return ranks[: len(rows)]
+        out = np.zeros(len(every_row), dtype=np.int64)
+        out[need] = ranks[: len(rows)]
+        return out
 
     def place(order: np.ndarray | None) -> np.ndarray:
         row_rank = hit_rank = None
@@ -399,6 +472,22 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
                            row_rank, hit_rank, rcodes, len(universe))
 
     return np.array(universe, dtype=object), qq, qgrade_arr.astype(np.int64), rq, score, place, doc_rank
+
+
+def _groups_with(group: np.ndarray, flag: np.ndarray) -> np.ndarray:
+    """Per row: does some row of its group (``group``: non-negative numbers) have ``flag``."""
+    if not len(group):
+        return np.zeros(0, dtype=bool)
+    return (np.bincount(group[flag], minlength=int(group.max()) + 1) > 0)[group]
+
+
+def _pick(values: list, rows: np.ndarray) -> list:
+    """``[values[k] for k in rows]``, the loop in C."""
+    if len(rows) == 0:
+        return []
+    if len(rows) == 1:
+        return [values[int(rows[0])]]
+    return list(itemgetter(*rows.tolist())(values))
 
 
 def _judged_hits(qrels: Mapping, run: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
@@ -482,19 +571,24 @@ def rank_run(
     if duplicates not in ("error", "first"):
         raise ValueError("duplicates must be 'error' or 'first'")
     if isinstance(qrels, Mapping) and isinstance(run, Mapping):
-        joined = _join_dicts(qrels, run)
+        universe, qq, qgrades, rq, score, place, doc_rank = _join_dicts(qrels, run)
+        order = _order(rq, score, len(universe), doc_rank)
+        grade = place(order)  # the judged pairs are placed once the rows are ranked
     else:
         q = qrels if isinstance(qrels, Qrels) else qrels_from_dict(qrels)
         r = run if isinstance(run, Run) else run_from_dict(run)
-        joined = _join_columns(q, r, duplicates)
-    universe, qq, qgrades, rq, score, grade, doc_rank = joined
-    order = _order(rq, score, len(universe), doc_rank)
-    if callable(grade):  # the dict path places its judged pairs once the rows are ranked
-        grade = grade(order)
-        if order is not None:
-            rq = rq[order]
-    elif order is not None:
-        rq, grade = rq[order], grade[order]
+        joined, grade = _join_hashed(q, r), None
+        if joined is not None:
+            universe, qq, qgrades, rq, score, place, doc_rank = joined
+            order = _order(rq, score, len(universe), doc_rank)
+            grade = place(order)  # None: a key shared by two pairs
+        if grade is None:
+            universe, qq, qgrades, rq, score, grade, doc_rank = _join_columns(q, r, duplicates)
+            order = _order(rq, score, len(universe), doc_rank)
+            if order is not None:
+                grade = grade[order]
+    if order is not None:
+        rq = rq[order]
     grade[grade < 0] = np.nan  # pooled but unjudged: neither relevant nor judged
     n = len(universe)
     in_qrels = np.zeros(n, dtype=bool)

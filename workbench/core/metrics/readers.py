@@ -46,7 +46,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from workbench.core.formats.lines import load_json_line
-from workbench.core.metrics.arrow_buffers import from_numpy, has_empty_string, string_hash, take, to_numpy
+from workbench.core.metrics.arrow_buffers import from_numpy, has_empty_string, take, to_numpy
+from workbench.core.metrics.id_hash import grouped_id_hash
 from workbench.core.metrics.qrels_and_runs import Qrels, Run
 from workbench.errors import InputError, clip
 
@@ -296,11 +297,12 @@ _RUN_SCHEMA = pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("s
 
 
 def query_parts(query_ids: pa.Array | pa.ChunkedArray, n_parts: int) -> np.ndarray:
-    """The part (0 .. n_parts-1, uint16) of each query id: ``(string_hash(id) >> 32) mod
-    n_parts``, so one id falls in the same part in every column and process (qrels and run)."""
+    """The part (0 .. n_parts-1, uint16) of each query id: ``(id_hash(id) >> 32) mod n_parts``
+    (:mod:`workbench.core.metrics.id_hash`), so one id falls in the same part in every column
+    and process (qrels and run). Rows of one query that follow each other are hashed once."""
     if n_parts <= 1:
         return np.zeros(len(query_ids), dtype=np.uint16)
-    return ((string_hash(query_ids) >> np.uint64(32)) % np.uint64(n_parts)).astype(np.uint16)
+    return ((grouped_id_hash(query_ids) >> np.uint64(32)) % np.uint64(n_parts)).astype(np.uint16)
 
 
 class RunParts:

@@ -1,0 +1,168 @@
+"""The fast joins: the 64-bit id hash (by hand against its formula), the hashed join of columns
+(equal to the exact join, also when every doc id gets the same hash) and the dict join (tie
+groups without a judged doc are not ranked by doc id: the same grades at the same ranks)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from workbench.core.metrics import id_hash as ih
+from workbench.core.metrics import ranking
+from workbench.core.metrics.qrels_and_runs import Qrels, Run
+
+M = (1 << 64) - 1
+
+
+def formula(s: str) -> int:
+    """The module docstring's formula, on Python integers."""
+    def fmix(h: int) -> int:
+        h ^= h >> 33
+        h = (h * 0xFF51AFD7ED558CCD) & M
+        h ^= h >> 33
+        h = (h * 0xC4CEB9FE1A85EC53) & M
+        return h ^ (h >> 33)
+
+    b = s.encode()
+    h = (len(b) * 0x9E3779B97F4A7C15) & M
+    for k in range(0, len(b), 8):
+        w = int.from_bytes(b[k:k + 8].ljust(8, b"\0"), "little")
+        h = (fmix(h) if k else h) ^ w
+    return fmix(h)
+
+
+def strings(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice("ab\u00e9x0 ") for _ in range(rng.randint(0, 30))) for _ in range(n)]
+
+
+def test_id_hash_follows_its_formula_for_every_length_and_layout():
+    values = strings(2000, 0) + ["", "a", "abcdefgh", "abcdefghi", "x" * 64]
+    expected = np.array([formula(s) for s in values], dtype=np.uint64)
+    arr = pa.array(values, pa.string())
+    assert np.array_equal(ih.id_hash(arr), expected)
+    assert np.array_equal(ih.id_hash(arr.slice(7, 500)), expected[7:507])
+    assert np.array_equal(ih.id_hash(pa.chunked_array([arr.slice(0, 10), arr.slice(10)])), expected)
+    assert np.array_equal(ih.id_hash(pa.array(values, pa.large_string())), expected)
+    # one string, one hash: the 2005 values collide nowhere
+    assert len(set(expected.tolist())) == len(set(values))
+
+
+def test_grouped_id_hash_equals_id_hash_sorted_or_not():
+    values = sorted(random.Random(1).choice(["q1", "q2", "abc", "x" * 20, ""]) for _ in range(1000))
+    for arr in (pa.array(values), pa.array(values).slice(3), pa.array(values[::-1])):
+        assert np.array_equal(ih.grouped_id_hash(arr), ih.id_hash(arr))
+    shuffled = values[:]
+    random.Random(2).shuffle(shuffled)
+    assert np.array_equal(ih.grouped_id_hash(pa.array(shuffled)), ih.id_hash(pa.array(shuffled)))
+
+
+def test_same_strings_compares_row_by_row():
+    a = pa.array(["ab", "", "c\u00e9"])
+    assert ih.same_strings(a, pa.array(["ab", "", "c\u00e9"]))
+    assert not ih.same_strings(a, pa.array(["ab", "c", "\u00e9"]))
+    assert not ih.same_strings(a, pa.array(["a", "b", "c\u00e9"]))
+    assert ih.same_strings(a.slice(1), pa.array(["", "c\u00e9"]))
+
+
+def random_inputs(seed: int):
+    """A run with tied scores, unjudged and negative-grade docs, queries only in one side."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(30):
+        docs = rng.choice(60, size=int(rng.integers(0, 25)), replace=False)
+        scores = np.round(rng.random(len(docs)) * 3, 1)  # many ties
+        rows += [(f"q{q}", f"d{d}\u00e9" if d % 7 == 0 else f"doc-{d}", s) for d, s in zip(docs, scores)]
+    order = rng.permutation(len(rows))
+    rows = [rows[i] for i in order]
+    judged = [(f"q{q}", f"doc-{d}" if d % 7 else f"d{d}\u00e9", int(rng.integers(-1, 4)))
+              for q in range(5, 35) for d in rng.choice(60, size=8, replace=False)]
+    qrels = Qrels(pa.array([r[0] for r in judged]), pa.array([r[1] for r in judged]),
+                  np.array([r[2] for r in judged], dtype=np.int64))
+    run = Run(pa.array([r[0] for r in rows]), pa.array([r[1] for r in rows]),
+              np.array([r[2] for r in rows], dtype=np.float64))
+    return qrels, run
+
+
+def exact(qrels, run, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(ranking, "_join_hashed", lambda q, r: None)
+        return ranking.rank_run(qrels, run)
+
+
+def same_ranked(a, b) -> None:
+    for f in ("query_ids", "in_qrels", "in_run", "qidx", "rank", "grade", "judged_qidx", "judged_grade"):
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.dtype == y.dtype, f
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), f
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_hashed_join_ranks_as_the_exact_join(seed, monkeypatch):
+    qrels, run = random_inputs(seed)
+    assert ranking._join_hashed(qrels, run) is not None  # the hashed path is the one taken
+    same_ranked(ranking.rank_run(qrels, run), exact(qrels, run, monkeypatch))
+
+
+def test_colliding_hashes_fall_back_to_the_exact_join(monkeypatch):
+    qrels, run = random_inputs(7)
+    expected = exact(qrels, run, monkeypatch)
+    # every doc id the same hash: the repeated keys hand the join to the exact path
+    monkeypatch.setattr(ranking, "id_hash", lambda column: np.zeros(len(column), dtype=np.uint64))
+    assert ranking._join_hashed(qrels, run) is None
+    same_ranked(ranking.rank_run(qrels, run), expected)
+
+
+def test_a_matched_pair_whose_strings_differ_falls_back(monkeypatch):
+    # one doc per query on each side, different strings, equal hashes: keys match, strings do not
+    qrels = Qrels(pa.array(["q1"]), pa.array(["a"]), np.array([2], dtype=np.int64))
+    run = Run(pa.array(["q1"]), pa.array(["b"]), np.array([1.0]))
+    monkeypatch.setattr(ranking, "id_hash", lambda column: np.zeros(len(column), dtype=np.uint64))
+    ranked = ranking.rank_run(qrels, run)
+    assert np.isnan(ranked.grade).all()  # "b" is not judged, whatever its hash
+
+
+def test_repeated_run_pair_still_names_the_document(monkeypatch):
+    qrels = Qrels(pa.array(["q1"]), pa.array(["a"]), np.array([1], dtype=np.int64))
+    run = Run(pa.array(["q1", "q1"]), pa.array(["a", "a"]), np.array([1.0, 2.0]))
+    with pytest.raises(Exception, match="appears twice"):
+        ranking.rank_run(qrels, run)
+
+
+def as_dicts(qrels: Qrels, run: Run) -> tuple[dict, dict]:
+    q: dict = {}
+    for a, b, g in zip(qrels.query_ids.to_pylist(), qrels.doc_ids.to_pylist(), qrels.grades.tolist()):
+        q.setdefault(a, {})[b] = g
+    r: dict = {}
+    for a, b, s in zip(run.query_ids.to_pylist(), run.doc_ids.to_pylist(), run.scores.tolist()):
+        r.setdefault(a, {})[b] = s
+    return q, r
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_dict_join_ranks_as_the_exact_join(seed, monkeypatch):
+    # ties whose groups hold no judged doc are left in any order: grades and ranks are the same
+    qrels, run = random_inputs(seed)
+    qd, rd = as_dicts(qrels, run)
+    got, want = ranking.rank_run(qd, rd), exact(qrels, run, monkeypatch)
+    # the dict path numbers queries in the qrels' order then the run's; compare per query id
+    for a, b in ((got, want),):
+        key_a = {q: i for i, q in enumerate(a.query_ids)}
+        key_b = {q: i for i, q in enumerate(b.query_ids)}
+        assert set(key_a) == set(key_b)
+        for q in key_a:
+            ra, rb = a.qidx == key_a[q], b.qidx == key_b[q]
+            assert np.array_equal(a.rank[ra], b.rank[rb])
+            assert np.array_equal(a.grade[ra], b.grade[rb], equal_nan=True)
+
+
+def test_large_string_doc_ids_are_hashed_like_strings(monkeypatch):
+    qrels, run = random_inputs(3)
+    large = Run(run.query_ids, run.doc_ids.cast(pa.large_string()), run.scores)
+    assert ranking._join_hashed(qrels, large) is not None
+    same_ranked(ranking.rank_run(qrels, large), exact(qrels, run, monkeypatch))
+    with_null = Run(run.query_ids, pa.array([None] + run.doc_ids.to_pylist()[1:], pa.string()), run.scores)
+    assert ranking._join_hashed(qrels, with_null) is None  # the exact join decides what a null means

@@ -1,0 +1,169 @@
+"""64-bit hashes of string ids, read from pyarrow's buffers eight bytes at a time.
+
+``id_hash(column)`` gives one uint64 per string: with ``L`` the string's length in bytes and
+``w_0, w_1, ...`` its bytes taken eight at a time as little-endian integers (the last word
+zero-padded)::
+
+    h = L * 0x9E3779B97F4A7C15 xor w_0;  h = fmix(h) xor w_k for k >= 1;  hash = fmix(h)
+
+where ``fmix`` is MurmurHash3's 64-bit finaliser (a bijection). Equal strings get equal
+hashes in every process (no salt); different strings may collide (probability about 2^-64 a
+pair), so callers verify what they match on the strings themselves. Each word is one gather
+from a sliding 8-byte view of the data buffer, so the cost is about one pass over n * ceil(L/8)
+words, not a Python object or a hash-table insert per string (pyarrow's ``dictionary_encode``
+of millions of distinct ids spends most of its time in cache misses of its table).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from workbench.core.metrics.arrow_buffers import take
+
+try:  # the kernel by name: ``import pyarrow.compute`` costs 40-100 ms (see arrow_buffers)
+    from pyarrow._compute import call_function
+except ImportError:  # pragma: no cover - a pyarrow that moved its private module
+    from pyarrow.compute import call_function
+
+
+_C = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_S = np.uint64(33)
+#: the low i bytes of a word (i = 0..8)
+_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)
+_SLICE = 1 << 22  # strings hashed at a time: bounds the temporaries (a few 8-byte numbers each)
+
+
+def fmix(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser, in place; returns ``h``."""
+    h ^= h >> _S
+    h *= _M1
+    h ^= h >> _S
+    h *= _M2
+    h ^= h >> _S
+    return h
+
+
+def _offsets(chunk: pa.Array) -> np.ndarray:
+    width = np.int64 if pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type) else np.int32
+    return np.frombuffer(chunk.buffers()[1], dtype=width, count=len(chunk) + 1,
+                         offset=chunk.offset * np.dtype(width).itemsize)
+
+
+def _hash_chunk(chunk: pa.Array) -> np.ndarray:
+    n = len(chunk)
+    offsets = _offsets(chunk)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    lengths = np.diff(offsets)
+    h = lengths.astype(np.uint64)
+    h *= _C
+    if hi == lo:
+        return fmix(h)
+    data = chunk.buffers()[2]
+    # the text plus 8 zero bytes, so that an 8-byte read at any string start stays inside
+    padded = np.zeros(hi - lo + 8, dtype=np.uint8)
+    padded[: hi - lo] = np.frombuffer(data, dtype=np.uint8, count=hi)[lo:]
+    # word i = the 8 bytes starting at byte i (unaligned, overlapping: a strided view, no copy)
+    words = np.ndarray(shape=(hi - lo + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    starts = offsets[:-1] - lo
+    rows = None  # None: every row still has bytes at this word
+    for k in range(0, int(lengths.max()), 8):
+        if rows is not None:
+            rows = rows[lengths[rows] > k]
+        elif int(lengths.min()) <= k:
+            rows = np.flatnonzero(lengths > k)
+        w = words[starts + k] if rows is None else words[starts[rows] + k]
+        if int(lengths.min() if rows is None else lengths[rows].min()) < k + 8:
+            # keep only the string's own bytes of its last word
+            w &= _MASKS[np.minimum(lengths - k if rows is None else lengths[rows] - k, 8)]
+        if rows is None:
+            h = fmix(h) ^ w if k else h ^ w
+        else:
+            h[rows] = (fmix(h[rows]) if k else h[rows]) ^ w
+    del words, padded
+    return fmix(h) if n else h
+
+
+def id_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """uint64 hash of each string of a null-free string column (formula in the module docstring)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    out = [_hash_chunk(c.slice(i, _SLICE)) for c in chunks for i in range(0, len(c), _SLICE)]
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.uint64)
+
+
+def grouped_id_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """:func:`id_hash` of each string, hashing each run of equal neighbours once: a column
+    grouped by value (a run file sorted by query) costs one string comparison per row."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(arr)
+    if n < 2:
+        return id_hash(arr)
+    differs = call_function("not_equal", [arr.slice(1), arr.slice(0, n - 1)])
+    bits = np.unpackbits(np.frombuffer(differs.buffers()[1], dtype=np.uint8), count=n - 1 + differs.offset,
+                         bitorder="little")[differs.offset:]
+    heads = np.flatnonzero(np.r_[True, bits.view(bool)])
+    if len(heads) > n // 4:  # not grouped: hash every row
+        return id_hash(arr)
+    return np.repeat(id_hash(take(arr, heads)), np.diff(np.r_[heads, n]))
+
+
+def pair_keys(query_code: np.ndarray, doc_hash: np.ndarray, n_queries: int) -> np.ndarray:
+    """One uint64 per (query number, doc hash): the query number in the high bits, the doc
+    hash's top bits below it, so that sorted keys are grouped by query (a binary search for
+    the rows of one query stays in one small region). Equal pairs give equal keys."""
+    qbits = max(1, int(n_queries - 1).bit_length())
+    return (query_code.astype(np.uint64) << np.uint64(64 - qbits)) | (doc_hash >> np.uint64(qbits))
+
+
+def same_strings(a: pa.Array, b: pa.Array) -> bool:
+    """True when two string arrays of one length hold the same strings row by row (compared
+    on their offsets and bytes: no kernel, no Python object per row)."""
+    if len(a) != len(b):
+        return False
+    if not len(a):
+        return True
+    oa, ob = _offsets(a), _offsets(b)
+    if not np.array_equal(np.diff(oa), np.diff(ob)):
+        return False
+    ra = np.frombuffer(a.buffers()[2], dtype=np.uint8, count=int(oa[-1]))[int(oa[0]):] if oa[-1] > oa[0] else b""
+    rb = np.frombuffer(b.buffers()[2], dtype=np.uint8, count=int(ob[-1]))[int(ob[0]):] if ob[-1] > ob[0] else b""
+    return bool(np.array_equal(ra, rb)) if len(ra) else len(rb) == 0
+
+
+class KeyTable:
+    """uint64 keys without repeats, prepared for :meth:`find` (built once, searched often).
+
+    A byte map indexed by the keys' low bits (about 8 slots per key) first drops most probed
+    keys that are not in the table (most run rows are unjudged); the rest are found by a
+    binary search in the sorted keys. With :func:`pair_keys` and probes grouped by query,
+    successive searches end in the same small region of the table (cache hits; a hash set of
+    millions of keys misses the cache on almost every probe)."""
+
+    def __init__(self, table: np.ndarray):
+        self.n = len(table)
+        bits = min(max(10, (8 * self.n).bit_length()), 27)
+        self.low = np.uint64((1 << bits) - 1)
+        self.seen = np.zeros(1 << bits, dtype=bool)
+        self.seen[(table & self.low).astype(np.intp)] = True
+        self.order = np.argsort(table, kind="stable")
+        self.ordered = table[self.order]
+
+    def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, at)``: the positions in ``keys`` whose value is in the table, and where
+        (its position in the array the table was built from)."""
+        if not self.n or not len(keys):
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+        maybe = np.flatnonzero(self.seen[(keys & self.low).astype(np.intp)])
+        wanted = keys[maybe]
+        at = np.searchsorted(self.ordered, wanted)
+        np.minimum(at, self.n - 1, out=at)
+        hit = self.ordered[at] == wanted
+        return maybe[hit], self.order[at[hit]]
+
+
+def find_keys(keys: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, at)``: the positions in ``keys`` whose value is in ``table`` (uint64 arrays,
+    ``table`` without repeats) and where in ``table`` (:class:`KeyTable`)."""
+    return KeyTable(table).find(keys)
