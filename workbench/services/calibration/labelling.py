@@ -31,6 +31,8 @@ from workbench.core.calibration.routing import annotator_identity
 from workbench.services import visibility
 from workbench.services.calibration import pending
 from workbench.services.calibration import routing
+from workbench.services.calibration.pending import checked_guidelines
+from workbench.store import calibration_routing as routes
 
 GRADES = (0, 1, 2, 3)
 ACTIONS = ("label", "skip", "cant_judge")
@@ -41,7 +43,6 @@ IN_FORCE = "in force"
 
 def _guidelines_in_force(cur, sample: str) -> str | None:
     """The SHA-256 of ``sample``'s guidelines as ``cur`` sees them (None: it has none)."""
-    from workbench.store import calibration_routing as routes
 
     record = routes.read_guidelines(cur, sample)
     return None if record is None else record["sha256"]
@@ -346,7 +347,6 @@ def store_accepted(db: Database, answer: dict) -> int | None:
     sample, action, answer_id = answer["sample"], answer["action"], answer["id"]
     # the guidelines the card showed when the answer was given (kept with it); an answer kept
     # by an older version has none recorded: those in force now
-    from workbench.services.calibration.pending import checked_guidelines
 
     shown = checked_guidelines(answer["guidelines_sha256"]) if "guidelines_sha256" in answer else IN_FORCE
     if action == "undo":

@@ -51,6 +51,10 @@ from workbench.services.evaluation.ppi import score_values
 from workbench.store import calibration as store
 import numpy as np
 import pyarrow as pa
+from workbench.services.calibration.reference import reference_labels
+from workbench.services.qrels.answerability import unanswerable_ids
+from workbench.store.pools import read_pool
+from workbench.store.runs import read_run_info
 
 NO_SAMPLE = ("no query-design calibration sample: draw one with {command:calibrate sample --pool POOL "
              "--design queries --queries N}, then grade every pair of its queries on the Label page")
@@ -112,7 +116,6 @@ def _query_sample(db, sample: str | None) -> dict:
 def sample_status(db, sample: str | None = None) -> QuerySampleStatus | None:
     """The newest (or named) query-design sample's progress; None when there is none. Counts
     only, no grade: any role may read it (the Evaluate and Label pages show it)."""
-    from workbench.services.calibration.reference import reference_labels
 
     try:
         info = _query_sample(db, sample)
@@ -130,7 +133,6 @@ def sample_status(db, sample: str | None = None) -> QuerySampleStatus | None:
 
 
 def _scope(db, pool: dict, runs: Sequence[str], level: str | None, chunking: str | None) -> tuple[str, str | None]:
-    from workbench.store.runs import read_run_info
 
     info = read_run_info(db, list(runs))
     unknown = [r for r in runs if r not in set(info["name"])]
@@ -197,8 +199,6 @@ def corrected_values(db, runs: Sequence[str], measures: Sequence[str], *, sample
     """Per-query values of the stored ``runs`` on one judge configuration's and the SMEs' labels
     (module docstring), with the sample's status, the level scored at, the configuration and the
     unanswerable queries left out."""
-    from workbench.services.calibration.reference import reference_labels
-    from workbench.store.pools import read_pool
 
     visibility.require_read("judge_output")
     visibility.require_read("others_labels")
@@ -215,7 +215,6 @@ def corrected_values(db, runs: Sequence[str], measures: Sequence[str], *, sample
                          f"labelled; {what} (grade every pair of a query on the Label page)")
     pool = read_pool(db, info["pool"])
     level, chunking = _scope(db, pool, runs, level, chunking)
-    from workbench.services.qrels.answerability import unanswerable_ids
 
     config = judge_configuration(db, info["pool"], judge)
     unanswerable = set(map(str, unanswerable_ids(db)))

@@ -61,6 +61,7 @@ from workbench.store.pools import count_pool_pairs_judged
 from workbench.store.runs import read_run_info
 from workbench.store.runs import read_run_rows
 from workbench.store.synthetic_queries import synthetic_query_ids
+from workbench.services.qrels import summary
 
 CONFIDENCE = 0.95
 
@@ -96,7 +97,6 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
     if source == "llm":
         visibility.require_read("judge_output")
 
-    from workbench.services.qrels import summary
 
     # the qrels evaluation scores against and the export writes: without unanswerable queries
     made: dict = {}  # (level, chunking, source) -> the rule's qrels, each built once per call

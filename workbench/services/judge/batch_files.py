@@ -41,6 +41,10 @@ from workbench.core.formats.lines import load_json_line
 from workbench.core.formats.lines import split_lines
 from workbench.errors import render_text
 from workbench.llm import batch as api
+from workbench.llm.client import Capabilities
+from workbench.llm.client import ClientConfig
+from workbench.llm.client import JudgeClient
+from workbench.llm.client import ServerProblem
 
 FILE_FORMATS = {"auto": "json_schema", "json_schema": "json_schema", "json_object": "json_object+schema",
                 "text": "text"}
@@ -81,7 +85,6 @@ def file_spec(spec: JudgeSpec, fmt: str | None = None) -> JudgeSpec:
 
 def file_format(spec: JudgeSpec) -> str:
     """The request format of a new job's file (module doc): forced, probed, or ``json_schema``."""
-    from workbench.llm.client import ClientConfig, JudgeClient, ServerProblem
 
     if spec.output == "single_token":
         return "text"
@@ -106,7 +109,6 @@ def file_format(spec: JudgeSpec) -> str:
 
 
 def _client(spec: JudgeSpec):
-    from workbench.llm.client import Capabilities, ClientConfig, JudgeClient
 
     client = JudgeClient(ClientConfig(base_url=spec.base_url, model=spec.model,
                                       temperature=float(spec.settings["temperature"]),

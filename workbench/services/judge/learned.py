@@ -55,6 +55,8 @@ from workbench.retrieval.bm25 import make_tokenizer
 from workbench.retrieval.bm25 import tokenize_ids
 from workbench.services.calibration import verdicts
 from workbench.services.calibration.samples import tuning_pairs
+from workbench.errors import ConfigError
+from workbench.services.judge import learned_dense
 
 JUDGE = "learned"
 BLOCK = 5000
@@ -211,8 +213,6 @@ def pool_features(db: Database, pool: str, level: str, sources: list[str], names
     (:mod:`workbench.core.judging.learned`). ``names``: a short name per source configuration.
     ``info`` (when given) receives ``dense``: the encoder's cache key and where the cosines came
     from, or ``dense_skipped``: why the cosine is left out."""
-    from workbench.errors import ConfigError
-    from workbench.services.judge import learned_dense
 
     info = {} if info is None else info
     spans = store.pool_pair_spans(db, pool, level)

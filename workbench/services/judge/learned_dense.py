@@ -36,6 +36,8 @@ from workbench.retrieval import dense as dense_mod
 from workbench.store import learned_judge as store
 from workbench.store.database import Database
 from workbench.store.embeddings import read_embeddings_of, write_embeddings
+from workbench.services.retrieval.runs import default_dense_backend
+from workbench.services.retrieval.runs import dense_cache_key
 
 #: Cache namespaces (the ``chunking`` column of ``embeddings``): not chunking names, which must
 #: start with a letter or digit (:mod:`workbench.core.formats.names`).
@@ -72,7 +74,6 @@ def choose_source(db: Database, pool: str, level: str, chunking: str | None, *, 
     """The encoder of the pool's first dense run (module docstring), else ``model`` (default:
     the default dense model) on the default backend; ``encoder``: a caller's loaded encoder
     (its vectors are cached under ``model``'s torch key, as ``retrieve dense`` does)."""
-    from workbench.services.retrieval.runs import dense_cache_key, default_dense_backend
 
     runs = [(name, p) for name, p in store.pool_dense_runs(db, pool)
             if level == "chunk" and p.get("chunking") == chunking]

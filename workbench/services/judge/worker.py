@@ -21,13 +21,13 @@ import sys
 from workbench.errors import ERROR_FILE_ENV, InputError, WorkbenchError, error_data
 from workbench.config import Settings
 from workbench.services.judge.request import JudgeRequest
+from dataclasses import asdict
 
 STOPPED_EXIT = 6
 
 
 def payload(request, settings) -> str:
     """What :func:`main` reads: the request and the settings as JSON."""
-    from dataclasses import asdict
 
     return json.dumps({"request": asdict(request), "settings": {s: dict(e) for s, e in settings.values.items()}})
 

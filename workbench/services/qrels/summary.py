@@ -18,6 +18,16 @@ from dataclasses import dataclass
 from workbench.core.qrels_policy import QrelsPolicy
 from workbench.services import visibility
 from workbench.store.database import Database
+from workbench.services.qrels.answerability import unanswerable_ids
+from workbench.services.qrels.rule import ProjectQrels
+from workbench.services.qrels.rule import default_policy
+from workbench.services.qrels.rule import judge_configuration_states
+from workbench.store.qrels_counts import count_doc_pool_pairs_labelled
+from workbench.store.qrels_counts import doc_qrels_counts
+from workbench.store.qrels_counts import doc_qrels_lines
+from workbench.store.qrels_labels import count_labelled_spans
+from workbench.store.synthetic_queries import synthetic_query_ids
+import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -53,7 +63,6 @@ class DocSummary:
     def fingerprint(self) -> str:
         """:attr:`ProjectQrels.fingerprint` of these qrels, hashed over lines DuckDB writes (read
         on demand: it orders every row)."""
-        from workbench.store.qrels_counts import doc_qrels_lines
 
         adm, pol = self.admission, self.admission.policy
         h = hashlib.sha256()
@@ -67,9 +76,6 @@ class DocSummary:
 def admission(db: Database, source: str, settings, policy: QrelsPolicy | None = None) -> Admission | None:
     """The admission of ``source`` under ``policy`` (None: the settings'; module docstring),
     None where the SQL does not model it."""
-    from workbench.services.qrels.rule import default_policy, judge_configuration_states
-    from workbench.store.qrels_labels import count_labelled_spans
-    from workbench.store.synthetic_queries import synthetic_query_ids
 
     if visibility.limited():
         return None
@@ -96,9 +102,6 @@ def doc_summary(db: Database, *, source: str = "merged", settings=None, policy: 
     document pools whose pairs with an admitted label, and with a person's, are counted in the
     same query (``DocSummary.pools``: ``{pool: (labelled, by people)}``; for ``merged`` these
     are the pairs of its qrels and of the ``human`` source's)."""
-    from workbench.services.qrels.answerability import unanswerable_ids
-    from workbench.services.qrels.rule import ProjectQrels
-    from workbench.store.qrels_counts import doc_qrels_counts
 
     if settings is None:
         from workbench.config import load_settings
@@ -130,13 +133,11 @@ def doc_summary(db: Database, *, source: str = "merged", settings=None, policy: 
 
 def doc_pool_labelled(db: Database, pool: str, adm: Admission) -> int:
     """Pairs of the document pool ``pool`` with a label admitted by ``adm`` (its qrels rows)."""
-    from workbench.store.qrels_counts import count_doc_pool_pairs_labelled
 
     return count_doc_pool_pairs_labelled(db, pool, tiers=adm.tiers, llm_configs=adm.llm_configs,
                                          without_queries=adm.without_queries)
 
 
 def _empty():
-    import pandas as pd
 
     return pd.DataFrame({"query_id": [], "item_id": [], "grade": [], "tier": [], "assessors": []})

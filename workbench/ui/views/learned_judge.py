@@ -16,6 +16,8 @@ import streamlit as st
 from workbench.errors import WorkbenchError
 from workbench.ui import auth, context
 from workbench.ui.words import Field
+from workbench.services.judge.learned import DenseOptions
+from workbench.services.judge.learned import learn
 
 FIELDS = {"--from": Field("Source judges", "choice"), "--seed": Field("Seed", "number")}
 RULES = {"targets": "meets the gate's TPR and TNR targets (cross-validated), with the largest κ among those",
@@ -51,7 +53,6 @@ def render_box(sample: str, judges) -> None:
 
 
 def _learn(sample: str, sources: list[str], seed: int, dense: bool) -> None:
-    from workbench.services.judge.learned import DenseOptions, learn
 
     if not sources:
         st.warning("Pick at least one source judge.")

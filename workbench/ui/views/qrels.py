@@ -20,6 +20,7 @@ from workbench.ui.words import LABEL_SOURCE_WORDS, Field, binarising_note, qrels
 from workbench.services import visibility
 from workbench.services.chunking import list_chunkings
 from workbench.services.evaluation import views as ev
+from workbench.services.project.lifecycle import open_project
 
 FORMATS = {"TREC qrels": "trec", "BEIR (TSV)": "beir", "JSON lines (one query a line)": "jsonl",
            "Span judgments (JSON lines)": "spans"}
@@ -129,9 +130,6 @@ def _file(path, fmt: str, level: str, chunking: str | None, source: str, actor=N
     opened and closed here: it runs on Streamlit's download thread, outside the page run, where
     the services see no signed-in person; so the page's ``actor`` is checked here: one who may
     read label files and every label (a lead or viewer), whose file is the unrestricted one."""
-    from workbench.services import visibility
-    from workbench.services.evaluation import views as ev
-    from workbench.services.project.lifecycle import open_project
 
     if actor is not None:  # label-file readers read every label (services.visibility.READS)
         visibility.require_read("label_files", actor)

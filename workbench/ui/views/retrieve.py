@@ -603,7 +603,6 @@ def _notes(summary) -> str:
 
 def _checked(request, fields: dict):
     """``request.check()``, or None with its refusal shown as a sentence in the page's words."""
-    from workbench.ui.words import page_message
 
     try:
         return request.check()
