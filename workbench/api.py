@@ -31,6 +31,9 @@ command does without flags.
 
 from __future__ import annotations
 
+import functools
+import inspect
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -38,14 +41,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from workbench.errors import ConfigError, InputError, WorkbenchError, render_text
 from workbench.services.judge.request import OPTIONS as JUDGE_OPTIONS
-from workbench.services.judge.request import field_arguments, keywords_doc
-from workbench.services.judge.request import from_keywords
-from workbench.services.retrieval.registry import RETRIEVERS
-from workbench.services.retrieval.registry import make_options
-from workbench.services.retrieval.registry import run_retriever
-import functools
-import inspect
-import re
+from workbench.services.judge.request import field_arguments, from_keywords, keywords_doc
+from workbench.services.retrieval.registry import RETRIEVERS, make_options, run_retriever
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -418,7 +415,6 @@ class Project:
         at ``level`` (at document level a chunk run ranks each document by its best chunk),
         as ``evaluate`` scores it."""
         from workbench.services.evaluation.evaluate import stored_run
-
         from workbench.services.retrieval.runs import list_runs
 
         with self._db() as db:

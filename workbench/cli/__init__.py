@@ -25,8 +25,22 @@ Handler = Callable[[argparse.Namespace], int]
 # `handler` on its parsers. The list is explicit: a module that fails to import is an error,
 # never a command that silently disappears.
 from workbench.cli import (  # noqa: E402
-    calibrate, citations, compare, data, evaluation, harness, jobs, judge, labels, ppi, project, query_kinds,
-    rank_agreement, retrieval, stages, sweep,
+    calibrate,
+    citations,
+    compare,
+    data,
+    evaluation,
+    harness,
+    jobs,
+    judge,
+    labels,
+    ppi,
+    project,
+    query_kinds,
+    rank_agreement,
+    retrieval,
+    stages,
+    sweep,
 )
 from workbench.cli.common import exit_codes_epilog
 

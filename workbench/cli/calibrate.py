@@ -157,9 +157,7 @@ def _options(args):
 
 
 def _report(args: argparse.Namespace) -> int:
-    from workbench.services.calibration.workflow import report
-
-    from workbench.services.calibration.workflow import query_places, throughput
+    from workbench.services.calibration.workflow import query_places, report, throughput
 
     with open_project_from_args(args) as db:
         body = report(db, args.sample, thresholds=_thresholds(args), options=_options(args), judge=args.judge)

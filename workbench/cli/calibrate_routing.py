@@ -18,8 +18,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.common import add_format_option, open_project_from_args, positive_int, print_json, settings_from_args
-from workbench.errors import ConfigError
-from workbench.errors import InputError
+from workbench.errors import ConfigError, InputError
 
 
 def _default_sample(db, given: str | None) -> str:

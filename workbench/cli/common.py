@@ -13,15 +13,13 @@ import argparse
 import functools
 import json
 import math
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import InputError, WorkbenchError, field_flag, render_text
-from workbench.errors import ERROR_FILE_ENV
-from workbench.errors import error_data
-import os
+from workbench.errors import ERROR_FILE_ENV, InputError, WorkbenchError, error_data, field_flag, render_text
 
 if TYPE_CHECKING:
     from workbench.config import Settings

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from workbench.cli.common import (
     add_format_option,
@@ -39,16 +40,15 @@ from workbench.cli.common import (
     add_stored_run_options,
     aligned,
     exit_codes_epilog,
+    names_option,
     number,
+    open_project_from_args,
     positive_int,
     print_json,
+    settings_from_args,
     wrapped,
 )
-from workbench.cli.common import names_option
-from workbench.cli.common import open_project_from_args
-from workbench.cli.common import settings_from_args
 from workbench.errors import ConfigError
-import sys
 
 DEFAULT_RESAMPLES = 10_000
 #: the paired tests of :data:`workbench.core.metrics.significance.TESTS`, listed here so that building

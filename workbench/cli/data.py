@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.common import progress_bar, settings_from_args
-from workbench.cli.common import cli_text
+from workbench.cli.common import cli_text, progress_bar, settings_from_args
 
 _KIND_HELP = {
     "corpus": "documents: BEIR/JSONL, a folder of .txt/.md files, or SMART (Cranfield)",
@@ -47,8 +46,8 @@ def _import_judgments(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from workbench.services.qrels.export import export_qrels
     from workbench.services.project.lifecycle import open_project
+    from workbench.services.qrels.export import export_qrels
     from workbench.services.qrels.rule import default_policy
 
     settings = settings_from_args(args)
@@ -63,8 +62,8 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _export_run(args: argparse.Namespace) -> int:
-    from workbench.services.qrels.export import export_run
     from workbench.services.project.lifecycle import open_project
+    from workbench.services.qrels.export import export_run
 
     with open_project(settings_from_args(args).db_path) as db:
         result = export_run(db, args.name, args.out, force=args.force)
@@ -107,8 +106,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     from workbench.core.formats import (
         EXPORT_FORMATS,
         EXPORT_LEVELS,
-        LABEL_SOURCES,
         IMPORT_FORMATS,
+        LABEL_SOURCES,
     )
 
     p = sub.add_parser("import", help="import a corpus, queries, qrels or a run (all or nothing)")

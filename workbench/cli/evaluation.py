@@ -26,22 +26,22 @@ excludes is ``null``.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from workbench.cli.common import (
     add_format_option,
     add_measure_options,
     add_stored_run_options,
     exit_codes_epilog,
+    names_option,
     number,
+    open_project_from_args,
     print_json,
+    settings_from_args,
     wrapped,
 )
-from workbench.cli.common import names_option
-from workbench.cli.common import open_project_from_args
-from workbench.cli.common import settings_from_args
 from workbench.cli.ppi import ppi_table
 from workbench.errors import ConfigError
-import sys
 
 CONVENTIONS = """\
 conventions:

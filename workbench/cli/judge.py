@@ -13,8 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.cli.common import add_progress_option, settings_from_args
-from workbench.cli.common import cli_text
+from workbench.cli.common import add_progress_option, cli_text, settings_from_args
 from workbench.errors import InputError
 
 STOPPED_EXIT = 6

@@ -16,15 +16,21 @@ bad input (an unknown run, a malformed ``--runs``, a malformed roles field).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from workbench.cli.common import (
-    add_format_option, exit_codes_epilog, names_option, number, open_project_from_args, positive_int,
-    print_json, settings_from_args, wrapped,
+    add_format_option,
+    exit_codes_epilog,
+    names_option,
+    number,
+    open_project_from_args,
+    positive_int,
+    print_json,
+    settings_from_args,
+    wrapped,
 )
-from workbench.errors import ConfigError
-from workbench.errors import WorkbenchError
-import math
+from workbench.errors import ConfigError, WorkbenchError
 
 
 def _file_bytes(path: str) -> bytes:

@@ -7,19 +7,19 @@
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 
 from workbench.cli.common import (
     add_format_option,
     exit_codes_epilog,
+    names_option,
+    number,
+    open_project_from_args,
     print_json,
+    settings_from_args,
     wrapped,
 )
-from workbench.cli.common import names_option
-from workbench.cli.common import number
-from workbench.cli.common import open_project_from_args
-from workbench.cli.common import settings_from_args
-import math
-import sys
 
 JSON_KEYS = ("measure", "n_runs", "tau", "tau_ap", "ranking_human", "ranking_judge")
 

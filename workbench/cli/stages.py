@@ -30,19 +30,19 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from workbench.cli.common import (
     add_format_option,
     add_measure_options,
     aligned,
     exit_codes_epilog,
+    open_project_from_args,
     print_json,
+    settings_from_args,
     wrapped,
 )
 from workbench.errors import ConfigError
-from workbench.cli.common import open_project_from_args
-from workbench.cli.common import settings_from_args
-import sys
 
 
 def _split_top_level(text: str) -> list[str]:

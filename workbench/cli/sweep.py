@@ -10,20 +10,20 @@ reason on stderr. ``--slices BASE,OTHER`` adds a ``"slices"`` key.
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 
 from workbench.cli.common import (
     add_format_option,
     add_progress_option,
     exit_codes_epilog,
+    number,
+    open_project_from_args,
+    print_json,
+    progress_from_args,
     wrapped,
 )
-from workbench.cli.common import number
-from workbench.cli.common import open_project_from_args
-from workbench.cli.common import print_json
-from workbench.cli.common import progress_from_args
 from workbench.errors import InputError
-import math
-import sys
 
 
 def _cell_key(text: str) -> tuple[str, str]:

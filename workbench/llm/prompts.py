@@ -37,12 +37,11 @@ import hashlib
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from workbench.errors import ConfigError, InputError
 from workbench.resources import PROMPTS_DIR
-from dataclasses import replace
 
 OUTPUTS = ("reason_grade", "binary", "single_token")
 SLOTS = ("query", "description", "passage")

@@ -26,17 +26,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from workbench.errors import ConfigError, WorkbenchError
-from urllib.parse import urlsplit
-import re
-import sys
 
 ROLES = ("annotator", "lead", "viewer")
 AUTH_MODES = ("none", "password", "oidc")

@@ -21,13 +21,12 @@ import pandas as pd
 from workbench.config import DEFAULTS
 from workbench.errors import StoreError
 from workbench.services import visibility
+from workbench.services.pooling.pools import pool_labels, pool_preview
 from workbench.store.calibration import judgment_notes
 from workbench.store.corpus import read_documents, read_queries
 from workbench.store.database import Database
 from workbench.store.judgments import count_labels as store_count_labels
 from workbench.store.judgments import label_counts_by_query, label_values, read_labels
-from workbench.services.pooling.pools import pool_labels
-from workbench.services.pooling.pools import pool_preview
 from workbench.store.pools import read_pool
 
 LABEL_COLUMNS = ["judgment_id", "query_id", "doc_id", "title", "start", "end", "grade", "source",

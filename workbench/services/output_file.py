@@ -29,7 +29,6 @@ from pathlib import Path
 from workbench.errors import InputError
 from workbench.store.database import is_duckdb_file
 
-
 #: the names DuckDB keeps beside a database file D: D + suffix -> what it holds there and does with it
 DATABASE_SIBLINGS = {".wal": ("write-ahead log", "its next write replays and deletes it"),
                      ".tmp": ("folder for data spilled to disk", "it may write there at any time")}

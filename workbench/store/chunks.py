@@ -12,8 +12,8 @@ from workbench.store.database import (
     Database,
     id_frame,
     insert_frame,
-    one_row,
     join_frame,
+    one_row,
 )
 
 if TYPE_CHECKING:  # not imported at run time: pandas is most of the CLI's start-up time

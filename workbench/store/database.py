@@ -52,9 +52,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import duckdb
 
 from workbench.errors import StoreError, StoreLockedError, WorkbenchError, clip
-from workbench.store.migrations import EMPTY
-from workbench.store.migrations import FOREIGN
-from workbench.store.migrations import project_state
+from workbench.store.migrations import EMPTY, FOREIGN, project_state
 
 if TYPE_CHECKING:  # pandas is imported where a frame is built: it is most of the CLI's start-up time
     import pandas as pd

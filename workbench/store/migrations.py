@@ -14,6 +14,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
+
 from workbench.errors import StoreError
 
 

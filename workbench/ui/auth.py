@@ -29,22 +29,21 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import secrets
 import threading
 from pathlib import Path
+from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from workbench.config import load_settings
 from workbench.services import access, sessions
 from workbench.services.access import Actor
 from workbench.ui import session_routes
 from workbench.ui.project_path import served_project
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from streamlit.runtime.scriptrunner import get_script_run_ctx
-from urllib.parse import urlencode
-from urllib.parse import urlsplit
-import os
 
 _ACTOR_KEY = "_auth_actor"
 _TOKEN_KEY = "_auth_token"  # this page session's signed sign-in (the cookie's twin)

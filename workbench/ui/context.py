@@ -15,21 +15,20 @@ from __future__ import annotations
 
 import html
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
+from urllib.parse import unquote
 
 import streamlit as st
 
 from workbench.errors import WorkbenchError
-from workbench.services.project.lifecycle import open_project
+from workbench.services.project.lifecycle import init_project, open_project
 from workbench.ui import auth  # registers the page session as the services' actor
 from workbench.ui.project_path import served_project
-from urllib.parse import unquote
-from workbench.services.project.lifecycle import init_project
 from workbench.ui.words import page_message
-import time
 
 
 def db_path() -> Path:

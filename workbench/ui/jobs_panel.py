@@ -12,9 +12,9 @@ from __future__ import annotations
 import streamlit as st
 
 from workbench.errors import WorkbenchError
-from workbench.ui import context
 from workbench.services import jobs
 from workbench.services.jobs import in_background as rule
+from workbench.ui import context
 
 LIVE_SECONDS = 1.5
 _SEEN = "_jobs_active_seen"

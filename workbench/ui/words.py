@@ -23,9 +23,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from workbench.errors import WorkbenchError, placeholders
 from workbench.config import load_settings
-
+from workbench.errors import WorkbenchError, placeholders
 
 #: The "Labels" choice of the pages that read qrels (Qrels, Evaluate, Experiments): the page's words
 #: for each label source (:data:`workbench.core.formats.LABEL_SOURCES`), the policy first.

@@ -5,11 +5,11 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable
 from typing import Literal, overload
 
 from workbench.errors import InputError
-import sys
 
 Tick = Callable[[int], None]
 _TICK_EVERY = 5_000

@@ -56,9 +56,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from workbench.core.metrics.measures import Measure, parse_measures
-from workbench.core.metrics.kernels import RESIDUAL_SUFFIX, UNJUDGED_RESIDUAL_SUFFIX, compute
 from workbench.core.metrics.arrow_buffers import take
+from workbench.core.metrics.kernels import RESIDUAL_SUFFIX, UNJUDGED_RESIDUAL_SUFFIX, compute
+from workbench.core.metrics.measures import Measure, parse_measures
 from workbench.core.metrics.qrels_and_runs import Qrels, Run, qrels_from_dict
 from workbench.core.metrics.ranking import rank_run
 from workbench.core.metrics.readers import (

@@ -40,9 +40,8 @@ from typing import overload
 
 import numpy as np
 
-from workbench.core.metrics.measures import Measure, MeasureError
+from workbench.core.metrics.measures import REGISTRY, Measure, MeasureError
 from workbench.core.metrics.ranking import RankedLists, group_ranks
-from workbench.core.metrics.measures import REGISTRY
 
 
 class _Context:

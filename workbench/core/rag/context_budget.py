@@ -34,9 +34,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from workbench.core.documents.chunking import batch_unit_starts
 from workbench.core.documents.spans import span_coverage_table
 from workbench.errors import InputError
-from workbench.core.documents.chunking import batch_unit_starts
 
 __all__ = [
     "DEFAULT_BUDGETS",

@@ -24,14 +24,13 @@ from workbench.core.calibration import agreement as core_agreement
 from workbench.core.calibration.agreement import AgreementResult, agreement, worst_disagreements
 from workbench.core.calibration.gate import GateResult, GateThresholds, decide
 from workbench.core.calibration.sample import TUNING
-from workbench.services import access
+from workbench.services import access, visibility
+from workbench.services.calibration import verdicts
 from workbench.services.calibration.adjudication import sme_agreement
 from workbench.services.calibration.reference import ReportOptions, gated_part, reference_labels
 from workbench.services.calibration.samples import sample_info
 from workbench.store import calibration as store
 from workbench.store.database import Database
-from workbench.services import visibility
-from workbench.services.calibration import verdicts
 from workbench.store.judge_configs import few_shot_by_config
 
 

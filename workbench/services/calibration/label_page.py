@@ -16,13 +16,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workbench.core.calibration.label_order import open_in_order
 from workbench.errors import InputError, StoreError
+from workbench.services.calibration import pending, routing
 from workbench.services.calibration.labelling import IN_FORCE, checked_annotator, my_states, progress_of, store_accepted
 from workbench.store import calibration as store
 from workbench.store.database import WRITER_WAIT, Database
-from workbench.core.calibration.label_order import open_in_order
-from workbench.services.calibration import pending
-from workbench.services.calibration import routing
 
 
 def open_for_labelling(path: str | Path, *, wait: float | None = None, migrate: bool = False) -> Database:

@@ -21,18 +21,16 @@ import json
 
 import pandas as pd
 
-from workbench.errors import InputError
-from workbench.services import access
-from workbench.services.calibration.reference import ADJUDICATION
-from workbench.store import calibration as store
-from workbench.store.database import Database
 from workbench.core.calibration.query_place import query_places as places
 from workbench.core.calibration.routing import annotator_identity
-from workbench.services import visibility
-from workbench.services.calibration import pending
-from workbench.services.calibration import routing
+from workbench.errors import InputError
+from workbench.services import access, visibility
+from workbench.services.calibration import pending, routing
 from workbench.services.calibration.pending import checked_guidelines
+from workbench.services.calibration.reference import ADJUDICATION
+from workbench.store import calibration as store
 from workbench.store import calibration_routing as routes
+from workbench.store.database import Database
 
 GRADES = (0, 1, 2, 3)
 ACTIONS = ("label", "skip", "cant_judge")

@@ -30,10 +30,10 @@ import numpy as np
 from workbench.core.calibration import routing as core_routing
 from workbench.errors import InputError
 from workbench.services import access
+from workbench.services.calibration.reference import ADJUDICATION
 from workbench.store import calibration as store
 from workbench.store import calibration_routing as routes
 from workbench.store.database import Database
-from workbench.services.calibration.reference import ADJUDICATION
 
 
 def _id(name: str) -> str:

@@ -13,18 +13,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from workbench.core.calibration.sample import HOLDOUT, TUNING, SampleSpec, draw_sample
+from workbench.core.calibration.sample import (
+    HOLDOUT,
+    TUNING,
+    QuerySampleSpec,
+    SampleSpec,
+    draw_query_sample,
+    draw_sample,
+    water_fill,
+)
 from workbench.errors import InputError
 from workbench.services import access
+from workbench.services.calibration import verdicts
 from workbench.services.calibration.reference import reference_labels
 from workbench.store import calibration as store
 from workbench.store.database import Database
-from workbench.store.pools import read_pool
-from workbench.core.calibration.sample import QuerySampleSpec
-from workbench.core.calibration.sample import draw_query_sample
-from workbench.core.calibration.sample import water_fill
-from workbench.services.calibration import verdicts
-from workbench.store.pools import read_pools
+from workbench.store.pools import read_pool, read_pools
 
 
 def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: int = 0,

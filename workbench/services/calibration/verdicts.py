@@ -51,6 +51,7 @@ from workbench.core.calibration.gate import (
     PASS,
     GateResult,
     GateThresholds,
+    SliceDecision,
     decide,
     decide_slice,
     gate_on_labels,
@@ -66,11 +67,8 @@ from workbench.services.calibration.reference import (
 )
 from workbench.store import calibration as store
 from workbench.store import judge_configs
-from workbench.store.database import Database
-from workbench.core.calibration.gate import SliceDecision
-from workbench.store.database import StoreInterrupted
-from workbench.store.meta import read_meta
-from workbench.store.meta import set_meta
+from workbench.store.database import Database, StoreInterrupted
+from workbench.store.meta import read_meta, set_meta
 
 #: A configuration's state over all samples, best first: ``passed`` (a current pass on some
 #: sample), ``failed``, ``inconclusive``, ``not gated`` (graded, never gated).

@@ -13,22 +13,19 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
+from workbench.core.formats.lines import decode_utf8, read_json_objects
+from workbench.core.metrics.qrels_and_runs import Qrels, Run
 from workbench.core.rag import abstention as core
 from workbench.errors import ConfigError, InputError, clip
 from workbench.services import access
 from workbench.services.qrels.answerability import query_answerability, unanswerable_ids
+from workbench.services.qrels.export import qrels_table
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
-from workbench.core.formats.lines import decode_utf8
-from workbench.core.formats.lines import read_json_objects
-from workbench.core.metrics.qrels_and_runs import Qrels
-from workbench.core.metrics.qrels_and_runs import Run
-from workbench.services.qrels.export import qrels_table
-from workbench.store.runs import read_run_info
-from workbench.store.runs import read_run_rows
+from workbench.store.runs import read_run_info, read_run_rows
 from workbench.store.synthetic_queries import synthetic_query_ids
-import pyarrow as pa
 
 
 @dataclass(frozen=True)

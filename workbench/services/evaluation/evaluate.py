@@ -18,15 +18,14 @@ or a :class:`~workbench.errors.ConfigError` (bad option, exit code 2), naming th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.core.formats import LABEL_SOURCES
+from workbench.core.metrics.measures import parse_measures
 from workbench.errors import ConfigError, InputError, clip
 from workbench.services import access
-from dataclasses import replace
-from workbench.core.metrics.measures import parse_measures
 
 if TYPE_CHECKING:
     from workbench.core.metrics.comparison import Comparison
@@ -343,8 +342,8 @@ def evaluate_project(
     import pandas as pd
 
     from workbench.core.metrics.evaluation import evaluate
-    from workbench.services.qrels.answerability import unanswerable_ids, without_unanswerable
     from workbench.services.coverage import coverage_notes
+    from workbench.services.qrels.answerability import unanswerable_ids, without_unanswerable
     from workbench.services.qrels.rule import project_qrels
     from workbench.store.runs import read_run_info
 

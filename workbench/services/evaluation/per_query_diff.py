@@ -25,9 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.errors import ConfigError
-from workbench.services.evaluation.evaluate import evaluate_files
-from workbench.services.evaluation.evaluate import run_names
-from workbench.services.evaluation.evaluate import stored_run
+from workbench.services.evaluation.evaluate import evaluate_files, run_names, stored_run
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbench.errors import ConfigError, InputError, clip
 from workbench.core.metrics.measures import parse_measures
+from workbench.errors import ConfigError, InputError, clip
 from workbench.services.evaluation.evaluate import run_names
 
 if TYPE_CHECKING:

@@ -38,21 +38,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
+from workbench.core.metrics.qrels_and_runs import Qrels
 from workbench.errors import ConfigError, InputError, clip
 from workbench.services import visibility
-from workbench.services.evaluation.ppi import MIN_PILOT, PerQueryValues, PlanReport, PPIReport, estimate, plan
-from workbench.core.metrics.qrels_and_runs import Qrels
 from workbench.services.calibration import verdicts
-from workbench.services.evaluation.evaluate import check_measures
-from workbench.services.evaluation.evaluate import stored_run
-from workbench.services.evaluation.ppi import score_values
-from workbench.store import calibration as store
-import numpy as np
-import pyarrow as pa
 from workbench.services.calibration.reference import reference_labels
+from workbench.services.evaluation.evaluate import check_measures, stored_run
+from workbench.services.evaluation.ppi import (
+    MIN_PILOT,
+    PerQueryValues,
+    PlanReport,
+    PPIReport,
+    estimate,
+    plan,
+    score_values,
+)
 from workbench.services.qrels.answerability import unanswerable_ids
+from workbench.store import calibration as store
 from workbench.store.pools import read_pool
 from workbench.store.runs import read_run_info
 

@@ -23,10 +23,8 @@ from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError
 from workbench.resources import DEMO_DIR
 from workbench.services import access
-from workbench.services.evaluation import abstention
+from workbench.services.evaluation import abstention, rbac, trajectories
 from workbench.services.qrels import answerability
-from workbench.services.evaluation import rbac
-from workbench.services.evaluation import trajectories
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
 from workbench.store.runs import read_run_rows, run_exists, set_run_scope, stored_run, write_run

@@ -13,11 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbench.core.metrics.measures import parse_measures
 from workbench.core.metrics.stages import Lift, StageReport, stage_lift, stage_report
 from workbench.errors import ConfigError
-from workbench.core.metrics.measures import parse_measures
-from workbench.services.evaluation.evaluate import evaluate_files
-from workbench.services.evaluation.evaluate import evaluate_project
+from workbench.services.evaluation.evaluate import evaluate_files, evaluate_project
 
 
 @dataclass(frozen=True)

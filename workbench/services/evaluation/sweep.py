@@ -50,49 +50,35 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from workbench.core.documents.chunking import ChunkingError, ChunkingSpec
+from workbench.core.documents.spans import overlapping_pairs
+from workbench.core.formats.names import check_name
+from workbench.core.metrics.pareto import percentile_latency
+from workbench.core.metrics.significance import paired_test
 from workbench.core.rag.context_budget import (
     DEFAULT_BUDGETS,
     budgeted_coverage,
     mean_coverage,
     token_start_table,
 )
-from workbench.core.metrics.pareto import percentile_latency
 from workbench.errors import ConfigError, InputError
-from workbench.services.progress import ProgressFactory, no_progress
-from workbench.services.retrieval.registry import RETRIEVERS as REGISTRY
-from workbench.services.retrieval.registry import sweep_retrievers
-from workbench.services.retrieval.runs import Workspace
-from workbench.store.database import Database
-from workbench.core.documents.chunking import ChunkingError
-from workbench.core.documents.chunking import ChunkingSpec
-from workbench.core.documents.spans import overlapping_pairs
-from workbench.core.formats.names import check_name
-from workbench.core.metrics.significance import paired_test
 from workbench.retrieval import dense as dense_mod
-from workbench.services.chunking import DEFAULT_SIZE
-from workbench.services.chunking import create_chunking
-from workbench.services.chunking import list_chunkings
-from workbench.services.evaluation.evaluate import LABELS
-from workbench.services.evaluation.evaluate import check_measures
-from workbench.services.evaluation.evaluate import evaluate_project
-from workbench.services.pooling.pools import add_runs
-from workbench.services.pooling.pools import build_pool
+from workbench.services.chunking import DEFAULT_SIZE, create_chunking, list_chunkings
+from workbench.services.evaluation.evaluate import LABELS, check_measures, evaluate_project
+from workbench.services.pooling.pools import add_runs, build_pool
+from workbench.services.progress import ProgressFactory, no_progress
 from workbench.services.qrels.rule import admitted_spans
-from workbench.services.retrieval.registry import make_options
-from workbench.services.retrieval.registry import run_retriever
-from workbench.services.retrieval.runs import default_dense_backend
-from workbench.services.retrieval.runs import dense_cache_key
-from workbench.services.retrieval.runs import load_dense_encoder
+from workbench.services.retrieval.registry import RETRIEVERS as REGISTRY
+from workbench.services.retrieval.registry import make_options, run_retriever, sweep_retrievers
+from workbench.services.retrieval.runs import Workspace, default_dense_backend, dense_cache_key, load_dense_encoder
 from workbench.store.chunks import read_chunks
-from workbench.store.corpus import read_documents
-from workbench.store.corpus import read_queries
-from workbench.store.embeddings import read_embeddings
-from workbench.store.embeddings import write_embeddings
+from workbench.store.corpus import read_documents, read_queries
+from workbench.store.database import Database
+from workbench.store.embeddings import read_embeddings, write_embeddings
 from workbench.store.latencies import read_latencies
 from workbench.store.pools import read_pool
 from workbench.store.qrels_labels import labelled_spans
-from workbench.store.runs import read_run_rows
-from workbench.store.runs import run_exists
+from workbench.store.runs import read_run_rows, run_exists
 
 RETRIEVERS = REGISTRY  # name -> registry entry; a sweep runs those with ``sweep`` set
 JUDGED_K = 10

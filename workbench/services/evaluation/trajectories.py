@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.core.rag import trajectories as core
 from workbench.errors import InputError, clip
 from workbench.services import access
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
-from workbench.core.formats.lines import decode_utf8
-from workbench.core.formats.lines import read_json_objects
 
 
 def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:

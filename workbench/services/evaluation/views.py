@@ -33,35 +33,30 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.errors import InputError, WorkbenchError
-from workbench.services import visibility
-from workbench.store.database import Database
 from workbench.core.metrics.comparison import compare_runs
 from workbench.core.metrics.distribution import summarize
 from workbench.core.metrics.significance import bootstrap_ci
 from workbench.core.metrics.stages import stage_lift as lift
 from workbench.core.metrics.stages import stage_report as report
 from workbench.core.pooling.diagnostics import judged_at_k
+from workbench.errors import InputError, WorkbenchError
+from workbench.services import visibility
 from workbench.services.evaluation.evaluate import evaluate_project
 from workbench.services.evaluation.evaluate import stored_evaluations as stored
 from workbench.services.evaluation.per_query_diff import stored_per_query_diff
 from workbench.services.evaluation.rank_agreement import rank_agreement as agreement
-from workbench.services.pooling.pools import add_runs
-from workbench.services.pooling.pools import list_pools
-from workbench.services.pooling.pools import pool_pairs
+from workbench.services.pooling.pools import add_runs, list_pools, pool_pairs
+from workbench.services.qrels import summary
 from workbench.services.qrels.answerability import without_unanswerable
 from workbench.services.qrels.export import export_qrels
-from workbench.services.qrels.rule import default_policy
-from workbench.services.qrels.rule import project_qrels
+from workbench.services.qrels.rule import default_policy, project_qrels
 from workbench.services.retrieval.latency import latency_summary
 from workbench.services.tags import query_tags
 from workbench.store.corpus import query_texts
-from workbench.store.pools import count_pool_pairs_among
-from workbench.store.pools import count_pool_pairs_judged
-from workbench.store.runs import read_run_info
-from workbench.store.runs import read_run_rows
+from workbench.store.database import Database
+from workbench.store.pools import count_pool_pairs_among, count_pool_pairs_judged
+from workbench.store.runs import read_run_info, read_run_rows
 from workbench.store.synthetic_queries import synthetic_query_ids
-from workbench.services.qrels import summary
 
 CONFIDENCE = 0.95
 

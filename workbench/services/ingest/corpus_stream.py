@@ -17,6 +17,7 @@ result, or the same one-line ``file:line`` error, as before, so every rule of
 from __future__ import annotations
 
 import hashlib
+import json
 import stat
 from pathlib import Path
 
@@ -31,7 +32,6 @@ from workbench.services.progress import ProgressFactory, no_progress
 from workbench.store.chunks import chunking_definitions
 from workbench.store.corpus_load import LoadDeclined, has_documents, load_jsonl_documents
 from workbench.store.database import Database
-import json
 
 BLOCK = 1 << 20
 HEAD = 1 << 16

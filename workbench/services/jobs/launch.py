@@ -12,12 +12,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from workbench.config import load_settings
 from workbench.errors import InputError, WorkbenchError, error_from_data
 from workbench.services import access
 from workbench.services.jobs.requests import KINDS, request_data, request_from_data
 from workbench.store import background_jobs as store
 from workbench.store.database import Database
-from workbench.config import load_settings
 
 #: States of a job whose process should be alive.
 ACTIVE = ("queued", "running", "stopping")

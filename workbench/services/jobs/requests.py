@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from workbench.errors import InputError
-from workbench.services.progress import ProgressFactory
 from workbench.config import load_settings
-from workbench.services.access import check_data_path
-from workbench.services.access import data_folders
+from workbench.errors import InputError
+from workbench.services.access import check_data_path, data_folders
 from workbench.services.ingest import import_file
+from workbench.services.progress import ProgressFactory
 
 
 def _plain(value):

@@ -18,12 +18,9 @@ import asyncio
 import pandas as pd
 
 from workbench.llm import batch as api
-from workbench.store import judging as store
-from workbench.services.judge.runner import DatabaseUse
-from workbench.services.judge.runner import PAGE_UNITS
-from workbench.services.judge.runner import cached_outcome
-from workbench.services.judge.runner import nan_none
+from workbench.services.judge.runner import PAGE_UNITS, DatabaseUse, cached_outcome, nan_none
 from workbench.services.judge.spec import system_chars
+from workbench.store import judging as store
 
 
 async def run_batch(runner, units: pd.DataFrame, grader) -> None:

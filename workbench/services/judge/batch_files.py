@@ -29,22 +29,16 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from workbench.errors import InputError
+from workbench.core.formats.lines import decode_utf8, load_json_line, split_lines
+from workbench.errors import InputError, render_text
+from workbench.llm import batch as api
+from workbench.llm.client import Capabilities, ClientConfig, JudgeClient, ServerProblem
 from workbench.services.judge.jobs import JobReport
 from workbench.services.judge.runner import DatabaseUse, Runner, cached_outcome, nan_none
 from workbench.services.judge.spec import JudgeSpec, base_url_host
 from workbench.services.output_file import write_lines
 from workbench.store import judging as store
 from workbench.store.pools import read_pool
-from workbench.core.formats.lines import decode_utf8
-from workbench.core.formats.lines import load_json_line
-from workbench.core.formats.lines import split_lines
-from workbench.errors import render_text
-from workbench.llm import batch as api
-from workbench.llm.client import Capabilities
-from workbench.llm.client import ClientConfig
-from workbench.llm.client import JudgeClient
-from workbench.llm.client import ServerProblem
 
 FILE_FORMATS = {"auto": "json_schema", "json_schema": "json_schema", "json_object": "json_object+schema",
                 "text": "text"}

@@ -26,16 +26,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from workbench.core.documents.spans import chunk_qrels, doc_qrels
 from workbench.core.judging import budget as bj
 from workbench.errors import InputError
+from workbench.services.judge.jobs import estimate, resolve_spec
+from workbench.store.chunks import read_chunks
 from workbench.store.database import Database
 from workbench.store.judgments import graded_judgments
 from workbench.store.pools import read_pool, read_pool_pairs, read_pool_provenance
-from workbench.core.documents.spans import chunk_qrels
-from workbench.core.documents.spans import doc_qrels
-from workbench.services.judge.jobs import estimate
-from workbench.services.judge.jobs import resolve_spec
-from workbench.store.chunks import read_chunks
 
 UNITS = ("calls", "usd", "hours")
 

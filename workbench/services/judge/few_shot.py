@@ -26,11 +26,9 @@ from dataclasses import dataclass
 
 from workbench.errors import ConfigError
 from workbench.services import visibility
+from workbench.services.calibration.samples import few_shot_examples, list_samples, tuning_pairs
 from workbench.services.judge.runner import DatabaseUse
 from workbench.services.judge.spec import JudgeSpec, with_few_shot
-from workbench.services.calibration.samples import few_shot_examples
-from workbench.services.calibration.samples import list_samples
-from workbench.services.calibration.samples import tuning_pairs
 
 
 @dataclass(frozen=True)

@@ -30,14 +30,13 @@ import numpy as np
 import pandas as pd
 
 from workbench.core.formats import labels as label_formats
+from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError, clip
 from workbench.services import access
 from workbench.store import learned_judge as store
 from workbench.store.database import Database
 from workbench.store.judging import create_job, find_job, recount_job, update_job, write_job_judgments
 from workbench.store.pools import read_pool, read_pools
-from workbench.core.formats.lines import decode_utf8
-from workbench.core.formats.lines import read_json_objects
 
 JUDGE = "imported-judge"
 FORMATS = ("trec", "jsonl")

@@ -85,7 +85,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from workbench.errors import ConfigError, InputError, StoreError
+from workbench.core.judging.ensemble import aggregate_grades
+from workbench.core.judging.offline import grade_pair
+from workbench.errors import ConfigError, InputError, StoreError, render_text
 from workbench.llm.prompts import available_prompts  # noqa: F401 - part of the service API (prompt ids)
 from workbench.services import access, visibility
 from workbench.services.judge.limits import check_budget, check_limit  # noqa: F401 - check_budget: the API
@@ -107,14 +109,11 @@ from workbench.services.judge.spec import (  # noqa: F401 - re-exported: the ser
     resolve_spec,
     system_chars,
 )
+from workbench.services.pooling.pools import pool_preview
 from workbench.store import judging as store
+from workbench.store.corpus import read_queries
 from workbench.store.database import Database, sigint_held
 from workbench.store.pools import read_pool
-from workbench.core.judging.ensemble import aggregate_grades
-from workbench.core.judging.offline import grade_pair
-from workbench.errors import render_text
-from workbench.services.pooling.pools import pool_preview
-from workbench.store.corpus import read_queries
 
 _ACTIVE: set[int] = set()  # jobs running in this process (the app may start runs in threads)
 _ACTIVE_LOCK = threading.Lock()

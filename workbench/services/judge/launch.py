@@ -24,6 +24,7 @@ it, or none (:func:`workbench.services.judge.spec.key_for`).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -38,7 +39,6 @@ from workbench.services.judge.request import OFFLINE, JudgeRequest
 from workbench.services.judge.spec import key_for
 from workbench.services.judge.worker import payload
 from workbench.services.settings import project_settings
-import json
 
 __all__ = ["OFFLINE", "JobRequest", "Launch", "collect", "job_key", "latest_job", "problem", "resolve",
            "server_key_refused", "start", "stop"]

@@ -40,23 +40,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from workbench.core.calibration.gate import GateThresholds
 from workbench.core.calibration.sample import TUNING
 from workbench.core.judging import learned as core
-from workbench.errors import InputError, clip
+from workbench.errors import ConfigError, InputError, clip
+from workbench.retrieval.bm25 import Bm25Params, make_tokenizer, tokenize_ids
 from workbench.services import access
+from workbench.services.calibration import verdicts
+from workbench.services.calibration.samples import tuning_pairs
+from workbench.services.judge import learned_dense
 from workbench.store import calibration as cal_store
 from workbench.store import learned_judge as store
 from workbench.store.database import Database
 from workbench.store.judging import create_job, find_job, recount_job, update_job, write_job_judgments
 from workbench.store.pools import read_pool
-from workbench.core.calibration.gate import GateThresholds
-from workbench.retrieval.bm25 import Bm25Params
-from workbench.retrieval.bm25 import make_tokenizer
-from workbench.retrieval.bm25 import tokenize_ids
-from workbench.services.calibration import verdicts
-from workbench.services.calibration.samples import tuning_pairs
-from workbench.errors import ConfigError
-from workbench.services.judge import learned_dense
 
 JUDGE = "learned"
 BLOCK = 5000

@@ -33,11 +33,10 @@ import numpy as np
 import pandas as pd
 
 from workbench.retrieval import dense as dense_mod
+from workbench.services.retrieval.runs import default_dense_backend, dense_cache_key
 from workbench.store import learned_judge as store
 from workbench.store.database import Database
 from workbench.store.embeddings import read_embeddings_of, write_embeddings
-from workbench.services.retrieval.runs import default_dense_backend
-from workbench.services.retrieval.runs import dense_cache_key
 
 #: Cache namespaces (the ``chunking`` column of ``embeddings``): not chunking names, which must
 #: start with a letter or digit (:mod:`workbench.core.formats.names`).

@@ -21,11 +21,15 @@ import asyncio
 from dataclasses import replace
 
 from workbench.errors import ConfigError, InputError
-from workbench.services.judge.spec import (  # noqa: F401
-    TIMEOUT_PER_PROBE_LATENCY, JudgeSpec, base_url_host, guess_format, request_timeout)
-from workbench.store import judging as store
 from workbench.services.judge.runner import DatabaseUse
-
+from workbench.services.judge.spec import (  # noqa: F401
+    TIMEOUT_PER_PROBE_LATENCY,
+    JudgeSpec,
+    base_url_host,
+    guess_format,
+    request_timeout,
+)
+from workbench.store import judging as store
 
 #: probe requests whose median latency sets the request timeout
 PROBE_LATENCY_SAMPLES = 3

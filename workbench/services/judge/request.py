@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, InputError
 from workbench.services.judge.limits import check_budget, check_limit
-from workbench.services.judge.spec import key_for
-from workbench.services.judge.spec import resolve_spec
+from workbench.services.judge.spec import key_for, resolve_spec
 
 if TYPE_CHECKING:
     import argparse

@@ -18,15 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from workbench.core.judging.ensemble import aggregate_grades, aggregate_status
+from workbench.core.judging.offline import grade_pair
 from workbench.errors import ConfigError, StoreError, StoreLockedError
+from workbench.llm.outcome import CANNOT_CONNECT, CallOutcome
 from workbench.services.judge.spec import JudgeSpec, request_timeout, system_chars
 from workbench.store import judging as store
 from workbench.store.database import Database
-from workbench.core.judging.ensemble import aggregate_grades
-from workbench.core.judging.ensemble import aggregate_status
-from workbench.core.judging.offline import grade_pair
-from workbench.llm.outcome import CANNOT_CONNECT
-from workbench.llm.outcome import CallOutcome
 
 PAGE_UNITS = 2000
 CANCEL_GRACE_SECONDS = 5.0
@@ -119,9 +117,7 @@ class OfflineGrader:
 
 class LLMGrader:
     def __init__(self, spec: JudgeSpec):
-        from workbench.llm.client import ClientConfig, JudgeClient
-
-        from workbench.llm.client import Capabilities
+        from workbench.llm.client import Capabilities, ClientConfig, JudgeClient
 
         s = spec.settings
         self.spec = spec

@@ -15,12 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlparse
 
 from workbench.config import Settings
 from workbench.errors import ConfigError
-from dataclasses import replace
 from workbench.llm.outcome import RESPONSE_FORMATS
 from workbench.llm.prompts import load_prompt
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-
-from workbench.errors import ERROR_FILE_ENV, InputError, WorkbenchError, error_data
-from workbench.config import Settings
-from workbench.services.judge.request import JudgeRequest
 from dataclasses import asdict
+
+from workbench.config import Settings
+from workbench.errors import ERROR_FILE_ENV, InputError, WorkbenchError, error_data
+from workbench.services.judge.request import JudgeRequest
 
 STOPPED_EXIT = 6
 

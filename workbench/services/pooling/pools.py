@@ -30,15 +30,17 @@ import numpy as np
 import pandas as pd
 
 from workbench.config import DEFAULTS
-from workbench.core.pooling import diagnostics as core_pooling
 from workbench.core.formats.names import check_name
+from workbench.core.pooling import diagnostics as core_pooling
 from workbench.core.pooling.fusion import check_run_summary, duplicate_pair_error, fuse_wide
 from workbench.errors import InputError, StoreError, clip
 from workbench.services import access
 from workbench.services.coverage import coverage_notes
 from workbench.services.progress import ProgressFactory, no_progress
+from workbench.services.qrels.rule import default_policy, project_qrels, with_min_overlap
 from workbench.services.retrieval.runs import read_runs_checked, same_scope
 from workbench.store.chunks import read_chunks
+from workbench.store.corpus import read_documents
 from workbench.store.database import Database
 from workbench.store.pools import (
     count_pool_pairs,
@@ -61,10 +63,6 @@ from workbench.store.pools import (
     write_staged_pool_pairs,
 )
 from workbench.store.runs import read_run_rows_many
-from workbench.services.qrels.rule import default_policy
-from workbench.services.qrels.rule import project_qrels
-from workbench.services.qrels.rule import with_min_overlap
-from workbench.store.corpus import read_documents
 
 POOL_RRF_K = 60
 

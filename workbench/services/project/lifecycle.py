@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbench.version import __version__
 from workbench.config import Settings, load_settings
 from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError, StoreError
@@ -15,6 +14,7 @@ from workbench.services import access
 from workbench.services.project_file import nearby_databases, open_project  # noqa: F401  (re-exported)
 from workbench.store.database import Database
 from workbench.store.meta import read_meta, set_meta, table_counts
+from workbench.version import __version__
 
 if TYPE_CHECKING:
     from workbench.services.project.status import PipelineStep, ProjectStatus, project_status  # noqa: F401

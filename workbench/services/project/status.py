@@ -58,19 +58,18 @@ import pandas as pd
 
 from workbench.config import DEFAULTS
 from workbench.core.documents.spans import chunk_qrels
-from workbench.store.chunks import read_chunks
-from workbench.store.database import Database
-from workbench.store.judgments import graded_judgments
-from workbench.store.meta import read_meta, table_counts
-from workbench.store.pools import count_pool_pairs_among, count_pool_pairs_judged, read_pool_pairs
 from workbench.services.chunking import list_chunkings
 from workbench.services.coverage import chunking_coverage as coverage
 from workbench.services.coverage import runs_coverage_table
 from workbench.services.pooling.pools import list_pools
 from workbench.services.qrels.rule import admitted_spans
 from workbench.services.retrieval.runs import list_runs
-from workbench.store.calibration import label_table
-from workbench.store.calibration import read_samples
+from workbench.store.calibration import label_table, read_samples
+from workbench.store.chunks import read_chunks
+from workbench.store.database import Database
+from workbench.store.judgments import graded_judgments
+from workbench.store.meta import read_meta, table_counts
+from workbench.store.pools import count_pool_pairs_among, count_pool_pairs_judged, read_pool_pairs
 
 DONE, PARTIAL, TODO, UNAVAILABLE = "done", "partial", "to do", "not available yet"
 # A table whose presence means a later feature is installed (its migration has run and its

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pandas as pd
 
@@ -17,7 +18,6 @@ from workbench.errors import ConfigError, InputError, clip
 from workbench.services import access
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
-from dataclasses import replace
 
 
 def query_answerability(db: Database) -> pd.DataFrame:

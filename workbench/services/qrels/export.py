@@ -48,13 +48,10 @@ from workbench.core.formats import EXPORT_FORMATS, EXPORT_LEVELS, LABEL_SOURCES
 from workbench.errors import ConfigError, InputError, clip, render_text
 from workbench.services import visibility
 from workbench.services.output_file import check_output, write_lines
+from workbench.services.qrels.rule import decisive_spans_of, default_policy, project_qrels, with_min_overlap
 from workbench.store.corpus import query_texts
 from workbench.store.database import Database
 from workbench.store.runs import read_run_info, read_run_rows
-from workbench.services.qrels.rule import decisive_spans_of
-from workbench.services.qrels.rule import default_policy
-from workbench.services.qrels.rule import project_qrels
-from workbench.services.qrels.rule import with_min_overlap
 
 FORMATS = EXPORT_FORMATS
 LEVELS = EXPORT_LEVELS

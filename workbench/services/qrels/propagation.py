@@ -32,14 +32,13 @@ import pandas as pd
 from workbench.core.documents import near_duplicates as nd
 from workbench.core.formats import LABEL_SOURCES
 from workbench.errors import ConfigError, InputError, clip
+from workbench.services import visibility
+from workbench.services.output_file import check_output, write_lines
+from workbench.services.qrels.export import qrels_table
 from workbench.store import propagated_labels as store
 from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.database import Database
 from workbench.store.runs import read_run_info, read_run_rows_many
-from workbench.services import visibility
-from workbench.services.output_file import check_output
-from workbench.services.output_file import write_lines
-from workbench.services.qrels.export import qrels_table
 from workbench.store.synthetic_queries import synthetic_query_ids
 
 PROPAGATION_SOURCES = LABEL_SOURCES

@@ -40,25 +40,21 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from workbench.core.formats import LABEL_SOURCES
-from workbench.core.qrels_policy import QrelsPolicy, merge_qrels
+from workbench.core.metrics.qrels_and_runs import Qrels
+from workbench.core.qrels_policy import QrelsPolicy, decisive_spans, merge_qrels
 from workbench.errors import InputError
 from workbench.services import visibility
-from workbench.store.database import Database
-from workbench.core.metrics.qrels_and_runs import Qrels
-from workbench.core.qrels_policy import decisive_spans
 from workbench.services.calibration import verdicts
-from workbench.store.chunks import chunking_exists
-from workbench.store.chunks import read_chunks
+from workbench.store.chunks import chunking_exists, read_chunks
+from workbench.store.database import Database
 from workbench.store.propagated_labels import read_propagated
-from workbench.store.qrels_labels import count_labelled_spans
-from workbench.store.qrels_labels import labelled_spans
-from workbench.store.synthetic_queries import read_questions
-from workbench.store.synthetic_queries import synthetic_query_ids
-import numpy as np
-import pyarrow as pa
+from workbench.store.qrels_labels import count_labelled_spans, labelled_spans
+from workbench.store.synthetic_queries import read_questions, synthetic_query_ids
 
 SOURCES = LABEL_SOURCES
 

@@ -15,19 +15,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+import pandas as pd
+
 from workbench.core.qrels_policy import QrelsPolicy
 from workbench.services import visibility
-from workbench.store.database import Database
 from workbench.services.qrels.answerability import unanswerable_ids
-from workbench.services.qrels.rule import ProjectQrels
-from workbench.services.qrels.rule import default_policy
-from workbench.services.qrels.rule import judge_configuration_states
-from workbench.store.qrels_counts import count_doc_pool_pairs_labelled
-from workbench.store.qrels_counts import doc_qrels_counts
-from workbench.store.qrels_counts import doc_qrels_lines
+from workbench.services.qrels.rule import ProjectQrels, default_policy, judge_configuration_states
+from workbench.store.database import Database
+from workbench.store.qrels_counts import count_doc_pool_pairs_labelled, doc_qrels_counts, doc_qrels_lines
 from workbench.store.qrels_labels import count_labelled_spans
 from workbench.store.synthetic_queries import synthetic_query_ids
-import pandas as pd
 
 
 @dataclass(frozen=True)

@@ -49,14 +49,13 @@ import pandas as pd
 from workbench.config import Settings
 from workbench.core import synthetic_queries as sq
 from workbench.errors import ConfigError, InputError
+from workbench.retrieval.bm25 import build_index, search
+from workbench.services.project_file import open_project
 from workbench.store import synthetic_queries as store
 from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.corpus import write_queries
 from workbench.store.database import Database
 from workbench.store.judgments import write_judgments
-from workbench.retrieval.bm25 import build_index
-from workbench.retrieval.bm25 import search
-from workbench.services.project_file import open_project
 
 OFFLINE_MODELS = (sq.OFFLINE_GENERATOR, "offline-lexical")
 WRITE_WAIT = 30.0

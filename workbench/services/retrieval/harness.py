@@ -51,6 +51,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
@@ -60,13 +61,12 @@ from workbench.errors import InputError, StoreError
 from workbench.services import access
 from workbench.services.progress import ProgressFactory, no_progress
 from workbench.services.retrieval.runs import latency_params
+from workbench.services.tags import query_tags
 from workbench.store.chunks import chunking_exists, read_chunks, stored_chunks
 from workbench.store.corpus import read_queries
 from workbench.store.database import Database
 from workbench.store.latencies import write_latencies
 from workbench.store.runs import run_exists, set_run_scope, write_run
-from pathlib import Path
-from workbench.services.tags import query_tags
 
 DEFAULT_TIMEOUT = 30.0
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")

@@ -6,6 +6,8 @@ linear-interpolation percentiles, :func:`workbench.core.metrics.pareto.percentil
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -13,10 +15,9 @@ from workbench.core.formats.lines import decode_utf8, load_json_line, split_line
 from workbench.core.metrics.pareto import percentile_latency
 from workbench.errors import InputError
 from workbench.store.database import Database
-from pathlib import Path
-from workbench.store.latencies import read_latencies
-from workbench.store.latencies import write_latencies
+from workbench.store.latencies import read_latencies, write_latencies
 from workbench.store.runs import run_exists
+
 
 def import_latencies(db: Database, run: str, path) -> int:
     """Read a JSONL sidecar of ``{"query_id", "latency_ms"}`` lines for stored run ``run`` (an

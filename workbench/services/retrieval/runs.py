@@ -36,11 +36,14 @@ p50/p95 are numpy's linear-interpolation percentiles (:func:`workbench.core.metr
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field, fields
+from importlib.util import find_spec
 
 import numpy as np
 import pandas as pd
 
+from workbench.core.formats.labels import rank_by_score
 from workbench.core.formats.names import check_name
 from workbench.core.metrics.pareto import percentile_latency
 from workbench.errors import InputError, StoreError
@@ -50,6 +53,7 @@ from workbench.retrieval.doc_mapping import doc_run_to_chunks
 from workbench.retrieval.hybrid import fuse
 from workbench.services import access
 from workbench.services.progress import ProgressFactory, no_progress
+from workbench.services.retrieval.latency import latency_summary
 from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.corpus import read_queries
 from workbench.store.database import Database
@@ -66,10 +70,6 @@ from workbench.store.runs import (
     set_run_scope,
     write_run,
 )
-from contextlib import nullcontext
-from importlib.util import find_spec
-from workbench.core.formats.labels import rank_by_score
-from workbench.services.retrieval.latency import latency_summary
 
 DEFAULT_K = 100
 

@@ -24,6 +24,7 @@ import html
 import streamlit as st
 
 from workbench.errors import WorkbenchError
+from workbench.services import access
 from workbench.services.browse import (
     count_labels,
     document_titles,
@@ -32,11 +33,10 @@ from workbench.services.browse import (
     labels_table,
     queries_table,
 )
+from workbench.services.qrels.rule import pair_grades
 from workbench.ui import context
 from workbench.ui.highlight import evidence_html, marked_span_html
 from workbench.ui.words import cell, params_text, qrels_note
-from workbench.services import access
-from workbench.services.qrels.rule import pair_grades
 
 ALL = "All queries"
 GRADES = (3, 2, 1, 0)

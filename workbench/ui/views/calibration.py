@@ -19,19 +19,19 @@ import math
 import pandas as pd
 import streamlit as st
 
-from workbench.errors import WorkbenchError
-from workbench.ui import auth, charts, context
-from workbench.ui.views import learned_judge
-from workbench.ui.words import Field, binarising_note
 from workbench.config import load_settings
 from workbench.core.calibration.gate import GateThresholds
+from workbench.errors import WorkbenchError
 from workbench.services.calibration import verdicts
 from workbench.services.calibration import workflow as cal
 from workbench.services.calibration.workflow import report_json
 from workbench.services.evaluation import ppi_project
 from workbench.services.evaluation.ppi import MIN_PILOT
 from workbench.services.evaluation.views import run_table
+from workbench.ui import auth, charts, context
 from workbench.ui.highlight import evidence_html
+from workbench.ui.views import learned_judge
+from workbench.ui.words import Field, binarising_note
 
 FIGURE_NAMES = [
     ("tpr", "TPR: relevant pairs the judge finds"),

@@ -10,9 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 from workbench.errors import WorkbenchError
+from workbench.services.calibration import guidelines, routing
 from workbench.ui import context
-from workbench.services.calibration import guidelines
-from workbench.services.calibration import routing
 
 
 def panel(db, sample: str) -> None:

@@ -16,18 +16,15 @@ import streamlit as st
 
 from workbench.config import load_settings
 from workbench.errors import WorkbenchError
+from workbench.services import visibility
 from workbench.services.access import check_data_path, data_folders
 from workbench.services.ingest import FORMATS, KINDS, import_file, preview_documents, recent_imports
+from workbench.services.jobs import ImportRequest, kilobytes, upload_folder
 from workbench.services.project.lifecycle import project_status
-from workbench.ui import context, jobs_panel
-from workbench.ui.words import Field, cell, clean_rows, excerpt
-from workbench.services import visibility
-from workbench.services.jobs import ImportRequest
-from workbench.services.jobs import kilobytes
-from workbench.services.jobs import upload_folder
 from workbench.services.qrels.export import export_qrels
 from workbench.services.retrieval.runs import list_runs
-from workbench.ui.words import page_message
+from workbench.ui import context, jobs_panel
+from workbench.ui.words import Field, cell, clean_rows, excerpt, page_message
 
 AUTO = "auto-detect"
 UPLOAD, SERVER = "Upload a file", "Path on the server"

@@ -19,14 +19,13 @@ import math
 import pandas as pd
 import streamlit as st
 
-from workbench.errors import WorkbenchError
-from workbench.ui import charts, context
-from workbench.ui.words import LABEL_SOURCE_WORDS, Field, qrels_note
 from workbench.core.metrics.measures import parse_measures
-from workbench.services import access
-from workbench.services import visibility
+from workbench.errors import WorkbenchError
+from workbench.services import access, visibility
 from workbench.services.evaluation import ppi_project
 from workbench.services.evaluation import views as ev
+from workbench.ui import charts, context
+from workbench.ui.words import LABEL_SOURCE_WORDS, Field, qrels_note
 
 MEASURES = {"nDCG": "ndcg@{k}", "Recall": "recall@{k}", "Precision": "P@{k}", "MRR": "recip_rank@{k}",
             "MAP": "map@{k}"}

@@ -16,17 +16,15 @@ import math
 import pandas as pd
 import streamlit as st
 
-from workbench.errors import WorkbenchError
-from workbench.ui import charts, context, jobs_panel
-from workbench.ui.words import LABEL_SOURCE_WORDS, Field
 from workbench.core.metrics.pareto import pareto_frontier
 from workbench.core.rag.context_budget import parse_budgets
+from workbench.errors import WorkbenchError
 from workbench.services.evaluation import sweep
-from workbench.services.jobs import SweepRequest
-from workbench.services.jobs import documents
-from workbench.services.retrieval.registry import RETRIEVERS
-from workbench.services.retrieval.registry import sweep_retrievers
+from workbench.services.jobs import SweepRequest, documents
+from workbench.services.retrieval.registry import RETRIEVERS, sweep_retrievers
 from workbench.services.tags import query_tags
+from workbench.ui import charts, context, jobs_panel
+from workbench.ui.words import LABEL_SOURCE_WORDS, Field
 
 CHUNKINGS = ["fixed:32", "fixed:64", "fixed:128", "fixed:256", "fixed:512", "fixed:1024", "fixed:2048",
              "fixed:512:64", "section", "sentences", "document"]

@@ -34,30 +34,25 @@ import streamlit as st
 
 from workbench.config import load_settings
 from workbench.errors import WorkbenchError
-from workbench.services.judge.request import OPTION, OPTIONS
-from workbench.ui import context
-from workbench.ui.words import Field
 from workbench.services import visibility
 from workbench.services.access import PermissionDenied
 from workbench.services.judge import jobs as service
 from workbench.services.judge import launch
 from workbench.services.judge.few_shot import few_shot_sources
-from workbench.services.judge.jobs import estimate
-from workbench.services.judge.jobs import example_pair
-from workbench.services.judge.jobs import list_failures
-from workbench.services.judge.jobs import list_jobs
-from workbench.services.judge.jobs import offline_preview
-from workbench.services.judge.jobs import open_briefly
-from workbench.services.judge.jobs import preview_prompt
-from workbench.services.judge.launch import JobRequest
-from workbench.services.judge.launch import latest_job
-from workbench.services.judge.launch import resolve
-from workbench.services.judge.launch import server_key_refused
-from workbench.services.judge.request import JudgeRequest
-from workbench.services.pooling.pools import list_pools
-from workbench.services.pooling.pools import pool_pairs
-from workbench.ui.words import command_page
-from workbench.ui.words import page_message
+from workbench.services.judge.jobs import (
+    estimate,
+    example_pair,
+    list_failures,
+    list_jobs,
+    offline_preview,
+    open_briefly,
+    preview_prompt,
+)
+from workbench.services.judge.launch import JobRequest, latest_job, resolve, server_key_refused
+from workbench.services.judge.request import OPTION, OPTIONS, JudgeRequest
+from workbench.services.pooling.pools import list_pools, pool_pairs
+from workbench.ui import context
+from workbench.ui.words import Field, command_page, page_message
 
 LIVE_SECONDS = 1.5
 OFFLINE = "offline-lexical"

@@ -94,17 +94,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
+from workbench.config import load_settings
 from workbench.core.stopwords import STOPWORDS
 from workbench.errors import InputError, WorkbenchError
-from workbench.ui import auth, context
-from workbench.ui.highlight import marked_terms, units_html
-from workbench.ui.views import label_routing
-from streamlit.errors import StreamlitAPIException
-from workbench.config import load_settings
 from workbench.services.calibration import pending
 from workbench.services.calibration import workflow as cal
 from workbench.services.calibration.workflow import annotator_id
+from workbench.ui import auth, context
+from workbench.ui.highlight import marked_terms, units_html
+from workbench.ui.views import label_routing
 
 GRADE_LABELS = {
     0: "0 · Not relevant",

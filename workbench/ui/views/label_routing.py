@@ -24,12 +24,11 @@ import streamlit as st
 
 from workbench.core.calibration.evidence_cursor import first_cursor, is_heading, term_units
 from workbench.errors import WorkbenchError
-from workbench.ui import context
-from workbench.ui.markdown_html import markdown_html
-from workbench.services.calibration import guidelines
-from workbench.services.calibration import routing
+from workbench.services.calibration import guidelines, routing
 from workbench.services.calibration import workflow as cal
 from workbench.services.calibration.workflow import annotator_id
+from workbench.ui import context
+from workbench.ui.markdown_html import markdown_html
 
 _CONFIRMED = "_label_confirmed_ids"  # (project path, annotator id) the SME confirmed as theirs
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 import streamlit as st
 
 from workbench.errors import WorkbenchError
+from workbench.services.judge.learned import DenseOptions, learn
 from workbench.ui import auth, context
 from workbench.ui.words import Field
-from workbench.services.judge.learned import DenseOptions
-from workbench.services.judge.learned import learn
 
 FIELDS = {"--from": Field("Source judges", "choice"), "--seed": Field("Seed", "number")}
 RULES = {"targets": "meets the gate's TPR and TNR targets (cross-validated), with the largest κ among those",

@@ -14,13 +14,12 @@ import pandas as pd
 import streamlit as st
 
 from workbench.errors import WorkbenchError
-from workbench.services import access
-from workbench.ui import context
-from workbench.ui.words import LABEL_SOURCE_WORDS, Field, binarising_note, qrels_note
-from workbench.services import visibility
+from workbench.services import access, visibility
 from workbench.services.chunking import list_chunkings
 from workbench.services.evaluation import views as ev
 from workbench.services.project.lifecycle import open_project
+from workbench.ui import context
+from workbench.ui.words import LABEL_SOURCE_WORDS, Field, binarising_note, qrels_note
 
 FORMATS = {"TREC qrels": "trec", "BEIR (TSV)": "beir", "JSON lines (one query a line)": "jsonl",
            "Span judgments (JSON lines)": "spans"}

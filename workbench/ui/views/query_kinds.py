@@ -19,20 +19,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
-from workbench.errors import WorkbenchError
-from workbench.ui import charts, context
 from workbench.core.rag.trajectories import flat_per_query
-from workbench.services.evaluation import abstention
-from workbench.services.evaluation import rbac
-from workbench.services.evaluation import trajectories
-from workbench.services.evaluation.query_kinds import DEMO_ROLE_RUNS
-from workbench.services.evaluation.query_kinds import add_demo_role_runs
-from workbench.services.evaluation.query_kinds import summary
+from workbench.errors import WorkbenchError
+from workbench.services.evaluation import abstention, rbac, trajectories
+from workbench.services.evaluation.query_kinds import DEMO_ROLE_RUNS, add_demo_role_runs, summary
 from workbench.services.qrels import answerability
-import numpy as np
+from workbench.ui import charts, context
 
 
 def _pct(x) -> str:

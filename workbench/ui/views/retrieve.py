@@ -21,45 +21,37 @@ from __future__ import annotations
 
 import html
 import importlib.util
+import json
 import math
+import tempfile
+from pathlib import Path
 
 import streamlit as st
 
 from workbench.config import load_settings
 from workbench.core.documents.chunking import STRATEGIES as CORE_STRATEGIES
-from workbench.errors import WorkbenchError
-from workbench.ui import context, jobs_panel
-from workbench.ui.words import Field, cell, params_text, policy_words
-from pathlib import Path
-from workbench.errors import render_text
-from workbench.retrieval.bm25 import parse_stemmer
-from workbench.retrieval.bm25 import parse_stopwords
+from workbench.errors import WorkbenchError, render_text
+from workbench.retrieval.bm25 import parse_stemmer, parse_stopwords
 from workbench.retrieval.dense import DEFAULT_MODEL
 from workbench.retrieval.hybrid import parse_weights
 from workbench.services.browse import peek_pool
-from workbench.services.chunking import DEFAULT_SIZE
-from workbench.services.chunking import create_chunking
+from workbench.services.chunking import DEFAULT_SIZE, create_chunking
 from workbench.services.jobs import documents
-from workbench.services.pooling.pools import list_pools
-from workbench.services.pooling.pools import pool_stats
-from workbench.services.project.deletion import delete
-from workbench.services.project.deletion import plan_deletion
-from workbench.services.project.status import chunking_coverage
-from workbench.services.project.status import run_coverage
+from workbench.services.pooling.pools import list_pools, pool_stats
+from workbench.services.project.deletion import delete, plan_deletion
+from workbench.services.project.status import chunking_coverage, run_coverage
 from workbench.services.qrels.export import export_run
-from workbench.services.retrieval.harness import DEFAULT_TIMEOUT
-from workbench.services.retrieval.harness import collect_answers
-from workbench.services.retrieval.harness import plan_harness
-from workbench.services.retrieval.harness import query_choices
-from workbench.services.retrieval.harness import store_harness
+from workbench.services.retrieval.harness import (
+    DEFAULT_TIMEOUT,
+    collect_answers,
+    plan_harness,
+    query_choices,
+    store_harness,
+)
 from workbench.services.retrieval.latency import latency_summary
-from workbench.services.retrieval.registry import RETRIEVERS
-from workbench.services.retrieval.registry import make_options
-from workbench.services.retrieval.registry import run_retriever
-from workbench.ui.words import clean_rows
-from workbench.ui.words import page_message
-import json
-import tempfile
+from workbench.services.retrieval.registry import RETRIEVERS, make_options, run_retriever
+from workbench.ui import context, jobs_panel
+from workbench.ui.words import Field, cell, clean_rows, page_message, params_text, policy_words
 
 # The core's strategies, with the one most corpora want first (the form's default).
 STRATEGIES = ("section", *(s for s in CORE_STRATEGIES if s != "section"))
