@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from workbench.core.metrics.arrow_buffers import take
 
-try:  # the kernel by name: ``import pyarrow.compute`` costs 40-100 ms (see arrow_buffers)
+try:  # the kernel by name: importing pyarrow.compute is start-up cost (see arrow_buffers)
     from pyarrow._compute import call_function
 except ImportError:  # pragma: no cover - a pyarrow that moved its private module
     from pyarrow.compute import call_function
