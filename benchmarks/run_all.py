@@ -72,6 +72,9 @@ SCRIPTS: dict[str, tuple[list[str], list[str], object]] = {
     "ppi_coverage.py": (["--draws", "50", "--cli-checks", "1", "--plan-draws", "20"], [], _dl19),
     "offline_judge_agreement.py": ([], [], _dl19),
     "learned_judge_dl19.py": (["--seeds", "0"], [], _dl19),
+    "learned_judge_scale.py": (["--queries", "200", "--per-query", "50"], [], None),
+    "team_soak.py": (["--minutes", "1", "--smes", "2", "--pairs", "2000", "--sample", "60", "--solo-seconds", "20"],
+                     [], None),
 }
 
 
