@@ -262,7 +262,8 @@ def test_export_judgments_cli(tmp_path):
     assert len(rows) == 12 and {r["source"] for r in rows} == {"llm"}
     assert list(rows[0]) == ["query_id", "doc_id", "chunk_id", "start", "end", "grade", "status", "source",
                              "assessor", "model", "prompt_version", "reason", "error", "prompt_tokens",
-                             "completion_tokens", "latency_ms", "cost_usd", "evidence", "raw_response"]
+                             "completion_tokens", "latency_ms", "cost_usd", "evidence", "guidelines_sha256",
+                             "raw_response"]
     assert all(r["raw_response"] for r in rows)  # the reply each grade was parsed from
     done = _run(base + ["--out", str(out)])
     assert done.returncode == 3 and "--force" in done.stderr and "Traceback" not in done.stderr

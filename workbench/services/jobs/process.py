@@ -108,6 +108,11 @@ def run(path: Path, job_id: int) -> int:
                 # two Resumes at once: the job runs once, in the process that marked it first
                 print(f"background job {job_id} already runs in process {row['pid']}", file=sys.stderr)
                 return 0
+            if row["state"] == "finished":
+                # a Resume that comes late (the other process finished meanwhile): nothing to run,
+                # and a finished job's row is never turned into a second attempt
+                print(f"background job {job_id} has finished already", file=sys.stderr)
+                return 0
             store.update_job(tx, job_id, state="running", pid=os.getpid(), attempt=int(row["attempt"]) + 1,
                              phase=None, done=0, total=None, unit=None, message=None, error=None, started=True)
     reporter = Reporter(path, job_id)
