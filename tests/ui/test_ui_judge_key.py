@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from tests.llm.judge_project import demo_project
 from tests.support.header_log_server import header_log_server
 from tests.support.polling import wait_until
+from workbench.services import processes
 
 OPERATOR_KEY = "sk-operator-secret-0123456789"
 TYPED_KEY = "sk-typed-for-this-server-42"
@@ -82,7 +83,6 @@ def test_a_typed_server_url_never_gets_the_apps_key(servers):
 def test_the_job_the_page_starts_does_not_inherit_the_apps_key(servers):
     """Start launches ``workbench judge --base-url OTHER`` in its own process: that process must
     not find the app's OPENAI_API_KEY in its environment."""
-    from workbench.services.judge import launch
 
     _, other = servers
     at = _with_url(AppTest.from_function(_page, default_timeout=60).run(), other.base_url)
@@ -90,7 +90,6 @@ def test_the_job_the_page_starts_does_not_inherit_the_apps_key(servers):
     next(b for b in at.button if b.label == "Start").click().run()
     assert not at.exception, at.exception
     started = at.session_state["judge_launch"]
-    process = launch._LAUNCHED[started["pid"]]
-    process.wait(timeout=120)
+    assert processes.wait(started["pid"], timeout=120) is not None  # one this process started
     wait_until(lambda: len(other.requests) > before, timeout=10, what="a request from the job's process")
     assert not _operator_key_in(other), other.authorizations

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from workbench.config import load_settings
 from workbench.errors import InputError, WorkbenchError, error_from_data
-from workbench.services import access
+from workbench.services import access, processes
 from workbench.services.jobs.requests import KINDS, request_data, request_from_data
 from workbench.store import background_jobs as store
 from workbench.store.database import Database
@@ -104,21 +102,14 @@ class Launch:
         return asdict(self)
 
 
-_LAUNCHED: dict[int, subprocess.Popen] = {}  # pid -> Popen, so each exit status is collected
-
-
 def command(db_path, job_id: int) -> list[str]:
     """``python -m workbench.services.jobs --db DB --job ID``."""
     return [sys.executable, "-m", "workbench.services.jobs", "--db", str(db_path), "--job", str(int(job_id))]
 
 
 def _spawn(db_path, job_id: int) -> Launch:
-    log = Path(tempfile.gettempdir()) / f"workbench-job-{job_id}-{os.getpid()}-{time.time_ns()}.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command(db_path, job_id), stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
-    _LAUNCHED[process.pid] = process
-    return Launch(int(job_id), process.pid, str(log))
+    log = processes.new_log(f"workbench-job-{job_id}")
+    return Launch(int(job_id), processes.spawn(command(db_path, job_id), log=log), str(log))
 
 
 def _actor_name() -> str | None:
@@ -147,26 +138,8 @@ def _record_pid(db_path, job_id: int, pid: int) -> None:
             store.update_job(tx, job_id, pid=pid, heartbeat=True)
 
 
-def collect() -> None:
-    """Collect the exit status of the job processes this process started (no zombies)."""
-    for process in list(_LAUNCHED.values()):
-        process.poll()
-
-
-def pid_alive(pid) -> bool:
-    """Whether process ``pid`` runs (one this process started: not yet exited)."""
-    if not pid:
-        return False
-    process = _LAUNCHED.get(int(pid))
-    if process is not None:
-        return process.poll() is None
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+collect = processes.collect
+pid_alive = processes.pid_alive
 
 
 def _live(row: dict) -> dict:
@@ -244,12 +217,7 @@ def problem(launch: Launch | dict | None) -> str | None:
     if not launch:
         return None
     launch = Launch(**launch) if isinstance(launch, dict) else launch
-    process = _LAUNCHED.get(launch.pid)
-    if process is None or process.poll() in (None, 0):
+    code = processes.returncode(launch.pid)
+    if code in (None, 0):
         return None
-    try:
-        lines = Path(launch.log).read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return None
-    tail = [ln for ln in lines if ln.strip() and "\r" not in ln][-3:]
-    return " ".join(tail) or f"the job stopped with exit code {process.returncode}"
+    return processes.log_tail(launch.log) or f"the job stopped with exit code {code}"

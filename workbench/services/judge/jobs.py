@@ -89,7 +89,7 @@ from workbench.core.judging.ensemble import aggregate_grades
 from workbench.core.judging.offline import grade_pair
 from workbench.errors import ConfigError, InputError, StoreError, render_text
 from workbench.llm.prompts import available_prompts  # noqa: F401 - part of the service API (prompt ids)
-from workbench.services import access, visibility
+from workbench.services import access, processes, visibility
 from workbench.services.judge.limits import check_budget, check_limit  # noqa: F401 - check_budget: the API
 from workbench.services.judge.runner import (  # noqa: F401 - Progress and open_briefly are part of the API
     PAGE_UNITS,
@@ -272,18 +272,6 @@ def format_words(spec: JudgeSpec) -> str:
 
 # -- public operations -------------------------------------------------------------------------
 
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed, batch,
              migrated: bool = False) -> tuple[dict, dict]:
     """Create or resume the job (state running, this process). ``migrated``: this run has
@@ -299,7 +287,7 @@ def _prepare(db_path, pool: str, spec: JudgeSpec, *, limit, budget, retry_failed
                     samples=spec.samples, aggregate=spec.aggregate, config_key=spec.config_key, budget_usd=budget)
             else:
                 job_id = job["job_id"]
-                if job["state"] in STATES_ACTIVE and job["pid"] != os.getpid() and _pid_alive(job["pid"]):
+                if job["state"] in STATES_ACTIVE and job["pid"] != os.getpid() and processes.pid_alive(job["pid"]):
                     raise StoreError(f"judge job {job_id} on pool {pool} is running in process {job['pid']}; "
                                      f"wait for it or cancel it first")
             if budget and spec.price is None:
@@ -484,7 +472,7 @@ def cancel_job(db_path, job_id: int) -> dict:
         if job is None:
             raise InputError(f"no judge job {job_id}")
         with db.transaction() as tx:
-            if job["state"] in STATES_ACTIVE and _pid_alive(job["pid"]):
+            if job["state"] in STATES_ACTIVE and processes.pid_alive(job["pid"]):
                 store.update_job(tx, job_id, state="cancelling")
             elif job["state"] in STATES_ACTIVE:
                 store.update_job(tx, job_id, state="cancelled", message="cancelled (its process had ended)",
@@ -495,7 +483,7 @@ def cancel_job(db_path, job_id: int) -> dict:
 def _live(job: dict) -> dict:
     """The job with ``alive`` (its process runs) and a ``running``/``cancelling`` job whose process
     is gone shown as ``interrupted`` (resume it by running it again)."""
-    job["alive"] = _pid_alive(job.get("pid")) if job["state"] in STATES_ACTIVE else False
+    job["alive"] = processes.pid_alive(job.get("pid")) if job["state"] in STATES_ACTIVE else False
     if job["state"] in ("running", "cancelling") and not job["alive"]:
         job["state"] = "interrupted"
     return job

@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from workbench.errors import ERROR_FILE_ENV, WorkbenchError, error_from_data
-from workbench.services import access
+from workbench.services import access, processes
 from workbench.services.judge.request import OFFLINE, JudgeRequest
 from workbench.services.judge.spec import key_for
 from workbench.services.judge.worker import payload
@@ -97,9 +95,6 @@ class Launch:
         return asdict(self)
 
 
-_LAUNCHED: dict[int, subprocess.Popen] = {}  # keeps each Popen so its exit status is collected
-
-
 def start(db_path: str | Path, request: JudgeRequest, spec, *, api_key: str | None = None,
           typed_key: str | None = None) -> Launch:
     """Launch the job's process, detached; raises ``PermissionDenied`` when the caller may not judge.
@@ -115,29 +110,18 @@ def start(db_path: str | Path, request: JudgeRequest, spec, *, api_key: str | No
         config_key, key = spec, job_key(request, api_key=api_key, typed_key=typed_key)
     else:
         config_key, key = spec.config_key, spec.api_key
-    log = Path(tempfile.gettempdir()) / f"workbench-judge-{os.getpid()}-{time.time_ns()}.log"
+    log = processes.new_log("workbench-judge")
     env = dict(os.environ)
     env[ERROR_FILE_ENV] = str(_error_file(log))  # the job writes a failure there as data
     env.pop("OPENAI_API_KEY", None)  # inherited, it would go to whatever server the request names
     if key:
         env["OPENAI_API_KEY"] = key  # the job's process reads it from here
-    with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "workbench.services.judge.worker"], stdout=out,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.PIPE, env=env,
-                                   start_new_session=True)
-    try:
-        process.stdin.write(payload(request, _settings(db_path)).encode("utf-8"))
-        process.stdin.close()
-    except OSError:
-        pass  # the process ended before reading: its exit status and output say why (problem)
-    _LAUNCHED[process.pid] = process
-    return Launch(process.pid, str(log), request.pool, config_key)
+    pid = processes.spawn([sys.executable, "-m", "workbench.services.judge.worker"], log=log, env=env,
+                          stdin_data=payload(request, _settings(db_path)).encode("utf-8"))
+    return Launch(pid, str(log), request.pool, config_key)
 
 
-def collect() -> None:
-    """Collect the exit status of the job processes this process started."""
-    for process in list(_LAUNCHED.values()):
-        process.poll()
+collect = processes.collect
 
 
 def _error_file(log: str | Path) -> Path:
@@ -153,19 +137,14 @@ def problem(launch: Launch | dict | None) -> WorkbenchError | str | None:
     if not launch:
         return None
     launch = Launch(**launch) if isinstance(launch, dict) else launch
-    process = _LAUNCHED.get(launch.pid)
-    if process is None or process.poll() in (None, 0):
+    code = processes.returncode(launch.pid)
+    if code in (None, 0):
         return None
     try:
         return error_from_data(json.loads(_error_file(launch.log).read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError, AttributeError):
         pass  # no error as data (a crash, a signal): the output says what happened
-    try:
-        lines = Path(launch.log).read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return None
-    tail = [ln for ln in lines if ln.strip() and "\r" not in ln][-3:]
-    return " ".join(tail) or f"the judge stopped with exit code {process.returncode}"
+    return processes.log_tail(launch.log) or f"the judge stopped with exit code {code}"
 
 
 def latest_job(db_path: str | Path, pool: str, config_key: str) -> dict | None:
