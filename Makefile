@@ -55,9 +55,11 @@ lint: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check workbench tests benchmarks
 	$(BIN)/python -m mypy
 
-# docs/cli.md is generated from the parser; --strict fails on a broken link or a page left out.
+# docs/cli.md is generated from the parser and the measures table of docs/metrics.md from the
+# measure registry; --strict fails on a broken link or a page left out.
 docs: $(VENV)/.installed-test
 	$(BIN)/python -m workbench.cli.reference --write
+	$(BIN)/python -m workbench.cli.measures_reference --write
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 install: $(VENV)/.installed
