@@ -216,6 +216,9 @@ def test_an_answer_sent_again_that_had_arrived_is_stored_once(tmp_path):
         page.reload()  # the new websocket goes through the wire
         _sign_in(page, url)
         _pair(page, 2)
+        # the card sends an unanswered press again after a few seconds; here it must still be
+        # travelling when the tab reloads, however slow the machine
+        page.evaluate("() => { window.__workbenchLabel.resendMs = 1e9; }")
         wire.cut = True
         _answer(page, "0", 3)
         entry = _outbox(page)
@@ -230,6 +233,33 @@ def test_an_answer_sent_again_that_had_arrived_is_stored_once(tmp_path):
         page.evaluate("e => localStorage.setItem('wb-label-outbox', JSON.stringify(e))", entry)
         page.reload()
         _sign_in(page, url)
+        _pair(page, 3)
+        _wait_idle(page)
+        assert _outbox(page) == []
+    assert _events(path) == [(0, "label", 1), (1, "label", 0)]
+
+
+def test_a_key_press_lost_on_the_way_is_sent_again_and_stored_once(tmp_path):
+    """A press that left the browser and never reached the server (a message or a run lost on a
+    busy machine), with the tab left open: the card sends it again a few seconds later and it
+    is stored once, with no reload. The old card waited for the server's answer forever, and
+    every later key press queued behind it."""
+    path = tmp_path / "project.duckdb"
+    _project(path)
+    with serve_shared(path) as url, browser_page() as page:
+        wire = _Wire(page)
+        _sign_in(page, url)
+        _pair(page, 1)
+        _answer(page, "1", 2)
+        page.get_by_text("Saved grade 1 for pair 1.").wait_for(timeout=90_000)
+        _wait_idle(page)
+        wire.cut = True
+        _answer(page, "0", 3)  # the card moves on; the server never hears of this sending
+        assert len(_outbox(page)) == 1
+        time.sleep(1.0)
+        assert _events(path) == [(0, "label", 1)]
+        wire.cut = False
+        page.get_by_text("Saved grade 0 for pair 2.").wait_for(timeout=90_000)
         _pair(page, 3)
         _wait_idle(page)
         assert _outbox(page) == []

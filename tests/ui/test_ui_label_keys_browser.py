@@ -83,6 +83,20 @@ def _keys(page, *keys: str) -> None:
         page.keyboard.press(key)
 
 
+def _keys_at_once(page, *keys: str) -> None:
+    """Key presses that reach the page in one browser task, so no time passes between them on
+    the card's clock however busy the machine is (each ``keyboard.press`` is a round trip of its
+    own). Sent to the focused element, as the browser sends a key; the card listens on the
+    document, so it sees them as it sees pressed keys."""
+    page.evaluate("""(keys) => {
+        const target = document.activeElement || document.body;
+        for (const key of keys) {
+            target.dispatchEvent(new KeyboardEvent("keydown", {key, bubbles: true, cancelable: true}));
+            target.dispatchEvent(new KeyboardEvent("keyup", {key, bubbles: true, cancelable: true}));
+        }
+    }""", list(keys))
+
+
 def _events(path) -> list[tuple]:
     db = Database(path)  # read-write, no wait: fails at once if the server held the file
     try:
@@ -97,7 +111,7 @@ def _stored(path) -> list[tuple]:
     return [(p, a, g, None if e is None else json.loads(e)) for p, a, g, e, _, _ in _events(path)]
 
 
-def _wait_stored(path, n: int, timeout: float = 60) -> None:
+def _wait_stored(path, n: int, page, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -106,7 +120,11 @@ def _wait_stored(path, n: int, timeout: float = 60) -> None:
         except Exception:  # noqa: BLE001 - the server holds the file this instant
             pass
         time.sleep(0.2)
-    raise AssertionError(f"fewer than {n} events stored: {_events(path)}")
+    # what the page said, so a failure under load tells which step refused or lost the press
+    said = page.evaluate("""() => Array.from(document.querySelectorAll(
+        "[data-testid='label-key-note'], [data-testid='stAlert'], [data-testid='label-pair']"))
+        .map((e) => e.innerText.trim()).filter(Boolean)""")
+    raise AssertionError(f"fewer than {n} events stored: {_events(path)}; the page says {said}")
 
 
 def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
@@ -135,7 +153,7 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
         wait_pair_shown(page, WAIT)
         _keys(page, "0")
         _pair(page, 4)
-        _wait_stored(path, 3)
+        _wait_stored(path, 3, page)
         _idle(page)
         wait_pair_shown(page, WAIT)
         # keys typed in the comment box stay there; Escape gives them back to the card
@@ -150,7 +168,7 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
         _idle(page)
         _keys(page, "1")
         _pair(page, 5)
-        _wait_stored(path, 4)
+        _wait_stored(path, 4, page)
         _idle(page)
         box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
         assert box.input_value() == "SME-Anna"  # what was typed, trimmed
@@ -167,17 +185,17 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
         assert page.get_by_label("Annotator", exact=True).and_(page.locator("input")).input_value() == "SME-Anna"
         page.get_by_role("heading", name="Label").click()
         wait_pair_shown(page, WAIT)
-        _keys(page, "j", "j", "j", "Space", "k", "Space", "2")  # a table row and the sentence before it
-        page.wait_for_timeout(50)
-        _keys(page, "1")  # 50 ms later, on the next pair: too early, ignored and said so
+        _keys(page, "j", "j", "j", "Space", "k", "Space")  # a table row and the sentence before it
+        # 2, then 1 in the same browser task, on the next pair: too early, ignored and said so
+        # (two separate presses are each a round trip to the browser, which on a loaded
+        # machine can outlast the card's 300 ms)
+        _keys_at_once(page, "2", "1")
         _pair(page, 6)
         _note(page, "Too early")
         wait_pair_shown(page, WAIT)
-        page.keyboard.press("0")
-        page.wait_for_timeout(30)
-        page.keyboard.press("0")  # a double press labels pair 6 only
+        _keys_at_once(page, "0", "0")  # a double press labels pair 6 only
         _pair(page, 7)
-        _wait_stored(path, 6)
+        _wait_stored(path, 6, page)
         _idle(page)
         time.sleep(1.0)
 

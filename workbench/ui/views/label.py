@@ -23,7 +23,9 @@ in the browser for ``[calibration] min_visible_ms`` (300 ms) and only once per p
 press, a second one, or grade 2–3 without evidence is refused, the card says why, and the pair's
 one answer is not used up. The browser sends one action at a time (a key pressed while the last
 one travels waits for it), numbered, so a repeated message is never applied twice, and the
-server checks again which pair it is for. Enter in the annotator box moves the focus to the card.
+server checks again which pair it is for. An action the server has not acknowledged after a
+few seconds is sent again (same number and answer id), so a message or a run lost on a busy
+machine does not hold the key presses queued behind it. Enter in the annotator box moves the focus to the card.
 
 No accepted answer is lost (issue 37). The key press's callback first keeps the answer on the
 server's disk, in a write-ahead folder beside the project with a unique answer id

@@ -5,7 +5,7 @@ const W = window.__workbenchLabel || (window.__workbenchLabel = {
   installed: false, token: null, position: null, shownAt: null, cursor: 0, chosen: new Set(),
   sent: false, seq: 0, inflight: 0, queue: [], ahead: [], minMs: 300, units: 0, root: null, hits: [],
   send: null, setChosen: null, focusCard: false, dirty: false,
-  win: null, scope: null, sentAids: {}, replayed: {},
+  win: null, scope: null, sentAids: {}, replayed: {}, inflightAction: null, inflightAt: 0, resendMs: 5000,
 });
 
 // The outbox: every answer a key gives (label, skip, can't judge) is written to the browser's
@@ -158,8 +158,27 @@ function dispatch(action, aids) {
   }
   if (aids) W.sentAids[action.seq] = aids;
   if (W.inflight) { W.queue.push(action); return; }
+  send(action);
+}
+
+// One action travels at a time; the server's ack (the card's data) lets the next one go. An
+// action whose ack has not come after RESEND_MS is sent again, same seq and aid: a message or a
+// run lost on the way (a busy machine, a rerun cut short) would otherwise hold every later key
+// press in the queue. The server handles a seq once and stores an aid once, so a second copy
+// of one that did arrive changes nothing (W.resendMs, so a test can hold a copy back).
+
+function send(action) {
   W.inflight = action.seq;
+  W.inflightAction = action;
+  W.inflightAt = performance.now();
   W.send(action);
+}
+
+function resendLate() {
+  if (!W.inflight || !W.inflightAction || !W.send || !W.root || !W.root.isConnected) return;
+  if (performance.now() - W.inflightAt < W.resendMs) return;
+  W.inflightAt = performance.now();
+  W.send(W.inflightAction);
 }
 
 function visibleMs() { return W.shownAt === null ? 0 : performance.now() - W.shownAt; }
@@ -277,7 +296,7 @@ export default function (component) {
     window.addEventListener("pagehide", () => { try { localStorage.removeItem(LIVE + W.win); } catch (e) { /* */ } });
     W.win = newId();
     heartbeat();
-    setInterval(heartbeat, 1000);
+    setInterval(() => { heartbeat(); resendLate(); }, 1000);
     W.installed = true;
   }
   let c = card();
@@ -306,7 +325,8 @@ export default function (component) {
   settle(data.ack || 0);
   if ((data.ack || 0) >= W.inflight) {
     W.inflight = 0;
-    if (W.queue.length) { const a = W.queue.shift(); W.inflight = a.seq; W.send(a); }
+    W.inflightAction = null;
+    if (W.queue.length) send(W.queue.shift());
   }
   replay();
   // While an action is still on its way the server is behind what the browser shows: keep it.
