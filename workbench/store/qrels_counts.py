@@ -67,7 +67,9 @@ def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries,
     with an admitted label: ``n`` labels, ``human`` whether one is a person's). A pair with
     one admitted label (most of a judged project's) takes that label's grade and tier in the
     one aggregate that makes ``p``; only pairs with several go through steps 1-3, so a million
-    labels are grouped once rather than four times. ``p.judged``: one of the pair's admitted
+    labels are grouped once rather than four times. ``s`` is read twice rather than
+    materialized: held, its million rows (an assessor string each) would stay in memory for
+    the few pairs with several labels; a second scan of the judgments costs less. ``p.judged``: one of the pair's admitted
     labels is an LLM judgment (what a pool's "graded by the judge" counts when every LLM label
     is admitted)."""
     body, params = _admitted(order, tiers, llm_configs, without_queries)
@@ -78,7 +80,7 @@ def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries,
                              arg_max(grade, {{'votes': votes, 'grade': {'grade' if ties == 'higher' else '-grade'}}}) AS grade
                       FROM (SELECT query_id, doc_id, r, grade, count(*) AS votes FROM a GROUP BY ALL)
                       GROUP BY ALL"""
-    sql = f"""WITH s AS ({body}),
+    sql = f"""WITH s AS NOT MATERIALIZED ({body}),
               p AS MATERIALIZED (
                   SELECT query_id, doc_id, count(*) AS n, min(r) AS r0, arg_min(grade, r) AS g0,
                          bool_or(human) AS human, bool_or(NOT human) AS judged
