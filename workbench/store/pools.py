@@ -50,6 +50,16 @@ def read_pools(db: Database) -> pd.DataFrame:
     )
 
 
+def read_pool_pair_counts(db: Database) -> pd.DataFrame:
+    """Every pool's ``name, level, chunking, pairs`` in the order of :func:`read_pools`, without
+    its distinct queries (counting those is a second hash table over every pair)."""
+    return db.query_df(
+        """SELECT p.name, p.level, p.chunking, count(x.query_id) AS pairs
+           FROM pools p LEFT JOIN pool_pairs x ON x.pool = p.name
+           GROUP BY p.name, p.level, p.chunking, p.created_at ORDER BY p.created_at, p.name"""
+    )
+
+
 def read_pool_pairs(db: Database, name: str) -> pd.DataFrame:
     return arrow_query_df(
         db,

@@ -67,7 +67,11 @@ def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries,
     with an admitted label: ``n`` labels, ``human`` whether one is a person's). A pair with
     one admitted label (most of a judged project's) takes that label's grade and tier in the
     one aggregate that makes ``p``; only pairs with several go through steps 1-3, so a million
-    labels are grouped once rather than four times."""
+    labels are grouped once rather than four times. ``s`` is read twice rather than
+    materialized: held, its million rows (an assessor string each) would stay in memory for
+    the few pairs with several labels; a second scan of the judgments costs less. ``p.judged``: one of the pair's admitted
+    labels is an LLM judgment (what a pool's "graded by the judge" counts when every LLM label
+    is admitted)."""
     body, params = _admitted(order, tiers, llm_configs, without_queries)
     if sme_rule in _COMBINE:
         combine = f"SELECT query_id, doc_id, r, {_COMBINE[sme_rule]} AS grade FROM a GROUP BY ALL"
@@ -76,10 +80,10 @@ def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries,
                              arg_max(grade, {{'votes': votes, 'grade': {'grade' if ties == 'higher' else '-grade'}}}) AS grade
                       FROM (SELECT query_id, doc_id, r, grade, count(*) AS votes FROM a GROUP BY ALL)
                       GROUP BY ALL"""
-    sql = f"""WITH s AS ({body}),
+    sql = f"""WITH s AS NOT MATERIALIZED ({body}),
               p AS MATERIALIZED (
                   SELECT query_id, doc_id, count(*) AS n, min(r) AS r0, arg_min(grade, r) AS g0,
-                         bool_or(human) AS human
+                         bool_or(human) AS human, bool_or(NOT human) AS judged
                   FROM s GROUP BY query_id, doc_id),
               a AS (SELECT query_id, doc_id, r, assessor, max(grade) AS grade
                     FROM s SEMI JOIN (SELECT query_id, doc_id FROM p WHERE n > 1) m USING (query_id, doc_id)
@@ -96,13 +100,14 @@ def doc_qrels_counts(db: Database, *, order: list[str], tiers: list[str], llm_co
                      pools: Sequence[str] = ()) -> dict:
     """Counts of the document qrels (module docstring) without the queries ``left_out`` (their
     rows are dropped after the rule, and the ones that had rows are named): ``rows, queries,
-    by_grade, by_tier, left_out`` (sorted ids of ``left_out`` that had qrels), ``llm``
-    (admitted LLM labels, synthetic queries' included, as the rule counts them) and ``pools``:
-    ``{pool: (pairs with an admitted label, pairs with an admitted person's label)}`` of the
-    document pools ``pools`` (every qrels row of an admission is a pair with one of its labels,
-    left-out queries included: coverage counts the rule's qrels)."""
+    by_grade, by_tier, left_out`` (sorted ids of ``left_out`` that had qrels) and ``pools``:
+    ``{pool: (pairs with an admitted label, pairs with an admitted person's label, pairs with
+    an admitted LLM label)}`` of the document pools ``pools`` (every qrels row of an admission
+    is a pair with one of its labels, left-out queries included: coverage counts the rule's
+    qrels). The admitted LLM labels themselves are counted per configuration by
+    :func:`llm_label_counts`, not here."""
     sql, params = _qrels_sql(order, tiers, llm_configs, without_queries, sme_rule, ties)
-    out: dict = dict(rows=0, queries=0, by_grade={}, by_tier={}, pools={str(p): (0, 0) for p in pools})
+    out: dict = dict(rows=0, queries=0, by_grade={}, by_tier={}, pools={str(p): (0, 0, 0) for p in pools})
     left = [str(q) for q in left_out]
     had_left = 0
     rows = db.query_all(
@@ -110,13 +115,14 @@ def doc_qrels_counts(db: Database, *, order: list[str], tiers: list[str], llm_co
             SELECT 'q' AS kind, out_, grade, list_extract(?::VARCHAR[], r) AS tier, count(*), count(DISTINCT query_id) FROM k
             GROUP BY GROUPING SETS ((out_, grade), (out_, r), (out_))
             UNION ALL
-            SELECT 'p', NULL, NULL, pp.pool, count(*), count(*) FILTER (WHERE p.human) FROM pool_pairs pp
+            SELECT 'p', NULL, count(*) FILTER (WHERE p.judged), pp.pool, count(*), count(*) FILTER (WHERE p.human)
+            FROM pool_pairs pp
             JOIN p ON p.query_id = pp.query_id AND p.doc_id = pp.doc_id
             WHERE pp.pool IN (SELECT unnest(?::VARCHAR[])) GROUP BY pp.pool""",
         [*params, left, list(order), [str(p) for p in pools]])
     for kind, out_, grade, tier, n, q in rows:
         if kind == "p":
-            out["pools"][str(tier)] = (int(n), int(q))
+            out["pools"][str(tier)] = (int(n), int(q), int(grade))
         elif out_:
             had_left += 0 if grade is not None or tier is not None else int(n)
         elif grade is None and tier is None:
@@ -130,9 +136,19 @@ def doc_qrels_counts(db: Database, *, order: list[str], tiers: list[str], llm_co
     out["left_out"] = [str(r[0]) for r in db.query_all(
         f"""{sql} SELECT DISTINCT query_id FROM w WHERE query_id IN (SELECT unnest(?::VARCHAR[]))
             ORDER BY query_id""", [*params, left])] if had_left else []
-    body, p = _admitted(["llm"], ["llm"], llm_configs, [])
-    out["llm"] = int(db.query_value(f"SELECT count(*) FROM ({body})", p)) if "llm" in tiers else 0
     return out
+
+
+def llm_label_counts(db: Database) -> dict[str, int]:
+    """``{configuration key: ok graded LLM labels}`` over every query (what the gate admits or
+    leaves out, by configuration), grouped on the few distinct (job, model, prompt) first so
+    the key (:data:`KEY_SQL`) is computed per group, not per judgment."""
+    rows = db.query_all(
+        f"""WITH r AS (SELECT job_id, model, prompt_hash, count(*) AS n FROM judgments
+                       WHERE source = 'llm' AND status = 'ok' AND grade IS NOT NULL GROUP BY ALL)
+            SELECT {KEY_SQL} AS config, sum(j.n) FROM r j LEFT JOIN judge_jobs jj ON jj.job_id = j.job_id
+            GROUP BY config""")
+    return {str(k): int(n) for k, n in rows}
 
 
 def doc_qrels_lines(db: Database, *, order: list[str], tiers: list[str], llm_configs: list[str] | None,

@@ -54,7 +54,7 @@ from workbench.services.retrieval.latency import latency_summary
 from workbench.services.tags import query_tags
 from workbench.store.corpus import query_texts
 from workbench.store.database import Database
-from workbench.store.pools import count_pool_pairs_among, count_pool_pairs_judged
+from workbench.store.pools import count_pool_pairs_among, count_pool_pairs_judged, read_pool_pair_counts
 from workbench.store.runs import read_run_info, read_run_rows
 from workbench.store.synthetic_queries import synthetic_query_ids
 
@@ -102,7 +102,7 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
         return made[(lvl, chk, src)]
 
     # document level: counted in SQL (services.qrels.summary), not built in pandas, where it can be
-    pools = list_pools(db)
+    pools = read_pool_pair_counts(db)
     doc_pools = [str(n) for n, lvl in zip(pools["name"], pools["level"]) if lvl != "chunk"]
     fast = summary.doc_summary(db, source=source, pools=doc_pools) if level == "doc" else None
     admitted: dict = {}
@@ -134,7 +134,9 @@ def qrels_overview(db: Database, *, level: str = "doc", chunking: str | None = N
         by = {}
         for who, src in (("people", "human"), ("llm", "llm"), ("any", "merged")):
             if who == "llm" and doc_pool and not visibility.limited():
-                by[who] = _doc_pool_pairs_the_judge_graded(db, str(name))  # in SQL: no 1M-label read
+                # counted with the qrels where they admit every LLM label, else on its own (in SQL either way)
+                by[who] = (fast.judged[str(name)] if fast is not None and fast.judged is not None
+                           else _doc_pool_pairs_the_judge_graded(db, str(name)))
                 continue
             if doc_pool and fast is not None and source == "merged" and who != "llm":  # counted with the qrels
                 by[who] = fast.pools[str(name)][0 if who == "any" else 1]

@@ -22,15 +22,23 @@ from workbench.services import visibility
 from workbench.services.qrels.answerability import unanswerable_ids
 from workbench.services.qrels.rule import ProjectQrels, default_policy, judge_configuration_states
 from workbench.store.database import Database
-from workbench.store.qrels_counts import count_doc_pool_pairs_labelled, doc_qrels_counts, doc_qrels_lines
-from workbench.store.qrels_labels import count_labelled_spans
+from workbench.store.qrels_counts import (
+    count_doc_pool_pairs_labelled,
+    doc_qrels_counts,
+    doc_qrels_lines,
+    llm_label_counts,
+)
 from workbench.store.synthetic_queries import synthetic_query_ids
 
 
 @dataclass(frozen=True)
 class Admission:
     """Which labels the rule admits for one source: ``tiers``, ``llm_configs`` (None: every
-    judge configuration), ``without_queries`` (synthetic ones left out), and the policy."""
+    judge configuration), ``without_queries`` (synthetic ones left out), and the policy.
+    ``llm_total`` / ``llm_admitted``: the ok graded LLM labels and those of a configuration that
+    passed (both 0 when the gate is not asked). Where every graded configuration passed,
+    ``llm_configs`` is None (no per-label filter); where none did, ``llm`` leaves ``tiers``:
+    the same labels are admitted either way."""
 
     policy: QrelsPolicy
     tiers: list[str]
@@ -39,6 +47,7 @@ class Admission:
     passed: tuple[str, ...] = ()
     configurations: tuple[tuple[str, str], ...] = ()
     llm_total: int = 0
+    llm_admitted: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,7 @@ class DocSummary:
     unanswerable: list[str]
     db: Database
     pools: dict
+    judged: dict | None = None
 
     def fingerprint(self) -> str:
         """:attr:`ProjectQrels.fingerprint` of these qrels, hashed over lines DuckDB writes (read
@@ -83,13 +93,19 @@ def admission(db: Database, source: str, settings, policy: QrelsPolicy | None = 
     if pol.synthetic == "only":  # and no synthetic query: no qrels; the rule says so with its notes
         return None
     tiers = [t for t in pol.order if t != "llm" or pol.llm_labels != "none"]
-    llm_total = count_labelled_spans(db, None, tiers=["llm"]) if "llm" in tiers and pol.llm_labels == "passed_gate" else 0
+    per_config = llm_label_counts(db) if "llm" in tiers and pol.llm_labels == "passed_gate" else {}
+    llm_total = sum(per_config.values())
     if llm_total:
         found = judge_configuration_states(db, settings)
         configs = tuple((s.config.label, s.state) for s in found)
         passed = tuple(s.config.key for s in found if s.state == "passed")
-        return Admission(pol, tiers, list(passed), synthetic, passed, configs, llm_total)
-    return Admission(pol, tiers, None, synthetic if pol.synthetic == "exclude" else [], llm_total=llm_total)
+        admitted = sum(n for key, n in per_config.items() if key in passed)
+        # every graded configuration passed (or none did): the same labels without matching each one's configuration
+        llm_configs = None if admitted in (0, llm_total) else list(passed)
+        if not admitted:
+            tiers = [t for t in tiers if t != "llm"]
+        return Admission(pol, tiers, llm_configs, synthetic, passed, configs, llm_total, admitted)
+    return Admission(pol, tiers, None, synthetic if pol.synthetic == "exclude" else [])
 
 
 def doc_summary(db: Database, *, source: str = "merged", settings=None, policy: QrelsPolicy | None = None,
@@ -98,7 +114,9 @@ def doc_summary(db: Database, *, source: str = "merged", settings=None, policy: 
     unanswerable queries (module docstring); None where the rule must build them. ``pools``:
     document pools whose pairs with an admitted label, and with a person's, are counted in the
     same query (``DocSummary.pools``: ``{pool: (labelled, by people)}``; for ``merged`` these
-    are the pairs of its qrels and of the ``human`` source's)."""
+    are the pairs of its qrels and of the ``human`` source's). ``DocSummary.judged``: ``{pool:
+    pairs with an ok graded LLM label}`` (synthetic queries left out unless the policy takes them
+    in) where the admission takes every LLM label, else None."""
 
     if settings is None:
         from workbench.config import load_settings
@@ -113,7 +131,7 @@ def doc_summary(db: Database, *, source: str = "merged", settings=None, policy: 
                            without_queries=adm.without_queries, sme_rule=pol.sme_rule, ties=pol.ties,
                            left_out=unanswerable, pools=list(pools))
     notes = []
-    dropped = adm.llm_total - got["llm"] if adm.llm_configs is not None else 0
+    dropped = adm.llm_total - adm.llm_admitted
     if dropped:
         notes.append(f"{dropped:,} LLM labels left out: their judge configuration has not passed "
                      f"the calibration gate (`workbench calibrate report`), or opt in with llm_labels = all")
@@ -124,8 +142,11 @@ def doc_summary(db: Database, *, source: str = "merged", settings=None, policy: 
                      f"them, so they have no ranking score")
     # the statement as ProjectQrels words it (it needs no table)
     shell = ProjectQrels(_empty(), pol, "doc", None, adm.passed, (), adm.configurations)
+    pairs = {p: (n, people) for p, (n, people, _) in got["pools"].items()}
+    every_llm_label = "llm" in adm.tiers and adm.llm_configs is None
+    judged = {p: n for p, (*_, n) in got["pools"].items()} if every_llm_label else None
     return DocSummary(shell.statement(), tuple(notes), got["rows"], got["queries"], got["by_grade"],
-                      got["by_tier"], left, adm, unanswerable, db, got["pools"])
+                      got["by_tier"], left, adm, unanswerable, db, pairs, judged)
 
 
 def doc_pool_labelled(db: Database, pool: str, adm: Admission) -> int:
