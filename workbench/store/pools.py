@@ -1,5 +1,12 @@
-"""Tables ``pools``, ``pool_pairs`` and ``pool_provenance``: the pool record, its pairs (with
-judging priority) and which run put each pair there at which rank."""
+"""Tables ``pools`` and ``pool_pairs`` and the view ``pool_provenance``: the pool record, its
+pairs (with judging priority) and which run put each pair there at which rank.
+
+Provenance (migration 15): a depth-k pool's provenance is each pooled run's rows with
+``rank <= k``. ``pool_runs`` names the (pool, run) whose provenance the view reads from
+``run_rows`` at the pool's depth (nothing is copied); ``pool_provenance_rows`` holds provenance
+stored as rows (pools of older projects whose rows differ from that derivation, rows written
+by hand). Readers use the view ``pool_provenance`` (``pool, query_id, doc_id, chunk_id, run,
+rank``), their union."""
 
 from __future__ import annotations
 
@@ -68,19 +75,18 @@ def read_pool_provenance(db: Database, name: str) -> pd.DataFrame:
     )
 
 
-def write_pool_provenance_from_runs(cur: Cursor, pool: str, runs: list[str], depth: int) -> int:
-    """Provenance of ``runs`` in ``pool``: their run rows with ``rank <= depth``, copied in SQL.
-
-    The provenance of a depth-k pool is by definition each pooled run's top-k rows, so it is
-    copied inside DuckDB instead of round-tripping millions of rows through pandas.
-    """
+def derive_pool_provenance(cur: Cursor, pool: str, runs: list[str]) -> None:
+    """Record that ``runs``' provenance in ``pool`` is their run rows with ``rank <=`` the pool's
+    depth: one ``pool_runs`` row per run (``pool`` must exist; a run already recorded is not
+    recorded twice). The rows themselves are read from ``run_rows`` through the view."""
     cur.execute(
-        """INSERT INTO pool_provenance (pool, query_id, doc_id, chunk_id, run, rank)
-           SELECT ?, query_id, doc_id, chunk_id, run, rank FROM run_rows
-           WHERE run IN (SELECT unnest(?::VARCHAR[])) AND rank <= ?""",
-        [pool, list(runs), int(depth)],
+        """INSERT INTO pool_runs (pool, run)
+           SELECT DISTINCT ?, u.run FROM (SELECT unnest(?::VARCHAR[]) AS run) u
+           WHERE NOT EXISTS (SELECT 1 FROM pool_runs x WHERE x.pool = ? AND x.run = u.run)
+           ORDER BY u.run""",
+        [pool, list(runs), pool],
     )
-    return int(one_row(cur.fetchone())[0])
+    cur.fetchall()
 
 
 # -- Set work for the pooling service -------------------------------------------------------
@@ -361,7 +367,8 @@ def count_pool_rows(db: Database, names: list[str]) -> tuple[int, int]:
 
 def delete_pools(cur: Cursor, names: list[str]) -> None:
     """Delete pools with their pairs and provenance (judgments are not touched)."""
-    for table, column in (("pool_provenance", "pool"), ("pool_pairs", "pool"), ("pools", "name")):
+    for table, column in (("pool_provenance_rows", "pool"), ("pool_runs", "pool"), ("pool_pairs", "pool"),
+                          ("pools", "name")):
         cur.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT unnest(?::VARCHAR[]))", [list(names)])
 
 

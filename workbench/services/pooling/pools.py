@@ -46,6 +46,7 @@ from workbench.store.pools import (
     count_pool_pairs,
     count_pool_pairs_among,
     create_pool,
+    derive_pool_provenance,
     drop_staged_pool_pairs,
     first_duplicate_run_row,
     read_pool,
@@ -59,7 +60,6 @@ from workbench.store.pools import (
     stage_pool_pairs,
     summarise_run_rows,
     update_pool_runs,
-    write_pool_provenance_from_runs,
     write_staged_pool_pairs,
 )
 from workbench.store.runs import read_run_rows_many
@@ -168,7 +168,8 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
     # rows ordered by run, meets them (bit-identical scores).
     order = sorted(set(runs))
     with progress(f"pool {name}", 3, "step") as advance, db.transaction() as tx:
-        if _check_rows(tx, order, depth, level) == 0:
+        n_prov = _check_rows(tx, order, depth, level)
+        if n_prov == 0:
             raise InputError(f"runs {', '.join(runs)} have no rows; nothing to pool")
         staged = stage_pool_pairs(tx, order, depth, level)
         _check_no_duplicates(tx, staged, order, depth, level)
@@ -180,7 +181,9 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
         if n_pairs != len(staged.rid):  # every staged pair is written, so this cannot differ
             raise StoreError(f"pool {name!r}: stored {n_pairs} of {len(staged.rid)} pairs; retry")
         drop_staged_pool_pairs(tx)
-        n_prov = write_pool_provenance_from_runs(tx, name, list(runs), depth)
+        # The provenance is the runs' rows within the depth, which _check_rows counted: the
+        # view pool_provenance reads them from run_rows (nothing is copied).
+        derive_pool_provenance(tx, name, list(runs))
         advance(1)
     return PoolSummary(name, level, chunking, depth, tuple(runs), staged.queries,
                        n_pairs, n_prov, n_pairs, time.perf_counter() - started,
@@ -225,7 +228,8 @@ def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
     # Summation order of core pooling: the pool's provenance (ordered by run), then the new runs.
     old, new = sorted(set(record["runs"])), sorted(set(runs))
     with db.transaction() as tx:
-        if _check_rows(tx, new, depth, level) == 0:
+        n_prov = _check_rows(tx, new, depth, level)
+        if n_prov == 0:
             raise InputError(f"runs {list(runs)} have no rows within the pool depth {depth}; nothing to add")
         staged = stage_new_pool_pairs(tx, name, old, new, depth, level)
         # Rows of old pairs are not staged, so look for duplicates among all new rows.
@@ -237,7 +241,7 @@ def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
         if n_pairs != len(staged.rid):
             raise StoreError(f"pool {name!r}: stored {n_pairs} of {len(staged.rid)} pairs; retry")
         drop_staged_pool_pairs(tx)
-        n_prov = write_pool_provenance_from_runs(tx, name, list(runs), depth)
+        derive_pool_provenance(tx, name, list(runs))
         update_pool_runs(tx, name, record["runs"] + list(runs))
         total, queries = count_pool_pairs(tx, name)
     return PoolSummary(name, level, chunking, depth, (*record["runs"], *runs), queries,
