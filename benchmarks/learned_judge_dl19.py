@@ -58,7 +58,7 @@ from workbench.services.judge.learned import DenseOptions, learn  # noqa: E402
 from workbench.services.project.lifecycle import open_project  # noqa: E402
 from workbench.store.calibration import read_sample_items  # noqa: E402
 from workbench.store.database import insert_frame  # noqa: E402
-from workbench.store.pools import create_pool, write_pool_provenance_from_runs  # noqa: E402
+from workbench.store.pools import create_pool, derive_pool_provenance  # noqa: E402
 
 DATA = Path("/work/shared/datasets/trec-dl-2019-passage")
 RUNS = ["BM25", "BM25_RM3", "D_BERT_KD_TASB", "OPEN_AI_ADA2", "SPLADE_P_P_ENSEMBLE_DISTIL", "REP_LLAMA"]
@@ -82,7 +82,7 @@ def build(path: Path) -> dict[str, str]:
             create_pool(tx, "judged", level="doc", chunking=None, depth=100, runs=RUNS)
             insert_frame(tx, "pool_pairs", pairs.assign(pool="judged", chunk_id=None,
                                                          priority=np.arange(1, len(pairs) + 1), rrf_score=0.0))
-            write_pool_provenance_from_runs(tx, "judged", RUNS, 100)
+            derive_pool_provenance(tx, "judged", RUNS)
         keys = {}
         for name, file in (("llama70b", "dl2019_test_4prompts_llama70b.txt"),
                            ("flant5large", "dl2019_test_4prompts_flant5large.txt")):

@@ -12,8 +12,8 @@ score ties play no part here.
 
 Timed, in ``--rounds`` rounds (default 3), each step of ours followed by the pandas peer
 (tests/support/reference_pooling.py on the same rows, already in memory as DataFrames):
-``build_pool`` (read the runs' top-depth rows from DuckDB, pool + RRF priorities with numpy,
-write pool_pairs and pool_provenance in one transaction; a new pool each round) against
+``build_pool`` (union of the runs' top-depth rows, RRF priorities and the pool_pairs write in
+one DuckDB statement; the provenance is read from run_rows, not copied; a new pool each round) against
 ``build_pool``; ``add_runs`` of a seventh run against ``add_runs_to_pool``; ``pool_stats``
 (sizes, contributions, overlap, judged@10, leave-one-run-out) against ``pool_sizes`` +
 ``unique_contributions`` + ``run_overlap``. Reported: CPU seconds of the process (DuckDB's

@@ -55,8 +55,8 @@ def _build(path, *, seed: int, judge_noise: float) -> dict:
         insert_frame(tx, "pool_pairs", pairs.assign(pool="p"))
         # two runs put the pairs in the pool: r1 ranks them by priority, r2 in reverse
         provenance = pairs[["query_id", "doc_id", "chunk_id"]].assign(pool="p")
-        insert_frame(tx, "pool_provenance", provenance.assign(run="r1", rank=pairs["priority"]))
-        insert_frame(tx, "pool_provenance", provenance.assign(run="r2", rank=DOCS_PER_QUERY + 1 - pairs["priority"]))
+        insert_frame(tx, "pool_provenance_rows", provenance.assign(run="r1", rank=pairs["priority"]))
+        insert_frame(tx, "pool_provenance_rows", provenance.assign(run="r2", rank=DOCS_PER_QUERY + 1 - pairs["priority"]))
         write_judgments(tx, failed)  # failed LLM calls are not grades
         write_judgments(tx, judgments)
     db.close()

@@ -586,6 +586,55 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE label_events ADD COLUMN guidelines_sha256 VARCHAR;
         """,
     ),
+    Migration(
+        15,
+        "pool_provenance_from_run_rows",
+        """
+        -- A depth-k pool's provenance is by definition each pooled run's rows with rank <= k,
+        -- which run_rows already holds (a run's rows never change, and deleting a run deletes
+        -- the pools that pooled it): copying them cost building a pool more than its pairs.
+        -- pool_runs lists the (pool, run) whose provenance is read from run_rows at the pool's
+        -- depth; pool_provenance_rows keeps provenance stored as rows (what a project made
+        -- before this migration holds unless it equals that derivation, and rows written by
+        -- hand). The view pool_provenance is their union, with the old table's columns, so
+        -- every reader answers as before (workbench/store/pools.py).
+        ALTER TABLE pool_provenance RENAME TO pool_provenance_rows;
+        CREATE TABLE pool_runs (
+            pool VARCHAR NOT NULL,
+            run VARCHAR NOT NULL
+        );
+        -- Stored provenance of a pooled run that equals its derived rows (the same rows, as a
+        -- multiset) is replaced by a pool_runs row; any difference keeps the stored rows.
+        INSERT INTO pool_runs (pool, run)
+        WITH candidates AS (
+            SELECT DISTINCT s.pool, s.run, p.depth FROM pool_provenance_rows s
+            JOIN pools p ON p.name = s.pool
+            WHERE list_contains(CAST(p.runs AS VARCHAR[]), s.run)),
+        derived AS (
+            SELECT c.pool, r.run, r.query_id, r.doc_id, r.chunk_id, r.rank FROM candidates c
+            JOIN run_rows r ON r.run = c.run AND r.rank <= c.depth),
+        stored AS (
+            SELECT s.pool, s.run, s.query_id, s.doc_id, s.chunk_id, s.rank FROM pool_provenance_rows s
+            SEMI JOIN candidates c ON c.pool = s.pool AND c.run = s.run),
+        differ AS (
+            SELECT DISTINCT pool, run FROM (
+                (SELECT * FROM stored EXCEPT ALL SELECT * FROM derived)
+                UNION ALL
+                (SELECT * FROM derived EXCEPT ALL SELECT * FROM stored)))
+        SELECT c.pool, c.run FROM candidates c
+        ANTI JOIN differ d ON d.pool = c.pool AND d.run = c.run
+        ORDER BY c.pool, c.run;
+        DELETE FROM pool_provenance_rows s
+        WHERE EXISTS (SELECT 1 FROM pool_runs r WHERE r.pool = s.pool AND r.run = s.run);
+        CREATE VIEW pool_provenance AS
+            SELECT x.pool, r.query_id, r.doc_id, r.chunk_id, r.run, r.rank
+            FROM pool_runs x
+            JOIN pools p ON p.name = x.pool
+            JOIN run_rows r ON r.run = x.run AND r.rank <= p.depth
+            UNION ALL
+            SELECT pool, query_id, doc_id, chunk_id, run, rank FROM pool_provenance_rows;
+        """,
+    ),
 )
 
 

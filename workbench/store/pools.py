@@ -1,5 +1,12 @@
-"""Tables ``pools``, ``pool_pairs`` and ``pool_provenance``: the pool record, its pairs (with
-judging priority) and which run put each pair there at which rank."""
+"""Tables ``pools`` and ``pool_pairs`` and the view ``pool_provenance``: the pool record, its
+pairs (with judging priority) and which run put each pair there at which rank.
+
+Provenance (migration 15): a depth-k pool's provenance is each pooled run's rows with
+``rank <= k``. ``pool_runs`` names the (pool, run) whose provenance the view reads from
+``run_rows`` at the pool's depth (nothing is copied); ``pool_provenance_rows`` holds provenance
+stored as rows (pools of older projects whose rows differ from that derivation, rows written
+by hand). Readers use the view ``pool_provenance`` (``pool, query_id, doc_id, chunk_id, run,
+rank``), their union."""
 
 from __future__ import annotations
 
@@ -78,19 +85,18 @@ def read_pool_provenance(db: Database, name: str) -> pd.DataFrame:
     )
 
 
-def write_pool_provenance_from_runs(cur: Cursor, pool: str, runs: list[str], depth: int) -> int:
-    """Provenance of ``runs`` in ``pool``: their run rows with ``rank <= depth``, copied in SQL.
-
-    The provenance of a depth-k pool is by definition each pooled run's top-k rows, so it is
-    copied inside DuckDB instead of round-tripping millions of rows through pandas.
-    """
+def derive_pool_provenance(cur: Cursor, pool: str, runs: list[str]) -> None:
+    """Record that ``runs``' provenance in ``pool`` is their run rows with ``rank <=`` the pool's
+    depth: one ``pool_runs`` row per run (``pool`` must exist; a run already recorded is not
+    recorded twice). The rows themselves are read from ``run_rows`` through the view."""
     cur.execute(
-        """INSERT INTO pool_provenance (pool, query_id, doc_id, chunk_id, run, rank)
-           SELECT ?, query_id, doc_id, chunk_id, run, rank FROM run_rows
-           WHERE run IN (SELECT unnest(?::VARCHAR[])) AND rank <= ?""",
-        [pool, list(runs), int(depth)],
+        """INSERT INTO pool_runs (pool, run)
+           SELECT DISTINCT ?, u.run FROM (SELECT unnest(?::VARCHAR[]) AS run) u
+           WHERE NOT EXISTS (SELECT 1 FROM pool_runs x WHERE x.pool = ? AND x.run = u.run)
+           ORDER BY u.run""",
+        [pool, list(runs), pool],
     )
-    return int(one_row(cur.fetchone())[0])
+    cur.fetchall()
 
 
 # -- Set work for the pooling service -------------------------------------------------------
@@ -155,24 +161,6 @@ def _pivot(runs: list[str]) -> str:
     return ", ".join(f"min(h.rank) FILTER (WHERE h.run = ?) AS r{j}" for j in range(len(runs)))
 
 
-def stage_pool_pairs(cur: Cursor, runs: list[str], depth: int, level: str) -> StagedPairs:
-    """Stage the depth-``depth`` union of ``runs`` (one row per query and item).
-
-    ``runs`` order is the order of :attr:`StagedPairs.ranks`.
-    """
-    item = _item(level)
-    cur.execute(
-        f"""CREATE TEMP TABLE {_STAGE} AS
-            SELECT h.query_id, h.{item} AS item, any_value(h.doc_id) AS doc_id, count(*) AS n,
-                   {_pivot(runs)}
-            FROM run_rows h WHERE h.run IN (SELECT unnest(?::VARCHAR[])) AND h.rank <= ?
-            GROUP BY h.query_id, h.{item}""",
-        [*runs, list(runs), int(depth)],
-    )
-    cur.fetchall()
-    return _read_stage(cur, len(runs), None)
-
-
 def stage_new_pool_pairs(cur: Cursor, pool: str, pool_runs: list[str], new_runs: list[str], depth: int,
                          level: str) -> StagedPairs:
     """Stage the pairs that ``new_runs`` (rows with ``rank <= depth``) bring to ``pool``: those
@@ -200,6 +188,64 @@ def stage_new_pool_pairs(cur: Cursor, pool: str, pool_runs: list[str], new_runs:
     )
     cur.fetchall()
     return _read_stage(cur, len(runs), pool)
+
+
+class DuplicateRunRows(Exception):
+    """A pooled run lists a (query, item) pair twice within the depth (found by
+    :func:`write_fused_pool_pairs`; the transaction is aborted, find the row with
+    :func:`first_duplicate_run_row` after the rollback)."""
+
+
+_DUPLICATE_MARK = "workbench-pool: a run lists a pair twice"
+
+
+def write_fused_pool_pairs(cur: Cursor, pool: str, runs: list[str], depth: int, level: str, *,
+                           k: int) -> tuple[int, int]:
+    """Write the depth-``depth`` union of ``runs`` as ``pool``'s pairs in one statement;
+    return ``(pairs, queries)``.
+
+    Per (query, item) with rank ``r_j`` in run ``j`` (``runs`` order, absent runs skipped):
+    ``rrf_score = Σ_j 1 / (k + r_j)``, summed left to right in ``runs`` order with the same
+    float operations as :func:`workbench.core.pooling.fusion.fuse_wide` (bit-identical
+    scores); ``priority`` is the pair's position within its query by ``round(rrf_score, 12)``
+    descending (numpy's round: half-to-even of ``score · 1e12``, divided by ``1e12``), then
+    item id ascending, as ``fuse_wide`` ranks. Chunk pools store the chunk and its document,
+    document pools ``chunk_id`` NULL. Nothing passes through Python: the union, the scores
+    and the priorities are computed where the rows are.
+
+    Raises :class:`DuplicateRunRows` (the transaction is then aborted) when a run lists a
+    pair twice within the depth: the pair has more rows than runs that rank it.
+    """
+    item = _item(level)
+    n = len(runs)
+    contributions = " + ".join(
+        f"coalesce(1.0::DOUBLE / (?::DOUBLE + r{j}::DOUBLE), 0.0::DOUBLE)" for j in range(n))
+    present = " + ".join(f"(r{j} IS NOT NULL)::BIGINT" for j in range(n))
+    chunk = "item" if level == "chunk" else "NULL"
+    try:
+        cur.execute(
+            f"""INSERT INTO pool_pairs (pool, query_id, doc_id, chunk_id, priority, rrf_score)
+                WITH u AS (
+                    SELECT h.query_id, h.{item} AS item, any_value(h.doc_id) AS doc_id, count(*) AS n,
+                           {_pivot(runs)}
+                    FROM run_rows h WHERE h.run IN (SELECT unnest(?::VARCHAR[])) AND h.rank <= ?
+                    GROUP BY h.query_id, h.{item}),
+                s AS (SELECT query_id, item, doc_id, n, {contributions} AS score, {present} AS present FROM u)
+                SELECT ?, query_id, doc_id, {chunk},
+                       CASE WHEN n > present THEN error('{_DUPLICATE_MARK}')
+                            ELSE row_number() OVER (PARTITION BY query_id
+                                                    ORDER BY round_even(score * 1e12, 0) / 1e12 DESC, item)
+                       END,
+                       score
+                FROM s""",
+            [*runs, list(runs), int(depth), *([float(k)] * n), pool],
+        )
+    except Exception as exc:  # duckdb's error() raises InvalidInputException; others propagate
+        if _DUPLICATE_MARK in str(exc):
+            raise DuplicateRunRows(pool) from None
+        raise
+    pairs = int(one_row(cur.fetchone())[0])
+    return pairs, count_pool_pairs(cur, pool)[1]
 
 
 def _read_stage(cur: Cursor, n_runs: int, pool: str | None) -> StagedPairs:
@@ -371,7 +417,8 @@ def count_pool_rows(db: Database, names: list[str]) -> tuple[int, int]:
 
 def delete_pools(cur: Cursor, names: list[str]) -> None:
     """Delete pools with their pairs and provenance (judgments are not touched)."""
-    for table, column in (("pool_provenance", "pool"), ("pool_pairs", "pool"), ("pools", "name")):
+    for table, column in (("pool_provenance_rows", "pool"), ("pool_runs", "pool"), ("pool_pairs", "pool"),
+                          ("pools", "name")):
         cur.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT unnest(?::VARCHAR[]))", [list(names)])
 
 

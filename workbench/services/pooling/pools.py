@@ -15,7 +15,9 @@ query's current maximum (ordered among themselves by the RRF score over all runs
 new), and the new runs' provenance for every pair they retrieved within the pool depth.
 
 Scale: the set work (union, new pairs, per-query sizes, overlap patterns) runs in DuckDB
-(:mod:`workbench.store.pools`); only integer codes and ranks reach numpy, where the core
+(:mod:`workbench.store.pools`). A new pool's priorities are computed there too, in the one
+statement that writes its pairs; the provenance is never copied (the view ``pool_provenance``
+reads the pooled runs' rows). Elsewhere only integer codes and ranks reach numpy, where the core
 (:func:`workbench.core.pooling.fusion.fuse_wide`, :func:`workbench.core.pooling.diagnostics.pattern_stats`)
 computes priorities and diagnostics with the same formulas, tie rules and float sums as
 :func:`workbench.core.pooling.diagnostics.build_pool`. Ids are joined back inside DuckDB when written.
@@ -43,9 +45,11 @@ from workbench.store.chunks import read_chunks
 from workbench.store.corpus import read_documents
 from workbench.store.database import Database
 from workbench.store.pools import (
+    DuplicateRunRows,
     count_pool_pairs,
     count_pool_pairs_among,
     create_pool,
+    derive_pool_provenance,
     drop_staged_pool_pairs,
     first_duplicate_run_row,
     read_pool,
@@ -56,10 +60,9 @@ from workbench.store.pools import (
     read_provenance_patterns,
     read_unique_pool_pairs_among,
     stage_new_pool_pairs,
-    stage_pool_pairs,
     summarise_run_rows,
     update_pool_runs,
-    write_pool_provenance_from_runs,
+    write_fused_pool_pairs,
     write_staged_pool_pairs,
 )
 from workbench.store.runs import read_run_rows_many
@@ -150,8 +153,10 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
                progress: ProgressFactory = no_progress) -> PoolSummary:
     """Create pool ``name``: the depth-``depth`` union of ``runs`` with priorities and provenance.
 
-    The union is formed in DuckDB (a temporary table of the transaction); only integer codes
-    and ranks reach numpy, where :func:`core.fusion.fuse_wide` gives the RRF priorities.
+    The union, its RRF scores and priorities are computed and written by one DuckDB statement
+    (:func:`workbench.store.pools.write_fused_pool_pairs`, the same floats and tie rule as
+    :func:`core.fusion.fuse_wide`); the provenance is the runs' rows within the depth, read
+    from ``run_rows`` through the view ``pool_provenance`` (nothing is copied).
     """
     access.require("build")
     depth = check_depth(depth)
@@ -167,22 +172,25 @@ def build_pool(db: Database, name: str, runs: list[str], depth: int, *,
     # Scores are summed run by run in name order: the order in which core pooling, reading the
     # rows ordered by run, meets them (bit-identical scores).
     order = sorted(set(runs))
-    with progress(f"pool {name}", 3, "step") as advance, db.transaction() as tx:
-        if _check_rows(tx, order, depth, level) == 0:
-            raise InputError(f"runs {', '.join(runs)} have no rows; nothing to pool")
-        staged = stage_pool_pairs(tx, order, depth, level)
-        _check_no_duplicates(tx, staged, order, depth, level)
-        advance(1)
-        score, priority = fuse_wide(staged.query, staged.ranks, k=POOL_RRF_K)
-        advance(1)
-        create_pool(tx, name, level=level, chunking=chunking, depth=depth, runs=list(runs))
-        n_pairs = write_staged_pool_pairs(tx, name, level, staged.rid, priority, score)
-        if n_pairs != len(staged.rid):  # every staged pair is written, so this cannot differ
-            raise StoreError(f"pool {name!r}: stored {n_pairs} of {len(staged.rid)} pairs; retry")
-        drop_staged_pool_pairs(tx)
-        n_prov = write_pool_provenance_from_runs(tx, name, list(runs), depth)
-        advance(1)
-    return PoolSummary(name, level, chunking, depth, tuple(runs), staged.queries,
+    try:
+        with progress(f"pool {name}", 3, "step") as advance, db.transaction() as tx:
+            n_prov = _check_rows(tx, order, depth, level)
+            if n_prov == 0:
+                raise InputError(f"runs {', '.join(runs)} have no rows; nothing to pool")
+            advance(1)
+            create_pool(tx, name, level=level, chunking=chunking, depth=depth, runs=list(runs))
+            n_pairs, queries = write_fused_pool_pairs(tx, name, order, depth, level, k=POOL_RRF_K)
+            advance(1)
+            # The provenance is the runs' rows within the depth, which _check_rows counted.
+            derive_pool_provenance(tx, name, list(runs))
+            advance(1)
+    except DuplicateRunRows:  # rolled back; name the first duplicate as core pooling does
+        with db.transaction() as tx:
+            dup = first_duplicate_run_row(tx, order, depth, level)
+        if dup is None:  # the rows changed since; cannot happen while the file is ours
+            raise StoreError(f"pool {name!r}: a run changed while pooling; nothing was stored; retry") from None
+        raise duplicate_pair_error(*dup, _id_col(level)) from None
+    return PoolSummary(name, level, chunking, depth, tuple(runs), queries,
                        n_pairs, n_prov, n_pairs, time.perf_counter() - started,
                        tuple(coverage_notes(db, list(runs))))
 
@@ -225,7 +233,8 @@ def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
     # Summation order of core pooling: the pool's provenance (ordered by run), then the new runs.
     old, new = sorted(set(record["runs"])), sorted(set(runs))
     with db.transaction() as tx:
-        if _check_rows(tx, new, depth, level) == 0:
+        n_prov = _check_rows(tx, new, depth, level)
+        if n_prov == 0:
             raise InputError(f"runs {list(runs)} have no rows within the pool depth {depth}; nothing to add")
         staged = stage_new_pool_pairs(tx, name, old, new, depth, level)
         # Rows of old pairs are not staged, so look for duplicates among all new rows.
@@ -237,7 +246,7 @@ def add_runs(db: Database, name: str, runs: list[str]) -> PoolSummary:
         if n_pairs != len(staged.rid):
             raise StoreError(f"pool {name!r}: stored {n_pairs} of {len(staged.rid)} pairs; retry")
         drop_staged_pool_pairs(tx)
-        n_prov = write_pool_provenance_from_runs(tx, name, list(runs), depth)
+        derive_pool_provenance(tx, name, list(runs))
         update_pool_runs(tx, name, record["runs"] + list(runs))
         total, queries = count_pool_pairs(tx, name)
     return PoolSummary(name, level, chunking, depth, (*record["runs"], *runs), queries,
