@@ -146,35 +146,29 @@ def test_the_examples_fields_keep_their_place_when_the_key_note_changes(tmp_path
 def test_browser_few_shot_preview_and_job(tmp_path, _project):
     """A real app and chromium: the LLM judge on a loopback server, 3 examples from the tuning
     part of s; the preview shows them; Start runs the job with the CLI's configuration."""
-    from tests.support.live_app import browser_page, serve
+    from tests.support.live_app import after_run, browser_page, enter_value, serve, wait_idle
 
     path = tmp_path / "p.duckdb"
     _project(path)
     with running_server() as server, serve(path, {"OPENAI_API_KEY": "sk-test"}) as url, browser_page() as page:
-        def idle():
-            page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                                   timeout=60_000)
-
-        def fill(label: str, value: str):
-            box = page.get_by_label(label, exact=True).first
-            box.fill(value)
-            box.press("Enter")
-            idle()
-
+        # every change waits for the run it starts, then checks the box kept the value: typed
+        # while the previous run redraws the page, a value can land in a box about to be replaced
         page.goto(f"{url}/judge")
         page.get_by_text("What the judge sees").wait_for(timeout=60_000)
-        page.get_by_text("LLM on an OpenAI-compatible server").click()
-        idle()
-        fill("Model", "m2")
-        fill("Server URL", server.base_url)
+        wait_idle(page, start_within=0)
+        if not page.get_by_label("Model", exact=True).count():  # (the LLM is the default with a key)
+            after_run(page, page.get_by_text("LLM on an OpenAI-compatible server").click, "choosing the LLM judge")
+        enter_value(page, "Model", "m2")
+        enter_value(page, "Server URL", server.base_url)
         label = "Examples from the tuning part of s (0 = none)"
-        page.get_by_label(label, exact=True).wait_for(timeout=60_000)
+        assert page.get_by_label(label, exact=True).first.input_value() == "0"
         assert "Examples graded by subject-matter experts" not in page.inner_text("body")  # 0 = none
-        fill(label, "3")
-        fill("Pairs to judge (0 = all)", "5")
+        enter_value(page, label, "3")
+        enter_value(page, "Pairs to judge (0 = all)", "5")
         page.get_by_text("with 3 few-shot examples first").wait_for(timeout=60_000)
         body = page.inner_text("body")
         assert "Examples graded by subject-matter experts" in body and "Example 3: grade" in body
+        wait_idle(page, start_within=0)
         page.get_by_role("button", name="Start").click()
         page.get_by_text("5 of 5 judged").first.wait_for(timeout=120_000)
         assert "Traceback" not in page.inner_text("body")
