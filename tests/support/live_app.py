@@ -184,6 +184,67 @@ def wait_idle(page, timeout: float = 180_000, start_within: float = 400) -> None
     page.wait_for_function(_FINISHED, timeout=timeout, polling=POLL_MS)
 
 
+#: how many script runs of the page have ended (its app root's state left "running"), counted by
+#: observers this installs (one on each app root it meets; a new page load counts from 0)
+_RUNS_ENDED = """() => { const app = document.querySelector('[data-testid="stApp"]');
+  if (!app) return window.__workbenchRuns || 0;
+  if (window.__workbenchRuns === undefined) window.__workbenchRuns = 0;
+  if (!app.__workbenchObserved) {
+    app.__workbenchObserved = true;
+    new MutationObserver(records => { for (const r of records) if (r.oldValue === 'running') window.__workbenchRuns++; })
+      .observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true});
+  }
+  return window.__workbenchRuns; }"""
+_STATE = """() => { const app = document.querySelector('[data-testid="stApp"]');
+  return {runs_ended: window.__workbenchRuns, script: app && app.getAttribute('data-test-script-state'),
+          stale: document.querySelectorAll('[data-stale="true"]').length,
+          status_widget: !!document.querySelector('[data-testid="stStatusWidget"]'),
+          skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length}; }"""
+
+
+def after_run(page, action: Callable[[], None], what: str, timeout: float = 180_000) -> None:
+    """Do ``action`` (a click, a key) once no script run is under way, then wait until a run has
+    ended since and the page is finished (:data:`_FINISHED`).
+
+    Unlike :func:`wait_idle`, this does not guess how soon the run starts: on a busy machine the
+    run can start later than any fixed wait, and an action taken then lands on a page the run is
+    redrawing. An action that starts no run fails after ``timeout`` ms, saying ``what`` it was."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    wait_idle(page, timeout, start_within=0)
+    ended = page.evaluate(_RUNS_ENDED)
+    action()
+    try:
+        page.wait_for_function(f"n => ({_RUNS_ENDED})() > n && ({_FINISHED})()", arg=ended,
+                               timeout=timeout, polling=POLL_MS)
+    except PlaywrightTimeout:
+        raise AssertionError(f"no script run of the page ended within {timeout / 1000:.0f} s after {what} "
+                             f"(ended before: {ended}; the page now: {page.evaluate(_STATE)})") from None
+
+
+def enter_value(page, label: str, value: str, timeout: float = 180_000) -> None:
+    """Type ``value`` in the text or number box labelled ``label`` and press Enter, as a user does,
+    then wait until the run that starts has ended (:func:`after_run`) and check that the box
+    still shows ``value`` (a page that drops a typed value fails here, not at a later wait for
+    what the value should have drawn). A box showing ``value`` already is left as it is."""
+    from playwright.sync_api import expect
+
+    box = page.get_by_label(label, exact=True).first
+    wait_idle(page, timeout, start_within=0)
+    if box.input_value() == value:  # Enter would change nothing and start no run
+        return
+
+    def enter() -> None:
+        box.fill(value)
+        box.press("Enter")
+
+    try:
+        after_run(page, enter, f"typing {value!r} in {label!r} and Enter", timeout)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the box shows {box.input_value()!r}") from None
+    expect(box).to_have_value(value, timeout=timeout)
+
+
 def open_in_app(page, title: str, heading: str | None = None, timeout: float = 180_000) -> None:
     """Open the page ``title`` with its link in the app's sidebar, as a user does, and wait
     until its run has drawn ``heading`` (default ``title``) and finished.

@@ -110,39 +110,65 @@ def test_an_annotator_is_not_offered_other_peoples_labels_as_examples(tmp_path, 
     assert "shown to leads and viewers only" in _texts(at)
 
 
+def _place(block, key: str, path: tuple = ()) -> tuple | None:
+    """Where the widget ``key`` is in the page: its index in each block from the main one down."""
+    for index, child in getattr(block, "children", {}).items():
+        if getattr(child, "key", None) == key:
+            return (*path, index)
+        found = _place(child, key, (*path, index))
+        if found:
+            return found
+    return None
+
+
+def test_the_examples_fields_keep_their_place_when_the_key_note_changes(tmp_path, monkeypatch, _project):
+    """Streamlit's front end knows an element by its place in the page: a box drawn at another
+    place is a new box, and a value being typed in the old one is dropped. A Server URL that
+    may not have the app's key draws a warning and a key field (two elements) where the
+    configured server's note is one caption; the examples fields below must not move with it
+    (in a browser under load, "3" typed in the examples box during that rerun was lost)."""
+    path = tmp_path / "p.duckdb"
+    _project(path)
+    monkeypatch.setenv("WORKBENCH_DB", str(path))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    at.radio[0].set_value("LLM on an OpenAI-compatible server").run()
+    assert not at.text_input(key="judge_url").value.startswith("http://127.0.0.1")  # the configured server
+    before = {key: _place(at.main, key) for key in ("judge_few_shot_sample", "judge_few_shot", "judge_few_shot_seed")}
+    at.text_input(key="judge_url").set_value("http://127.0.0.1:9/v1").run()
+    assert "not to this Server URL" in _texts(at)  # the key note is now a warning and a key field
+    assert [t for t in at.text_input if t.key == "judge_typed_key"]
+    after = {key: _place(at.main, key) for key in before}
+    assert None not in before.values() and after == before
+
+
 @pytest.mark.browser
 def test_browser_few_shot_preview_and_job(tmp_path, _project):
     """A real app and chromium: the LLM judge on a loopback server, 3 examples from the tuning
     part of s; the preview shows them; Start runs the job with the CLI's configuration."""
-    from tests.support.live_app import browser_page, serve
+    from tests.support.live_app import after_run, browser_page, enter_value, serve, wait_idle
 
     path = tmp_path / "p.duckdb"
     _project(path)
     with running_server() as server, serve(path, {"OPENAI_API_KEY": "sk-test"}) as url, browser_page() as page:
-        def idle():
-            page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                                   timeout=60_000)
-
-        def fill(label: str, value: str):
-            box = page.get_by_label(label, exact=True).first
-            box.fill(value)
-            box.press("Enter")
-            idle()
-
+        # every change waits for the run it starts, then checks the box kept the value: typed
+        # while the previous run redraws the page, a value can land in a box about to be replaced
         page.goto(f"{url}/judge")
         page.get_by_text("What the judge sees").wait_for(timeout=60_000)
-        page.get_by_text("LLM on an OpenAI-compatible server").click()
-        idle()
-        fill("Model", "m2")
-        fill("Server URL", server.base_url)
+        wait_idle(page, start_within=0)
+        if not page.get_by_label("Model", exact=True).count():  # (the LLM is the default with a key)
+            after_run(page, page.get_by_text("LLM on an OpenAI-compatible server").click, "choosing the LLM judge")
+        enter_value(page, "Model", "m2")
+        enter_value(page, "Server URL", server.base_url)
         label = "Examples from the tuning part of s (0 = none)"
-        page.get_by_label(label, exact=True).wait_for(timeout=60_000)
+        assert page.get_by_label(label, exact=True).first.input_value() == "0"
         assert "Examples graded by subject-matter experts" not in page.inner_text("body")  # 0 = none
-        fill(label, "3")
-        fill("Pairs to judge (0 = all)", "5")
+        enter_value(page, label, "3")
+        enter_value(page, "Pairs to judge (0 = all)", "5")
         page.get_by_text("with 3 few-shot examples first").wait_for(timeout=60_000)
         body = page.inner_text("body")
         assert "Examples graded by subject-matter experts" in body and "Example 3: grade" in body
+        wait_idle(page, start_within=0)
         page.get_by_role("button", name="Start").click()
         page.get_by_text("5 of 5 judged").first.wait_for(timeout=120_000)
         assert "Traceback" not in page.inner_text("body")

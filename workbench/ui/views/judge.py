@@ -163,7 +163,11 @@ def _choices(pools: list[str]) -> dict:
         cols = st.columns(len(NUMBERS))
         for col, option in zip(cols, NUMBERS):
             choices[option.name] = _number(col, option, judge_settings)
-        choices["typed_key"] = _key_choice(pool, choices["base_url"])
+        # One container holds the key's note (a caption, or a warning and a key field, depending on
+        # the Server URL): the few-shot fields after it keep their place in the page when the note
+        # changes, so a value being typed in them during that rerun is not dropped with a redrawn box.
+        with st.container():
+            choices["typed_key"] = _key_choice(pool, choices["base_url"])
         choices.update(_few_shot_choices())
     return choices
 
