@@ -646,12 +646,12 @@ def test_the_process_rule_is_reported(tmp_path):
 # `workbench --help` and `import workbench.api` stay cheap because the modules they do not need yet
 # are imported on first use. That happens in these modules (a PEP 562 module __getattr__ over a
 # table), not in import statements scattered through function bodies.
-LAZY_MODULES = ("lazylibs.py", "cli/lazy.py")
+LAZY_MODULES = ("lazylibs.py", "cli/lazy.py", "api_lazy.py")
 # layer -> the imports inside functions it may still have. services: imports of other services,
 # store and core modules, which a services-wide lazy module would turn into import circles and
 # two-way subpackage dependencies (test_there_are_no_import_circles,
 # test_services_subpackages_depend_one_way); core, retrieval, ui: see the commits that move them.
-FUNCTION_IMPORTS_ALLOWED = {"api": 32, "services": 103, "core": 22, "retrieval": 21, "ui": 21, "store": 4, "__init__": 2}
+FUNCTION_IMPORTS_ALLOWED = {"services": 103, "core": 22, "retrieval": 21, "ui": 21, "store": 4, "__init__": 2}
 
 
 def function_imports(package: Path = PACKAGE) -> dict[str, list[str]]:

@@ -18,13 +18,17 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import shlex
     import socket
     import textwrap
 
+    import pandas
     import tqdm
 
 # attribute -> the module it names, imported by the first access (PEP 562)
 MODULES = {
+    "pandas": "pandas",
+    "shlex": "shlex",
     "socket": "socket",
     "textwrap": "textwrap",
     "tqdm": "tqdm",
