@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench import lazylibs
 from workbench.core.formats import LABEL_SOURCES
 from workbench.core.metrics.measures import parse_measures
 from workbench.errors import ConfigError, InputError, clip
@@ -267,7 +268,6 @@ class ProjectEvaluation:
 def _run_scope(info, level: str | None, chunking: str | None) -> tuple[str, str | None]:
     """The level and chunking to evaluate at: the runs' own unless asked; chunk level needs
     every run to be a chunk run of that chunking (chunk ids belong to one chunking)."""
-    import pandas as pd
 
     levels = sorted(set(info["level"].astype(str)))
     if level is None:
@@ -279,7 +279,7 @@ def _run_scope(info, level: str | None, chunking: str | None) -> tuple[str, str 
         raise ConfigError(f"unknown level {level!r}; expected doc or chunk")
     if level == "doc":
         return "doc", None
-    chunkings = {None if pd.isna(c) else str(c) for c in info["chunking"]}
+    chunkings = {None if lazylibs.pandas.isna(c) else str(c) for c in info["chunking"]}
     doc_runs = info.loc[info["level"].astype(str) != "chunk", "name"].tolist()
     if doc_runs:
         raise ConfigError(f"run {doc_runs[0]!r} ranks documents, not chunks; evaluate it with {{field:level doc}}")
@@ -296,8 +296,6 @@ def _run_scope(info, level: str | None, chunking: str | None) -> tuple[str, str 
 def stored_run(db, name: str, level: str):
     """A stored run as the engine's :class:`Run` at ``level``: at document level a chunk run
     gives each document its best-scoring chunk's score (the document's first appearance)."""
-    import numpy as np
-    import pyarrow as pa
 
     from workbench.core.metrics.qrels_and_runs import Run
     from workbench.store.runs import read_run_rows
@@ -310,9 +308,9 @@ def stored_run(db, name: str, level: str):
         rows = (rows.assign(item=rows["doc_id"].astype(str))
                 .sort_values(["query_id", "score"], ascending=[True, False], kind="stable")
                 .drop_duplicates(["query_id", "item"]))
-    return Run(pa.array(rows["query_id"].astype(str).tolist(), type=pa.string()),
-               pa.array(rows["item"].tolist(), type=pa.string()),
-               rows["score"].to_numpy(dtype=np.float64), name=name, source=f"stored run {name}")
+    return Run(lazylibs.pyarrow.array(rows["query_id"].astype(str).tolist(), type=lazylibs.pyarrow.string()),
+               lazylibs.pyarrow.array(rows["item"].tolist(), type=lazylibs.pyarrow.string()),
+               rows["score"].to_numpy(dtype=lazylibs.numpy.float64), name=name, source=f"stored run {name}")
 
 
 def evaluate_project(
@@ -339,7 +337,6 @@ def evaluate_project(
     :func:`evaluate_files` (an empty run, no query in common, every query excluded), plus
     unknown run names and a level the runs cannot be scored at.
     """
-    import pandas as pd
 
     from workbench.core.metrics.evaluation import evaluate
     from workbench.services.coverage import coverage_notes
@@ -387,15 +384,13 @@ def evaluate_project(
                      f"({', '.join(excluded[:5])}{', ...' if len(excluded) > 5 else ''})")
     evaluation_id = None
     if store:
-        import numpy as np
-
         from workbench.store.evaluations import write_evaluation
 
-        means = pd.DataFrame([{"run": n, "measure": m, "value": float(v), "queries": int(r.counts()["queries_evaluated"])}
-                              for n, r in results.items() for m, v in r.aggregate.items()])
-        values = pd.concat([pd.DataFrame({"run": n, "measure": m, "query_id": r.query_ids.astype(str),
-                                          "value": np.asarray(v, dtype="float64")})
-                            for n, r in results.items() for m, v in r.scores.items()], ignore_index=True)
+        means = lazylibs.pandas.DataFrame([{"run": n, "measure": m, "value": float(v), "queries": int(r.counts()["queries_evaluated"])}
+                                           for n, r in results.items() for m, v in r.aggregate.items()])
+        values = lazylibs.pandas.concat([lazylibs.pandas.DataFrame({"run": n, "measure": m, "query_id": r.query_ids.astype(str),
+                                                                    "value": lazylibs.numpy.asarray(v, dtype="float64")})
+                                         for n, r in results.items() for m, v in r.scores.items()], ignore_index=True)
         with db.transaction() as tx:
             evaluation_id = write_evaluation(
                 tx, runs=runs, measures=list(measures), labels=labels, level=level, chunking=chunking,

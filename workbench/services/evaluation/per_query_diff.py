@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench import lazylibs
 from workbench.errors import ConfigError
 from workbench.services.evaluation.evaluate import evaluate_files, run_names, stored_run
 
@@ -130,14 +131,12 @@ def stored_per_query_diff(db, results: Mapping[str, EvaluationResult], qrels: pd
     ``chunk``) the level they were scored at, which is how the top lists are read
     (:func:`~workbench.services.evaluation.evaluate.stored_run`: at document level a document
     takes its best chunk's score)."""
-    import numpy as np
-    import pyarrow as pa
 
     from workbench.core.metrics.qrels_and_runs import Qrels
 
     _check(len(results), k)
-    judged = Qrels(pa.array(qrels["query_id"].astype(str).tolist(), type=pa.string()),
-                   pa.array(qrels["item_id"].astype(str).tolist(), type=pa.string()),
-                   qrels["grade"].to_numpy(dtype=np.int64))
+    judged = Qrels(lazylibs.pyarrow.array(qrels["query_id"].astype(str).tolist(), type=lazylibs.pyarrow.string()),
+                   lazylibs.pyarrow.array(qrels["item_id"].astype(str).tolist(), type=lazylibs.pyarrow.string()),
+                   qrels["grade"].to_numpy(dtype=lazylibs.numpy.int64))
     runs = {name: stored_run(db, name, level) for name in results}
     return query_diffs(judged, runs, results, measures, k=k)

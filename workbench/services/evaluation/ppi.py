@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench import lazylibs
 from workbench.core.metrics.measures import parse_measures
 from workbench.errors import ConfigError, InputError, clip
 from workbench.services.evaluation.evaluate import run_names
@@ -70,12 +71,11 @@ class PerQueryValues:
         """The same values with only ``labelled_ids`` (a subset of the labelled queries) kept
         as labelled: what a smaller HUMAN_QRELS would give (a query's values depend on its own
         labels only). Used by the coverage benchmark."""
-        import numpy as np
 
         position = {q: i for i, q in enumerate(self.query_ids)}
         row = {int(p): k for k, p in enumerate(self.labelled)}
-        keep = np.array([position[q] for q in labelled_ids], dtype=np.int64)
-        rows = np.array([row[int(p)] for p in keep], dtype=np.int64)
+        keep = lazylibs.numpy.array([position[q] for q in labelled_ids], dtype=lazylibs.numpy.int64)
+        rows = lazylibs.numpy.array([row[int(p)] for p in keep], dtype=lazylibs.numpy.int64)
         human = {m: {r: v[rows] for r, v in by_run.items()} for m, by_run in self.human.items()}
         return PerQueryValues(self.query_ids, keep, self.runs, self.measures, self.judge, human,
                               self.judge_no_relevant, self.run_files)
@@ -89,12 +89,11 @@ def _query_set(qrels) -> list[str]:
 
 def _column(result, measure: str, ids: list[str]):
     """The per-query values of ``measure`` in the order of ``ids`` (every id must be scored)."""
-    import numpy as np
 
     scored = dict(zip(result.query_ids.astype(str).tolist(), result.scores[measure].tolist()))
-    values = np.array([scored.get(q, np.nan) for q in ids], dtype=np.float64)
-    if np.isnan(values).any():  # the engine scores every qrels query with include_no_relevant
-        missing = ids[int(np.flatnonzero(np.isnan(values))[0])]
+    values = lazylibs.numpy.array([scored.get(q, lazylibs.numpy.nan) for q in ids], dtype=lazylibs.numpy.float64)
+    if lazylibs.numpy.isnan(values).any():  # the engine scores every qrels query with include_no_relevant
+        missing = ids[int(lazylibs.numpy.flatnonzero(lazylibs.numpy.isnan(values))[0])]
         raise InputError(f"no {measure} value for query {clip(missing)}")
     return values
 
@@ -128,7 +127,6 @@ def score_values(human_q, judge_q, runs, measures: Sequence[str], *, rel: int = 
     """Score every run on both qrels (engine :class:`Qrels`): ``runs`` yields ``(name, Run,
     where)`` (``where`` a file path or a description). What :func:`load_values` does after
     reading the files, shared with the project mode (:mod:`workbench.services.evaluation.ppi_project`)."""
-    import numpy as np
 
     from workbench.core.metrics.evaluation import evaluate
 
@@ -154,8 +152,8 @@ def score_values(human_q, judge_q, runs, measures: Sequence[str], *, rel: int = 
             "the judge's queries)", path=human_path)
     names: list[str] = []
     files: dict[str, str] = {}
-    judge: dict[str, dict[str, np.ndarray]] = {m: {} for m in measures}
-    human: dict[str, dict[str, np.ndarray]] = {m: {} for m in measures}
+    judge: dict[str, dict[str, lazylibs.numpy.ndarray]] = {m: {} for m in measures}
+    human: dict[str, dict[str, lazylibs.numpy.ndarray]] = {m: {} for m in measures}
     no_relevant: set[str] = set()
     for name, run, where in runs:
         names.append(name)
@@ -168,12 +166,12 @@ def score_values(human_q, judge_q, runs, measures: Sequence[str], *, rel: int = 
     if not names:
         raise ConfigError("give at least one run")
     # queries without a relevant judge label at a measure's threshold (scored 0 there)
-    judged_query = np.asarray(judge_q.query_ids.to_pylist(), dtype=object)
+    judged_query = lazylibs.numpy.asarray(judge_q.query_ids.to_pylist(), dtype=object)
     for threshold in {rel if measure.rel is None else measure.rel for _, measure in parsed}:
         relevant = set(judged_query[judge_q.grades >= threshold])
         no_relevant.update(q for q in query_ids if q not in relevant)
     return PerQueryValues(query_ids=query_ids,
-                          labelled=np.array([position[q] for q in labelled_ids], dtype=np.int64),
+                          labelled=lazylibs.numpy.array([position[q] for q in labelled_ids], dtype=lazylibs.numpy.int64),
                           runs=names, measures=measures, judge=judge, human=human,
                           judge_no_relevant=tuple(sorted(no_relevant)), run_files=files)
 
@@ -271,7 +269,6 @@ def plan(values: PerQueryValues, half_width: float, *, confidence: float = 0.95)
     """How many labelled queries give ``half_width`` on each run's mean and each difference
     from the first run, with PPI++ and with human labels alone (the labelled queries are the
     pilot; :func:`workbench.core.metrics.ppi.plan_sample_size`)."""
-    import numpy as np
 
     from workbench.core.metrics.ppi import plan_sample_size
 
@@ -286,7 +283,7 @@ def plan(values: PerQueryValues, half_width: float, *, confidence: float = 0.95)
         f, y = values.judge[m], values.human[m]
         runs[m] = {r: plan_sample_size(y[r], f[r], values.labelled, half_width, confidence=confidence)
                    for r in values.runs}
-        diffs[m] = {r: plan_sample_size(np.asarray(y[r]) - y[first], np.asarray(f[r]) - f[first], values.labelled,
+        diffs[m] = {r: plan_sample_size(lazylibs.numpy.asarray(y[r]) - y[first], lazylibs.numpy.asarray(f[r]) - f[first], values.labelled,
                                         half_width, confidence=confidence) for r in values.runs[1:]}
     return PlanReport(n_pilot=values.n_labelled, n_total=len(values.query_ids), half_width=float(half_width),
                       confidence=confidence, first_run=first, runs=runs, differences=diffs)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from workbench import lazylibs
 from workbench.core.calibration.gate import GateThresholds
 from workbench.core.calibration.sample import TUNING
 from workbench.core.judging import learned as core
@@ -136,12 +137,10 @@ def _tokenizer():
 
 
 def _counts(ids: list[list[int]], vocabulary: int):
-    import scipy.sparse as sp
-
     lengths = np.fromiter((len(t) for t in ids), dtype=np.int64, count=len(ids))
     indptr = np.r_[0, np.cumsum(lengths)]
     indices = np.fromiter((i for t in ids for i in t), dtype=np.int64, count=int(indptr[-1]))
-    m = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(ids), vocabulary))
+    m = lazylibs.scipy_sparse.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(ids), vocabulary))
     m.sum_duplicates()
     return m
 

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench import lazylibs
 from workbench.config import Settings, load_settings
 from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError, StoreError
@@ -45,14 +46,13 @@ def _read_jsonl(path: Path) -> list[dict]:
 def load_demo(db: Database, demo_dir: Path = DEMO_DIR) -> dict[str, int]:
     """Load the demo handbook, its queries and its reference SME labels in one transaction."""
     # Deferred: pandas and the writers are needed by the demo only (CLI start-up cost).
-    import pandas as pd
 
     from workbench.store.corpus import write_documents, write_queries
     from workbench.store.judgments import write_judgments
 
-    documents = pd.DataFrame(_read_jsonl(demo_dir / "documents.jsonl"))
-    queries = pd.DataFrame(_read_jsonl(demo_dir / "queries.jsonl"))
-    labels = pd.DataFrame(_read_jsonl(demo_dir / "labels.jsonl"))
+    documents = lazylibs.pandas.DataFrame(_read_jsonl(demo_dir / "documents.jsonl"))
+    queries = lazylibs.pandas.DataFrame(_read_jsonl(demo_dir / "queries.jsonl"))
+    labels = lazylibs.pandas.DataFrame(_read_jsonl(demo_dir / "labels.jsonl"))
     labels["source"] = "human"
     labels["assessor"] = labels.get("assessor", "demo-sme")
     labels["status"] = "ok"

@@ -43,6 +43,7 @@ from importlib.util import find_spec
 import numpy as np
 import pandas as pd
 
+from workbench import lazylibs
 from workbench.core.formats.labels import rank_by_score
 from workbench.core.formats.names import check_name
 from workbench.core.metrics.pareto import percentile_latency
@@ -383,9 +384,7 @@ def load_dense_encoder(model: str, backend: str = "torch", device: str = "cpu", 
         return onnx_dense.load_encoder(dense_mod.model_location(model), precision=precision, device=device)
     dense_cache_key(model, backend)
     if device != "cpu":
-        import torch
-
-        if torch.cuda.is_available():
+        if lazylibs.torch.cuda.is_available():
             device = "cuda"
         elif device == "cuda":
             raise InputError("{field} cuda: torch sees no CUDA device here", field="device", hint="use {field} cpu or auto")
