@@ -646,7 +646,7 @@ def test_the_process_rule_is_reported(tmp_path):
 # `workbench --help` and `import workbench.api` stay cheap because the modules they do not need yet
 # are imported on first use. That happens in these modules (a PEP 562 module __getattr__ over a
 # table), not in import statements scattered through function bodies.
-LAZY_MODULES = ("lazylibs.py", "cli/lazy.py", "api_lazy.py")
+LAZY_MODULES = ("lazylibs.py", "cli/lazy.py", "api_lazy.py", "services/lazy.py")
 # layer -> the imports inside functions it may still have. services: imports of other services
 # modules, which services/lazy.py cannot hold (a listed module reading it back would close an
 # import circle, test_there_are_no_import_circles, and a services-wide table would tie the
@@ -654,7 +654,7 @@ LAZY_MODULES = ("lazylibs.py", "cli/lazy.py", "api_lazy.py")
 # core/judging/budget.py defers, the duckdb and streamlit imports their owners defer (lazylibs may
 # not hold an owned library), four service and page modules the app's pages defer, and
 # workbench/__init__.py's own PEP 562 exports.
-FUNCTION_IMPORTS_ALLOWED = {"services": 80, "core": 1, "ui": 5, "store": 1, "__init__": 2}
+FUNCTION_IMPORTS_ALLOWED = {"services": 31, "core": 1, "ui": 5, "store": 1, "__init__": 2}
 
 
 def function_imports(package: Path = PACKAGE) -> dict[str, list[str]]:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from workbench import lazylibs
 from workbench.core.metrics.measures import parse_measures
 from workbench.errors import ConfigError, InputError, clip
+from workbench.services import lazy
 from workbench.services.evaluation.evaluate import run_names
 
 if TYPE_CHECKING:
@@ -82,9 +83,7 @@ class PerQueryValues:
 
 
 def _query_set(qrels) -> list[str]:
-    from workbench.core.metrics.arrow_buffers import dictionary_encode
-
-    return sorted(dictionary_encode(qrels.query_ids).dictionary.to_pylist())
+    return sorted(lazy.core_metrics_arrow_buffers.dictionary_encode(qrels.query_ids).dictionary.to_pylist())
 
 
 def _column(result, measure: str, ids: list[str]):
@@ -101,19 +100,18 @@ def _column(result, measure: str, ids: list[str]):
 def load_values(human_qrels: str | Path, judge_qrels: str | Path, runs: Sequence[str | Path],
                 measures: Sequence[str], *, rel: int = 1, min_labelled: int = 2) -> PerQueryValues:
     """Read the files and score every run on both qrels (module docstring)."""
-    from workbench.core.metrics.readers import read_qrels, read_trec_run
 
     if not measures:
         raise ConfigError("give at least one measure, e.g. -m ndcg@10 -m 'AP(rel=2)@100'")
     if not runs:
         raise ConfigError("give at least one run file")
     parse_measures(list(dict.fromkeys(measures)))  # an unknown measure: one line, exit 3, before reading any file
-    human_q = read_qrels(human_qrels)
-    judge_q = read_qrels(judge_qrels)
+    human_q = lazy.core_metrics_readers.read_qrels(human_qrels)
+    judge_q = lazy.core_metrics_readers.read_qrels(judge_qrels)
 
     def read_runs():
         for name, path in zip(run_names(runs), runs):
-            run = read_trec_run(path, name=name)
+            run = lazy.core_metrics_readers.read_trec_run(path, name=name)
             if not len(run):
                 raise InputError("the run has no result lines", path=str(path))
             yield name, run, str(path)
@@ -128,7 +126,6 @@ def score_values(human_q, judge_q, runs, measures: Sequence[str], *, rel: int = 
     where)`` (``where`` a file path or a description). What :func:`load_values` does after
     reading the files, shared with the project mode (:mod:`workbench.services.evaluation.ppi_project`)."""
 
-    from workbench.core.metrics.evaluation import evaluate
 
     measures = list(dict.fromkeys(measures))
     parsed = parse_measures(measures)
@@ -158,8 +155,8 @@ def score_values(human_q, judge_q, runs, measures: Sequence[str], *, rel: int = 
     for name, run, where in runs:
         names.append(name)
         files[name] = where
-        on_judge = evaluate(judge_q, run, measures, rel=rel, include_no_relevant=True)
-        on_human = evaluate(human_q, run, measures, rel=rel, include_no_relevant=True)
+        on_judge = lazy.core_metrics_evaluation.evaluate(judge_q, run, measures, rel=rel, include_no_relevant=True)
+        on_human = lazy.core_metrics_evaluation.evaluate(human_q, run, measures, rel=rel, include_no_relevant=True)
         for m in measures:
             judge[m][name] = _column(on_judge, m, query_ids)
             human[m][name] = _column(on_human, m, labelled_ids)
@@ -215,15 +212,14 @@ def _checked_confidence(confidence: float) -> float:
 
 def estimate(values: PerQueryValues, *, confidence: float = 0.95) -> PPIReport:
     """PPI++ for every run's mean and every run's difference from the first run."""
-    from workbench.core.metrics.ppi import ppi_mean, ppi_mean_difference
 
     confidence = _checked_confidence(confidence)
     first = values.runs[0]
     runs, diffs = {}, {}
     for m in values.measures:
         f, y = values.judge[m], values.human[m]
-        runs[m] = {r: ppi_mean(y[r], f[r], values.labelled, confidence=confidence) for r in values.runs}
-        diffs[m] = {r: ppi_mean_difference(y[first], y[r], f[first], f[r], values.labelled, confidence=confidence)
+        runs[m] = {r: lazy.core_metrics_ppi.ppi_mean(y[r], f[r], values.labelled, confidence=confidence) for r in values.runs}
+        diffs[m] = {r: lazy.core_metrics_ppi.ppi_mean_difference(y[first], y[r], f[first], f[r], values.labelled, confidence=confidence)
                     for r in values.runs[1:]}
     return PPIReport(n_labelled=values.n_labelled, n_unlabelled=values.n_unlabelled, first_run=first,
                      confidence=confidence, runs=runs, differences=diffs,
@@ -270,7 +266,6 @@ def plan(values: PerQueryValues, half_width: float, *, confidence: float = 0.95)
     from the first run, with PPI++ and with human labels alone (the labelled queries are the
     pilot; :func:`workbench.core.metrics.ppi.plan_sample_size`)."""
 
-    from workbench.core.metrics.ppi import plan_sample_size
 
     confidence = _checked_confidence(confidence)
     if not half_width > 0:
@@ -281,9 +276,9 @@ def plan(values: PerQueryValues, half_width: float, *, confidence: float = 0.95)
     runs, diffs = {}, {}
     for m in values.measures:
         f, y = values.judge[m], values.human[m]
-        runs[m] = {r: plan_sample_size(y[r], f[r], values.labelled, half_width, confidence=confidence)
+        runs[m] = {r: lazy.core_metrics_ppi.plan_sample_size(y[r], f[r], values.labelled, half_width, confidence=confidence)
                    for r in values.runs}
-        diffs[m] = {r: plan_sample_size(lazylibs.numpy.asarray(y[r]) - y[first], lazylibs.numpy.asarray(f[r]) - f[first], values.labelled,
-                                        half_width, confidence=confidence) for r in values.runs[1:]}
+        diffs[m] = {r: lazy.core_metrics_ppi.plan_sample_size(lazylibs.numpy.asarray(y[r]) - y[first], lazylibs.numpy.asarray(f[r]) - f[first], values.labelled,
+                                                              half_width, confidence=confidence) for r in values.runs[1:]}
     return PlanReport(n_pilot=values.n_labelled, n_total=len(values.query_ids), half_width=float(half_width),
                       confidence=confidence, first_run=first, runs=runs, differences=diffs)

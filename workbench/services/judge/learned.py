@@ -46,7 +46,7 @@ from workbench.core.calibration.sample import TUNING
 from workbench.core.judging import learned as core
 from workbench.errors import ConfigError, InputError, clip
 from workbench.retrieval.bm25 import Bm25Params, make_tokenizer, tokenize_ids
-from workbench.services import access
+from workbench.services import access, lazy
 from workbench.services.calibration import verdicts
 from workbench.services.calibration.samples import tuning_pairs
 from workbench.services.judge import learned_dense
@@ -289,9 +289,7 @@ def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: 
     access.require("judge")
     access.require("see_all_labels")  # it learns from every SME's labels
     if settings is None:
-        from workbench.config import load_settings
-
-        settings = load_settings()
+        settings = lazy.config.load_settings()
     info = cal_store.read_sample(db, sample)
     if info is None:
         names = cal_store.read_samples(db)["name"].astype(str).tolist()
