@@ -470,7 +470,6 @@ class Project:
         ``query_id``, ``doc_id``, ``chunk_id``, ``start``, ``end``, ``part``, ``query``, ``title``
         and ``passage`` (the span to judge)."""
 
-
         with self._db() as db:
             samples = lazy.calibration_workflow.list_samples(db)
             row = samples[samples["name"] == sample]

@@ -290,6 +290,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_format_option(g)
     g.set_defaults(handler=_gate)
 
-
     calibrate_routing.register(cal_sub)  # activate, assign, guidelines, routing
 

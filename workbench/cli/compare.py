@@ -136,7 +136,6 @@ def _compare_project(args: argparse.Namespace):
     """``compare --runs A,B``: stored runs against the project's qrels (policy on stderr); with
     ``--per-query`` also each query's difference, scored against the same qrels (else None)."""
 
-
     if args.qrels or args.runs:
         raise ConfigError("--runs compares the project's stored runs; give either --runs or QRELS RUN files, not both")
     db = open_project_from_args(args)

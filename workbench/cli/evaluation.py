@@ -106,7 +106,6 @@ def corrected_command(args: argparse.Namespace, *, confidence: float = 0.95) -> 
     and differences from the first (services.evaluation.ppi_project); JSON is ``workbench ppi``'s
     object plus ``labels``, ``sample``, ``seed``, ``queries_drawn``."""
 
-
     if getattr(args, "qrels", None) or getattr(args, "runs", None):
         raise ConfigError("--runs scores the project's stored runs; give either --runs or QRELS RUN files, not both")
     if args.format not in ("table", "json"):
@@ -150,7 +149,6 @@ def _warn_unjudged(results: dict) -> None:
 def _eval_project(args: argparse.Namespace) -> dict:
     """``eval --runs A,B``: stored runs against the project's qrels (services.evaluation).
     The qrels policy and notes go to stderr so stdout keeps the file mode's shape."""
-
 
     if args.qrels or args.runs:
         raise ConfigError("--runs scores the project's stored runs; give either --runs or QRELS RUN files, not both")

@@ -27,7 +27,6 @@ JSON_KEYS = ("measure", "n_runs", "tau", "tau_ap", "ranking_human", "ranking_jud
 
 def _run(args: argparse.Namespace) -> int:
 
-
     runs = names_option(args.runs, "--runs")
     db = open_project_from_args(args)
     try:

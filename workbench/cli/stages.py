@@ -169,7 +169,6 @@ def _table(result, rel: int) -> str:
 def _stored_stages(args: argparse.Namespace, stages, lift):
     """Without QRELS: each stage names a stored run, scored against the project's qrels."""
 
-
     db = open_project_from_args(args)
     try:
         result, done = lazy.evaluation_stages.evaluate_stored_stages(db, stages, args.measure, rel=args.rel, lift=lift, labels=args.labels,

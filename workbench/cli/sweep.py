@@ -37,7 +37,6 @@ def _cell_key(text: str) -> tuple[str, str]:
 
 def _run(args: argparse.Namespace) -> int:
 
-
     chunkings, retrievers = lazy.evaluation_sweep.parse_grid(args.chunkings, args.retrievers)
     budgets = lazy.core_rag_context_budget.parse_budgets(args.budgets)
     if not args.measure:

@@ -208,7 +208,6 @@ def answerable_ranking(db: Database, run: str, measures: Sequence[str] = RANKING
     the run's level and chunking, from the span labels of ``source``), with the unanswerable
     queries dropped from the qrels first and counted: nothing to recall, so no score."""
 
-
     info = read_run_info(db, [run])
     if info.empty:
         raise InputError(f"no run {clip(run)} in the project")

@@ -292,7 +292,6 @@ def stored_run(db, name: str, level: str):
     """A stored run as the engine's :class:`Run` at ``level``: at document level a chunk run
     gives each document its best-scoring chunk's score (the document's first appearance)."""
 
-
     rows = lazy.store_runs.read_run_rows(db, name)
     if level == "chunk":
         items = rows["chunk_id"].where(rows["chunk_id"].notna(), rows["doc_id"])
@@ -395,7 +394,6 @@ def _count_unanswerable(result: EvaluationResult, unanswerable: set[str], left_o
     """``result`` with the unanswerable queries moved out of ``only_in_run`` into
     ``excluded_unanswerable`` (their own count: left out on purpose, not missing from the
     qrels): those the qrels held (``left_out``) and those the run answered."""
-
 
     in_run = set(map(str, lazy.core_metrics_arrow_buffers.dictionary_encode(run.query_ids).dictionary.to_pylist()))
     excluded = tuple(sorted((unanswerable & in_run) | left_out))

@@ -132,7 +132,6 @@ def stored_per_query_diff(db, results: Mapping[str, EvaluationResult], qrels: pd
     (:func:`~workbench.services.evaluation.evaluate.stored_run`: at document level a document
     takes its best chunk's score)."""
 
-
     _check(len(results), k)
     judged = lazy.core_metrics_qrels_and_runs.Qrels(lazylibs.pyarrow.array(qrels["query_id"].astype(str).tolist(), type=lazylibs.pyarrow.string()),
                                                     lazylibs.pyarrow.array(qrels["item_id"].astype(str).tolist(), type=lazylibs.pyarrow.string()),

@@ -126,7 +126,6 @@ def score_values(human_q, judge_q, runs, measures: Sequence[str], *, rel: int = 
     where)`` (``where`` a file path or a description). What :func:`load_values` does after
     reading the files, shared with the project mode (:mod:`workbench.services.evaluation.ppi_project`)."""
 
-
     measures = list(dict.fromkeys(measures))
     parsed = parse_measures(measures)
     judge_name = judge_path or "the judge labels"
@@ -265,7 +264,6 @@ def plan(values: PerQueryValues, half_width: float, *, confidence: float = 0.95)
     """How many labelled queries give ``half_width`` on each run's mean and each difference
     from the first run, with PPI++ and with human labels alone (the labelled queries are the
     pilot; :func:`workbench.core.metrics.ppi.plan_sample_size`)."""
-
 
     confidence = _checked_confidence(confidence)
     if not half_width > 0:

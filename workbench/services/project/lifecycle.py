@@ -47,7 +47,6 @@ def load_demo(db: Database, demo_dir: Path = DEMO_DIR) -> dict[str, int]:
     """Load the demo handbook, its queries and its reference SME labels in one transaction."""
     # Deferred: pandas and the writers are needed by the demo only (CLI start-up cost).
 
-
     documents = lazylibs.pandas.DataFrame(_read_jsonl(demo_dir / "documents.jsonl"))
     queries = lazylibs.pandas.DataFrame(_read_jsonl(demo_dir / "queries.jsonl"))
     labels = lazylibs.pandas.DataFrame(_read_jsonl(demo_dir / "labels.jsonl"))
