@@ -37,14 +37,17 @@ ALLOWED: dict[str, set[str]] = {
     "version": set(),
     "config": {"errors"},
     "resources": set(),
-    "core": {"errors"},
-    "retrieval": FOUNDATION | {"core"},
-    "store": {"errors", "core"},
-    "llm": FOUNDATION | {"core", "resources"},
-    "services": FOUNDATION | {"core", "retrieval", "store", "llm", "resources", "workbench"},
-    "cli": FOUNDATION | {"core", "retrieval", "services", "workbench"},
-    "ui": FOUNDATION | {"core", "retrieval", "services", "workbench"},
-    "api": FOUNDATION | {"core", "retrieval", "services", "workbench"},  # the Python API, like cli and ui
+    "lazylibs": set(),  # standard-library and third-party modules imported on first use
+    "core": {"errors", "lazylibs"},
+    "retrieval": FOUNDATION | {"core", "lazylibs"},
+    "store": {"errors", "core", "lazylibs"},
+    "llm": FOUNDATION | {"core", "resources", "lazylibs"},
+    "services": FOUNDATION | {"core", "retrieval", "store", "llm", "resources", "workbench", "lazylibs"},
+    "cli": FOUNDATION | {"core", "retrieval", "services", "workbench", "lazylibs"},
+    "ui": FOUNDATION | {"core", "retrieval", "services", "workbench", "lazylibs"},
+    # the Python API, like cli and ui; api_lazy holds the modules it imports on first use
+    "api": FOUNDATION | {"core", "retrieval", "services", "workbench", "lazylibs", "api_lazy"},
+    "api_lazy": FOUNDATION | {"core", "retrieval", "services", "workbench"},
     "__main__": {"cli"},
     "__init__": {"core", "api", "version"},  # the lazy ``workbench.evaluate`` and ``workbench.Project`` exports
 }
@@ -89,10 +92,12 @@ def _imports_cached(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            # `from workbench import store` names the layer in the alias, not the module
-            if node.module == "workbench":
-                names.update(f"workbench.{a.name}" for a in node.names if a.name in ALLOWED)
+            # `from workbench import store` names the layer in the alias, not the package root
+            # (`from workbench import __version__` names the root)
+            layers = [a.name for a in node.names if a.name in ALLOWED] if node.module == "workbench" else []
+            names.update(f"workbench.{name}" for name in layers)
+            if len(layers) < len(node.names):
+                names.add(node.module)
     return frozenset(names)
 
 
@@ -232,6 +237,13 @@ def test_allowed_imports_are_not_reported(tmp_path):
         lines = "".join(f"from workbench.{t} import x\n" for t in sorted(ALLOWED[layer]) if t != "workbench")
         _write(tmp_path, _module_of(layer), lines)
     assert layer_violations(tmp_path / "workbench") == {}
+
+
+def test_from_workbench_import_a_layer_does_not_name_the_root(tmp_path):
+    # core may use lazylibs but not the root package (whose exports import the API)
+    _write(tmp_path, "core/ok.py", "from workbench import lazylibs\n")
+    _write(tmp_path, "core/bad.py", "from workbench import lazylibs, __version__\n")
+    assert layer_violations(tmp_path / "workbench") == {"core/bad.py": ["workbench"]}
 
 
 def test_from_workbench_import_layer_is_seen(tmp_path):
@@ -628,3 +640,80 @@ def test_the_process_rule_is_reported(tmp_path):
     _write(tmp_path, "ui/page.py", "def f():\n    import subprocess\n")
     _write(tmp_path, "services/launch.py", "import subprocess\n")
     assert process_violations(tmp_path / "workbench") == {"ui/page.py": ["subprocess"]}
+
+
+# --- start-up-cost imports live in one lazy module per layer -----------------------------------------
+# `workbench --help` and `import workbench.api` stay cheap because the modules they do not need yet
+# are imported on first use. That happens in these modules (a PEP 562 module __getattr__ over a
+# table), not in import statements scattered through function bodies.
+LAZY_MODULES = ("lazylibs.py", "cli/lazy.py", "api_lazy.py", "services/lazy.py")
+# layer -> the imports inside functions it may still have. services: imports of other services
+# modules, which services/lazy.py cannot hold (a listed module reading it back would close an
+# import circle, test_there_are_no_import_circles, and a services-wide table would tie the
+# subpackages both ways, test_services_subpackages_depend_one_way). The others: the metric engine
+# core/judging/budget.py defers, the duckdb and streamlit imports their owners defer (lazylibs may
+# not hold an owned library), four service and page modules the app's pages defer, and
+# workbench/__init__.py's own PEP 562 exports.
+FUNCTION_IMPORTS_ALLOWED = {"services": 31, "core": 1, "ui": 5, "store": 1, "__init__": 2}
+
+
+def function_imports(package: Path = PACKAGE) -> dict[str, list[str]]:
+    """``{layer: ["path:line", ...]}``: the import statements inside a function body (at any depth),
+    outside :data:`LAZY_MODULES`."""
+    found: dict[str, list[str]] = {}
+    for path in _modules(package):
+        name = path.relative_to(package).as_posix()
+        if name in LAZY_MODULES:
+            continue
+        for fn in ast.walk(_parse(path)):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)):
+                        found.setdefault(_layer(path, package), []).append(f"{name}:{node.lineno}")
+    # an import in a nested function is inside two functions: count it once
+    return {layer: sorted(set(places)) for layer, places in found.items()}
+
+
+def test_in_function_imports_stay_within_each_layers_allowance():
+    counts = {layer: len(places) for layer, places in function_imports().items()}
+    over = {layer: n for layer, n in counts.items() if n > FUNCTION_IMPORTS_ALLOWED.get(layer, 0)}
+    assert over == {}, f"move start-up-cost imports into one of {LAZY_MODULES} (counts over the allowance)"
+
+
+def test_the_function_import_counter_finds_them(tmp_path):
+    _write(tmp_path, "cli/lazy.py", "def __getattr__(name):\n    import importlib\n")  # the exception
+    _write(tmp_path, "cli/cmd.py", "import os\ndef f():\n    import json\n    def g():\n"
+                                   "        from workbench.services import x\n    return g\n")
+    _write(tmp_path, "core/m.py", "class C:\n    def f(self):\n        import numpy\n")
+    assert function_imports(tmp_path / "workbench") == {"cli": ["cli/cmd.py:3", "cli/cmd.py:5"],
+                                                        "core": ["core/m.py:3"]}
+
+
+def lazy_table_mismatches(path: Path) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """``(typed, table)``: the ``(attribute, module)`` pairs only the ``TYPE_CHECKING`` imports of a
+    lazy module name, and those only its ``MODULES`` table names (both empty when they agree). The
+    imports are what type checkers and this file's checkers read; the table is what runs."""
+    typed, table = set(), set()
+    for node in _parse(path).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for imp in node.body:
+                if isinstance(imp, ast.Import):
+                    typed.update((a.asname or a.name, a.name) for a in imp.names)
+                elif isinstance(imp, ast.ImportFrom):
+                    typed.update((a.asname or a.name, f"{imp.module}.{a.name}") for a in imp.names)
+        elif isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["MODULES"]:
+            table.update(ast.literal_eval(node.value).items())
+    return typed - table, table - typed
+
+
+@pytest.mark.parametrize("name", LAZY_MODULES)
+def test_each_lazy_module_types_what_it_imports(name):
+    assert (PACKAGE / name).is_file()
+    assert lazy_table_mismatches(PACKAGE / name) == (set(), set())
+
+
+def test_the_lazy_table_checker_finds_a_mismatch(tmp_path):
+    path = _write(tmp_path, "lazylibs.py", "if TYPE_CHECKING:\n    import numpy as numpy\n"
+                                           "    from scipy import sparse as scipy_sparse\n"
+                                           "MODULES = {'numpy': 'numpy', 'pandas': 'pandas'}\n")
+    assert lazy_table_mismatches(path) == ({("scipy_sparse", "scipy.sparse")}, {("pandas", "pandas")})

@@ -36,9 +36,12 @@ import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from workbench import api_lazy as lazy
+from workbench import lazylibs
 from workbench.errors import ConfigError, InputError, WorkbenchError, render_text
 from workbench.services.judge.request import OPTIONS as JUDGE_OPTIONS
 from workbench.services.judge.request import field_arguments, from_keywords, keywords_doc
@@ -66,9 +69,7 @@ Retriever = str  # a name of workbench.services.retrieval.registry.RETRIEVERS
 
 
 def _frame(record: Mapping[str, Any]):
-    import pandas as pd
-
-    return pd.DataFrame([dict(record)])
+    return lazylibs.pandas.DataFrame([dict(record)])
 
 
 # -- results --------------------------------------------------------------------------------------
@@ -88,8 +89,6 @@ _SERVICE_TYPES = {"Chunking": ("workbench.services.chunking", "ChunkingSummary")
 
 def __getattr__(name: str):
     if name in _SERVICE_TYPES:
-        from importlib import import_module
-
         module, attribute = _SERVICE_TYPES[name]
         return getattr(import_module(module), attribute)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -188,12 +187,11 @@ class CalibrationReport:
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per agreement figure: ``figure``, ``value``, ``low``, ``high``."""
-        import pandas as pd
 
         nan = float("nan")
-        return pd.DataFrame([{"figure": name, "value": value, "low": self.intervals.get(name, (nan, nan))[0],
-                              "high": self.intervals.get(name, (nan, nan))[1]}
-                             for name, value in self.figures.items()], columns=["figure", "value", "low", "high"])
+        return lazylibs.pandas.DataFrame([{"figure": name, "value": value, "low": self.intervals.get(name, (nan, nan))[0],
+                                           "high": self.intervals.get(name, (nan, nan))[1]}
+                                          for name, value in self.figures.items()], columns=["figure", "value", "low", "high"])
 
 
 @dataclass(frozen=True)
@@ -261,9 +259,8 @@ class Evaluation:
 
     def to_pandas(self) -> pd.DataFrame:
         """The means: one row per run (index ``run``), one column per measure."""
-        import pandas as pd
 
-        table = pd.DataFrame.from_dict(self.aggregate, orient="index")
+        table = lazylibs.pandas.DataFrame.from_dict(self.aggregate, orient="index")
         table.index.name = "run"
         return table
 
@@ -308,9 +305,8 @@ class Project:
     def open(cls, path: str | Path, *, config: str | Path | None = None) -> Project:
         """An existing project; :class:`~workbench.errors.StoreError` when there is none at ``path``
         (migrations pending from an older version are applied)."""
-        from workbench.services.project.lifecycle import open_project
 
-        with open_project(path):
+        with lazy.project_lifecycle.open_project(path):
             pass
         return cls(path, config=config)
 
@@ -319,38 +315,31 @@ class Project:
         """Create the project database (``workbench init``); with ``demo`` load the demo handbook,
         its queries and reference SME labels, and prepare a ``sections`` chunking, a ``bm25`` run
         and a ``demo`` pool (``workbench init --demo``). Creating an existing project keeps it."""
-        from workbench.services.project.lifecycle import init_project
 
         project = cls(path, config=config)
-        init_project(path, demo=demo, settings=project.settings())
+        lazy.project_lifecycle.init_project(path, demo=demo, settings=project.settings())
         return project
 
     def settings(self, **overrides: Any) -> Settings:
         """The resolved settings; ``overrides`` as ``{"judge.model": "x"}``-style dotted keys
         (``None`` values are ignored; :func:`workbench.services.settings.project_settings`, as the
         CLI builds them)."""
-        from workbench.services.settings import project_settings
 
-        return project_settings(self.path, self.config, overrides)
+        return lazy.settings.project_settings(self.path, self.config, overrides)
 
     def _db(self):
-        from workbench.services.project.lifecycle import open_project
-
-        return open_project(self.path)
+        return lazy.project_lifecycle.open_project(self.path)
 
     def status(self) -> dict[str, int]:
         """Rows per table (``workbench status``'s counts)."""
-        from workbench.services.project.lifecycle import project_status
 
         with self._db() as db:
-            return dict(project_status(db, min_overlap=self.settings().get("evaluation", "min_overlap")).counts)
+            return dict(lazy.project_lifecycle.project_status(db, min_overlap=self.settings().get("evaluation", "min_overlap")).counts)
 
     # -- imports --------------------------------------------------------------------------------
     def _import(self, kind: str, path: str | Path, **options: Any) -> ImportSummary:
-        from workbench.services.ingest import import_file
-
         with self._db() as db:
-            return import_file(db, kind, path, **options)
+            return lazy.ingest.import_file(db, kind, path, **options)
 
     def import_corpus(self, path: str | Path, *, format: str | None = None, name: str | None = None,
                       id_field: str | None = None, text_field: str | None = None,
@@ -380,10 +369,9 @@ class Project:
               unit: str | None = None) -> Chunking:
         """Chunk every document into a new chunking ``name`` (strategies: ``section``,
         ``fixed``, ``sentences``, ...; ``workbench chunk``)."""
-        from workbench.services.chunking import create_chunking
 
         with self._db() as db:
-            s = create_chunking(db, name, strategy, size=size, overlap=overlap, unit=unit)
+            s = lazy.chunking.create_chunking(db, name, strategy, size=size, overlap=overlap, unit=unit)
         return s
 
     def retrieve(self, retriever: Retriever, *, name: str, chunking: str | None = None, k: int = 100,
@@ -405,31 +393,27 @@ class Project:
 
     def runs(self) -> pd.DataFrame:
         """The stored runs with their level, chunking, queries, rows and latency p50/p95."""
-        from workbench.services.retrieval.runs import list_runs
 
         with self._db() as db:
-            return list_runs(db)
+            return lazy.retrieval_runs.list_runs(db)
 
     def run(self, name: str, *, level: Literal["doc", "chunk"] = "doc") -> Run:
         """A stored run as the metric engine's :class:`~workbench.core.metrics.qrels_and_runs.Run`
         at ``level`` (at document level a chunk run ranks each document by its best chunk),
         as ``evaluate`` scores it."""
-        from workbench.services.evaluation.evaluate import stored_run
-        from workbench.services.retrieval.runs import list_runs
 
         with self._db() as db:
-            known = list_runs(db)["name"].astype(str).tolist()
+            known = lazy.retrieval_runs.list_runs(db)["name"].astype(str).tolist()
             if name not in known:
                 raise InputError(f"no run named {name!r} in the project; known runs: {', '.join(known) or 'none yet'}")
-            return stored_run(db, name, level)
+            return lazy.evaluation_evaluate.stored_run(db, name, level)
 
     def pool(self, name: str, runs: Sequence[str], *, depth: int | None = None, add: bool = False) -> Pool:
         """Pool the top ``depth`` of each run (``[pool] depth`` by default) into pool ``name``;
         with ``add`` add ``runs`` to the existing pool at its own depth. The request and its
         rules: :class:`workbench.services.pooling.request.PoolRequest`."""
-        from workbench.services.pooling.request import PoolRequest
 
-        request = PoolRequest(name, runs, depth, add=add).check()
+        request = lazy.pooling_request.PoolRequest(name, runs, depth, add=add).check()
         with self._db() as db:
             return request.run(db, self.settings())
 
@@ -473,10 +457,9 @@ class Project:
         ``design="queries"`` draws ``queries`` whole queries (for judge-corrected scores)
         instead of pairs. The request and its rules:
         :class:`workbench.services.calibration.request.SampleRequest`."""
-        from workbench.services.calibration.request import SampleRequest
 
-        request = SampleRequest(pool, size=size, seed=seed, design=design, queries=queries,
-                                holdout_share=holdout_share, name=name, judge=judge).check()
+        request = lazy.calibration_request.SampleRequest(pool, size=size, seed=seed, design=design, queries=queries,
+                                                         holdout_share=holdout_share, name=name, judge=judge).check()
         with self._db() as db:
             s = request.run(db, self.settings())
         return CalibrationSample(s["name"], s["pool"], s["seed"], s["size"], s["holdout"], s["tuning"], s["queries"],
@@ -486,41 +469,36 @@ class Project:
         """The sample's items as an SME sees them, without the judge's grade: ``position``,
         ``query_id``, ``doc_id``, ``chunk_id``, ``start``, ``end``, ``part``, ``query``, ``title``
         and ``passage`` (the span to judge)."""
-        import pandas as pd
-
-        from workbench.services.calibration.workflow import item, list_samples
 
         with self._db() as db:
-            samples = list_samples(db)
+            samples = lazy.calibration_workflow.list_samples(db)
             row = samples[samples["name"] == sample]
             if row.empty:
                 raise InputError(f"there is no calibration sample named {sample!r}")
-            items = [item(db, sample, position) for position in range(int(row.iloc[0]["items"]))]
+            items = [lazy.calibration_workflow.item(db, sample, position) for position in range(int(row.iloc[0]["items"]))]
         records = [{**{k: v for k, v in it.items() if k not in ("text", "description", "tags")},
                     "passage": (it["text"] or "")[it["start"]:it["end"]]} for it in items]
-        return pd.DataFrame(records)
+        return lazylibs.pandas.DataFrame(records)
 
     def label(self, sample: str, grades: Mapping[int, int], *, annotator: str) -> int:
         """Store an SME's grades (0-3) of the sample's items, ``{position: grade}``, as the Label
         page does (each replacing the annotator's earlier label of that item); returns how many
         were stored. All in one transaction (a bad grade or position stores none of them)."""
-        from workbench.services.calibration.workflow import save_labels
 
         if not isinstance(grades, Mapping):
             raise ConfigError("label() takes the grades as {position: grade}, e.g. {0: 3, 1: 0}")
         labels = {int(position): grade.item() if hasattr(grade, "item") else grade
                   for position, grade in grades.items()}
         with self._db() as db:
-            save_labels(db, sample, annotator, labels)
+            lazy.calibration_workflow.save_labels(db, sample, annotator, labels)
         return len(grades)
 
     def activate_sample(self, sample: str | None) -> str | None:
         """Make ``sample`` the one SMEs open by default on the Label page (None: no active
         sample), as ``workbench calibrate activate``."""
-        from workbench.services.calibration.routing import set_active
 
         with self._db() as db:
-            return set_active(db, sample)
+            return lazy.calibration_routing.set_active(db, sample)
 
     def assign(self, sample: str, annotators: Sequence[str], *, overlap: int = 1, per_annotator: int | None = None,
                seed: int = 0) -> dict[str, list[int]]:
@@ -528,35 +506,30 @@ class Project:
         ``overlap`` SMEs per pair, at most ``per_annotator`` pairs each, in an order drawn with
         ``seed``. The Label page then serves each SME only their pairs, and :meth:`label`
         refuses the others. Returns ``{annotator: [positions]}``."""
-        from workbench.services.calibration.routing import assign
 
         names = _names(annotators, "annotators")
         with self._db() as db:
-            return assign(db, sample, names, overlap=overlap, per_annotator=per_annotator, seed=seed)["assigned"]
+            return lazy.calibration_routing.assign(db, sample, names, overlap=overlap, per_annotator=per_annotator, seed=seed)["assigned"]
 
     def set_guidelines(self, sample: str, path: str | Path) -> str:
         """Store the Markdown file at ``path`` as the labelling guidelines of ``sample``
         (``workbench calibrate guidelines``); SMEs read them on the Label card. Returns their
         SHA-256."""
-        from workbench.services.calibration import guidelines
 
-        text = guidelines.read_file(path)
+        text = lazy.calibration_guidelines.read_file(path)
         with self._db() as db:
-            return guidelines.set_guidelines(db, sample, text, source=str(path))["sha256"]
+            return lazy.calibration_guidelines.set_guidelines(db, sample, text, source=str(path))["sha256"]
 
     def _report_options(self, *, part: str, seed: int, resamples: int | None, weighted: bool,
                         high_risk: Sequence[str] | None):
-        from workbench.core.calibration.gate import GateThresholds
-        from workbench.services.calibration.workflow import ReportOptions
-
         settings = self.settings()
         tags = (",".join(high_risk) if high_risk is not None else settings.get("calibration", "high_risk_tags"))
-        options = ReportOptions(
+        options = lazy.calibration_workflow.ReportOptions(
             threshold=int(settings.get("calibration", "relevant_min_grade")), seed=seed,
             n_boot=resamples if resamples is not None else int(settings.get("calibration", "bootstrap_resamples")),
             part=part, weighted=weighted, high_risk_tags=tuple(t.strip() for t in tags.split(",") if t.strip()),
             high_risk_rate=float(settings.get("calibration", "high_risk_min_rate")))
-        return GateThresholds.from_settings(settings), options
+        return lazy.core_calibration_gate.GateThresholds.from_settings(settings), options
 
     @staticmethod
     def _gate_result(sample: str, n: int, verdict: dict, judge: dict | None = None) -> GateResult:
@@ -569,12 +542,11 @@ class Project:
         """One judge configuration's agreement with the SMEs on the sample's ``part`` (the newest
         sample by default; ``judge``: key, key prefix or model, default the sample's own), as
         ``workbench calibrate report``; the verdict is stored (the configuration is gated)."""
-        from workbench.services.calibration.workflow import report
 
         thresholds, options = self._report_options(part=part, seed=seed, resamples=resamples, weighted=weighted,
                                                     high_risk=high_risk)
         with self._db() as db:
-            body = report(db, sample, thresholds=thresholds, options=options, judge=judge)
+            body = lazy.calibration_workflow.report(db, sample, thresholds=thresholds, options=options, judge=judge)
         agreement = body["agreement"] or {}
         figures = {k: float(agreement[k]) if agreement[k] is not None else float("nan")
                    for k in _FIGURES if k in agreement}
@@ -590,12 +562,11 @@ class Project:
         """The trust gate of one judge configuration (``judge``: key, key prefix or model; default
         the sample's own) on the sample's held-out part (``workbench calibrate gate --judge``):
         LLM labels count in the merged qrels only for a configuration with its own pass."""
-        from workbench.services.calibration.workflow import gate
 
         thresholds, options = self._report_options(part="holdout", seed=seed, resamples=resamples, weighted=True,
                                                     high_risk=high_risk)
         with self._db() as db:
-            body = gate(db, sample, thresholds=thresholds, options=options, judge=judge)
+            body = lazy.calibration_workflow.gate(db, sample, thresholds=thresholds, options=options, judge=judge)
         return self._gate_result(body["sample"], body["n"], body["gate"], body["judge"])
 
     def judge_learn(self, sample: str, *, sources: Sequence[str] | None = None, seed: int = 0,
@@ -605,12 +576,11 @@ class Project:
         prefix or model; default every configuration that graded the pool) and retrieval signals
         (``dense``: with the dense cosine of the project's encoder), chosen by cross-validation on
         the tuning part only. Gate it with ``gate(sample, judge=result.config)``."""
-        from workbench.services.judge.learned import DenseOptions, learn
 
         chosen = _names(sources, "sources") if sources is not None else None
         with self._db() as db:
-            r = learn(db, sample, sources=chosen, seed=int(seed), settings=self.settings(),
-                      dense=DenseOptions(enabled=bool(dense)))
+            r = lazy.judge_learned.learn(db, sample, sources=chosen, seed=int(seed), settings=self.settings(),
+                                         dense=lazy.judge_learned.DenseOptions(enabled=bool(dense)))
         op = r.operating
         return LearnedJudge(r.config, r.label, r.pool, r.sample, tuple(r.sources), tuple(r.features), r.tuning,
                             r.relevant, r.model, op.threshold, op.rule, op.tpr, op.tnr, op.kappa, r.graded,
@@ -623,14 +593,11 @@ class Project:
         engine's :class:`~workbench.core.metrics.qrels_and_runs.Qrels` (what
         :func:`workbench.evaluate` takes). Queries marked unanswerable are left out unless
         ``keep_unanswerable`` (as ``workbench export qrels``)."""
-        from workbench.services.qrels.rule import project_qrels
 
         with self._db() as db:
-            project = project_qrels(db, level=level, chunking=chunking, source=labels, settings=self.settings())
+            project = lazy.qrels_rule.project_qrels(db, level=level, chunking=chunking, source=labels, settings=self.settings())
             if not keep_unanswerable:
-                from workbench.services.qrels.answerability import without_unanswerable
-
-                project, _ = without_unanswerable(db, project)
+                project, _ = lazy.qrels_answerability.without_unanswerable(db, project)
         return project.to_qrels()
 
     def evaluate(self, *, runs: Sequence[str], measures: Sequence[str], labels: Labels = "merged",
@@ -639,13 +606,12 @@ class Project:
                  missing_as_zero: bool = True, store: bool = True) -> Evaluation:
         """Score stored ``runs`` against the project's qrels (``workbench eval --runs``); the
         evaluation is stored (the app's Evaluate page lists it) unless ``store=False``."""
-        from workbench.services.evaluation.evaluate import evaluate_project
 
         runs, measures = _names(runs, "runs"), _names(measures, "measures")
         with self._db() as db:
-            done = evaluate_project(db, runs, measures, labels=labels, level=level, chunking=chunking, rel=rel,
-                                    condensed=condensed, include_no_relevant=include_no_relevant,
-                                    missing_as_zero=missing_as_zero, store=store, settings=self.settings())
+            done = lazy.evaluation_evaluate.evaluate_project(db, runs, measures, labels=labels, level=level, chunking=chunking, rel=rel,
+                                                             condensed=condensed, include_no_relevant=include_no_relevant,
+                                                             missing_as_zero=missing_as_zero, store=store, settings=self.settings())
         return Evaluation(dict(done.results), tuple(measures), labels, done.qrels.statement(), done.qrels.fingerprint,
                           tuple(done.notes), done.evaluation_id)
 
@@ -654,12 +620,11 @@ class Project:
                 test: Literal["randomization", "bootstrap", "ttest"] = "randomization", seed: int = 0,
                 n_resamples: int = 10_000) -> Comparison:
         """Paired tests of ``runs`` against the first (``workbench compare --runs``)."""
-        from workbench.services.evaluation.evaluate import compare_project
 
         runs, measures = _names(runs, "runs"), _names(measures, "measures")
         with self._db() as db:
-            report, _ = compare_project(db, runs, measures, labels=labels, level=level, chunking=chunking, rel=rel,
-                                        test=test, seed=seed, n_resamples=n_resamples, settings=self.settings())
+            report, _ = lazy.evaluation_evaluate.compare_project(db, runs, measures, labels=labels, level=level, chunking=chunking, rel=rel,
+                                                                 test=test, seed=seed, n_resamples=n_resamples, settings=self.settings())
         r = report.result
         return Comparison(r.baseline, tuple(runs), tuple(dict.fromkeys(measures)), r.test, r.seed, r.n_resamples,
                           r.table.copy())
@@ -697,10 +662,9 @@ def _argument(key: str) -> str:
 def _as_call(words: str) -> str:
     """``pool --name demo --runs NEW --add`` as ``pool(name='demo', runs='NEW', add=True)``; a
     leading ``--db PATH`` is the project (``Project.open(PATH)`` / ``Project.create(PATH)``)."""
-    import shlex
 
     try:
-        tokens = shlex.split(words)
+        tokens = lazylibs.shlex.split(words)
     except ValueError:
         tokens = words.split()
     path = None

@@ -42,7 +42,8 @@ from workbench.cli import (  # noqa: E402
     stages,
     sweep,
 )
-from workbench.cli.common import exit_codes_epilog
+from workbench.cli.common import error_text, exit_codes_epilog, keep_error_data
+from workbench.version import __version__
 
 COMMAND_GROUPS = (
     project,     # init, status, app
@@ -149,8 +150,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from workbench.version import __version__
-
         print(__version__)
         return 0
     handler: Handler | None = getattr(args, "handler", None)
@@ -162,8 +161,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
         return code
     except WorkbenchError as exc:
-        from workbench.cli.common import error_text, keep_error_data
-
         keep_error_data(exc)
         print(f"workbench {args.group}: error: {error_text(exc)}", file=sys.stderr)
         return exc.exit_code

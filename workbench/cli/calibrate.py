@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from workbench.cli import calibrate_routing, lazy
 from workbench.cli.common import (
     add_format_option,
     cli_text,
@@ -41,9 +42,7 @@ def _scale(text: str) -> int:
 
 
 def _thresholds(args):
-    from workbench.core.calibration.gate import GateThresholds
-
-    return GateThresholds.from_settings(settings_from_args(args))
+    return lazy.core_calibration_gate.GateThresholds.from_settings(settings_from_args(args))
 
 
 def _resamples(args) -> int:
@@ -96,11 +95,9 @@ def _print_agreement(body: dict, header: list[str]) -> None:
 
 
 def _agree(args: argparse.Namespace) -> int:
-    from workbench.services.calibration.workflow import agree_files
-
-    body = agree_files(args.reference, args.candidate, threshold=_threshold(args), seed=args.seed,
-                       scale_max=args.scale, clip=args.clip, n_boot=_resamples(args),
-                       thresholds=_thresholds(args))
+    body = lazy.calibration_workflow.agree_files(args.reference, args.candidate, threshold=_threshold(args), seed=args.seed,
+                                                 scale_max=args.scale, clip=args.clip, n_boot=_resamples(args),
+                                                 thresholds=_thresholds(args))
     body["notes"] = [cli_text(note) for note in body["notes"]]  # the service names options as fields
     if args.format == "json":
         print_json(body)
@@ -116,11 +113,10 @@ def _agree(args: argparse.Namespace) -> int:
 
 def _sample(args: argparse.Namespace) -> int:
     """Builds a :class:`~workbench.services.calibration.request.SampleRequest` (its check words the errors)."""
-    from workbench.services.calibration.request import SampleRequest
 
-    request = SampleRequest(args.pool, size=args.size, seed=args.seed, design=args.design, queries=args.queries,
-                            holdout_share=args.holdout_share, name=args.name, judge=args.judge, model=args.model,
-                            prompt_hash=args.prompt_hash).check()
+    request = lazy.calibration_request.SampleRequest(args.pool, size=args.size, seed=args.seed, design=args.design, queries=args.queries,
+                                                     holdout_share=args.holdout_share, name=args.name, judge=args.judge, model=args.model,
+                                                     prompt_hash=args.prompt_hash).check()
     with open_project_from_args(args) as db:
         summary = request.run(db, settings_from_args(args))
     if args.format == "json":
@@ -145,24 +141,20 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _options(args):
-    from workbench.services.calibration.workflow import ReportOptions
-
     settings = settings_from_args(args)
     tags = args.high_risk if args.high_risk is not None else settings.get("calibration", "high_risk_tags")
-    return ReportOptions(threshold=int(settings.get("calibration", "relevant_min_grade")),
-                         seed=args.seed, n_boot=_resamples(args), part=getattr(args, "part", "holdout"),
-                         weighted=not getattr(args, "unweighted", False),
-                         high_risk_tags=tuple(t.strip() for t in tags.split(",") if t.strip()),
-                         high_risk_rate=float(settings.get("calibration", "high_risk_min_rate")))
+    return lazy.calibration_workflow.ReportOptions(threshold=int(settings.get("calibration", "relevant_min_grade")),
+                                                   seed=args.seed, n_boot=_resamples(args), part=getattr(args, "part", "holdout"),
+                                                   weighted=not getattr(args, "unweighted", False),
+                                                   high_risk_tags=tuple(t.strip() for t in tags.split(",") if t.strip()),
+                                                   high_risk_rate=float(settings.get("calibration", "high_risk_min_rate")))
 
 
 def _report(args: argparse.Namespace) -> int:
-    from workbench.services.calibration.workflow import query_places, report, throughput
-
     with open_project_from_args(args) as db:
-        body = report(db, args.sample, thresholds=_thresholds(args), options=_options(args), judge=args.judge)
-        body["throughput"] = throughput(db, body["sample"])  # labels per hour of time on task, per SME
-        places = query_places(db, body["sample"])  # a query-design sample: "query k of n" as the Label page says
+        body = lazy.calibration_workflow.report(db, args.sample, thresholds=_thresholds(args), options=_options(args), judge=args.judge)
+        body["throughput"] = lazy.calibration_workflow.throughput(db, body["sample"])  # labels per hour of time on task, per SME
+        places = lazy.calibration_workflow.query_places(db, body["sample"])  # a query-design sample: "query k of n" as the Label page says
     if args.format == "json":
         print_json(body)
         return 0
@@ -208,11 +200,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from workbench.core.calibration.gate import EXIT_CODES
-    from workbench.services.calibration.workflow import gate
-
     with open_project_from_args(args) as db:
-        body = gate(db, args.sample, thresholds=_thresholds(args), options=_options(args), judge=args.judge)
+        body = lazy.calibration_workflow.gate(db, args.sample, thresholds=_thresholds(args), options=_options(args), judge=args.judge)
     verdict = body["gate"]
     if args.format == "json":
         print_json(body)
@@ -223,7 +212,7 @@ def _gate(args: argparse.Namespace) -> int:
             print(f"  - {reason}")
         if verdict["verdict"] == "inconclusive" and verdict["more_labels_needed"] is not None:
             print(f"  about {verdict['more_labels_needed']} more labelled pairs needed to decide")
-    return EXIT_CODES[verdict["verdict"]]
+    return lazy.core_calibration_gate.EXIT_CODES[verdict["verdict"]]
 
 
 def _report_flags(p: argparse.ArgumentParser) -> None:
@@ -300,8 +289,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     _report_flags(g)
     add_format_option(g)
     g.set_defaults(handler=_gate)
-
-    from workbench.cli import calibrate_routing
 
     calibrate_routing.register(cal_sub)  # activate, assign, guidelines, routing
 

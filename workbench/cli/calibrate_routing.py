@@ -17,20 +17,18 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.cli import lazy
 from workbench.cli.common import add_format_option, open_project_from_args, positive_int, print_json, settings_from_args
 from workbench.errors import ConfigError, InputError
 
 
 def _default_sample(db, given: str | None) -> str:
-    from workbench.services.calibration import routing
-    from workbench.services.calibration.workflow import list_samples
-
     if given:
         return given
-    active = routing.active_sample(db)
+    active = lazy.calibration_routing.active_sample(db)
     if active:
         return active
-    samples = list_samples(db)
+    samples = lazy.calibration_workflow.list_samples(db)
     if samples.empty:
         raise InputError("the project has no calibration sample; draw one with {command}",
                          command="calibrate sample --pool POOL")
@@ -38,12 +36,10 @@ def _default_sample(db, given: str | None) -> str:
 
 
 def _activate(args: argparse.Namespace) -> int:
-    from workbench.services.calibration import routing
-
     if (args.sample is None) == (not args.none):
         raise ConfigError("give the SAMPLE to make active, or --none for no active sample")
     with open_project_from_args(args) as db:
-        active = routing.set_active(db, None if args.none else args.sample)
+        active = lazy.calibration_routing.set_active(db, None if args.none else args.sample)
     if args.format == "json":
         print_json({"active_sample": active})
     elif active is None:
@@ -61,13 +57,11 @@ def _annotators(text: str) -> list[str]:
 
 
 def _assign(args: argparse.Namespace) -> int:
-    from workbench.services.calibration import routing
-
     if args.none:
         if args.annotators is not None:
             raise ConfigError("--none drops the assignment; leave out --annotators")
         with open_project_from_args(args) as db:
-            routing.clear_assignment(db, args.sample)
+            lazy.calibration_routing.clear_assignment(db, args.sample)
         if args.format == "json":
             print_json({"sample": args.sample, "assignment": None})
         else:
@@ -76,8 +70,8 @@ def _assign(args: argparse.Namespace) -> int:
     if args.annotators is None:
         raise ConfigError("--annotators ID,ID,... names who labels the sample (or --none drops the assignment)")
     with open_project_from_args(args) as db:
-        plan = routing.assign(db, args.sample, args.annotators, overlap=args.overlap,
-                              per_annotator=args.per_annotator, seed=args.seed)
+        plan = lazy.calibration_routing.assign(db, args.sample, args.annotators, overlap=args.overlap,
+                                               per_annotator=args.per_annotator, seed=args.seed)
     if args.format == "json":
         print_json(plan)
         return 0
@@ -102,15 +96,13 @@ def _queries(plan: dict) -> str:
 
 
 def _guidelines(args: argparse.Namespace) -> int:
-    from workbench.services.calibration import guidelines
-
     path = args.file or str(settings_from_args(args).get("calibration", "guidelines") or "")
     if not path:
         raise ConfigError("give the guidelines FILE (Markdown), or set [calibration] guidelines")
-    text = guidelines.read_file(path)  # checked before the project is opened
+    text = lazy.calibration_guidelines.read_file(path)  # checked before the project is opened
     with open_project_from_args(args) as db:
         sample = _default_sample(db, args.sample)
-        record = guidelines.set_guidelines(db, sample, text, source=path)
+        record = lazy.calibration_guidelines.set_guidelines(db, sample, text, source=path)
     if args.format == "json":
         print_json({k: v for k, v in record.items() if k != "text"})
         return 0
@@ -121,15 +113,13 @@ def _guidelines(args: argparse.Namespace) -> int:
 
 
 def _routing(args: argparse.Namespace) -> int:
-    from workbench.services.calibration import guidelines, routing
-
     with open_project_from_args(args) as db:
-        active = routing.active_sample(db)
+        active = lazy.calibration_routing.active_sample(db)
         sample = _default_sample(db, args.sample)
-        plan = routing.assignment(db, sample)
-        progress = routing.progress(db, sample) if plan else []
-        guide = guidelines.guidelines(db, sample)
-        under = guidelines.labelled_under(db, sample)
+        plan = lazy.calibration_routing.assignment(db, sample)
+        progress = lazy.calibration_routing.progress(db, sample) if plan else []
+        guide = lazy.calibration_guidelines.guidelines(db, sample)
+        under = lazy.calibration_guidelines.labelled_under(db, sample)
     body = {"active_sample": active, "sample": sample,
             "assignment": None if plan is None else {k: v for k, v in plan.items() if k != "assigned"},
             "progress": progress,

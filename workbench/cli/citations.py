@@ -17,6 +17,7 @@ import argparse
 import math
 from typing import Any
 
+from workbench.cli import lazy
 from workbench.cli.common import (
     add_format_option,
     exit_codes_epilog,
@@ -28,18 +29,14 @@ from workbench.cli.common import (
 
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
     """The JSON objects of a JSONL file, one per non-blank line (errors name file and line)."""
-    from workbench.core.formats.lines import decode_utf8, read_json_objects
-    from workbench.core.metrics.readers import check_regular_file
 
-    file = check_regular_file(path)
-    return [record for _, record in read_json_objects(decode_utf8(file.read_bytes(), path), path)]
+    file = lazy.core_metrics_readers.check_regular_file(path)
+    return [record for _, record in lazy.core_formats_lines.read_json_objects(lazy.core_formats_lines.decode_utf8(file.read_bytes(), path), path)]
 
 
 def _citations(args: argparse.Namespace) -> int:
-    from workbench.core.rag.citations import evaluate_batch
-
-    batch = evaluate_batch(_read_jsonl(args.answers), args.pattern, resolve=args.resolve,
-                           uncited=args.uncited)
+    batch = lazy.core_rag_citations.evaluate_batch(_read_jsonl(args.answers), args.pattern, resolve=args.resolve,
+                                                   uncited=args.uncited)
     if args.format == "json":
         print_json({"aggregate": batch.aggregate, "answers": batch.per_answer.to_dict(orient="records")})
         return 0
@@ -70,7 +67,6 @@ def _citations(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     # core.citations is a light module at import (re and dataclasses; pandas only when it runs)
-    from workbench.core.rag.citations import PRESETS, UNCITED
 
     c = sub.add_parser(
         "citations",
@@ -83,13 +79,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("answers", metavar="ANSWERS.jsonl", help="one JSON object per line")
     c.add_argument("--pattern", default="doc_id", metavar="NAME|REGEX",
-                   help=f"how citations are written: a preset ({', '.join(PRESETS)}) or a regular "
+                   help=f"how citations are written: a preset ({', '.join(lazy.core_rag_citations.PRESETS)}) or a regular "
                         "expression with one capturing group (default: doc_id)")
     c.add_argument("--resolve", choices=("id", "position"), default=None,
                    help="id: compare each citation with the context ids, as the specification does "
                         "([3] cites the document with id 3); position: read [n] as the n-th context "
                         "document, 1-based (default: id for the presets and custom regexes)")
-    c.add_argument("--uncited", choices=UNCITED, default="one",
+    c.add_argument("--uncited", choices=lazy.core_rag_citations.UNCITED, default="one",
                    help="an answer with no citation: one = faithfulness 1.0, counted in the mean, as in "
                         "the specification's harness; skip = faithfulness undefined, left out of the "
                         "mean (still counted as 'without citations') (default: one)")

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from workbench import lazylibs
+from workbench.cli import lazy
 from workbench.errors import ERROR_FILE_ENV, InputError, WorkbenchError, error_data, field_flag, render_text
 
 if TYPE_CHECKING:
@@ -98,9 +100,8 @@ def cli_text(text: str) -> str:
 def wrapped(text: str) -> str:
     """A help description wrapped to 78 columns (the commands use a raw formatter so that their
     epilogs keep their layout, which also stops argparse from wrapping the description)."""
-    import textwrap
 
-    return textwrap.fill(" ".join(text.split()), 78)
+    return lazylibs.textwrap.fill(" ".join(text.split()), 78)
 
 
 def exit_codes_epilog(extra: tuple[tuple[int, str], ...] = ()) -> str:
@@ -114,16 +115,14 @@ def exit_codes_epilog(extra: tuple[tuple[int, str], ...] = ()) -> str:
 def settings_from_args(args: argparse.Namespace, **overrides) -> Settings:
     """Settings for a command: defaults < file < environment < the global flags and ``overrides``
     (:func:`workbench.services.settings.project_settings`, as the Python API builds them)."""
-    from workbench.services.settings import project_settings
 
-    return project_settings(getattr(args, "db", None), getattr(args, "config", None), overrides)
+    return lazy.settings.project_settings(getattr(args, "db", None), getattr(args, "config", None), overrides)
 
 
 def open_project_from_args(args: argparse.Namespace):
     """The project database named by ``--db`` (or the configuration), opened for one command."""
-    from workbench.services.project.lifecycle import open_project
 
-    return open_project(settings_from_args(args).db_path)
+    return lazy.project_lifecycle.open_project(settings_from_args(args).db_path)
 
 
 @contextmanager
@@ -132,10 +131,9 @@ def progress_bar(description: str, total: int | None = None, unit: str = "it", *
     """The commands' :mod:`workbench.services.progress` factory: a tqdm bar on stderr with rate
     and ETA (results go to stdout). ``disable=None`` lets tqdm switch itself off when stderr is
     not a terminal (pipes, CI logs); ``disable=False`` forces it on."""
-    from tqdm import tqdm
 
-    bar = tqdm(total=total, desc=description, unit=f" {unit}", unit_scale=True, file=sys.stderr,
-               disable=disable, leave=leave, mininterval=0.5, dynamic_ncols=True)
+    bar = lazylibs.tqdm.tqdm(total=total, desc=description, unit=f" {unit}", unit_scale=True, file=sys.stderr,
+                             disable=disable, leave=leave, mininterval=0.5, dynamic_ncols=True)
     try:
         yield bar.update
     finally:
@@ -152,9 +150,7 @@ def add_progress_option(parser: argparse.ArgumentParser) -> None:
 def progress_from_args(args: argparse.Namespace):
     """A progress factory: a bar on a terminal (or with ``--progress``), silence otherwise."""
     if getattr(args, "no_progress", False):
-        from workbench.services.progress import no_progress
-
-        return no_progress
+        return lazy.progress.no_progress
     force = getattr(args, "progress", False)
     return functools.partial(progress_bar, disable=None if not force else False, leave=True)
 

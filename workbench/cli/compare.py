@@ -34,6 +34,7 @@ import argparse
 import math
 import sys
 
+from workbench.cli import lazy
 from workbench.cli.common import (
     add_format_option,
     add_measure_options,
@@ -48,6 +49,7 @@ from workbench.cli.common import (
     settings_from_args,
     wrapped,
 )
+from workbench.cli.evaluation import corrected_command
 from workbench.errors import ConfigError
 
 DEFAULT_RESAMPLES = 10_000
@@ -75,37 +77,25 @@ def _refuse_resampling(args: argparse.Namespace) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from workbench.services.evaluation.evaluate import compare_files
-
     if args.stored_runs is not None and args.labels == "corrected" and not args.per_query:
-        from workbench.cli.common import names_option
-        from workbench.cli.evaluation import corrected_command
-        from workbench.errors import ConfigError
-
         if len(dict.fromkeys(names_option(args.stored_runs, "--runs"))) < 2:
             raise ConfigError("compare needs at least two runs (the baseline first)")
         _refuse_resampling(args)
         return corrected_command(args)  # PPI++ differences from the first run, beside each run's mean
     if args.per_query and args.stored_runs is not None and args.labels == "corrected":
-        from workbench.errors import ConfigError
-
         raise ConfigError("--per-query lists each query's value under one set of labels; corrected estimates "
                           "(PPI++) are not per query: choose --labels merged, human or llm")
     diffs = None
     if args.stored_runs is not None:
         report, diffs = _compare_project(args)
     elif not args.qrels or not args.runs:
-        from workbench.errors import ConfigError
-
         raise ConfigError("give a QRELS file and RUN files, or --runs NAMES to compare the project's stored runs")
     else:
-        report = compare_files(args.qrels, args.runs, args.measure, rel=args.rel, test=args.test,
-                               seed=args.seed, n_resamples=args.resamples)
+        report = lazy.evaluation_evaluate.compare_files(args.qrels, args.runs, args.measure, rel=args.rel, test=args.test,
+                                                        seed=args.seed, n_resamples=args.resamples)
     result = report.result
     if args.per_query and diffs is None:
-        from workbench.services.evaluation.per_query_diff import per_query_diff
-
-        diffs = per_query_diff(args.qrels, args.runs, args.measure, rel=args.rel, k=args.top)
+        diffs = lazy.evaluation_per_query_diff.per_query_diff(args.qrels, args.runs, args.measure, rel=args.rel, k=args.top)
     if args.format == "json":
         meta = result.metadata()
         meta.update(missing_from_run=report.missing_from_run, run_files=report.run_files,
@@ -146,22 +136,18 @@ def _compare_project(args: argparse.Namespace):
     """``compare --runs A,B``: stored runs against the project's qrels (policy on stderr); with
     ``--per-query`` also each query's difference, scored against the same qrels (else None)."""
 
-    from workbench.services.evaluation.evaluate import compare_project
-
     if args.qrels or args.runs:
         raise ConfigError("--runs compares the project's stored runs; give either --runs or QRELS RUN files, not both")
     db = open_project_from_args(args)
     try:
-        report, done = compare_project(db, names_option(args.stored_runs, "--runs"), args.measure,
-                                       labels=args.labels, level=args.level, chunking=args.chunking, rel=args.rel,
-                                       test=args.test, seed=args.seed, n_resamples=args.resamples,
-                                       settings=settings_from_args(args))
+        report, done = lazy.evaluation_evaluate.compare_project(db, names_option(args.stored_runs, "--runs"), args.measure,
+                                                                labels=args.labels, level=args.level, chunking=args.chunking, rel=args.rel,
+                                                                test=args.test, seed=args.seed, n_resamples=args.resamples,
+                                                                settings=settings_from_args(args))
         diffs = None
         if args.per_query:
-            from workbench.services.evaluation.per_query_diff import stored_per_query_diff
-
-            diffs = stored_per_query_diff(db, done.results, done.qrels.table, done.qrels.level, args.measure,
-                                          k=args.top)
+            diffs = lazy.evaluation_per_query_diff.stored_per_query_diff(db, done.results, done.qrels.table, done.qrels.level, args.measure,
+                                                                         k=args.top)
     finally:
         db.close()
     print("\n".join([done.qrels.statement(), *(f"note: {n}" for n in done.notes),

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.cli import lazy
 from workbench.cli.common import cli_text, progress_bar, settings_from_args
+from workbench.errors import InputError
 
 _KIND_HELP = {
     "corpus": "documents: BEIR/JSONL, a folder of .txt/.md files, or SMART (Cranfield)",
@@ -20,12 +22,9 @@ _KIND_HELP = {
 
 
 def _import(args: argparse.Namespace) -> int:
-    from workbench.services.ingest import import_file
-    from workbench.services.project.lifecycle import open_project
-
     settings = settings_from_args(args)
-    with open_project(settings.db_path) as db:
-        result = import_file(
+    with lazy.project_lifecycle.open_project(settings.db_path) as db:
+        result = lazy.ingest.import_file(
             db, args.kind, args.file, format=args.format, name=args.name, assessor=args.assessor,
             skip_unknown=args.skip_unknown, id_field=args.id_field, text_field=args.text_field,
             title_field=args.title_field, progress=progress_bar,
@@ -35,87 +34,62 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _import_judgments(args: argparse.Namespace) -> int:
-    from workbench.services.judge.imported import import_judgments
-    from workbench.services.project.lifecycle import open_project
-
-    with open_project(settings_from_args(args).db_path) as db:
-        result = import_judgments(db, args.file, judge=args.judge, pool=args.pool, format=args.format)
+    with lazy.project_lifecycle.open_project(settings_from_args(args).db_path) as db:
+        result = lazy.judge_imported.import_judgments(db, args.file, judge=args.judge, pool=args.pool, format=args.format)
 
     print(cli_text(result.summary()))
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
-    from workbench.services.project.lifecycle import open_project
-    from workbench.services.qrels.export import export_qrels
-    from workbench.services.qrels.rule import default_policy
-
     settings = settings_from_args(args)
     min_overlap = args.min_overlap if args.min_overlap is not None else settings.get("evaluation", "min_overlap")
-    with open_project(settings.db_path) as db:
-        result = export_qrels(db, args.out, format=args.format, level=args.level, chunking=args.chunking,
-                              source=args.source, min_overlap=min_overlap, iteration=args.iteration,
-                              force=args.force, policy=default_policy(settings),
-                              keep_unanswerable=args.keep_unanswerable)
+    with lazy.project_lifecycle.open_project(settings.db_path) as db:
+        result = lazy.qrels_export.export_qrels(db, args.out, format=args.format, level=args.level, chunking=args.chunking,
+                                                source=args.source, min_overlap=min_overlap, iteration=args.iteration,
+                                                force=args.force, policy=lazy.qrels_rule.default_policy(settings),
+                                                keep_unanswerable=args.keep_unanswerable)
     print(result.summary() + ("; pass --keep-unanswerable to write them" if result.unanswerable else ""))
     return 0
 
 
 def _export_run(args: argparse.Namespace) -> int:
-    from workbench.services.project.lifecycle import open_project
-    from workbench.services.qrels.export import export_run
-
-    with open_project(settings_from_args(args).db_path) as db:
-        result = export_run(db, args.name, args.out, force=args.force)
+    with lazy.project_lifecycle.open_project(settings_from_args(args).db_path) as db:
+        result = lazy.qrels_export.export_run(db, args.name, args.out, force=args.force)
     print(result.summary())
     return 0
 
 
 def _delete(args: argparse.Namespace) -> int:
-    from workbench.services.project.deletion import delete, plan_deletion
-    from workbench.services.project.lifecycle import open_project
-
-    with open_project(settings_from_args(args).db_path) as db:
-        plan = plan_deletion(db, args.kind, args.name)
+    with lazy.project_lifecycle.open_project(settings_from_args(args).db_path) as db:
+        plan = lazy.project_deletion.plan_deletion(db, args.kind, args.name)
         if (why := plan.refusal()) is not None:
-            from workbench.errors import InputError
-
             raise InputError(why)
         if not args.yes:
             print("\n".join(plan.lines()))
             print(f"nothing was deleted; run again with --yes to delete {args.kind} {args.name!r} and what is "
                   f"listed above")
             return 1
-        delete(db, args.kind, args.name, expected=plan)
+        lazy.project_deletion.delete(db, args.kind, args.name, expected=plan)
     print("\n".join(plan.lines()).replace("removes:", "removed:", 1).replace("and keeps", "and kept", 1))
     return 0
 
 
 def _export_judgments(args: argparse.Namespace) -> int:
-    from workbench.services.judge.export import export_judgments
-    from workbench.services.project.lifecycle import open_project
-
     settings = settings_from_args(args)
-    with open_project(settings.db_path) as db:
-        result = export_judgments(db, args.out, pool=args.pool, source=args.source, force=args.force)
+    with lazy.project_lifecycle.open_project(settings.db_path) as db:
+        result = lazy.judge_export.export_judgments(db, args.out, pool=args.pool, source=args.source, force=args.force)
     print(result.summary())
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from workbench.core.formats import (
-        EXPORT_FORMATS,
-        EXPORT_LEVELS,
-        IMPORT_FORMATS,
-        LABEL_SOURCES,
-    )
-
     p = sub.add_parser("import", help="import a corpus, queries, qrels or a run (all or nothing)")
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
     for kind, help_text in _KIND_HELP.items():
         k = kinds.add_parser(kind, help=help_text, description=help_text)
         k.add_argument("file", metavar="FILE", help="file to import (for a corpus also a folder)")
-        choices = sorted(set(IMPORT_FORMATS[kind]) | ({"cranqrel"} if kind == "qrels" else set()))
+        choices = sorted(set(lazy.core_formats.IMPORT_FORMATS[kind]) | ({"cranqrel"} if kind == "qrels" else set()))
         k.add_argument("--format", choices=choices,
                        help="input format (default: guessed from the name and first line)")
         k.add_argument("--name", help="name recorded in the ledger; for a run the run name, for qrels the "
@@ -153,11 +127,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export qrels built from the judgments, judgments, or a stored run")
     what = p.add_subparsers(dest="what", metavar="WHAT", required=True)
     q = what.add_parser("qrels", help="qrels as TREC, BEIR, JSONL rows or span JSONL")
-    q.add_argument("--format", choices=EXPORT_FORMATS, default="trec")
-    q.add_argument("--level", choices=EXPORT_LEVELS, default="doc",
+    q.add_argument("--format", choices=lazy.core_formats.EXPORT_FORMATS, default="trec")
+    q.add_argument("--level", choices=lazy.core_formats.EXPORT_LEVELS, default="doc",
                    help="grade documents, or the chunks of --chunking by span overlap")
     q.add_argument("--chunking", metavar="NAME", help="chunking for --level chunk")
-    q.add_argument("--source", choices=LABEL_SOURCES, default="merged",
+    q.add_argument("--source", choices=lazy.core_formats.LABEL_SOURCES, default="merged",
                    help="merged: the [qrels] policy (adjudicated > SME > imported > LLM labels of a judge that "
                         "passed the gate); human: without LLM labels; llm: the judge's labels alone")
     q.add_argument("--min-overlap", type=float, default=None,

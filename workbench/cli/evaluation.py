@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from workbench.cli import lazy
 from workbench.cli.common import (
     add_format_option,
     add_measure_options,
@@ -77,24 +78,20 @@ conventions:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from workbench.services.evaluation.evaluate import distributions, evaluate_files
-
     if args.stored_runs is not None and args.labels == "corrected":
         return corrected_command(args)
     if args.stored_runs is not None:
         results = _eval_project(args)
     elif not args.qrels or not args.runs:
-        from workbench.errors import ConfigError
-
         raise ConfigError("give a QRELS file and RUN files, or --runs NAMES to score the project's stored runs")
     else:
-        results = evaluate_files(
+        results = lazy.evaluation_evaluate.evaluate_files(
             args.qrels, args.runs, args.measure, rel=args.rel, condensed=args.condensed,
             include_no_relevant=args.include_no_relevant, missing_as_zero=not args.drop_missing,
             duplicates="first" if args.keep_first_duplicate else "error",
         )
     _warn_unjudged(results)
-    dists = {name: distributions(res) for name, res in results.items()} if args.distribution else {}
+    dists = {name: lazy.evaluation_evaluate.distributions(res) for name, res in results.items()} if args.distribution else {}
     if args.format == "json":
         print_json({name: _json_entry(res, dists.get(name)) for name, res in results.items()})
     elif args.format == "tsv":
@@ -109,8 +106,6 @@ def corrected_command(args: argparse.Namespace, *, confidence: float = 0.95) -> 
     and differences from the first (services.evaluation.ppi_project); JSON is ``workbench ppi``'s
     object plus ``labels``, ``sample``, ``seed``, ``queries_drawn``."""
 
-    from workbench.services.evaluation.ppi_project import corrected_project
-
     if getattr(args, "qrels", None) or getattr(args, "runs", None):
         raise ConfigError("--runs scores the project's stored runs; give either --runs or QRELS RUN files, not both")
     if args.format not in ("table", "json"):
@@ -124,9 +119,9 @@ def corrected_command(args: argparse.Namespace, *, confidence: float = 0.95) -> 
                           f"`workbench ppi`); drop it")
     db = open_project_from_args(args)
     try:
-        done = corrected_project(db, names_option(args.stored_runs, "--runs"), args.measure, level=args.level,
-                                 chunking=args.chunking, rel=args.rel, confidence=confidence,
-                                 judge=getattr(args, "judge", None))
+        done = lazy.evaluation_ppi_project.corrected_project(db, names_option(args.stored_runs, "--runs"), args.measure, level=args.level,
+                                                             chunking=args.chunking, rel=args.rel, confidence=confidence,
+                                                             judge=getattr(args, "judge", None))
     finally:
         db.close()
     print(done.statement(), file=sys.stderr)
@@ -155,16 +150,14 @@ def _eval_project(args: argparse.Namespace) -> dict:
     """``eval --runs A,B``: stored runs against the project's qrels (services.evaluation).
     The qrels policy and notes go to stderr so stdout keeps the file mode's shape."""
 
-    from workbench.services.evaluation.evaluate import evaluate_project
-
     if args.qrels or args.runs:
         raise ConfigError("--runs scores the project's stored runs; give either --runs or QRELS RUN files, not both")
     db = open_project_from_args(args)
     try:
-        done = evaluate_project(db, names_option(args.stored_runs, "--runs"), args.measure, labels=args.labels,
-                                level=args.level, chunking=args.chunking, rel=args.rel, condensed=args.condensed,
-                                include_no_relevant=args.include_no_relevant, missing_as_zero=not args.drop_missing,
-                                settings=settings_from_args(args))
+        done = lazy.evaluation_evaluate.evaluate_project(db, names_option(args.stored_runs, "--runs"), args.measure, labels=args.labels,
+                                                         level=args.level, chunking=args.chunking, rel=args.rel, condensed=args.condensed,
+                                                         include_no_relevant=args.include_no_relevant, missing_as_zero=not args.drop_missing,
+                                                         settings=settings_from_args(args))
     finally:
         db.close()
     lines = [done.qrels.statement(), *(f"note: {n}" for n in done.notes),

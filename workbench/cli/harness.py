@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.cli import lazy
 from workbench.cli.common import (
     add_format_option,
     add_progress_option,
@@ -14,11 +15,9 @@ from workbench.cli.common import (
 
 
 def _harness(args: argparse.Namespace) -> int:
-    from workbench.services.retrieval.harness import run_harness
-
     with open_project_from_args(args) as db:
-        summary = run_harness(db, args.name, queries=args.queries, command=args.command, url=args.url,
-                              timeout=args.timeout, chunking=args.chunking, progress=progress_from_args(args))
+        summary = lazy.retrieval_harness.run_harness(db, args.name, queries=args.queries, command=args.command, url=args.url,
+                                                     timeout=args.timeout, chunking=args.chunking, progress=progress_from_args(args))
     if args.format == "json":
         print_json({"name": summary.name, "level": summary.level, "chunking": summary.chunking,
                     "queries": summary.queries, "answered": summary.answered, "failed": summary.failed,

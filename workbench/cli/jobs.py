@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.cli import lazy
 from workbench.cli.common import add_format_option, aligned, print_json, settings_from_args
+from workbench.errors import render_text
 
 
 def _progress(job: dict) -> str:
@@ -21,13 +23,9 @@ def _progress(job: dict) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from workbench.services import jobs
-
     settings = settings_from_args(args)
-    rows = jobs.jobs(settings.db_path, (args.kind,) if args.kind else None, limit=args.limit)
+    rows = lazy.jobs.jobs(settings.db_path, (args.kind,) if args.kind else None, limit=args.limit)
     if args.format == "json":
-        from workbench.errors import render_text
-
         print_json([{k: (v.isoformat() if hasattr(v, "isoformat") else
                          render_text(str(v)) if k == "error" and v is not None else v) for k, v in r.items()}
                     for r in rows])
@@ -43,19 +41,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from workbench.services import jobs
-
-    job = jobs.stop(settings_from_args(args).db_path, args.id)
+    job = lazy.jobs.stop(settings_from_args(args).db_path, args.id)
     print(f"job {job['job_id']} ({job['title']}): {job['state']}")
     return 0
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from workbench.services import jobs
-
     db_path = settings_from_args(args).db_path
-    launch = jobs.resume(db_path, args.id)
-    job = jobs.job(db_path, args.id)
+    launch = lazy.jobs.resume(db_path, args.id)
+    job = lazy.jobs.job(db_path, args.id)
     how = "resumed" if job["resumable"] else "restarted from the beginning"
     print(f"job {launch.job_id} ({job['title']}): {how} in process {launch.pid}; its output: {launch.log}")
     return 0

@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.cli.common import add_progress_option, cli_text, settings_from_args
+from workbench import lazylibs
+from workbench.cli import lazy
+from workbench.cli.common import add_progress_option, cli_text, print_json, settings_from_args
 from workbench.errors import InputError
 
 STOPPED_EXIT = 6
@@ -24,16 +26,15 @@ def _progress(args: argparse.Namespace):
     with --progress), and a function closing the bar."""
     if getattr(args, "no_progress", False):
         return None, lambda: None
-    from tqdm import tqdm
 
     state: dict = {}
 
     def on_progress(p) -> None:
         bar = state.get("bar")
         if bar is None:
-            bar = state["bar"] = tqdm(total=p.total, desc="judging", unit=" pairs", file=sys.stderr,
-                                      disable=None if not args.progress else False, dynamic_ncols=True,
-                                      mininterval=0.5)
+            bar = state["bar"] = lazylibs.tqdm.tqdm(total=p.total, desc="judging", unit=" pairs", file=sys.stderr,
+                                                    disable=None if not args.progress else False, dynamic_ncols=True,
+                                                    mininterval=0.5)
         bar.total = p.total
         bar.n = p.done
         cost = "?" if p.cost_usd is None else f"${p.cost_usd:,.4f}"
@@ -49,31 +50,24 @@ def _progress(args: argparse.Namespace):
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from workbench.services.judge.jobs import estimate
-    from workbench.services.judge.request import OFFLINE, from_namespace
-
-    request = from_namespace(args)  # the one request; its check runs before --estimate too
+    request = lazy.judge_request.from_namespace(args)  # the one request; its check runs before --estimate too
     settings = settings_from_args(args)
     spec = request.resolve(settings)
-    if spec.offline and request.model != OFFLINE:
+    if spec.offline and request.model != lazy.judge_request.OFFLINE:
         print("workbench judge: no OPENAI_API_KEY and the OpenAI base URL: grading with the offline-lexical "
               "baseline (not an LLM); set OPENAI_API_KEY or --base-url for an LLM judge", file=sys.stderr)
     if sum(map(bool, (args.batch, args.batch_file, args.batch_results))) > 1:
         raise InputError("--batch, --batch-file and --batch-results are three ways to batch; pass one of them")
     db_path = settings.db_path
     if args.batch_file and not args.estimate:
-        from workbench.services.judge.batch_files import write_batch_file
-
-        print(write_batch_file(db_path, request.pool, spec, args.batch_file, limit=request.limit,
-                               force=args.force).summary())
+        print(lazy.judge_batch_files.write_batch_file(db_path, request.pool, spec, args.batch_file, limit=request.limit,
+                                                      force=args.force).summary())
         return 0
     if args.estimate:
-        print(estimate(db_path, request.pool, spec, limit=request.limit, batch=request.batch).summary())
+        print(lazy.judge_jobs.estimate(db_path, request.pool, spec, limit=request.limit, batch=request.batch).summary())
         return 0
     if args.batch_results:
-        from workbench.services.judge.batch_files import store_batch_results
-
-        report = store_batch_results(db_path, request.pool, spec, args.batch_results, limit=request.limit)
+        report = lazy.judge_batch_files.store_batch_results(db_path, request.pool, spec, args.batch_results, limit=request.limit)
         print(report.summary())
         return 0 if report.state == "finished" else STOPPED_EXIT
     on_progress, close = _progress(args)
@@ -86,28 +80,19 @@ def _judge(args: argparse.Namespace) -> int:
 
 
 def _learn(args: argparse.Namespace) -> int:
-    from workbench.services.judge.learned import DenseOptions, learn
-    from workbench.services.project.lifecycle import open_project
-
     settings = settings_from_args(args)
-    with open_project(settings.db_path) as db:
-        result = learn(db, args.sample, sources=args.sources or None, seed=args.seed, settings=settings,
-                       dense=DenseOptions(enabled=not args.no_dense))
+    with lazy.project_lifecycle.open_project(settings.db_path) as db:
+        result = lazy.judge_learned.learn(db, args.sample, sources=args.sources or None, seed=args.seed, settings=settings,
+                                          dense=lazy.judge_learned.DenseOptions(enabled=not args.no_dense))
     if args.format == "json":
-        from workbench.cli.common import print_json
-
         print_json(result.as_dict())
     else:
-        from workbench.cli.common import cli_text
-
         print(cli_text(result.summary()))
     return 0
 
 
 def _judge_or_learn(args: argparse.Namespace) -> int:
     if args.pool is None:
-        from workbench.errors import InputError
-
         raise InputError("{field:pool P} is required: the pool to judge (or `workbench judge learn --sample S` "
                          "to learn a judge from SME labels)")
     return _judge(args)
@@ -119,9 +104,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Grade every pair of a pool 0-3 with an OpenAI-compatible LLM (OPENAI_API_KEY, --base-url), "
                     "or with the offline-lexical baseline when no key and no server are configured. Running it "
                     "again resumes; answers are cached by text, so nothing is paid for twice.")
-    from workbench.services.judge.request import add_arguments
 
-    add_arguments(p, cli_text)  # the judge options, declared once (services.judge.request.OPTIONS)
+    lazy.judge_request.add_arguments(p, cli_text)  # the judge options, declared once (services.judge.request.OPTIONS)
     p.add_argument("--estimate", action="store_true", help="print requests, tokens and cost, send nothing")
     p.add_argument("--batch-file", metavar="OUT.jsonl",
                    help="write the pending requests as an OpenAI Batch API input file (for vllm run-batch, the "

@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 
+from workbench.cli import lazy
 from workbench.cli.common import (
     add_format_option,
     cli_text,
@@ -46,12 +47,10 @@ def _non_negative(text: str) -> float:
 # -- synth ------------------------------------------------------------------------------------
 
 def _synth(args: argparse.Namespace) -> int:
-    from workbench.services.qrels.synthetic_queries import synthesize
-
     settings = settings_from_args(args, **{"judge.model": args.model, "judge.base_url": args.base_url})
-    report = synthesize(settings, args.chunking, per_chunk=args.per_chunk, limit=args.limit, seed=args.seed,
-                        max_overlap=args.max_overlap,
-                        on_note=lambda line: print(f"workbench synth: {cli_text(line)}", file=sys.stderr))
+    report = lazy.qrels_synthetic_queries.synthesize(settings, args.chunking, per_chunk=args.per_chunk, limit=args.limit, seed=args.seed,
+                                                     max_overlap=args.max_overlap,
+                                                     on_note=lambda line: print(f"workbench synth: {cli_text(line)}", file=sys.stderr))
     if args.format == "json":
         if report.failed:
             print(f"workbench synth: {report.failed} chunks failed (no question made): "
@@ -61,10 +60,8 @@ def _synth(args: argparse.Namespace) -> int:
     else:
         print(report.summary())
         if args.baseline:
-            from workbench.services.qrels.synthetic_queries import bm25_baseline
-
             with open_project_from_args(args) as db:
-                b = bm25_baseline(db, args.chunking, k=10)
+                b = lazy.qrels_synthetic_queries.bm25_baseline(db, args.chunking, k=10)
             if b["questions"]:
                 print(f"BM25 baseline over the {b['questions']:,} synthetic questions of {args.chunking} (each against "
                       f"its chunk): hit@10 {b['before']['hit']:.3f} -> {b['after']['hit']:.3f}, MRR@10 "
@@ -75,12 +72,10 @@ def _synth(args: argparse.Namespace) -> int:
 # -- labels -----------------------------------------------------------------------------------
 
 def _propagate(args: argparse.Namespace) -> int:
-    from workbench.services.qrels.propagation import propagate_labels
-
     with open_project_from_args(args) as db:
-        report = propagate_labels(db, args.chunking, source=args.source, threshold=args.threshold,
-                                  shingle=args.shingle, num_perm=args.num_perm, seed=args.seed, k=args.k,
-                                  dry_run=args.dry_run)
+        report = lazy.qrels_propagation.propagate_labels(db, args.chunking, source=args.source, threshold=args.threshold,
+                                                         shingle=args.shingle, num_perm=args.num_perm, seed=args.seed, k=args.k,
+                                                         dry_run=args.dry_run)
     if args.format == "json":
         print_json(report.as_dict())
     else:
@@ -89,41 +84,31 @@ def _propagate(args: argparse.Namespace) -> int:
 
 
 def _unpropagate(args: argparse.Namespace) -> int:
-    from workbench.services.qrels.propagation import revert_propagation
-
     with open_project_from_args(args) as db:
-        removed = revert_propagation(db, args.chunking)
+        removed = lazy.qrels_propagation.revert_propagation(db, args.chunking)
     print(f"removed {removed:,} propagated labels of chunking {args.chunking} (direct labels untouched)")
     return 0
 
 
 def _qrels(args: argparse.Namespace) -> int:
-    from workbench.services.qrels.propagation import export_qrels_with_propagated
-
     with open_project_from_args(args) as db:
-        counts = export_qrels_with_propagated(db, args.chunking, args.out, source=args.source, queries=args.queries,
-                                              propagated=not args.no_propagated, force=args.force)
+        counts = lazy.qrels_propagation.export_qrels_with_propagated(db, args.chunking, args.out, source=args.source, queries=args.queries,
+                                                                     propagated=not args.no_propagated, force=args.force)
     print(f"wrote {counts['rows']:,} chunk qrels ({counts['propagated']:,} propagated) for {counts['queries']:,} "
           f"{'' if args.queries == 'all' else args.queries + ' '}queries to {args.out}")
     return 0
 
 
 def _budget(args: argparse.Namespace) -> int:
-    from workbench.services.judge.budget import plan_budget
-
     if args.out:
-        from workbench.services.output_file import check_output
-
-        check_output(args.out, force=args.force)  # before any work: never a database or a link
+        lazy.output_file.check_output(args.out, force=args.force)  # before any work: never a database or a link
     settings = settings_from_args(args) if args.unit != "hours" else None
     with open_project_from_args(args) as db:
-        plan = plan_budget(db, args.pool, budget=args.budget, unit=args.unit, strategy=args.strategy, k=args.k,
-                           threshold=args.threshold, seed=args.seed, seconds_per_pair=args.seconds_per_pair,
-                           settings=settings)
+        plan = lazy.judge_budget.plan_budget(db, args.pool, budget=args.budget, unit=args.unit, strategy=args.strategy, k=args.k,
+                                             threshold=args.threshold, seed=args.seed, seconds_per_pair=args.seconds_per_pair,
+                                             settings=settings)
     if args.out:
-        from workbench.services.output_file import write_lines
-
-        write_lines(args.out, (json.dumps(r, default=str) + "\n" for r in plan.as_dict()["pairs"]), force=args.force)
+        lazy.output_file.write_lines(args.out, (json.dumps(r, default=str) + "\n" for r in plan.as_dict()["pairs"]), force=args.force)
     if args.format == "json":
         print_json({k: v for k, v in plan.as_dict().items() if k != "pairs" or not args.out})
     else:

@@ -14,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from workbench.cli import lazy
+
 #: The page holding the table, in a checkout.
 METRICS_PATH = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 REGENERATE = "python -m workbench.cli.measures_reference --write"
@@ -22,9 +24,7 @@ END = "<!-- end of the measures table -->"
 
 
 def render_table() -> str:
-    from workbench.core.metrics.measures import measures_table
-
-    return measures_table()
+    return lazy.core_metrics_measures.measures_table()
 
 
 def with_table(page: str, table: str | None = None) -> str:

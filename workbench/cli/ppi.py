@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from workbench.cli import lazy
 from workbench.cli.common import (
     add_format_option,
     add_measure_options,
@@ -59,26 +60,24 @@ def _half_width(text: str) -> float:
 
 
 def _ppi(args: argparse.Namespace) -> int:
-    from workbench.services.evaluation.ppi import estimate, load_values, plan
-
     if args.plan and args.half_width is None:
         raise ConfigError("--plan needs --half-width H, the interval half-width to reach (e.g. 0.05)")
     if args.half_width is not None and not args.plan:
         raise ConfigError("--half-width is a --plan option; add --plan to plan the number of labelled queries")
-    values = load_values(args.human_qrels, args.judge_qrels, args.runs, args.measure, rel=args.rel,
-                         min_labelled=5 if args.plan else 2)
+    values = lazy.evaluation_ppi.load_values(args.human_qrels, args.judge_qrels, args.runs, args.measure, rel=args.rel,
+                                             min_labelled=5 if args.plan else 2)
     if values.judge_no_relevant:
         shown = ", ".join(values.judge_no_relevant[:5]) + (" ..." if len(values.judge_no_relevant) > 5 else "")
         print(f"note: {len(values.judge_no_relevant)} queries have no relevant item in the judge labels "
               f"(judge-side value 0): {shown}", file=sys.stderr)
     if args.plan:
-        report = plan(values, args.half_width, confidence=args.confidence)
+        report = lazy.evaluation_ppi.plan(values, args.half_width, confidence=args.confidence)
         if args.format == "json":
             print_json(report.to_json())
         else:
             print(_plan_table(report))
         return 0
-    report = estimate(values, confidence=args.confidence)
+    report = lazy.evaluation_ppi.estimate(values, confidence=args.confidence)
     if args.format == "json":
         print_json(report.to_json())
     else:

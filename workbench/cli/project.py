@@ -8,15 +8,15 @@ import os
 import sys
 from pathlib import Path
 
+from workbench import lazylibs
+from workbench.cli import lazy
 from workbench.cli.common import settings_from_args
 from workbench.errors import ConfigError
 
 
 def _init(args: argparse.Namespace) -> int:
-    from workbench.services.project.lifecycle import init_project
-
     settings = settings_from_args(args)
-    loaded = init_project(settings.db_path, demo=args.demo, settings=settings)
+    loaded = lazy.project_lifecycle.init_project(settings.db_path, demo=args.demo, settings=settings)
     if loaded:
         summary = ", ".join(f"{n} {table}" for table, n in loaded.items())
         done = "created" if "documents" in loaded else "completed the preparation of"
@@ -66,11 +66,9 @@ def _cli_actions(status, commands: set[str]) -> dict[str, str]:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from workbench.services.project.lifecycle import DEMO_READY, open_project, project_status
-
     settings = settings_from_args(args)
-    with open_project(settings.db_path) as db:
-        status = project_status(db, min_overlap=settings.get("evaluation", "min_overlap"))
+    with lazy.project_lifecycle.open_project(settings.db_path) as db:
+        status = lazy.project_lifecycle.project_status(db, min_overlap=settings.get("evaluation", "min_overlap"))
     actions = _cli_actions(status, set(getattr(args, "commands", ())))
     nxt = status.next_step_among(set(actions))
     if args.format == "json":
@@ -94,7 +92,7 @@ def _status(args: argparse.Namespace) -> int:
             "next_hint": actions[nxt.key] if nxt else None,
         }, indent=2))
         return 0
-    demo = " (demo project)" if status.meta.get("demo") == DEMO_READY else ""
+    demo = " (demo project)" if status.meta.get("demo") == lazy.project_lifecycle.DEMO_READY else ""
     print(f"project: {status.path}{demo}")
     width = max(len(k) for k in status.counts) if status.counts else 0
     for table, n in status.counts.items():
@@ -139,7 +137,6 @@ def app_command(db_path: Path, host: str, port: int, allowed_hosts: list[str] | 
 
 def _check_port(host: str, port) -> None:
     """Refuse a port outside 1–65535 or one another program holds, before saying "serving"."""
-    import socket
 
 
     try:
@@ -149,10 +146,10 @@ def _check_port(host: str, port) -> None:
     if not 1 <= number <= 65535:
         raise ConfigError(f"port {port!r} is not a port number; pass --port between 1 and 65535 "
                           f"(or set [app] port)")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
+    family = lazylibs.socket.AF_INET6 if ":" in host else lazylibs.socket.AF_INET
+    with lazylibs.socket.socket(family, lazylibs.socket.SOCK_STREAM) as probe:
         # Streamlit binds with SO_REUSEADDR too, so a port in TIME_WAIT is not reported as taken.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.setsockopt(lazylibs.socket.SOL_SOCKET, lazylibs.socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, number))
         except OSError as exc:
@@ -161,17 +158,14 @@ def _check_port(host: str, port) -> None:
 
 
 def _app(args: argparse.Namespace) -> int:
-    from workbench.services.project.lifecycle import open_project
-
     settings = settings_from_args(args, **{"app.port": args.port})
     # Fail early, in the terminal, when the database is missing or held by another process.
-    with open_project(settings.db_path):
+    with lazy.project_lifecycle.open_project(settings.db_path):
         pass
     host, port = settings.get("app", "host"), settings.get("app", "port")
-    from workbench.services.access import check_serving
 
-    check_serving(host, settings.get("app", "auth"),
-                  allow_public_without_auth=settings.get("app", "allow_public_without_auth"))
+    lazy.access.check_serving(host, settings.get("app", "auth"),
+                              allow_public_without_auth=settings.get("app", "allow_public_without_auth"))
 
     if not settings.get("app", "session_hours") > 0:
         raise ConfigError(f"[app] session_hours = {settings.get('app', 'session_hours')!r}: a sign-in must last "
@@ -183,9 +177,8 @@ def _app(args: argparse.Namespace) -> int:
         # The app resolves its settings (pool depth, evaluation rule) with load_settings(),
         # which reads WORKBENCH_CONFIG: hand it the --config file this command was given.
         env["WORKBENCH_CONFIG"] = str(Path(args.config).resolve())
-    from workbench.services.access import allowed_hosts
 
-    command = app_command(settings.db_path, host, port, allowed_hosts(settings.get("app", "allowed_hosts"), host))
+    command = app_command(settings.db_path, host, port, lazy.access.allowed_hosts(settings.get("app", "allowed_hosts"), host))
     # Replace this process with the server, so that stopping `workbench app` (Ctrl+C, SIGTERM
     # from a supervisor or a test) stops Streamlit itself and leaves no orphan holding the port.
     os.execve(command[0], command, env)

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 
+from workbench.cli import lazy
 from workbench.cli.common import (
     add_format_option,
     exit_codes_epilog,
@@ -34,9 +36,7 @@ from workbench.errors import ConfigError, WorkbenchError
 
 
 def _file_bytes(path: str) -> bytes:
-    from workbench.core.metrics.readers import check_regular_file
-
-    return check_regular_file(path).read_bytes()
+    return lazy.core_metrics_readers.check_regular_file(path).read_bytes()
 
 
 def _finite(text: str) -> float:
@@ -62,37 +62,29 @@ def _tsv_value(v) -> str:
 
 # --- abstention ---------------------------------------------------------------------------------
 def _abstention(args: argparse.Namespace) -> int:
-    from workbench.services.evaluation import abstention as service
-
     reports, ranking = [], {}
     with open_project_from_args(args) as db:
         for run in names_option(args.runs, "--runs") if args.runs else []:
-            reports.append(service.run_abstention(db, run, args.threshold))
+            reports.append(lazy.evaluation_abstention.run_abstention(db, run, args.threshold))
             if args.ranking_measures:
-                ranking[run] = service.answerable_ranking(
+                ranking[run] = lazy.evaluation_abstention.answerable_ranking(
                     db, run, names_option(args.ranking_measures, "--ranking-measures"))
         if args.store and len(args.answers or []) != 1:
-            from workbench.errors import ConfigError
-
             raise ConfigError("--store NAME stores one answers file; give exactly one --answers FILE")
         for path in args.answers or []:
-            from workbench.services.evaluation.evaluate import run_names
-
-            name = run_names([path])[0]
-            frame = service.read_answers_file(path, args.pattern)
+            name = lazy.evaluation_evaluate.run_names([path])[0]
+            frame = lazy.evaluation_abstention.read_answers_file(path, args.pattern)
             if args.store:
-                service.store_answers(db, args.store, frame)
+                lazy.evaluation_abstention.store_answers(db, args.store, frame)
                 print(f"stored {len(frame)} answers of {path} as {args.store}", file=sys.stderr)
                 name = args.store
-            reports.append(service.answers_abstention(db, name, frame))
+            reports.append(lazy.evaluation_abstention.answers_abstention(db, name, frame))
         for name in names_option(args.stored_answers, "--stored-answers") if args.stored_answers else []:
-            reports.append(service.stored_answers_abstention(db, name))
+            reports.append(lazy.evaluation_abstention.stored_answers_abstention(db, name))
     if not reports:
-        from workbench.errors import ConfigError
-
         raise ConfigError("give --runs RUN[,RUN...], --answers FILE or --stored-answers NAME")
     if args.format == "json":
-        out = {r.name: service.report_json(r) for r in reports}
+        out = {r.name: lazy.evaluation_abstention.report_json(r) for r in reports}
         for run, rk in ranking.items():
             out[run]["ranking_answerable"] = {"aggregate": dict(rk.result.aggregate), "counts": rk.counts(),
                                               "excluded_unanswerable": rk.excluded_unanswerable}
@@ -155,20 +147,17 @@ def _abstention_table(r, per_query: bool) -> str:
 
 # --- rbac-check -----------------------------------------------------------------------------------
 def _rbac(args: argparse.Namespace) -> int:
-    from workbench.core.rag.rbac import leakage_json
-    from workbench.services.evaluation import rbac as service
-
     try:
-        role_runs = service.parse_role_runs(args.runs)
+        role_runs = lazy.evaluation_rbac.parse_role_runs(args.runs)
         with open_project_from_args(args) as db:
-            report = service.rbac_check(db, role_runs, field=args.field, k=args.k)
+            report = lazy.evaluation_rbac.rbac_check(db, role_runs, field=args.field, k=args.k)
     except WorkbenchError as exc:
         # bad input is exit 2 here (1 means "leaks"), whatever its usual code
         print(f"workbench rbac-check: error: {exc}", file=sys.stderr)
         return 2
     total = sum(r.n_leaks for r in report.values())
     if args.format == "json":
-        print_json(leakage_json(report))
+        print_json(lazy.core_rag_rbac.leakage_json(report))
         return 1 if total else 0
     lines = [f"access check: {total} leak{'s' if total != 1 else ''} "
              f"over {len(report)} role{'s' if len(report) != 1 else ''} (field {args.field!r}"
@@ -190,8 +179,6 @@ def _rbac(args: argparse.Namespace) -> int:
 
 # --- multihop -------------------------------------------------------------------------------------
 def _multihop(args: argparse.Namespace) -> int:
-    from workbench.services.evaluation import trajectories as service
-
     reports = {}
     db = None
     try:
@@ -200,36 +187,28 @@ def _multihop(args: argparse.Namespace) -> int:
                 or settings_from_args(args).db_path.exists()):
             db = open_project_from_args(args)
         if args.store and len(args.trajectories or []) != 1:
-            from workbench.errors import ConfigError
-
             raise ConfigError("--store NAME stores one trajectories file; give exactly one")
         if args.store_chains and not args.chains:
-            from workbench.errors import ConfigError
-
             raise ConfigError("--store-chains stores the file given with --chains; give --chains FILE")
-        chains = service.read_chain_file(args.chains) if args.chains else service.stored_chains(db)
+        chains = lazy.evaluation_trajectories.read_chain_file(args.chains) if args.chains else lazy.evaluation_trajectories.stored_chains(db)
         for path in args.trajectories or []:
-            from workbench.services.evaluation.evaluate import run_names
-
-            name = run_names([path])[0]
-            reports[name] = service.evaluate(service.read_trajectory_file(path, db), chains, k=args.k)
+            name = lazy.evaluation_evaluate.run_names([path])[0]
+            reports[name] = lazy.evaluation_trajectories.evaluate(lazy.evaluation_trajectories.read_trajectory_file(path, db), chains, k=args.k)
         for name in names_option(args.stored, "--stored") if args.stored else []:
-            reports[name] = service.evaluate(service.stored_trajectories(db, name), chains, k=args.k)
+            reports[name] = lazy.evaluation_trajectories.evaluate(lazy.evaluation_trajectories.stored_trajectories(db, name), chains, k=args.k)
         if args.store_chains:
-            n = service.import_chains(db, _file_bytes(args.chains), args.chains, replace=args.replace_chains)
+            n = lazy.evaluation_trajectories.import_chains(db, _file_bytes(args.chains), args.chains, replace=args.replace_chains)
             print(f"stored {n} evidence spans from {args.chains}", file=sys.stderr)
         if args.store:
-            service.import_trajectories(db, args.store, _file_bytes(args.trajectories[0]), args.trajectories[0])
+            lazy.evaluation_trajectories.import_trajectories(db, args.store, _file_bytes(args.trajectories[0]), args.trajectories[0])
             print(f"stored the trajectories of {args.trajectories[0]} as {args.store}", file=sys.stderr)
     finally:
         if db is not None:
             db.close()
     if not reports:
-        from workbench.errors import ConfigError
-
         raise ConfigError("give a trajectories file or --stored NAME")
     if args.format == "json":
-        print_json({name: service.report_json(r) for name, r in reports.items()})
+        print_json({name: lazy.evaluation_trajectories.report_json(r) for name, r in reports.items()})
     elif args.format == "tsv":
         lines = ["trajectories\tmeasure\tquery_id\tvalue"]
         for name, r in reports.items():
@@ -265,13 +244,11 @@ def _multihop_table(name: str, r, per_query: bool) -> str:
 
 # --- answerability ------------------------------------------------------------------------------
 def _answerability(args: argparse.Namespace) -> int:
-    from workbench.services.qrels import answerability as service
-
     with open_project_from_args(args) as db:
         if args.query_id:
-            service.mark_answerability(db, args.query_id, answerable=args.verdict == "answerable",
-                                       annotator=args.annotator or "", comment=args.comment)
-        frame = service.query_answerability(db)
+            lazy.qrels_answerability.mark_answerability(db, args.query_id, answerable=args.verdict == "answerable",
+                                                        annotator=args.annotator or "", comment=args.comment)
+        frame = lazy.qrels_answerability.query_answerability(db)
     if args.format == "json":
         print_json({r.query_id: {"unanswerable": bool(r.unanswerable), "decided_by": r.decided_by}
                     for r in frame.itertuples(index=False)})
@@ -370,14 +347,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _abstention_with_pattern(args: argparse.Namespace) -> int:
     if args.pattern is None:
-        from workbench.core.rag.abstention import ABSTENTION_PATTERN
-
-        args.pattern = ABSTENTION_PATTERN
+        args.pattern = lazy.core_rag_abstention.ABSTENTION_PATTERN
     else:
-        import re
-
-        from workbench.errors import ConfigError
-
         try:
             re.compile(args.pattern)
         except re.error as exc:

@@ -10,6 +10,7 @@ import argparse
 import math
 import sys
 
+from workbench.cli import lazy
 from workbench.cli.common import (
     add_format_option,
     exit_codes_epilog,
@@ -26,13 +27,11 @@ JSON_KEYS = ("measure", "n_runs", "tau", "tau_ap", "ranking_human", "ranking_jud
 
 def _run(args: argparse.Namespace) -> int:
 
-    from workbench.services.evaluation.rank_agreement import rank_agreement
-
     runs = names_option(args.runs, "--runs")
     db = open_project_from_args(args)
     try:
-        out = rank_agreement(db, runs, args.measure, level=args.level, chunking=args.chunking, rel=args.rel,
-                             settings=settings_from_args(args))
+        out = lazy.evaluation_rank_agreement.rank_agreement(db, runs, args.measure, level=args.level, chunking=args.chunking, rel=args.rel,
+                                                            settings=settings_from_args(args))
     finally:
         db.close()
     print(out["policy"], file=sys.stderr)

@@ -18,6 +18,8 @@ import re
 import sys
 from pathlib import Path
 
+from workbench.cli import build_parser
+
 #: Where the reference lives in a checkout.
 REFERENCE_PATH = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 REGENERATE = "python -m workbench.cli.reference --write"
@@ -181,8 +183,6 @@ def _section(path: tuple[str, ...], parser: argparse.ArgumentParser, help_text: 
 def render(parser: argparse.ArgumentParser | None = None) -> str:
     """The whole reference as Markdown."""
     if parser is None:
-        from workbench.cli import build_parser
-
         parser = build_parser()
     lines = [HEADER, "## Global options", "", "```text", _usage(parser), "```", "",
              *_arguments_table(parser), "", "## Commands", ""]

@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 
+from workbench.cli import lazy
 from workbench.cli.common import add_progress_option, cli_text, progress_from_args, settings_from_args
 from workbench.errors import InputError
 
@@ -23,18 +24,14 @@ def _names(text: str | None, flag: str) -> list[str]:
 
 
 def _open(args: argparse.Namespace):
-    from workbench.services.project.lifecycle import open_project
-
-    return open_project(settings_from_args(args).db_path)
+    return lazy.project_lifecycle.open_project(settings_from_args(args).db_path)
 
 
 # -- chunk -------------------------------------------------------------------------------------
 def _chunk(args: argparse.Namespace) -> int:
-    from workbench.services.chunking import create_chunking
-
     with _open(args) as db:
-        s = create_chunking(db, args.name, args.strategy, size=args.size, overlap=args.overlap,
-                            unit=args.unit, progress=progress_from_args(args))
+        s = lazy.chunking.create_chunking(db, args.name, args.strategy, size=args.size, overlap=args.overlap,
+                                          unit=args.unit, progress=progress_from_args(args))
     params = ", ".join(f"{k}={v}" for k, v in s.params.items()) or "no parameters"
     print(f"chunking {s.name!r} ({s.strategy}: {params}): {s.chunks:,} chunks from "
           f"{s.documents:,} documents (per document min {s.chunks_per_doc['min']}, "
@@ -54,27 +51,24 @@ def _print_run(s) -> None:
 
 def _retrieve(args: argparse.Namespace) -> int:
     """Any retriever of the registry: its flags are its parameters (:func:`_add_retriever`)."""
-    from workbench.services.retrieval.registry import make_options, retriever, run_retriever
 
-    spec = retriever(args.retriever)
+    spec = lazy.retrieval_registry.retriever(args.retriever)
     values = {}
     for p in spec.parameters:
         value = getattr(args, p.name)
         if p.type is tuple:
             value = tuple(_names(value, p.flag))
         values[p.name] = value
-    options = make_options(spec.name, values)
+    options = lazy.retrieval_registry.make_options(spec.name, values)
     with _open(args) as db:
-        _print_run(run_retriever(db, spec.name, name=args.name, chunking=args.chunking, k=args.k, options=options,
-                                 progress=progress_from_args(args)))
+        _print_run(lazy.retrieval_registry.run_retriever(db, spec.name, name=args.name, chunking=args.chunking, k=args.k, options=options,
+                                                         progress=progress_from_args(args)))
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    from workbench.services.retrieval.runs import list_runs
-
     with _open(args) as db:
-        runs = list_runs(db)
+        runs = lazy.retrieval_runs.list_runs(db)
 
     def ms(value):
         return None if math.isnan(value) else float(value)  # NaN: no latency stored
@@ -107,12 +101,11 @@ def _list(args: argparse.Namespace) -> int:
 # -- pool --------------------------------------------------------------------------------------
 def _pool(args: argparse.Namespace) -> int:
     """Builds a :class:`~workbench.services.pooling.request.PoolRequest` (its check words the errors)."""
-    from workbench.services.pooling.request import PoolRequest
 
     if args.stats:
         return _pool_stats(args)
     runs = tuple(n.strip() for n in (args.runs or "").split(",") if n.strip())
-    request = PoolRequest(args.name, runs, args.depth, add=args.add).check()
+    request = lazy.pooling_request.PoolRequest(args.name, runs, args.depth, add=args.add).check()
     with _open(args) as db:
         s = request.run(db, settings_from_args(args), progress=progress_from_args(args))
     if request.add:
@@ -133,13 +126,11 @@ def _print_notes(notes) -> None:
 
 
 def _pool_stats(args: argparse.Namespace) -> int:
-    from workbench.services.pooling.pools import pool_stats
-
     settings = settings_from_args(args)
     with _open(args) as db:
-        st = pool_stats(db, args.name, k=args.k,
-                        min_overlap=settings.get("evaluation", "min_overlap"),
-                        relevance_threshold=settings.get("evaluation", "relevance_threshold"))
+        st = lazy.pooling_pools.pool_stats(db, args.name, k=args.k,
+                                           min_overlap=settings.get("evaluation", "min_overlap"),
+                                           relevance_threshold=settings.get("evaluation", "relevance_threshold"))
     if args.format == "json":
         print(json.dumps({
             "pool": {k: v for k, v in st.pool.items() if k not in ("created_at", "updated_at")},
@@ -199,12 +190,10 @@ def _add_retriever(rsub, spec) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     # Choices from modules that import nothing heavy: building the parser must stay cheap.
-    from workbench.core.option_names import CHUNKING_STRATEGIES as STRATEGIES
-    from workbench.services.retrieval.registry import RETRIEVERS
 
     p = sub.add_parser("chunk", help="chunk every document into a new named chunking")
     p.add_argument("--name", required=True, help="chunking name (letters, digits, _ - .)")
-    p.add_argument("--strategy", required=True, choices=STRATEGIES)
+    p.add_argument("--strategy", required=True, choices=lazy.core_option_names.CHUNKING_STRATEGIES)
     p.add_argument("--size", type=int, help="fixed: characters per window (default 1000); section: max "
                    "characters (default 2000); sentences: sentences per window (default 5)")
     p.add_argument("--overlap", type=int, help="overlap between windows, in the unit of --size (default 0)")
@@ -215,7 +204,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("retrieve", help="run a retriever over a chunking and store the run (list: the stored runs)")
     rsub = p.add_subparsers(dest="retriever", metavar="RETRIEVER", required=True)
 
-    for spec in RETRIEVERS.values():
+    for spec in lazy.retrieval_registry.RETRIEVERS.values():
         _add_retriever(rsub, spec)
 
     q = rsub.add_parser("list", help="list the stored runs with their per-query latency p50/p95")

@@ -32,6 +32,7 @@ import argparse
 import math
 import sys
 
+from workbench.cli import lazy
 from workbench.cli.common import (
     add_format_option,
     add_measure_options,
@@ -68,15 +69,13 @@ def _parse_stage(text: str) -> tuple[str, str]:
 
 
 def _parse_lift(text: str):
-    from workbench.services.evaluation.stages import LiftSpec
-
     parts = _split_top_level(text)
     if len(parts) != 4 or not all(parts):
         raise ConfigError(
             f"--lift {text!r}: expected POOL_MEASURE,PRE_STAGE,POST_STAGE,MEASURE, "
             "e.g. --lift recall@50,fusion,reranker,recall@5"
         )
-    return LiftSpec(*parts)
+    return lazy.evaluation_stages.LiftSpec(*parts)
 
 
 def _clean(x: float) -> float | None:
@@ -89,14 +88,12 @@ def _num(x: float) -> str:
 
 
 def _stages(args: argparse.Namespace) -> int:
-    from workbench.services.evaluation.stages import evaluate_stages
-
     stages = [_parse_stage(s) for s in args.stage]
     lift = _parse_lift(args.lift) if args.lift else None
     if not args.measure and lift is None:
         raise ConfigError("give at least one measure, e.g. -m recall@5 -m ndcg@10")
     if args.qrels:
-        result = evaluate_stages(args.qrels, stages, args.measure, rel=args.rel, lift=lift)
+        result = lazy.evaluation_stages.evaluate_stages(args.qrels, stages, args.measure, rel=args.rel, lift=lift)
     else:
         result = _stored_stages(args, stages, lift)
     if args.format == "json":
@@ -172,12 +169,10 @@ def _table(result, rel: int) -> str:
 def _stored_stages(args: argparse.Namespace, stages, lift):
     """Without QRELS: each stage names a stored run, scored against the project's qrels."""
 
-    from workbench.services.evaluation.stages import evaluate_stored_stages
-
     db = open_project_from_args(args)
     try:
-        result, done = evaluate_stored_stages(db, stages, args.measure, rel=args.rel, lift=lift, labels=args.labels,
-                                              settings=settings_from_args(args))
+        result, done = lazy.evaluation_stages.evaluate_stored_stages(db, stages, args.measure, rel=args.rel, lift=lift, labels=args.labels,
+                                                                     settings=settings_from_args(args))
     finally:
         db.close()
     print("\n".join([done.qrels.statement(), *(f"note: {n}" for n in done.notes),

@@ -13,6 +13,7 @@ import argparse
 import math
 import sys
 
+from workbench.cli import lazy
 from workbench.cli.common import (
     add_format_option,
     add_progress_option,
@@ -36,17 +37,12 @@ def _cell_key(text: str) -> tuple[str, str]:
 
 def _run(args: argparse.Namespace) -> int:
 
-    from workbench.core.rag.context_budget import parse_budgets
-    from workbench.services.evaluation import sweep
-    from workbench.services.tags import query_tags
-
-    chunkings, retrievers = sweep.parse_grid(args.chunkings, args.retrievers)
-    budgets = parse_budgets(args.budgets)
+    chunkings, retrievers = lazy.evaluation_sweep.parse_grid(args.chunkings, args.retrievers)
+    budgets = lazy.core_rag_context_budget.parse_budgets(args.budgets)
     if not args.measure:
         raise InputError("give at least one measure, e.g. -m ndcg@10 -m recall@10")
-    from workbench.services.retrieval.runs import default_dense_backend
 
-    backend = args.backend or default_dense_backend()
+    backend = args.backend or lazy.retrieval_runs.default_dense_backend()
     if backend == "torch" and args.precision != "fp32":
         raise InputError(f"--precision {args.precision} applies to --backend onnx only; add --backend onnx")
     slice_pair = None
@@ -57,9 +53,9 @@ def _run(args: argparse.Namespace) -> int:
         slice_pair = [_cell_key(p.strip()) for p in parts]
     db = open_project_from_args(args)
     try:
-        result = sweep.run_sweep(db, chunkings, retrievers, args.measure, budgets=budgets, labels=args.labels,
-                                 rel=args.rel, pool=args.pool, progress=progress_from_args(args), backend=backend,
-                                 precision=args.precision, device=args.device, notify=lambda line: print(line, file=sys.stderr))
+        result = lazy.evaluation_sweep.run_sweep(db, chunkings, retrievers, args.measure, budgets=budgets, labels=args.labels,
+                                                 rel=args.rel, pool=args.pool, progress=progress_from_args(args), backend=backend,
+                                                 precision=args.precision, device=args.device, notify=lambda line: print(line, file=sys.stderr))
         slices = None
         if slice_pair:
             by_key = {(c.chunking, c.retriever): c for c in result.cells}
@@ -67,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
             if missing:
                 raise InputError(f"--slices names cell {missing[0]} which is not in the grid (or was skipped)")
             base, other = (by_key[k] for k in slice_pair)
-            slices = sweep.slice_lift(base, other, args.measure[0], query_tags(db))
+            slices = lazy.evaluation_sweep.slice_lift(base, other, args.measure[0], lazy.tags.query_tags(db))
     finally:
         db.close()
     for cell in result.cells:
@@ -103,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     print()
     for b, c in result.winners().items():
         print(f"winner at {b} tokens: {c.chunking} × {c.retriever} (coverage {number(c.coverage[b])})")
-    low = [c for c in result.cells if not c.skipped and c.judged < sweep.LOW_JUDGED]
+    low = [c for c in result.cells if not c.skipped and c.judged < lazy.evaluation_sweep.LOW_JUDGED]
     for c in low:
         pairs = c.unjudged
         print(f"\n{c.chunking} × {c.retriever}: judged@10 = {number(c.judged)}; {len(pairs)} unjudged top-10 pairs "
@@ -124,12 +120,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _import_latency(args: argparse.Namespace) -> int:
-    from workbench.services.retrieval.latency import import_latencies, latency_summary
-
     db = open_project_from_args(args)
     try:
-        n = import_latencies(db, args.run, args.file)
-        summary = latency_summary(db, [args.run])
+        n = lazy.retrieval_latency.import_latencies(db, args.run, args.file)
+        summary = lazy.retrieval_latency.latency_summary(db, [args.run])
     finally:
         db.close()
     row = summary.iloc[0]
@@ -139,10 +133,9 @@ def _import_latency(args: argparse.Namespace) -> int:
 
 def _retrievers_help() -> str:
     """The retrievers a sweep runs, from the registry: ``bm25, dense, hybrid (over the bm25 and dense runs)``."""
-    from workbench.services.retrieval.registry import RETRIEVERS, sweep_retrievers
 
-    return ", ".join(name + (f" (over the {' and '.join(RETRIEVERS[name].sweep)} runs)" if RETRIEVERS[name].sweep else "")
-                     for name in sweep_retrievers())
+    return ", ".join(name + (f" (over the {' and '.join(lazy.retrieval_registry.RETRIEVERS[name].sweep)} runs)" if lazy.retrieval_registry.RETRIEVERS[name].sweep else "")
+                     for name in lazy.retrieval_registry.sweep_retrievers())
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -27,6 +27,7 @@ from itertools import chain
 
 import numpy as np
 
+from workbench import lazylibs
 from workbench.errors import ConfigError
 
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
@@ -72,21 +73,18 @@ def parse_stopwords(text: str | None) -> str | list[str] | None:
 def _stemmer(language: str | None):
     if language is None:
         return None
-    import Stemmer
 
     try:
-        return Stemmer.Stemmer(language)
+        return lazylibs.Stemmer.Stemmer(language)
     except KeyError:
-        known = ", ".join(sorted(Stemmer.algorithms()))
+        known = ", ".join(sorted(lazylibs.Stemmer.algorithms()))
         raise ConfigError(f"unknown stemmer language {language!r}; PyStemmer knows: {known}") from None
 
 
 def make_tokenizer(params: Bm25Params):
-    from bm25s.tokenization import Tokenizer
-
     try:
-        return Tokenizer(lower=params.lower, splitter=params.token_pattern,
-                         stopwords=params.stopwords, stemmer=_stemmer(params.stemmer))
+        return lazylibs.bm25s_tokenization.Tokenizer(lower=params.lower, splitter=params.token_pattern,
+                                                     stopwords=params.stopwords, stemmer=_stemmer(params.stemmer))
     except ValueError as exc:
         raise ConfigError(f"BM25 tokeniser: {exc}") from None
 
@@ -188,7 +186,6 @@ class Bm25Index:
 def build_index(texts: Sequence[str], params: Bm25Params = Bm25Params(), *, batch: int = 2000,
                 advance=None) -> Bm25Index:
     """Tokenise ``texts`` in batches (``advance(n)`` after each) and index them."""
-    import bm25s
 
     if params.k1 < 0 or not 0 <= params.b <= 1:
         raise ConfigError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={params.k1}, b={params.b}")
@@ -199,7 +196,7 @@ def build_index(texts: Sequence[str], params: Bm25Params = Bm25Params(), *, batc
         ids.extend(tokenize_ids(tokenizer, part, update_vocab=True, allow_empty=True))
         if advance is not None:
             advance(len(part))
-    retriever = bm25s.BM25(k1=params.k1, b=params.b, method=params.method)
+    retriever = lazylibs.bm25s.BM25(k1=params.k1, b=params.b, method=params.method)
     vocab = tokenizer.get_vocab_dict()
     if len(texts):
         retriever.index((ids, vocab), show_progress=False)

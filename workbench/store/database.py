@@ -51,8 +51,10 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import duckdb
 
+from workbench import lazylibs
 from workbench.errors import StoreError, StoreLockedError, WorkbenchError, clip
 from workbench.store.migrations import EMPTY, FOREIGN, project_state
+from workbench.store.migrations import migrate as run_migrations
 
 if TYPE_CHECKING:  # pandas is imported where a frame is built: it is most of the CLI's start-up time
     import pandas as pd
@@ -264,8 +266,6 @@ class Database:
         self._con = self._connect(read_only, float(wait))
         self._require_project(may_adopt=not read_only and (create is True or create is None and new))
         if migrate and not read_only:
-            from workbench.store.migrations import migrate as run_migrations
-
             try:
                 run_migrations(self)
             except WorkbenchError:
@@ -538,9 +538,8 @@ def join_frame(cur: Cursor, frame: pd.DataFrame, name: str, sql: str,
 
 def id_frame(values) -> pd.DataFrame:
     """The distinct ``values`` as a one-column (``id``) string frame, for :func:`join_frame`."""
-    import pandas as pd  # deferred: CLI start-up cost
 
-    return pd.DataFrame({"id": pd.Series(pd.unique(pd.Series(values, dtype=str)), dtype=str)})
+    return lazylibs.pandas.DataFrame({"id": lazylibs.pandas.Series(lazylibs.pandas.unique(lazylibs.pandas.Series(values, dtype=str)), dtype=str)})
 
 
 def arrow_query_df(db: Database, sql: str, params: list | None = None) -> pd.DataFrame:
@@ -559,12 +558,11 @@ def arrow_query_df(db: Database, sql: str, params: list | None = None) -> pd.Dat
         cur.close()
     if table.num_rows == 0:
         return db.query_df(sql, params)
-    import pandas as pd  # deferred: CLI start-up cost
 
     frame = table.to_pandas()
     # query_df gives a VARCHAR column without any value as object dtype holding None.
     for name in frame.columns:
         column = frame[name]
-        if isinstance(column.dtype, pd.StringDtype) and column.isna().all():
-            frame[name] = pd.Series([None] * len(frame), index=frame.index, dtype=object)
+        if isinstance(column.dtype, lazylibs.pandas.StringDtype) and column.isna().all():
+            frame[name] = lazylibs.pandas.Series([None] * len(frame), index=frame.index, dtype=object)
     return frame

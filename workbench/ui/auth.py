@@ -335,8 +335,6 @@ def sidebar_user() -> bool:
             st.stop()
         st.session_state[_SIGNED_OUT] = True  # this page's cookie no longer counts
         if session_routes.SERVED[0]:
-            from urllib.parse import urlencode
-
             _redirect(f"{session_routes.SIGN_OUT_PATH}?{urlencode({'next': _here()})}")  # clears the cookie
             st.stop()
         st.rerun()

@@ -15,6 +15,7 @@ from workbench.errors import WorkbenchError
 from workbench.services import jobs
 from workbench.services.jobs import in_background as rule
 from workbench.ui import context
+from workbench.ui.words import page_message
 
 LIVE_SECONDS = 1.5
 _SEEN = "_jobs_active_seen"
@@ -62,8 +63,6 @@ def _job(job: dict, fields: dict | None, finished_action=None) -> None:
     if job.get("message") and state != "finished":
         st.caption(context.plain(job["message"]))
     if state == "finished" and isinstance(job.get("result"), dict) and job["result"].get("summary"):
-        from workbench.ui.words import page_message
-
         summary = page_message(job["result"]["summary"], fields)
         st.caption(context.plain(summary[:1].upper() + summary[1:] + "."))
     if state == "failed" and job.get("error") is not None:

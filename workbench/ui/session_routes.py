@@ -17,6 +17,7 @@ someone else's ticket cannot sign a victim in as that someone).
 
 from __future__ import annotations
 
+from workbench import lazylibs
 from workbench.services import sessions
 
 SIGN_IN_PATH = "/_workbench/session"
@@ -50,9 +51,7 @@ def _secure(request) -> bool:
 
 
 async def _sign_in(request):
-    from starlette.responses import RedirectResponse
-
-    response = RedirectResponse(safe_next(request.query_params.get("next")), status_code=303)
+    response = lazylibs.starlette_responses.RedirectResponse(safe_next(request.query_params.get("next")), status_code=303)
     response.headers["Cache-Control"] = "no-store"
     found = sessions.TICKETS.redeem(request.query_params.get("ticket"),
                                     sessions.xsrf_binding(request.cookies.get(XSRF_COOKIE)))
@@ -64,9 +63,7 @@ async def _sign_in(request):
 
 
 async def _sign_out(request):
-    from starlette.responses import RedirectResponse
-
-    response = RedirectResponse(safe_next(request.query_params.get("next")), status_code=303)
+    response = lazylibs.starlette_responses.RedirectResponse(safe_next(request.query_params.get("next")), status_code=303)
     response.headers["Cache-Control"] = "no-store"
     response.delete_cookie(cookie_name(), path="/", httponly=True, samesite="lax", secure=_secure(request))
     return response
@@ -74,6 +71,5 @@ async def _sign_out(request):
 
 def routes() -> list:
     """The routes to serve beside Streamlit's own."""
-    from starlette.routing import Route
 
-    return [Route(SIGN_IN_PATH, _sign_in, methods=["GET"]), Route(SIGN_OUT_PATH, _sign_out, methods=["GET"])]
+    return [lazylibs.starlette_routing.Route(SIGN_IN_PATH, _sign_in, methods=["GET"]), lazylibs.starlette_routing.Route(SIGN_OUT_PATH, _sign_out, methods=["GET"])]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -148,13 +149,9 @@ def cell(value) -> str | int | float:
         return ""
     if isinstance(value, float) and math.isnan(value):
         return ""
-    try:
-        import pandas as pd
-
-        if value is pd.NA or value is pd.NaT:
-            return ""
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
+    pd = sys.modules.get("pandas")  # a pandas NA exists only once pandas is loaded
+    if pd is not None and (value is pd.NA or value is pd.NaT):
+        return ""
     if isinstance(value, Mapping):
         return params_text(value)
     if isinstance(value, (list, tuple)):

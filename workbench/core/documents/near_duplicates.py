@@ -54,6 +54,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from workbench import lazylibs
 from workbench.errors import InputError
 
 _TOKEN = re.compile(r"\w+")
@@ -114,7 +115,7 @@ def near_duplicate_pairs(ids: Sequence[str], texts: Sequence[str], *, threshold:
     if len(ids) != len(texts):
         raise InputError(f"{len(ids)} ids but {len(texts)} texts")
     try:
-        from datasketch import MinHash, MinHashLSH
+        datasketch = lazylibs.datasketch  # the first read imports it
     except ImportError:  # pragma: no cover - the dependency is declared; this is the fallback message
         raise InputError(MISSING_LIBRARY) from None
 
@@ -135,12 +136,12 @@ def near_duplicate_pairs(ids: Sequence[str], texts: Sequence[str], *, threshold:
                 a, b = sorted((ids[members[x]], ids[members[y]]))
                 rows.append((a, b, 1.0))
     if len(distinct) > 1:
-        sketches = MinHash.bulk([[s.encode("utf-8") for s in d] for d in distinct], num_perm=int(num_perm),
-                                seed=int(seed))
+        sketches = datasketch.MinHash.bulk([[s.encode("utf-8") for s in d] for d in distinct], num_perm=int(num_perm),
+                                           seed=int(seed))
         # Candidates are drawn liberally (a lower banding threshold, false negatives weighted 9:1
         # over false positives): the exact check removes the extra candidates, while a pair LSH
         # misses is lost for good.
-        lsh = MinHashLSH(threshold=candidate_threshold(threshold), num_perm=int(num_perm), weights=(0.1, 0.9))
+        lsh = datasketch.MinHashLSH(threshold=candidate_threshold(threshold), num_perm=int(num_perm), weights=(0.1, 0.9))
         for k, sketch in enumerate(sketches):
             lsh.insert(k, sketch)
         for k, sketch in enumerate(sketches):
@@ -279,7 +280,6 @@ def propagation_agreement(labels: pd.DataFrame, pairs: pd.DataFrame, *, threshol
     ``n``, ``exact`` (share equal), ``binary`` (share equal after grade >= ``threshold``),
     ``kappa`` (4-level Cohen's kappa, None when undefined), ``confusion`` (rows direct 0-3,
     columns propagated 0-3), ``mean_abs_diff``. ``n = 0`` gives None for the shares."""
-    from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
     loo = leave_one_out(labels, pairs)
     n = len(loo)
@@ -290,7 +290,7 @@ def propagation_agreement(labels: pd.DataFrame, pairs: pd.DataFrame, *, threshol
     kappa = None
     if len(set(d) | set(p)) > 1:
         with np.errstate(all="ignore"):
-            value = float(cohen_kappa_score(d, p, labels=[0, 1, 2, 3]))
+            value = float(lazylibs.sklearn_metrics.cohen_kappa_score(d, p, labels=[0, 1, 2, 3]))
         kappa = None if np.isnan(value) else value
     return {
         "n": n,
@@ -298,7 +298,7 @@ def propagation_agreement(labels: pd.DataFrame, pairs: pd.DataFrame, *, threshol
         "binary": float(np.mean((d >= threshold) == (p >= threshold))),
         "kappa": kappa,
         "mean_abs_diff": float(np.mean(np.abs(d - p))),
-        "confusion": confusion_matrix(d, p, labels=[0, 1, 2, 3]).tolist(),
+        "confusion": lazylibs.sklearn_metrics.confusion_matrix(d, p, labels=[0, 1, 2, 3]).tolist(),
         "threshold": threshold,
     }
 

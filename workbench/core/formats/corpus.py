@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from workbench import lazylibs
 from workbench.core.formats.lines import (
     Tick,
     pick_field,
@@ -37,9 +38,8 @@ QUERY_FRAME = ["line", "query_id", "text", "description", "tags"]
 
 def _frame(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
     """The parsed ``rows`` as a frame of ``columns`` (:data:`DOCUMENT_FRAME` or :data:`QUERY_FRAME`)."""
-    import pandas as pd  # deferred: CLI start-up cost
 
-    return pd.DataFrame(rows, columns=columns)
+    return lazylibs.pandas.DataFrame(rows, columns=columns)
 
 
 # --- JSONL ---------------------------------------------------------------------------------

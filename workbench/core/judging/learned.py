@@ -65,6 +65,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from workbench import lazylibs
+
 #: Bumped whenever a feature's definition or the choice of model changes (part of the
 #: configuration key, so a learned judge made by other code is another configuration).
 FEATURE_VERSION = 5
@@ -93,10 +95,9 @@ def bm25_scores(query_counts, passage_counts, idf: np.ndarray, avgdl: float, *, 
 
     ``dl_i`` is row ``i``'s token count; a term repeated in the query counts once per occurrence
     (as :mod:`workbench.retrieval.bm25`). A pair sharing no term scores 0; ``avgdl`` <= 0 counts as 1."""
-    import scipy.sparse as sp
 
-    q = sp.csr_matrix(query_counts)
-    p = sp.csr_matrix(passage_counts)
+    q = lazylibs.scipy_sparse.csr_matrix(query_counts)
+    p = lazylibs.scipy_sparse.csr_matrix(passage_counts)
     n = p.shape[0]
     dl = np.asarray(p.sum(axis=1)).ravel()
     avgdl = float(avgdl) if avgdl and avgdl > 0 else 1.0
@@ -112,10 +113,9 @@ def bm25_scores(query_counts, passage_counts, idf: np.ndarray, avgdl: float, *, 
 def term_overlap(query_counts, passage_counts) -> np.ndarray:
     """Share of row ``i``'s distinct query terms that occur in passage ``i`` (0 for a query
     without indexed terms)."""
-    import scipy.sparse as sp
 
-    q = sp.csr_matrix(query_counts) > 0
-    p = sp.csr_matrix(passage_counts) > 0
+    q = lazylibs.scipy_sparse.csr_matrix(query_counts) > 0
+    p = lazylibs.scipy_sparse.csr_matrix(passage_counts) > 0
     both = np.asarray(q.multiply(p).sum(axis=1)).ravel().astype(np.float64)
     terms = np.asarray(q.sum(axis=1)).ravel().astype(np.float64)
     return np.divide(both, terms, out=np.zeros_like(both), where=terms > 0)
@@ -256,12 +256,8 @@ def candidates(seed: int, n: int) -> list[tuple[str, object, str]]:
     ``signals`` (the grades and the text signals: dense cosine, BM25, overlap, length, with their
     within-query normalisations; few columns, for few labels), ``signals+query`` or ``all``
     (every feature and the query effect)."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
 
-    logistic = lambda c: make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000))  # noqa: E731
+    logistic = lambda c: lazylibs.sklearn_pipeline.make_pipeline(lazylibs.sklearn_preprocessing.StandardScaler(), lazylibs.sklearn_linear_model.LogisticRegression(C=c, max_iter=2000))  # noqa: E731
     return [("logistic on the judges' grades", logistic(1.0), "grades"),
             ("logistic on the judges' grades and the query effect", logistic(1.0), "grades+query"),
             ("logistic on the judges' grades and the text signals", logistic(1.0), "signals"),
@@ -269,17 +265,14 @@ def candidates(seed: int, n: int) -> list[tuple[str, object, str]]:
              "signals+query"),
             ("logistic on every feature, C=0.1", logistic(0.1), "all"),
             ("logistic on every feature, C=1", logistic(1.0), "all"),
-            ("gradient boosting on every feature", HistGradientBoostingClassifier(
+            ("gradient boosting on every feature", lazylibs.sklearn_ensemble.HistGradientBoostingClassifier(
                 max_iter=100, learning_rate=0.05, max_leaf_nodes=8, min_samples_leaf=max(5, n // 20),
                 l2_regularization=1.0, random_state=int(seed)), "all")]
 
 
 def _fit_one(model, x: np.ndarray, y: np.ndarray, w: np.ndarray):
-    from sklearn.base import clone
-    from sklearn.pipeline import Pipeline
-
-    m = clone(model)
-    if isinstance(m, Pipeline):
+    m = lazylibs.sklearn_base.clone(model)
+    if isinstance(m, lazylibs.sklearn_pipeline.Pipeline):
         m.fit(x, y, **{f"{m.steps[-1][0]}__sample_weight": w})
     else:
         m.fit(x, y, sample_weight=w)
@@ -314,12 +307,11 @@ class Fit:
 
     def predict(self, x: np.ndarray, groups: np.ndarray) -> np.ndarray:
         """p(relevant) of rows ``x`` whose queries are ``groups`` (the codes the fit was given)."""
-        from threadpoolctl import threadpool_limits
 
         x = x if self.columns is None else x[:, self.columns]
         if self.effect is not None:
             x = np.column_stack([x, effect_column(self.effect, groups)])
-        with threadpool_limits(1):
+        with lazylibs.threadpoolctl.threadpool_limits(1):
             return self.model.predict_proba(x)[:, 1]
 
 
@@ -343,18 +335,15 @@ def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, seed: int, *, groups: np.nd
     without them only the ``all`` candidates run); ``signal_columns``: the text signals' columns
     (``signals`` candidates, with the grade columns). One thread: the models are small, and on a
     shared machine OpenMP's threads spend their time waiting for each other."""
-    import sklearn.ensemble  # noqa: F401 - loads the OpenMP runtime, so that the limit below reaches it
-    import sklearn.linear_model  # noqa: F401
-    from threadpoolctl import threadpool_limits
+    lazylibs.sklearn_ensemble  # loads the OpenMP runtime, so that the limit below reaches it
+    lazylibs.sklearn_linear_model
 
-    with threadpool_limits(1):
+    with lazylibs.threadpoolctl.threadpool_limits(1):
         return _fit(x, y, w, seed, np.asarray(groups, dtype=np.int64), np.asarray(strata), base_columns,
                     signal_columns)
 
 
 def _fit(x, y, w, seed, groups, strata, base_columns, signal_columns=None) -> Fit:
-    from sklearn.model_selection import StratifiedKFold
-
     why = check_labels(y)
     if why is not None:
         raise ValueError(why)
@@ -362,7 +351,7 @@ def _fit(x, y, w, seed, groups, strata, base_columns, signal_columns=None) -> Fi
     w = np.asarray(w, dtype=np.float64)
     w = w / w.mean()
     k = int(min(FOLDS, y.sum(), len(y) - y.sum()))
-    folds = StratifiedKFold(n_splits=k, shuffle=True, random_state=int(seed))
+    folds = lazylibs.sklearn_model_selection.StratifiedKFold(n_splits=k, shuffle=True, random_state=int(seed))
     splits = list(folds.split(x, y))
     everything = list(range(x.shape[1]))
 
@@ -388,7 +377,7 @@ def _fit(x, y, w, seed, groups, strata, base_columns, signal_columns=None) -> Fi
         p = np.zeros(len(y))
         for train, test in splits:
             # the training rows' effect out of fold within the training part, the test rows' from it all
-            inner = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=int(seed)).split(train, y[train])) \
+            inner = list(lazylibs.sklearn_model_selection.StratifiedKFold(n_splits=k, shuffle=True, random_state=int(seed)).split(train, y[train])) \
                 if query and min(y[train].sum(), len(train) - y[train].sum()) >= k else None
             e_train = (out_of_fold_effect(groups[train], y[train], strata[train], inner) if inner else
                        np.zeros(len(train))) if query else None

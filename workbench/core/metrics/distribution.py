@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from workbench import lazylibs
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -65,10 +67,9 @@ def summarize(values: Iterable[float]) -> DistributionSummary:
 
 def summarize_table(per_query: pd.DataFrame) -> pd.DataFrame:
     """One :func:`summarize` row per column of a per-query table (index: measure name)."""
-    import pandas as pd  # only here: summarize() serves processes that never load pandas
 
     rows = {str(c): summarize(per_query[c].to_numpy(dtype=float)).as_dict() for c in per_query}
     columns = ["count", "n_nan", "mean", "median", "p10", "share_zero"]
-    frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
+    frame = lazylibs.pandas.DataFrame.from_dict(rows, orient="index", columns=columns)
     frame.index.name = "measure"
     return frame

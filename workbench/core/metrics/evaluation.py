@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from workbench import lazylibs
 from workbench.core.metrics.arrow_buffers import take
 from workbench.core.metrics.kernels import RESIDUAL_SUFFIX, UNJUDGED_RESIDUAL_SUFFIX, compute
 from workbench.core.metrics.measures import Measure, parse_measures
@@ -113,10 +114,9 @@ class EvaluationResult:
     @cached_property
     def per_query(self) -> pd.DataFrame:
         """One row per evaluated query (index ``query_id``, str), one column per measure."""
-        import pandas as pd
 
-        index = pd.Index(self.query_ids.astype(str), name="query_id", dtype=str)
-        return pd.DataFrame({label: v for label, v in self.scores.items()}, index=index)
+        index = lazylibs.pandas.Index(self.query_ids.astype(str), name="query_id", dtype=str)
+        return lazylibs.pandas.DataFrame({label: v for label, v in self.scores.items()}, index=index)
 
     @property
     def n_queries(self) -> int:

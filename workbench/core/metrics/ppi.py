@@ -96,6 +96,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from workbench import lazylibs
+
 __all__ = [
     "Interval",
     "PPIEstimate",
@@ -151,9 +153,8 @@ class PPIEstimate:
 
 def t_quantile(p: float, df: int) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom."""
-    from scipy.special import stdtrit  # here only: scipy's special functions, not scipy.stats
 
-    return float(stdtrit(df, p))
+    return float(lazylibs.scipy_special.stdtrit(df, p))
 
 
 def _check_confidence(confidence: float) -> None:

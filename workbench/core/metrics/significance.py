@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbench import lazylibs
 from workbench.errors import InputError
 
 # Sign matrices and resample indices are built in blocks of rows: large enough for numpy to
@@ -244,9 +245,8 @@ def paired_t_test(a: Sequence[float], b: Sequence[float]) -> PairedTestResult:
             return PairedTestResult("ttest", mean, 0.0, 1.0, n)
         return PairedTestResult("ttest", mean, math.copysign(math.inf, mean), 0.0, n)
     t = mean / (sd / math.sqrt(n))
-    from scipy import stats  # here only: importing scipy.stats is slow (docs/performance.md)
 
-    p = float(2.0 * stats.t.sf(abs(t), df=n - 1))
+    p = float(2.0 * lazylibs.scipy.stats.t.sf(abs(t), df=n - 1))
     return PairedTestResult("ttest", mean, t, min(p, 1.0), n)
 
 

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from workbench import lazylibs
 from workbench.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
@@ -246,9 +247,8 @@ def evaluate_batch(
         relevant = record.get("relevant_ids")
         report = evaluate_citations(answer, context, pat, relevant_ids=relevant, uncited=uncited)
         rows.append({"query_id": str(record.get("query_id", number)), **report.as_dict()})
-    import pandas as pd  # here only: the CLI lists PRESETS without loading pandas
 
-    frame = pd.DataFrame(rows, columns=["query_id", *CitationReport.__dataclass_fields__])
+    frame = lazylibs.pandas.DataFrame(rows, columns=["query_id", *CitationReport.__dataclass_fields__])
     total = int(frame["total_citations"].sum())
     valid = int(frame["valid_citations"].sum())
     aggregate = {

@@ -24,7 +24,7 @@ import pandas as pd
 from workbench.core.calibration.query_place import query_places as places
 from workbench.core.calibration.routing import annotator_identity
 from workbench.errors import InputError
-from workbench.services import access, visibility
+from workbench.services import access, lazy, visibility
 from workbench.services.calibration import pending, routing
 from workbench.services.calibration.pending import checked_guidelines
 from workbench.services.calibration.reference import ADJUDICATION
@@ -107,11 +107,10 @@ def next_item(db: Database, sample: str, annotator: str, *, after: int = -1,
     who = checked_annotator(annotator)
     mine = routing.assigned_to(db, sample, who)
     if mine is not None:  # the lead's assignment decides who labels which pair (overlap included)
-        from workbench.core.calibration.label_order import open_in_order
 
         total = store.count_items(db, sample)
-        found = open_in_order(total, {p: s["action"] for p, s in my_states(db, sample, who).items()},
-                              after=after, full=set(range(total)) - mine)
+        found = lazy.core_calibration_label_order.open_in_order(total, {p: s["action"] for p, s in my_states(db, sample, who).items()},
+                                                                after=after, full=set(range(total)) - mine)
         return item(db, sample, found[0]) if found else None
     position = store.next_open_position(db, sample, who, after=after, overlap=overlap or None)
     return None if position is None else item(db, sample, position)

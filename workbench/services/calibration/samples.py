@@ -20,6 +20,7 @@ from workbench.core.calibration.sample import (
     SampleSpec,
     draw_query_sample,
     draw_sample,
+    draw_unjudged_sample,
     water_fill,
 )
 from workbench.errors import InputError
@@ -60,7 +61,6 @@ def create_sample(db: Database, name: str, pool: str, *, size: int = 200, seed: 
                       holdout_share=float(holdout_share))
     try:
         if config is None:  # no judge graded the pool yet: a simple random sample of its pairs
-            from workbench.core.calibration.sample import draw_unjudged_sample
 
             drawn = draw_unjudged_sample(store.pool_pair_spans(db, pool), int(size), holdout_share=float(holdout_share),
                                          seed=seed)

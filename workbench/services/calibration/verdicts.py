@@ -58,6 +58,7 @@ from workbench.core.calibration.gate import (
     with_slices,
 )
 from workbench.errors import InputError, StoreError, clip
+from workbench.services import lazy
 from workbench.services.calibration.reference import (
     ReportOptions,
     gated_part,
@@ -478,9 +479,7 @@ def states(db: Database, settings=None) -> list[ConfigurationState]:
     """Every judge configuration (graded ones, oldest first, then gated ones that graded
     nothing any more) with its state (module docstring)."""
     if settings is None:
-        from workbench.config import load_settings
-
-        settings = load_settings()
+        settings = lazy.config.load_settings()
     thresholds, options = options_from_settings(settings)
     known = _by_key(db)
     found: dict[str, list[SampleVerdict]] = {k: [] for k in known}

@@ -19,7 +19,7 @@ from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.core.metrics.qrels_and_runs import Qrels, Run
 from workbench.core.rag import abstention as core
 from workbench.errors import ConfigError, InputError, clip
-from workbench.services import access
+from workbench.services import access, lazy
 from workbench.services.qrels.answerability import query_answerability, unanswerable_ids
 from workbench.services.qrels.export import qrels_table
 from workbench.store import query_kinds as store
@@ -101,9 +101,8 @@ def read_answers_file(path: str | Path, pattern: str = core.ABSTENTION_PATTERN) 
     """``query_id, answer, abstained`` from an answers JSONL file: each line has ``query_id`` and
     an ``abstained`` flag (true/false) or an ``answer`` text (abstains when empty or matching
     ``pattern``)."""
-    from workbench.core.metrics.readers import check_regular_file
 
-    return read_answers(check_regular_file(path).read_bytes(), str(path), pattern)
+    return read_answers(lazy.core_metrics_readers.check_regular_file(path).read_bytes(), str(path), pattern)
 
 
 def read_answers(data: bytes, path: str, pattern: str = core.ABSTENTION_PATTERN) -> pd.DataFrame:
@@ -209,8 +208,6 @@ def answerable_ranking(db: Database, run: str, measures: Sequence[str] = RANKING
     the run's level and chunking, from the span labels of ``source``), with the unanswerable
     queries dropped from the qrels first and counted: nothing to recall, so no score."""
 
-    from workbench.core.metrics.evaluation import evaluate
-
     info = read_run_info(db, [run])
     if info.empty:
         raise InputError(f"no run {clip(run)} in the project")
@@ -231,4 +228,4 @@ def answerable_ranking(db: Database, run: str, measures: Sequence[str] = RANKING
                   table["grade"].to_numpy(dtype=np.int64))
     ranked = Run(pa.array(rows["query_id"].astype(str).tolist()), pa.array(rows[key].astype(str).tolist()),
                  rows["score"].to_numpy(dtype=np.float64), name=run)
-    return AnswerableRanking(run, evaluate(qrels, ranked, list(measures), rel=rel), dropped)
+    return AnswerableRanking(run, lazy.core_metrics_evaluation.evaluate(qrels, ranked, list(measures), rel=rel), dropped)

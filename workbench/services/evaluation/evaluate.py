@@ -22,10 +22,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench import lazylibs
 from workbench.core.formats import LABEL_SOURCES
 from workbench.core.metrics.measures import parse_measures
 from workbench.errors import ConfigError, InputError, clip
-from workbench.services import access
+from workbench.services import access, lazy
 
 if TYPE_CHECKING:
     from workbench.core.metrics.comparison import Comparison
@@ -83,12 +84,11 @@ def check_measures(measures: Sequence[str]) -> None:
 def _nothing_to_evaluate(result: EvaluationResult, qrels, run, rel: int, run_path: str) -> None:
     """Refuse a run sharing no query with the qrels, and a result with no query to average
     over, saying why."""
-    from workbench.core.metrics.arrow_buffers import dictionary_encode
 
     # every run query only in the run: then only_in_run lists them all
     if result.n_only_in_run and not result.n_common:
         run_queries = result.only_in_run
-        qrels_queries = dictionary_encode(qrels.query_ids).dictionary.to_pylist()
+        qrels_queries = lazy.core_metrics_arrow_buffers.dictionary_encode(qrels.query_ids).dictionary.to_pylist()
         raise InputError(
             f"no query in common with the qrels {clip(str(qrels.source))}: the run has "
             f"{len(run_queries)} queries (e.g. {clip(min(run_queries))}), the qrels "
@@ -165,24 +165,22 @@ def evaluate_files(
     Queries where only some of them retrieve nothing judged are in each result's
     ``no_judged_retrieved`` (the CLI warns).
     """
-    from workbench.core.metrics.evaluation import evaluate
-    from workbench.core.metrics.readers import DEFAULT_BLOCK_ROWS, read_qrels, read_trec_run_parts
 
     check_measures(measures)
     if not runs:
         raise ConfigError("give at least one run file")
     names = list(names) if names is not None else run_names(runs)
-    q = read_qrels(qrels)
+    q = lazy.core_metrics_readers.read_qrels(qrels)
     if not len(q):
         raise InputError("no judgments in the qrels file", path=str(qrels))
     results = {}
     for name, path in zip(names, runs):
-        with read_trec_run_parts(path, name=name, block_rows=block_rows or DEFAULT_BLOCK_ROWS) as run:
+        with lazy.core_metrics_readers.read_trec_run_parts(path, name=name, block_rows=block_rows or lazy.core_metrics_readers.DEFAULT_BLOCK_ROWS) as run:
             if not len(run):
                 raise InputError("the run has no result lines", path=str(path))
-            result = evaluate(q, run, list(measures), rel=rel, condensed=condensed,
-                              include_no_relevant=include_no_relevant, missing_as_zero=missing_as_zero,
-                              duplicates=duplicates)
+            result = lazy.core_metrics_evaluation.evaluate(q, run, list(measures), rel=rel, condensed=condensed,
+                                                           include_no_relevant=include_no_relevant, missing_as_zero=missing_as_zero,
+                                                           duplicates=duplicates)
         _nothing_to_evaluate(result, q, run, rel, str(path))
         _no_judged_id(result, q, run, str(path))
         results[name] = result
@@ -193,11 +191,10 @@ def distributions(result: EvaluationResult) -> dict[str, dict[str, float | int]]
     """Per measure: ``mean``, ``median``, ``p10`` (10th percentile, linear interpolation),
     ``zeros`` (share of queries scoring exactly 0, in [0, 1]) and ``n`` (queries with a
     defined score) of the per-query values, NaN left out."""
-    from workbench.core.metrics.distribution import summarize
 
     out = {}
     for label, values in result.scores.items():
-        s = summarize(values)
+        s = lazy.core_metrics_distribution.summarize(values)
         out[label] = {"mean": s.mean, "median": s.median, "p10": s.p10, "zeros": s.share_zero, "n": s.count}
     return out
 
@@ -224,7 +221,6 @@ def compare_files(
 ) -> ComparisonReport:
     """Score every run per query (a query missing from a run scores 0), then compare each run
     with the first (the baseline) by :func:`workbench.core.metrics.comparison.compare_runs`."""
-    from workbench.core.metrics.comparison import compare_runs
 
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run files (the baseline first)")
@@ -234,7 +230,7 @@ def compare_files(
     results = evaluate_files(qrels, runs, measures, rel=rel)
     tables = {name: res.per_query for name, res in results.items()}
     # columns are labelled as given; only the requested ones (not e.g. RBP residuals)
-    result = compare_runs(tables, measures, test=test, seed=seed, n_resamples=n_resamples)
+    result = lazy.core_metrics_comparison.compare_runs(tables, measures, test=test, seed=seed, n_resamples=n_resamples)
     return ComparisonReport(
         result=result,
         run_files={name: str(path) for name, path in zip(results, runs)},
@@ -267,7 +263,6 @@ class ProjectEvaluation:
 def _run_scope(info, level: str | None, chunking: str | None) -> tuple[str, str | None]:
     """The level and chunking to evaluate at: the runs' own unless asked; chunk level needs
     every run to be a chunk run of that chunking (chunk ids belong to one chunking)."""
-    import pandas as pd
 
     levels = sorted(set(info["level"].astype(str)))
     if level is None:
@@ -279,7 +274,7 @@ def _run_scope(info, level: str | None, chunking: str | None) -> tuple[str, str 
         raise ConfigError(f"unknown level {level!r}; expected doc or chunk")
     if level == "doc":
         return "doc", None
-    chunkings = {None if pd.isna(c) else str(c) for c in info["chunking"]}
+    chunkings = {None if lazylibs.pandas.isna(c) else str(c) for c in info["chunking"]}
     doc_runs = info.loc[info["level"].astype(str) != "chunk", "name"].tolist()
     if doc_runs:
         raise ConfigError(f"run {doc_runs[0]!r} ranks documents, not chunks; evaluate it with {{field:level doc}}")
@@ -296,13 +291,8 @@ def _run_scope(info, level: str | None, chunking: str | None) -> tuple[str, str 
 def stored_run(db, name: str, level: str):
     """A stored run as the engine's :class:`Run` at ``level``: at document level a chunk run
     gives each document its best-scoring chunk's score (the document's first appearance)."""
-    import numpy as np
-    import pyarrow as pa
 
-    from workbench.core.metrics.qrels_and_runs import Run
-    from workbench.store.runs import read_run_rows
-
-    rows = read_run_rows(db, name)
+    rows = lazy.store_runs.read_run_rows(db, name)
     if level == "chunk":
         items = rows["chunk_id"].where(rows["chunk_id"].notna(), rows["doc_id"])
         rows = rows.assign(item=items.astype(str))
@@ -310,9 +300,9 @@ def stored_run(db, name: str, level: str):
         rows = (rows.assign(item=rows["doc_id"].astype(str))
                 .sort_values(["query_id", "score"], ascending=[True, False], kind="stable")
                 .drop_duplicates(["query_id", "item"]))
-    return Run(pa.array(rows["query_id"].astype(str).tolist(), type=pa.string()),
-               pa.array(rows["item"].tolist(), type=pa.string()),
-               rows["score"].to_numpy(dtype=np.float64), name=name, source=f"stored run {name}")
+    return lazy.core_metrics_qrels_and_runs.Run(lazylibs.pyarrow.array(rows["query_id"].astype(str).tolist(), type=lazylibs.pyarrow.string()),
+                                                lazylibs.pyarrow.array(rows["item"].tolist(), type=lazylibs.pyarrow.string()),
+                                                rows["score"].to_numpy(dtype=lazylibs.numpy.float64), name=name, source=f"stored run {name}")
 
 
 def evaluate_project(
@@ -339,13 +329,10 @@ def evaluate_project(
     :func:`evaluate_files` (an empty run, no query in common, every query excluded), plus
     unknown run names and a level the runs cannot be scored at.
     """
-    import pandas as pd
 
-    from workbench.core.metrics.evaluation import evaluate
     from workbench.services.coverage import coverage_notes
     from workbench.services.qrels.answerability import unanswerable_ids, without_unanswerable
     from workbench.services.qrels.rule import project_qrels
-    from workbench.store.runs import read_run_info
 
     if store:
         access.require("build")  # storing an evaluation is a write: viewers and annotators may not
@@ -355,10 +342,10 @@ def evaluate_project(
         raise ConfigError("give at least one stored run, e.g. {field:runs bm25,dense}")
     if labels not in LABELS:
         raise ConfigError(f"unknown labels {labels!r}; expected one of {', '.join(LABELS)}")
-    info = read_run_info(db, runs)
+    info = lazy.store_runs.read_run_info(db, runs)
     unknown = [r for r in runs if r not in set(info["name"])]
     if unknown:
-        known = ", ".join(read_run_info(db)["name"]) or "none yet"
+        known = ", ".join(lazy.store_runs.read_run_info(db)["name"]) or "none yet"
         raise InputError(f"no run named {clip(unknown[0])} in the project; known runs: {known}")
     info = info.set_index("name").loc[runs].reset_index()
     level, chunking = _run_scope(info, level, chunking)
@@ -377,8 +364,8 @@ def evaluate_project(
         run = stored_run(db, name, level)
         if not len(run):
             raise InputError(f"run {clip(name)} has no rows")
-        result = evaluate(q, run, list(measures), rel=rel, condensed=condensed,
-                          include_no_relevant=include_no_relevant, missing_as_zero=missing_as_zero)
+        result = lazy.core_metrics_evaluation.evaluate(q, run, list(measures), rel=rel, condensed=condensed,
+                                                       include_no_relevant=include_no_relevant, missing_as_zero=missing_as_zero)
         _nothing_to_evaluate(result, q, run, rel, f"run {name}")
         results[name] = _count_unanswerable(result, unanswerable, set(left_out), run)
     excluded = sorted(set().union(*(r.excluded_unanswerable or () for r in results.values())))
@@ -387,17 +374,13 @@ def evaluate_project(
                      f"({', '.join(excluded[:5])}{', ...' if len(excluded) > 5 else ''})")
     evaluation_id = None
     if store:
-        import numpy as np
-
-        from workbench.store.evaluations import write_evaluation
-
-        means = pd.DataFrame([{"run": n, "measure": m, "value": float(v), "queries": int(r.counts()["queries_evaluated"])}
-                              for n, r in results.items() for m, v in r.aggregate.items()])
-        values = pd.concat([pd.DataFrame({"run": n, "measure": m, "query_id": r.query_ids.astype(str),
-                                          "value": np.asarray(v, dtype="float64")})
-                            for n, r in results.items() for m, v in r.scores.items()], ignore_index=True)
+        means = lazylibs.pandas.DataFrame([{"run": n, "measure": m, "value": float(v), "queries": int(r.counts()["queries_evaluated"])}
+                                           for n, r in results.items() for m, v in r.aggregate.items()])
+        values = lazylibs.pandas.concat([lazylibs.pandas.DataFrame({"run": n, "measure": m, "query_id": r.query_ids.astype(str),
+                                                                    "value": lazylibs.numpy.asarray(v, dtype="float64")})
+                                         for n, r in results.items() for m, v in r.scores.items()], ignore_index=True)
         with db.transaction() as tx:
-            evaluation_id = write_evaluation(
+            evaluation_id = lazy.store_evaluations.write_evaluation(
                 tx, runs=runs, measures=list(measures), labels=labels, level=level, chunking=chunking,
                 policy=qrels.policy.as_dict(), fingerprint=qrels.fingerprint, qrels_rows=len(qrels.table),
                 settings={"rel": rel, "condensed": condensed, "include_no_relevant": include_no_relevant,
@@ -412,9 +395,7 @@ def _count_unanswerable(result: EvaluationResult, unanswerable: set[str], left_o
     ``excluded_unanswerable`` (their own count: left out on purpose, not missing from the
     qrels): those the qrels held (``left_out``) and those the run answered."""
 
-    from workbench.core.metrics.arrow_buffers import dictionary_encode
-
-    in_run = set(map(str, dictionary_encode(run.query_ids).dictionary.to_pylist()))
+    in_run = set(map(str, lazy.core_metrics_arrow_buffers.dictionary_encode(run.query_ids).dictionary.to_pylist()))
     excluded = tuple(sorted((unanswerable & in_run) | left_out))
     return replace(result, only_in_run=tuple(q for q in result.only_in_run if q not in unanswerable),
                    excluded_unanswerable=excluded)
@@ -423,10 +404,9 @@ def _count_unanswerable(result: EvaluationResult, unanswerable: set[str], left_o
 def stored_evaluations(db):
     """Every stored evaluation, newest first, with its means in a column ``means``
     (``{run: {measure: value}}``): the history the Evaluate page shows."""
-    from workbench.store.evaluations import read_evaluations, read_means
 
-    table = read_evaluations(db)
-    means = read_means(db, table["evaluation_id"].tolist()) if len(table) else None
+    table = lazy.store_evaluations.read_evaluations(db)
+    means = lazy.store_evaluations.read_means(db, table["evaluation_id"].tolist()) if len(table) else None
     nested: dict[int, dict] = {}
     if means is not None:
         for e, run, m, v in zip(means["evaluation_id"], means["run"], means["measure"], means["value"]):
@@ -437,9 +417,8 @@ def stored_evaluations(db):
 
 def stored_evaluation_values(db, evaluation_id: int):
     """Per-query values of one stored evaluation: ``run, measure, query_id, value``."""
-    from workbench.store.evaluations import read_values
 
-    return read_values(db, evaluation_id)
+    return lazy.store_evaluations.read_values(db, evaluation_id)
 
 
 def compare_project(
@@ -459,7 +438,6 @@ def compare_project(
 ) -> tuple[ComparisonReport, ProjectEvaluation]:
     """:func:`compare_files` for stored runs (the first is the baseline), scored by
     :func:`evaluate_project` (the evaluation is stored)."""
-    from workbench.core.metrics.comparison import compare_runs
 
     if len(list(dict.fromkeys(runs))) < 2:
         raise ConfigError("compare needs at least two runs (the baseline first)")
@@ -469,7 +447,7 @@ def compare_project(
     done = evaluate_project(db, runs, measures, labels=labels, level=level, chunking=chunking, rel=rel,
                             policy=policy, settings=settings)
     tables = {name: res.per_query for name, res in done.results.items()}
-    result = compare_runs(tables, measures, test=test, seed=seed, n_resamples=n_resamples)
+    result = lazy.core_metrics_comparison.compare_runs(tables, measures, test=test, seed=seed, n_resamples=n_resamples)
     report = ComparisonReport(result=result, run_files={name: f"stored run {name}" for name in done.results},
                               missing_from_run={name: list(res.missing_from_run) for name, res in done.results.items()})
     return report, done

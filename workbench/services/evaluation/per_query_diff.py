@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench import lazylibs
 from workbench.errors import ConfigError
+from workbench.services import lazy
 from workbench.services.evaluation.evaluate import evaluate_files, run_names, stored_run
 
 if TYPE_CHECKING:
@@ -111,14 +113,13 @@ def per_query_diff(qrels: str | Path, runs: Sequence[str | Path], measures: Sequ
                    k: int = DEFAULT_TOP) -> list[QueryDiff]:
     """:func:`query_diffs` of run files against a qrels file, scored by
     :func:`~workbench.services.evaluation.evaluate.evaluate_files` (runs named by ``run_names``)."""
-    from workbench.core.metrics.readers import read_qrels, read_trec_run
 
     _check(len(runs), k)
     measures = list(dict.fromkeys(measures))
     names = run_names(runs)
     results = evaluate_files(qrels, runs, measures, rel=rel, names=names)
-    loaded = {name: read_trec_run(path, name=name) for name, path in zip(names, runs)}
-    return query_diffs(read_qrels(qrels), loaded, results, measures, k=k)
+    loaded = {name: lazy.core_metrics_readers.read_trec_run(path, name=name) for name, path in zip(names, runs)}
+    return query_diffs(lazy.core_metrics_readers.read_qrels(qrels), loaded, results, measures, k=k)
 
 
 def stored_per_query_diff(db, results: Mapping[str, EvaluationResult], qrels: pd.DataFrame, level: str,
@@ -130,14 +131,10 @@ def stored_per_query_diff(db, results: Mapping[str, EvaluationResult], qrels: pd
     ``chunk``) the level they were scored at, which is how the top lists are read
     (:func:`~workbench.services.evaluation.evaluate.stored_run`: at document level a document
     takes its best chunk's score)."""
-    import numpy as np
-    import pyarrow as pa
-
-    from workbench.core.metrics.qrels_and_runs import Qrels
 
     _check(len(results), k)
-    judged = Qrels(pa.array(qrels["query_id"].astype(str).tolist(), type=pa.string()),
-                   pa.array(qrels["item_id"].astype(str).tolist(), type=pa.string()),
-                   qrels["grade"].to_numpy(dtype=np.int64))
+    judged = lazy.core_metrics_qrels_and_runs.Qrels(lazylibs.pyarrow.array(qrels["query_id"].astype(str).tolist(), type=lazylibs.pyarrow.string()),
+                                                    lazylibs.pyarrow.array(qrels["item_id"].astype(str).tolist(), type=lazylibs.pyarrow.string()),
+                                                    qrels["grade"].to_numpy(dtype=lazylibs.numpy.int64))
     runs = {name: stored_run(db, name, level) for name in results}
     return query_diffs(judged, runs, results, measures, k=k)

@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench import lazylibs
 from workbench.core.metrics.measures import parse_measures
 from workbench.errors import ConfigError, InputError, clip
+from workbench.services import lazy
 from workbench.services.evaluation.evaluate import run_names
 
 if TYPE_CHECKING:
@@ -70,31 +72,27 @@ class PerQueryValues:
         """The same values with only ``labelled_ids`` (a subset of the labelled queries) kept
         as labelled: what a smaller HUMAN_QRELS would give (a query's values depend on its own
         labels only). Used by the coverage benchmark."""
-        import numpy as np
 
         position = {q: i for i, q in enumerate(self.query_ids)}
         row = {int(p): k for k, p in enumerate(self.labelled)}
-        keep = np.array([position[q] for q in labelled_ids], dtype=np.int64)
-        rows = np.array([row[int(p)] for p in keep], dtype=np.int64)
+        keep = lazylibs.numpy.array([position[q] for q in labelled_ids], dtype=lazylibs.numpy.int64)
+        rows = lazylibs.numpy.array([row[int(p)] for p in keep], dtype=lazylibs.numpy.int64)
         human = {m: {r: v[rows] for r, v in by_run.items()} for m, by_run in self.human.items()}
         return PerQueryValues(self.query_ids, keep, self.runs, self.measures, self.judge, human,
                               self.judge_no_relevant, self.run_files)
 
 
 def _query_set(qrels) -> list[str]:
-    from workbench.core.metrics.arrow_buffers import dictionary_encode
-
-    return sorted(dictionary_encode(qrels.query_ids).dictionary.to_pylist())
+    return sorted(lazy.core_metrics_arrow_buffers.dictionary_encode(qrels.query_ids).dictionary.to_pylist())
 
 
 def _column(result, measure: str, ids: list[str]):
     """The per-query values of ``measure`` in the order of ``ids`` (every id must be scored)."""
-    import numpy as np
 
     scored = dict(zip(result.query_ids.astype(str).tolist(), result.scores[measure].tolist()))
-    values = np.array([scored.get(q, np.nan) for q in ids], dtype=np.float64)
-    if np.isnan(values).any():  # the engine scores every qrels query with include_no_relevant
-        missing = ids[int(np.flatnonzero(np.isnan(values))[0])]
+    values = lazylibs.numpy.array([scored.get(q, lazylibs.numpy.nan) for q in ids], dtype=lazylibs.numpy.float64)
+    if lazylibs.numpy.isnan(values).any():  # the engine scores every qrels query with include_no_relevant
+        missing = ids[int(lazylibs.numpy.flatnonzero(lazylibs.numpy.isnan(values))[0])]
         raise InputError(f"no {measure} value for query {clip(missing)}")
     return values
 
@@ -102,19 +100,18 @@ def _column(result, measure: str, ids: list[str]):
 def load_values(human_qrels: str | Path, judge_qrels: str | Path, runs: Sequence[str | Path],
                 measures: Sequence[str], *, rel: int = 1, min_labelled: int = 2) -> PerQueryValues:
     """Read the files and score every run on both qrels (module docstring)."""
-    from workbench.core.metrics.readers import read_qrels, read_trec_run
 
     if not measures:
         raise ConfigError("give at least one measure, e.g. -m ndcg@10 -m 'AP(rel=2)@100'")
     if not runs:
         raise ConfigError("give at least one run file")
     parse_measures(list(dict.fromkeys(measures)))  # an unknown measure: one line, exit 3, before reading any file
-    human_q = read_qrels(human_qrels)
-    judge_q = read_qrels(judge_qrels)
+    human_q = lazy.core_metrics_readers.read_qrels(human_qrels)
+    judge_q = lazy.core_metrics_readers.read_qrels(judge_qrels)
 
     def read_runs():
         for name, path in zip(run_names(runs), runs):
-            run = read_trec_run(path, name=name)
+            run = lazy.core_metrics_readers.read_trec_run(path, name=name)
             if not len(run):
                 raise InputError("the run has no result lines", path=str(path))
             yield name, run, str(path)
@@ -128,9 +125,6 @@ def score_values(human_q, judge_q, runs, measures: Sequence[str], *, rel: int = 
     """Score every run on both qrels (engine :class:`Qrels`): ``runs`` yields ``(name, Run,
     where)`` (``where`` a file path or a description). What :func:`load_values` does after
     reading the files, shared with the project mode (:mod:`workbench.services.evaluation.ppi_project`)."""
-    import numpy as np
-
-    from workbench.core.metrics.evaluation import evaluate
 
     measures = list(dict.fromkeys(measures))
     parsed = parse_measures(measures)
@@ -154,26 +148,26 @@ def score_values(human_q, judge_q, runs, measures: Sequence[str], *, rel: int = 
             "the judge's queries)", path=human_path)
     names: list[str] = []
     files: dict[str, str] = {}
-    judge: dict[str, dict[str, np.ndarray]] = {m: {} for m in measures}
-    human: dict[str, dict[str, np.ndarray]] = {m: {} for m in measures}
+    judge: dict[str, dict[str, lazylibs.numpy.ndarray]] = {m: {} for m in measures}
+    human: dict[str, dict[str, lazylibs.numpy.ndarray]] = {m: {} for m in measures}
     no_relevant: set[str] = set()
     for name, run, where in runs:
         names.append(name)
         files[name] = where
-        on_judge = evaluate(judge_q, run, measures, rel=rel, include_no_relevant=True)
-        on_human = evaluate(human_q, run, measures, rel=rel, include_no_relevant=True)
+        on_judge = lazy.core_metrics_evaluation.evaluate(judge_q, run, measures, rel=rel, include_no_relevant=True)
+        on_human = lazy.core_metrics_evaluation.evaluate(human_q, run, measures, rel=rel, include_no_relevant=True)
         for m in measures:
             judge[m][name] = _column(on_judge, m, query_ids)
             human[m][name] = _column(on_human, m, labelled_ids)
     if not names:
         raise ConfigError("give at least one run")
     # queries without a relevant judge label at a measure's threshold (scored 0 there)
-    judged_query = np.asarray(judge_q.query_ids.to_pylist(), dtype=object)
+    judged_query = lazylibs.numpy.asarray(judge_q.query_ids.to_pylist(), dtype=object)
     for threshold in {rel if measure.rel is None else measure.rel for _, measure in parsed}:
         relevant = set(judged_query[judge_q.grades >= threshold])
         no_relevant.update(q for q in query_ids if q not in relevant)
     return PerQueryValues(query_ids=query_ids,
-                          labelled=np.array([position[q] for q in labelled_ids], dtype=np.int64),
+                          labelled=lazylibs.numpy.array([position[q] for q in labelled_ids], dtype=lazylibs.numpy.int64),
                           runs=names, measures=measures, judge=judge, human=human,
                           judge_no_relevant=tuple(sorted(no_relevant)), run_files=files)
 
@@ -217,15 +211,14 @@ def _checked_confidence(confidence: float) -> float:
 
 def estimate(values: PerQueryValues, *, confidence: float = 0.95) -> PPIReport:
     """PPI++ for every run's mean and every run's difference from the first run."""
-    from workbench.core.metrics.ppi import ppi_mean, ppi_mean_difference
 
     confidence = _checked_confidence(confidence)
     first = values.runs[0]
     runs, diffs = {}, {}
     for m in values.measures:
         f, y = values.judge[m], values.human[m]
-        runs[m] = {r: ppi_mean(y[r], f[r], values.labelled, confidence=confidence) for r in values.runs}
-        diffs[m] = {r: ppi_mean_difference(y[first], y[r], f[first], f[r], values.labelled, confidence=confidence)
+        runs[m] = {r: lazy.core_metrics_ppi.ppi_mean(y[r], f[r], values.labelled, confidence=confidence) for r in values.runs}
+        diffs[m] = {r: lazy.core_metrics_ppi.ppi_mean_difference(y[first], y[r], f[first], f[r], values.labelled, confidence=confidence)
                     for r in values.runs[1:]}
     return PPIReport(n_labelled=values.n_labelled, n_unlabelled=values.n_unlabelled, first_run=first,
                      confidence=confidence, runs=runs, differences=diffs,
@@ -271,9 +264,6 @@ def plan(values: PerQueryValues, half_width: float, *, confidence: float = 0.95)
     """How many labelled queries give ``half_width`` on each run's mean and each difference
     from the first run, with PPI++ and with human labels alone (the labelled queries are the
     pilot; :func:`workbench.core.metrics.ppi.plan_sample_size`)."""
-    import numpy as np
-
-    from workbench.core.metrics.ppi import plan_sample_size
 
     confidence = _checked_confidence(confidence)
     if not half_width > 0:
@@ -284,9 +274,9 @@ def plan(values: PerQueryValues, half_width: float, *, confidence: float = 0.95)
     runs, diffs = {}, {}
     for m in values.measures:
         f, y = values.judge[m], values.human[m]
-        runs[m] = {r: plan_sample_size(y[r], f[r], values.labelled, half_width, confidence=confidence)
+        runs[m] = {r: lazy.core_metrics_ppi.plan_sample_size(y[r], f[r], values.labelled, half_width, confidence=confidence)
                    for r in values.runs}
-        diffs[m] = {r: plan_sample_size(np.asarray(y[r]) - y[first], np.asarray(f[r]) - f[first], values.labelled,
-                                        half_width, confidence=confidence) for r in values.runs[1:]}
+        diffs[m] = {r: lazy.core_metrics_ppi.plan_sample_size(lazylibs.numpy.asarray(y[r]) - y[first], lazylibs.numpy.asarray(f[r]) - f[first], values.labelled,
+                                                              half_width, confidence=confidence) for r in values.runs[1:]}
     return PlanReport(n_pilot=values.n_labelled, n_total=len(values.query_ids), half_width=float(half_width),
                       confidence=confidence, first_run=first, runs=runs, differences=diffs)

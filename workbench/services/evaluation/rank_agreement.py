@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 
 from workbench.errors import ConfigError
+from workbench.services import lazy
 from workbench.services.evaluation.evaluate import evaluate_project
 
 
@@ -22,7 +23,6 @@ def rank_agreement(db, runs: Sequence[str], measure: str, *, level: str | None =
     """``{"measure", "n_runs", "tau", "tau_ap", "ranking_human", "ranking_judge"}`` plus
     ``scores_human``/``scores_judge`` (``{run: mean}``), ``reason`` (why τ is NaN, else None)
     and ``policy`` (the qrels policy statement)."""
-    from workbench.core.calibration.rank_correlation import kendall_tau_b, ranking, tau_ap
 
     runs = list(dict.fromkeys(runs))
     if len(runs) < 2:
@@ -36,9 +36,9 @@ def rank_agreement(db, runs: Sequence[str], measure: str, *, level: str | None =
         scores[side] = {name: float(next(iter(res.aggregate.values()))) for name, res in done.results.items()}
         statement = statement or done.qrels.statement()
     names = list(scores["human"])
-    tau = kendall_tau_b([scores["human"][n] for n in names], [scores["judge"][n] for n in names])
-    human, judge = ranking(scores["human"]), ranking(scores["judge"])
-    tap = tau_ap(human, judge)
+    tau = lazy.core_calibration_rank_correlation.kendall_tau_b([scores["human"][n] for n in names], [scores["judge"][n] for n in names])
+    human, judge = lazy.core_calibration_rank_correlation.ranking(scores["human"]), lazy.core_calibration_rank_correlation.ranking(scores["judge"])
+    tap = lazy.core_calibration_rank_correlation.tau_ap(human, judge)
     reason = None
     if math.isnan(tau):
         reason = "every run has the same score under one of the qrels: the ranking has no order to compare"

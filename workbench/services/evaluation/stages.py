@@ -16,6 +16,7 @@ from pathlib import Path
 from workbench.core.metrics.measures import parse_measures
 from workbench.core.metrics.stages import Lift, StageReport, stage_lift, stage_report
 from workbench.errors import ConfigError
+from workbench.services import lazy
 from workbench.services.evaluation.evaluate import evaluate_files, evaluate_project
 
 
@@ -124,13 +125,12 @@ def evaluate_stages(
     :class:`ConfigError` for no stage, a repeated stage name or a lift naming an unknown stage,
     and :class:`~workbench.errors.InputError` for a missing, non-regular or malformed file.
     """
-    from workbench.core.metrics.readers import check_regular_file
 
     wanted = _check_stages(stages, measures, lift)
     names = [name for name, _ in stages]
     parse_measures(wanted)  # fail on a bad name before reading any file
     for path in [qrels, *(p for _, p in stages)]:
-        check_regular_file(path)  # every file before reading any: one clear line, never a hang
+        lazy.core_metrics_readers.check_regular_file(path)  # every file before reading any: one clear line, never a hang
     results = evaluate_files(qrels, [str(p) for _, p in stages], wanted, rel=rel, names=names)
     report = stage_report({name: res.per_query for name, res in results.items()}, wanted)
     value = None

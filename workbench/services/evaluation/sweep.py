@@ -62,6 +62,7 @@ from workbench.core.rag.context_budget import (
     token_start_table,
 )
 from workbench.errors import ConfigError, InputError
+from workbench.retrieval import bm25 as bm25_mod
 from workbench.retrieval import dense as dense_mod
 from workbench.services.chunking import DEFAULT_SIZE, create_chunking, list_chunkings
 from workbench.services.evaluation.evaluate import LABELS, check_measures, evaluate_project
@@ -365,8 +366,6 @@ class SweepWorkspace(Workspace):
     def bm25_index(self, chunking, chunks, params, progress):
         key = (chunking, json.dumps(params.as_dict(), sort_keys=True, default=str))
         if key not in self._indexes:
-            from workbench.retrieval import bm25 as bm25_mod
-
             with progress(f"bm25 index {chunking}", len(chunks), "chunk") as advance:
                 self._indexes[key] = bm25_mod.build_index(chunks["text"].tolist(), params, advance=advance)
         return self._indexes[key]

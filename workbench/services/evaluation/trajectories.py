@@ -13,15 +13,13 @@ import pandas as pd
 from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.core.rag import trajectories as core
 from workbench.errors import InputError, clip
-from workbench.services import access
+from workbench.services import access, lazy
 from workbench.store import query_kinds as store
 from workbench.store.database import Database
 
 
 def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
-    from workbench.core.metrics.readers import check_regular_file
-
-    file = check_regular_file(path)
+    file = lazy.core_metrics_readers.check_regular_file(path)
     records = read_json_objects(decode_utf8(file.read_bytes(), str(path)), str(path))
     if not records:
         raise InputError("the file has no JSON object", path=str(path))

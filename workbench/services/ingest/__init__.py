@@ -57,7 +57,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbench.services import access
+from workbench.services import access, lazy
 from workbench.services.ingest import ledger
 from workbench.services.ingest.corpus_stream import stream_jsonl_corpus
 from workbench.services.ingest.result import ImportResult
@@ -165,6 +165,5 @@ def recent_imports(db: Database, limit: int = 20) -> pd.DataFrame:
 
 def preview_documents(db: Database, limit: int = 5) -> pd.DataFrame:
     """A few stored documents (``doc_id, title, text``) to eyeball an import."""
-    from workbench.store.corpus import sample_documents  # deferred: it imports pandas (CLI start-up cost)
 
-    return sample_documents(db, limit)
+    return lazy.store_corpus.sample_documents(db, limit)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from workbench import lazylibs
 from workbench.errors import InputError, clip
 from workbench.services.ingest.result import ImportResult
 
@@ -18,9 +19,7 @@ EXAMPLES = 3
 
 
 def where(row) -> str:
-    import pandas as pd  # deferred: CLI start-up cost
-
-    line = int(row["line"]) if "line" in row and pd.notna(row["line"]) else 0
+    line = int(row["line"]) if "line" in row and lazylibs.pandas.notna(row["line"]) else 0
     return f" (line {line})" if line else ""
 
 
@@ -105,11 +104,10 @@ def conflict(rows: pd.DataFrame, key: str, describe: Callable[[pd.Series], str],
 
 def differs(a: pd.Series, b: pd.Series) -> pd.Series:
     """Element-wise ``a != b`` where two missing values are equal (never NA)."""
-    import pandas as pd  # deferred: CLI start-up cost
 
     a_missing, b_missing = a.isna().to_numpy(), b.isna().to_numpy()
     unequal = a.astype(object).to_numpy() != b.astype(object).to_numpy()
-    return pd.Series((a_missing != b_missing) | (~a_missing & ~b_missing & unequal), index=a.index)
+    return lazylibs.pandas.Series((a_missing != b_missing) | (~a_missing & ~b_missing & unequal), index=a.index)
 
 
 def short(text, n: int = 40) -> str:

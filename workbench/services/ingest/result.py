@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from workbench import lazylibs
 from workbench.errors import render_text
 
 
@@ -38,12 +39,11 @@ class ImportResult:
         """One row (what ``Project.import_*`` return, as a table): ``kind, path, format, name,
         rows, present, excluded, already_imported`` (True or False)``, level, chunking, seconds,
         skipped`` (rows skipped, all reasons)."""
-        import pandas as pd
 
-        return pd.DataFrame([{"kind": self.kind, "path": self.path, "format": self.format, "name": self.name,
-                              "rows": self.rows, "present": self.present, "excluded": self.excluded,
-                              "already_imported": self.already_imported is not None, "level": self.level,
-                              "chunking": self.chunking, "seconds": self.seconds, "skipped": self.skipped_total}])
+        return lazylibs.pandas.DataFrame([{"kind": self.kind, "path": self.path, "format": self.format, "name": self.name,
+                                           "rows": self.rows, "present": self.present, "excluded": self.excluded,
+                                           "already_imported": self.already_imported is not None, "level": self.level,
+                                           "chunking": self.chunking, "seconds": self.seconds, "skipped": self.skipped_total}])
 
     def summary(self, *, data: bool = False) -> str:
         """One human-readable paragraph (the CLI prints it; the app shows it): with ``data`` its fields

@@ -23,6 +23,7 @@ from typing import ClassVar
 
 from workbench.config import load_settings
 from workbench.errors import InputError
+from workbench.services import lazy
 from workbench.services.access import check_data_path, data_folders
 from workbench.services.ingest import import_file
 from workbench.services.progress import ProgressFactory
@@ -85,10 +86,9 @@ class DenseRequest:
         return f"dense run {self.name} on chunking {self.chunking}"
 
     def run(self, db, progress: ProgressFactory, notify) -> dict:
-        from workbench.retrieval.dense import DEFAULT_MODEL
         from workbench.services.retrieval.runs import run_dense
 
-        return _plain(run_dense(db, self.chunking, self.name, k=int(self.k), model=self.model or DEFAULT_MODEL,
+        return _plain(run_dense(db, self.chunking, self.name, k=int(self.k), model=self.model or lazy.retrieval_dense.DEFAULT_MODEL,
                                 progress=progress))
 
 
@@ -167,11 +167,10 @@ class SweepRequest:
         return f"grid {' '.join(self.chunkings)} x {' '.join(self.retrievers)}"
 
     def run(self, db, progress: ProgressFactory, notify) -> dict:
-        from workbench.core.rag.context_budget import DEFAULT_BUDGETS
         from workbench.services.evaluation.sweep import run_sweep
 
         result = run_sweep(db, ",".join(self.chunkings), ",".join(self.retrievers), list(self.measures),
-                           budgets=tuple(self.budgets) or DEFAULT_BUDGETS, labels=self.labels, progress=progress,
+                           budgets=tuple(self.budgets) or lazy.core_rag_context_budget.DEFAULT_BUDGETS, labels=self.labels, progress=progress,
                            notify=notify)
         return _plain(result.as_json())
 

@@ -29,6 +29,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from workbench.errors import InputError
 from workbench.services import visibility
 from workbench.services.output_file import check_output, write_lines
@@ -63,8 +65,6 @@ def _clean(value):
     if isinstance(value, float) and math.isnan(value):
         return None
     try:
-        import pandas as pd
-
         if value is pd.NA or (not isinstance(value, str) and pd.isna(value)):
             return None
     except (TypeError, ValueError):

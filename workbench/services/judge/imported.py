@@ -32,7 +32,7 @@ import pandas as pd
 from workbench.core.formats import labels as label_formats
 from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError, clip
-from workbench.services import access
+from workbench.services import access, lazy
 from workbench.store import learned_judge as store
 from workbench.store.database import Database
 from workbench.store.judging import create_job, find_job, recount_job, update_job, write_job_judgments
@@ -96,7 +96,6 @@ def _jsonl(text: str, path: str) -> pd.DataFrame:
 
 def read_grades(path: Path, label: str, fmt: str | None) -> tuple[pd.DataFrame, str, str]:
     """(``line, query_id, doc_id, chunk_id, grade`` rows, format, sha256 of the bytes)."""
-    from workbench.core.metrics.readers import read_trec_qrels
 
     try:
         data = path.read_bytes()
@@ -106,7 +105,7 @@ def read_grades(path: Path, label: str, fmt: str | None) -> tuple[pd.DataFrame, 
     fmt = _format(data, fmt)
     text = decode_utf8(data, label)
     if fmt == "trec":
-        frame = label_formats.qrels_frame(read_trec_qrels(path, careful=True)).assign(chunk_id=None)
+        frame = label_formats.qrels_frame(lazy.core_metrics_readers.read_trec_qrels(path, careful=True)).assign(chunk_id=None)
     else:
         frame = _jsonl(text, label)
     if frame.empty:

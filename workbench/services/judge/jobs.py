@@ -113,7 +113,7 @@ from workbench.services.pooling.pools import pool_preview
 from workbench.store import judging as store
 from workbench.store.corpus import read_queries
 from workbench.store.database import Database, sigint_held
-from workbench.store.pools import read_pool
+from workbench.store.pools import read_pool, read_pools
 
 _ACTIVE: set[int] = set()  # jobs running in this process (the app may start runs in threads)
 _ACTIVE_LOCK = threading.Lock()
@@ -148,8 +148,6 @@ class Estimate:
 def _pool_info(db: Database, pool: str) -> dict:
     info = read_pool(db, pool)
     if info is None:
-        from workbench.store.pools import read_pools
-
         names = ", ".join(read_pools(db)["name"].astype(str)) or "none yet (create one with {command:pool})"
         raise InputError(f"no pool named {pool!r}; pools: {names}")
     return info

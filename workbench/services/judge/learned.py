@@ -40,12 +40,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from workbench import lazylibs
 from workbench.core.calibration.gate import GateThresholds
 from workbench.core.calibration.sample import TUNING
 from workbench.core.judging import learned as core
 from workbench.errors import ConfigError, InputError, clip
 from workbench.retrieval.bm25 import Bm25Params, make_tokenizer, tokenize_ids
-from workbench.services import access
+from workbench.services import access, lazy
 from workbench.services.calibration import verdicts
 from workbench.services.calibration.samples import tuning_pairs
 from workbench.services.judge import learned_dense
@@ -136,12 +137,10 @@ def _tokenizer():
 
 
 def _counts(ids: list[list[int]], vocabulary: int):
-    import scipy.sparse as sp
-
     lengths = np.fromiter((len(t) for t in ids), dtype=np.int64, count=len(ids))
     indptr = np.r_[0, np.cumsum(lengths)]
     indices = np.fromiter((i for t in ids for i in t), dtype=np.int64, count=int(indptr[-1]))
-    m = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(ids), vocabulary))
+    m = lazylibs.scipy_sparse.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(ids), vocabulary))
     m.sum_duplicates()
     return m
 
@@ -290,9 +289,7 @@ def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: 
     access.require("judge")
     access.require("see_all_labels")  # it learns from every SME's labels
     if settings is None:
-        from workbench.config import load_settings
-
-        settings = load_settings()
+        settings = lazy.config.load_settings()
     info = cal_store.read_sample(db, sample)
     if info is None:
         names = cal_store.read_samples(db)["name"].astype(str).tolist()

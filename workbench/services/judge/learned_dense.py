@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.retrieval import dense as dense_mod
-from workbench.services.retrieval.runs import default_dense_backend, dense_cache_key
+from workbench.services.retrieval.runs import default_dense_backend, dense_cache_key, load_dense_encoder
 from workbench.store import learned_judge as store
 from workbench.store.database import Database
 from workbench.store.embeddings import read_embeddings_of, write_embeddings
@@ -108,8 +108,6 @@ class DenseCosine:
 
     def _encoder(self):
         if self.encoder is None:
-            from workbench.services.retrieval.runs import load_dense_encoder
-
             self.encoder = load_dense_encoder(self.source.model, self.source.backend, "cpu", self.source.precision)
         return self.encoder
 

@@ -21,6 +21,7 @@ import asyncio
 from dataclasses import replace
 
 from workbench.errors import ConfigError, InputError
+from workbench.services import lazy
 from workbench.services.judge.runner import DatabaseUse
 from workbench.services.judge.spec import (  # noqa: F401
     TIMEOUT_PER_PROBE_LATENCY,
@@ -52,10 +53,8 @@ def check_samples(spec: JudgeSpec) -> None:
 
 
 def _client(spec: JudgeSpec, *, retry: bool = True):
-    from workbench.llm.client import ClientConfig, JudgeClient
-
     s = spec.settings
-    return JudgeClient(ClientConfig(
+    return lazy.llm_client.JudgeClient(lazy.llm_client.ClientConfig(
         base_url=spec.base_url, model=spec.model, temperature=float(s["temperature"]),
         max_tokens=int(s["max_tokens"]), timeout=2.0 * float(s.get("timeout") or 60.0),
         max_attempts=int(s["max_attempts"]) if retry else 1, backoff_initial=float(s["backoff_initial"]),
@@ -63,8 +62,6 @@ def _client(spec: JudgeSpec, *, retry: bool = True):
 
 
 async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False, retry: bool = True):
-    from workbench.llm.client import ProbeInconclusive, ServerProblem
-
     client = _client(spec, retry=retry)
     try:
         if what == "server":
@@ -74,12 +71,12 @@ async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False, retry: bool =
         settled = float(spec.settings.get("timeout") or 60.0) / TIMEOUT_PER_PROBE_LATENCY
         return (await client.probe(spec.template, latency_samples=PROBE_LATENCY_SAMPLES,
                                    settled_below_s=settled)).as_dict()
-    except ProbeInconclusive as exc:
+    except lazy.llm_client.ProbeInconclusive as exc:
         # The probe met server trouble, not a refusal: the job asks in the format it would
         # most likely have chosen, and the next run probes again (nothing is stored).
         return {"format": guess_format(spec), "logprobs": True, "latency_s": 0.0, "server_model": None,
                 "refused": [], "seed": None, "inconclusive": str(exc)}
-    except ServerProblem as exc:
+    except lazy.llm_client.ServerProblem as exc:
         raise ConfigError(str(exc)) from None
     finally:
         await client.aclose()

@@ -22,6 +22,7 @@ from workbench.core.judging.ensemble import aggregate_grades, aggregate_status
 from workbench.core.judging.offline import grade_pair
 from workbench.errors import ConfigError, StoreError, StoreLockedError
 from workbench.llm.outcome import CANNOT_CONNECT, CallOutcome
+from workbench.services import lazy
 from workbench.services.judge.spec import JudgeSpec, request_timeout, system_chars
 from workbench.store import judging as store
 from workbench.store.database import Database
@@ -117,20 +118,18 @@ class OfflineGrader:
 
 class LLMGrader:
     def __init__(self, spec: JudgeSpec):
-        from workbench.llm.client import Capabilities, ClientConfig, JudgeClient
-
         s = spec.settings
         self.spec = spec
         # Every attempt takes a slot of the client's adaptive limit (AIMD, starting at the
         # configured concurrency): a slow server sheds load instead of piling up timeouts.
-        self.client = JudgeClient(ClientConfig(
+        self.client = lazy.llm_client.JudgeClient(lazy.llm_client.ClientConfig(
             base_url=spec.base_url, model=spec.model, temperature=float(s["temperature"]),
             max_tokens=int(s["max_tokens"]), timeout=request_timeout(spec), max_attempts=int(s["max_attempts"]),
             backoff_initial=float(s["backoff_initial"]), backoff_max=float(s["backoff_max"]),
             response_format=s["response_format"], requests_per_minute=int(s["requests_per_minute"]),
             tokens_per_minute=int(s["tokens_per_minute"]), concurrency=int(spec.concurrency)), spec.api_key)
         if spec.caps:
-            self.client.use(Capabilities.from_dict(spec.caps))
+            self.client.use(lazy.llm_client.Capabilities.from_dict(spec.caps))
         self.system_chars = system_chars(spec)
 
     async def grade(self, query: str, description: str | None, passage: str, sample: int | None = None):

@@ -22,6 +22,7 @@ from workbench.config import Settings
 from workbench.errors import ConfigError
 from workbench.llm.outcome import RESPONSE_FORMATS
 from workbench.llm.prompts import load_prompt
+from workbench.services import lazy
 
 OFFLINE_MODEL = "offline-lexical"
 
@@ -254,13 +255,11 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
     prices = j.get("prices") or {}
     offline = model == OFFLINE_MODEL or (not key and _is_openai(base_url))
     if offline:
-        from workbench.core.judging import offline as offline_judge
-
         # The offline judge reads no prompt, but a prompt that does not load is still a mistake
         # to report (the same run with a key would fail on it), not to ignore.
         load_prompt(str(j["prompt"]))
 
-        prompt_hash = offline_judge.settings_fingerprint()
+        prompt_hash = lazy.core_judging_offline.settings_fingerprint()
         return JudgeSpec(model=OFFLINE_MODEL, base_url=None, prompt_id=OFFLINE_MODEL, prompt_hash=prompt_hash,
                          output="offline", params={}, samples=1, aggregate="majority",
                          concurrency=1, price=(0.0, 0.0), batch_discount=1.0, settings=j)

@@ -6,11 +6,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench import lazylibs
 from workbench.config import Settings, load_settings
 from workbench.core.formats.lines import decode_utf8, read_json_objects
 from workbench.errors import InputError, StoreError
 from workbench.resources import DEMO_DIR
-from workbench.services import access
+from workbench.services import access, lazy
 from workbench.services.project_file import nearby_databases, open_project  # noqa: F401  (re-exported)
 from workbench.store.database import Database
 from workbench.store.meta import read_meta, set_meta, table_counts
@@ -45,22 +46,18 @@ def _read_jsonl(path: Path) -> list[dict]:
 def load_demo(db: Database, demo_dir: Path = DEMO_DIR) -> dict[str, int]:
     """Load the demo handbook, its queries and its reference SME labels in one transaction."""
     # Deferred: pandas and the writers are needed by the demo only (CLI start-up cost).
-    import pandas as pd
 
-    from workbench.store.corpus import write_documents, write_queries
-    from workbench.store.judgments import write_judgments
-
-    documents = pd.DataFrame(_read_jsonl(demo_dir / "documents.jsonl"))
-    queries = pd.DataFrame(_read_jsonl(demo_dir / "queries.jsonl"))
-    labels = pd.DataFrame(_read_jsonl(demo_dir / "labels.jsonl"))
+    documents = lazylibs.pandas.DataFrame(_read_jsonl(demo_dir / "documents.jsonl"))
+    queries = lazylibs.pandas.DataFrame(_read_jsonl(demo_dir / "queries.jsonl"))
+    labels = lazylibs.pandas.DataFrame(_read_jsonl(demo_dir / "labels.jsonl"))
     labels["source"] = "human"
     labels["assessor"] = labels.get("assessor", "demo-sme")
     labels["status"] = "ok"
     with db.transaction() as tx:
         loaded = {
-            "documents": write_documents(tx, documents),
-            "queries": write_queries(tx, queries),
-            "judgments": write_judgments(tx, labels),
+            "documents": lazy.store_corpus.write_documents(tx, documents),
+            "queries": lazy.store_corpus.write_queries(tx, queries),
+            "judgments": lazy.store_judgments.write_judgments(tx, labels),
         }
         # "loading" until prepare_demo has run: a later `init --demo` then completes it.
         set_meta(tx, "demo", DEMO_LOADING)

@@ -48,7 +48,7 @@ from workbench.core.formats import LABEL_SOURCES
 from workbench.core.metrics.qrels_and_runs import Qrels
 from workbench.core.qrels_policy import QrelsPolicy, decisive_spans, merge_qrels
 from workbench.errors import InputError
-from workbench.services import visibility
+from workbench.services import lazy, visibility
 from workbench.services.calibration import verdicts
 from workbench.store.chunks import chunking_exists, read_chunks
 from workbench.store.database import Database
@@ -62,9 +62,7 @@ SOURCES = LABEL_SOURCES
 def default_policy(settings=None) -> QrelsPolicy:
     """The policy of ``settings`` (the resolved configuration when None)."""
     if settings is None:
-        from workbench.config import load_settings
-
-        settings = load_settings()
+        settings = lazy.config.load_settings()
     return QrelsPolicy.from_settings(settings)
 
 
@@ -173,9 +171,8 @@ def admitted_spans(db: Database, *, source: str = "merged", policy: QrelsPolicy 
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
     if settings is None and (policy is None or "llm" in policy.order):  # read once, for the policy and the gate
-        from workbench.config import load_settings
 
-        settings = load_settings()
+        settings = lazy.config.load_settings()
     base = policy if policy is not None else default_policy(settings)
     pol = base.for_source(source)
     queries = None if query_ids is None else [str(q) for q in query_ids]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from workbench.core.qrels_policy import QrelsPolicy
-from workbench.services import visibility
+from workbench.services import lazy, visibility
 from workbench.services.qrels.answerability import unanswerable_ids
 from workbench.services.qrels.rule import ProjectQrels, default_policy, judge_configuration_states
 from workbench.store.database import Database
@@ -119,9 +119,7 @@ def doc_summary(db: Database, *, source: str = "merged", settings=None, policy: 
     in) where the admission takes every LLM label, else None."""
 
     if settings is None:
-        from workbench.config import load_settings
-
-        settings = load_settings()
+        settings = lazy.config.load_settings()
     adm = admission(db, source, settings, policy)
     if adm is None:
         return None

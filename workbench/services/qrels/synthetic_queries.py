@@ -50,6 +50,7 @@ from workbench.config import Settings
 from workbench.core import synthetic_queries as sq
 from workbench.errors import ConfigError, InputError
 from workbench.retrieval.bm25 import build_index, search
+from workbench.services import lazy
 from workbench.services.project_file import open_project
 from workbench.store import synthetic_queries as store
 from workbench.store.chunks import chunking_exists, read_chunks
@@ -127,9 +128,7 @@ def _sample(chunks: pd.DataFrame, limit: int | None, seed: int) -> pd.DataFrame:
 # -- the LLM path ------------------------------------------------------------------------------
 
 def _writer_class():
-    from workbench.llm.client import JudgeClient, describe_error
-
-    class Writer(JudgeClient):
+    class Writer(lazy.llm_client.JudgeClient):
         """The judge's client, asked for free text instead of a grade (same retries and mode
         fallback: JSON mode where the server takes it)."""
 
@@ -147,21 +146,20 @@ def _writer_class():
                 raise sq.ReplyError("the reply has no message text")
             return content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
 
-    return Writer, describe_error
+    return Writer, lazy.llm_client.describe_error
 
 
 async def _llm_questions(chunks: pd.DataFrame, k: int, seed: int, judge: dict, key: str | None,
                          cache: dict[str, str], report: SynthReport) -> tuple[dict, list[dict], dict]:
     """(chunk_id -> [(original, rewritten)], cache rows to store, chunk_id -> error)."""
-    from workbench.llm.client import ClientConfig
 
     Writer, describe_error = _writer_class()
-    config = ClientConfig(base_url=str(judge["base_url"]), model=str(judge["model"]),
-                          temperature=float(judge["temperature"]), timeout=float(judge.get("timeout", 60.0)),
-                          max_attempts=int(judge["max_attempts"]),
-                          backoff_initial=float(judge.get("backoff_initial", 0.5)),
-                          backoff_max=float(judge.get("backoff_max", 60.0)),
-                          response_format=str(judge.get("response_format", "auto")))
+    config = lazy.llm_client.ClientConfig(base_url=str(judge["base_url"]), model=str(judge["model"]),
+                                          temperature=float(judge["temperature"]), timeout=float(judge.get("timeout", 60.0)),
+                                          max_attempts=int(judge["max_attempts"]),
+                                          backoff_initial=float(judge.get("backoff_initial", 0.5)),
+                                          backoff_max=float(judge.get("backoff_max", 60.0)),
+                                          response_format=str(judge.get("response_format", "auto")))
     client = Writer(config, key)
     max_tokens = max(400, 80 * k)
     params = {"temperature": config.temperature, "max_tokens": max_tokens, "k": k, "seed": seed}
@@ -323,7 +321,6 @@ def bm25_baseline(db, chunking: str, *, k: int = 10) -> dict:
     is the whole qrels: hit@k = share of questions whose chunk is in the top k, MRR@k = mean of
     1/rank within k). Computed for the questions before and after rewriting: the drop is how
     much the original wording favoured BM25. Only synthetic queries take part."""
-    from workbench.core.metrics.evaluation import evaluate
 
     questions = store.read_questions(db, chunking)
     if questions.empty:
@@ -343,6 +340,6 @@ def bm25_baseline(db, chunking: str, *, k: int = 10) -> dict:
         if not run:
             out[label] = {"hit": 0.0, "mrr": 0.0}
             continue
-        result = evaluate(qrels, run, [f"success@{k}", f"RR@{k}"])
+        result = lazy.core_metrics_evaluation.evaluate(qrels, run, [f"success@{k}", f"RR@{k}"])
         out[label] = {"hit": result.aggregate[f"success@{k}"], "mrr": result.aggregate[f"RR@{k}"]}
     return out

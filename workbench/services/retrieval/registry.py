@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.core.option_names import DEFAULT_DENSE_MODEL, DOC_MAPPING_RULES
 from workbench.errors import ConfigError
+from workbench.services import lazy
 from workbench.services.progress import no_progress
 
 if TYPE_CHECKING:
@@ -142,11 +143,10 @@ class RunRequest:
 
 
 def _bm25(db: Database, r: RunRequest) -> RunSummary:
-    from workbench.retrieval.bm25 import Bm25Params, parse_stemmer, parse_stopwords
     from workbench.services.retrieval.runs import run_bm25
 
     o = r.options
-    params = Bm25Params(k1=o.k1, b=o.b, stemmer=parse_stemmer(o.stemmer), stopwords=parse_stopwords(o.stopwords))
+    params = lazy.retrieval_bm25.Bm25Params(k1=o.k1, b=o.b, stemmer=lazy.retrieval_bm25.parse_stemmer(o.stemmer), stopwords=lazy.retrieval_bm25.parse_stopwords(o.stopwords))
     return run_bm25(db, r.chunking, r.name, k=r.k, params=params, progress=r.progress, workspace=r.workspace,
                     extra_params=dict(r.extra_params or {}))
 
@@ -161,17 +161,16 @@ def _dense(db: Database, r: RunRequest) -> RunSummary:
 
 
 def _hybrid(db: Database, r: RunRequest) -> RunSummary:
-    from workbench.retrieval.hybrid import parse_weights
     from workbench.services.retrieval.runs import run_hybrid
 
     o = r.options
     runs = list(o.runs)
     if o.weights is None or isinstance(o.weights, str):
-        weights = parse_weights(o.weights, runs)
+        weights = lazy.retrieval_hybrid.parse_weights(o.weights, runs)
     elif isinstance(o.weights, Mapping):
         weights = {str(name): float(w) for name, w in o.weights.items()}
     else:
-        weights = parse_weights(",".join(map(str, o.weights)), runs)
+        weights = lazy.retrieval_hybrid.parse_weights(",".join(map(str, o.weights)), runs)
     return run_hybrid(db, r.name, runs, k=r.k, rrf_k=o.rrf_k, weights=weights, chunking=r.chunking,
                       workspace=r.workspace, extra_params=dict(r.extra_params or {}))
 

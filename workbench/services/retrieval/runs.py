@@ -43,6 +43,7 @@ from importlib.util import find_spec
 import numpy as np
 import pandas as pd
 
+from workbench import lazylibs
 from workbench.core.formats.labels import rank_by_score
 from workbench.core.formats.names import check_name
 from workbench.core.metrics.pareto import percentile_latency
@@ -51,7 +52,7 @@ from workbench.retrieval import bm25 as bm25_mod
 from workbench.retrieval import dense as dense_mod
 from workbench.retrieval.doc_mapping import doc_run_to_chunks
 from workbench.retrieval.hybrid import fuse
-from workbench.services import access
+from workbench.services import access, lazy
 from workbench.services.progress import ProgressFactory, no_progress
 from workbench.services.retrieval.latency import latency_summary
 from workbench.store.chunks import chunking_exists, read_chunks
@@ -353,11 +354,9 @@ def dense_cache_key(model: str, backend: str = "torch", precision: str = "fp32")
     if backend == "torch":
         return key
     if backend == "onnx":
-        from workbench.retrieval.onnx_dense import RECIPE
-
         # The recipe number too: vectors of an older export/quantisation recipe differ (about 1%
         # cosine for int8) and must never be mixed with new ones in one cache.
-        return f"{key}#onnx-{precision}-r{RECIPE}"
+        return f"{key}#onnx-{precision}-r{lazy.retrieval_onnx_dense.RECIPE}"
     raise InputError(f"{{field}} must be torch or onnx, got {backend!r}", field="backend")
 
 
@@ -378,14 +377,10 @@ def load_dense_encoder(model: str, backend: str = "torch", device: str = "cpu", 
     if device not in ("cpu", "cuda", "auto"):
         raise InputError(f"{{field}} must be cpu, cuda or auto, got {device!r}", field="device")
     if backend == "onnx":
-        from workbench.retrieval import onnx_dense
-
-        return onnx_dense.load_encoder(dense_mod.model_location(model), precision=precision, device=device)
+        return lazy.retrieval_onnx_dense.load_encoder(dense_mod.model_location(model), precision=precision, device=device)
     dense_cache_key(model, backend)
     if device != "cpu":
-        import torch
-
-        if torch.cuda.is_available():
+        if lazylibs.torch.cuda.is_available():
             device = "cuda"
         elif device == "cuda":
             raise InputError("{field} cuda: torch sees no CUDA device here", field="device", hint="use {field} cpu or auto")

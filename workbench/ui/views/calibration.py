@@ -260,7 +260,6 @@ def _draw_form(db, cal) -> None:
                                       step=1, key="calibration_queries")
             name = st.text_input("Sample name", value="", placeholder="default: POOL-seedSEED")
             if st.form_submit_button("Draw sample"):
-                from workbench.config import load_settings
                 from workbench.services.calibration.request import SampleRequest
 
                 by_query = DESIGNS[design] == "queries"

@@ -9,6 +9,7 @@ the form is cleared and the page says how many documents each chunking now cover
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -184,8 +185,6 @@ def _in_background(kind: str, upload, server_path: str | None, arguments: dict) 
         _clear_form()
         st.rerun()
     elif folder is not None:
-        import shutil
-
         shutil.rmtree(folder, ignore_errors=True)
     return True
 

@@ -16,6 +16,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from workbench import lazylibs
 from workbench.core.metrics.pareto import pareto_frontier
 from workbench.core.rag.context_budget import parse_budgets
 from workbench.errors import WorkbenchError
@@ -278,17 +279,15 @@ def _hybrid_slices(db, result) -> None:
 
 
 def _lift_chart(rows: list[dict], column: str) -> None:
-    import altair as alt
-
     data = pd.DataFrame([{"slice": r["slice"], "lift": float(r[column])} for r in rows if r[column] != "–"])
     if data.empty:
         return
     mean = data.loc[data["slice"] == "(all)", "lift"]
-    bars = alt.Chart(data[data["slice"] != "(all)"]).mark_bar().encode(
-        x=alt.X("lift:Q", title=column), y=alt.Y("slice:N", sort="-x", title=None), tooltip=["slice", "lift"])
+    bars = lazylibs.altair.Chart(data[data["slice"] != "(all)"]).mark_bar().encode(
+        x=lazylibs.altair.X("lift:Q", title=column), y=lazylibs.altair.Y("slice:N", sort="-x", title=None), tooltip=["slice", "lift"])
     layers = bars
     if not mean.empty:
-        layers = bars + alt.Chart(pd.DataFrame({"lift": [float(mean.iloc[0])]})).mark_rule(
+        layers = bars + lazylibs.altair.Chart(pd.DataFrame({"lift": [float(mean.iloc[0])]})).mark_rule(
             color="gray", strokeDash=[4, 3]).encode(x="lift:Q")
     st.altair_chart(layers, width="stretch")
     st.caption("Bars: the lift in each slice; dashed line: the lift of the mean over all queries.")

@@ -48,7 +48,7 @@ from workbench.services.judge.jobs import (
     open_briefly,
     preview_prompt,
 )
-from workbench.services.judge.launch import JobRequest, latest_job, resolve, server_key_refused
+from workbench.services.judge.launch import JobRequest, latest_job, resolve, server_key_refused, stop
 from workbench.services.judge.request import OPTION, OPTIONS, JudgeRequest
 from workbench.services.pooling.pools import list_pools, pool_pairs
 from workbench.ui import context
@@ -500,8 +500,6 @@ def render() -> None:
         _launch(choices, spec)
         st.rerun()
     if cols[1].button("Stop", disabled=not active, key="judge_stop"):
-        from workbench.services.judge.launch import stop
-
         try:
             stop(context.db_path(), job["job_id"])
         except WorkbenchError as exc:

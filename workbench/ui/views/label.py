@@ -101,6 +101,7 @@ from streamlit.errors import StreamlitAPIException
 from workbench.config import load_settings
 from workbench.core.stopwords import STOPWORDS
 from workbench.errors import InputError, WorkbenchError
+from workbench.services import visibility
 from workbench.services.calibration import pending
 from workbench.services.calibration import workflow as cal
 from workbench.services.calibration.workflow import annotator_id
@@ -342,7 +343,6 @@ def render() -> None:
         if auth.mode() == "none" and not label_routing.confirmed(db, sample, typed):
             return  # a new annotator id: asked to confirm first (a typo would start a new annotator)
         guide = label_routing.guidelines_of(db, sample)
-        from workbench.services import visibility
 
         if visibility.can_read("judge_output"):  # a signed-in annotator never sees the judge's output
             st.checkbox("Show the judge's label after I submit", key="label_reveal",

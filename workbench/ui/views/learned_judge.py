@@ -11,6 +11,7 @@ for the session; the held-out figures are the report below once the new configur
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from workbench.errors import WorkbenchError
@@ -69,8 +70,6 @@ def _learn(sample: str, sources: list[str], seed: int, dense: bool) -> None:
 
 
 def _show(r: dict) -> None:
-    import pandas as pd
-
     op = r["operating_point"]
     state = "learned" if r["created"] else "already stored (same inputs)"
     st.success(context.plain(f"Judge {r['label']} {state}: {r['tuning']} tuning labels ({r['relevant']} relevant), "

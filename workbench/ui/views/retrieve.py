@@ -36,7 +36,7 @@ from workbench.retrieval.dense import DEFAULT_MODEL
 from workbench.retrieval.hybrid import parse_weights
 from workbench.services.browse import peek_pool
 from workbench.services.chunking import DEFAULT_SIZE, create_chunking
-from workbench.services.jobs import documents
+from workbench.services.jobs import ChunkRequest, DenseRequest, HybridRequest, PoolRequest, documents
 from workbench.services.pooling.pools import list_pools, pool_stats
 from workbench.services.project.deletion import delete, plan_deletion
 from workbench.services.project.status import chunking_coverage, run_coverage
@@ -184,7 +184,6 @@ def _chunk_section(state: dict) -> None:
             if _refuse_name(name, _names(frame), "chunking", "Name"):
                 return
             doc = strategy == "document"
-            from workbench.services.jobs import ChunkRequest
 
             request = ChunkRequest(name, strategy, size=None if doc or not size else int(size),
                                    overlap=None if doc else int(overlap))
@@ -311,7 +310,6 @@ def _dense_form(spec, chunkings: list[str], taken: list[str]) -> None:
                 return
             if _refuse_name(name, taken, "run", "Run name"):
                 return
-            from workbench.services.jobs import DenseRequest
 
             request = DenseRequest(chunking, name, k=int(k), model=model.strip() or None)
             if _background("dense", None, request, fields=RUN_FIELDS, clear=("dense_name",)):
@@ -342,7 +340,6 @@ def _hybrid_form(spec, chunkings: list[str], taken: list[str], state: dict | Non
             except WorkbenchError as exc:
                 context.error(exc, RUN_FIELDS)
                 return
-            from workbench.services.jobs import HybridRequest
 
             request = HybridRequest(name, tuple(chosen), k=int(k), rrf_k=float(rrf_k), weights=parsed)
             if _background("hybrid", _run_rows(state, chosen) if state else 0, request, fields=RUN_FIELDS,
@@ -575,7 +572,6 @@ def _pool_section(state: dict) -> None:
 
 def _pool_request(request):
     """The background job of a checked pooling request (the same fields)."""
-    from workbench.services.jobs import PoolRequest
 
     return PoolRequest(request.name, request.runs, request.depth, add=request.add)
 
