@@ -159,6 +159,35 @@ def test_operating_point_meets_the_targets_when_it_can():
     assert op.kappa == max(core.binary_figures(y, p >= t, np.ones(100))["kappa"] for t in np.unique(p))
 
 
+def test_expected_kappa_threshold_by_hand():
+    # p = 0.9, 0.8, 0.2, 0.1 (Σp = 2 expected relevant of 4). Calling the top two relevant:
+    # TP = 1.7, FP = 0.3, FN = 0.3, TN = 1.7, p_o = 0.85, p_e = (2·2 + 2·2) / 16 = 0.5, κ = 0.7;
+    # the top one: κ = (0.7 - 0.5) / 0.5 = 0.4; the top three: 0.4; all four: 0
+    t, k = core.expected_kappa_threshold(np.array([0.1, 0.9, 0.2, 0.8]))
+    assert t == 0.8 and k == pytest.approx(0.7)
+    # tied values fall on one side: the top 0.7 alone is no candidate (κ 0.2); both 0.7s give 0.4
+    t, k = core.expected_kappa_threshold(np.array([0.7, 0.3, 0.7, 0.3]))
+    assert t == 0.7 and k == pytest.approx(0.4)
+    # one value: everything relevant, p_o = p_e = 0.4, κ 0; all 1: p_e = 1, κ undefined
+    assert core.expected_kappa_threshold(np.array([0.4, 0.4])) == (0.4, 0.0)
+    t, k = core.expected_kappa_threshold(np.ones(3))
+    assert t == 1.0 and np.isnan(k)
+
+
+def test_operating_point_maximises_the_pools_expected_kappa_when_no_threshold_meets_the_targets():
+    y = np.array([0] * 50 + [1] * 50)
+    p = np.r_[np.linspace(0, 0.5, 50), np.linspace(0.4, 1, 50)]
+    op = core.operating_point(y, p, np.ones(100), min_tpr=0.99, min_tnr=0.99, pool=np.array([0.1, 0.9, 0.2, 0.8]))
+    assert op.rule == "kappa" and op.threshold == 0.8 and op.expected_kappa == pytest.approx(0.7)
+    # TPR, TNR and κ stay the cross-validated ones, at the pool's threshold
+    f = core.binary_figures(y, p >= 0.8, np.ones(100))
+    assert (op.tpr, op.tnr, op.kappa) == (f["tpr"], f["tnr"], f["kappa"])
+    assert "expects on the pool" in op.words()
+    # the targets, when met, still decide (the pool is not read)
+    op = core.operating_point(y, p, np.ones(100), min_tpr=0.85, min_tnr=0.85, pool=np.array([0.1, 0.9, 0.2, 0.8]))
+    assert op.rule == "targets" and op.expected_kappa is None
+
+
 def test_bm25_by_hand():
     import scipy.sparse as sp
 

@@ -46,8 +46,13 @@ with 500, medians of three seeds).
 
 The operating point (:func:`operating_point`): among the cross-validated probabilities as
 thresholds, those whose weighted TPR and TNR reach the targets; among them the one with the
-largest binary Cohen's κ (rule ``targets``). When none reaches both, the threshold with the
-largest κ (rule ``kappa``). Ties go to the lower threshold.
+largest binary Cohen's κ (rule ``targets``). When none reaches both (rule ``kappa``), the
+threshold that maximises the κ the model expects on the whole pool
+(:func:`expected_kappa_threshold`: its probabilities of every pool pair taken as calibrated, no
+label read); without the pool's probabilities, the threshold with the largest cross-validated
+κ. Ties go to the lower threshold. The expected κ averages over thousands of pairs where the
+cross-validated κ over a few hundred labels jumps from one threshold to the next, so its
+threshold varies less from one draw of labels to another.
 
 Grades (:func:`grades_from_probability`): ``p >= t`` is relevant (grade 2 or 3), else 0 or 1;
 within each side the cut (``t_low`` below ``t``, ``t_high`` above) is the weighted quantile of
@@ -69,7 +74,7 @@ from workbench import lazylibs
 
 #: Bumped whenever a feature's definition or the choice of model changes (part of the
 #: configuration key, so a learned judge made by other code is another configuration).
-FEATURE_VERSION = 5
+FEATURE_VERSION = 6
 #: The fewest tuning labels and per-class labels a learned judge is fitted on.
 MIN_LABELS = 30
 MIN_PER_CLASS = 8
@@ -455,24 +460,61 @@ def binary_figures(y: np.ndarray, decision: np.ndarray, w: np.ndarray) -> dict[s
 @dataclass(frozen=True)
 class OperatingPoint:
     threshold: float
-    rule: str  # "targets": meets min TPR and TNR; "kappa": none did, largest kappa
+    rule: str  # "targets": meets min TPR and TNR; "kappa": none did, largest (expected) kappa
     tpr: float
     tnr: float
     kappa: float
     min_tpr: float
     min_tnr: float
+    #: the κ the model expects on the pool at the threshold (rule ``kappa`` with the pool's
+    #: probabilities; None otherwise)
+    expected_kappa: float | None = None
 
     def words(self) -> str:
         figures = f"cross-validated on the tuning part: TPR {self.tpr:.3f}, TNR {self.tnr:.3f}, κ {self.kappa:.3f}"
         if self.rule == "targets":
             return (f"p(relevant) >= {self.threshold:.3f}, chosen to meet the gate's targets TPR >= {self.min_tpr:g} "
                     f"and TNR >= {self.min_tnr:g} with the largest κ ({figures})")
-        return (f"p(relevant) >= {self.threshold:.3f}, chosen to maximise κ: no threshold meets TPR >= "
+        how = ("the cross-validated κ" if self.expected_kappa is None else
+               f"the κ the model expects on the pool's pairs ({self.expected_kappa:.3f})")
+        return (f"p(relevant) >= {self.threshold:.3f}, chosen to maximise {how}: no threshold meets TPR >= "
                 f"{self.min_tpr:g} and TNR >= {self.min_tnr:g} ({figures})")
 
 
-def operating_point(y: np.ndarray, p: np.ndarray, w: np.ndarray, *, min_tpr: float, min_tnr: float) -> OperatingPoint:
-    """The threshold on ``p`` (module docstring)."""
+def expected_kappa_threshold(p: np.ndarray) -> tuple[float, float]:
+    """``(t, κ̂)``: the threshold on the pool's probabilities ``p`` whose expected binary κ is
+    largest, taking each ``p_i`` as the chance pair ``i`` is relevant. Deciding ``p_i >= t``
+    relevant gives the expected counts ``TP = Σ_{p_i >= t} p_i``, ``FP = Σ_{p_i >= t} (1 - p_i)``,
+    ``FN = Σ_{p_i < t} p_i``, ``TN = Σ_{p_i < t} (1 - p_i)``, and κ̂ is Cohen's κ of those counts.
+    Candidate thresholds are the distinct values of ``p`` (all pairs at one value fall on the
+    same side); ties of κ̂ go to the lower threshold. Empty ``p``: ``(0.5, nan)``; a single
+    value: that value and κ̂ 0 (everything relevant); κ̂ undefined at every threshold (every
+    ``p_i`` 1: ``p_e`` = 1): the smallest value and nan."""
+    p = np.sort(np.asarray(p, dtype=np.float64))[::-1]
+    if not len(p):
+        return 0.5, float("nan")
+    last = np.r_[p[1:] != p[:-1], True]  # the last pair of each run of equal values
+    tp, fp = np.cumsum(p), np.cumsum(1.0 - p)
+    positives, total = tp[-1], float(len(p))
+    fn, tn = positives - tp, (total - positives) - fp
+    po = (tp + tn) / total
+    pe = ((tp + fn) * (tp + fp) + (tn + fp) * (tn + fn)) / total ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
+    kappa = np.where(last, kappa, np.nan)
+    if np.isnan(kappa).all():
+        return float(p[-1]), float("nan")
+    best = np.nanmax(kappa)
+    i = int(np.flatnonzero(kappa >= best - 1e-12)[-1])  # the lowest threshold among ties
+    return float(p[i]), float(kappa[i])
+
+
+def operating_point(y: np.ndarray, p: np.ndarray, w: np.ndarray, *, min_tpr: float, min_tnr: float,
+                    pool: np.ndarray | None = None) -> OperatingPoint:
+    """The threshold on ``p`` (cross-validated probabilities of the tuning pairs, labels ``y``,
+    weights ``w``; module docstring). ``pool``: the model's probabilities of every pool pair;
+    when no threshold meets the targets, the threshold is :func:`expected_kappa_threshold` of
+    them (and TPR, TNR and κ are still the cross-validated ones at it)."""
     y = np.asarray(y, bool)
     p = np.asarray(p, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
@@ -482,8 +524,13 @@ def operating_point(y: np.ndarray, p: np.ndarray, w: np.ndarray, *, min_tpr: flo
         rows.append((t, f["tpr"], f["tnr"], f["kappa"]))
     kappa = lambda r: r[3] if r[3] == r[3] else -2.0  # noqa: E731 - NaN kappa never wins
     meeting = [r for r in rows if r[1] >= min_tpr and r[2] >= min_tnr]
-    pool, rule = (meeting, "targets") if meeting else (rows, "kappa")
-    best = max(pool, key=lambda r: (kappa(r), -r[0]))
+    if not meeting and pool is not None and len(pool):
+        t, expected = expected_kappa_threshold(pool)
+        f = binary_figures(y, p >= t, w)
+        return OperatingPoint(t, "kappa", f["tpr"], f["tnr"], f["kappa"], min_tpr, min_tnr,
+                              expected if expected == expected else None)
+    candidates_, rule = (meeting, "targets") if meeting else (rows, "kappa")
+    best = max(candidates_, key=lambda r: (kappa(r), -r[0]))
     return OperatingPoint(float(best[0]), rule, float(best[1]), float(best[2]), float(best[3]), min_tpr, min_tnr)
 
 

@@ -116,7 +116,8 @@ class LearnResult:
                 "model": self.model, "cv_log_loss": self.cv_log_loss, "folds": self.folds,
                 "operating_point": {"threshold": self.operating.threshold, "rule": self.operating.rule,
                                     "cv_tpr": self.operating.tpr, "cv_tnr": self.operating.tnr,
-                                    "cv_kappa": self.operating.kappa},
+                                    "cv_kappa": self.operating.kappa,
+                                    "expected_kappa": self.operating.expected_kappa},
                 "cuts": list(self.cuts), "graded": self.graded,
                 "grade_counts": {str(k): v for k, v in self.grade_counts.items()}, "seed": self.seed,
                 "created": self.created, "notes": self.notes, "dense": self.dense}
@@ -330,9 +331,12 @@ def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: 
     fitted = fit(x[rows], y, w, int(seed), groups=groups[rows], strata=tuning["stratum"].to_numpy(),
                  base_columns=base, signal_columns=signals)
     wn = w / w.mean()
-    op = core.operating_point(y, fitted.cv_probability, wn, min_tpr=targets.min_tpr, min_tnr=targets.min_tnr)
-    cuts = core.grade_cuts(tuning["grade"].to_numpy(), fitted.cv_probability, wn, op.threshold, threshold)
     p_all = fitted.predict(x, groups)
+    # the pool's probabilities set the threshold when the targets cannot be met: each pool pair
+    # once, as the sample's inclusion weights re-weight the tuning labels to the pool
+    op = core.operating_point(y, fitted.cv_probability, wn, min_tpr=targets.min_tpr, min_tnr=targets.min_tnr,
+                              pool=p_all)
+    cuts = core.grade_cuts(tuning["grade"].to_numpy(), fitted.cv_probability, wn, op.threshold, threshold)
     grades = core.grades_from_probability(p_all, op.threshold, *cuts)
     key = core.fingerprint("learned judge", core.FEATURE_VERSION, pool, sample, table.names, chosen,
                            verdicts.labels_fingerprint(tuning), int(seed), threshold, targets.min_tpr, targets.min_tnr)
@@ -340,6 +344,7 @@ def learn(db: Database, sample: str, *, sources: list[str] | None = None, seed: 
                           "cv_log_loss": fitted.scores, "folds": fitted.folds, "seed": int(seed),
                           "threshold": op.threshold, "rule": op.rule, "cuts": list(cuts),
                           "cv": {"tpr": op.tpr, "tnr": op.tnr, "kappa": op.kappa},
+                          "expected_kappa": op.expected_kappa,
                           "tuning_labels": len(y), "relevant_min_grade": threshold,
                           "feature_version": core.FEATURE_VERSION,
                           "dense": ({"model": info["dense"]["model"], "reused_runs": info["dense"]["reused_runs"]}

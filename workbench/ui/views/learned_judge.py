@@ -5,7 +5,8 @@ service fits on the sample's tuning part only and grades the pool as a new confi
 in the page's script run under a spinner: seconds once the passages' vectors are cached, minutes
 the first time the dense encoder reads a large pool (as a dense run on the Retrieve page). The
 box then shows the cross-validated figures, the operating point and the rule that chose it
-(``targets``: the gate's TPR/TNR targets are met; ``kappa``: none met them, the largest κ), kept
+(``targets``: the gate's TPR/TNR targets are met; ``kappa``: none met them, the largest κ the
+model expects on the pool's pairs), kept
 for the session; the held-out figures are the report below once the new configuration is picked.
 """
 
@@ -21,7 +22,8 @@ from workbench.ui.words import Field
 
 FIELDS = {"--from": Field("Source judges", "choice"), "--seed": Field("Seed", "number")}
 RULES = {"targets": "meets the gate's TPR and TNR targets (cross-validated), with the largest κ among those",
-         "kappa": "no threshold met the gate's TPR and TNR targets, so the one with the largest κ"}
+         "kappa": "no threshold met the gate's TPR and TNR targets, so the one with the largest κ the model "
+                  "expects on the pool's pairs"}
 
 
 def render_box(sample: str, judges) -> None:
