@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 from workbench.core.formats import LABEL_SOURCES
 from workbench.core.metrics.measures import parse_measures
 from workbench.errors import ConfigError, InputError, clip
-from workbench.services import access
 
 if TYPE_CHECKING:
     from workbench.core.metrics.comparison import Comparison
@@ -348,6 +347,8 @@ def evaluate_project(
     from workbench.store.runs import read_run_info
 
     if store:
+        from workbench.services import access  # not at the top: file evaluation never needs it
+
         access.require("build")  # storing an evaluation is a write: viewers and annotators may not
     check_measures(measures)
     runs = list(dict.fromkeys(runs))
