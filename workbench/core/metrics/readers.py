@@ -293,6 +293,9 @@ def _run_from_bytes(path: Path, data: bytes, name: str, *, careful: bool = False
 #: queries, each about this size, so the memory of an evaluation follows the part, not the file
 DEFAULT_BLOCK_ROWS = 1 << 22
 _CHUNK_BYTES = 1 << 25  # file text parsed at a time while splitting (whole lines)
+#: text per block of pyarrow's streaming reader: it holds several blocks (text and parsed
+#: columns) at once, so its peak memory grows with the block; smaller blocks cost no more CPU
+_STREAM_BLOCK_BYTES = 1 << 23
 _RUN_SCHEMA = pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("score", pa.float64())])
 
 
@@ -437,7 +440,8 @@ def _split_run(path: Path, name: str, n_parts: int, directory: str, chunk_bytes:
     parser, with their error messages)."""
     if _plain_file(path) and _ncols_first_line(_first_line(path)) >= 6:
         try:
-            return _write_parts(_streamed_runs(path, name, chunk_bytes), n_parts, directory)
+            return _write_parts(_streamed_runs(path, name, min(chunk_bytes, _STREAM_BLOCK_BYTES)), n_parts,
+                                directory)
         except _SlowPath:
             for file in os.listdir(directory):
                 os.remove(os.path.join(directory, file))
