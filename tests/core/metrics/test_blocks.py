@@ -177,3 +177,34 @@ def test_tabs_comments_crlf_and_a_byte_order_mark_in_parts(tmp_path):
     whole = evaluate(qrels_path, run_path, MEASURES)
     _same(whole, evaluate(qrels_path, path, MEASURES))
     _same(whole, evaluate(qrels_path, path, MEASURES, block_rows=150))
+
+
+def test_a_plain_file_that_pyarrow_stops_reading_half_way_is_read_again(tmp_path, monkeypatch):
+    """A plain file (single spaces) is split as pyarrow streams it; a later block it refuses
+    (a doubled blank, a junk column) sends the
+    whole file to the careful reader, and no row of the abandoned pass stays in a part."""
+    qrels, run = _data(seed=17, n_queries=50)
+    qrels_path, run_path = _write(tmp_path, qrels, run)
+    whole = evaluate(qrels_path, run_path, MEASURES)
+    lines = run_path.read_text().splitlines(keepends=True)
+    from workbench.core.metrics import readers
+
+    refused = []
+
+    def streamed(*args):
+        try:
+            yield from streamed_runs(*args)
+        except readers._SlowPath:
+            refused.append(args[0])
+            raise
+
+    streamed_runs = readers._streamed_runs
+    monkeypatch.setattr(readers, "_streamed_runs", streamed)
+    for i, change in ((len(lines) - 5, lambda s: s.replace(" ", "  ", 1)),
+                      (len(lines) - 9, lambda s: s.rstrip("\n") + " junk\n")):
+        odd = tmp_path / f"odd{i}.txt"
+        odd.write_text("".join(lines[:i] + [change(lines[i])] + lines[i + 1:]))
+        with read_trec_run_parts(odd, block_rows=150, chunk_bytes=2000) as parts:
+            assert len(parts) == len(lines) and sum(len(p) for p in parts) == len(lines)
+        _same(whole, evaluate(qrels_path, odd, MEASURES, block_rows=150))
+        assert refused and refused[-1] == odd  # the streamed pass did start, and gave up

@@ -293,6 +293,9 @@ def _run_from_bytes(path: Path, data: bytes, name: str, *, careful: bool = False
 #: queries, each about this size, so the memory of an evaluation follows the part, not the file
 DEFAULT_BLOCK_ROWS = 1 << 22
 _CHUNK_BYTES = 1 << 25  # file text parsed at a time while splitting (whole lines)
+#: text per block of pyarrow's streaming reader: it holds several blocks (text and parsed
+#: columns) at once, so its peak memory grows with the block; smaller blocks cost no more CPU
+_STREAM_BLOCK_BYTES = 1 << 23
 _RUN_SCHEMA = pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("score", pa.float64())])
 
 
@@ -312,7 +315,8 @@ class RunParts:
     part order, once (a part is read, handed over and forgotten); the rows of a part keep
     their file order. A file small enough (estimated rows
     <= ``block_rows``) is one part read as :func:`read_trec_run` reads it. A larger one is read
-    once, ``_CHUNK_BYTES`` of whole lines at a time, and each row written to the temporary
+    once (streamed by pyarrow when the file is plain, else ``_CHUNK_BYTES`` of whole lines at a
+    time), and each row written to the temporary
     Arrow file of its query's part (:func:`query_parts`: a hash of the query id, so the rows of
     a query scattered anywhere in the file meet in one part whatever the file's order); the
     files are deleted as they are read and by :meth:`close`.
@@ -430,11 +434,66 @@ def read_trec_run_parts(path: str | Path, *, name: str | None = None, block_rows
 
 
 def _split_run(path: Path, name: str, n_parts: int, directory: str, chunk_bytes: int) -> tuple[int, str | None]:
+    """Write each row to its part's Arrow file; the rows and the first doc id. A plain file
+    is parsed by pyarrow as it streams it; anything that reader refuses is read again, from the
+    start, by whole-line chunks through :func:`_run_from_bytes` (the rewrite and the careful
+    parser, with their error messages)."""
+    if _plain_file(path) and _ncols_first_line(_first_line(path)) >= 6:
+        try:
+            return _write_parts(_streamed_runs(path, name, min(chunk_bytes, _STREAM_BLOCK_BYTES)), n_parts,
+                                directory)
+        except _SlowPath:
+            for file in os.listdir(directory):
+                os.remove(os.path.join(directory, file))
+    chunks = (_run_from_bytes(path, data, name, first_line=first_line)
+              for data, first_line in _line_chunks(path, chunk_bytes))
+    return _write_parts(chunks, n_parts, directory)
+
+
+def _streamed_runs(path: Path, name: str, block_bytes: int) -> Iterator[Run]:
+    """The run file as pyarrow's streaming CSV reader parses it, ``block_bytes`` of text at a
+    time (no copy of the text in Python); :class:`_SlowPath` on anything it does not read as
+    six or more single-space-separated fields with a finite score."""
+    types = {0: pa.string(), 2: pa.string(), 4: pa.float64()}
+    try:
+        reader = pacsv.open_csv(
+            str(path),
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False,
+                                           block_size=max(block_bytes, 1 << 10)),
+            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={f"f{i}": t for i, t in types.items()},
+                include_columns=[f"f{i}" for i in types],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+            memory_pool=pa.system_memory_pool(),
+        )
+    except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, OSError):
+        raise _SlowPath("pyarrow could not open it") from None
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return
+        except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, OSError):
+            raise _SlowPath("pyarrow could not read it") from None
+        if batch.num_columns != len(types) or any(has_empty_string(batch.column(i)) for i in (0, 1)):
+            raise _SlowPath("doubled or edge blanks")
+        scores = batch.column(2)
+        if scores.null_count:
+            raise _SlowPath("a score pyarrow could not read")
+        values = to_numpy(scores, np.float64)
+        if not np.isfinite(values).all():
+            raise _SlowPath("not finite")  # the careful reader names the line
+        yield Run(batch.column(0), batch.column(1), values, source=str(path), name=name)
+
+
+def _write_parts(runs: Iterator[Run], n_parts: int, directory: str) -> tuple[int, str | None]:
     sinks: dict[int, tuple] = {}
     n_rows, first = 0, None
     try:
-        for data, first_line in _line_chunks(path, chunk_bytes):
-            run = _run_from_bytes(path, data, name, first_line=first_line)
+        for run in runs:
             if not len(run):
                 continue
             if first is None:
@@ -554,10 +613,17 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _ncols_first_line(data: bytes) -> int:
-    for raw in data.split(b"\n", 64)[:64]:
+    """Fields on the first of the first 64 lines that is neither blank nor a comment (0 if none)."""
+    start = 0
+    for _ in range(64):  # line by line: splitting the whole text would copy all of it
+        end = data.find(b"\n", start)
+        raw = data[start:] if end < 0 else data[start:end]
+        start = end + 1
         fields = raw.split()
         if fields and not fields[0].startswith(b"#"):
             return len(fields)
+        if end < 0:
+            break
     return 0
 
 
