@@ -26,7 +26,7 @@ from workbench import lazylibs
 from workbench.core.formats import LABEL_SOURCES
 from workbench.core.metrics.measures import parse_measures
 from workbench.errors import ConfigError, InputError, clip
-from workbench.services import lazy
+from workbench.services import access, lazy
 
 if TYPE_CHECKING:
     from workbench.core.metrics.comparison import Comparison
@@ -335,8 +335,6 @@ def evaluate_project(
     from workbench.services.qrels.rule import project_qrels
 
     if store:
-        from workbench.services import access  # not at the top: file evaluation never needs it
-
         access.require("build")  # storing an evaluation is a write: viewers and annotators may not
     check_measures(measures)
     runs = list(dict.fromkeys(runs))
