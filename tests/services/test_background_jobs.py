@@ -131,6 +131,48 @@ def test_a_dense_job_stops_on_a_signal_leaves_the_file_free_and_resumes(demo_pro
         assert db.query_value("SELECT count(DISTINCT query_id) FROM run_rows WHERE run = 'dense-bg'") == queries
 
 
+def test_a_stop_while_the_job_process_starts_ends_it_stopped_and_restart_runs_it(demo_project):
+    """Stop at once after the start: the job's process is still starting (importing, about 0.5 s
+    on an idle machine, seconds on a busy one) and has no SIGTERM handler yet. Before the fix,
+    stop sent SIGTERM anyway, its default action killed the process and the row, left
+    ``stopping`` with no process, read ``interrupted`` instead of ``stopped`` (the jobs panel of
+    the browser test then never said "stopped"). Now a queued job is only marked ``stopping`` and
+    its process ends it ``stopped`` when it reads the row; a job that got as far as ``running``
+    is signalled and ends ``stopped`` too, so either way the row ends ``stopped``, attempt 1."""
+    launch = jobs.start(demo_project, jobs.ChunkRequest("early", "fixed", 300))
+    assert jobs.stop(demo_project, launch.job_id)["state"] == "stopping"
+    row = _wait_done(demo_project, launch.job_id)
+    assert (row["state"], row["attempt"]) == ("stopped", 1), row
+    assert row["message"].endswith("; restart it to run it again") and row["finished_at"] is not None, row
+    with Database(demo_project) as db:  # nothing of the job was stored
+        assert db.query_value("SELECT count(*) FROM chunkings WHERE name = 'early'") == 0
+    again = jobs.resume(demo_project, launch.job_id)
+    row = _wait_done(demo_project, again.job_id)
+    assert (row["state"], row["attempt"], row["message"]) == ("finished", 2, None), row
+    with Database(demo_project) as db:
+        assert db.query_value("SELECT count(*) FROM chunks WHERE chunking = 'early'") == row["result"]["chunks"] > 0
+
+
+def test_a_job_process_that_finds_its_row_stopping_ends_it_stopped_without_running(demo_project):
+    """The process's side of a Stop made while the job was queued, with no timing involved: the
+    row says ``stopping`` when the process reads it, so the process runs nothing and ends the
+    attempt ``stopped`` (exit code 130)."""
+    from workbench.services.jobs.launch import command
+    from workbench.store import background_jobs as store
+
+    with Database(demo_project) as db, db.transaction() as tx:
+        job_id = store.create_job(tx, "chunk", jobs.request_data(jobs.ChunkRequest("held", "fixed", 300)))
+        store.update_job(tx, job_id, state="stopping")
+    done = subprocess.run(command(demo_project, job_id), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130 and "stopped before it began" in done.stderr, done.stderr
+    row = jobs.job(demo_project, job_id)
+    assert (row["state"], row["attempt"], row["message"]) == \
+        ("stopped", 1, "stopped before it began; restart it to run it again"), row
+    assert row["started_at"] is not None and row["finished_at"] is not None
+    with Database(demo_project) as db:
+        assert db.query_value("SELECT count(*) FROM chunkings WHERE name = 'held'") == 0
+
+
 def test_stop_signals_only_a_live_job_and_waits_for_nothing(demo_project):
     launch = jobs.start(demo_project, jobs.ChunkRequest("quick", "fixed", 300))
     _wait_done(demo_project, launch.job_id)

@@ -33,8 +33,8 @@ def update_job(cur: Cursor, job_id: int, *, started: bool = False, finished: boo
             raise ValueError(f"unknown background job field {name}")
         sets.append(f'"{name}" = ?')
         params.append(json.dumps(value, sort_keys=True) if name in _JSON and value is not None else value)
-    if started:
-        sets += ["started_at = current_timestamp", "finished_at = NULL"]
+    if started:  # (started and finished: an attempt that ended as it began)
+        sets += ["started_at = current_timestamp"] + ([] if finished else ["finished_at = NULL"])
     if finished:
         sets.append("finished_at = current_timestamp")
     if heartbeat or started:

@@ -21,10 +21,12 @@ Service API (pages build a typed request and call these; the CLI could too)
     work reported), ``error`` (a :class:`~workbench.errors.WorkbenchError` rebuilt from data, for
     the page to word), ``result`` (the summary as data), ``resumable``, ``alive``, times.
 ``stop(db_path, job_id)``
-    Mark the job ``stopping`` and send its process SIGTERM (whichever app process started it);
-    the process turns it into Ctrl-C, so the unit of work in progress is rolled back (or, inside
-    its COMMIT, finished), and the row ends ``stopped``. A job whose process is gone is marked
-    ``stopped`` at once.
+    Mark the job ``stopping`` and, when it is ``running``, send its process SIGTERM (whichever
+    app process started it); the process turns it into Ctrl-C, so the unit of work in progress
+    is rolled back (or, inside its COMMIT, finished), and the row ends ``stopped``. A ``queued``
+    job (its process still starting, with no SIGTERM handler yet) gets no signal: its process
+    reads ``stopping`` when it marks the row and ends it ``stopped`` without running. A job
+    whose process is gone is marked ``stopped`` at once.
 ``resume(db_path, job_id) -> Launch``
     Launch the same request again for the same row (``attempt`` + 1). ``resumable`` kinds
     continue where they stopped (dense: the embeddings written are read from the cache; sweeps:

@@ -177,16 +177,27 @@ def jobs(db_path, kinds: tuple[str, ...] | None = None, limit: int | None = 20) 
 
 
 def stop(db_path, job_id: int) -> dict:
-    """Ask the job to stop (module doc); returns its row."""
+    """Ask the job to stop (module doc); returns its row.
+
+    Only a ``running`` job is sent SIGTERM: its process installed its handler before it marked
+    the row running. A ``queued`` job's process may still be starting (SIGTERM's default action
+    would kill it, leaving the row ``stopping`` with no process), so it is only marked
+    ``stopping``; the process reads that when it marks the row and ends the job ``stopped``
+    without running (:mod:`workbench.services.jobs.process`). The state is read and written in
+    one transaction, so the process cannot mark the row running between the two."""
     row = job(db_path, job_id)
     access.require(KINDS[row["kind"]].action if row["kind"] in KINDS else "build")
     if row["alive"]:
         with _Use(db_path) as db, db.transaction() as tx:
-            store.update_job(tx, job_id, state="stopping")
-        try:
-            os.kill(int(row["pid"]), signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+            current = store.read_job(tx, job_id)
+            signal_pid = current["pid"] if current["state"] == "running" else None
+            if current["state"] in ("queued", "running"):
+                store.update_job(tx, job_id, state="stopping")
+        if signal_pid:
+            try:
+                os.kill(int(signal_pid), signal.SIGTERM)
+            except ProcessLookupError:
+                pass
     elif row["state"] == "interrupted":
         with _Use(db_path) as db, db.transaction() as tx:
             store.update_job(tx, job_id, state="stopped", finished=True,

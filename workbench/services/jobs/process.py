@@ -9,8 +9,13 @@ text; the traceback goes to the log) or ``stopped``.
 
 Stopping: SIGTERM (what :func:`workbench.services.jobs.stop` sends) and SIGINT become Ctrl-C in
 the work: the unit of work in progress is rolled back, a COMMIT in progress is finished first
-(:meth:`workbench.store.database.Database.transaction`). Exit codes: 0 finished, 1 failed,
-2 bad arguments, 130 stopped.
+(:meth:`workbench.store.database.Database.transaction`). The handler is installed before the row
+says ``running``, and ``stop`` signals only a ``running`` job: a job still ``queued`` (its process
+may not have installed the handler yet, and SIGTERM's default would kill it, leaving the row
+``stopping`` with no process: "interrupted") is only marked ``stopping``, which this process reads
+when it marks the row and ends it ``stopped`` without running. A SIGTERM that comes after the row
+says ``running`` but before the work is under way is held (:data:`_STOP`) and acted on then.
+Exit codes: 0 finished, 1 failed, 2 bad arguments, 130 stopped.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from pathlib import Path
 
 from workbench.errors import WorkbenchError, error_data, render_text
 from workbench.services.jobs.launch import PROGRESS_SECONDS, pid_alive
-from workbench.services.jobs.requests import request_from_data
+from workbench.services.jobs.requests import KINDS, request_from_data
 from workbench.store import background_jobs as store
 from workbench.store.brief import BriefDatabase
 from workbench.store.database import Database, StoreInterrupted
@@ -79,13 +84,22 @@ class Reporter:
         self.write(force=True, message=str(line)[:500])
 
 
-_STOP: list[int] = []
+_STOP: list[int] = []  # the SIGTERMs received
+_ARMED: list[bool] = []  # non-empty once the work is under way (inside run()'s try)
 
 
 def _on_term(signum, frame) -> None:
-    """SIGTERM: stop as Ctrl-C does (raised here, or held by a COMMIT in progress)."""
+    """SIGTERM: stop as Ctrl-C does (raised here, or held by a COMMIT in progress); before the
+    work is under way only noted, for :func:`run` to act on once it is."""
     _STOP.append(signum)
-    signal.raise_signal(signal.SIGINT)
+    if _ARMED:
+        signal.raise_signal(signal.SIGINT)
+
+
+def _stopped_message(request_cls, stored: bool = False, before: bool = False) -> str:
+    how = "resume it to continue" if getattr(request_cls, "resumable", False) else "restart it to run it again"
+    when = " before it began" if before else (" (its last write was stored)" if stored else "")
+    return f"stopped{when}; {how}"
 
 
 def _finish(path: Path, job_id: int, **fields) -> None:
@@ -113,18 +127,28 @@ def run(path: Path, job_id: int) -> int:
                 # and a finished job's row is never turned into a second attempt
                 print(f"background job {job_id} has finished already", file=sys.stderr)
                 return 0
-            store.update_job(tx, job_id, state="running", pid=os.getpid(), attempt=int(row["attempt"]) + 1,
+            attempt = int(row["attempt"]) + 1
+            if row["state"] == "stopping":
+                # Stop came while the job was queued (stop() does not signal a queued job): this
+                # attempt ends here, stopped, and a Resume runs the next one
+                store.update_job(tx, job_id, state="stopped", pid=os.getpid(), attempt=attempt, phase=None,
+                                 done=0, total=None, unit=None, error=None, started=True, finished=True,
+                                 message=_stopped_message(KINDS.get(row["kind"]), before=True))
+                print(f"background job {job_id} was stopped before it began", file=sys.stderr)
+                return 130
+            store.update_job(tx, job_id, state="running", pid=os.getpid(), attempt=attempt,
                              phase=None, done=0, total=None, unit=None, message=None, error=None, started=True)
     reporter = Reporter(path, job_id)
     request = None
     try:
+        _ARMED.append(True)
+        if _STOP:  # a SIGTERM that came once the row said running, before the work was under way
+            raise KeyboardInterrupt
         request = request_from_data({"kind": row["kind"], **row["request"]})
         result = request.run(BriefDatabase(path, wait=JOB_WAIT), reporter.progress, reporter.notify)
     except (KeyboardInterrupt, StoreInterrupted) as exc:
         stored = isinstance(exc, StoreInterrupted) and exc.stored
-        how = "resume it to continue" if getattr(request, "resumable", False) else "restart it to run it again"
-        _finish(path, job_id, state="stopped",
-                message=f"stopped{' (its last write was stored)' if stored else ''}; {how}")
+        _finish(path, job_id, state="stopped", message=_stopped_message(KINDS.get(row["kind"]), stored))
         return 130
     except WorkbenchError as exc:
         _finish(path, job_id, state="failed", error=error_data(exc))
