@@ -168,3 +168,32 @@ def test_a_large_upload_and_a_server_path_import_run_as_jobs_and_chunk_into_ever
     assert _ended(demo_db, server_job["job_id"])["state"] == "finished"
     with Database(demo_db) as db:
         assert db.query_value("SELECT count(*) FROM queries WHERE query_id LIKE 'bq%'") == 3
+
+
+def _panel():
+    from workbench.ui import jobs_panel
+
+    jobs_panel.panel(("chunk",))
+
+
+def test_the_jobs_panel_stays_on_the_page_while_the_project_is_held(demo_db, monkeypatch):
+    """A page run that finds the project held by another process (a job writing its batch)
+    still draws the jobs panel, saying so, in a fragment that looks again: the old panel
+    vanished without a word and nothing brought it back until the user acted."""
+    from tests.support.holding import hold
+
+    monkeypatch.setenv("WORKBENCH_JOBS_BACKGROUND_FROM", "0")
+    launch = jobs.start(demo_db, jobs.ChunkRequest("held", "sentences", 2))
+    assert _ended(demo_db, launch.job_id)["state"] == "finished"
+    holder = hold(demo_db)
+    try:
+        at = AppTest.from_function(_panel, default_timeout=120)
+        at.run()
+        assert not at.exception, at.exception
+        assert "Background jobs" in _texts(at)
+        assert "The project is in use by another process; the jobs are shown again in a moment." in _texts(at)
+    finally:
+        holder.release()
+    at.run()  # the fragment's next look (the whole function here: AppTest runs no timers)
+    assert not at.exception, at.exception
+    assert f"Job {launch.job_id}: chunking held (sentences) — finished" in _texts(at)

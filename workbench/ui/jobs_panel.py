@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from workbench.errors import WorkbenchError
+from workbench.errors import StoreLockedError, WorkbenchError
 from workbench.services import jobs
 from workbench.services.jobs import in_background as rule
 from workbench.ui import context
@@ -98,13 +98,23 @@ def _job(job: dict, fields: dict | None, finished_action=None) -> None:
             st.rerun(scope="app")
 
 
-def _jobs(kinds: tuple[str, ...], limit: int, fields: dict | None, ended, finished_action) -> None:
+def _jobs(kinds: tuple[str, ...], limit: int, fields: dict | None, ended, finished_action,
+          unread: bool = False) -> None:
+    """The jobs' lines (a fragment). ``unread``: the page could not read them when it ran (the
+    project was held), so this fragment looks every :data:`LIVE_SECONDS` until it can; then,
+    with no job active, the page runs again to draw the panel as it should be (still or live)."""
 
     try:
         rows = jobs.jobs(context.db_path(), kinds, limit=limit)
+    except StoreLockedError:
+        # a job (or a command) holds the project this instant: look again, do not go quiet
+        st.caption("The project is in use by another process; the jobs are shown again in a moment.")
+        return
     except WorkbenchError as exc:
         context.error(exc, fields)
         return
+    if unread and not any(j["state"] in jobs.ACTIVE for j in rows) and not st.session_state.get(_SEEN):
+        st.rerun(scope="app")
     seen = st.session_state.setdefault(_SEEN, set())
     active = {j["job_id"] for j in rows if j["state"] in jobs.ACTIVE}
     for job in rows:
@@ -126,11 +136,16 @@ def panel(kinds: tuple[str, ...], *, title: str = "Background jobs", limit: int 
     ``finished_action`` (label, action(job)) is a button on each finished job (then a rerun)."""
 
     try:
-        rows = jobs.jobs(context.db_path(), kinds, limit=limit)
+        rows: list[dict] | None = jobs.jobs(context.db_path(), kinds, limit=limit)
+    except StoreLockedError:
+        # Held by another process this instant (a job writing its batch): the panel must not
+        # vanish, with nothing to bring it back until the user acts, while a job may be running.
+        rows = None
     except WorkbenchError:
         return
-    if not rows:
+    if rows == []:
         return
-    live = any(j["state"] in jobs.ACTIVE for j in rows) or bool(st.session_state.get(_SEEN))
+    live = rows is None or any(j["state"] in jobs.ACTIVE for j in rows) or bool(st.session_state.get(_SEEN))
     st.markdown(f"**{title}**")
-    st.fragment(run_every=LIVE_SECONDS if live else None)(_jobs)(kinds, limit, fields, ended, finished_action)
+    st.fragment(run_every=LIVE_SECONDS if live else None)(_jobs)(kinds, limit, fields, ended, finished_action,
+                                                                 unread=rows is None)
