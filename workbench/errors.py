@@ -211,3 +211,11 @@ def error_from_data(data: dict) -> WorkbenchError:
     cls = ERROR_KINDS.get(str(data.get("kind")), WorkbenchError)
     return cls(str(data.get("what") or ""), field=tuple(data.get("fields") or ()), hint=data.get("hint"),
                command=data.get("command"))
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is the user's Ctrl-C: a KeyboardInterrupt, or the
+    ``RuntimeError("Query interrupted")`` DuckDB raises instead when SIGINT stops a statement it
+    is running (the interrupt is then consumed: no KeyboardInterrupt follows)."""
+    return isinstance(exc, KeyboardInterrupt) or (
+        isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower())

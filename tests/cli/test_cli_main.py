@@ -123,3 +123,21 @@ def test_every_command_help_lists_its_exit_status():
     judge = leaves[("judge",)].format_help()
     assert "  6    stopped early" in judge and "  3    bad input" in judge  # the extra code, the list kept
     assert "  2    the gate is inconclusive" in leaves[("calibrate", "gate")].format_help()
+
+
+def test_duckdbs_query_interrupted_is_the_users_ctrl_c():
+    """DuckDB stops a running statement on SIGINT and raises ``RuntimeError("Query interrupted")``
+    instead of KeyboardInterrupt (a whole ``make test`` caught the judge interrupted in
+    ``count_pending_units``, which printed a traceback): it is reported as any Ctrl-C, also
+    when another error was raised while handling it; another RuntimeError is not."""
+    from workbench.cli import caused_by_ctrl_c
+
+    assert caused_by_ctrl_c(RuntimeError("Query interrupted"))
+    try:
+        try:
+            raise RuntimeError("Query interrupted")
+        except RuntimeError as inner:
+            raise ValueError("while cleaning up") from inner
+    except ValueError as exc:
+        assert caused_by_ctrl_c(exc)
+    assert not caused_by_ctrl_c(RuntimeError("dictionary changed size during iteration"))

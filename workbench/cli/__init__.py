@@ -16,7 +16,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from workbench.errors import WorkbenchError, clip
+from workbench.errors import WorkbenchError, clip, is_interrupt
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -207,7 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def caused_by_ctrl_c(exc: BaseException) -> bool:
-    """Whether a KeyboardInterrupt stands anywhere in ``exc``'s chain (``__cause__`` or
+    """Whether a KeyboardInterrupt (or DuckDB's ``RuntimeError("Query interrupted")``,
+    :func:`workbench.errors.is_interrupt`) stands anywhere in ``exc``'s chain (``__cause__`` or
     ``__context__``). A Ctrl-C while a C extension initialises (duckdb's, imported when a command
     first opens the project) comes out as ``ImportError: Encountered an error while initializing
     the extension`` raised from the KeyboardInterrupt: still the user's interrupt, so still one
@@ -216,7 +217,7 @@ def caused_by_ctrl_c(exc: BaseException) -> bool:
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, KeyboardInterrupt):
+        if is_interrupt(current):  # DuckDB's "Query interrupted" too: a read stopped by Ctrl-C
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__

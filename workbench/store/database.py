@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import duckdb
 
 from workbench import lazylibs
-from workbench.errors import StoreError, StoreLockedError, WorkbenchError, clip
+from workbench.errors import StoreError, StoreLockedError, WorkbenchError, clip, is_interrupt
 from workbench.store.migrations import EMPTY, FOREIGN, project_state
 from workbench.store.migrations import migrate as run_migrations
 
@@ -115,10 +115,7 @@ def _holder(message: str) -> str:
     return f"process {pid}" + (f" ({clip(command, 120)[1:-1]})" if command else "")
 
 
-def _is_interrupt(exc: BaseException) -> bool:
-    # duckdb stops a running statement on SIGINT and raises RuntimeError("Query interrupted").
-    return isinstance(exc, KeyboardInterrupt) or (
-        isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower())
+_is_interrupt = is_interrupt  # duckdb stops a running statement on SIGINT: RuntimeError("Query interrupted")
 
 
 def storage_error(path: Path, exc: BaseException, *, outcome: str | None = None) -> StoreError:
