@@ -498,3 +498,25 @@ def wait_pair_shown(page, seconds: float, timeout: float = 60_000) -> None:
     # polled on animation frames, not POLL_MS: the label key walks time grades against the card's
     # clock to the frame, and these waits last ~0.5 s, so the frames drawn cost little
     page.wait_for_function(_SHOWN_FOR, arg=seconds * 1000, timeout=timeout)
+
+
+def wait_label_rows(path, n: int, read: Callable[[Path], list], timeout: float = 90.0) -> list:
+    """``read(path)`` (rows read from the project) once it returns ``n`` rows or more, else the
+    last rows read when ``timeout`` seconds have passed. The project file is opened only while
+    no answer waits in its write-ahead folder, and at most once a second: a test that opened it
+    every 0.2 s kept the app's short opens of a key press (0.5 s) from getting the file on a
+    loaded machine, so the answer it waited for was stored only after the wait gave up."""
+    from workbench.services.calibration import pending
+
+    deadline = time.monotonic() + timeout
+    rows: list = []
+    while time.monotonic() < deadline:
+        if not pending.waiting(path):
+            try:
+                rows = read(Path(path))
+            except Exception:  # noqa: BLE001 - the app holds the file this instant
+                pass
+            if len(rows) >= n:
+                return rows
+        time.sleep(1.0)
+    return rows

@@ -16,7 +16,13 @@ import time
 import pytest
 
 from tests.support.calibration_project import build_project
-from tests.support.live_app import browser_page, open_label_page_as, serve_shared, wait_pair_shown
+from tests.support.live_app import (
+    browser_page,
+    open_label_page_as,
+    serve_shared,
+    wait_label_rows,
+    wait_pair_shown,
+)
 from workbench.services.calibration import workflow as cal
 from workbench.store.database import Database
 
@@ -68,23 +74,20 @@ def _idle(page) -> None:
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=60_000)
 
 
-def _stored(path, n: int, timeout: float = 60) -> list[tuple]:
-    deadline = time.monotonic() + timeout
-    rows: list[tuple] = []
-    while time.monotonic() < deadline:
-        try:
-            db = Database(path)  # no wait: fails while the server holds the file this instant
-            try:
-                rows = db.query_all("SELECT position, grade, evidence::VARCHAR FROM label_events "
-                                    "WHERE sample = 's' ORDER BY event_id")
-            finally:
-                db.close()
-        except Exception:  # noqa: BLE001 - held by the server right now
-            pass
-        if len(rows) >= n:
-            return [(p, g, None if e is None else json.loads(e)) for p, g, e in rows]
-        time.sleep(0.2)
-    raise AssertionError(f"fewer than {n} events stored: {rows}")
+def _rows(path) -> list[tuple]:
+    db = Database(path)  # no wait: fails while the server holds the file this instant
+    try:
+        return db.query_all("SELECT position, grade, evidence::VARCHAR FROM label_events "
+                            "WHERE sample = 's' ORDER BY event_id")
+    finally:
+        db.close()
+
+
+def _stored(path, n: int, timeout: float = 90) -> list[tuple]:
+    rows = wait_label_rows(path, n, _rows, timeout)
+    if len(rows) < n:
+        raise AssertionError(f"fewer than {n} events stored: {rows}")
+    return [(p, g, None if e is None else json.loads(e)) for p, g, e in rows]
 
 
 def _focused_card(page) -> bool:

@@ -16,7 +16,13 @@ import time
 import pytest
 
 from tests.support.calibration_project import build_project
-from tests.support.live_app import browser_page, open_label_page_as, serve_shared, wait_pair_shown
+from tests.support.live_app import (
+    browser_page,
+    open_label_page_as,
+    serve_shared,
+    wait_label_rows,
+    wait_pair_shown,
+)
 from workbench.services.calibration import workflow as cal
 from workbench.services.judge.export import export_judgments
 from workbench.store.database import Database
@@ -111,15 +117,9 @@ def _stored(path) -> list[tuple]:
     return [(p, a, g, None if e is None else json.loads(e)) for p, a, g, e, _, _ in _events(path)]
 
 
-def _wait_stored(path, n: int, page, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if len(_events(path)) >= n:
-                return
-        except Exception:  # noqa: BLE001 - the server holds the file this instant
-            pass
-        time.sleep(0.2)
+def _wait_stored(path, n: int, page, timeout: float = 90) -> None:
+    if len(wait_label_rows(path, n, _events, timeout)) >= n:
+        return
     # what the page said, so a failure under load tells which step refused or lost the press
     said = page.evaluate("""() => Array.from(document.querySelectorAll(
         "[data-testid='label-key-note'], [data-testid='stAlert'], [data-testid='label-pair']"))

@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 
 from tests.support.calibration_project import EVIL, build_project
-from tests.support.live_app import browser_page, open_label_page_as, serve_shared, wait_pair_shown
+from tests.support.live_app import (
+    browser_page,
+    open_label_page_as,
+    serve_shared,
+    wait_label_rows,
+    wait_pair_shown,
+)
 from workbench.services.calibration import guidelines, routing
 from workbench.services.calibration import workflow as cal
 from workbench.store.database import Database
@@ -76,17 +81,11 @@ def _events(path) -> list[tuple]:
         db.close()
 
 
-def _wait_stored(path, n: int, timeout: float = 60) -> list[tuple]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            found = _events(path)
-            if len(found) >= n:
-                return found
-        except Exception:  # noqa: BLE001 - the server holds the file this instant
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"fewer than {n} events stored")
+def _wait_stored(path, n: int, timeout: float = 90) -> list[tuple]:
+    found = wait_label_rows(path, n, _events, timeout)
+    if len(found) < n:
+        raise AssertionError(f"fewer than {n} events stored: {found}")
+    return found
 
 
 def test_an_sme_opens_the_active_sample_and_labels_with_the_evidence_keys(tmp_path):
