@@ -104,7 +104,7 @@ def _keys_at_once(page, *keys: str) -> None:
 
 
 def _events(path) -> list[tuple]:
-    db = Database(path)  # read-write, no wait: fails at once if the server held the file
+    db = Database(path, wait=30)  # read-write: waits while the app holds the file (a key press's save)
     try:
         return db.query_all("SELECT position, action, grade, evidence::VARCHAR, seconds, annotator FROM label_events "
                             "WHERE sample = 's' ORDER BY event_id")
