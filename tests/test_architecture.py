@@ -47,7 +47,7 @@ ALLOWED: dict[str, set[str]] = {
     "ui": FOUNDATION | {"core", "retrieval", "services", "workbench", "lazylibs"},
     # the Python API, like cli and ui; api_lazy holds the modules it imports on first use
     "api": FOUNDATION | {"core", "retrieval", "services", "workbench", "lazylibs", "api_lazy"},
-    "api_lazy": FOUNDATION | {"core", "retrieval", "services", "workbench"},
+    "api_lazy": FOUNDATION | {"core", "retrieval", "services", "workbench", "lazylibs"},
     "__main__": {"cli"},
     "__init__": {"core", "api", "version"},  # the lazy ``workbench.evaluate`` and ``workbench.Project`` exports
 }

@@ -13,9 +13,9 @@ give tests/test_architecture.py the edges it checks; a test there holds them equ
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import TYPE_CHECKING
+
+from workbench import lazylibs
 
 if TYPE_CHECKING:
     from workbench.core.calibration import gate as core_calibration_gate
@@ -52,9 +52,4 @@ MODULES = {
 }
 
 
-def __getattr__(name: str) -> ModuleType:
-    if name not in MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(MODULES[name])
-    globals()[name] = module  # later reads skip this function
-    return module
+__getattr__ = lazylibs.loader(globals(), MODULES)

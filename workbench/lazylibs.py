@@ -95,9 +95,19 @@ MODULES = {
 }
 
 
-def __getattr__(name: str) -> ModuleType:
-    if name not in MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(MODULES[name])
-    globals()[name] = module  # later reads skip this function
-    return module
+def loader(namespace: dict, modules: dict[str, str]):
+    """A module ``__getattr__`` (PEP 562) for a lazy module whose globals are ``namespace``:
+    the attribute ``name`` imports ``modules[name]`` on its first read and keeps it in
+    ``namespace``, so later reads skip the function. Every lazy module of the package uses it."""
+
+    def __getattr__(name: str) -> ModuleType:
+        if name not in modules:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        module = importlib.import_module(modules[name])
+        namespace[name] = module
+        return module
+
+    return __getattr__
+
+
+__getattr__ = loader(globals(), MODULES)

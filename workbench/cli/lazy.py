@@ -12,9 +12,9 @@ equal to :data:`MODULES`.
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import TYPE_CHECKING
+
+from workbench import lazylibs
 
 if TYPE_CHECKING:
     from workbench.core import formats as core_formats
@@ -120,9 +120,4 @@ MODULES = {
 }
 
 
-def __getattr__(name: str) -> ModuleType:
-    if name not in MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(MODULES[name])
-    globals()[name] = module  # later reads skip this function
-    return module
+__getattr__ = lazylibs.loader(globals(), MODULES)

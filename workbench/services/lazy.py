@@ -14,9 +14,9 @@ equal to :data:`MODULES`.
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import TYPE_CHECKING
+
+from workbench import lazylibs
 
 if TYPE_CHECKING:
     from workbench import config
@@ -67,9 +67,4 @@ MODULES = {
 }
 
 
-def __getattr__(name: str) -> ModuleType:
-    if name not in MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(MODULES[name])
-    globals()[name] = module  # later reads skip this function
-    return module
+__getattr__ = lazylibs.loader(globals(), MODULES)
