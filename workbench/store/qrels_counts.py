@@ -66,7 +66,8 @@ def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries,
     place in ``order``): the document qrels (module docstring), and ``p`` (one row per pair
     with an admitted label: ``n`` labels, ``human`` whether one is a person's). A pair with
     one admitted label (most of a judged project's) takes that label's grade and tier in the
-    one aggregate that makes ``p``; only pairs with several go through steps 1-3, so a million
+    one aggregate that makes ``p`` (``g0``, ``r0``: ``min`` over one label, read only where
+    ``n = 1``); only pairs with several go through steps 1-3, so a million
     labels are grouped once rather than four times. ``s`` is read twice rather than
     materialized: held, its million rows (an assessor string each) would stay in memory for
     the few pairs with several labels; a second scan of the judgments costs less. ``p.judged``: one of the pair's admitted
@@ -82,7 +83,7 @@ def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries,
                       GROUP BY ALL"""
     sql = f"""WITH s AS NOT MATERIALIZED ({body}),
               p AS MATERIALIZED (
-                  SELECT query_id, doc_id, count(*) AS n, min(r) AS r0, arg_min(grade, r) AS g0,
+                  SELECT query_id, doc_id, count(*) AS n, min(r) AS r0, min(grade) AS g0,
                          bool_or(human) AS human, bool_or(NOT human) AS judged
                   FROM s GROUP BY query_id, doc_id),
               a AS (SELECT query_id, doc_id, r, assessor, max(grade) AS grade
@@ -105,14 +106,18 @@ def doc_qrels_counts(db: Database, *, order: list[str], tiers: list[str], llm_co
     an admitted LLM label)}`` of the document pools ``pools`` (every qrels row of an admission
     is a pair with one of its labels, left-out queries included: coverage counts the rule's
     qrels). The admitted LLM labels themselves are counted per configuration by
-    :func:`llm_label_counts`, not here."""
+    :func:`llm_label_counts`, not here. The qrels rows are first counted per (query, grade,
+    tier), a few rows a query; the per-grade, per-tier and total counts and the distinct queries
+    are summed from those (grouping the million rows once, not once per grouping set)."""
     sql, params = _qrels_sql(order, tiers, llm_configs, without_queries, sme_rule, ties)
     out: dict = dict(rows=0, queries=0, by_grade={}, by_tier={}, pools={str(p): (0, 0, 0) for p in pools})
     left = [str(q) for q in left_out]
     had_left = 0
     rows = db.query_all(
-        f"""{sql}, k AS (SELECT *, query_id IN (SELECT unnest(?::VARCHAR[])) AS out_ FROM w)
-            SELECT 'q' AS kind, out_, grade, list_extract(?::VARCHAR[], r) AS tier, count(*), count(DISTINCT query_id) FROM k
+        f"""{sql}, k AS (SELECT *, query_id IN (SELECT unnest(?::VARCHAR[])) AS out_
+                      FROM (SELECT query_id, grade, r, count(*) AS n FROM w GROUP BY ALL))
+            SELECT 'q' AS kind, out_, grade, list_extract(?::VARCHAR[], r) AS tier, sum(n)::BIGINT,
+                   count(DISTINCT query_id) FROM k
             GROUP BY GROUPING SETS ((out_, grade), (out_, r), (out_))
             UNION ALL
             SELECT 'p', NULL, count(*) FILTER (WHERE p.judged), pp.pool, count(*), count(*) FILTER (WHERE p.human)

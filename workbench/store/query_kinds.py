@@ -70,6 +70,15 @@ def query_tags(db: Database) -> pd.DataFrame:
     return db.query_df("SELECT query_id, text, tags::VARCHAR AS tags FROM queries ORDER BY query_id")
 
 
+def tagged_or_decided_queries(db: Database) -> pd.DataFrame:
+    """``query_id, tags`` (JSON text) of the queries with tags or an SME answerability decision,
+    in query order: the only ones that can be unanswerable (a query with neither is answerable)."""
+    return db.query_df(
+        """SELECT query_id, tags::VARCHAR AS tags FROM queries
+           WHERE tags IS NOT NULL OR query_id IN (SELECT query_id FROM answerability)
+           ORDER BY query_id""")
+
+
 def document_metadata(db: Database) -> pd.DataFrame:
     """``doc_id, title, metadata`` (JSON text) of every document."""
     return db.query_df("SELECT doc_id, title, metadata::VARCHAR AS metadata FROM documents ORDER BY doc_id")

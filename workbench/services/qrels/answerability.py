@@ -24,24 +24,38 @@ def query_answerability(db: Database) -> pd.DataFrame:
     """``query_id, text, unanswerable, decided_by`` for every query; ``decided_by`` is ``sme``
     (an SME decision, which wins), ``tag`` (the query's tags) or ``none`` (answerable by default)."""
     queries = store.query_tags(db)
-    decisions = store.latest_answerability(db).set_index("query_id")
+    decided = _decisions(db)
     unanswerable, by = [], []
     for qid, tags in zip(queries["query_id"], queries["tags"]):
-        if qid in decisions.index:
-            unanswerable.append(not bool(decisions.loc[qid, "answerable"]))
-            by.append("sme")
-            continue
-        parsed = json.loads(tags) if isinstance(tags, str) and tags else None
-        marked = core.tags_say_unanswerable(parsed)
+        marked, who = _decide(qid, tags, decided)
         unanswerable.append(marked)
-        by.append("tag" if marked else "none")
+        by.append(who)
     return pd.DataFrame({"query_id": queries["query_id"].astype(str), "text": queries["text"],
                          "unanswerable": pd.Series(unanswerable, dtype=bool), "decided_by": by})
 
 
 def unanswerable_ids(db: Database) -> list[str]:
-    frame = query_answerability(db)
-    return frame.loc[frame["unanswerable"], "query_id"].tolist()
+    """Ids of the unanswerable queries (:func:`query_answerability`), in query order, decided
+    over the queries with tags or an SME decision only: a query with neither is answerable, so
+    a project of untagged queries is not read whole."""
+    decided = _decisions(db)
+    queries = store.tagged_or_decided_queries(db)
+    return [str(qid) for qid, tags in zip(queries["query_id"], queries["tags"]) if _decide(qid, tags, decided)[0]]
+
+
+def _decisions(db: Database) -> dict:
+    """``{query_id: answerable}``: the latest SME decision of each query that has one."""
+    latest = store.latest_answerability(db)
+    return {qid: bool(ok) for qid, ok in zip(latest["query_id"], latest["answerable"])}
+
+
+def _decide(qid, tags, decided: dict) -> tuple[bool, str]:
+    """``(unanswerable, decided_by)`` of one query: an SME decision wins, else its tags (JSON text)."""
+    if qid in decided:
+        return not decided[qid], "sme"
+    parsed = json.loads(tags) if isinstance(tags, str) and tags else None
+    marked = core.tags_say_unanswerable(parsed)
+    return marked, "tag" if marked else "none"
 
 
 def mark_answerability(db: Database, query_id: str, *, answerable: bool, annotator: str,
