@@ -27,9 +27,9 @@ _COMBINE = {"max": "max(grade)", "min": "min(grade)",
 
 def _admitted(order: list[str], tiers: list[str], llm_configs: list[str] | None,
               without_queries: list[str]) -> tuple[str, list]:
-    """The admitted labels as a query: ``query_id, doc_id, grade, r, human, assessor`` (``r``:
+    """The admitted labels as a query: ``query_id, doc_id, grade, r, assessor`` (``r``:
     the label's tier's 1-based place in ``order``, worked out from the judgment's source and
-    adjudication as :data:`TIER_SQL` names the tier; ``human``: a person's label).
+    adjudication as :data:`TIER_SQL` names the tier).
     ``llm_configs`` (None: every configuration) is matched on the few distinct (job, model,
     prompt) of the LLM judgments, so the configuration key is not computed per judgment."""
     place = {t: (order.index(t) + 1 if t in tiers and t in order else "NULL")
@@ -51,7 +51,6 @@ def _admitted(order: list[str], tiers: list[str], llm_configs: list[str] | None,
         params.append(list(llm_configs))
     return (f"""SELECT * FROM (
                   SELECT j.query_id, j.doc_id, j.grade::BIGINT AS grade, ({rank})::BIGINT AS r,
-                         j.source <> 'llm' AS human,
                          CASE WHEN j.source = 'llm'
                               THEN coalesce(j.model, '') || '|' || coalesce(j.prompt_hash, '')
                               ELSE coalesce(j.assessor, '') END AS assessor
@@ -60,19 +59,29 @@ def _admitted(order: list[str], tiers: list[str], llm_configs: list[str] | None,
                 WHERE r IS NOT NULL""", params)
 
 
+def _tier_bits(order: list[str], tiers: list[str]) -> tuple[int, int]:
+    """``(people, llm)``: the bits ``2^r`` of the admitted people's tiers and of the ``llm``
+    tier (``r`` as :func:`_admitted` places them; 0 for a tier not admitted)."""
+    def bit(t: str) -> int:
+        return 1 << (order.index(t) + 1) if t in tiers and t in order else 0
+
+    return bit("imported") | bit("adjudicated") | bit("sme"), bit("llm")
+
+
 def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries, sme_rule: str,
                ties: str) -> tuple[str, list]:
     """CTEs ending in ``w(query_id, doc_id, grade, r)`` (``r``: the winning tier's 1-based
     place in ``order``): the document qrels (module docstring), and ``p`` (one row per pair
-    with an admitted label: ``n`` labels, ``human`` whether one is a person's). A pair with
-    one admitted label (most of a judged project's) takes that label's grade and tier in the
-    one aggregate that makes ``p`` (``g0``, ``r0``: ``min`` over one label, read only where
-    ``n = 1``); only pairs with several go through steps 1-3, so a million
-    labels are grouped once rather than four times. ``s`` is read twice rather than
-    materialized: held, its million rows (an assessor string each) would stay in memory for
-    the few pairs with several labels; a second scan of the judgments costs less. ``p.judged``: one of the pair's admitted
-    labels is an LLM judgment (what a pool's "graded by the judge" counts when every LLM label
-    is admitted)."""
+    with an admitted label: ``n`` labels, ``b`` the set of their tiers as bits ``2^r``, so
+    ``b & people <> 0``: one is a person's, ``b & llm <> 0``: one is an LLM judgment, with the
+    masks of :func:`_tier_bits`; what a pool's coverage counts). A pair with one admitted label
+    (most of a judged project's) takes that label's grade and tier in the one aggregate that
+    makes ``p`` (``g0 = min(grade)`` over its one label, ``r = log2(b) = bit_count(b - 1)``;
+    read only where ``n = 1``: three plain aggregates, not a min, an arg_min and two bool_or);
+    only pairs with several go through steps 1-3, so a million labels are grouped once rather
+    than four times. ``s`` is read twice rather than materialized: held, its million rows (an
+    assessor string each) would stay in memory for the few pairs with several labels; a second
+    scan of the judgments costs less."""
     body, params = _admitted(order, tiers, llm_configs, without_queries)
     if sme_rule in _COMBINE:
         combine = f"SELECT query_id, doc_id, r, {_COMBINE[sme_rule]} AS grade FROM a GROUP BY ALL"
@@ -83,14 +92,13 @@ def _qrels_sql(order: list[str], tiers: list[str], llm_configs, without_queries,
                       GROUP BY ALL"""
     sql = f"""WITH s AS NOT MATERIALIZED ({body}),
               p AS MATERIALIZED (
-                  SELECT query_id, doc_id, count(*) AS n, min(r) AS r0, min(grade) AS g0,
-                         bool_or(human) AS human, bool_or(NOT human) AS judged
+                  SELECT query_id, doc_id, count(*) AS n, bit_or(1::BIGINT << r) AS b, min(grade) AS g0
                   FROM s GROUP BY query_id, doc_id),
               a AS (SELECT query_id, doc_id, r, assessor, max(grade) AS grade
                     FROM s SEMI JOIN (SELECT query_id, doc_id FROM p WHERE n > 1) m USING (query_id, doc_id)
                     GROUP BY ALL),
               t AS ({combine}),
-              w AS (SELECT query_id, doc_id, g0 AS grade, r0 AS r FROM p WHERE n = 1
+              w AS (SELECT query_id, doc_id, g0 AS grade, bit_count(b - 1)::BIGINT AS r FROM p WHERE n = 1
                     UNION ALL
                     SELECT query_id, doc_id, arg_min(grade, r) AS grade, min(r) AS r FROM t GROUP BY query_id, doc_id)"""
     return sql, params
@@ -110,6 +118,7 @@ def doc_qrels_counts(db: Database, *, order: list[str], tiers: list[str], llm_co
     tier), a few rows a query; the per-grade, per-tier and total counts and the distinct queries
     are summed from those (grouping the million rows once, not once per grouping set)."""
     sql, params = _qrels_sql(order, tiers, llm_configs, without_queries, sme_rule, ties)
+    people, llm = _tier_bits(order, tiers)
     out: dict = dict(rows=0, queries=0, by_grade={}, by_tier={}, pools={str(p): (0, 0, 0) for p in pools})
     left = [str(q) for q in left_out]
     had_left = 0
@@ -120,7 +129,8 @@ def doc_qrels_counts(db: Database, *, order: list[str], tiers: list[str], llm_co
                    count(DISTINCT query_id) FROM k
             GROUP BY GROUPING SETS ((out_, grade), (out_, r), (out_))
             UNION ALL
-            SELECT 'p', NULL, count(*) FILTER (WHERE p.judged), pp.pool, count(*), count(*) FILTER (WHERE p.human)
+            SELECT 'p', NULL, count(*) FILTER (WHERE p.b & {llm} <> 0), pp.pool, count(*),
+                   count(*) FILTER (WHERE p.b & {people} <> 0)
             FROM pool_pairs pp
             JOIN p ON p.query_id = pp.query_id AND p.doc_id = pp.doc_id
             WHERE pp.pool IN (SELECT unnest(?::VARCHAR[])) GROUP BY pp.pool""",
