@@ -4,8 +4,10 @@ Builds (once, reused when the file exists) a project of 10k queries, 100k short 
 documents and 1M ok LLM judgments plus 2k imported labels (``--pool``: and a document pool of
 every judged pair), written in bulk through the store layer (``insert_frame`` of whole frames). Then, for each page, runs the page once in Streamlit's
 AppTest in a fresh subprocess (so one page's caches and arena do not flatter the next) and
-reports wall time of ``at.run()`` and the peak RSS growth of that process over its RSS just
-before the run (``ru_maxrss`` after minus RSS before). Rounds alternate the pages; the summary
+reports wall time of ``at.run()``, the CPU time the process spent in it (user + system, every
+thread: on a shared machine wall time mostly measures the wait for a core) and the peak RSS
+growth of that process over its RSS just before the run (``ru_maxrss`` after minus RSS
+before). Rounds alternate the pages; the summary
 gives median and min-max per page, with the machine load.
 
     PYTHONPATH=$PWD python benchmarks/pages_scale_bench.py --db /tmp/pages1m.duckdb --rounds 3
@@ -108,13 +110,16 @@ def one(page: str) -> None:
     script = f"import {PAGES[page]} as m\nm.render()\n"
     at = AppTest.from_string(script, default_timeout=900)
     before = _rss_mb()
+    used = resource.getrusage(resource.RUSAGE_SELF)
     t = time.perf_counter()
     at.run()
     seconds = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (after.ru_utime + after.ru_stime) - (used.ru_utime + used.ru_stime)  # every thread's, DuckDB's too
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     # an error the page shows (st.error) is a failed run too, not a fast one
     shown = [str(e.value) for e in at.error]
-    print(json.dumps({"seconds": seconds, "mb": peak - before, "exception": bool(at.exception or shown),
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "mb": peak - before, "exception": bool(at.exception or shown),
                       "error": (str(at.exception[0].message) if at.exception else " | ".join(shown))[:200]}))
 
 
@@ -154,7 +159,7 @@ def main() -> None:
                 out = subprocess.run([sys.executable, str(script), "--one", page], env=env, capture_output=True,
                                      text=True, cwd=root)
                 line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else json.dumps(
-                    {"seconds": float("nan"), "mb": float("nan"), "exception": True, "error": out.stderr[-300:]})
+                    {"seconds": float("nan"), "cpu": float("nan"), "mb": float("nan"), "exception": True, "error": out.stderr[-300:]})
                 res = json.loads(line)
                 results[(who, page)].append(res)
                 print(f"round {r} {who} {page}: {res}", flush=True)
@@ -164,15 +169,19 @@ def main() -> None:
 
     for (who, page), rs in results.items():
         s = [x["seconds"] for x in rs]
+        c = [x.get("cpu", float("nan")) for x in rs]
         m = [x["mb"] for x in rs]
         print(f"{who:4s} {page:9s} seconds median {statistics.median(s):.1f} (min {min(s):.1f}, max {max(s):.1f}); "
+              f"CPU seconds median {statistics.median(c):.2f} (min {min(c):.2f}, max {max(c):.2f}); "
               f"MB median {statistics.median(m):.0f} (min {min(m):.0f}, max {max(m):.0f})")
     if args.peer:
         for page in pages:
             mine, peer = results[("this", page)], results[("peer", page)]
-            ratio = [statistics.median([x[k] for x in mine]) / statistics.median([x[k] for x in peer])
-                     for k in ("seconds", "mb")]
-            print(f"{page:9s} this / peer: seconds {ratio[0]:.2f}x, MB {ratio[1]:.2f}x")
+            # a peer whose script predates the CPU figure: nan
+            ratio = [statistics.median([x.get(k, float("nan")) for x in mine])
+                     / statistics.median([x.get(k, float("nan")) for x in peer])
+                     for k in ("seconds", "cpu", "mb")]
+            print(f"{page:9s} this / peer: seconds {ratio[0]:.2f}x, CPU seconds {ratio[1]:.2f}x, MB {ratio[2]:.2f}x")
 
 
 if __name__ == "__main__":
