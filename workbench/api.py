@@ -574,7 +574,7 @@ class Project:
         """Learn a judge from the sample's tuning labels and grade its pool with it (``workbench
         judge learn``): a calibrated model on the ``sources`` configurations' grades (key, key
         prefix or model; default every configuration that graded the pool) and retrieval signals
-        (``dense``: with the dense cosine of the project's encoder), chosen by cross-validation on
+        (``dense``: with the dense cosine of the project's encoder), fitted and cross-validated on
         the tuning part only. Gate it with ``gate(sample, judge=result.config)``."""
 
         chosen = _names(sources, "sources") if sources is not None else None

@@ -118,7 +118,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="judge_action", metavar="learn", required=False)
     learn = actions.add_parser(
         "learn", help="learn a judge from the SMEs' tuning labels and grade the pool with it (a new configuration)",
-        description="Fit a small model (logistic regression or gradient boosting, chosen by cross-validation) on "
+        description="Fit a small model (the average of logistic regressions and gradient boosting, each scored by "
+                    "cross-validation) on "
                     "the SME labels of a calibration sample's TUNING part only, with the grades of existing judge "
                     "configurations and retrieval signals as features, choose its operating point there, and grade "
                     "every pair of the sample's pool as a new judge configuration. The held-out part never reaches "

@@ -96,7 +96,7 @@ class LearnResult:
             f"{self.tuning} SME labels ({self.relevant} relevant), seed {self.seed}",
             f"  sources: {', '.join(self.sources)}; {len(self.features)} features",
             *([self._dense_line()] if self.dense else []),
-            f"  model: {self.model} (chosen by {self.folds}-fold cross-validated log loss: {losses})",
+            f"  model: {self.model} ({self.folds}-fold cross-validated log loss: {losses})",
             f"  operating point: {self.operating.words()}",
             f"  graded {self.graded:,} pool pairs: " + ", ".join(f"{g}: {n:,}" for g, n in self.grade_counts.items()),
             f"  held-out figures and the gate: {{command:calibrate report --sample {self.sample} --judge "
@@ -216,12 +216,13 @@ def pool_features(db: Database, pool: str, level: str, sources: list[str], names
     groups = pd.factorize(spans["query_id"])[0].astype(np.int64)
     table = core.FeatureTable()
     grades = store.pool_config_grades(db, pool, sources)
+    filled = {}
     for config in sources:
         mine = grades[grades["config"] == config]
         rows = _rows_of(spans, mine)
         g = np.full(len(spans), np.nan)
         g[rows[rows >= 0]] = mine["grade"].to_numpy(dtype=np.float64)[rows >= 0]
-        core.grade_features(table, names[config], g, groups)
+        filled[config] = core.grade_features(table, names[config], g, groups)
     signals = store.pool_run_signals(db, pool)
     runs = sorted(signals["run"].astype(str).unique().tolist())
     ranks = np.full((len(spans), len(runs)), np.nan)
@@ -255,6 +256,9 @@ def pool_features(db: Database, pool: str, level: str, sources: list[str], names
         table.add("cosine_z", core.within_query_z(cosine.values, groups))
         table.add("cosine_rank_share", core.within_query_rank_share(cosine.values, groups))
         info["dense"] = {"model": cosine.source.key, "reused_runs": list(cosine.source.runs), **cosine.counts}
+    for config in sources:
+        core.grade_signal_features(table, names[config], filled[config], groups, text["bm25"],
+                                   cosine.values if cosine is not None else None)
     core.run_features(table, runs, ranks, scores, groups)
     return spans, table
 
