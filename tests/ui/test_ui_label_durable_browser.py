@@ -17,6 +17,7 @@ import pytest
 from tests.support.calibration_project import build_project
 from tests.support.holding import hold
 from tests.support.live_app import (
+    after_run,
     browser_page,
     label_as,
     script_idle,
@@ -272,6 +273,32 @@ def test_an_answer_sent_again_that_had_arrived_is_stored_once(tmp_path):
         _wait_idle(page)
         assert _outbox(page) == []
     assert _events(path) == [(0, "label", 1), (1, "label", 0)]
+
+
+def test_a_copy_of_an_action_handled_already_leaves_the_message_shown(tmp_path):
+    """The card sends an action again when the server's ack is late (more than a few seconds on
+    a loaded machine); the server ignores a copy of one it handled, and the page stays as it was:
+    "Saved grade ..." is still shown after the run the copy starts. The old page drew that run
+    with nothing above the card, so the confirmation could be gone before anyone saw it."""
+    path = tmp_path / "project.duckdb"
+    _project(path)
+    with serve_shared(path) as url, browser_page() as page:
+        from playwright.sync_api import expect
+
+        _sign_in(page, url)
+        _pair(page, 1)
+        _answer(page, "1", 2)
+        saved = page.get_by_text("Saved grade 1 for pair 1.")
+        saved.wait_for(timeout=90_000)
+        _wait_idle(page)
+        # what the card's resendLate sends: the last action again, under its number (seq)
+        copy = ("() => { const W = window.__workbenchLabel;"
+                " W.send({kind: 'label', grade: 1, position: 0, units: [], visible_ms: 1000, seq: W.seq}); }")
+        after_run(page, lambda: page.evaluate(copy), "a copy of the last key press", timeout=90_000)
+        expect(saved).to_be_visible(timeout=10_000)
+        _pair(page, 2)
+        assert _outbox(page) == []
+    assert _events(path) == [(0, "label", 1)]
 
 
 def test_a_key_press_lost_on_the_way_is_sent_again_and_stored_once(tmp_path):
