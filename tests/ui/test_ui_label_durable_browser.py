@@ -17,6 +17,7 @@ import pytest
 from tests.support.calibration_project import build_project
 from tests.support.holding import hold
 from tests.support.live_app import (
+    after_run,
     browser_page,
     label_as,
     script_idle,
@@ -195,6 +196,41 @@ def test_a_key_press_still_travelling_when_the_tab_closes_is_sent_again_and_stor
     assert _events(path) == [(0, "label", 1), (1, "label", 0)]
 
 
+def test_a_key_press_of_a_tab_that_closes_after_the_page_opened_again_is_sent_then(tmp_path):
+    """The Label page opened again while the tab with the travelling press is still open (its
+    heartbeat fresh) leaves that press to it; when that tab then closes, the open page sends it.
+    The same holds for a tab closed a moment before the page opened whose heartbeat is still
+    fresh (its pagehide did not run: a loaded machine, a killed renderer), the flake of
+    ``test_a_key_press_still_travelling_when_the_tab_closes...``. The old card looked at the
+    outbox once, as it opened, and never again: the press was left in the outbox, not stored."""
+    path = tmp_path / "project.duckdb"
+    _project(path)
+    with serve_shared(path) as url, browser_page() as first:
+        context = first.context
+        wire = _Wire(first)
+        _sign_in(first, url)
+        _pair(first, 1)
+        _answer(first, "1", 2)
+        first.get_by_text("Saved grade 1 for pair 1.").wait_for(timeout=90_000)
+        _wait_idle(first)
+        wire.cut = True
+        _answer(first, "0", 3)  # the card moves on; the server never hears of it
+        assert len(_outbox(first)) == 1
+        second = context.new_page()
+        _sign_in(second, url)  # the first tab is open: its press is left to it
+        _pair(second, 2)
+        _wait_idle(second)
+        assert len(_outbox(second)) == 1
+        assert _events(path) == [(0, "label", 1)]
+        first.close()
+        second.get_by_text("Saved grade 0 for pair 2.").wait_for(timeout=90_000)
+        _pair(second, 3)
+        _wait_idle(second)
+        assert _outbox(second) == []
+        second.close()
+    assert _events(path) == [(0, "label", 1), (1, "label", 0)]
+
+
 def test_an_answer_sent_again_that_had_arrived_is_stored_once(tmp_path):
     """The other half of "stored once": the server did get the press (it is stored) but the tab
     reloaded before the browser heard back; the outbox entry (put back here by hand, as the
@@ -237,6 +273,32 @@ def test_an_answer_sent_again_that_had_arrived_is_stored_once(tmp_path):
         _wait_idle(page)
         assert _outbox(page) == []
     assert _events(path) == [(0, "label", 1), (1, "label", 0)]
+
+
+def test_a_copy_of_an_action_handled_already_leaves_the_message_shown(tmp_path):
+    """The card sends an action again when the server's ack is late (more than a few seconds on
+    a loaded machine); the server ignores a copy of one it handled, and the page stays as it was:
+    "Saved grade ..." is still shown after the run the copy starts. The old page drew that run
+    with nothing above the card, so the confirmation could be gone before anyone saw it."""
+    path = tmp_path / "project.duckdb"
+    _project(path)
+    with serve_shared(path) as url, browser_page() as page:
+        from playwright.sync_api import expect
+
+        _sign_in(page, url)
+        _pair(page, 1)
+        _answer(page, "1", 2)
+        saved = page.get_by_text("Saved grade 1 for pair 1.")
+        saved.wait_for(timeout=90_000)
+        _wait_idle(page)
+        # what the card's resendLate sends: the last action again, under its number (seq)
+        copy = ("() => { const W = window.__workbenchLabel;"
+                " W.send({kind: 'label', grade: 1, position: 0, units: [], visible_ms: 1000, seq: W.seq}); }")
+        after_run(page, lambda: page.evaluate(copy), "a copy of the last key press", timeout=90_000)
+        expect(saved).to_be_visible(timeout=10_000)
+        _pair(page, 2)
+        assert _outbox(page) == []
+    assert _events(path) == [(0, "label", 1)]
 
 
 def test_a_key_press_lost_on_the_way_is_sent_again_and_stored_once(tmp_path):

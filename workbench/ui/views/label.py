@@ -230,6 +230,7 @@ _HEX = frozenset("0123456789abcdef")
 #: Answers one replay takes at most (a browser's outbox holds the few a reload interrupted).
 _REPLAY_MOST = 200
 _SAID = "_label_said"  # (kind, message) of the last stored answer, shown above the card
+_SHOWN = "_label_shown"  # what the card's last run showed above it (None: nothing)
 _UNKNOWN = "unknown"  # the pair after an answer, when the card did not hold it at the key press
 _UNREAD = "unread"  # the view's query places before they are read
 _ACK = "_label_ack"  # the number of the last action the browser sent that was handled
@@ -570,6 +571,7 @@ def _card(sample: str, annotator: str) -> None:
                 drawn is not None and drawn not in view["next"])):
             stored = _sync_open(sample, annotator)
     said = st.session_state.pop(_SAID, None)
+    st.session_state[_SHOWN] = said
     if view.get("busy") or st.session_state.get(_PENDING):
         _waiting(annotator)  # "N answers waiting to be saved", looked at again every few seconds
     if st.session_state.get(pos_key) != drawn or (stored and drawn is not None and _walk(view, drawn) != sent_ahead):
@@ -775,7 +777,12 @@ def _on_card(sample: str, annotator: str) -> None:
         return
     seq = int(action.get("seq") or 0)
     if seq <= st.session_state.get(_ACK, 0):
-        return  # a message handled already
+        # A copy of an action handled already (the card sends one again when the server's ack is
+        # late, as on a loaded machine): it changes nothing, the message above the card included,
+        # which the run it starts would otherwise draw empty ("Saved grade ..." seen for a moment).
+        if _SAID not in st.session_state and st.session_state.get(_SHOWN):
+            st.session_state[_SAID] = st.session_state[_SHOWN]
+        return
     st.session_state[_ACK] = seq
     kind = action.get("kind")
     view = _view(sample, annotator)

@@ -14,7 +14,10 @@ const W = window.__workbenchLabel || (window.__workbenchLabel = {
 // behind the one before it) is thus still here when the Label page opens again for the same
 // sample and annotator, and is sent again ("replay"); the answer's id (aid) makes the server
 // store it once even when the first sending did arrive. Entries of a tab that is still open
-// (its heartbeat is fresh) are left to that tab.
+// (its heartbeat is fresh) are left to that tab, and sent by this page once that tab is gone:
+// looked at again every second, since a closed tab's heartbeat can stay fresh for LIVE_MS after
+// this page opened (its pagehide, which removes it, does not run when the tab is closed on a
+// loaded machine or its renderer is killed), and a tab open beside this one may close later.
 const OUTBOX = "wb-label-outbox";
 const LIVE = "wb-label-live:";
 const LIVE_MS = 3000;
@@ -54,11 +57,11 @@ function settle(ack) {  // the server handled every action up to seq ack: their 
 
 function unsaved() { return (W.inflight ? 1 : 0) + W.queue.length; }
 
-function replay() {  // once per page and sample: the answers an earlier page of this browser left
-  if (!W.scope || W.replayed[W.scope] || !W.send) return;
-  W.replayed[W.scope] = true;
-  const left = outbox().filter((e) => e.scope === W.scope && !isLive(e.win));
+function replay() {  // the answers pages of this browser that are gone left for this sample, each sent once
+  if (!W.scope || !W.send || !W.root || !W.root.isConnected) return;
+  const left = outbox().filter((e) => e.scope === W.scope && !W.replayed[e.aid] && !isLive(e.win));
   if (!left.length) return;
+  left.forEach((e) => { W.replayed[e.aid] = true; });  // sent again by resendLate until handled
   dispatch({ kind: "replay", answers: left.map((e) => e.action) }, left.map((e) => e.aid));
   note(`Sending ${left.length} answer${left.length > 1 ? "s" : ""} given before the page was reloaded or closed…`, "info");
 }
@@ -296,7 +299,7 @@ export default function (component) {
     window.addEventListener("pagehide", () => { try { localStorage.removeItem(LIVE + W.win); } catch (e) { /* */ } });
     W.win = newId();
     heartbeat();
-    setInterval(() => { heartbeat(); resendLate(); }, 1000);
+    setInterval(() => { heartbeat(); resendLate(); replay(); }, 1000);
     W.installed = true;
   }
   let c = card();
