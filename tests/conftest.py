@@ -4,6 +4,7 @@ in this process by default, ``process=True`` for a real ``python -m workbench``)
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,11 @@ def pytest_collection_modifyitems(config, items):
         if item.nodeid in listed or item.nodeid.split("[", 1)[0] in listed:
             item.add_marker(pytest.mark.slow)
 
+
+def pytest_unconfigure(config):
+    """Stop the app servers this process shared between its browser tests
+    (:func:`tests.support.live_app.serve_shared`) when the session ends: a pytest-xdist worker
+    can exit without running ``atexit`` handlers, and its servers then outlived the run."""
+    live_app = sys.modules.get("tests.support.live_app")
+    if live_app is not None:
+        live_app.stop_shared_servers()

@@ -32,11 +32,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _output(process: subprocess.Popen) -> str:
+    """What a server process printed: its log file (:func:`_start`) or its stdout pipe."""
+    log = getattr(process, "log_path", None)
+    if log is not None:
+        return Path(log).read_text(errors="replace")
+    return process.stdout.read() if process.stdout is not None else ""
+
+
 def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"app exited early with code {process.returncode}: {process.stdout.read()}")
+            raise RuntimeError(f"app exited early with code {process.returncode}: {_output(process)}")
         try:
             with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
                 if response.read().decode().strip() == "ok":
@@ -59,16 +67,22 @@ def _start(db_path: Path, env: dict, cwd: Path = REPO,
         port = free_port()
         if prepare is not None:
             prepare(port)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "workbench", "--db", str(db_path), "app", "--port", str(port)],
-            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True,  # its own process group, so cleanup reaches every child
-        )
+        # The server's output goes to a file, not a pipe: nothing reads a pipe while the tests
+        # run, and a server that has printed a pipe's worth (64 KB) would block on its next line.
+        log = Path(tempfile.mkstemp(prefix="workbench-app-", suffix=".log")[1])
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "workbench", "--db", str(db_path), "app", "--port", str(port)],
+                cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group, so cleanup reaches every child
+            )
+        process.log_path = log
         url = f"http://127.0.0.1:{port}"
         try:
             wait_healthy(url, process)
             return process, url
         except RuntimeError as exc:
+            log.unlink(missing_ok=True)  # its words are in the error
             if attempt == 4 or "in use" not in str(exc).lower():
                 raise
     raise AssertionError("unreachable")
@@ -78,12 +92,16 @@ def _stop(process: subprocess.Popen) -> None:
     try:
         os.killpg(process.pid, signal.SIGTERM)
     except ProcessLookupError:
-        return
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=20)
+        pass
+    else:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=20)
+    log = getattr(process, "log_path", None)
+    if log is not None:
+        Path(log).unlink(missing_ok=True)
 
 
 @contextmanager
@@ -103,7 +121,10 @@ def serve(db_path: Path, extra_env: dict | None = None, cwd: Path | None = None,
 _SERVERS: dict = {}  # (cwd, extra environment) -> (process, url, link): this process's shared servers
 
 
-def _stop_servers() -> None:
+def stop_shared_servers() -> None:
+    """Stop this process's shared servers (:func:`serve_shared`). Called at the end of the test
+    session (``tests/conftest.py``) and, as a fallback, at exit: a pytest-xdist worker may end
+    without running ``atexit`` handlers, and its servers would outlive the run."""
     while _SERVERS:
         process, _, link = _SERVERS.popitem()[1]
         _stop(process)
@@ -143,7 +164,7 @@ def serve_shared(db_path: Path, extra_env: dict | None = None, cwd: Path | None 
         _point(entry[2], db_path)
     else:
         if not _SERVERS:
-            atexit.register(_stop_servers)
+            atexit.register(stop_shared_servers)
         link = Path(tempfile.mkdtemp(prefix="workbench-live-")) / "project.duckdb"
         _point(link, db_path)
         process, url = _start(link, env, Path(key[0]))
