@@ -34,6 +34,18 @@ def dense_model():
         pytest.skip(f"the offline dense model cannot be loaded ({exc})")
 
 
+def _wait_shown(page, locator, timeout: float = LONG) -> None:
+    """``locator.wait_for``; when it times out, the failure says what the page showed instead."""
+    try:
+        locator.wait_for(timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - Playwright's timeout error, reworded with the page
+        try:
+            body = page.inner_text("body", timeout=10_000)
+        except Exception as again:  # noqa: BLE001 - the page itself is gone
+            body = f"(the page could not be read: {again})"
+        raise AssertionError(f"{exc}\n--- the page showed ---\n{body}") from exc
+
+
 def _start_dense(page, name: str, *, then=None) -> None:
     """Start a dense run from the page's form; ``then()`` is called at once after the click."""
     page.get_by_role("tab", name="Dense").click()
@@ -109,10 +121,10 @@ def test_a_dense_job_survives_navigation_and_a_reload_and_stops_and_resumes(demo
         open_in_app(page, "Retrieve & Pool", timeout=LONG)
         page.get_by_text(re.compile(r"Job 1: dense run dense-bg on chunking \S+ — ")).first.wait_for(timeout=LONG)
         # it ends on its own; the page reruns and its runs table shows the new run
-        page.get_by_text("Job 1: dense run dense-bg on chunking sections — finished").wait_for(timeout=LONG)
+        _wait_shown(page, page.get_by_text("Job 1: dense run dense-bg on chunking sections — finished"))
         page.locator("[data-table='runs']").get_by_text("dense-bg", exact=True).first.wait_for(timeout=LONG)
         page.reload()
-        page.get_by_text("Job 1: dense run dense-bg on chunking sections — finished").wait_for(timeout=LONG)
+        _wait_shown(page, page.get_by_text("Job 1: dense run dense-bg on chunking sections — finished"))
 
         wait_idle(page, LONG, start_within=0)
         # The second run reads the first one's embeddings from the cache: it can end in seconds,
@@ -124,15 +136,15 @@ def test_a_dense_job_survives_navigation_and_a_reload_and_stops_and_resumes(demo
             _start_dense(page, "dense-stop", then=lambda: states.append(held.enter_context(_frozen(demo_project, 2))))
             assert len(states) == 1 and states[0] in ("queued", "running"), states
             stop = page.locator(".st-key-job_2_stop button")  # the job's own button (Streamlit has a Stop too)
-            stop.wait_for(timeout=LONG)
+            _wait_shown(page, stop)
             wait_idle(page, LONG, start_within=0)
             stop.click()
-            page.get_by_text("Job 2: dense run dense-stop on chunking sections — stopping").wait_for(timeout=LONG)
-        page.get_by_text("Job 2: dense run dense-stop on chunking sections — stopped").wait_for(timeout=LONG)
+            _wait_shown(page, page.get_by_text("Job 2: dense run dense-stop on chunking sections — stopping"))
+        _wait_shown(page, page.get_by_text("Job 2: dense run dense-stop on chunking sections — stopped"))
         page.get_by_text(re.compile(r"stopped.*; resume it to continue")).first.wait_for(timeout=LONG)
         wait_idle(page, LONG, start_within=0)
         page.locator(".st-key-job_2_resume button").click()
-        page.get_by_text("Job 2: dense run dense-stop on chunking sections — finished").wait_for(timeout=LONG)
+        _wait_shown(page, page.get_by_text("Job 2: dense run dense-stop on chunking sections — finished"))
         wait_idle(page, LONG, start_within=0)
     row = jobs.job(demo_project, 2)
     assert (row["state"], row["attempt"]) == ("finished", 2)

@@ -14,11 +14,12 @@ from workbench.errors import StoreError
 from workbench.store.database import Database
 
 
-def open_project(db_path: str | Path, *, create: bool = False) -> Database:
+def open_project(db_path: str | Path, *, create: bool = False, wait: float = 0.0) -> Database:
     """Open an existing project, applying pending migrations; with ``create`` (``init``) a missing
     file or an empty DuckDB file becomes a new project. A file that is not a project (a DuckDB
     database of another program) is refused either way and left unchanged
-    (:class:`~workbench.store.database.Database`'s ``create``)."""
+    (:class:`~workbench.store.database.Database`'s ``create``). ``wait``: seconds to wait for a
+    file another process holds (0: say at once that it is held, as a command does)."""
     path = Path(db_path)
     if not create and not path.exists():
         nearby = nearby_databases(path)
@@ -28,7 +29,7 @@ def open_project(db_path: str | Path, *, create: bool = False) -> Database:
             f"no project database at {path}; create one with {{command}} "
             f"(add {{field:demo}} for the demo project){found}", command=f"--db {path} init",
         )
-    return Database(path, create=create)
+    return Database(path, create=create, wait=wait)
 
 
 def nearby_databases(path: str | Path, limit: int = 5) -> list[Path]:

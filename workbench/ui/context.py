@@ -9,6 +9,11 @@ the run's first :func:`project` opened until the run ends, and every later ``wit
 that run hands out the same open project instead of opening the file again (each open costs a
 DuckDB instance and the migrations check; docs/performance.md). The file is closed when the run
 ends, whatever ended it (a return, ``st.rerun``, ``st.stop`` or an error).
+
+Another process may hold the file (a background job writing its batch, a command): a page run
+waits up to :data:`PAGE_WAIT` seconds for it, and a run that still finds it held says so and
+runs again by itself every :data:`RETRY_SECONDS` until it opens the project, so a page never
+stays an error with nothing on it (no jobs panel either) until the user clicks.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from urllib.parse import unquote
 
 import streamlit as st
 
-from workbench.errors import WorkbenchError
+from workbench.errors import StoreLockedError, WorkbenchError
 from workbench.services.project.lifecycle import init_project, open_project
 from workbench.ui import auth  # registers the page session as the services' actor
 from workbench.ui.project_path import served_project
@@ -37,6 +42,12 @@ def db_path() -> Path:
         st.session_state["db_path"] = served_project()
     return Path(st.session_state["db_path"])
 
+
+#: Seconds a page run waits for a project another process holds (a job's batch is shorter).
+PAGE_WAIT = 10.0
+#: Seconds after which a page run that found the project held runs again by itself.
+RETRY_SECONDS = 2.0
+_AGAIN = "_page_runs_again"
 
 _HELD = threading.local()  # this thread's script run: the open project (by path) and page_run's list
 
@@ -62,7 +73,11 @@ def project() -> Iterator:
         _offer_to_create(path)
         st.stop()
     try:
-        db = open_project(path)
+        db = open_project(path, wait=PAGE_WAIT)
+    except StoreLockedError as exc:
+        st.error(plain(str(exc)))
+        _run_again_soon()
+        st.stop()
     except WorkbenchError as exc:
         st.error(plain(str(exc)))
         st.stop()
@@ -77,6 +92,20 @@ def project() -> Iterator:
     finally:
         _HELD.project = held
         db.close()
+
+
+def _again() -> None:
+    if st.session_state.pop(_AGAIN, False):
+        return  # drawn by the page's own run: the next look is the timer's
+    st.rerun(scope="app")
+
+
+def _run_again_soon() -> None:
+    """The page could not open the project (held by another process): run it again in
+    :data:`RETRY_SECONDS` (a fragment's timer; nothing else would run it before a click)."""
+    st.caption("This page tries again by itself in a moment.")
+    st.session_state[_AGAIN] = True
+    st.fragment(run_every=RETRY_SECONDS)(_again)()
 
 
 def page_run(render):
