@@ -521,7 +521,20 @@ def wait_pair_shown(page, seconds: float, timeout: float = 60_000) -> None:
     page.wait_for_function(_SHOWN_FOR, arg=seconds * 1000, timeout=timeout)
 
 
-def wait_label_rows(path, n: int, read: Callable[[Path], list], timeout: float = 90.0) -> list:
+def server_log_tail(url: str, lines: int = 30) -> str:
+    """The last ``lines`` lines the shared server at ``url`` printed (:func:`serve_shared`), for a
+    failure message: what the app said while the test waited."""
+    for process, served, _ in _SERVERS.values():
+        if served == url and getattr(process, "log_path", None) is not None:
+            try:
+                return "\n".join(Path(process.log_path).read_text(errors="replace").splitlines()[-lines:])
+            except OSError:
+                return ""
+    return ""
+
+
+def wait_label_rows(path, n: int, read: Callable[[Path], list], timeout: float = 90.0,
+                    trace: dict | None = None) -> list:
     """``read(path)`` (rows read from the project) once it returns ``n`` rows or more, else the
     last rows read when ``timeout`` seconds have passed. The project file is opened only while
     no answer waits in its write-ahead folder, and at most once a second: a test that opened it
@@ -531,13 +544,18 @@ def wait_label_rows(path, n: int, read: Callable[[Path], list], timeout: float =
 
     deadline = time.monotonic() + timeout
     rows: list = []
+    trace = {} if trace is None else trace  # why the wait saw no rows: for a failure message
     while time.monotonic() < deadline:
         if not pending.waiting(path):
             try:
                 rows = read(Path(path))
-            except Exception:  # noqa: BLE001 - the app holds the file this instant
-                pass
+                trace["reads"] = trace.get("reads", 0) + 1
+            except Exception as exc:  # noqa: BLE001 - the app holds the file this instant
+                trace["failed reads"] = trace.get("failed reads", 0) + 1
+                trace["last error"] = str(exc).splitlines()[0][:200]
             if len(rows) >= n:
                 return rows
+        else:
+            trace["answers kept"] = trace.get("answers kept", 0) + 1
         time.sleep(1.0)
     return rows

@@ -20,9 +20,11 @@ from tests.support.live_app import (
     browser_page,
     open_label_page_as,
     serve_shared,
+    server_log_tail,
     wait_label_rows,
     wait_pair_shown,
 )
+from workbench.services.calibration import pending
 from workbench.services.calibration import workflow as cal
 from workbench.services.judge.export import export_judgments
 from workbench.store.database import Database
@@ -117,14 +119,20 @@ def _stored(path) -> list[tuple]:
     return [(p, a, g, None if e is None else json.loads(e)) for p, a, g, e, _, _ in _events(path)]
 
 
-def _wait_stored(path, n: int, page, timeout: float = 90) -> None:
-    if len(wait_label_rows(path, n, _events, timeout)) >= n:
+def _wait_stored(path, n: int, page, timeout: float = 90, url: str | None = None) -> None:
+    trace: dict = {}
+    if len(wait_label_rows(path, n, _events, timeout, trace)) >= n:
         return
-    # what the page said, so a failure under load tells which step refused or lost the press
+    # what the page, the browser's outbox, the server's write-ahead folder and the app's log
+    # said, so a failure under load tells which step held, refused or lost the press
     said = page.evaluate("""() => Array.from(document.querySelectorAll(
         "[data-testid='label-key-note'], [data-testid='stAlert'], [data-testid='label-pair']"))
         .map((e) => e.innerText.trim()).filter(Boolean)""")
-    raise AssertionError(f"fewer than {n} events stored: {_events(path)}; the page says {said}")
+    outbox = page.evaluate("() => localStorage.getItem('wb-label-outbox')")
+    kept = [{k: a.get(k) for k in ("position", "action", "grade")} for a in pending.waiting(path)]
+    log = server_log_tail(url) if url else ""
+    raise AssertionError(f"fewer than {n} events stored: {_events(path)}; the page says {said}; the wait: {trace}; "
+                         f"kept on the server: {kept}; the browser's outbox: {outbox}; the app's log:\n{log}")
 
 
 def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
@@ -153,7 +161,7 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
         wait_pair_shown(page, WAIT)
         _keys(page, "0")
         _pair(page, 4)
-        _wait_stored(path, 3, page)
+        _wait_stored(path, 3, page, url=url)
         _idle(page)
         wait_pair_shown(page, WAIT)
         # keys typed in the comment box stay there; Escape gives them back to the card
@@ -168,7 +176,7 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
         _idle(page)
         _keys(page, "1")
         _pair(page, 5)
-        _wait_stored(path, 4, page)
+        _wait_stored(path, 4, page, url=url)
         _idle(page)
         box = page.get_by_label("Annotator", exact=True).and_(page.locator("input"))
         assert box.input_value() == "SME-Anna"  # what was typed, trimmed
@@ -195,7 +203,7 @@ def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
         wait_pair_shown(page, WAIT)
         _keys_at_once(page, "0", "0")  # a double press labels pair 6 only
         _pair(page, 7)
-        _wait_stored(path, 6, page)
+        _wait_stored(path, 6, page, url=url)
         _idle(page)
         time.sleep(1.0)
 
