@@ -401,6 +401,34 @@ def test_a_one_at_a_time_server_makes_the_limit_back_off_instead_of_piling_up_ti
     assert limit.limit < 4
 
 
+def test_the_adaptive_limit_grows_back_through_isolated_faults():
+    """Ceiling 16, halved once to 8 (8 timeouts: a quarter of the window of 32). Then one reply
+    in eight fails (a timeout after 7 calm replies): 2 congested signals in a window of 16 to
+    18, below the quarter that halves it. The limit grows by one per ``floor(limit)`` calm
+    replies whatever faults fall between them: 8 -> 9 after 8 calm replies, 9 -> 10 after 9
+    more, ... 15 -> 16 after 15 more: 92 calm replies reach the ceiling, within 14 blocks of
+    (7 calm + 1 timeout) = 98 calm replies. (Restarting the count at each fault, it never grew:
+    7 calm replies in a row never reach 8.)"""
+    from workbench.llm.client import AdaptiveLimit
+
+    async def go():
+        limit = AdaptiveLimit(16)
+        for _ in range(8):
+            ticket = await limit.acquire()
+            await limit.release(None, timed_out=True, ticket=ticket)
+        assert limit.limit == 8 and limit.decreases == 1
+        for block in range(14):
+            for _ in range(7):
+                ticket = await limit.acquire()
+                await limit.release(1.0, ticket=ticket)
+            ticket = await limit.acquire()
+            await limit.release(None, timed_out=True, ticket=ticket)
+            assert limit.decreases == 1, block  # isolated faults never halve it
+        assert limit.limit == 16
+
+    asyncio.run(go())
+
+
 def test_the_adaptive_limit_halves_on_a_congested_window_and_grows_after_calm_replies():
     """Limit 4, window 8: a lone timeout among calm replies leaves it at 4; a quarter of the
     window congested (2 of 8) halves it; requests started before a decrease do not halve it

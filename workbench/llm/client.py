@@ -182,9 +182,12 @@ class AdaptiveLimit:
     seen. The limit halves (``floor(limit / 2)``, at least 1) when at least a quarter of the last
     ``window = max(8, 2 * floor(limit))`` signals are congested (and at least 2 of them), counting
     only signals of requests started after the previous decrease (one decrease per round trip);
-    it grows by one after ``floor(limit)`` calm signals in a row. So an isolated fault (a hung
-    request, one 429 among many replies) does not halve the limit; a server that sheds load or
-    queues does."""
+    it grows by one after ``floor(limit)`` calm signals since it last changed. A congested
+    signal that does not halve it does not restart that count: a server that fails one request
+    in ten at random (a dropped connection, a hung request, one 429 among many replies) is not
+    a loaded one, and with the count restarted at each such fault a limit halved once would
+    seldom see ``floor(limit)`` calm replies in a row again. A server that sheds load or queues
+    fills a quarter of the window and halves it."""
 
     def __init__(self, start: int):
         self.ceiling = max(1, int(start))
@@ -251,10 +254,9 @@ class AdaptiveLimit:
         while len(self._signals) > self.window:
             self._signals.popleft()
         if congested:
-            self.calm = 0
             if sum(self._signals) >= max(2, self.window / 4):
                 self._decrease()
-            return
+            return  # an isolated fault: the calm count goes on (class docstring)
         self.calm += 1
         if self.calm >= int(self.limit) and self.limit < self.ceiling:
             self.limit = min(self.ceiling, self.limit + 1.0)
