@@ -123,16 +123,23 @@ def _wait_stored(path, n: int, page, timeout: float = 90, url: str | None = None
     trace: dict = {}
     if len(wait_label_rows(path, n, _events, timeout, trace)) >= n:
         return
-    # what the page, the browser's outbox, the server's write-ahead folder and the app's log
-    # said, so a failure under load tells which step held, refused or lost the press
+    # what the card, the page, the browser's outbox, the server's write-ahead folder and the
+    # app's log said, so a failure under load tells which step held, refused or lost the press
+    # (the card's state first: the reads after it may wake the page)
+    card = page.evaluate("""() => { const W = window.__workbenchLabel; if (!W) return null;
+        return {seq: W.seq, inflight: W.inflight, queued: W.queue.length,
+                ms_since_sent: W.inflight ? Math.round(performance.now() - W.inflightAt) : null,
+                root: Boolean(W.root), connected: Boolean(W.root && W.root.isConnected),
+                can_send: Boolean(W.send), hidden: document.hidden}; }""")
+    kept = [{k: a.get(k) for k in ("position", "action", "grade")} for a in pending.waiting(path)]
     said = page.evaluate("""() => Array.from(document.querySelectorAll(
         "[data-testid='label-key-note'], [data-testid='stAlert'], [data-testid='label-pair']"))
         .map((e) => e.innerText.trim()).filter(Boolean)""")
     outbox = page.evaluate("() => localStorage.getItem('wb-label-outbox')")
-    kept = [{k: a.get(k) for k in ("position", "action", "grade")} for a in pending.waiting(path)]
     log = server_log_tail(url) if url else ""
-    raise AssertionError(f"fewer than {n} events stored: {_events(path)}; the page says {said}; the wait: {trace}; "
-                         f"kept on the server: {kept}; the browser's outbox: {outbox}; the app's log:\n{log}")
+    raise AssertionError(f"fewer than {n} events stored: {_events(path)}; the card: {card}; the page says {said}; "
+                         f"the wait: {trace}; kept on the server: {kept}; the browser's outbox: {outbox}; "
+                         f"the app's log:\n{log}")
 
 
 def test_keys_only_labelling_stores_exactly_what_was_pressed(tmp_path):
