@@ -533,18 +533,35 @@ def server_log_tail(url: str, lines: int = 30) -> str:
     return ""
 
 
+#: the Label card has nothing on its way: no action in flight or queued, no answer in the
+#: browser's outbox (each one handled by the server: stored, or kept on its disk)
+_CARD_SETTLED = ("() => { const W = window.__workbenchLabel; let box = [];"
+                 " try { box = JSON.parse(localStorage.getItem('wb-label-outbox') || '[]'); } catch (e) { /* */ }"
+                 " return !W || (!W.inflight && !W.queue.length && !box.length); }")
+
+
 def wait_label_rows(path, n: int, read: Callable[[Path], list], timeout: float = 90.0,
-                    trace: dict | None = None) -> list:
+                    trace: dict | None = None, page=None) -> list:
     """``read(path)`` (rows read from the project) once it returns ``n`` rows or more, else the
     last rows read when ``timeout`` seconds have passed. The project file is opened only while
     no answer waits in its write-ahead folder, and at most once a second: a test that opened it
     every 0.2 s kept the app's short opens of a key press (0.5 s) from getting the file on a
-    loaded machine, so the answer it waited for was stored only after the wait gave up."""
+    loaded machine, so the answer it waited for was stored only after the wait gave up.
+
+    With ``page`` (a Label page), the file is not opened at all until the card has nothing on
+    its way (:data:`_CARD_SETTLED`, looked at in the browser): reads once a second still kept
+    the app from the file for 90 s in quiet full runs (each read opens it read-write and
+    checkpoints on close), and the press was handled the moment the reads stopped."""
     from workbench.services.calibration import pending
 
     deadline = time.monotonic() + timeout
     rows: list = []
     trace = {} if trace is None else trace  # why the wait saw no rows: for a failure message
+    if page is not None:
+        try:
+            page.wait_for_function(_CARD_SETTLED, timeout=timeout * 1000, polling=250)
+        except Exception:  # noqa: BLE001 - still on its way: the reads below say what is stored
+            trace["card still sending"] = True
     while time.monotonic() < deadline:
         if not pending.waiting(path):
             try:

@@ -83,8 +83,8 @@ def _rows(path) -> list[tuple]:
         db.close()
 
 
-def _stored(path, n: int, timeout: float = 90) -> list[tuple]:
-    rows = wait_label_rows(path, n, _rows, timeout)
+def _stored(path, n: int, page=None, timeout: float = 90) -> list[tuple]:
+    rows = wait_label_rows(path, n, _rows, timeout, page=page)
     if len(rows) < n:
         raise AssertionError(f"fewer than {n} events stored: {rows}")
     return [(p, g, None if e is None else json.loads(e)) for p, g, e in rows]
@@ -106,7 +106,7 @@ def test_a_click_toggles_evidence_like_space_without_a_script_run(tmp_path):
         page.keyboard.press("Space")
         page.keyboard.press("2")
         _pair(page, 2)
-        _stored(path, 1)
+        _stored(path, 1, page)
         _idle(page)
         # a fixed pause, as before (not wait_pair_shown): a run can still follow the stored grade,
         # with no sign of it on the page beforehand, and it must be over before runs are counted
@@ -125,7 +125,7 @@ def test_a_click_toggles_evidence_like_space_without_a_script_run(tmp_path):
         assert page.locator("[data-testid='label-evidence'] li").all_inner_texts() == ["Second fact, different!"]
         page.keyboard.press("2")
         _pair(page, 3)
-        _stored(path, 2)
+        _stored(path, 2, page)
         _idle(page)
         wait_pair_shown(page, WAIT)
 
@@ -133,6 +133,6 @@ def test_a_click_toggles_evidence_like_space_without_a_script_run(tmp_path):
         page.locator("[data-testid='label-card'] .wb-unit").nth(0).click()
         page.get_by_role("button", name="3 · Fully answers").click()
         _pair(page, 4)
-        stored = _stored(path, 3)
+        stored = _stored(path, 3, page)
 
     assert stored == [(0, 2, [_span(doc[0], 1)]), (1, 2, [_span(doc[1], 1)]), (2, 3, [_span(doc[2], 0)])]

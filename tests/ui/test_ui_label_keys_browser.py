@@ -121,7 +121,7 @@ def _stored(path) -> list[tuple]:
 
 def _wait_stored(path, n: int, page, timeout: float = 90, url: str | None = None) -> None:
     trace: dict = {}
-    if len(wait_label_rows(path, n, _events, timeout, trace)) >= n:
+    if len(wait_label_rows(path, n, _events, timeout, trace, page=page)) >= n:
         return
     # what the card, the page, the browser's outbox, the server's write-ahead folder and the
     # app's log said, so a failure under load tells which step held, refused or lost the press

@@ -81,8 +81,8 @@ def _events(path) -> list[tuple]:
         db.close()
 
 
-def _wait_stored(path, n: int, timeout: float = 90) -> list[tuple]:
-    found = wait_label_rows(path, n, _events, timeout)
+def _wait_stored(path, n: int, page=None, timeout: float = 90) -> list[tuple]:
+    found = wait_label_rows(path, n, _events, timeout, page=page)
     if len(found) < n:
         raise AssertionError(f"fewer than {n} events stored: {found}")
     return found
@@ -108,7 +108,7 @@ def test_an_sme_opens_the_active_sample_and_labels_with_the_evidence_keys(tmp_pa
         assert page.locator("[data-testid='label-evidence'] li").all_inner_texts() == [UNITS[2], UNITS[3]]
         page.keyboard.press("2")
         _pair(page, mine[1] + 1)  # the next assigned pair, not simply the next position
-        stored = _wait_stored(path, 1)
+        stored = _wait_stored(path, 1, page)
         assert [(s, p, a, act, g, json.loads(e)) for s, p, a, act, g, e in stored] == [
             ("s", mine[0], "ann", "label", 2, [_span(2), _span(3)])]
 
