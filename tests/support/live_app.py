@@ -81,6 +81,9 @@ def _start(db_path: Path, env: dict, cwd: Path = REPO,
         try:
             wait_healthy(url, process)
             return process, url
+        except TimeoutError:
+            _stop(process)  # not answering in time: stopped, not left running after the tests
+            raise
         except RuntimeError as exc:
             log.unlink(missing_ok=True)  # its words are in the error
             if attempt == 4 or "in use" not in str(exc).lower():
@@ -127,7 +130,10 @@ def stop_shared_servers() -> None:
     without running ``atexit`` handlers, and its servers would outlive the run."""
     while _SERVERS:
         process, _, link = _SERVERS.popitem()[1]
-        _stop(process)
+        try:
+            _stop(process)
+        except Exception:  # noqa: BLE001 - one server that would not stop must not keep the others running
+            pass
         shutil.rmtree(link.parent, ignore_errors=True)
 
 
