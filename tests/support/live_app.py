@@ -527,6 +527,14 @@ def wait_pair_shown(page, seconds: float, timeout: float = 60_000) -> None:
     page.wait_for_function(_SHOWN_FOR, arg=seconds * 1000, timeout=timeout)
 
 
+def require_label_rows(path, n: int, read: Callable[[Path], list], page=None, timeout: float = 90.0) -> list:
+    """:func:`wait_label_rows`, failing the test when fewer than ``n`` rows came back."""
+    rows = wait_label_rows(path, n, read, timeout, page=page)
+    if len(rows) < n:
+        raise AssertionError(f"fewer than {n} events stored: {rows}")
+    return rows
+
+
 def server_log_tail(url: str, lines: int = 30) -> str:
     """The last ``lines`` lines the shared server at ``url`` printed (:func:`serve_shared`), for a
     failure message: what the app said while the test waited."""

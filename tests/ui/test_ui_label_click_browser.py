@@ -20,7 +20,7 @@ from tests.support.live_app import (
     browser_page,
     open_label_page_as,
     serve_shared,
-    wait_label_rows,
+    require_label_rows,
     wait_pair_shown,
 )
 from workbench.services.calibration import workflow as cal
@@ -84,9 +84,7 @@ def _rows(path) -> list[tuple]:
 
 
 def _stored(path, n: int, page=None, timeout: float = 90) -> list[tuple]:
-    rows = wait_label_rows(path, n, _rows, timeout, page=page)
-    if len(rows) < n:
-        raise AssertionError(f"fewer than {n} events stored: {rows}")
+    rows = require_label_rows(path, n, _rows, page, timeout)
     return [(p, g, None if e is None else json.loads(e)) for p, g, e in rows]
 
 

@@ -164,6 +164,20 @@ def _outbox(page) -> list:
     return page.evaluate("() => JSON.parse(localStorage.getItem('wb-label-outbox') || '[]')")
 
 
+def _one_saved_one_cut_off(page, url: str) -> None:
+    """Sign in, grade pair 1 (saved, out of the outbox), then cut the wire and grade pair 2: the
+    card moves on and the server never hears of the second press."""
+    wire = _Wire(page)
+    _sign_in(page, url)
+    _pair(page, 1)
+    _answer(page, "1", 2)
+    page.get_by_text("Saved grade 1 for pair 1.").wait_for(timeout=90_000)
+    _wait_idle(page)
+    assert _outbox(page) == []  # handled answers leave the outbox
+    wire.cut = True
+    _answer(page, "0", 3)
+
+
 def test_a_key_press_still_travelling_when_the_tab_closes_is_sent_again_and_stored_once(tmp_path):
     """Issue 37's last gap: the card moves on at the key press, before the server has the answer.
     The press that never reached the server (the wire cut, then the tab closed) is still in the
@@ -173,15 +187,7 @@ def test_a_key_press_still_travelling_when_the_tab_closes_is_sent_again_and_stor
     _project(path)
     with serve_shared(path) as url, browser_page() as first:
         context = first.context
-        wire = _Wire(first)
-        _sign_in(first, url)
-        _pair(first, 1)
-        _answer(first, "1", 2)
-        first.get_by_text("Saved grade 1 for pair 1.").wait_for(timeout=90_000)
-        _wait_idle(first)
-        assert _outbox(first) == []  # handled answers leave the outbox
-        wire.cut = True
-        _answer(first, "0", 3)  # the card moves on; the server never hears of it
+        _one_saved_one_cut_off(first, url)
         waiting = _outbox(first)
         assert [(e["action"]["position"], e["action"]["grade"]) for e in waiting] == [(1, 0)]
         assert _events(path) == [(0, "label", 1)]
@@ -207,14 +213,7 @@ def test_a_key_press_of_a_tab_that_closes_after_the_page_opened_again_is_sent_th
     _project(path)
     with serve_shared(path) as url, browser_page() as first:
         context = first.context
-        wire = _Wire(first)
-        _sign_in(first, url)
-        _pair(first, 1)
-        _answer(first, "1", 2)
-        first.get_by_text("Saved grade 1 for pair 1.").wait_for(timeout=90_000)
-        _wait_idle(first)
-        wire.cut = True
-        _answer(first, "0", 3)  # the card moves on; the server never hears of it
+        _one_saved_one_cut_off(first, url)
         assert len(_outbox(first)) == 1
         second = context.new_page()
         _sign_in(second, url)  # the first tab is open: its press is left to it

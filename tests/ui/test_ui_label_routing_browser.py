@@ -21,7 +21,7 @@ from tests.support.live_app import (
     browser_page,
     open_label_page_as,
     serve_shared,
-    wait_label_rows,
+    require_label_rows,
     wait_pair_shown,
 )
 from workbench.services.calibration import guidelines, routing
@@ -82,10 +82,7 @@ def _events(path) -> list[tuple]:
 
 
 def _wait_stored(path, n: int, page=None, timeout: float = 90) -> list[tuple]:
-    found = wait_label_rows(path, n, _events, timeout, page=page)
-    if len(found) < n:
-        raise AssertionError(f"fewer than {n} events stored: {found}")
-    return found
+    return require_label_rows(path, n, _events, page, timeout)
 
 
 def test_an_sme_opens_the_active_sample_and_labels_with_the_evidence_keys(tmp_path):
