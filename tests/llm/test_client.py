@@ -498,10 +498,11 @@ def test_millisecond_replies_with_jitter_keep_the_limit_at_the_configured_concur
 
 
 def test_the_request_timeout_comes_from_the_median_of_three_probe_latencies(tmp_path):
-    """The first probe request meets a 1 s stall, the next two answer at once: the probe latency
-    is their median (a few ms), so the request timeout stays the configured 30 s (before: the
-    one probe's 1 s x 40 = 40 s; on llama.cpp one probe of 16.3 s gave 653 s)."""
-    from tests.llm.judge_project import demo_project, judge_settings, probe_calls
+    """No timeout set (the default 60 s): the first probe request meets a 2 s stall, the next two
+    answer at once; the probe latency is their median (a few ms), so the request timeout stays
+    60 s (before: the one probe's 2 s x 40 = 80 s; on llama.cpp one probe of 16.3 s gave 653 s)."""
+    from tests.llm.judge_project import demo_project, probe_calls
+    from workbench.config import load_settings
     from workbench.services.judge import jobs
     from workbench.services.judge.probe import discover
     from workbench.services.judge.spec import request_timeout
@@ -510,15 +511,51 @@ def test_the_request_timeout_comes_from_the_median_of_three_probe_latencies(tmp_
     with running_server() as server:
         def stall_first(call):
             if call.attempt == 1:
-                time.sleep(1.0)
+                time.sleep(2.0)
             return None
 
         server.control.grade_rule = stall_first
-        spec = discover(db, "demo", jobs.resolve_spec(judge_settings(server.base_url), api_key="sk-test"))
+        settings = load_settings(None, {"judge": {"base_url": server.base_url, "backoff_initial": 0.01,
+                                                  "backoff_max": 0.5}}, env={})
+        spec = discover(db, "demo", jobs.resolve_spec(settings, api_key="sk-test"))
         calls = probe_calls(server)
+    assert not spec.timeout_set
     assert spec.caps["latency_s"] < 0.5
-    assert request_timeout(spec) == 30.0
+    assert request_timeout(spec) == 60.0
     assert calls == 3
+
+
+def test_a_timeout_the_operator_set_is_used_as_given(tmp_path):
+    """--timeout 2 (a command-line setting) or WORKBENCH_JUDGE_TIMEOUT=2 on a server whose probe
+    takes 0.3 s: requests are abandoned after 2 s, not after 40 x 0.3 = 12 s (before, a hung
+    request held its slot 6x as long as the operator asked), and one probe request is enough.
+    Left at its default, the same probe grows the timeout to 60 s, and a 3 s probe to 120 s."""
+    from dataclasses import replace
+
+    from tests.llm.judge_project import demo_project, probe_calls
+    from workbench.config import load_settings
+    from workbench.services.judge import jobs
+    from workbench.services.judge.probe import discover
+    from workbench.services.judge.spec import request_timeout
+
+    db = demo_project(tmp_path / "demo.duckdb")
+    with running_server() as server:
+        server.control.grade_rule = lambda call: time.sleep(0.3)
+        flag = load_settings(None, {"judge": {"base_url": server.base_url, "timeout": 2.0}}, env={})
+        spec = discover(db, "demo", jobs.resolve_spec(flag, api_key="sk-test"))
+        calls = probe_calls(server)
+    assert spec.timeout_set and spec.caps["latency_s"] >= 0.3
+    assert request_timeout(spec) == 2.0
+    assert calls == 1
+    env = load_settings(None, {"judge": {"base_url": "http://127.0.0.1:9/v1"}},
+                        env={"WORKBENCH_JUDGE_TIMEOUT": "2"})
+    slow = {"latency_s": 3.0}
+    assert request_timeout(replace(jobs.resolve_spec(env, api_key="sk-test"), caps=slow)) == 2.0
+    default = jobs.resolve_spec(load_settings(None, {"judge": {"base_url": "http://127.0.0.1:9/v1"}}, env={}),
+                                api_key="sk-test")
+    assert not default.timeout_set
+    assert request_timeout(replace(default, caps={"latency_s": 0.3})) == 60.0
+    assert request_timeout(replace(default, caps=slow)) == 120.0
 
 
 class _HighDraws(random.Random):

@@ -67,8 +67,10 @@ async def _ask(spec: JudgeSpec, what: str, *, batch: bool = False, retry: bool =
         if what == "server":
             return await client.server_info(batch=batch)
         # A first probe fast enough that 40x it stays under the configured timeout cannot change
-        # the timeout (request_timeout): no more probes then.
-        settled = float(spec.settings.get("timeout") or 60.0) / TIMEOUT_PER_PROBE_LATENCY
+        # the timeout (request_timeout), nor can any probe when the operator set the timeout:
+        # no more probes then.
+        settled = (float("inf") if spec.timeout_set
+                   else float(spec.settings.get("timeout") or 60.0) / TIMEOUT_PER_PROBE_LATENCY)
         return (await client.probe(spec.template, latency_samples=PROBE_LATENCY_SAMPLES,
                                    settled_below_s=settled)).as_dict()
     except lazy.llm_client.ProbeInconclusive as exc:

@@ -118,8 +118,8 @@ OPTIONS: tuple[JudgeOption, ...] = (
     _option("response_format", str, "structured output: auto (default) probes the server once per job and uses "
             "the strictest format it accepts; the others force one",
             setting="response_format", choices=("auto", "json_schema", "json_object", "text")),
-    _option("timeout", float, "seconds before a request is abandoned (default: grows with the probe's latency, "
-            ">= 60)", metavar="S", setting="timeout"),
+    _option("timeout", float, "seconds before a request is abandoned, used as given (default: 60, grown to 40x "
+            "the probe's latency on a slow server)", metavar="S", setting="timeout"),
 )
 
 OPTION: dict[str, JudgeOption] = {o.name: o for o in OPTIONS}

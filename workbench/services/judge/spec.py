@@ -54,6 +54,9 @@ class JudgeSpec:
     #: Few-shot examples in the prompt (:func:`with_few_shot`): ``{"k", "sample", "seed",
     #: "positions"}`` (the tuning-part pairs used), stored with the job; None for zero-shot.
     few_shot: dict | None = None
+    #: Whether the operator set the request timeout (``[judge] timeout``, ``--timeout``, the
+    #: environment): it is then used as given, not grown with the probe's latency.
+    timeout_set: bool = False
 
     @property
     def offline(self) -> bool:
@@ -140,12 +143,19 @@ TIMEOUT_PER_PROBE_LATENCY = 40.0
 
 
 def request_timeout(spec: "JudgeSpec") -> float:
-    """Seconds before a judgment request is abandoned: ``[judge] timeout`` (``--timeout``), grown
-    to 40 times the capability probe's latency when that is longer (a judgment's prompt and reply
-    are ~50 times the probe's), at most 900 s: a slow local server gets the time it needs. The
-    latency is the median of the probe's requests (:data:`workbench.services.judge.probe.
-    PROBE_LATENCY_SAMPLES`), so one slow probe (a cold cache, a busy moment) does not set it."""
+    """Seconds before a judgment request is abandoned.
+
+    A timeout the operator set (``[judge] timeout``, ``--timeout``, ``WORKBENCH_JUDGE_TIMEOUT``;
+    :attr:`JudgeSpec.timeout_set`) is used as given: whoever sets 2 s wants a hung request
+    abandoned after 2 s, even on a server whose probe took 0.1 s. Otherwise the default 60 s
+    grows to 40 times the capability probe's latency when that is longer (a judgment's prompt
+    and reply are ~50 times the probe's), at most 900 s: a slow local server gets the time it
+    needs. The latency is the median of the probe's requests (:data:`workbench.services.judge.
+    probe.PROBE_LATENCY_SAMPLES`), so one slow probe (a cold cache, a busy moment) does not set
+    it."""
     configured = float(spec.settings.get("timeout") or 60.0)
+    if spec.timeout_set:
+        return configured
     latency = float((spec.caps or {}).get("latency_s") or 0.0)
     return max(configured, min(MAX_TIMEOUT, TIMEOUT_PER_PROBE_LATENCY * latency))
 
@@ -277,7 +287,8 @@ def resolve_spec(settings: Settings, *, api_key: str | None = None) -> JudgeSpec
     return JudgeSpec(model=model, base_url=base_url, prompt_id=template.id, prompt_hash=template.prompt_hash,
                      output=template.output, params=params, samples=int(j["samples"]), aggregate=j["aggregate"],
                      concurrency=int(j["concurrency"]), price=price, batch_discount=float(j["batch_discount"]),
-                     settings=j, template=template, api_key=key)
+                     settings=j, template=template, api_key=key,
+                     timeout_set=settings.sources.get("judge.timeout", "default") != "default")
 
 
 def with_few_shot(spec: JudgeSpec, examples: list[dict], *, sample: str, seed: int) -> JudgeSpec:
