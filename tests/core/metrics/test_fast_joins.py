@@ -68,6 +68,29 @@ def test_same_strings_compares_row_by_row():
     assert ih.same_strings(a.slice(1), pa.array(["", "c\u00e9"]))
 
 
+@pytest.mark.parametrize("shape", ["random", "high bits only", "low integers", "one key", "none"])
+def test_key_table_finds_what_a_dict_finds(shape):
+    """The open-addressing table against a Python dict, on keys that crowd one region of the
+    table (only high bits set, small integers, 0 among the keys) and on probes never inserted."""
+    rng = np.random.default_rng(3)
+    n = {"one key": 1, "none": 0}.get(shape, 5000)
+    if shape == "random":
+        table = np.unique(rng.integers(0, 2**64, n, dtype=np.uint64))
+        rng.shuffle(table)
+    elif shape == "high bits only":
+        table = rng.permutation(np.arange(n, dtype=np.uint64) << np.uint64(50))
+    else:
+        table = rng.permutation(np.arange(n, dtype=np.uint64))
+    probes = np.concatenate([table[rng.integers(0, n, 3 * n)] if n else np.zeros(0, dtype=np.uint64),
+                             rng.integers(0, 2**64, 3000, dtype=np.uint64), np.arange(100, dtype=np.uint64),
+                             np.arange(100, dtype=np.uint64) << np.uint64(50)])
+    rng.shuffle(probes)
+    where = {k: i for i, k in enumerate(table.tolist())}
+    rows, at = ih.KeyTable(table).find(probes)
+    expected = [(r, where[k]) for r, k in enumerate(probes.tolist()) if k in where]
+    assert list(zip(rows.tolist(), at.tolist())) == expected
+
+
 def random_inputs(seed: int):
     """A run with tied scores, unjudged and negative-grade docs, queries only in one side."""
     rng = np.random.default_rng(seed)
