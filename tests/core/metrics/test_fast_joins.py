@@ -189,3 +189,22 @@ def test_large_string_doc_ids_are_hashed_like_strings(monkeypatch):
     same_ranked(ranking.rank_run(qrels, large), exact(qrels, run, monkeypatch))
     with_null = Run(run.query_ids, pa.array([None] + run.doc_ids.to_pylist()[1:], pa.string()), run.scores)
     assert ranking._join_hashed(qrels, with_null) is None  # the exact join decides what a null means
+
+
+@pytest.mark.parametrize("layout", ["both grouped", "first grouped", "second grouped", "neither", "first empty"])
+def test_shared_codes_of_grouped_columns_are_those_of_one_encoding(layout):
+    """Grouped columns encode only the first row of each run of equal ids: the codes and the
+    dictionary must be those of encoding every row of both columns at once."""
+    rng = random.Random(5)
+    ids = [f"q{i}" for i in range(40)]
+    grouped = [q for q in rng.sample(ids, 30) for _ in range(rng.randint(1, 9))]
+    scattered = [rng.choice(ids) for _ in range(200)]
+    first, second = {"both grouped": (grouped, grouped[::-1]), "first grouped": (grouped, scattered),
+                     "second grouped": (scattered, grouped), "neither": (scattered, scattered[::-1]),
+                     "first empty": ([], grouped)}[layout]
+    a, b = pa.array(first, pa.string()), pa.array(second, pa.string())
+    codes_a, codes_b, dictionary = ranking._shared_codes(a, b)
+    expected = pa.concat_arrays([a, b]).dictionary_encode()
+    assert dictionary.to_pylist() == expected.dictionary.to_pylist()
+    assert np.concatenate([codes_a, codes_b]).tolist() == expected.indices.to_pylist()
+    assert codes_a.dtype == codes_b.dtype == np.int32

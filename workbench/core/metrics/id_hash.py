@@ -97,16 +97,24 @@ def grouped_id_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """:func:`id_hash` of each string, hashing each run of equal neighbours once: a column
     grouped by value (a run file sorted by query) costs one string comparison per row."""
     arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    heads = run_heads(arr)
+    if heads is None:  # not grouped: hash every row
+        return id_hash(arr)
+    return np.repeat(id_hash(take(arr, heads)), np.diff(np.r_[heads, len(arr)]))
+
+
+def run_heads(arr: pa.Array) -> np.ndarray | None:
+    """The first row of each run of equal neighbours in a null-free string array (one string
+    comparison per row), or None when there are more than a quarter as many runs as rows (a
+    column not grouped by value: working on the heads would save little)."""
     n = len(arr)
     if n < 2:
-        return id_hash(arr)
+        return np.zeros(n, dtype=np.intp)
     differs = call_function("not_equal", [arr.slice(1), arr.slice(0, n - 1)])
     bits = np.unpackbits(np.frombuffer(differs.buffers()[1], dtype=np.uint8), count=n - 1 + differs.offset,
                          bitorder="little")[differs.offset:]
     heads = np.flatnonzero(np.r_[True, bits.view(bool)])
-    if len(heads) > n // 4:  # not grouped: hash every row
-        return id_hash(arr)
-    return np.repeat(id_hash(take(arr, heads)), np.diff(np.r_[heads, n]))
+    return None if len(heads) > n // 4 else heads
 
 
 def pair_keys(query_code: np.ndarray, doc_hash: np.ndarray, n_queries: int) -> np.ndarray:

@@ -45,7 +45,7 @@ from workbench.core.metrics.arrow_buffers import (
     take,
     to_numpy,
 )
-from workbench.core.metrics.id_hash import KeyTable, id_hash, pair_keys, same_strings
+from workbench.core.metrics.id_hash import KeyTable, id_hash, pair_keys, run_heads, same_strings
 from workbench.core.metrics.qrels_and_runs import (
     Qrels,
     Run,
@@ -263,12 +263,32 @@ def _locate(lines: np.ndarray | None, source: str | None, row: int, first_row: i
 
 def _shared_codes(first: pa.Array, second: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     """Integer codes of two string columns over one dictionary (first-appearance order, the
-    first column's values first): one hash pass instead of two plus a look-up between them."""
+    first column's values first): one hash pass instead of two plus a look-up between them.
+    A column grouped by value (query ids of a file sorted by query) has only the first row of
+    each run of equal neighbours encoded, its code repeated over the run: the same codes and
+    dictionary (first appearances are heads) from one string comparison per row."""
     if not len(second):
         codes, dictionary = _encode(first)
         return codes, np.zeros(0, dtype=np.int32), dictionary
-    codes, dictionary = _encode(pa.concat_arrays([first, second]) if len(first) else second)
-    return codes[: len(first)], codes[len(first):], dictionary
+    if not len(first):
+        codes, dictionary = _encode(second)
+        return np.zeros(0, dtype=np.int32), codes, dictionary
+    heads = [_grouped_heads(first), _grouped_heads(second)]
+    if heads[0] is None and heads[1] is None:
+        codes, dictionary = _encode(pa.concat_arrays([first, second]))
+        return codes[: len(first)], codes[len(first):], dictionary
+    cols = [col if at is None else take(col, at) for col, at in zip((first, second), heads)]
+    codes, dictionary = _encode(pa.concat_arrays(cols))
+    split = [codes[: len(cols[0])], codes[len(cols[0]):]]
+    for i, (col, at) in enumerate(zip((first, second), heads)):
+        if at is not None:
+            split[i] = np.repeat(split[i], np.diff(np.r_[at, len(col)]))
+    return split[0], split[1], dictionary
+
+
+def _grouped_heads(column: pa.Array) -> np.ndarray | None:
+    """:func:`~workbench.core.metrics.id_hash.run_heads` of a plain string column (else None)."""
+    return run_heads(column) if _plain_strings(column) else None
 
 
 def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
