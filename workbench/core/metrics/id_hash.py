@@ -36,13 +36,14 @@ _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)
 _SLICE = 1 << 22  # strings hashed at a time: bounds the temporaries (a few 8-byte numbers each)
 
 
-def fmix(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 64-bit finaliser, in place; returns ``h``."""
-    h ^= h >> _S
-    h *= _M1
-    h ^= h >> _S
-    h *= _M2
-    h ^= h >> _S
+def fmix(h: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser, in place; returns ``h``. ``scratch``: an array of h's
+    shape and dtype to hold the shifts (else one is made)."""
+    tmp = np.empty_like(h) if scratch is None else scratch
+    for m in (_M1, _M2):
+        h ^= np.right_shift(h, _S, out=tmp)
+        h *= m
+    h ^= np.right_shift(h, _S, out=tmp)
     return h
 
 
@@ -68,22 +69,29 @@ def _hash_chunk(chunk: pa.Array) -> np.ndarray:
     # word i = the 8 bytes starting at byte i (unaligned, overlapping: a strided view, no copy)
     words = np.ndarray(shape=(hi - lo + 1,), dtype="<u8", buffer=padded, strides=(1,))
     starts = offsets[:-1] - lo
+    shortest, longest = int(lengths.min()), int(lengths.max())
+    scratch = np.empty(n, dtype=np.uint64)  # fmix's shifts: one array for every pass
     rows = None  # None: every row still has bytes at this word
-    for k in range(0, int(lengths.max()), 8):
+    for k in range(0, longest, 8):
         if rows is not None:
             rows = rows[lengths[rows] > k]
-        elif int(lengths.min()) <= k:
+        elif shortest <= k:
             rows = np.flatnonzero(lengths > k)
-        w = words[starts + k] if rows is None else words[starts[rows] + k]
-        if int(lengths.min() if rows is None else lengths[rows].min()) < k + 8:
-            # keep only the string's own bytes of its last word
-            w &= _MASKS[np.minimum(lengths - k if rows is None else lengths[rows] - k, 8)]
         if rows is None:
-            h = fmix(h) ^ w if k else h ^ w
+            w = words[starts + k if k else starts]
+            if shortest < k + 8:
+                # keep only the string's own bytes of its last word
+                w &= _MASKS[np.minimum(lengths - k, 8) if k or longest > 8 else lengths]
+            if k:
+                fmix(h, scratch)
+            h ^= w
         else:
+            w = words[starts[rows] + k]
+            if int(lengths[rows].min()) < k + 8:
+                w &= _MASKS[np.minimum(lengths[rows] - k, 8)]
             h[rows] = (fmix(h[rows]) if k else h[rows]) ^ w
     del words, padded
-    return fmix(h) if n else h
+    return fmix(h, scratch) if n else h
 
 
 def id_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -206,9 +214,10 @@ class KeyTable:
         if not self.n or not len(keys):
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
         mixed = keys * _FIB
-        rows = np.flatnonzero(self.seen[(mixed >> self.seen_shift).astype(np.intp)])
+        # shifted values are < 2^63: read as intp (view), not converted (a copy)
+        rows = np.flatnonzero(self.seen[(mixed >> self.seen_shift).view(np.intp)])
         wanted = keys[rows]
-        at = (mixed[rows] >> self.shift).astype(np.intp)
+        at = (mixed[rows] >> self.shift).view(np.intp)
         del mixed
         found_rows, found_at = [], []
         for _ in range(self.max_probe + 1):  # a key of the table is at most max_probe slots on
