@@ -208,3 +208,16 @@ def test_shared_codes_of_grouped_columns_are_those_of_one_encoding(layout):
     assert dictionary.to_pylist() == expected.dictionary.to_pylist()
     assert np.concatenate([codes_a, codes_b]).tolist() == expected.indices.to_pylist()
     assert codes_a.dtype == codes_b.dtype == np.int32
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dict_join_of_plain_dicts_and_of_other_mappings_agree(seed):
+    """Plain dicts find their judged pairs by one C loop over the qrels pairs, other mappings
+    by a loop over queries: the same grades at the same ranks."""
+    from types import MappingProxyType
+
+    qd, rd = as_dicts(*random_inputs(seed))
+    plain = ranking.rank_run(qd, rd)
+    other = ranking.rank_run({q: MappingProxyType(v) for q, v in qd.items()},
+                             {q: MappingProxyType(v) for q, v in rd.items()})
+    same_ranked(plain, other)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from itertools import chain, islice
+from itertools import chain, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -428,7 +428,10 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
     try:
         qgrade_arr = np.fromiter(chain.from_iterable(map(qvalues, qrels.values())), np.float64,
                                  count=int(qcounts.sum()))
-        hits = _judged_hits(qrels, run)
+        if qvalues is dict.values and rvalues is dict.values:
+            hits = _judged_hits_flat(qrels, run, qgrade_arr, qcounts, rcodes, len(universe))
+        else:
+            hits = _judged_hits(qrels, run)
     except (TypeError, ValueError, OverflowError):
         raise InputError("qrels grades must be integers") from None
     check_grades(qgrade_arr)
@@ -443,13 +446,15 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
     starts = np.cumsum(rcounts) - rcounts  # first row of each run query
 
     def docs_at(rows: np.ndarray) -> list:
-        """Doc ids of some rows; only needed to break ties, so usually a few."""
-        if len(rows) > n_rows // 32:  # many ties: one pass over all doc ids is cheaper
-            every = list(chain.from_iterable(inners))
-            return _pick(every, rows)
+        """Doc ids of some rows (only needed to break ties): the keys of the queries holding
+        them, listed once per query in C (``map(list, ...)``), then picked."""
+        if not len(rows):
+            return []
         which = np.searchsorted(starts, rows, side="right") - 1  # empty queries share a start
-        # the k-th key of a query's dict: islice skips in C
-        return [next(islice(inners[w], k, None)) for w, k in zip(which.tolist(), (rows - starts[which]).tolist())]
+        queries, at = np.unique(which, return_inverse=True)
+        keys = list(chain.from_iterable(map(list, map(inners.__getitem__, queries.tolist()))))
+        sizes = rcounts[queries]
+        return _pick(keys, (np.cumsum(sizes) - sizes)[at] + (rows - starts[which]))
 
     tie_ranks: list = []  # (rows, their doc ranks, the judged pairs' doc ranks) once ties are ranked
 
@@ -536,6 +541,25 @@ def _judged_hits(qrels: Mapping, run: Mapping) -> tuple[np.ndarray, np.ndarray, 
                 grade_add(map(judged.__getitem__, common))
     which = np.repeat(np.array(at, dtype=np.int64), np.array(sizes, dtype=np.int64))
     return which, np.array(scores, dtype=np.float64), np.array(grades, dtype=np.float64), docs
+
+
+def _judged_hits_flat(qrels: dict, run: dict, qgrades: np.ndarray, qcounts: np.ndarray, rcodes: np.ndarray,
+                      n_queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """:func:`_judged_hits` for dicts of dicts, with no Python code per query: each qrels pair
+    (query, doc) is looked up in its query's run dict by one ``map(dict.get, ...)`` over all
+    pairs (a C loop), NaN where the run lacks it. ``qgrades``/``qcounts``: the qrels' grades
+    (in their order) and pairs per query; ``rcodes``: the query number of each run query
+    (qrels queries are numbered 0.. in their order)."""
+    run_of = np.full(n_queries, -1, dtype=np.int64)  # query number -> run query ordinal
+    run_of[rcodes] = np.arange(len(rcodes))
+    empty: dict = {}
+    inner = map(run.get, qrels, repeat(empty))  # each qrels query's run dict ({} if none)
+    docs = list(chain.from_iterable(map(dict.keys, qrels.values())))
+    scores = np.fromiter(map(dict.get, chain.from_iterable(map(repeat, inner, qcounts.tolist())), docs,
+                             repeat(np.nan)), np.float64, count=len(docs))
+    at = np.flatnonzero(~np.isnan(scores))  # a NaN score is refused later (check_scores)
+    which = run_of[np.repeat(np.arange(len(qcounts)), qcounts)[at]]
+    return which, scores[at], qgrades[at], _pick(docs, at)
 
 
 def _place_hits(hits: tuple, sq: np.ndarray, ss: np.ndarray, row_rank: np.ndarray | None,
