@@ -221,3 +221,18 @@ def test_dict_join_of_plain_dicts_and_of_other_mappings_agree(seed):
     other = ranking.rank_run({q: MappingProxyType(v) for q, v in qd.items()},
                              {q: MappingProxyType(v) for q, v in rd.items()})
     same_ranked(plain, other)
+
+
+@pytest.mark.parametrize("queries", [["q1", "q2", "q3"], ["q1", "q2", "q1"]])
+def test_a_repeated_doc_is_found_in_runs_of_equal_depth(queries):
+    """Each query's keys sorted alone (equal depths, rows grouped) or all at once (a query in
+    two places): the doc given twice to one query is named either way."""
+    docs = {0: ["a", "b", "c"], 1: ["a", "b", "c"], 2: ["d", "e", "a"]}  # q1 gets "a" twice in the second
+    qids = [q for q in queries for _ in range(3)]
+    dids = [d for i in range(3) for d in docs[i]]
+    if queries[2] != "q1":
+        dids[5] = "a"  # q2: a, b, a
+    qrels = Qrels(pa.array(["q1"]), pa.array(["a"]), np.array([1], dtype=np.int64))
+    run = Run(pa.array(qids), pa.array(dids), np.arange(9, 0, -1, dtype=np.float64))
+    with pytest.raises(Exception, match="appears twice"):
+        ranking.rank_run(qrels, run)

@@ -226,6 +226,23 @@ def _repeated(keys: np.ndarray) -> bool:
     return bool(np.any(sk[1:] == sk[:-1]))
 
 
+def _repeated_in_groups(keys: np.ndarray, groups: np.ndarray) -> bool:
+    """:func:`_repeated` for keys that can only repeat inside a group (a run's (query, doc)
+    keys, ``groups`` its query numbers). When the rows are grouped (each group's rows together)
+    and every group has the same number of rows (a run cut at a fixed depth), each group is
+    sorted alone as a row of a 2-D array (many small sorts that stay in cache, about a third of
+    one sort of all the keys); else one sort of all the keys."""
+    n = len(keys)
+    if n >= 4:
+        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+        width = n // len(starts)
+        if width > 1 and width * len(starts) == n and np.all(np.diff(starts) == width) \
+                and len(np.unique(groups[starts])) == len(starts):
+            rows = np.sort(keys.reshape(-1, width), axis=1)
+            return bool(np.any(rows[:, 1:] == rows[:, :-1]))
+    return _repeated(keys)
+
+
 def _duplicate_rows(keys: np.ndarray) -> np.ndarray:
     """Rows (ascending) whose key already occurred on an earlier row."""
     if len(keys) < 2:
@@ -373,7 +390,7 @@ def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
     nq = len(q_dict)
     qkey = pair_keys(qq, id_hash(qrels.doc_ids), nq)
     rkey = pair_keys(rq, id_hash(run.doc_ids), nq)
-    if _repeated(qkey) or _repeated(rkey):
+    if _repeated(qkey) or _repeated_in_groups(rkey, rq):
         return None
     universe = np.array(q_dict.to_pylist(), dtype=object)
     docs = run.doc_ids
