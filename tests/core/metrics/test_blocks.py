@@ -243,6 +243,11 @@ def test_a_run_grouped_by_query_is_cut_into_ranges_of_whole_queries(tmp_path):
         _same(evaluate(qrels_path, run_path, MEASURES, **options),
               evaluate(qrels_path, run_path, MEASURES, block_rows=150, **options))
     _same(whole, evaluate(qrels, run, MEASURES))
+    # qrels rows in any order follow their queries too
+    lines = qrels_path.read_text().splitlines(keepends=True)
+    shuffled = tmp_path / "shuffled_qrels.txt"
+    shuffled.write_text("".join(lines[k] for k in np.random.default_rng(2).permutation(len(lines))))
+    _same(whole, evaluate(shuffled, run_path, MEASURES, block_rows=150))
 
 
 def test_a_query_in_two_places_of_a_grouped_file_sends_it_to_the_hash_split(tmp_path):

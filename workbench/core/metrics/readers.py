@@ -344,12 +344,14 @@ class RunParts:
         if self._heads is None or self.n_parts <= 1:
             return query_parts(query_ids, self.n_parts)
         keys, parts = self._heads
-        h = grouped_id_hash(query_ids)
+        arr = query_ids.combine_chunks() if isinstance(query_ids, pa.ChunkedArray) else query_ids
+        heads = run_heads(arr)  # qrels grouped by query: one search per query, not per row
+        h = id_hash(arr if heads is None else take(arr, heads))
         at = np.minimum(np.searchsorted(keys, h), len(keys) - 1)
         found = keys[at] == h
         out = ((h >> np.uint64(32)) % np.uint64(self.n_parts)).astype(np.uint16)
         out[found] = parts[at[found]]
-        return out
+        return out if heads is None else np.repeat(out, np.diff(np.r_[heads, len(arr)]))
 
     def __iter__(self) -> Iterator[Run]:
         """The parts, once: each is handed over (not kept), so its memory goes with its last user."""
