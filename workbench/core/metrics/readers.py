@@ -40,6 +40,7 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -458,24 +459,41 @@ def _split_run(path: Path, name: str, n_parts: int, directory: str,
 
     A plain file is parsed by pyarrow as it streams it. When its rows are grouped by query
     (each query's rows together, as most tools write runs) it is cut into ranges of whole
-    queries (:func:`_write_ranges`: no hash per row, no reordering); else, or when the pass
-    finds a query in two places, it is read again and split by the hash of the query id.
+    queries (:func:`_write_ranges`: no hash per row, no reordering); else it is split by the
+    hash of the query id, from its first block on when that block is not grouped, read again
+    when the pass finds a query in two places further on.
     Anything the streaming reader refuses is read again, from the start, by whole-line chunks
     through :func:`_run_from_bytes` (the rewrite and the careful parser, with their error
     messages)."""
     if _plain_file(path) and _ncols_first_line(_first_line(path)) >= 6:
         block = min(chunk_bytes, _STREAM_BLOCK_BYTES)
         rows_per_part = -(-_estimated_rows(path, path.stat().st_size) // n_parts)
+        # each stream is closed as soon as it is given up: an abandoned pyarrow reader keeps
+        # its read-ahead (hundreds of MB on a large file) until it is collected
+        runs = _streamed_runs(path, name, block)
+        scattered = None
         try:
-            return _write_ranges(_streamed_runs(path, name, block), rows_per_part, directory)
-        except _NotGrouped:
-            _clear(directory)
             try:
-                return (*_write_parts(_streamed_runs(path, name, block), n_parts, directory), n_parts, None)
-            except _SlowPath:
-                _clear(directory)
+                return _write_ranges(runs, rows_per_part, directory)
+            except _NotGrouped as exc:
+                scattered = exc.args[0] if exc.args else None
+            _clear(directory)
+            if scattered is not None:  # its first block is not grouped: hash from there, no re-read
+                return (*_write_parts(chain([scattered], runs), n_parts, directory), n_parts, None)
+            rest = None  # found out later in the file: read it again
         except _SlowPath:
             _clear(directory)
+            rest = _SlowPath
+        finally:
+            runs.close()
+        if rest is None:
+            runs = _streamed_runs(path, name, block)
+            try:
+                return (*_write_parts(runs, n_parts, directory), n_parts, None)
+            except _SlowPath:
+                _clear(directory)
+            finally:
+                runs.close()
     chunks = (_run_from_bytes(path, data, name, first_line=first_line)
               for data, first_line in _line_chunks(path, chunk_bytes))
     return (*_write_parts(chunks, n_parts, directory), n_parts, None)
@@ -487,7 +505,8 @@ def _clear(directory: str) -> None:
 
 
 class _NotGrouped(Exception):
-    """The rows of some query are not all together: split by the hash of the query id."""
+    """The rows of some query are not all together: split by the hash of the query id. Its
+    argument, when given, is the stream's first block (nothing was written before it)."""
 
 
 def _write_ranges(runs: Iterator[Run], rows_per_part: int,
@@ -508,7 +527,7 @@ def _write_ranges(runs: Iterator[Run], rows_per_part: int,
 
     def open_part() -> None:
         if len(sinks) == 1 << 16:
-            raise _NotGrouped("too many parts")
+            raise _NotGrouped()  # too many parts
         sink = pa.OSFile(os.path.join(directory, f"{len(sinks)}.arrow"), "wb")
         sinks.append((sink, pa.ipc.new_stream(sink, _RUN_SCHEMA)))
 
@@ -523,7 +542,7 @@ def _write_ranges(runs: Iterator[Run], rows_per_part: int,
             n_rows += n
             heads = run_heads(run.query_ids)
             if heads is None:
-                raise _NotGrouped("scattered")
+                raise _NotGrouped(*([run] if n_rows == n else []))
             if last_id is not None and run.query_ids[0].as_py() == last_id:
                 heads = heads[1:]  # the block goes on with the previous block's last query
             last_id = run.query_ids[n - 1].as_py()
@@ -551,7 +570,7 @@ def _write_ranges(runs: Iterator[Run], rows_per_part: int,
     order = np.argsort(keys, kind="stable")
     keys, parts = keys[order], parts[order]
     if len(keys) > 1 and np.any(keys[1:] == keys[:-1]):
-        raise _NotGrouped("a query id hash starts two ranges")
+        raise _NotGrouped()  # a query id hash starts two ranges
     return n_rows, first, max(len(sinks), 1), (keys, parts)
 
 
