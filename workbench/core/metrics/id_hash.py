@@ -160,10 +160,10 @@ class KeyTable:
     doc's, and most docs are judged for some query, so a map on them drops almost nothing).
     A byte map of about 8 slots per key first drops most probed keys that are not in the table
     (most run rows are unjudged); the rest are looked up in an open-addressing table of at
-    least 4 slots per key (linear probing from the key's home slot), by vectorised rounds: one
-    gather per round, and after the first only the probes that met another key go on (about 1
-    in 4 or fewer). A binary search in the sorted keys (the former design) made about 20
-    dependent reads per probe.
+    least 2 slots per key (linear probing from the key's home slot), by vectorised rounds: one
+    gather per round, and after the first only the probes that met another key go on (fewer
+    than half). A binary search in the sorted keys (the former design) made about 20 dependent
+    reads per probe.
 
     The table is built in rounds as well: the keys still unplaced try their current slot, one
     of those aiming at a free slot wins it, the others move one slot on. A slot once taken
@@ -180,7 +180,7 @@ class KeyTable:
         mixed = table * _FIB
         self.seen = np.zeros(1 << bits, dtype=bool)
         self.seen[(mixed >> self.seen_shift).astype(np.intp)] = True
-        size_bits = max(4, (2 * self.n).bit_length() + 1)  # >= 4 slots per key
+        size_bits = max(4, self.n.bit_length() + 1)  # > 2 slots per key
         self.mask = (1 << size_bits) - 1
         self.shift = np.uint64(64 - size_bits)
         # the empty-slot mark: a value that is no key (0 unless 0 is a key)
