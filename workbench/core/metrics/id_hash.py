@@ -111,13 +111,21 @@ def grouped_id_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.repeat(id_hash(take(arr, heads)), np.diff(np.r_[heads, len(arr)]))
 
 
+_PROBE_ROWS = 1 << 12
+
+
 def run_heads(arr: pa.Array) -> np.ndarray | None:
     """The first row of each run of equal neighbours in a null-free string array (one string
     comparison per row), or None when there are more than a quarter as many runs as rows (a
-    column not grouped by value: working on the heads would save little)."""
+    column not grouped by value: working on the heads would save little). The first 4,096 rows
+    are checked first, so a scattered column costs no pass over all of its rows."""
     n = len(arr)
     if n < 2:
         return np.zeros(n, dtype=np.intp)
+    if n > _PROBE_ROWS:  # a scattered column shows it in its first rows: no pass over all of them
+        head = run_heads(arr.slice(0, _PROBE_ROWS))
+        if head is None:
+            return None
     differs = call_function("not_equal", [arr.slice(1), arr.slice(0, n - 1)])
     bits = np.unpackbits(np.frombuffer(differs.buffers()[1], dtype=np.uint8), count=n - 1 + differs.offset,
                          bitorder="little")[differs.offset:]

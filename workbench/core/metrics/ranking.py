@@ -233,7 +233,8 @@ def _repeated_in_groups(keys: np.ndarray, groups: np.ndarray) -> bool:
     sorted alone as a row of a 2-D array (many small sorts that stay in cache, about a third of
     one sort of all the keys); else one sort of all the keys."""
     n = len(keys)
-    if n >= 4:
+    probe = groups[:4096]
+    if n >= 4 and np.count_nonzero(probe[1:] != probe[:-1]) * 2 < len(probe):  # scattered: no pass over all
         starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
         width = n // len(starts)
         if width > 1 and width * len(starts) == n and np.all(np.diff(starts) == width) \
