@@ -179,12 +179,15 @@ def test_tabs_comments_crlf_and_a_byte_order_mark_in_parts(tmp_path):
     _same(whole, evaluate(qrels_path, path, MEASURES, block_rows=150))
 
 
-def test_a_plain_file_that_pyarrow_stops_reading_half_way_is_read_again(tmp_path, monkeypatch):
-    """A plain file (single spaces) is split as pyarrow streams it; a later block it refuses
-    (a doubled blank, a junk column) sends the
+@pytest.mark.parametrize("grouped", [False, True])
+def test_a_plain_file_that_pyarrow_stops_reading_half_way_is_read_again(tmp_path, monkeypatch, grouped):
+    """A plain file (single spaces) is split as pyarrow streams it (by hash, or in ranges when
+    grouped by query); a later block it refuses (a doubled blank, a junk column) sends the
     whole file to the careful reader, and no row of the abandoned pass stays in a part."""
     qrels, run = _data(seed=17, n_queries=50)
     qrels_path, run_path = _write(tmp_path, qrels, run)
+    if grouped:
+        _write_grouped(run_path, run)
     whole = evaluate(qrels_path, run_path, MEASURES)
     lines = run_path.read_text().splitlines(keepends=True)
     from workbench.core.metrics import readers
