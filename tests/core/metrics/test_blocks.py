@@ -179,12 +179,15 @@ def test_tabs_comments_crlf_and_a_byte_order_mark_in_parts(tmp_path):
     _same(whole, evaluate(qrels_path, path, MEASURES, block_rows=150))
 
 
-def test_a_plain_file_that_pyarrow_stops_reading_half_way_is_read_again(tmp_path, monkeypatch):
-    """A plain file (single spaces) is split as pyarrow streams it; a later block it refuses
-    (a doubled blank, a junk column) sends the
+@pytest.mark.parametrize("grouped", [False, True])
+def test_a_plain_file_that_pyarrow_stops_reading_half_way_is_read_again(tmp_path, monkeypatch, grouped):
+    """A plain file (single spaces) is split as pyarrow streams it (by hash, or in ranges when
+    grouped by query); a later block it refuses (a doubled blank, a junk column) sends the
     whole file to the careful reader, and no row of the abandoned pass stays in a part."""
     qrels, run = _data(seed=17, n_queries=50)
     qrels_path, run_path = _write(tmp_path, qrels, run)
+    if grouped:
+        _write_grouped(run_path, run)
     whole = evaluate(qrels_path, run_path, MEASURES)
     lines = run_path.read_text().splitlines(keepends=True)
     from workbench.core.metrics import readers
@@ -208,3 +211,55 @@ def test_a_plain_file_that_pyarrow_stops_reading_half_way_is_read_again(tmp_path
             assert len(parts) == len(lines) and sum(len(p) for p in parts) == len(lines)
         _same(whole, evaluate(qrels_path, odd, MEASURES, block_rows=150))
         assert refused and refused[-1] == odd  # the streamed pass did start, and gave up
+
+
+def _write_grouped(path: Path, run: dict, seed: int = 4, again: str | None = None) -> None:
+    """The run with each query's rows together (queries in a shuffled order, a query's rows in
+    a shuffled order); ``again``: that query's second half moved to the end of the file."""
+    rng = np.random.default_rng(seed)
+    lines, tail = [], []
+    for q in rng.permutation(list(run)).tolist():
+        rows = [f"{q} Q0 {d} 0 {s!r} tag\n" for d, s in run[q].items()]
+        rows = [rows[k] for k in rng.permutation(len(rows))]
+        if q == again:
+            rows, tail = rows[: len(rows) // 2], rows[len(rows) // 2:]
+        lines += rows
+    path.write_text("".join(lines + tail))
+
+
+def test_a_run_grouped_by_query_is_cut_into_ranges_of_whole_queries(tmp_path):
+    """Rows grouped by query: parts are runs of consecutive whole queries (no hash per row),
+    the qrels follow the queries to their parts, and every value is the one at once; the
+    2,000-byte blocks of the stream often end inside a query."""
+    qrels, run = _data(seed=23, n_queries=80)
+    qrels_path, _ = _write(tmp_path, qrels, run)
+    run_path = tmp_path / "grouped.txt"
+    _write_grouped(run_path, run)
+    file_order = list(dict.fromkeys(line.split()[0] for line in run_path.read_text().splitlines()))
+    with read_trec_run_parts(run_path, block_rows=150, chunk_bytes=2000) as parts:
+        assert parts.n_parts > 3
+        got = [list(dict.fromkeys(part.query_ids.to_pylist())) for part in parts]
+    # whole queries, in file order (the hash split would interleave them)
+    assert [q for part in got for q in part] == file_order
+    whole = evaluate(qrels_path, run_path, MEASURES)
+    for options in ({}, {"include_no_relevant": True}, {"missing_as_zero": False}):
+        _same(evaluate(qrels_path, run_path, MEASURES, **options),
+              evaluate(qrels_path, run_path, MEASURES, block_rows=150, **options))
+    _same(whole, evaluate(qrels, run, MEASURES))
+    # qrels rows in any order follow their queries too
+    lines = qrels_path.read_text().splitlines(keepends=True)
+    shuffled = tmp_path / "shuffled_qrels.txt"
+    shuffled.write_text("".join(lines[k] for k in np.random.default_rng(2).permutation(len(lines))))
+    _same(whole, evaluate(shuffled, run_path, MEASURES, block_rows=150))
+
+
+def test_a_query_in_two_places_of_a_grouped_file_sends_it_to_the_hash_split(tmp_path):
+    qrels, run = _data(seed=29, n_queries=80)
+    qrels_path, _ = _write(tmp_path, qrels, run)
+    again = max(run, key=lambda q: len(run[q]))
+    run_path = tmp_path / "almost.txt"
+    _write_grouped(run_path, run, again=again)
+    with read_trec_run_parts(run_path, block_rows=150, chunk_bytes=2000) as parts:
+        holders = [i for i, part in enumerate(parts) if again in part.query_ids.to_pylist()]
+    assert len(holders) == 1  # ranges would have put its two places in two parts
+    _same(evaluate(qrels_path, run_path, MEASURES), evaluate(qrels_path, run_path, MEASURES, block_rows=150))

@@ -68,6 +68,29 @@ def test_same_strings_compares_row_by_row():
     assert ih.same_strings(a.slice(1), pa.array(["", "c\u00e9"]))
 
 
+@pytest.mark.parametrize("shape", ["random", "high bits only", "low integers", "one key", "none"])
+def test_key_table_finds_what_a_dict_finds(shape):
+    """The open-addressing table against a Python dict, on keys that crowd one region of the
+    table (only high bits set, small integers, 0 among the keys) and on probes never inserted."""
+    rng = np.random.default_rng(3)
+    n = {"one key": 1, "none": 0}.get(shape, 5000)
+    if shape == "random":
+        table = np.unique(rng.integers(0, 2**64, n, dtype=np.uint64))
+        rng.shuffle(table)
+    elif shape == "high bits only":
+        table = rng.permutation(np.arange(n, dtype=np.uint64) << np.uint64(50))
+    else:
+        table = rng.permutation(np.arange(n, dtype=np.uint64))
+    probes = np.concatenate([table[rng.integers(0, n, 3 * n)] if n else np.zeros(0, dtype=np.uint64),
+                             rng.integers(0, 2**64, 3000, dtype=np.uint64), np.arange(100, dtype=np.uint64),
+                             np.arange(100, dtype=np.uint64) << np.uint64(50)])
+    rng.shuffle(probes)
+    where = {k: i for i, k in enumerate(table.tolist())}
+    rows, at = ih.KeyTable(table).find(probes)
+    expected = [(r, where[k]) for r, k in enumerate(probes.tolist()) if k in where]
+    assert list(zip(rows.tolist(), at.tolist())) == expected
+
+
 def random_inputs(seed: int):
     """A run with tied scores, unjudged and negative-grade docs, queries only in one side."""
     rng = np.random.default_rng(seed)
@@ -166,3 +189,50 @@ def test_large_string_doc_ids_are_hashed_like_strings(monkeypatch):
     same_ranked(ranking.rank_run(qrels, large), exact(qrels, run, monkeypatch))
     with_null = Run(run.query_ids, pa.array([None] + run.doc_ids.to_pylist()[1:], pa.string()), run.scores)
     assert ranking._join_hashed(qrels, with_null) is None  # the exact join decides what a null means
+
+
+@pytest.mark.parametrize("layout", ["both grouped", "first grouped", "second grouped", "neither", "first empty"])
+def test_shared_codes_of_grouped_columns_are_those_of_one_encoding(layout):
+    """Grouped columns encode only the first row of each run of equal ids: the codes and the
+    dictionary must be those of encoding every row of both columns at once."""
+    rng = random.Random(5)
+    ids = [f"q{i}" for i in range(40)]
+    grouped = [q for q in rng.sample(ids, 30) for _ in range(rng.randint(1, 9))]
+    scattered = [rng.choice(ids) for _ in range(200)]
+    first, second = {"both grouped": (grouped, grouped[::-1]), "first grouped": (grouped, scattered),
+                     "second grouped": (scattered, grouped), "neither": (scattered, scattered[::-1]),
+                     "first empty": ([], grouped)}[layout]
+    a, b = pa.array(first, pa.string()), pa.array(second, pa.string())
+    codes_a, codes_b, dictionary = ranking._shared_codes(a, b)
+    expected = pa.concat_arrays([a, b]).dictionary_encode()
+    assert dictionary.to_pylist() == expected.dictionary.to_pylist()
+    assert np.concatenate([codes_a, codes_b]).tolist() == expected.indices.to_pylist()
+    assert codes_a.dtype == codes_b.dtype == np.int32
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dict_join_of_plain_dicts_and_of_other_mappings_agree(seed):
+    """Plain dicts find their judged pairs by one C loop over the qrels pairs, other mappings
+    by a loop over queries: the same grades at the same ranks."""
+    from types import MappingProxyType
+
+    qd, rd = as_dicts(*random_inputs(seed))
+    plain = ranking.rank_run(qd, rd)
+    other = ranking.rank_run({q: MappingProxyType(v) for q, v in qd.items()},
+                             {q: MappingProxyType(v) for q, v in rd.items()})
+    same_ranked(plain, other)
+
+
+@pytest.mark.parametrize("queries", [["q1", "q2", "q3"], ["q1", "q2", "q1"]])
+def test_a_repeated_doc_is_found_in_runs_of_equal_depth(queries):
+    """Each query's keys sorted alone (equal depths, rows grouped) or all at once (a query in
+    two places): the doc given twice to one query is named either way."""
+    docs = {0: ["a", "b", "c"], 1: ["a", "b", "c"], 2: ["d", "e", "a"]}  # q1 gets "a" twice in the second
+    qids = [q for q in queries for _ in range(3)]
+    dids = [d for i in range(3) for d in docs[i]]
+    if queries[2] != "q1":
+        dids[5] = "a"  # q2: a, b, a
+    qrels = Qrels(pa.array(["q1"]), pa.array(["a"]), np.array([1], dtype=np.int64))
+    run = Run(pa.array(qids), pa.array(dids), np.arange(9, 0, -1, dtype=np.float64))
+    with pytest.raises(Exception, match="appears twice"):
+        ranking.rank_run(qrels, run)

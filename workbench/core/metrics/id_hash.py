@@ -36,13 +36,14 @@ _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)
 _SLICE = 1 << 22  # strings hashed at a time: bounds the temporaries (a few 8-byte numbers each)
 
 
-def fmix(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 64-bit finaliser, in place; returns ``h``."""
-    h ^= h >> _S
-    h *= _M1
-    h ^= h >> _S
-    h *= _M2
-    h ^= h >> _S
+def fmix(h: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser, in place; returns ``h``. ``scratch``: an array of h's
+    shape and dtype to hold the shifts (else one is made)."""
+    tmp = np.empty_like(h) if scratch is None else scratch
+    for m in (_M1, _M2):
+        h ^= np.right_shift(h, _S, out=tmp)
+        h *= m
+    h ^= np.right_shift(h, _S, out=tmp)
     return h
 
 
@@ -68,22 +69,29 @@ def _hash_chunk(chunk: pa.Array) -> np.ndarray:
     # word i = the 8 bytes starting at byte i (unaligned, overlapping: a strided view, no copy)
     words = np.ndarray(shape=(hi - lo + 1,), dtype="<u8", buffer=padded, strides=(1,))
     starts = offsets[:-1] - lo
+    shortest, longest = int(lengths.min()), int(lengths.max())
+    scratch = np.empty(n, dtype=np.uint64)  # fmix's shifts: one array for every pass
     rows = None  # None: every row still has bytes at this word
-    for k in range(0, int(lengths.max()), 8):
+    for k in range(0, longest, 8):
         if rows is not None:
             rows = rows[lengths[rows] > k]
-        elif int(lengths.min()) <= k:
+        elif shortest <= k:
             rows = np.flatnonzero(lengths > k)
-        w = words[starts + k] if rows is None else words[starts[rows] + k]
-        if int(lengths.min() if rows is None else lengths[rows].min()) < k + 8:
-            # keep only the string's own bytes of its last word
-            w &= _MASKS[np.minimum(lengths - k if rows is None else lengths[rows] - k, 8)]
         if rows is None:
-            h = fmix(h) ^ w if k else h ^ w
+            w = words[starts + k if k else starts]
+            if shortest < k + 8:
+                # keep only the string's own bytes of its last word
+                w &= _MASKS[np.minimum(lengths - k, 8) if k or longest > 8 else lengths]
+            if k:
+                fmix(h, scratch)
+            h ^= w
         else:
+            w = words[starts[rows] + k]
+            if int(lengths[rows].min()) < k + 8:
+                w &= _MASKS[np.minimum(lengths[rows] - k, 8)]
             h[rows] = (fmix(h[rows]) if k else h[rows]) ^ w
     del words, padded
-    return fmix(h) if n else h
+    return fmix(h, scratch) if n else h
 
 
 def id_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -97,16 +105,32 @@ def grouped_id_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """:func:`id_hash` of each string, hashing each run of equal neighbours once: a column
     grouped by value (a run file sorted by query) costs one string comparison per row."""
     arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    heads = run_heads(arr)
+    if heads is None:  # not grouped: hash every row
+        return id_hash(arr)
+    return np.repeat(id_hash(take(arr, heads)), np.diff(np.r_[heads, len(arr)]))
+
+
+_PROBE_ROWS = 1 << 12
+
+
+def run_heads(arr: pa.Array) -> np.ndarray | None:
+    """The first row of each run of equal neighbours in a null-free string array (one string
+    comparison per row), or None when there are more than a quarter as many runs as rows (a
+    column not grouped by value: working on the heads would save little). The first 4,096 rows
+    are checked first, so a scattered column costs no pass over all of its rows."""
     n = len(arr)
     if n < 2:
-        return id_hash(arr)
+        return np.zeros(n, dtype=np.intp)
+    if n > _PROBE_ROWS:  # a scattered column shows it in its first rows: no pass over all of them
+        head = run_heads(arr.slice(0, _PROBE_ROWS))
+        if head is None:
+            return None
     differs = call_function("not_equal", [arr.slice(1), arr.slice(0, n - 1)])
     bits = np.unpackbits(np.frombuffer(differs.buffers()[1], dtype=np.uint8), count=n - 1 + differs.offset,
                          bitorder="little")[differs.offset:]
     heads = np.flatnonzero(np.r_[True, bits.view(bool)])
-    if len(heads) > n // 4:  # not grouped: hash every row
-        return id_hash(arr)
-    return np.repeat(id_hash(take(arr, heads)), np.diff(np.r_[heads, n]))
+    return None if len(heads) > n // 4 else heads
 
 
 def pair_keys(query_code: np.ndarray, doc_hash: np.ndarray, n_queries: int) -> np.ndarray:
@@ -132,35 +156,95 @@ def same_strings(a: pa.Array, b: pa.Array) -> bool:
     return bool(np.array_equal(ra, rb)) if len(ra) else len(rb) == 0
 
 
+_FIB = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: multiplicative (Fibonacci) hashing
+
+
 class KeyTable:
     """uint64 keys without repeats, prepared for :meth:`find` (built once, searched often).
 
-    A byte map indexed by the keys' low bits (about 8 slots per key) first drops most probed
-    keys that are not in the table (most run rows are unjudged); the rest are found by a
-    binary search in the sorted keys. With :func:`pair_keys` and probes grouped by query,
-    successive searches end in the same small region of the table (cache hits; a hash set of
-    millions of keys misses the cache on almost every probe)."""
+    Both structures below are indexed by top bits of ``key * 0x9E3779B97F4A7C15`` (mod
+    2^64; multiplicative hashing: every bit of the key moves them, the query number in the high
+    bits of a :func:`pair_keys` key as much as the doc hash; the key's low bits alone are the
+    doc's, and most docs are judged for some query, so a map on them drops almost nothing).
+    A byte map of about 8 slots per key first drops most probed keys that are not in the table
+    (most run rows are unjudged); the rest are looked up in an open-addressing table of at
+    least 2 slots per key (linear probing from the key's home slot), by vectorised rounds: one
+    gather per round, and after the first only the probes that met another key go on (fewer
+    than half). A binary search in the sorted keys (the former design) made about 20 dependent
+    reads per probe.
+
+    The table is built in rounds as well: the keys still unplaced try their current slot, one
+    of those aiming at a free slot wins it, the others move one slot on. A slot once taken
+    stays taken, so every slot between a key's home and its place is occupied (the linear
+    probing invariant: a search may stop at the first empty slot), and no key is more than
+    ``max_probe`` slots from its home.
+    """
 
     def __init__(self, table: np.ndarray):
+        table = np.asarray(table, dtype=np.uint64)
         self.n = len(table)
         bits = min(max(10, (8 * self.n).bit_length()), 27)
-        self.low = np.uint64((1 << bits) - 1)
+        self.seen_shift = np.uint64(64 - bits)
+        mixed = table * _FIB
         self.seen = np.zeros(1 << bits, dtype=bool)
-        self.seen[(table & self.low).astype(np.intp)] = True
-        self.order = np.argsort(table, kind="stable")
-        self.ordered = table[self.order]
+        self.seen[(mixed >> self.seen_shift).astype(np.intp)] = True
+        size_bits = max(4, self.n.bit_length() + 1)  # > 2 slots per key
+        self.mask = (1 << size_bits) - 1
+        self.shift = np.uint64(64 - size_bits)
+        # the empty-slot mark: a value that is no key (0 unless 0 is a key)
+        empty = 0
+        while self.n and np.any(table == np.uint64(empty)):
+            empty += 1
+        self.empty = np.uint64(empty)
+        self.slot_key = np.full(1 << size_bits, self.empty, dtype=np.uint64)
+        self.slot_row = np.zeros(1 << size_bits, dtype=np.int32 if self.n < 2**31 else np.int64)
+        pending = np.arange(self.n, dtype=self.slot_row.dtype)
+        at = (mixed >> self.shift).astype(np.intp)
+        del mixed
+        self.max_probe = 0
+        while len(pending):
+            free = self.slot_key[at] == self.empty
+            cand, cand_at = pending[free], at[free]
+            self.slot_row[cand_at] = cand  # of several keys aiming at one free slot, the last written wins
+            won = self.slot_row[cand_at] == cand
+            self.slot_key[cand_at[won]] = table[cand[won]]
+            lost = ~free
+            lost[free] = ~won
+            if not lost.any():
+                break
+            pending = pending[lost]
+            at = (at[lost] + 1) & self.mask
+            self.max_probe += 1
 
     def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(rows, at)``: the positions in ``keys`` whose value is in the table, and where
-        (its position in the array the table was built from)."""
+        """``(rows, at)``: the positions in ``keys`` whose value is in the table (ascending),
+        and where (its position in the array the table was built from)."""
         if not self.n or not len(keys):
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-        maybe = np.flatnonzero(self.seen[(keys & self.low).astype(np.intp)])
-        wanted = keys[maybe]
-        at = np.searchsorted(self.ordered, wanted)
-        np.minimum(at, self.n - 1, out=at)
-        hit = self.ordered[at] == wanted
-        return maybe[hit], self.order[at[hit]]
+        mixed = keys * _FIB
+        # shifted values are < 2^63: read as intp (view), not converted (a copy)
+        rows = np.flatnonzero(self.seen[(mixed >> self.seen_shift).view(np.intp)])
+        wanted = keys[rows]
+        at = (mixed[rows] >> self.shift).view(np.intp)
+        del mixed
+        found_rows, found_at = [], []
+        for _ in range(self.max_probe + 1):  # a key of the table is at most max_probe slots on
+            there = self.slot_key[at]
+            hit = there == wanted
+            if hit.any():
+                found_rows.append(rows[hit])
+                found_at.append(self.slot_row[at[hit]].astype(np.intp))
+            go_on = ~hit & (there != self.empty)  # an empty slot ends the search
+            if not go_on.any():
+                break
+            rows, wanted, at = rows[go_on], wanted[go_on], (at[go_on] + 1) & self.mask
+        if not found_rows:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+        if len(found_rows) == 1:
+            return found_rows[0], found_at[0]
+        rows, at = np.concatenate(found_rows), np.concatenate(found_at)
+        order = np.argsort(rows, kind="stable")
+        return rows[order], at[order]
 
 
 def find_keys(keys: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from itertools import chain, islice
+from itertools import chain, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -45,7 +45,7 @@ from workbench.core.metrics.arrow_buffers import (
     take,
     to_numpy,
 )
-from workbench.core.metrics.id_hash import KeyTable, id_hash, pair_keys, same_strings
+from workbench.core.metrics.id_hash import KeyTable, id_hash, pair_keys, run_heads, same_strings
 from workbench.core.metrics.qrels_and_runs import (
     Qrels,
     Run,
@@ -226,6 +226,24 @@ def _repeated(keys: np.ndarray) -> bool:
     return bool(np.any(sk[1:] == sk[:-1]))
 
 
+def _repeated_in_groups(keys: np.ndarray, groups: np.ndarray) -> bool:
+    """:func:`_repeated` for keys that can only repeat inside a group (a run's (query, doc)
+    keys, ``groups`` its query numbers). When the rows are grouped (each group's rows together)
+    and every group has the same number of rows (a run cut at a fixed depth), each group is
+    sorted alone as a row of a 2-D array (many small sorts that stay in cache, about a third of
+    one sort of all the keys); else one sort of all the keys."""
+    n = len(keys)
+    probe = groups[:4096]
+    if n >= 4 and np.count_nonzero(probe[1:] != probe[:-1]) * 2 < len(probe):  # scattered: no pass over all
+        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+        width = n // len(starts)
+        if width > 1 and width * len(starts) == n and np.all(np.diff(starts) == width) \
+                and len(np.unique(groups[starts])) == len(starts):
+            rows = np.sort(keys.reshape(-1, width), axis=1)
+            return bool(np.any(rows[:, 1:] == rows[:, :-1]))
+    return _repeated(keys)
+
+
 def _duplicate_rows(keys: np.ndarray) -> np.ndarray:
     """Rows (ascending) whose key already occurred on an earlier row."""
     if len(keys) < 2:
@@ -263,12 +281,32 @@ def _locate(lines: np.ndarray | None, source: str | None, row: int, first_row: i
 
 def _shared_codes(first: pa.Array, second: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     """Integer codes of two string columns over one dictionary (first-appearance order, the
-    first column's values first): one hash pass instead of two plus a look-up between them."""
+    first column's values first): one hash pass instead of two plus a look-up between them.
+    A column grouped by value (query ids of a file sorted by query) has only the first row of
+    each run of equal neighbours encoded, its code repeated over the run: the same codes and
+    dictionary (first appearances are heads) from one string comparison per row."""
     if not len(second):
         codes, dictionary = _encode(first)
         return codes, np.zeros(0, dtype=np.int32), dictionary
-    codes, dictionary = _encode(pa.concat_arrays([first, second]) if len(first) else second)
-    return codes[: len(first)], codes[len(first):], dictionary
+    if not len(first):
+        codes, dictionary = _encode(second)
+        return np.zeros(0, dtype=np.int32), codes, dictionary
+    heads = [_grouped_heads(first), _grouped_heads(second)]
+    if heads[0] is None and heads[1] is None:
+        codes, dictionary = _encode(pa.concat_arrays([first, second]))
+        return codes[: len(first)], codes[len(first):], dictionary
+    cols = [col if at is None else take(col, at) for col, at in zip((first, second), heads)]
+    codes, dictionary = _encode(pa.concat_arrays(cols))
+    split = [codes[: len(cols[0])], codes[len(cols[0]):]]
+    for i, (col, at) in enumerate(zip((first, second), heads)):
+        if at is not None:
+            split[i] = np.repeat(split[i], np.diff(np.r_[at, len(col)]))
+    return split[0], split[1], dictionary
+
+
+def _grouped_heads(column: pa.Array) -> np.ndarray | None:
+    """:func:`~workbench.core.metrics.id_hash.run_heads` of a plain string column (else None)."""
+    return run_heads(column) if _plain_strings(column) else None
 
 
 def _join_columns(qrels: Qrels, run: Run, duplicates: str) -> tuple:
@@ -353,7 +391,7 @@ def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
     nq = len(q_dict)
     qkey = pair_keys(qq, id_hash(qrels.doc_ids), nq)
     rkey = pair_keys(rq, id_hash(run.doc_ids), nq)
-    if _repeated(qkey) or _repeated(rkey):
+    if _repeated(qkey) or _repeated_in_groups(rkey, rq):
         return None
     universe = np.array(q_dict.to_pylist(), dtype=object)
     docs = run.doc_ids
@@ -408,7 +446,10 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
     try:
         qgrade_arr = np.fromiter(chain.from_iterable(map(qvalues, qrels.values())), np.float64,
                                  count=int(qcounts.sum()))
-        hits = _judged_hits(qrels, run)
+        if qvalues is dict.values and rvalues is dict.values:
+            hits = _judged_hits_flat(qrels, run, qgrade_arr, qcounts, rcodes, len(universe))
+        else:
+            hits = _judged_hits(qrels, run)
     except (TypeError, ValueError, OverflowError):
         raise InputError("qrels grades must be integers") from None
     check_grades(qgrade_arr)
@@ -423,13 +464,15 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
     starts = np.cumsum(rcounts) - rcounts  # first row of each run query
 
     def docs_at(rows: np.ndarray) -> list:
-        """Doc ids of some rows; only needed to break ties, so usually a few."""
-        if len(rows) > n_rows // 32:  # many ties: one pass over all doc ids is cheaper
-            every = list(chain.from_iterable(inners))
-            return _pick(every, rows)
+        """Doc ids of some rows (only needed to break ties): the keys of the queries holding
+        them, listed once per query in C (``map(list, ...)``), then picked."""
+        if not len(rows):
+            return []
         which = np.searchsorted(starts, rows, side="right") - 1  # empty queries share a start
-        # the k-th key of a query's dict: islice skips in C
-        return [next(islice(inners[w], k, None)) for w, k in zip(which.tolist(), (rows - starts[which]).tolist())]
+        queries, at = np.unique(which, return_inverse=True)
+        keys = list(chain.from_iterable(map(list, map(inners.__getitem__, queries.tolist()))))
+        sizes = rcounts[queries]
+        return _pick(keys, (np.cumsum(sizes) - sizes)[at] + (rows - starts[which]))
 
     tie_ranks: list = []  # (rows, their doc ranks, the judged pairs' doc ranks) once ties are ranked
 
@@ -516,6 +559,25 @@ def _judged_hits(qrels: Mapping, run: Mapping) -> tuple[np.ndarray, np.ndarray, 
                 grade_add(map(judged.__getitem__, common))
     which = np.repeat(np.array(at, dtype=np.int64), np.array(sizes, dtype=np.int64))
     return which, np.array(scores, dtype=np.float64), np.array(grades, dtype=np.float64), docs
+
+
+def _judged_hits_flat(qrels: dict, run: dict, qgrades: np.ndarray, qcounts: np.ndarray, rcodes: np.ndarray,
+                      n_queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """:func:`_judged_hits` for dicts of dicts, with no Python code per query: each qrels pair
+    (query, doc) is looked up in its query's run dict by one ``map(dict.get, ...)`` over all
+    pairs (a C loop), NaN where the run lacks it. ``qgrades``/``qcounts``: the qrels' grades
+    (in their order) and pairs per query; ``rcodes``: the query number of each run query
+    (qrels queries are numbered 0.. in their order)."""
+    run_of = np.full(n_queries, -1, dtype=np.int64)  # query number -> run query ordinal
+    run_of[rcodes] = np.arange(len(rcodes))
+    empty: dict = {}
+    inner = map(run.get, qrels, repeat(empty))  # each qrels query's run dict ({} if none)
+    docs = list(chain.from_iterable(map(dict.keys, qrels.values())))
+    scores = np.fromiter(map(dict.get, chain.from_iterable(map(repeat, inner, qcounts.tolist())), docs,
+                             repeat(np.nan)), np.float64, count=len(docs))
+    at = np.flatnonzero(~np.isnan(scores))  # a NaN score is refused later (check_scores)
+    which = run_of[np.repeat(np.arange(len(qcounts)), qcounts)[at]]
+    return which, scores[at], qgrades[at], _pick(docs, at)
 
 
 def _place_hits(hits: tuple, sq: np.ndarray, ss: np.ndarray, row_rank: np.ndarray | None,

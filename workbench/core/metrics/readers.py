@@ -25,8 +25,9 @@ When that fails for any reason, a careful line-by-line parser re-reads the file 
 handles the legal inputs the fast path cannot (ragged junk columns).
 
 A run file larger than ``block_rows`` is read by :func:`read_trec_run_parts` as parts of whole
-queries (split by a hash of the query id through temporary Arrow files), so that scoring it
-needs the memory of one part; parsing and error messages are those of :func:`read_trec_run`.
+queries (ranges of consecutive queries when its rows are grouped by query, else split by a hash
+of the query id; through temporary Arrow files), so that scoring it needs the memory of one
+part; parsing and error messages are those of :func:`read_trec_run`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +49,7 @@ import pyarrow.csv as pacsv
 
 from workbench.core.formats.lines import load_json_line
 from workbench.core.metrics.arrow_buffers import from_numpy, has_empty_string, take, to_numpy
-from workbench.core.metrics.id_hash import grouped_id_hash
+from workbench.core.metrics.id_hash import grouped_id_hash, id_hash, run_heads
 from workbench.core.metrics.qrels_and_runs import Qrels, Run
 from workbench.errors import InputError, clip
 
@@ -318,22 +320,39 @@ class RunParts:
     once (streamed by pyarrow when the file is plain, else ``_CHUNK_BYTES`` of whole lines at a
     time), and each row written to the temporary
     Arrow file of its query's part (:func:`query_parts`: a hash of the query id, so the rows of
-    a query scattered anywhere in the file meet in one part whatever the file's order); the
-    files are deleted as they are read and by :meth:`close`.
+    a query scattered anywhere in the file meet in one part whatever the file's order; a plain
+    file whose rows are grouped by query is cut into ranges of whole queries instead,
+    :func:`_write_ranges`); the files are deleted as they are read and by :meth:`close`.
     """
 
     def __init__(self, source: str, name: str, n_parts: int, n_rows: int, first_doc_id: str | None,
-                 loaded: Run | None = None, directory: str | None = None):
+                 loaded: Run | None = None, directory: str | None = None,
+                 heads: tuple[np.ndarray, np.ndarray] | None = None):
         self.source, self.name, self.n_parts, self.n_rows = source, name, n_parts, n_rows
         self.first_doc_id = first_doc_id
         self._loaded, self._directory = loaded, directory
+        #: a file grouped by query, split into ranges of whole queries: each query's id hash
+        #: (sorted, no repeats) and its part; None when the parts are chosen by the hash
+        self._heads = heads
 
     def __len__(self) -> int:
         return self.n_rows
 
     def part_of(self, query_ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """The part of each query id (for splitting the qrels the same way)."""
-        return query_parts(query_ids, self.n_parts)
+        """The part of each query id (for splitting the qrels the same way). A file split into
+        ranges: the part holding the run query of that id hash; an id the run does not have
+        goes to the part :func:`query_parts` gives (all its rows to one part: any will do)."""
+        if self._heads is None or self.n_parts <= 1:
+            return query_parts(query_ids, self.n_parts)
+        keys, parts = self._heads
+        arr = query_ids.combine_chunks() if isinstance(query_ids, pa.ChunkedArray) else query_ids
+        heads = run_heads(arr)  # qrels grouped by query: one search per query, not per row
+        h = id_hash(arr if heads is None else take(arr, heads))
+        at = np.minimum(np.searchsorted(keys, h), len(keys) - 1)
+        found = keys[at] == h
+        out = ((h >> np.uint64(32)) % np.uint64(self.n_parts)).astype(np.uint16)
+        out[found] = parts[at[found]]
+        return out if heads is None else np.repeat(out, np.diff(np.r_[heads, len(arr)]))
 
     def __iter__(self) -> Iterator[Run]:
         """The parts, once: each is handed over (not kept), so its memory goes with its last user."""
@@ -355,9 +374,9 @@ class RunParts:
         if not os.path.exists(file):  # no row of the file hashed here
             empty = pa.array([], type=pa.string())
             return Run(empty, empty, np.zeros(0), source=self.source, name=self.name, partial=True)
-        with pa.OSFile(file, "rb") as src:
+        with pa.memory_map(file, "rb") as src:  # mapped: the one copy is combine_chunks'
             table = pa.ipc.open_stream(src).read_all()
-        os.remove(file)
+        os.remove(file)  # the mapping stays readable until the columns below are copied out
         return Run(table.column(0).combine_chunks(), table.column(1).combine_chunks(),
                    to_numpy(table.column(2), np.float64), source=self.source, name=self.name, partial=True)
 
@@ -426,28 +445,133 @@ def read_trec_run_parts(path: str | Path, *, name: str | None = None, block_rows
     n_parts = min(-(-estimate * 5 // (4 * block_rows)), 1 << 16)  # 25% slack: parts differ a little
     directory = tempfile.mkdtemp(prefix="workbench-run-parts-")
     try:
-        n_rows, first = _split_run(path, name, n_parts, directory, chunk_bytes)
+        n_rows, first, n_parts, heads = _split_run(path, name, n_parts, directory, chunk_bytes)
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise
-    return RunParts(str(path), name, n_parts, n_rows, first, directory=directory)
+    return RunParts(str(path), name, n_parts, n_rows, first, directory=directory, heads=heads)
 
 
-def _split_run(path: Path, name: str, n_parts: int, directory: str, chunk_bytes: int) -> tuple[int, str | None]:
-    """Write each row to its part's Arrow file; the rows and the first doc id. A plain file
-    is parsed by pyarrow as it streams it; anything that reader refuses is read again, from the
-    start, by whole-line chunks through :func:`_run_from_bytes` (the rewrite and the careful
-    parser, with their error messages)."""
+def _split_run(path: Path, name: str, n_parts: int, directory: str,
+               chunk_bytes: int) -> tuple[int, str | None, int, tuple[np.ndarray, np.ndarray] | None]:
+    """Write each row to its part's Arrow file; the rows, the first doc id, the parts and
+    (ranges only) the query heads of :class:`RunParts`.
+
+    A plain file is parsed by pyarrow as it streams it. When its rows are grouped by query
+    (each query's rows together, as most tools write runs) it is cut into ranges of whole
+    queries (:func:`_write_ranges`: no hash per row, no reordering); else it is split by the
+    hash of the query id, from its first block on when that block is not grouped, read again
+    when the pass finds a query in two places further on.
+    Anything the streaming reader refuses is read again, from the start, by whole-line chunks
+    through :func:`_run_from_bytes` (the rewrite and the careful parser, with their error
+    messages)."""
     if _plain_file(path) and _ncols_first_line(_first_line(path)) >= 6:
+        block = min(chunk_bytes, _STREAM_BLOCK_BYTES)
+        rows_per_part = -(-_estimated_rows(path, path.stat().st_size) // n_parts)
+        # each stream is closed as soon as it is given up: an abandoned pyarrow reader keeps
+        # its read-ahead (hundreds of MB on a large file) until it is collected
+        runs = _streamed_runs(path, name, block)
+        scattered = None
         try:
-            return _write_parts(_streamed_runs(path, name, min(chunk_bytes, _STREAM_BLOCK_BYTES)), n_parts,
-                                directory)
+            try:
+                return _write_ranges(runs, rows_per_part, directory)
+            except _NotGrouped as exc:
+                scattered = exc.args[0] if exc.args else None
+            _clear(directory)
+            if scattered is not None:  # its first block is not grouped: hash from there, no re-read
+                return (*_write_parts(chain([scattered], runs), n_parts, directory), n_parts, None)
+            rest = None  # found out later in the file: read it again
         except _SlowPath:
-            for file in os.listdir(directory):
-                os.remove(os.path.join(directory, file))
+            _clear(directory)
+            rest = _SlowPath
+        finally:
+            runs.close()
+        if rest is None:
+            runs = _streamed_runs(path, name, block)
+            try:
+                return (*_write_parts(runs, n_parts, directory), n_parts, None)
+            except _SlowPath:
+                _clear(directory)
+            finally:
+                runs.close()
     chunks = (_run_from_bytes(path, data, name, first_line=first_line)
               for data, first_line in _line_chunks(path, chunk_bytes))
-    return _write_parts(chunks, n_parts, directory)
+    return (*_write_parts(chunks, n_parts, directory), n_parts, None)
+
+
+def _clear(directory: str) -> None:
+    for file in os.listdir(directory):
+        os.remove(os.path.join(directory, file))
+
+
+class _NotGrouped(Exception):
+    """The rows of some query are not all together: split by the hash of the query id. Its
+    argument, when given, is the stream's first block (nothing was written before it)."""
+
+
+def _write_ranges(runs: Iterator[Run], rows_per_part: int,
+                  directory: str) -> tuple[int, str | None, int, tuple[np.ndarray, np.ndarray]]:
+    """Cut a run whose rows are grouped by query into parts of consecutive whole queries, a
+    part closing at the first query that starts once it holds ``rows_per_part`` rows; each
+    part's rows go to its Arrow file in file order. Returns the rows, the first doc id, the
+    parts and each query's id hash (sorted) with its part.
+
+    Raises :class:`_NotGrouped` when a block of the stream has more than a quarter as many
+    queries as rows (:func:`~workbench.core.metrics.id_hash.run_heads`), when two places of the
+    file start the same query id hash (a query in two places, or two ids sharing a hash), or
+    past 65,536 parts."""
+    sinks: list[tuple] = []
+    hashes: list[np.ndarray] = []
+    labels: list[np.ndarray] = []
+    n_rows, first, in_part, last_id = 0, None, 0, None
+
+    def open_part() -> None:
+        if len(sinks) == 1 << 16:
+            raise _NotGrouped()  # too many parts
+        sink = pa.OSFile(os.path.join(directory, f"{len(sinks)}.arrow"), "wb")
+        sinks.append((sink, pa.ipc.new_stream(sink, _RUN_SCHEMA)))
+
+    try:
+        for run in runs:
+            n = len(run)
+            if not n:
+                continue
+            if first is None:
+                first = run.first_doc_id
+                open_part()
+            n_rows += n
+            heads = run_heads(run.query_ids)
+            if heads is None:
+                raise _NotGrouped(*([run] if n_rows == n else []))
+            if last_id is not None and run.query_ids[0].as_py() == last_id:
+                heads = heads[1:]  # the block goes on with the previous block's last query
+            last_id = run.query_ids[n - 1].as_py()
+            batch = pa.record_batch([run.query_ids, run.doc_ids, from_numpy(run.scores)], schema=_RUN_SCHEMA)
+            first_part, cuts, pos = len(sinks) - 1, [], 0
+            while pos < n:
+                k = int(np.searchsorted(heads, pos + max(rows_per_part - in_part, 0)))
+                end = n if k == len(heads) else int(heads[k])
+                if end > pos:
+                    sinks[-1][1].write_batch(batch.slice(pos, end - pos))
+                    in_part += end - pos
+                    pos = end
+                if k < len(heads) and in_part:
+                    open_part()
+                    cuts.append(pos)
+                    in_part = 0
+            hashes.append(id_hash(take(run.query_ids, heads)))
+            labels.append(first_part + np.searchsorted(np.array(cuts, dtype=np.int64), heads, side="right"))
+    finally:
+        for sink, writer in sinks:
+            writer.close()
+            sink.close()
+    keys = np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.uint64)
+    parts = np.concatenate(labels).astype(np.uint16) if labels else np.zeros(0, dtype=np.uint16)
+    order = np.argsort(keys, kind="stable")
+    keys, parts = keys[order], parts[order]
+    if len(keys) > 1 and np.any(keys[1:] == keys[:-1]):
+        raise _NotGrouped()  # a query id hash starts two ranges
+    return n_rows, first, max(len(sinks), 1), (keys, parts)
 
 
 def _streamed_runs(path: Path, name: str, block_bytes: int) -> Iterator[Run]:
