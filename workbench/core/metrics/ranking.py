@@ -561,7 +561,7 @@ def _judged_hits(qrels: Mapping, run: Mapping) -> tuple[np.ndarray, np.ndarray, 
     return which, np.array(scores, dtype=np.float64), np.array(grades, dtype=np.float64), docs
 
 
-def _judged_hits_flat(qrels: dict, run: dict, qgrades: np.ndarray, qcounts: np.ndarray, rcodes: np.ndarray,
+def _judged_hits_flat(qrels: Mapping, run: Mapping, qgrades: np.ndarray, qcounts: np.ndarray, rcodes: np.ndarray,
                       n_queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
     """:func:`_judged_hits` for dicts of dicts, with no Python code per query: each qrels pair
     (query, doc) is looked up in its query's run dict by one ``map(dict.get, ...)`` over all

@@ -39,7 +39,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from itertools import chain
 from pathlib import Path
 
@@ -574,7 +574,7 @@ def _write_ranges(runs: Iterator[Run], rows_per_part: int,
     return n_rows, first, max(len(sinks), 1), (keys, parts)
 
 
-def _streamed_runs(path: Path, name: str, block_bytes: int) -> Iterator[Run]:
+def _streamed_runs(path: Path, name: str, block_bytes: int) -> Generator[Run, None, None]:
     """The run file as pyarrow's streaming CSV reader parses it, ``block_bytes`` of text at a
     time (no copy of the text in Python); :class:`_SlowPath` on anything it does not read as
     six or more single-space-separated fields with a finite score."""
