@@ -146,9 +146,9 @@ def request_timeout(spec: "JudgeSpec") -> float:
     """Seconds before a judgment request is abandoned.
 
     A timeout the operator set (``[judge] timeout``, ``--timeout``, ``WORKBENCH_JUDGE_TIMEOUT``;
-    :attr:`JudgeSpec.timeout_set`) is used as given: whoever sets 2 s wants a hung request
-    abandoned after 2 s, even on a server whose probe took 0.1 s. Otherwise the default 60 s
-    grows to 40 times the capability probe's latency when that is longer (a judgment's prompt
+    :attr:`JudgeSpec.timeout_set`) is used as given: whoever sets a short timeout wants a hung
+    request abandoned then, even on a server whose probe was fast. Otherwise the default
+    (``[judge] timeout`` in :data:`workbench.config.DEFAULTS`) grows to 40 times the capability probe's latency when that is longer (a judgment's prompt
     and reply are ~50 times the probe's), at most 900 s: a slow local server gets the time it
     needs. The latency is the median of the probe's requests (:data:`workbench.services.judge.
     probe.PROBE_LATENCY_SAMPLES`), so one slow probe (a cold cache, a busy moment) does not set
