@@ -54,6 +54,7 @@ def _litellm() -> str | None:
 #: script -> (smoke arguments, full arguments, prerequisite check or None)
 SCRIPTS: dict[str, tuple[list[str], list[str], object]] = {
     "metrics_bench.py": (["--queries", "2000", "--rounds", "2"], [], None),
+    "eval_scale_bench.py": (["--queries", "2000"], [], None),
     "pooling_service_bench.py": (["1000", "100", "--rounds", "2"], [], None),
     "pooling_bench.py": (["1000", "100"], [], None),
     "chunking_bench.py": (["2000"], [], None),
