@@ -164,9 +164,9 @@ def _outbox(page) -> list:
     return page.evaluate("() => JSON.parse(localStorage.getItem('wb-label-outbox') || '[]')")
 
 
-def _one_saved_one_cut_off(page, url: str) -> None:
+def _one_saved_one_cut_off(page, url: str) -> _Wire:
     """Sign in, grade pair 1 (saved, out of the outbox), then cut the wire and grade pair 2: the
-    card moves on and the server never hears of the second press."""
+    card moves on and the server never hears of the second press. Returns the (cut) wire."""
     wire = _Wire(page)
     _sign_in(page, url)
     _pair(page, 1)
@@ -176,6 +176,7 @@ def _one_saved_one_cut_off(page, url: str) -> None:
     assert _outbox(page) == []  # handled answers leave the outbox
     wire.cut = True
     _answer(page, "0", 3)
+    return wire
 
 
 def test_a_key_press_still_travelling_when_the_tab_closes_is_sent_again_and_stored_once(tmp_path):
@@ -308,14 +309,7 @@ def test_a_key_press_lost_on_the_way_is_sent_again_and_stored_once(tmp_path):
     path = tmp_path / "project.duckdb"
     _project(path)
     with serve_shared(path) as url, browser_page() as page:
-        wire = _Wire(page)
-        _sign_in(page, url)
-        _pair(page, 1)
-        _answer(page, "1", 2)
-        page.get_by_text("Saved grade 1 for pair 1.").wait_for(timeout=90_000)
-        _wait_idle(page)
-        wire.cut = True
-        _answer(page, "0", 3)  # the card moves on; the server never hears of this sending
+        wire = _one_saved_one_cut_off(page, url)  # the card moves on; the server never hears of pair 2
         assert len(_outbox(page)) == 1
         time.sleep(1.0)
         assert _events(path) == [(0, "label", 1)]
