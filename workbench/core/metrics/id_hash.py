@@ -111,7 +111,8 @@ def grouped_id_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.repeat(id_hash(take(arr, heads)), np.diff(np.r_[heads, len(arr)]))
 
 
-_PROBE_ROWS = 1 << 12
+#: rows looked at first to tell a column not grouped by value, before any pass over all of them
+PROBE_ROWS = 1 << 12
 
 
 def run_heads(arr: pa.Array) -> np.ndarray | None:
@@ -122,8 +123,8 @@ def run_heads(arr: pa.Array) -> np.ndarray | None:
     n = len(arr)
     if n < 2:
         return np.zeros(n, dtype=np.intp)
-    if n > _PROBE_ROWS:  # a scattered column shows it in its first rows: no pass over all of them
-        head = run_heads(arr.slice(0, _PROBE_ROWS))
+    if n > PROBE_ROWS:  # a scattered column shows it in its first rows: no pass over all of them
+        head = run_heads(arr.slice(0, PROBE_ROWS))
         if head is None:
             return None
     differs = call_function("not_equal", [arr.slice(1), arr.slice(0, n - 1)])

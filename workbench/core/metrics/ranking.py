@@ -45,7 +45,7 @@ from workbench.core.metrics.arrow_buffers import (
     take,
     to_numpy,
 )
-from workbench.core.metrics.id_hash import KeyTable, id_hash, pair_keys, run_heads, same_strings
+from workbench.core.metrics.id_hash import PROBE_ROWS, KeyTable, id_hash, pair_keys, run_heads, same_strings
 from workbench.core.metrics.qrels_and_runs import (
     Qrels,
     Run,
@@ -233,7 +233,7 @@ def _repeated_in_groups(keys: np.ndarray, groups: np.ndarray) -> bool:
     sorted alone as a row of a 2-D array (many small sorts that stay in cache, about a third of
     one sort of all the keys); else one sort of all the keys."""
     n = len(keys)
-    probe = groups[:4096]
+    probe = groups[:PROBE_ROWS]
     if n >= 4 and np.count_nonzero(probe[1:] != probe[:-1]) * 2 < len(probe):  # scattered: no pass over all
         starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
         width = n // len(starts)
