@@ -165,11 +165,15 @@ def as_dicts(qrels: Qrels, run: Run) -> tuple[dict, dict]:
     return q, r
 
 
+@pytest.mark.parametrize("step", [None, 1, 5])
 @pytest.mark.parametrize("seed", range(5))
-def test_dict_join_ranks_as_the_exact_join(seed, monkeypatch):
-    # ties whose groups hold no judged doc are left in any order: grades and ranks are the same
+def test_dict_join_ranks_as_the_exact_join(seed, step, monkeypatch):
+    # ties whose groups hold no judged doc are left in any order: grades and ranks are the same;
+    # ``step``: the values read in steps of that many (None: the default, one step at this size)
     qrels, run = random_inputs(seed)
     qd, rd = as_dicts(qrels, run)
+    if step is not None:
+        monkeypatch.setattr(ranking, "_TOUCH_ROWS", step)
     got, want = ranking.rank_run(qd, rd), exact(qrels, run, monkeypatch)
     # the dict path numbers queries in the qrels' order then the run's; compare per query id
     for a, b in ((got, want),):
@@ -208,6 +212,40 @@ def test_shared_codes_of_grouped_columns_are_those_of_one_encoding(layout):
     assert dictionary.to_pylist() == expected.dictionary.to_pylist()
     assert np.concatenate([codes_a, codes_b]).tolist() == expected.indices.to_pylist()
     assert codes_a.dtype == codes_b.dtype == np.int32
+
+
+@pytest.mark.parametrize("step", [1, 3, 7, 8192])
+def test_float_values_lists_every_value_in_order_whatever_the_step(step, monkeypatch):
+    """Mappings of 0 to 40 values (some longer than a step, empty ones between): the values in
+    order, as plain iteration gives them, for steps that cut inside, between and around them."""
+    from itertools import chain
+    from types import MappingProxyType
+
+    monkeypatch.setattr(ranking, "_TOUCH_ROWS", step)
+    rng = random.Random(step)
+    inners = [{f"d{j}": rng.choice([rng.random(), 1, True, -0.0, 2.5]) for j in range(rng.choice([0, 1, 3, 40]))}
+              for _ in range(60)]
+    counts = np.array([len(m) for m in inners], dtype=np.int64)
+    want = [float(v) for v in chain.from_iterable(m.values() for m in inners)]
+    got = ranking._float_values(inners, dict.values, counts)
+    assert got.dtype == np.float64 and got.tolist() == want
+    proxies = [MappingProxyType(m) for m in inners]
+    assert ranking._float_values(proxies, ranking._values, counts).tolist() == want
+    inners[-1]["bad"] = "x"  # not a number: numpy's own error, which the callers word
+    with pytest.raises((TypeError, ValueError)):
+        ranking._float_values(inners, dict.values, counts + np.r_[np.zeros(59, dtype=np.int64), 1])
+
+
+def test_float_values_refuses_a_mapping_shorter_than_its_length(monkeypatch):
+    class Liar(dict):
+        def __len__(self):
+            return super().__len__() + 1
+
+    monkeypatch.setattr(ranking, "_TOUCH_ROWS", 2)
+    inners = [{"a": 1.0, "b": 2.0}, Liar(c=3.0), {"d": 4.0}]
+    counts = np.array([len(m) for m in inners], dtype=np.int64)
+    with pytest.raises(ValueError):
+        ranking._float_values(inners, dict.values, counts)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -443,9 +443,9 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
             universe.append(qid)
         rcodes[i] = j
     n_rows = int(rcounts.sum())
+    inners = list(run.values())
     try:
-        qgrade_arr = np.fromiter(chain.from_iterable(map(qvalues, qrels.values())), np.float64,
-                                 count=int(qcounts.sum()))
+        qgrade_arr = _float_values(list(qrels.values()), qvalues, qcounts)
         if qvalues is dict.values and rvalues is dict.values:
             hits = _judged_hits_flat(qrels, run, qgrade_arr, qcounts, rcodes, len(universe))
         else:
@@ -454,25 +454,27 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
         raise InputError("qrels grades must be integers") from None
     check_grades(qgrade_arr)
     try:
-        score = np.fromiter(chain.from_iterable(map(rvalues, run.values())), np.float64, count=n_rows)
+        score = _float_values(inners, rvalues, rcounts)
     except (TypeError, ValueError, OverflowError):
         raise InputError("run scores must be numbers") from None
     check_scores(score)
     qq = np.repeat(np.arange(len(qcounts), dtype=np.int64), qcounts)
     rq = np.repeat(rcodes, rcounts)
-    inners = list(run.values())
     starts = np.cumsum(rcounts) - rcounts  # first row of each run query
 
     def docs_at(rows: np.ndarray) -> list:
         """Doc ids of some rows (only needed to break ties): the keys of the queries holding
-        them, listed once per query in C (``map(list, ...)``), then picked."""
+        them, each query's listed up to its last needed row, in one C loop (``chain`` over
+        ``islice``), then picked."""
         if not len(rows):
             return []
         which = np.searchsorted(starts, rows, side="right") - 1  # empty queries share a start
         queries, at = np.unique(which, return_inverse=True)
-        keys = list(chain.from_iterable(map(list, map(inners.__getitem__, queries.tolist()))))
-        sizes = rcounts[queries]
-        return _pick(keys, (np.cumsum(sizes) - sizes)[at] + (rows - starts[which]))
+        within = rows - starts[which]
+        sizes = np.zeros(len(queries), dtype=np.int64)
+        np.maximum.at(sizes, at, within + 1)  # a query's keys past its last needed row are not listed
+        keys = list(chain.from_iterable(map(islice, map(inners.__getitem__, queries.tolist()), sizes.tolist())))
+        return _pick(keys, (np.cumsum(sizes) - sizes)[at] + within)
 
     tie_ranks: list = []  # (rows, their doc ranks, the judged pairs' doc ranks) once ties are ranked
 
@@ -515,6 +517,40 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
                            row_rank, hit_rank, rcodes, len(universe))
 
     return np.array(universe, dtype=object), qq, qgrade_arr.astype(np.int64), rq, score, place, doc_rank
+
+
+_TOUCH_ROWS = 8192  # values listed per step of _float_values: their objects stay in the L2 cache
+
+
+def _float_values(inners: list, values: Callable, counts: np.ndarray) -> np.ndarray:
+    """The values of the mappings ``inners`` (``values(m)`` lists one's values; ``counts``:
+    their lengths), in order, as float64; ``np.fromiter``'s TypeError or ValueError for a
+    value that is not a number.
+
+    Done in steps of about ``_TOUCH_ROWS`` values, each first listed (a C loop that only takes
+    a reference to each value object) and then converted. The values of dicts built row by row
+    lie scattered over the heap, so reading each object is a cache miss; the listing loop does
+    so little per value that the processor overlaps many of its misses, while numpy's
+    conversion loop does more per value and overlaps fewer. Listed first, the step's objects
+    are in the cache when they are converted (docs/performance.md has the measurement)."""
+    n = int(counts.sum())
+    out = np.empty(n, dtype=np.float64)
+    if n <= _TOUCH_ROWS:
+        out[:] = np.fromiter(chain.from_iterable(map(values, inners)), np.float64, count=n)
+        return out
+    # cut between mappings: each step ends at the first mapping that takes it past _TOUCH_ROWS
+    ends = np.cumsum(counts)
+    cuts = np.unique(np.searchsorted(ends, np.arange(_TOUCH_ROWS, n, _TOUCH_ROWS), side="left") + 1)
+    at, lo = 0, 0
+    for hi in [*cuts.tolist(), len(inners)]:
+        if hi <= lo:
+            continue
+        listed = list(chain.from_iterable(map(values, inners[lo:hi])))
+        out[at:at + len(listed)] = np.fromiter(listed, np.float64, count=len(listed))
+        at, lo = at + len(listed), hi
+    if at != n:  # a mapping whose len() is not its number of values
+        raise ValueError("a mapping listed fewer values than its length")
+    return out
 
 
 def _groups_with(group: np.ndarray, flag: np.ndarray) -> np.ndarray:
