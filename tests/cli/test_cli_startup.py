@@ -7,6 +7,7 @@ A command imports what it needs when it runs, never when ``workbench --help`` bu
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -58,3 +59,35 @@ def test_eval_help_explains_conventions_in_words():
                   "default: table", "byte-order mark"):
         assert words in " ".join(out.split()), words
     assert "workbench.core" not in out and "see module" not in out
+
+
+BLAS_PROBE = """
+import json, os, sys
+from workbench.cli import main
+code = main(["eval", sys.argv[1], sys.argv[2], "-m", "P@2", "--format", "json"])
+import threadpoolctl
+blas = sorted({p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"})
+print(json.dumps({"code": code, "blas": blas, "env": os.environ.get("OPENBLAS_NUM_THREADS")}))
+"""
+
+
+def _blas_threads_after_eval(tmp_path, env_value: str | None) -> dict:
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    run.write_text("q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if env_value is not None:
+        env["OPENBLAS_NUM_THREADS"] = env_value
+    out = subprocess.run([sys.executable, "-c", BLAS_PROBE, str(qrels), str(run)], capture_output=True,
+                         text=True, cwd=REPO, check=True, timeout=60, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenBLAS starts one thread on one core anyway")
+def test_eval_loads_numpy_with_one_blas_thread_and_leaves_the_environment_alone(tmp_path):
+    # eval does no linear algebra: OpenBLAS's pool (one thread per core) would only cost start-up CPU
+    assert _blas_threads_after_eval(tmp_path, None) == {"code": 0, "blas": [1], "env": None}
+
+
+def test_eval_keeps_the_users_blas_threads(tmp_path):
+    assert _blas_threads_after_eval(tmp_path, "2") == {"code": 0, "blas": [2], "env": "2"}

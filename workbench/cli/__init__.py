@@ -16,6 +16,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
+from workbench import lazylibs
 from workbench.errors import WorkbenchError, clip, is_interrupt
 
 Handler = Callable[[argparse.Namespace], int]
@@ -156,6 +157,27 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands that do no linear algebra: numpy is loaded with one OpenBLAS thread for them.
+ONE_BLAS_THREAD = {"eval"}
+_BLAS_THREADS = "OPENBLAS_NUM_THREADS"
+
+
+def numpy_with_one_blas_thread() -> None:
+    """Import numpy with OpenBLAS limited to one thread, unless numpy is already imported or
+    the user set ``OPENBLAS_NUM_THREADS``. OpenBLAS starts its thread pool (one thread per
+    core) when numpy is imported, and the start costs CPU in every process whether or not a
+    matrix product follows; ``eval`` never does one, and runs in loops (a CI script scoring
+    each run file). The variable is read once, by that import, and removed right after, so
+    processes this one starts keep their defaults."""
+    if "numpy" in sys.modules or _BLAS_THREADS in os.environ:
+        return
+    os.environ[_BLAS_THREADS] = "1"
+    try:
+        lazylibs.numpy  # noqa: B018 - the import is the point
+    finally:
+        os.environ.pop(_BLAS_THREADS, None)
+
+
 def _undecodable_argument(argv: Sequence[str]) -> str | None:
     """The first argument holding bytes that are not UTF-8 (Python keeps them as lone
     surrogates, which no file name, id or database value can hold), shown as bytes."""
@@ -183,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
+    if args.group in ONE_BLAS_THREAD:
+        numpy_with_one_blas_thread()
     try:
         code = handler(args)
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
