@@ -395,29 +395,27 @@ def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
         return None
     universe = np.array(q_dict.to_pylist(), dtype=object)
     docs = run.doc_ids
-    judged_keys = KeyTable(qkey)
+    # the run rows whose key is a qrels key, and which qrels row: one search serves the tie
+    # breaking (which rows are judged) and the grades (placed in ranked order at the end)
+    found, src = KeyTable(qkey).find(rkey, ordered=False)
+    judged = np.zeros(len(rkey), dtype=bool)
+    judged[found] = True  # a clash only ranks more rows
 
     def doc_rank(tied: np.ndarray, group: np.ndarray) -> np.ndarray:
         """Doc ranks of the tie groups holding a judged row (the others: 0, any order)."""
-        judged = np.zeros(len(tied), dtype=bool)
-        judged[judged_keys.find(rkey[tied])[0]] = True  # a clash only ranks more rows
-        need = _groups_with(group, judged)
+        need = _groups_with(group, judged[tied])
         ranks = np.zeros(len(tied), dtype=np.int64)
         if need.any():
             ranks[need] = dense_rank(take(docs, tied[need]))
         return ranks
 
     def place(order: np.ndarray | None) -> np.ndarray | None:
-        """Grades of the ranked rows; None when two pairs share a key (the exact join decides).
-        Searched in ranked order: the rows of one query are then together (see KeyTable)."""
-        keys = rkey if order is None else rkey[order]
-        found, src = judged_keys.find(keys)
-        rows = found if order is None else order[found]
-        if not np.array_equal(rq[rows], qq[src]) or not same_strings(take(docs, rows), take(qrels.doc_ids, src)):
+        """Grades of the ranked rows; None when two pairs share a key (the exact join decides)."""
+        if not np.array_equal(rq[found], qq[src]) or not same_strings(take(docs, found), take(qrels.doc_ids, src)):
             return None
-        grade = np.full(len(keys), np.nan)
+        grade = np.full(len(rkey), np.nan)
         grade[found] = qrels.grades[src]
-        return grade
+        return grade if order is None else grade[order]
 
     return universe, qq, qrels.grades, rq, run.scores, place, doc_rank
 
