@@ -191,7 +191,14 @@ def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
             member = np.r_[tied, False] | np.r_[False, tied]
             pos = np.flatnonzero(member)
             group = np.cumsum(~np.r_[False, tied][pos])
-            sub = np.lexsort((-doc_rank(order[pos], group).astype(np.int64), group))
+            ranks = doc_rank(order[pos], group).astype(np.int64)
+            top = int(ranks.max())
+            if int(group[-1]) * (top + 1) + top < 2**62:
+                # one integer key, group ascending then doc rank descending; the groups are
+                # already in order, so a stable sort (timsort: runs) is far cheaper than lexsort
+                sub = np.argsort(group * (top + 1) + (top - ranks), kind="stable")
+            else:
+                sub = np.lexsort((-ranks, group))
             order[pos] = order[pos][sub]
     return order
 
