@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import base64
+    import ctypes
     import getpass
     import hashlib
     import hmac
@@ -65,6 +66,7 @@ MODULES = {
     "altair": "altair",
     "bm25s": "bm25s",
     "bm25s_tokenization": "bm25s.tokenization",
+    "ctypes": "ctypes",
     "datasketch": "datasketch",
     "base64": "base64",
     "getpass": "getpass",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -91,3 +92,35 @@ def test_eval_loads_numpy_with_one_blas_thread_and_leaves_the_environment_alone(
 
 def test_eval_keeps_the_users_blas_threads(tmp_path):
     assert _blas_threads_after_eval(tmp_path, "2") == {"code": 0, "blas": [2], "env": "2"}
+
+
+HEAP_PROBE = """
+import json, resource, sys
+from workbench.cli import main
+main(["eval", sys.argv[1], sys.argv[2], "-m", "P@2", "--format", "json"])
+import numpy as np
+
+def fill():  # page faults of making and filling a 40 MB array
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    a = np.empty(5_000_000)
+    a[:] = 1.0
+    return a, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+a, first = fill()
+del a
+b, second = fill()
+print(json.dumps([first, second]))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux" or platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")
+def test_eval_reuses_freed_memory_instead_of_faulting_it_in_again(tmp_path):
+    # after eval set the allocator up, a freed 40 MB array's pages serve the next one; by default
+    # (mapped afresh above glibc's mmap threshold) the kernel zero-fills them again
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 2.0 r\n")
+    out = subprocess.run([sys.executable, "-c", HEAP_PROBE, str(qrels), str(run)], capture_output=True,
+                         text=True, cwd=REPO, check=True, timeout=60)
+    first, second = json.loads(out.stdout.strip().splitlines()[-1])
+    assert second <= first // 4, (first, second)
