@@ -124,3 +124,24 @@ def test_eval_reuses_freed_memory_instead_of_faulting_it_in_again(tmp_path):
                          text=True, cwd=REPO, check=True, timeout=60)
     first, second = json.loads(out.stdout.strip().splitlines()[-1])
     assert second <= first // 4, (first, second)
+
+
+GC_PROBE = """
+import gc, json, sys
+from workbench.cli import main
+started = []
+gc.callbacks.append(lambda phase, info: phase == "start" and started.append(info["generation"]))
+main(["eval", sys.argv[1], sys.argv[2], "-m", "P@2", "--format", "json"])
+during = len(started)  # read before anything allocates: the collector, back on, may then run
+print(json.dumps([during, gc.isenabled()]))
+"""
+
+
+def test_eval_runs_without_garbage_collections_and_gives_the_collector_back(tmp_path):
+    # numpy's and pyarrow's imports alone set off collections that find nothing to free
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 2.0 r\n")
+    out = subprocess.run([sys.executable, "-c", GC_PROBE, str(qrels), str(run)], capture_output=True,
+                         text=True, cwd=REPO, check=True, timeout=60)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [0, True]

@@ -11,6 +11,7 @@ Each command group registers its sub-commands in its own module of this package 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -157,8 +158,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-#: Commands that do no linear algebra: numpy is loaded with one OpenBLAS thread for them.
-ONE_BLAS_THREAD = {"eval"}
+#: Commands run lean: numpy with one OpenBLAS thread (they do no linear algebra), freed memory
+#: kept for reuse (:func:`reuse_freed_memory`), no cyclic garbage collection while they run.
+#: ``eval`` runs in loops (a CI script scoring each run file), where start-up CPU adds up.
+LEAN_COMMANDS = {"eval"}
 _BLAS_THREADS = "OPENBLAS_NUM_THREADS"
 
 
@@ -213,12 +216,25 @@ def _undecodable_argument(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    bad = _undecodable_argument(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # a lean command runs without the cyclic garbage collector: its imports (numpy, pyarrow)
+    # make hundreds of thousands of objects, and the collections they set off find nothing
+    pause_gc = command_word(argv) in LEAN_COMMANDS and gc.isenabled()
+    if pause_gc:
+        gc.disable()
+    try:
+        return _main(argv)
+    finally:
+        if pause_gc:  # callers of main() in their own process get their collector back
+            gc.enable()
+
+
+def _main(argv: list[str]) -> int:
+    bad = _undecodable_argument(argv)
     if bad is not None:
         print(f"workbench: error: argument {bad} is not UTF-8 text; pass names, ids and paths as UTF-8",
               file=sys.stderr)
         return 2
-    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.version:
@@ -228,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    if args.group in ONE_BLAS_THREAD:
+    if args.group in LEAN_COMMANDS:
         numpy_with_one_blas_thread()
         reuse_freed_memory()
     try:
