@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import secrets
     import shlex
     import socket
+    import tempfile
     import textwrap
 
     import altair
@@ -96,6 +97,7 @@ MODULES = {
     "socket": "socket",
     "starlette_responses": "starlette.responses",
     "starlette_routing": "starlette.routing",
+    "tempfile": "tempfile",
     "textwrap": "textwrap",
     "threadpoolctl": "threadpoolctl",
     "tokenizers": "tokenizers",
