@@ -68,7 +68,10 @@ def _hash_chunk(chunk: pa.Array) -> np.ndarray:
     padded[: hi - lo] = np.frombuffer(data, dtype=np.uint8, count=hi)[lo:]
     # word i = the 8 bytes starting at byte i (unaligned, overlapping: a strided view, no copy)
     words = np.ndarray(shape=(hi - lo + 1,), dtype="<u8", buffer=padded, strides=(1,))
-    starts = offsets[:-1] - lo
+    # intp: a gather with int32 positions converts them on every pass
+    starts = offsets[:-1].astype(np.intp)
+    if lo:
+        starts -= lo
     shortest, longest = int(lengths.min()), int(lengths.max())
     scratch = np.empty(n, dtype=np.uint64)  # fmix's shifts: one array for every pass
     rows = None  # None: every row still has bytes at this word
