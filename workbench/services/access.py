@@ -23,11 +23,7 @@ prints one for a password typed without echo. No plaintext password is stored an
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import re
-import secrets
 import sys
 import threading
 import time
@@ -203,15 +199,15 @@ _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 
 
 def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return lazylibs.base64.b64encode(data).decode("ascii")
 
 
 def hash_password(password: str, *, salt: bytes | None = None) -> str:
     """A salted scrypt hash of ``password`` in the stored form (see the module docstring)."""
     if not password:
         raise ConfigError("an empty password cannot be used; choose a password")
-    salt = secrets.token_bytes(16) if salt is None else salt
-    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, dklen=32, **_SCRYPT)
+    salt = lazylibs.secrets.token_bytes(16) if salt is None else salt
+    digest = lazylibs.hashlib.scrypt(password.encode("utf-8"), salt=salt, dklen=32, **_SCRYPT)
     return f"scrypt${_SCRYPT['n']}${_SCRYPT['r']}${_SCRYPT['p']}${_b64(salt)}${_b64(digest)}"
 
 
@@ -222,12 +218,12 @@ def verify_password(password: str, stored: str) -> bool:
         scheme, n, r, p, salt, digest = str(stored).split("$")
         if scheme != "scrypt":
             return False
-        expected = base64.b64decode(digest, validate=True)
-        got = hashlib.scrypt(password.encode("utf-8"), salt=base64.b64decode(salt, validate=True),
-                             n=int(n), r=int(r), p=int(p), dklen=len(expected), maxmem=2**26)
+        expected = lazylibs.base64.b64decode(digest, validate=True)
+        got = lazylibs.hashlib.scrypt(password.encode("utf-8"), salt=lazylibs.base64.b64decode(salt, validate=True),
+                                      n=int(n), r=int(r), p=int(p), dklen=len(expected), maxmem=2**26)
     except (ValueError, TypeError):
         return False
-    return hmac.compare_digest(got, expected)
+    return lazylibs.hmac.compare_digest(got, expected)
 
 
 # ---- failed sign-ins -------------------------------------------------------------------------

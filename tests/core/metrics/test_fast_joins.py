@@ -68,27 +68,41 @@ def test_same_strings_compares_row_by_row():
     assert ih.same_strings(a.slice(1), pa.array(["", "c\u00e9"]))
 
 
-@pytest.mark.parametrize("shape", ["random", "high bits only", "low integers", "one key", "none"])
-def test_key_table_finds_what_a_dict_finds(shape):
+@pytest.mark.parametrize("ordered", [True, False])
+@pytest.mark.parametrize("shape", ["random", "high bits only", "low integers", "one key", "none", "big"])
+def test_key_table_finds_what_a_dict_finds(shape, ordered):
     """The open-addressing table against a Python dict, on keys that crowd one region of the
-    table (only high bits set, small integers, 0 among the keys) and on probes never inserted."""
+    table (only high bits set, small integers, 0 among the keys), on probes never inserted, and
+    on a table too big for the roomy sizes (2^19 + 1 keys); ``ordered=False`` finds the same pairs."""
     rng = np.random.default_rng(3)
-    n = {"one key": 1, "none": 0}.get(shape, 5000)
-    if shape == "random":
+    n = {"one key": 1, "none": 0, "big": (1 << 19) + 1}.get(shape, 5000)
+    if shape in ("random", "big"):
         table = np.unique(rng.integers(0, 2**64, n, dtype=np.uint64))
         rng.shuffle(table)
     elif shape == "high bits only":
         table = rng.permutation(np.arange(n, dtype=np.uint64) << np.uint64(50))
     else:
         table = rng.permutation(np.arange(n, dtype=np.uint64))
-    probes = np.concatenate([table[rng.integers(0, n, 3 * n)] if n else np.zeros(0, dtype=np.uint64),
+    probes = np.concatenate([table[rng.integers(0, n, min(3 * n, 30_000))] if n else np.zeros(0, dtype=np.uint64),
                              rng.integers(0, 2**64, 3000, dtype=np.uint64), np.arange(100, dtype=np.uint64),
                              np.arange(100, dtype=np.uint64) << np.uint64(50)])
     rng.shuffle(probes)
     where = {k: i for i, k in enumerate(table.tolist())}
-    rows, at = ih.KeyTable(table).find(probes)
+    rows, at = ih.KeyTable(table).find(probes, ordered=ordered)
     expected = [(r, where[k]) for r, k in enumerate(probes.tolist()) if k in where]
-    assert list(zip(rows.tolist(), at.tolist())) == expected
+    found = list(zip(rows.tolist(), at.tolist()))
+    assert (found if ordered else sorted(found)) == expected
+
+
+def test_key_table_never_finds_its_empty_mark():
+    """A probe equal to the mark of empty slots (0, when 0 is no key) that passes the byte map
+    must not match the first empty slot its search meets."""
+    inverse = pow(0x9E3779B97F4A7C15, -1, 2**64)  # the table's multiplier, inverted mod 2^64
+    # key * multiplier = 5: byte-map slot 0 and home slot 0, as 0's; three keys sharing a home
+    # slot in the upper half make the searches go on for up to 3 slots (0's: into slot 1, empty)
+    keys = [inverse * m % 2**64 for m in (5, 2**63 + 1, 2**63 + 2, 2**63 + 3)]
+    rows, at = ih.KeyTable(np.array(keys, dtype=np.uint64)).find(np.array([0, *keys], dtype=np.uint64))
+    assert (rows.tolist(), at.tolist()) == ([1, 2, 3, 4], [0, 1, 2, 3])
 
 
 def random_inputs(seed: int):

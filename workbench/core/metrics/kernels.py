@@ -251,7 +251,9 @@ def _ndcg(c: _Context, m: Measure, rel: int) -> np.ndarray:
     g, iq = g[pos], c.r.judged_qidx[pos]
     top = int(g.max()) if len(g) else 0
     if c.nq * (top + 1) < 2**62:  # one integer key: query ascending, grade descending
-        order = np.argsort(iq.astype(np.int64) * (top + 1) + (top - g))
+        # stable: qrels grouped by query (the usual file) are runs of ascending queries, which
+        # timsort merges in about half the time of a quicksort
+        order = np.argsort(iq.astype(np.int64) * (top + 1) + (top - g), kind="stable")
     else:
         order = np.lexsort((-g, iq))
     iq = iq[order]

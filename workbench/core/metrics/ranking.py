@@ -191,7 +191,14 @@ def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
             member = np.r_[tied, False] | np.r_[False, tied]
             pos = np.flatnonzero(member)
             group = np.cumsum(~np.r_[False, tied][pos])
-            sub = np.lexsort((-doc_rank(order[pos], group).astype(np.int64), group))
+            ranks = doc_rank(order[pos], group).astype(np.int64)
+            top = int(ranks.max())
+            if int(group[-1]) * (top + 1) + top < 2**62:
+                # one integer key, group ascending then doc rank descending; the groups are
+                # already in order, so a stable sort (timsort: runs) is far cheaper than lexsort
+                sub = np.argsort(group * (top + 1) + (top - ranks), kind="stable")
+            else:
+                sub = np.lexsort((-ranks, group))
             order[pos] = order[pos][sub]
     return order
 
@@ -238,7 +245,7 @@ def _repeated_in_groups(keys: np.ndarray, groups: np.ndarray) -> bool:
         starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
         width = n // len(starts)
         if width > 1 and width * len(starts) == n and np.all(np.diff(starts) == width) \
-                and len(np.unique(groups[starts])) == len(starts):
+                and np.count_nonzero(np.bincount(groups[starts])) == len(starts):  # no group twice
             rows = np.sort(keys.reshape(-1, width), axis=1)
             return bool(np.any(rows[:, 1:] == rows[:, :-1]))
     return _repeated(keys)
@@ -395,29 +402,27 @@ def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
         return None
     universe = np.array(q_dict.to_pylist(), dtype=object)
     docs = run.doc_ids
-    judged_keys = KeyTable(qkey)
+    # the run rows whose key is a qrels key, and which qrels row: one search serves the tie
+    # breaking (which rows are judged) and the grades (placed in ranked order at the end)
+    found, src = KeyTable(qkey).find(rkey, ordered=False)
+    judged = np.zeros(len(rkey), dtype=bool)
+    judged[found] = True  # a clash only ranks more rows
 
     def doc_rank(tied: np.ndarray, group: np.ndarray) -> np.ndarray:
         """Doc ranks of the tie groups holding a judged row (the others: 0, any order)."""
-        judged = np.zeros(len(tied), dtype=bool)
-        judged[judged_keys.find(rkey[tied])[0]] = True  # a clash only ranks more rows
-        need = _groups_with(group, judged)
+        need = _groups_with(group, judged[tied])
         ranks = np.zeros(len(tied), dtype=np.int64)
         if need.any():
             ranks[need] = dense_rank(take(docs, tied[need]))
         return ranks
 
     def place(order: np.ndarray | None) -> np.ndarray | None:
-        """Grades of the ranked rows; None when two pairs share a key (the exact join decides).
-        Searched in ranked order: the rows of one query are then together (see KeyTable)."""
-        keys = rkey if order is None else rkey[order]
-        found, src = judged_keys.find(keys)
-        rows = found if order is None else order[found]
-        if not np.array_equal(rq[rows], qq[src]) or not same_strings(take(docs, rows), take(qrels.doc_ids, src)):
+        """Grades of the ranked rows; None when two pairs share a key (the exact join decides)."""
+        if not np.array_equal(rq[found], qq[src]) or not same_strings(take(docs, found), take(qrels.doc_ids, src)):
             return None
-        grade = np.full(len(keys), np.nan)
+        grade = np.full(len(rkey), np.nan)
         grade[found] = qrels.grades[src]
-        return grade
+        return grade if order is None else grade[order]
 
     return universe, qq, qrels.grades, rq, run.scores, place, doc_rank
 
