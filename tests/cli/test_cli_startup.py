@@ -145,3 +145,54 @@ def test_eval_runs_without_garbage_collections_and_gives_the_collector_back(tmp_
     out = subprocess.run([sys.executable, "-c", GC_PROBE, str(qrels), str(run)], capture_output=True,
                          text=True, cwd=REPO, check=True, timeout=60)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [0, True]
+
+
+EXIT_PROBE = """
+import atexit, sys
+atexit.register(lambda: print("teardown ran", file=sys.stderr))
+sys.argv = ["workbench", *sys.argv[1:]]
+if sys.argv[1] == "thread":  # a thread still running when the command ends
+    import threading, time
+    sys.argv.pop(1)
+    threading.Thread(target=time.sleep, args=(0.5,)).start()
+from workbench.cli import run
+run()
+"""
+
+
+def _many_queries(tmp_path, n: int = 3000):
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("".join(f"q{i} 0 d{i} 1\nq{i} 0 e{i} 0\n" for i in range(n)))
+    run.write_text("".join(f"q{i} Q0 d{i} 1 {i % 7}.5 r\nq{i} Q0 e{i} 2 0.25 r\n" for i in range(n)))
+    return qrels, run
+
+
+def test_eval_on_files_skips_the_teardown_and_its_output_is_whole(tmp_path):
+    """``workbench eval`` on files ends without the interpreter's teardown (exit handlers do
+    not run), and stdout, to a pipe or to a file, holds every line the in-process command
+    prints with a normal exit; an error's exit status is kept."""
+    qrels, run = _many_queries(tmp_path)
+    argv = ["eval", str(qrels), str(run), "-m", "P@1", "-m", "ndcg@2", "--per-query", "--format", "tsv"]
+    normal = subprocess.run([sys.executable, "-c", "import sys; from workbench.cli import main; "
+                             "sys.exit(main(sys.argv[1:]))", *argv], capture_output=True, cwd=REPO,
+                            check=True, timeout=120)
+    assert normal.stdout.count(b"\n") > 3000  # more than any pipe or stdio buffer holds
+    piped = subprocess.run([sys.executable, "-c", EXIT_PROBE, *argv], capture_output=True, cwd=REPO,
+                           timeout=120)
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, normal.stdout, b"")
+    with open(tmp_path / "out.tsv", "wb") as out:
+        filed = subprocess.run([sys.executable, "-c", EXIT_PROBE, *argv], stdout=out, stderr=subprocess.PIPE,
+                               cwd=REPO, timeout=120)
+    assert filed.returncode == 0 and (tmp_path / "out.tsv").read_bytes() == normal.stdout
+    missing = subprocess.run([sys.executable, "-c", EXIT_PROBE, "eval", str(qrels), str(tmp_path / "none.txt"),
+                              "-m", "P@1"],
+                             capture_output=True, cwd=REPO, timeout=120)
+    assert missing.returncode != 0 and b"none.txt" in missing.stderr and b"teardown ran" not in missing.stderr
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["thread", "eval", "QRELS", "RUN", "-m", "P@1"]])
+def test_other_commands_and_eval_beside_a_thread_exit_normally(tmp_path, argv):
+    qrels, run = _many_queries(tmp_path, 3)
+    argv = [str(qrels) if a == "QRELS" else str(run) if a == "RUN" else a for a in argv]
+    out = subprocess.run([sys.executable, "-c", EXIT_PROBE, *argv], capture_output=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0 and b"teardown ran" in out.stderr, out.stderr
