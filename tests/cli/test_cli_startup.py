@@ -64,34 +64,66 @@ def test_eval_help_explains_conventions_in_words():
 
 BLAS_PROBE = """
 import json, os, sys
+import workbench.cli
 from workbench.cli import main
+if len(sys.argv) > 3:  # inputs of this many bytes keep huge pages
+    workbench.cli._HUGE_PAGES_FROM_BYTES = int(sys.argv[3])
 code = main(["eval", sys.argv[1], sys.argv[2], "-m", "P@2", "--format", "json"])
 import threadpoolctl
+from numpy._core.multiarray import _get_madvise_hugepage
 blas = sorted({p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"})
-print(json.dumps({"code": code, "blas": blas, "env": os.environ.get("OPENBLAS_NUM_THREADS")}))
+print(json.dumps({"code": code, "blas": blas, "env": os.environ.get("OPENBLAS_NUM_THREADS"),
+                  "huge pages": _get_madvise_hugepage(), "huge env": os.environ.get("NUMPY_MADVISE_HUGEPAGE")}))
 """
 
 
-def _blas_threads_after_eval(tmp_path, env_value: str | None) -> dict:
+def _blas_threads_after_eval(tmp_path, env_value: str | None, huge_value: str | None = None,
+                             huge_from: int | None = None) -> dict:
     qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
     qrels.write_text("q1 0 d1 1\nq1 0 d2 0\n")
     run.write_text("q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\n")
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "NUMPY_MADVISE_HUGEPAGE")}
     if env_value is not None:
         env["OPENBLAS_NUM_THREADS"] = env_value
-    out = subprocess.run([sys.executable, "-c", BLAS_PROBE, str(qrels), str(run)], capture_output=True,
+    if huge_value is not None:
+        env["NUMPY_MADVISE_HUGEPAGE"] = huge_value
+    extra = [] if huge_from is None else [str(huge_from)]
+    out = subprocess.run([sys.executable, "-c", BLAS_PROBE, str(qrels), str(run), *extra], capture_output=True,
                          text=True, cwd=REPO, check=True, timeout=60, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenBLAS starts one thread on one core anyway")
 def test_eval_loads_numpy_with_one_blas_thread_and_leaves_the_environment_alone(tmp_path):
-    # eval does no linear algebra: OpenBLAS's pool (one thread per core) would only cost start-up CPU
-    assert _blas_threads_after_eval(tmp_path, None) == {"code": 0, "blas": [1], "env": None}
+    # eval does no linear algebra: OpenBLAS's pool (one thread per core) would only cost start-up CPU;
+    # and no huge pages, whose compaction can double a short eval's system CPU
+    assert _blas_threads_after_eval(tmp_path, None) == {"code": 0, "blas": [1], "env": None,
+                                                        "huge pages": False, "huge env": None}
 
 
-def test_eval_keeps_the_users_blas_threads(tmp_path):
-    assert _blas_threads_after_eval(tmp_path, "2") == {"code": 0, "blas": [2], "env": "2"}
+@pytest.mark.parametrize(("huge_from", "huge"), [(1, True), (10**6, False)])
+def test_eval_keeps_huge_pages_for_large_inputs(tmp_path, huge_from, huge):
+    # the two files are 64 bytes together: at or above the threshold huge pages stay on
+    got = _blas_threads_after_eval(tmp_path, None, huge_from=huge_from)
+    assert (got["huge pages"], got["huge env"]) == (huge, None)
+
+
+def test_input_bytes_sums_the_files_a_command_reads(tmp_path):
+    import argparse
+
+    from workbench.cli import input_bytes
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(b"x" * 10)
+    b.write_bytes(b"y" * 32)
+    assert input_bytes(argparse.Namespace(qrels=str(a), runs=[str(b), str(b)])) == 74
+    assert input_bytes(argparse.Namespace(qrels=None, runs=[str(tmp_path / "missing"), str(b)])) == 32
+    assert input_bytes(argparse.Namespace()) == 0
+
+
+def test_eval_keeps_the_users_blas_threads_and_huge_pages(tmp_path):
+    assert _blas_threads_after_eval(tmp_path, "2", "1") == {"code": 0, "blas": [2], "env": "2",
+                                                            "huge pages": True, "huge env": "1"}
 
 
 HEAP_PROBE = """

@@ -158,27 +158,61 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-#: Commands run lean: numpy with one OpenBLAS thread (they do no linear algebra), freed memory
-#: kept for reuse (:func:`reuse_freed_memory`), no cyclic garbage collection while they run.
+#: Commands run lean: numpy with one OpenBLAS thread and no huge pages (:func:`lean_numpy`),
+#: freed memory kept for reuse (:func:`reuse_freed_memory`), no cyclic garbage collection
+#: while they run.
 #: ``eval`` runs in loops (a CI script scoring each run file), where start-up CPU adds up.
 LEAN_COMMANDS = {"eval"}
-_BLAS_THREADS = "OPENBLAS_NUM_THREADS"
+#: what :func:`lean_numpy` sets while numpy is imported (each only where the user has not)
+_LEAN_NUMPY_ENV = {"OPENBLAS_NUM_THREADS": "1", "NUMPY_MADVISE_HUGEPAGE": "0"}
 
 
-def numpy_with_one_blas_thread() -> None:
-    """Import numpy with OpenBLAS limited to one thread, unless numpy is already imported or
-    the user set ``OPENBLAS_NUM_THREADS``. OpenBLAS starts its thread pool (one thread per
-    core) when numpy is imported, and the start costs CPU in every process whether or not a
-    matrix product follows; ``eval`` never does one, and runs in loops (a CI script scoring
-    each run file). The variable is read once, by that import, and removed right after, so
-    processes this one starts keep their defaults."""
-    if "numpy" in sys.modules or _BLAS_THREADS in os.environ:
+#: input files at least this large (together) keep numpy's huge pages: their arrays are big
+#: and live long enough for the page-table savings to outweigh the compaction
+_HUGE_PAGES_FROM_BYTES = 1 << 30
+
+
+def input_bytes(args: argparse.Namespace) -> int:
+    """The total size of the files a command reads (``qrels`` and ``runs`` arguments; a path
+    that cannot be read counts 0: its reader reports it)."""
+    paths = [getattr(args, "qrels", None), *(getattr(args, "runs", None) or ())]
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size if path else 0
+        except (OSError, TypeError, ValueError):
+            pass
+    return total
+
+
+def lean_numpy(*, huge_pages: bool = False) -> None:
+    """Import numpy with OpenBLAS limited to one thread and (unless ``huge_pages``) without
+    transparent huge pages for its arrays, unless numpy is already imported; a variable the
+    user set is kept as set.
+
+    * OpenBLAS starts its thread pool (one thread per core) when numpy is imported, and the
+      start costs CPU in every process whether or not a matrix product follows; ``eval`` never
+      does one, and runs in loops (a CI script scoring each run file).
+    * numpy asks the kernel for huge pages (``madvise``) for every array of 4 MB or more. Where
+      the kernel then compacts memory to find one (``defrag`` set to ``madvise``, a common
+      default) and memory is fragmented, as right after another large process exited, each
+      first touch of such an array can wait for that compaction: the system CPU of a
+      10^6-row ``eval`` doubled (docs/performance.md). With inputs of a GB or more
+      (:data:`_HUGE_PAGES_FROM_BYTES`, 10^8 rows) huge pages paid off in the same measurements,
+      so the caller keeps them there.
+
+    The variables are read once, by that import, and removed right after, so processes this
+    one starts keep their defaults."""
+    if "numpy" in sys.modules:
         return
-    os.environ[_BLAS_THREADS] = "1"
+    wanted = {k: v for k, v in _LEAN_NUMPY_ENV.items() if not (huge_pages and k == "NUMPY_MADVISE_HUGEPAGE")}
+    added = [name for name in wanted if name not in os.environ]
+    os.environ.update({name: wanted[name] for name in added})
     try:
         lazylibs.numpy  # noqa: B018 - the import is the point
     finally:
-        os.environ.pop(_BLAS_THREADS, None)
+        for name in added:
+            os.environ.pop(name, None)
 
 
 #: glibc's mallopt parameters, and the values :func:`reuse_freed_memory` gives them
@@ -245,7 +279,7 @@ def _main(argv: list[str]) -> int:
         parser.print_help()
         return 2
     if args.group in LEAN_COMMANDS:
-        numpy_with_one_blas_thread()
+        lean_numpy(huge_pages=input_bytes(args) >= _HUGE_PAGES_FROM_BYTES)
         reuse_freed_memory()
     try:
         code = handler(args)
