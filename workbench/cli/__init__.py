@@ -193,7 +193,7 @@ def lean_numpy(*, huge_pages: bool = False) -> None:
     * OpenBLAS starts its thread pool (one thread per core) when numpy is imported, and the
       start costs CPU in every process whether or not a matrix product follows; ``eval`` never
       does one, and runs in loops (a CI script scoring each run file).
-    * numpy asks the kernel for huge pages (``madvise``) for every array of 4 MB or more. Where
+    * numpy asks the kernel for huge pages (``madvise``) for every large array. Where
       the kernel then compacts memory to find one (``defrag`` set to ``madvise``, a common
       default) and memory is fragmented, as right after another large process exited, each
       first touch of such an array can wait for that compaction: the system CPU of a
@@ -221,16 +221,15 @@ _TRIM_BYTES, _MMAP_BYTES = 128 << 20, 64 << 20
 
 
 def reuse_freed_memory() -> bool:
-    """With glibc, serve allocations up to 64 MB from the heap and give freed heap memory back
-    to the system only when more than 128 MB of it lies at the top; False where there is no
-    ``mallopt`` (another C library), which changes nothing else.
+    """With glibc, serve allocations up to ``_MMAP_BYTES`` from the heap and give freed heap
+    memory back to the system only when more than ``_TRIM_BYTES`` of it lies at the top; False
+    where there is no ``mallopt`` (another C library), which changes nothing else.
 
-    ``eval`` makes and frees arrays of a few to tens of MB per million run rows, one after the
-    other. By default glibc maps each allocation above its mmap threshold (sliding, at most
-    32 MB) afresh and trims freed memory beyond twice that threshold, so the kernel zero-fills
-    the same amount of memory again for the next array (page faults). Kept in the heap, it is
-    reused: the peak memory stays that of the live arrays, and a 10^6-row file costs about 5%
-    less CPU."""
+    ``eval`` makes and frees large arrays per million run rows, one after the other. By default
+    glibc maps each allocation above its mmap threshold (which slides up to a cap) afresh and
+    trims freed memory beyond twice that threshold, so the kernel zero-fills the same amount of
+    memory again for the next array (page faults). Kept in the heap, it is reused: the peak
+    memory stays that of the live arrays, and the CPU falls (docs/performance.md)."""
     try:
         mallopt = lazylibs.ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):

@@ -161,10 +161,9 @@ def same_strings(a: pa.Array, b: pa.Array) -> bool:
 
 
 _FIB = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: multiplicative (Fibonacci) hashing
-#: a KeyTable whose byte map stays within 2^22 bytes and whose table within 2^21 slots (24 MB)
-#: takes twice the room of each: fewer keys not in the table pass the map and fewer probes meet
-#: another key (10^6 run rows searched among 2 x 10^5 qrels keys: ~8 ms less of ~35 ms, build
-#: included); bigger ones keep their size (peak memory at scale)
+#: a KeyTable whose byte map stays within 2^22 bytes and whose table within 2^21 slots takes
+#: twice the room of each: fewer keys not in the table pass the map and fewer probes meet
+#: another key (docs/performance.md); bigger ones keep their size (peak memory at scale)
 _ROOMY_MAP_BITS, _ROOMY_TABLE_BITS = 22, 21
 
 

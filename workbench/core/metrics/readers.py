@@ -105,7 +105,7 @@ _BOM = b"\xef\xbb\xbf"
 def _plain_file(path: Path) -> bool:
     """True when the file has no tab, CR, '#' or byte-order mark: pyarrow can then stream it
     as it is."""
-    # one buffer read into again and again: a new 4 MB bytes per read cost more in page
+    # one buffer read into again and again: a new bytes object per read cost more in page
     # faults than the reads and the byte searches together
     buf = bytearray(1 << 18)
     try:
