@@ -64,10 +64,10 @@ def test_eval_help_explains_conventions_in_words():
 
 BLAS_PROBE = """
 import json, os, sys
-import workbench.cli
+import workbench.cli.lean
 from workbench.cli import main
 if len(sys.argv) > 3:  # inputs of this many bytes keep huge pages
-    workbench.cli._HUGE_PAGES_FROM_BYTES = int(sys.argv[3])
+    workbench.cli.lean._HUGE_PAGES_FROM_BYTES = int(sys.argv[3])
 code = main(["eval", sys.argv[1], sys.argv[2], "-m", "P@2", "--format", "json"])
 import threadpoolctl
 from numpy._core.multiarray import _get_madvise_hugepage
@@ -111,7 +111,7 @@ def test_eval_keeps_huge_pages_for_large_inputs(tmp_path, huge_from, huge):
 def test_input_bytes_sums_the_files_a_command_reads(tmp_path):
     import argparse
 
-    from workbench.cli import input_bytes
+    from workbench.cli.lean import input_bytes
 
     a, b = tmp_path / "a", tmp_path / "b"
     a.write_bytes(b"x" * 10)

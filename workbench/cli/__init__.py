@@ -17,7 +17,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from workbench import lazylibs
+from workbench.cli import lean
 from workbench.errors import WorkbenchError, clip, is_interrupt
 
 Handler = Callable[[argparse.Namespace], int]
@@ -158,85 +158,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-#: Commands run lean: numpy with one OpenBLAS thread and no huge pages (:func:`lean_numpy`),
-#: freed memory kept for reuse (:func:`reuse_freed_memory`), no cyclic garbage collection
-#: while they run.
-#: ``eval`` runs in loops (a CI script scoring each run file), where start-up CPU adds up.
-LEAN_COMMANDS = {"eval"}
-#: what :func:`lean_numpy` sets while numpy is imported (each only where the user has not)
-_LEAN_NUMPY_ENV = {"OPENBLAS_NUM_THREADS": "1", "NUMPY_MADVISE_HUGEPAGE": "0"}
-
-
-#: input files at least this large (together) keep numpy's huge pages: their arrays are big
-#: and live long enough for the page-table savings to outweigh the compaction
-_HUGE_PAGES_FROM_BYTES = 1 << 30
-
-
-def input_bytes(args: argparse.Namespace) -> int:
-    """The total size of the files a command reads (``qrels`` and ``runs`` arguments; a path
-    that cannot be read counts 0: its reader reports it)."""
-    paths = [getattr(args, "qrels", None), *(getattr(args, "runs", None) or ())]
-    total = 0
-    for path in paths:
-        try:
-            total += os.stat(path).st_size if path else 0
-        except (OSError, TypeError, ValueError):
-            pass
-    return total
-
-
-def lean_numpy(*, huge_pages: bool = False) -> None:
-    """Import numpy with OpenBLAS limited to one thread and (unless ``huge_pages``) without
-    transparent huge pages for its arrays, unless numpy is already imported; a variable the
-    user set is kept as set.
-
-    * OpenBLAS starts its thread pool (one thread per core) when numpy is imported, and the
-      start costs CPU in every process whether or not a matrix product follows; ``eval`` never
-      does one, and runs in loops (a CI script scoring each run file).
-    * numpy asks the kernel for huge pages (``madvise``) for every large array. Where
-      the kernel then compacts memory to find one (``defrag`` set to ``madvise``, a common
-      default) and memory is fragmented, as right after another large process exited, each
-      first touch of such an array can wait for that compaction: the system CPU of a
-      10^6-row ``eval`` doubled (docs/performance.md). With inputs of a GB or more
-      (:data:`_HUGE_PAGES_FROM_BYTES`, 10^8 rows) huge pages paid off in the same measurements,
-      so the caller keeps them there.
-
-    The variables are read once, by that import, and removed right after, so processes this
-    one starts keep their defaults."""
-    if "numpy" in sys.modules:
-        return
-    wanted = {k: v for k, v in _LEAN_NUMPY_ENV.items() if not (huge_pages and k == "NUMPY_MADVISE_HUGEPAGE")}
-    added = [name for name in wanted if name not in os.environ]
-    os.environ.update({name: wanted[name] for name in added})
-    try:
-        lazylibs.numpy  # noqa: B018 - the import is the point
-    finally:
-        for name in added:
-            os.environ.pop(name, None)
-
-
-#: glibc's mallopt parameters, and the values :func:`reuse_freed_memory` gives them
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_TRIM_BYTES, _MMAP_BYTES = 128 << 20, 64 << 20
-
-
-def reuse_freed_memory() -> bool:
-    """With glibc, serve allocations up to ``_MMAP_BYTES`` from the heap and give freed heap
-    memory back to the system only when more than ``_TRIM_BYTES`` of it lies at the top; False
-    where there is no ``mallopt`` (another C library), which changes nothing else.
-
-    ``eval`` makes and frees large arrays per million run rows, one after the other. By default
-    glibc maps each allocation above its mmap threshold (which slides up to a cap) afresh and
-    trims freed memory beyond twice that threshold, so the kernel zero-fills the same amount of
-    memory again for the next array (page faults). Kept in the heap, it is reused: the peak
-    memory stays that of the live arrays, and the CPU falls (docs/performance.md)."""
-    try:
-        mallopt = lazylibs.ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_BYTES))
-
-
 def _undecodable_argument(argv: Sequence[str]) -> str | None:
     """The first argument holding bytes that are not UTF-8 (Python keeps them as lone
     surrogates, which no file name, id or database value can hold), shown as bytes."""
@@ -252,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # a lean command runs without the cyclic garbage collector: its imports (numpy, pyarrow)
     # make hundreds of thousands of objects, and the collections they set off find nothing
-    pause_gc = command_word(argv) in LEAN_COMMANDS and gc.isenabled()
+    pause_gc = command_word(argv) in lean.LEAN_COMMANDS and gc.isenabled()
     if pause_gc:
         gc.disable()
     try:
@@ -277,9 +198,8 @@ def _main(argv: list[str]) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    if args.group in LEAN_COMMANDS:
-        lean_numpy(huge_pages=input_bytes(args) >= _HUGE_PAGES_FROM_BYTES)
-        reuse_freed_memory()
+    if args.group in lean.LEAN_COMMANDS:
+        lean.set_up(args)
     try:
         code = handler(args)
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
@@ -336,26 +256,7 @@ def run() -> None:
     except KeyboardInterrupt:  # between main's own handler and the line below
         code = 130
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if _nothing_left_to_tear_down():
+    if command_word(sys.argv[1:]) in lean.LEAN_COMMANDS and lean.nothing_left_to_tear_down():
         os._exit(code)
     raise SystemExit(code)
 
-
-def _nothing_left_to_tear_down() -> bool:
-    """Whether the process may end without the interpreter's teardown, after flushing its
-    output: a lean command (``LEAN_COMMANDS``) that opened no project (duckdb not imported:
-    ``eval`` on files) and started no thread, once stdout and stderr are flushed. The teardown
-    would free every object and array one by one and run exit handlers; for such a command
-    none of that is seen outside the process (its files are closed, its temporary run parts
-    removed by ``evaluate``), and it costs a few percent of a short ``eval``'s CPU. False
-    (the normal exit) when a flush fails: the interpreter then reports a closed pipe as usual."""
-    threading = sys.modules.get("threading")  # not imported: no thread was started from Python
-    if command_word(sys.argv[1:]) not in LEAN_COMMANDS or "duckdb" in sys.modules \
-            or (threading is not None and threading.active_count() > 1):
-        return False
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        return False
-    return True
