@@ -77,20 +77,26 @@ print(json.dumps({"code": code, "blas": blas, "env": os.environ.get("OPENBLAS_NU
 """
 
 
-def _blas_threads_after_eval(tmp_path, env_value: str | None, huge_value: str | None = None,
-                             huge_from: int | None = None) -> dict:
+def _probe_after_eval(tmp_path, probe: str, *extra: str, env: dict | None = None):
+    """Run ``probe`` (a script that runs ``eval`` in-process on argv 1-2, then prints JSON as its
+    last line) on a two-row qrels and run; its JSON."""
     qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
     qrels.write_text("q1 0 d1 1\nq1 0 d2 0\n")
     run.write_text("q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(qrels), str(run), *extra], capture_output=True,
+                         text=True, cwd=REPO, check=True, timeout=60, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _blas_threads_after_eval(tmp_path, env_value: str | None, huge_value: str | None = None,
+                             huge_from: int | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "NUMPY_MADVISE_HUGEPAGE")}
     if env_value is not None:
         env["OPENBLAS_NUM_THREADS"] = env_value
     if huge_value is not None:
         env["NUMPY_MADVISE_HUGEPAGE"] = huge_value
     extra = [] if huge_from is None else [str(huge_from)]
-    out = subprocess.run([sys.executable, "-c", BLAS_PROBE, str(qrels), str(run), *extra], capture_output=True,
-                         text=True, cwd=REPO, check=True, timeout=60, env=env)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return _probe_after_eval(tmp_path, BLAS_PROBE, *extra, env=env)
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenBLAS starts one thread on one core anyway")
@@ -108,6 +114,11 @@ def test_eval_keeps_huge_pages_for_large_inputs(tmp_path, huge_from, huge):
     assert (got["huge pages"], got["huge env"]) == (huge, None)
 
 
+def test_eval_keeps_the_users_blas_threads_and_huge_pages(tmp_path):
+    assert _blas_threads_after_eval(tmp_path, "2", "1") == {"code": 0, "blas": [2], "env": "2",
+                                                            "huge pages": True, "huge env": "1"}
+
+
 def test_input_bytes_sums_the_files_a_command_reads(tmp_path):
     import argparse
 
@@ -119,11 +130,6 @@ def test_input_bytes_sums_the_files_a_command_reads(tmp_path):
     assert input_bytes(argparse.Namespace(qrels=str(a), runs=[str(b), str(b)])) == 74
     assert input_bytes(argparse.Namespace(qrels=None, runs=[str(tmp_path / "missing"), str(b)])) == 32
     assert input_bytes(argparse.Namespace()) == 0
-
-
-def test_eval_keeps_the_users_blas_threads_and_huge_pages(tmp_path):
-    assert _blas_threads_after_eval(tmp_path, "2", "1") == {"code": 0, "blas": [2], "env": "2",
-                                                            "huge pages": True, "huge env": "1"}
 
 
 HEAP_PROBE = """
@@ -149,12 +155,7 @@ print(json.dumps([first, second]))
 def test_eval_reuses_freed_memory_instead_of_faulting_it_in_again(tmp_path):
     # after eval set the allocator up, a freed 40 MB array's pages serve the next one; by default
     # (mapped afresh above glibc's mmap threshold) the kernel zero-fills them again
-    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
-    qrels.write_text("q1 0 d1 1\n")
-    run.write_text("q1 Q0 d1 1 2.0 r\n")
-    out = subprocess.run([sys.executable, "-c", HEAP_PROBE, str(qrels), str(run)], capture_output=True,
-                         text=True, cwd=REPO, check=True, timeout=60)
-    first, second = json.loads(out.stdout.strip().splitlines()[-1])
+    first, second = _probe_after_eval(tmp_path, HEAP_PROBE)
     assert second <= first // 4, (first, second)
 
 
@@ -171,12 +172,7 @@ print(json.dumps([during, gc.isenabled()]))
 
 def test_eval_runs_without_garbage_collections_and_gives_the_collector_back(tmp_path):
     # numpy's and pyarrow's imports alone set off collections that find nothing to free
-    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
-    qrels.write_text("q1 0 d1 1\n")
-    run.write_text("q1 Q0 d1 1 2.0 r\n")
-    out = subprocess.run([sys.executable, "-c", GC_PROBE, str(qrels), str(run)], capture_output=True,
-                         text=True, cwd=REPO, check=True, timeout=60)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [0, True]
+    assert _probe_after_eval(tmp_path, GC_PROBE) == [0, True]
 
 
 EXIT_PROBE = """
