@@ -539,10 +539,9 @@ def _float_values(inners: list, values: Callable, counts: np.ndarray) -> np.ndar
     conversion loop does more per value and overlaps fewer. Listed first, the step's objects
     are in the cache when they are converted (docs/performance.md has the measurement)."""
     n = int(counts.sum())
-    out = np.empty(n, dtype=np.float64)
     if n <= _TOUCH_ROWS:
-        out[:] = np.fromiter(chain.from_iterable(map(values, inners)), np.float64, count=n)
-        return out
+        return np.fromiter(chain.from_iterable(map(values, inners)), np.float64, count=n)
+    out = np.empty(n, dtype=np.float64)
     # cut between mappings: each step ends at the first mapping that takes it past _TOUCH_ROWS
     ends = np.cumsum(counts)
     cuts = np.unique(np.searchsorted(ends, np.arange(_TOUCH_ROWS, n, _TOUCH_ROWS), side="left") + 1)
