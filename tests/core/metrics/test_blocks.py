@@ -194,9 +194,9 @@ def test_a_plain_file_that_pyarrow_stops_reading_half_way_is_read_again(tmp_path
 
     refused = []
 
-    def streamed(*args):
+    def streamed(*args, **kwargs):
         try:
-            yield from streamed_runs(*args)
+            yield from streamed_runs(*args, **kwargs)
         except readers._SlowPath:
             refused.append(args[0])
             raise

@@ -51,6 +51,19 @@ def test_id_hash_follows_its_formula_for_every_length_and_layout():
     assert len(set(expected.tolist())) == len(set(values))
 
 
+@pytest.mark.parametrize("slice_rows", [1, 7, 64, 2048])
+def test_id_hash_in_slices_equals_the_formula(monkeypatch, slice_rows):
+    """Slices that cut inside a chunk, at its end and across chunks of several sizes."""
+    values = strings(700, 3) + ["", "abcdefgh" * 3]
+    expected = np.array([formula(s) for s in values], dtype=np.uint64)
+    monkeypatch.setattr(ih, "_SLICE", slice_rows)
+    arr = pa.array(values, pa.string())
+    assert np.array_equal(ih.id_hash(arr), expected)
+    parts = pa.chunked_array([arr.slice(0, 5), arr.slice(5, 0), arr.slice(5, 300), arr.slice(305)])
+    assert np.array_equal(ih.id_hash(parts), expected)
+    assert np.array_equal(ih.id_hash(arr.slice(3, 600)), expected[3:603])
+
+
 def test_grouped_id_hash_equals_id_hash_sorted_or_not():
     values = sorted(random.Random(1).choice(["q1", "q2", "abc", "x" * 20, ""]) for _ in range(1000))
     for arr in (pa.array(values), pa.array(values).slice(3), pa.array(values[::-1])):

@@ -8,6 +8,7 @@ grouping for up to 65,536 queries, a packed 64-bit key beyond) must all give it.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -43,7 +44,8 @@ def engine(rows):
               np.array([r[2] for r in rows], dtype=np.float64))
     universe, _, _, rq, score, _, doc_rank = ranking._join_columns(qrels, run, "error")
     order = ranking._order(rq, score, len(universe), doc_rank)
-    idx = np.arange(len(rows)) if order is None else order
+    # the row numbers in ranked order, whatever form the order takes
+    idx = ranking._reorder(np.arange(len(rows)), order)
     got = [(rows[i][0], rows[i][1]) for i in idx.tolist()]
     # groups may come in any query order: compare per query, in the order within each
     by_query = {}
@@ -85,3 +87,23 @@ def test_radix_and_padded_paths_on_a_large_unsorted_run():
     assert engine(rows) == as_groups(reference(rows))
     checked = sum(len(v) for v in engine(rows).values())
     assert checked == n_q * depth
+
+
+@pytest.mark.parametrize("block_rows", [1, 7, 64, 1 << 15])
+@pytest.mark.parametrize("layout", ["grouped", "scattered"])
+def test_the_padded_sort_in_blocks_of_groups_ranks_like_the_reference(monkeypatch, block_rows, layout):
+    """Blocks of one group, of a few groups cut anywhere, and of every group; groups of
+    uneven length (1 to 40 rows), a grouped file out of score order and a scattered one."""
+    monkeypatch.setattr(ranking, "_BLOCK_ROWS", block_rows)
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(1, 41, size=120)
+    q = np.repeat(np.arange(len(lengths)), lengths)
+    scores = np.round(rng.random(q.size) * 4, 1)  # many ties
+    docs = [f"d{i}" for i in rng.permutation(q.size)]
+    order = np.arange(q.size) if layout == "grouped" else rng.permutation(q.size)
+    if layout == "grouped":  # each query's rows together, shuffled inside it
+        order = np.concatenate([rng.permutation(np.flatnonzero(q == g)) for g in range(len(lengths))])
+    rows = [(f"q{q[i]:03d}", docs[i], float(scores[i])) for i in order.tolist()]
+    got = engine(rows)
+    assert got == as_groups(reference(rows))
+    assert sum(len(v) for v in got.values()) == q.size

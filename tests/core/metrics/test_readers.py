@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from workbench import evaluate
@@ -309,3 +310,46 @@ def test_non_finite_scores_in_dicts_are_refused():
             evaluate({"q": {"a": 1}}, {"q": {"a": bad}}, ["P@1"])
         with pytest.raises(InputError, match="finite"):
             run_from_dict({"q": {"a": bad}})
+
+
+@pytest.mark.parametrize("where", ["none", "first line", "past the first buffer"])
+def test_ascii_and_other_utf8_files_read_as_the_same_strings(tmp_path, where):
+    """An all-ASCII file is parsed with binary id columns (no UTF-8 check), any other with
+    string columns; both give string columns equal to the careful reader's, on the whole-file
+    path and on the block path. The scan for non-ASCII bytes reads 2^18 bytes at a time, so an
+    'é' past the first buffer must still switch the file to the checked path."""
+    from workbench.core.metrics.readers import _plain_text, read_trec_qrels, read_trec_run_parts
+
+    lines = [f"q{i % 37} Q0 d{i} {i} {1000 - i % 100}.5 tag" for i in range(12_000)]
+    if where == "first line":
+        lines[0] = "qé Q0 dé 1 7.5 tag"
+    elif where == "past the first buffer":
+        lines[-1] = "q1 Q0 dcafé 1 7.25 tag"
+    path = write(tmp_path, "r.run", "\n".join(lines) + "\n")
+    assert path.stat().st_size > 1 << 18
+    assert _plain_text(path) == ("ascii" if where == "none" else "utf-8")
+    fast, careful = read_trec_run(path), read_trec_run(path, careful=True)
+    assert fast.query_ids.type == fast.doc_ids.type == pa.string()
+    assert fast.to_dict() == careful.to_dict()
+    with read_trec_run_parts(path, block_rows=3_000) as parts:
+        blocks = list(parts)
+    assert len(blocks) > 1 and all(b.query_ids.type == b.doc_ids.type == pa.string() for b in blocks)
+    assert sum(len(b) for b in blocks) == len(careful)
+    qrels_path = write(tmp_path, "q.txt", "".join(f"{line.split()[0]} 0 {line.split()[2]} 1\n" for line in lines[::50]))
+    q = read_trec_qrels(qrels_path)
+    assert q.doc_ids.type == pa.string()
+    assert q.to_dict() == read_trec_qrels(qrels_path, careful=True).to_dict()
+    whole = evaluate(qrels_path, path, ["map", "ndcg@10"]).aggregate
+    assert evaluate(qrels_path, path, ["map", "ndcg@10"], block_rows=3_000).aggregate == pytest.approx(whole)
+    assert evaluate(q, careful, ["map", "ndcg@10"]).aggregate == pytest.approx(whole)
+
+
+def test_a_byte_that_is_not_utf8_past_the_first_scan_buffer_names_its_line(tmp_path):
+    """Non-ASCII found late still sends the file to the checked path, which refuses it."""
+    lines = [f"q{i % 37} Q0 d{i} {i} {i}.5 tag".encode() for i in range(12_000)]
+    lines[-2] = b"q1 Q0 d\xff 1 7.25 tag"
+    path = write(tmp_path, "r.run", b"\n".join(lines) + b"\n")
+    assert path.stat().st_size > 1 << 18
+    with pytest.raises(InputError, match="UTF-8") as err:
+        read_trec_run(path)
+    assert err.value.line == 11_999

@@ -33,7 +33,9 @@ _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _S = np.uint64(33)
 #: the low i bytes of a word (i = 0..8)
 _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)
-_SLICE = 1 << 22  # strings hashed at a time: bounds the temporaries (a few 8-byte numbers each)
+#: strings hashed at a time: each pass's temporaries (a few 8-byte numbers per string) then
+#: stay in the processor's cache, and the same few blocks of memory serve every slice
+_SLICE = 1 << 15
 
 
 def fmix(h: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
@@ -53,12 +55,13 @@ def _offsets(chunk: pa.Array) -> np.ndarray:
                          offset=chunk.offset * np.dtype(width).itemsize)
 
 
-def _hash_chunk(chunk: pa.Array) -> np.ndarray:
+def _hash_chunk(chunk: pa.Array, h: np.ndarray) -> np.ndarray:
+    """The hashes of ``chunk``'s strings, written into ``h`` (uint64, one per string)."""
     n = len(chunk)
     offsets = _offsets(chunk)
     lo, hi = int(offsets[0]), int(offsets[-1])
     lengths = np.diff(offsets)
-    h = lengths.astype(np.uint64)
+    h[...] = lengths
     h *= _C
     if hi == lo:
         return fmix(h)
@@ -100,8 +103,14 @@ def _hash_chunk(chunk: pa.Array) -> np.ndarray:
 def id_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """uint64 hash of each string of a null-free string column (formula in the module docstring)."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    out = [_hash_chunk(c.slice(i, _SLICE)) for c in chunks for i in range(0, len(c), _SLICE)]
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.uint64)
+    out = np.empty(len(column), dtype=np.uint64)
+    at = 0
+    for chunk in chunks:
+        for i in range(0, len(chunk), _SLICE):
+            part = chunk.slice(i, _SLICE)
+            _hash_chunk(part, out[at:at + len(part)])
+            at += len(part)
+    return out
 
 
 def grouped_id_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -137,12 +146,23 @@ def run_heads(arr: pa.Array) -> np.ndarray | None:
     return None if len(heads) > n // 4 else heads
 
 
-def pair_keys(query_code: np.ndarray, doc_hash: np.ndarray, n_queries: int) -> np.ndarray:
+def pair_keys(query_code: np.ndarray, doc_hash: np.ndarray, n_queries: int, *,
+              in_place: bool = False) -> np.ndarray:
     """One uint64 per (query number, doc hash): the query number in the high bits, the doc
     hash's top bits below it, so that sorted keys are grouped by query (a binary search for
-    the rows of one query stays in one small region). Equal pairs give equal keys."""
+    the rows of one query stays in one small region). Equal pairs give equal keys.
+
+    ``in_place=True`` writes the keys over ``doc_hash`` (a uint64 array the caller no longer
+    needs) and returns it; the query numbers are widened a slice at a time, so no temporary
+    array of the whole length is made."""
     qbits = max(1, int(n_queries - 1).bit_length())
-    return (query_code.astype(np.uint64) << np.uint64(64 - qbits)) | (doc_hash >> np.uint64(qbits))
+    if not in_place:
+        return (query_code.astype(np.uint64) << np.uint64(64 - qbits)) | (doc_hash >> np.uint64(qbits))
+    np.right_shift(doc_hash, np.uint64(qbits), out=doc_hash)
+    high = np.uint64(64 - qbits)
+    for i in range(0, len(doc_hash), _SLICE):
+        doc_hash[i:i + _SLICE] |= query_code[i:i + _SLICE].astype(np.uint64) << high
+    return doc_hash
 
 
 def same_strings(a: pa.Array, b: pa.Array) -> bool:
@@ -234,15 +254,22 @@ class KeyTable:
         the array the table was built from)."""
         if not self.n or not len(keys):
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-        mixed = keys * _FIB
-        # shifted values are < 2^63: read as intp (view), not converted (a copy)
-        rows = np.flatnonzero(self.seen[(mixed >> self.seen_shift).view(np.intp)])
+        # the byte map, a slice of keys at a time: its temporaries stay in the cache
+        parts = []
+        for i in range(0, len(keys), _SLICE):
+            mixed = keys[i:i + _SLICE] * _FIB
+            mixed >>= self.seen_shift
+            # shifted values are < 2^63: read as intp (view), not converted (a copy)
+            part = np.flatnonzero(self.seen[mixed.view(np.intp)])
+            if i:
+                part += i
+            parts.append(part)
+        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
         wanted = keys[rows]
         other = wanted != self.empty  # the empty-slot mark is no key, but would match an empty slot
         if not other.all():
             rows, wanted = rows[other], wanted[other]
-        at = (mixed[rows] >> self.shift).view(np.intp)
-        del mixed
+        at = ((wanted * _FIB) >> self.shift).view(np.intp)
         found_rows, found_at = [], []
         for _ in range(self.max_probe + 1):  # a key of the table is at most max_probe slots on
             there = self.slot_key[at]

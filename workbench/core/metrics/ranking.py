@@ -96,10 +96,12 @@ def group_ranks(qidx: np.ndarray) -> np.ndarray:
     dtype = np.int32 if n < 2**31 - 1 else np.int64  # int32: half the memory traffic
     if n == 0:
         return np.zeros(0, dtype=dtype)
-    starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]]).astype(dtype)
-    ranks = np.arange(1, n + 1, dtype=dtype)
-    np.subtract(ranks, np.repeat(starts, np.diff(np.r_[starts, n])), out=ranks)
-    return ranks
+    starts = np.flatnonzero(qidx[1:] != qidx[:-1]) + 1  # every group's first row but the first's
+    # ones, with each group's first row stepping back by the previous group's length: the
+    # running sum is then 1, 2, ... inside every group (no array of the whole length but this)
+    ranks = np.ones(n, dtype=dtype)
+    ranks[starts] = 1 - np.diff(np.r_[0, starts])
+    return np.cumsum(ranks, out=ranks)
 
 
 def _descending_key(score: np.ndarray) -> np.ndarray:
@@ -121,8 +123,8 @@ def _sort_rows(qidx: np.ndarray, score: np.ndarray, n_queries: int, grouped: boo
     argsort of a packed 64-bit (query, score) key.
     """
     n = len(qidx)
+    group: np.ndarray | None = None  # the rows grouped by query; None: they already are
     if grouped:
-        group = np.arange(n)
         qs = qidx
     elif n_queries <= 1 << 16:
         group = np.argsort(qidx.astype(np.uint16), kind="stable")  # numpy: radix sort for 16 bits
@@ -130,17 +132,29 @@ def _sort_rows(qidx: np.ndarray, score: np.ndarray, n_queries: int, grouped: boo
     else:
         return _sort_packed(qidx, score, n_queries)
     starts = np.flatnonzero(np.r_[True, qs[1:] != qs[:-1]])
+    del qs
     glen = np.diff(np.r_[starts, n])
     width = int(glen.max())
     if width * len(glen) > 4 * n + 4096:
         return _sort_packed(qidx, score, n_queries)
-    gid = np.repeat(np.arange(len(glen)), glen)
-    pos = np.arange(n) - np.repeat(starts, glen)
-    padded = np.full((len(glen), width), np.inf)
-    padded[gid, pos] = -score[group]  # + inf pads sort last in every row
-    within = np.argsort(padded, axis=1)
-    real = np.arange(width)[None, :] < glen[:, None]
-    return group[(starts[:, None] + within)[real]]
+    order = np.empty(n, dtype=np.intp)
+    ends = np.r_[starts[1:], n]
+    columns = np.arange(width)
+    # a block of groups at a time (about _BLOCK_ROWS cells): the padded array and its argsort
+    # stay in the cache, and the same memory serves every block
+    step = max(1, _BLOCK_ROWS // width)
+    for g0 in range(0, len(glen), step):
+        g1 = min(g0 + step, len(glen))
+        r0, r1 = int(starts[g0]), int(ends[g1 - 1])
+        lens, first = glen[g0:g1], starts[g0:g1] - r0
+        padded = np.full((g1 - g0, width), np.inf)  # + inf pads sort last in every row
+        cell = np.arange(r1 - r0) + np.repeat(np.arange(g1 - g0) * width - first, lens)
+        padded.ravel()[cell] = -(score[r0:r1] if group is None else score[group[r0:r1]])
+        within = np.argsort(padded, axis=1)
+        within += first[:, None]  # a row of the block
+        picked = within[columns[None, :] < lens[:, None]]
+        order[r0:r1] = picked + r0 if group is None else group[r0:r1][picked]
+    return order
 
 
 def _sort_packed(qidx: np.ndarray, score: np.ndarray, n_queries: int) -> np.ndarray:
@@ -165,9 +179,34 @@ def _sort_packed(qidx: np.ndarray, score: np.ndarray, n_queries: int) -> np.ndar
     return order
 
 
+@dataclass(frozen=True, eq=False)
+class _TieOrder:
+    """A row order that moves rows only inside tie groups (adjacent rows of one query with one
+    score): row ``rows[i]`` takes row ``src[i]``'s place, every other row stays. What a run
+    already in (query, score) order needs: no permutation of all its rows is made, and columns
+    equal inside a tie group (query numbers, scores) need no reordering at all."""
+
+    rows: np.ndarray
+    src: np.ndarray
+
+
+def _reorder(values: np.ndarray, order: np.ndarray | _TieOrder | None, *, same_in_ties: bool = False) -> np.ndarray:
+    """``values`` (one per row) in ``order`` (:func:`_order`'s result). A :class:`_TieOrder` is
+    applied in place (``values`` must be the caller's own array), or not at all when
+    ``same_in_ties`` (values equal inside every tie group, such as query numbers and scores)."""
+    if order is None:
+        return values
+    if isinstance(order, _TieOrder):
+        if not same_in_ties:
+            values[order.rows] = values[order.src]  # the right side is gathered first
+        return values
+    return values[order]
+
+
 def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
-           doc_rank: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray | None:
-    """Row order for (query, score desc, doc_id desc); None when the rows are already in it.
+           doc_rank: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray | _TieOrder | None:
+    """Row order for (query, score desc, doc_id desc); None when the rows are already in it, a
+    :class:`_TieOrder` when only rows of tie groups move (apply either with :func:`_reorder`).
 
     ``doc_rank(rows, group)`` gives integers in the byte order of those rows' doc ids; it is
     called only for rows whose scores tie, with the number of each row's tie group (rows of a
@@ -185,13 +224,11 @@ def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
             same_q = qidx[1:] == qidx[:-1]
         tied = same_q & (score[1:] == score[:-1])
         if tied.any():
-            if order is None:
-                order = np.arange(n)
             # rows that belong to a tie group, and a number per group
             member = np.r_[tied, False] | np.r_[False, tied]
             pos = np.flatnonzero(member)
             group = np.cumsum(~np.r_[False, tied][pos])
-            ranks = doc_rank(order[pos], group).astype(np.int64)
+            ranks = doc_rank(pos if order is None else order[pos], group).astype(np.int64)
             top = int(ranks.max())
             if int(group[-1]) * (top + 1) + top < 2**62:
                 # one integer key, group ascending then doc rank descending; the groups are
@@ -199,6 +236,8 @@ def _order(qidx: np.ndarray, score: np.ndarray, n_queries: int,
                 sub = np.argsort(group * (top + 1) + (top - ranks), kind="stable")
             else:
                 sub = np.lexsort((-ranks, group))
+            if order is None:  # already in (query, score) order: only the tie groups move
+                return _TieOrder(pos, pos[sub])
             order[pos] = order[pos][sub]
     return order
 
@@ -225,6 +264,10 @@ def _pair_keys(a: np.ndarray, b: np.ndarray, na: int, nb: int) -> np.ndarray:
     return a.astype(np.int64) * nb + b
 
 
+#: rows of a run worked on at a time where a step needs a sorted copy of its keys
+_BLOCK_ROWS = 1 << 15
+
+
 def _repeated(keys: np.ndarray) -> bool:
     """True when some key occurs twice (one sort, no hash table)."""
     if len(keys) < 2:
@@ -246,8 +289,15 @@ def _repeated_in_groups(keys: np.ndarray, groups: np.ndarray) -> bool:
         width = n // len(starts)
         if width > 1 and width * len(starts) == n and np.all(np.diff(starts) == width) \
                 and np.count_nonzero(np.bincount(groups[starts])) == len(starts):  # no group twice
-            rows = np.sort(keys.reshape(-1, width), axis=1)
-            return bool(np.any(rows[:, 1:] == rows[:, :-1]))
+            # a block of groups at a time: the sorted copy stays small (in the cache) and
+            # the same memory serves every block
+            table = keys.reshape(-1, width)
+            step = max(1, _BLOCK_ROWS // width)
+            for i in range(0, len(table), step):
+                rows = np.sort(table[i:i + step], axis=1)
+                if np.any(rows[:, 1:] == rows[:, :-1]):
+                    return True
+            return False
     return _repeated(keys)
 
 
@@ -396,8 +446,8 @@ def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
         return None
     qq, rq, q_dict = _shared_codes(qrels.query_ids, run.query_ids)
     nq = len(q_dict)
-    qkey = pair_keys(qq, id_hash(qrels.doc_ids), nq)
-    rkey = pair_keys(rq, id_hash(run.doc_ids), nq)
+    qkey = pair_keys(qq, id_hash(qrels.doc_ids), nq, in_place=True)
+    rkey = pair_keys(rq, id_hash(run.doc_ids), nq, in_place=True)
     if _repeated(qkey) or _repeated_in_groups(rkey, rq):
         return None
     universe = np.array(q_dict.to_pylist(), dtype=object)
@@ -416,13 +466,13 @@ def _join_hashed(qrels: Qrels, run: Run) -> tuple | None:
             ranks[need] = dense_rank(take(docs, tied[need]))
         return ranks
 
-    def place(order: np.ndarray | None) -> np.ndarray | None:
+    def place(order: np.ndarray | _TieOrder | None) -> np.ndarray | None:
         """Grades of the ranked rows; None when two pairs share a key (the exact join decides)."""
         if not np.array_equal(rq[found], qq[src]) or not same_strings(take(docs, found), take(qrels.doc_ids, src)):
             return None
         grade = np.full(len(rkey), np.nan)
         grade[found] = qrels.grades[src]
-        return grade if order is None else grade[order]
+        return _reorder(grade, order)
 
     return universe, qq, qrels.grades, rq, run.scores, place, doc_rank
 
@@ -511,14 +561,14 @@ def _join_dicts(qrels: Mapping, run: Mapping) -> tuple:
         out[need] = ranks[: len(rows)]
         return out
 
-    def place(order: np.ndarray | None) -> np.ndarray:
+    def place(order: np.ndarray | _TieOrder | None) -> np.ndarray:
         row_rank = hit_rank = None
         if tie_ranks:
             rows, ranks, hit_rank = tie_ranks
             row_rank = np.zeros(n_rows, dtype=np.int64)
             row_rank[rows] = ranks
-            row_rank = row_rank if order is None else row_rank[order]
-        return _place_hits(hits, rq if order is None else rq[order], score if order is None else score[order],
+            row_rank = _reorder(row_rank, order)
+        return _place_hits(hits, _reorder(rq, order, same_in_ties=True), _reorder(score, order, same_in_ties=True),
                            row_rank, hit_rank, rcodes, len(universe))
 
     return np.array(universe, dtype=object), qq, qgrade_arr.astype(np.int64), rq, score, place, doc_rank
@@ -687,10 +737,8 @@ def rank_run(
         if grade is None:
             universe, qq, qgrades, rq, score, grade, doc_rank = _join_columns(q, r, duplicates)
             order = _order(rq, score, len(universe), doc_rank)
-            if order is not None:
-                grade = grade[order]
-    if order is not None:
-        rq = rq[order]
+            grade = _reorder(grade, order)
+    rq = _reorder(rq, order, same_in_ties=True)
     grade[grade < 0] = np.nan  # pooled but unjudged: neither relevant nor judged
     n = len(universe)
     in_qrels = np.zeros(n, dtype=bool)

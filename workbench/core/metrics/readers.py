@@ -105,37 +105,71 @@ _BOM = b"\xef\xbb\xbf"
 def _plain_file(path: Path) -> bool:
     """True when the file has no tab, CR, '#' or byte-order mark: pyarrow can then stream it
     as it is."""
+    return _plain_text(path) is not None
+
+
+def _plain_text(path: Path) -> str | None:
+    """``"ascii"`` for a :func:`_plain_file` whose bytes are all ASCII, ``"utf-8"`` for one
+    with other bytes, None for a file that is not plain (or cannot be read)."""
     # one buffer read into again and again: a new bytes object per read cost more in page
     # faults than the reads and the byte searches together
     buf = bytearray(1 << 18)
+    view = memoryview(buf)
+    ascii_only = True
     try:
         with path.open("rb", buffering=0) as f:
             first = True
             while n := f.readinto(buf):
                 if first and buf.startswith(_BOM):
-                    return False
+                    return None
                 first = False
                 if buf.find(b"\t", 0, n) >= 0 or buf.find(b"\r", 0, n) >= 0 or buf.find(b"#", 0, n) >= 0:
-                    return False
+                    return None
+                if ascii_only:
+                    ascii_only = (buf if n == len(buf) else bytes(view[:n])).isascii()
     except OSError:
-        return False  # the byte reader reports it properly
-    return True
+        return None  # the byte reader reports it properly
+    return "ascii" if ascii_only else "utf-8"
+
+
+def _as_read(types: dict[int, pa.DataType], ascii_only: bool) -> dict[int, pa.DataType]:
+    """The types to parse columns as: string columns of an all-ASCII file as binary, which
+    pyarrow then does not check for UTF-8 (every ASCII text is; :func:`_as_strings` labels
+    them strings again, without a copy)."""
+    if not ascii_only:
+        return types
+    return {i: pa.binary() if t == pa.string() else t for i, t in types.items()}
+
+
+def _as_strings(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """A binary column read from ASCII text as the string column it is (no copy); other
+    columns as they are."""
+    if column.type != pa.binary():
+        return column
+    if isinstance(column, pa.ChunkedArray):
+        return pa.chunked_array([chunk.view(pa.string()) for chunk in column.chunks], type=pa.string())
+    return column.view(pa.string())
 
 
 def _has_empty_field(table: pa.Table, types: dict[int, pa.DataType]) -> bool:
-    return any(has_empty_string(table.column(f"f{i}")) for i, t in types.items() if t == pa.string())
+    return any(has_empty_string(table.column(f"f{i}")) for i, t in types.items() if t in (pa.string(), pa.binary()))
 
 
 def _streamed_table(path: Path, types: dict[int, pa.DataType]) -> pa.Table | None:
-    """The cheapest path: pyarrow reads the file itself (no copy of it in Python memory)."""
-    if not _plain_file(path):
+    """The cheapest path: pyarrow reads the file itself (no copy of it in Python memory).
+    String columns come back as strings (read as binary from an ASCII file: :func:`_as_read`)."""
+    text = _plain_text(path)
+    if text is None:
         return None
+    read_as = _as_read(types, text == "ascii")
     try:
-        table = _read_table(path, types)
+        table = _read_table(path, read_as)
     except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, OSError):
         return None
-    if table.num_columns != len(types) or table.num_rows == 0 or _has_empty_field(table, types):
+    if table.num_columns != len(types) or table.num_rows == 0 or _has_empty_field(table, read_as):
         return None
+    if read_as != types:
+        table = pa.table({name: _as_strings(table.column(name)) for name in table.column_names})
     first = _first_line(path)
     if first.split() == [] or len(first.split()) < max(types) + 1:
         return None
@@ -468,12 +502,13 @@ def _split_run(path: Path, name: str, n_parts: int, directory: str,
     Anything the streaming reader refuses is read again, from the start, by whole-line chunks
     through :func:`_run_from_bytes` (the rewrite and the careful parser, with their error
     messages)."""
-    if _plain_file(path) and _ncols_first_line(_first_line(path)) >= 6:
+    text = _plain_text(path)
+    if text is not None and _ncols_first_line(_first_line(path)) >= 6:
         block = min(chunk_bytes, _STREAM_BLOCK_BYTES)
         rows_per_part = -(-_estimated_rows(path, path.stat().st_size) // n_parts)
         # each stream is closed as soon as it is given up: an abandoned pyarrow reader keeps
         # its read-ahead (hundreds of MB on a large file) until it is collected
-        runs = _streamed_runs(path, name, block)
+        runs = _streamed_runs(path, name, block, ascii_only=text == "ascii")
         scattered = None
         try:
             try:
@@ -490,7 +525,7 @@ def _split_run(path: Path, name: str, n_parts: int, directory: str,
         finally:
             runs.close()
         if rest is None:
-            runs = _streamed_runs(path, name, block)
+            runs = _streamed_runs(path, name, block, ascii_only=text == "ascii")
             try:
                 return (*_write_parts(runs, n_parts, directory), n_parts, None)
             except _SlowPath:
@@ -577,11 +612,12 @@ def _write_ranges(runs: Iterator[Run], rows_per_part: int,
     return n_rows, first, max(len(sinks), 1), (keys, parts)
 
 
-def _streamed_runs(path: Path, name: str, block_bytes: int) -> Generator[Run, None, None]:
+def _streamed_runs(path: Path, name: str, block_bytes: int, *, ascii_only: bool = False) -> Generator[Run, None, None]:
     """The run file as pyarrow's streaming CSV reader parses it, ``block_bytes`` of text at a
     time (no copy of the text in Python); :class:`_SlowPath` on anything it does not read as
-    six or more single-space-separated fields with a finite score."""
-    types = {0: pa.string(), 2: pa.string(), 4: pa.float64()}
+    six or more single-space-separated fields with a finite score. ``ascii_only``: the file
+    is all ASCII (:func:`_as_read`)."""
+    types = _as_read({0: pa.string(), 2: pa.string(), 4: pa.float64()}, ascii_only)
     try:
         reader = pacsv.open_csv(
             str(path),
@@ -613,7 +649,7 @@ def _streamed_runs(path: Path, name: str, block_bytes: int) -> Generator[Run, No
         values = to_numpy(scores, np.float64)
         if not np.isfinite(values).all():
             raise _SlowPath("not finite")  # the careful reader names the line
-        yield Run(batch.column(0), batch.column(1), values, source=str(path), name=name)
+        yield Run(_as_strings(batch.column(0)), _as_strings(batch.column(1)), values, source=str(path), name=name)
 
 
 def _write_parts(runs: Iterator[Run], n_parts: int, directory: str) -> tuple[int, str | None]:
