@@ -301,3 +301,19 @@ def test_a_repeated_doc_is_found_in_runs_of_equal_depth(queries):
     run = Run(pa.array(qids), pa.array(dids), np.arange(9, 0, -1, dtype=np.float64))
     with pytest.raises(Exception, match="appears twice"):
         ranking.rank_run(qrels, run)
+
+
+@pytest.mark.parametrize("slice_rows", [1, 5, 1 << 15])
+@pytest.mark.parametrize("n_queries", [1, 2, 37, 70_000])
+def test_pair_keys_in_place_equals_the_formula(monkeypatch, slice_rows, n_queries):
+    """Written over the doc hashes a slice at a time: the same keys as the plain formula
+    (query number in the high bits, the hash's top bits below), and the hashes' own array."""
+    monkeypatch.setattr(ih, "_SLICE", slice_rows)
+    rng = np.random.default_rng(n_queries)
+    codes = rng.integers(0, n_queries, size=1_003).astype(np.int32)
+    hashes = rng.integers(0, 2**64 - 1, size=1_003, dtype=np.uint64)
+    qbits = max(1, (n_queries - 1).bit_length())
+    expected = [(int(c) << (64 - qbits)) | (int(h) >> qbits) for c, h in zip(codes, hashes)]
+    assert ih.pair_keys(codes, hashes, n_queries).tolist() == expected
+    out = ih.pair_keys(codes, hashes, n_queries, in_place=True)
+    assert out is hashes and out.tolist() == expected

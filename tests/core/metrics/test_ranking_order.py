@@ -107,3 +107,39 @@ def test_the_padded_sort_in_blocks_of_groups_ranks_like_the_reference(monkeypatc
     got = engine(rows)
     assert got == as_groups(reference(rows))
     assert sum(len(v) for v in got.values()) == q.size
+
+
+def test_a_run_in_score_order_moves_only_its_tie_groups(monkeypatch):
+    """Rows already in (query, score) order: the order is a _TieOrder touching only rows of
+    tie groups; applied, it gives the reference ranking, and rank_run's result equals the one
+    of the same rows shuffled (a full permutation)."""
+    rng = np.random.default_rng(5)
+    q = np.repeat(np.arange(50), 30)
+    scores = np.round(rng.random(q.size) * 3, 1)
+    docs = [f"d{i}" for i in rng.permutation(q.size)]
+    judged = [(f"q{q[i]:02d}", docs[i], int(rng.integers(0, 4))) for i in range(0, q.size, 3)]
+    rows = sorted(((f"q{q[i]:02d}", docs[i], float(scores[i])) for i in range(q.size)), key=lambda r: (r[0], -r[2]))
+    qrels = Qrels(pa.array([j[0] for j in judged]), pa.array([j[1] for j in judged]), np.array([j[2] for j in judged]))
+
+    def run_of(rs):
+        return Run(pa.array([r[0] for r in rs]), pa.array([r[1] for r in rs]), np.array([r[2] for r in rs]))
+
+    universe, _, _, rq, score, _, doc_rank = ranking._join_columns(qrels, run_of(rows), "error")
+    order = ranking._order(rq, score, len(universe), doc_rank)
+    assert isinstance(order, ranking._TieOrder)
+    moved = np.flatnonzero(ranking._reorder(np.arange(len(rows)), order) != np.arange(len(rows)))
+    tied = {i for i in range(len(rows)) for j in (i - 1, i + 1)
+            if 0 <= j < len(rows) and rows[j][0] == rows[i][0] and rows[j][2] == rows[i][2]}
+    assert 0 < len(moved) and set(moved.tolist()) <= tied
+    assert ranking._reorder(rq.copy(), order, same_in_ties=True).tolist() == rq.tolist()
+    assert engine(rows) == as_groups(reference(rows))
+    shuffled = [rows[i] for i in rng.permutation(len(rows)).tolist()]
+
+    def key(r):
+        return sorted(zip(r.query_ids[r.qidx].tolist(), r.rank.tolist(), np.nan_to_num(r.grade, nan=-9).tolist()))
+
+    for path in ("hashed", "columns"):
+        if path == "columns":  # the exact join, as when two pairs share a hash
+            monkeypatch.setattr(ranking, "_join_hashed", lambda qrels, run: None)
+        assert key(ranking.rank_run(qrels, run_of(rows))) == key(ranking.rank_run(qrels, run_of(shuffled))), path
+        assert key(ranking.rank_run(qrels.to_dict(), run_of(rows).to_dict())) == key(ranking.rank_run(qrels, run_of(rows)))

@@ -119,8 +119,9 @@ def _sort_rows(qidx: np.ndarray, score: np.ndarray, n_queries: int, grouped: boo
     Rows are first grouped by query (nothing to do when they already are; else a stable radix
     sort of 16-bit query numbers), then each group is sorted by score as one row of a padded
     2-D array (``argsort(axis=1)``: many small sorts that stay in cache, faster than one sort of
-    all the keys; docs/performance.md). Too many queries or too ragged groups fall back to one
-    argsort of a packed 64-bit (query, score) key.
+    all the keys; docs/performance.md), a block of whole groups of about ``_BLOCK_ROWS`` cells at
+    a time. Too many queries or too ragged groups fall back to one argsort of a packed 64-bit
+    (query, score) key.
     """
     n = len(qidx)
     group: np.ndarray | None = None  # the rows grouped by query; None: they already are
