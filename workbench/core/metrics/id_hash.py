@@ -33,9 +33,10 @@ _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _S = np.uint64(33)
 #: the low i bytes of a word (i = 0..8)
 _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)
-#: strings hashed at a time: each pass's temporaries (a few 8-byte numbers per string) then
+#: rows worked on at a time by a row-wise step (strings hashed here; keys sorted or probed in
+#: :mod:`~workbench.core.metrics.ranking`): its temporaries (a few 8-byte numbers per row) then
 #: stay in the processor's cache, and the same few blocks of memory serve every slice
-_SLICE = 1 << 15
+BLOCK_ROWS = 1 << 15
 
 
 def fmix(h: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
@@ -106,8 +107,8 @@ def id_hash(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     out = np.empty(len(column), dtype=np.uint64)
     at = 0
     for chunk in chunks:
-        for i in range(0, len(chunk), _SLICE):
-            part = chunk.slice(i, _SLICE)
+        for i in range(0, len(chunk), BLOCK_ROWS):
+            part = chunk.slice(i, BLOCK_ROWS)
             _hash_chunk(part, out[at:at + len(part)])
             at += len(part)
     return out
@@ -160,8 +161,8 @@ def pair_keys(query_code: np.ndarray, doc_hash: np.ndarray, n_queries: int, *,
         return (query_code.astype(np.uint64) << np.uint64(64 - qbits)) | (doc_hash >> np.uint64(qbits))
     np.right_shift(doc_hash, np.uint64(qbits), out=doc_hash)
     high = np.uint64(64 - qbits)
-    for i in range(0, len(doc_hash), _SLICE):
-        doc_hash[i:i + _SLICE] |= query_code[i:i + _SLICE].astype(np.uint64) << high
+    for i in range(0, len(doc_hash), BLOCK_ROWS):
+        doc_hash[i:i + BLOCK_ROWS] |= query_code[i:i + BLOCK_ROWS].astype(np.uint64) << high
     return doc_hash
 
 
@@ -256,8 +257,8 @@ class KeyTable:
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
         # the byte map, a slice of keys at a time: its temporaries stay in the cache
         parts = []
-        for i in range(0, len(keys), _SLICE):
-            mixed = keys[i:i + _SLICE] * _FIB
+        for i in range(0, len(keys), BLOCK_ROWS):
+            mixed = keys[i:i + BLOCK_ROWS] * _FIB
             mixed >>= self.seen_shift
             # shifted values are < 2^63: read as intp (view), not converted (a copy)
             part = np.flatnonzero(self.seen[mixed.view(np.intp)])

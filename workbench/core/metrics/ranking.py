@@ -45,7 +45,7 @@ from workbench.core.metrics.arrow_buffers import (
     take,
     to_numpy,
 )
-from workbench.core.metrics.id_hash import PROBE_ROWS, KeyTable, id_hash, pair_keys, run_heads, same_strings
+from workbench.core.metrics.id_hash import BLOCK_ROWS, PROBE_ROWS, KeyTable, id_hash, pair_keys, run_heads, same_strings
 from workbench.core.metrics.qrels_and_runs import (
     Qrels,
     Run,
@@ -265,8 +265,8 @@ def _pair_keys(a: np.ndarray, b: np.ndarray, na: int, nb: int) -> np.ndarray:
     return a.astype(np.int64) * nb + b
 
 
-#: rows of a run worked on at a time where a step needs a sorted copy of its keys
-_BLOCK_ROWS = 1 << 15
+#: cells of a run sorted at a time (the padded per-query sort, the repeated-doc check)
+_BLOCK_ROWS = BLOCK_ROWS
 
 
 def _repeated(keys: np.ndarray) -> bool:

@@ -102,15 +102,10 @@ def _read_table(data: bytes | Path, types: dict[int, pa.DataType]) -> pa.Table:
 _BOM = b"\xef\xbb\xbf"
 
 
-def _plain_file(path: Path) -> bool:
-    """True when the file has no tab, CR, '#' or byte-order mark: pyarrow can then stream it
-    as it is."""
-    return _plain_text(path) is not None
-
-
 def _plain_text(path: Path) -> str | None:
-    """``"ascii"`` for a :func:`_plain_file` whose bytes are all ASCII, ``"utf-8"`` for one
-    with other bytes, None for a file that is not plain (or cannot be read)."""
+    """None when the file has a tab, CR, '#' or byte-order mark (or cannot be read); else
+    pyarrow can stream it as it is, and this says whether its bytes are all ``"ascii"`` or not
+    (``"utf-8"``)."""
     # one buffer read into again and again: a new bytes object per read cost more in page
     # faults than the reads and the byte searches together
     buf = bytearray(1 << 18)
