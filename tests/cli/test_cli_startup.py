@@ -119,6 +119,49 @@ def test_eval_keeps_the_users_blas_threads_and_huge_pages(tmp_path):
                                                             "huge pages": True, "huge env": "1"}
 
 
+THP_PROBE = """
+import ctypes, json, os, sys
+prctl = ctypes.CDLL(None).prctl
+PR_SET_THP_DISABLE, PR_GET_THP_DISABLE = 41, 42
+if "preset" in sys.argv[3:]:  # the caller had turned huge pages off itself
+    prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)
+seen = []
+def hook(event, args):  # the flag at the moment eval opens the run file
+    if event == "open" and args and str(args[0]) == sys.argv[2]:
+        seen.append(prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0))
+sys.addaudithook(hook)
+import workbench.cli.lean
+if "large" in sys.argv[3:]:  # the inputs count as large enough for huge pages
+    workbench.cli.lean._HUGE_PAGES_FROM_BYTES = 1
+from workbench.cli import main
+code = main(["eval", sys.argv[1], sys.argv[2], "-m", "P@2", "--format", "json"])
+print(json.dumps({"code": code, "while reading": sorted(set(seen)), "after": prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0)}))
+"""
+
+
+def _thp_during_eval(tmp_path, *extra: str, env_add: dict | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMPY_MADVISE_HUGEPAGE", "MIMALLOC_ALLOW_THP")}
+    return _probe_after_eval(tmp_path, THP_PROBE, *extra, env={**env, **(env_add or {})})
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux's PR_SET_THP_DISABLE")
+@pytest.mark.parametrize(("extra", "env_add", "expected"), [
+    # small inputs: off while eval reads and scores, back on for an in-process caller
+    ((), None, {"code": 0, "while reading": [1], "after": 0}),
+    # inputs of a GiB or more keep huge pages (they paid off at 10^8 rows)
+    (("large",), None, {"code": 0, "while reading": [0], "after": 0}),
+    # a user who asked a library for huge pages keeps them
+    ((), {"MIMALLOC_ALLOW_THP": "1"}, {"code": 0, "while reading": [0], "after": 0}),
+    ((), {"NUMPY_MADVISE_HUGEPAGE": "1"}, {"code": 0, "while reading": [0], "after": 0}),
+    # a caller that had turned them off keeps them off: eval does not undo what it did not do
+    (("preset",), None, {"code": 0, "while reading": [1], "after": 1}),
+])
+def test_eval_runs_without_transparent_huge_pages_on_small_inputs(tmp_path, extra, env_add, expected):
+    # pyarrow's allocator madvises huge pages for its arena; right after a large process exited,
+    # their first touches wait for the kernel's compaction (docs/performance.md)
+    assert _thp_during_eval(tmp_path, *extra, env_add=env_add) == expected
+
+
 def test_input_bytes_sums_the_files_a_command_reads(tmp_path):
     import argparse
 

@@ -198,8 +198,7 @@ def _main(argv: list[str]) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    if args.group in lean.LEAN_COMMANDS:
-        lean.set_up(args)
+    huge_pages_off = lean.set_up(args) if args.group in lean.LEAN_COMMANDS else False
     try:
         code = handler(args)
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler below
@@ -221,6 +220,9 @@ def _main(argv: list[str]) -> int:
             raise
         print(f"workbench {args.group}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if huge_pages_off:  # callers of main() in their own process get their huge pages back
+            lean.restore_huge_pages()
 
 
 def caused_by_ctrl_c(exc: BaseException) -> bool:

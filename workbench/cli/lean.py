@@ -3,7 +3,8 @@
 ``eval`` runs in loops (a CI script scoring each run file), where start-up and teardown CPU add
 up, and it does no linear algebra and opens nothing that needs an orderly exit when it reads
 files. :func:`workbench.cli.main` pauses the cyclic garbage collector while such a command runs
-and calls :func:`set_up` before its handler; :func:`workbench.cli.run` ends the process with
+and calls :func:`set_up` before its handler (and :func:`restore_huge_pages` after it, when
+``set_up`` turned them off); :func:`workbench.cli.run` ends the process with
 ``os._exit`` when :func:`nothing_left_to_tear_down`. docs/performance.md has the measurements.
 """
 
@@ -89,11 +90,54 @@ def reuse_freed_memory() -> bool:
     return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_BYTES))
 
 
-def set_up(args: argparse.Namespace) -> None:
-    """numpy imported lean (huge pages kept for inputs of :data:`_HUGE_PAGES_FROM_BYTES` or
-    more) and freed memory kept for reuse."""
-    lean_numpy(huge_pages=input_bytes(args) >= _HUGE_PAGES_FROM_BYTES)
+#: Linux's prctl options that read and set a process's "no transparent huge pages" flag
+_PR_SET_THP_DISABLE, _PR_GET_THP_DISABLE = 41, 42
+#: variables by which a user asks a library for huge pages: set, they keep the process's flag
+_HUGE_PAGE_ENV = ("NUMPY_MADVISE_HUGEPAGE", "MIMALLOC_ALLOW_THP")
+
+
+def _prctl():
+    try:
+        return lazylibs.ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None  # not Linux
+
+
+def no_transparent_huge_pages() -> bool:
+    """Turn transparent huge pages off for this process (Linux ``PR_SET_THP_DISABLE``); True
+    when this call turned them off (:func:`restore_huge_pages` turns them on again), False where
+    they were off already, a variable of :data:`_HUGE_PAGE_ENV` is set (the user chose), or the
+    system has no such switch.
+
+    numpy is kept from asking for huge pages by :func:`lean_numpy`, but pyarrow's allocator
+    (mimalloc) reserves its arena with ``madvise(MADV_HUGEPAGE)`` too. With the kernel's
+    ``defrag`` at ``madvise`` (a common default), a first touch of such memory waits for the
+    kernel to compact memory, which right after another large process exited costs a short
+    ``eval`` more system CPU than the huge pages save (docs/performance.md). The flag holds for
+    the whole process, whoever asks, and for processes it starts (``eval`` on files starts none)."""
+    if any(name in os.environ for name in _HUGE_PAGE_ENV):
+        return False
+    prctl = _prctl()
+    if prctl is None or prctl(_PR_GET_THP_DISABLE, 0, 0, 0, 0) != 0:
+        return False
+    return prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0
+
+
+def restore_huge_pages() -> None:
+    """Undo :func:`no_transparent_huge_pages` (for callers of ``main()`` in their own process)."""
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(_PR_SET_THP_DISABLE, 0, 0, 0, 0)
+
+
+def set_up(args: argparse.Namespace) -> bool:
+    """numpy imported lean, freed memory kept for reuse, and, for inputs under
+    :data:`_HUGE_PAGES_FROM_BYTES`, no transparent huge pages; True when huge pages were turned
+    off here (:func:`restore_huge_pages` undoes it)."""
+    huge_pages = input_bytes(args) >= _HUGE_PAGES_FROM_BYTES
+    lean_numpy(huge_pages=huge_pages)
     reuse_freed_memory()
+    return False if huge_pages else no_transparent_huge_pages()
 
 
 def nothing_left_to_tear_down() -> bool:
