@@ -13,6 +13,7 @@ import pytest
 from workbench import evaluate
 from workbench.core.metrics.qrels_and_runs import qrels_from_dict, run_from_dict
 from workbench.core.metrics.readers import (
+    _block_columns,
     _plain_text,
     read_beir_qrels,
     read_jsonl_qrels,
@@ -353,3 +354,72 @@ def test_a_byte_that_is_not_utf8_past_the_first_scan_buffer_names_its_line(tmp_p
     with pytest.raises(InputError, match="UTF-8") as err:
         read_trec_run(path)
     assert err.value.line == 11_999
+
+
+RUN_TYPES = {0: pa.string(), 2: pa.string(), 4: pa.float64()}
+
+
+def _varied_run_lines(n: int) -> list[str]:
+    rng = np.random.default_rng(7)
+    lines = []
+    for i in range(n):
+        doc = f"d{rng.integers(10**6)}" + ("é" if i % 97 == 5 else "") + "x" * int(rng.integers(0, 30))
+        lines.append(f"q{i // 40}{'ü' if i % 501 == 3 else ''} Q0 {doc}-{i} {i % 40 + 1} {rng.normal():.6g} run")
+    return lines
+
+
+@pytest.mark.parametrize("block", [128, 257, 4096, 1 << 20])  # above the longest line
+@pytest.mark.parametrize("ending", ["\n", "", "\n\n\n"])
+def test_block_reader_equals_the_careful_reader_across_block_edges(tmp_path, block, ending):
+    """Lines cut at every kind of place by small blocks (ASCII and non-ASCII blocks, blank
+    lines, a last line without its newline) read as the careful line parser reads them."""
+    lines = _varied_run_lines(3_000)
+    lines[1500:1500] = ["", ""]  # blank lines are skipped by both
+    path = write(tmp_path, "r.run", "\n".join(lines) + ending)
+    columns = _block_columns(path, RUN_TYPES, 6, lambda fields: fields >= 6, block_bytes=block)
+    careful = read_trec_run(path, careful=True)
+    assert columns is not None
+    assert columns[0].type == columns[2].type == pa.string()
+    assert columns[0].to_pylist() == careful.query_ids.to_pylist()
+    assert columns[2].to_pylist() == careful.doc_ids.to_pylist()
+    assert np.array_equal(columns[4], careful.scores)
+
+
+@pytest.mark.parametrize(("late", "why"), [
+    ("q1 Q0 dlong" + "y" * 300 + " 1 2.5 run", "a line longer than the block"),
+    ("q1 Q0  d2 1 2.5 run", "a doubled blank"),
+    ("q1 Q0 d#2 1 2.5 run", "a '#'"),
+    ("q1 Q0 d2 1 2.5\trun", "a tab"),
+    ("q1 Q0 d2 1 x2.5 run", "a score pyarrow cannot read"),
+    ("q1 Q0 d2 1 2.5", "a short row"),
+])
+def test_block_reader_leaves_late_trouble_to_the_careful_reader(tmp_path, late, why):
+    """Trouble in a late block (the first blocks read fine) gives None, never a partial read."""
+    lines = _varied_run_lines(2_000)
+    lines[1_900] = late
+    path = write(tmp_path, "r.run", "\n".join(lines) + "\n")
+    assert _block_columns(path, RUN_TYPES, 6, lambda fields: fields >= 6, block_bytes=256) is None, why
+
+
+def test_block_reader_leaves_bytes_that_are_not_utf8_to_the_careful_reader(tmp_path):
+    lines = [line.encode() for line in _varied_run_lines(2_000)]
+    lines[1_900] = b"q1 Q0 d\xff 1 2.5 run"
+    path = write(tmp_path, "r.run", b"\n".join(lines) + b"\n")
+    assert _block_columns(path, RUN_TYPES, 6, lambda fields: fields >= 6, block_bytes=256) is None
+    with pytest.raises(InputError, match="UTF-8"):
+        read_trec_run(path)
+
+
+def test_a_run_of_several_default_blocks_reads_as_the_careful_reader_does(tmp_path):
+    lines = _varied_run_lines(60_000)
+    path = write(tmp_path, "r.run", "\n".join(lines) + "\n")
+    assert path.stat().st_size > 2 << 20  # three blocks or more
+    fast = read_trec_run(path)
+    careful = read_trec_run(path, careful=True)
+    assert fast.query_ids.equals(careful.query_ids) and fast.doc_ids.equals(careful.doc_ids)
+    assert np.array_equal(fast.scores, careful.scores)
+    qrels_path = write(tmp_path, "q.txt", "".join(f"{line.split()[0]} 0 {line.split()[2]} {i % 4}\n"
+                                                  for i, line in enumerate(lines)))
+    q, q_careful = read_trec_qrels(qrels_path), read_trec_qrels(qrels_path, careful=True)
+    assert q.query_ids.equals(q_careful.query_ids) and q.doc_ids.equals(q_careful.doc_ids)
+    assert np.array_equal(q.grades, q_careful.grades)

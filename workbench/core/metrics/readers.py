@@ -19,7 +19,9 @@ Only regular files are read: a directory, a device (``/dev/zero``) or a FIFO is 
 (reading one could take forever). Values quoted in error messages are cut to about 80
 characters (:func:`workbench.errors.clip`).
 
-The TREC readers first try a fast path (pyarrow's CSV reader on whitespace-normalised bytes).
+The TREC readers first try a fast path: pyarrow's CSV reader on blocks of whole lines, each
+block's columns copied straight into the output arrays (:func:`_block_columns`), then on the
+whole file's whitespace-normalised bytes.
 When that fails for any reason, a careful line-by-line parser re-reads the file and raises
 :class:`~workbench.errors.InputError` naming the file, the line and what was expected; it also
 handles the legal inputs the fast path cannot (ragged junk columns).
@@ -150,25 +152,125 @@ def _has_empty_field(table: pa.Table, types: dict[int, pa.DataType]) -> bool:
     return any(has_empty_string(table.column(f"f{i}")) for i, t in types.items() if t in (pa.string(), pa.binary()))
 
 
-def _streamed_table(path: Path, types: dict[int, pa.DataType]) -> pa.Table | None:
-    """The cheapest path: pyarrow reads the file itself (no copy of it in Python memory).
-    String columns come back as strings (read as binary from an ASCII file: :func:`_as_read`)."""
-    text = _plain_text(path)
-    if text is None:
-        return None
-    read_as = _as_read(types, text == "ascii")
+#: text parsed at a time by :func:`_block_columns` (whole lines), read into one buffer again
+#: and again
+_BLOCK_BYTES = 1 << 20
+_NUMPY_TYPES = {pa.float64(): np.float64, pa.int64(): np.int64}
+
+
+def _block_options(types: dict[int, pa.DataType], block_bytes: int) -> dict:
+    return dict(
+        read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False,
+                                       block_size=2 * block_bytes),  # a block: one chunk
+        parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
+        convert_options=pacsv.ConvertOptions(
+            column_types={f"f{i}": t for i, t in types.items()},
+            include_columns=[f"f{i}" for i in types],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+        memory_pool=pa.system_memory_pool(),  # freed block columns stay reusable
+    )
+
+
+def _block_columns(path: Path, types: dict[int, pa.DataType], min_fields: int, first_ok,
+                   block_bytes: int = _BLOCK_BYTES) -> dict[int, pa.Array | np.ndarray] | None:
+    """The cheapest path: the file read ``block_bytes`` of whole lines at a time into one
+    buffer, each block parsed by pyarrow and its columns copied at once into the output
+    arrays; ``types`` maps field positions to ``pa.string()`` (a string array out) or
+    ``pa.float64()``/``pa.int64()`` (a numpy array out). None, for the careful reader to
+    decide, on anything it does not read as it is: a byte-order mark, a tab, CR or ``#``, a line
+    longer than the block, blank edges or doubled blanks (empty fields), rows of unequal
+    length, a number pyarrow cannot read, no row, a first line whose field count fails
+    ``first_ok``, a file of 2 GiB or more, or an error reading it.
+
+    The output arrays are sized for the most rows the file can hold (``min_fields`` fields of
+    one byte each a line) and only the part written is ever touched, so the memory used is that
+    of the columns: no whole-file text, no per-block chunks joined by a second copy. A block
+    whose bytes are all ASCII has its ids parsed as binary (pyarrow skips the UTF-8 check,
+    which every ASCII text passes); any other block is checked."""
     try:
-        table = _read_table(path, read_as)
-    except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, OSError):
+        size = path.stat().st_size
+        f = path.open("rb", buffering=0)
+    except OSError:
+        return None  # the byte reader reports it properly
+    if size == 0 or size >= 1 << 31:  # int32 offsets
+        f.close()
         return None
-    if table.num_columns != len(types) or table.num_rows == 0 or _has_empty_field(table, read_as):
+    max_rows = size // (2 * min_fields - 1) + 1  # the last line may lack its newline
+    offsets = {i: np.empty(max_rows + 1, dtype=np.int32) for i, t in types.items() if t == pa.string()}
+    data = {i: np.empty(size, dtype=np.uint8) for i in offsets}
+    numbers = {i: np.empty(max_rows, dtype=_NUMPY_TYPES[t]) for i, t in types.items() if t != pa.string()}
+    used = dict.fromkeys(offsets, 0)
+    for i in offsets:
+        offsets[i][0] = 0
+    options = {ascii_only: _block_options(_as_read(types, ascii_only), block_bytes) for ascii_only in (True, False)}
+    buf = bytearray(block_bytes)
+    view = memoryview(buf)
+    as_bytes = np.frombuffer(buf, dtype=np.uint8)
+    n = kept = 0
+    with f:
+        while True:
+            try:
+                got = f.readinto(view[kept:])
+            except OSError:
+                return None
+            end = kept + got
+            if got:
+                cut = buf.rfind(b"\n", 0, end) + 1
+                if cut == 0:
+                    if end == len(buf):
+                        return None  # a line longer than the block
+                    kept = end
+                    continue
+            else:  # the file's end, after a last line without its newline
+                if end == 0:
+                    break
+                buf[end] = 0x0A  # pyarrow finds no row in a block without one; kept < the block
+                cut = end + 1
+            if n == 0 and (buf.startswith(_BOM) or not first_ok(_ncols_first_line(bytes(view[:min(cut, 1 << 16)])))):
+                return None
+            if buf.find(b"\t", 0, cut) >= 0 or buf.find(b"\r", 0, cut) >= 0 or buf.find(b"#", 0, cut) >= 0:
+                return None
+            ascii_only = bool(as_bytes[:cut].max() < 0x80)
+            try:
+                table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(view[:cut])), **options[ascii_only])
+            except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError):
+                return None
+            m = table.num_rows
+            if table.num_columns != len(types) or n + m > max_rows:
+                return None
+            for j, i in enumerate(types):
+                column = table.column(j)
+                if column.null_count:
+                    return None  # a number pyarrow could not read
+                row = n
+                for chunk in column.chunks:
+                    k = len(chunk)
+                    if i in numbers:
+                        numbers[i][row:row + k] = np.frombuffer(chunk.buffers()[1], dtype=numbers[i].dtype, count=k,
+                                                                offset=chunk.offset * numbers[i].itemsize)
+                    elif k:
+                        src = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=k + 1, offset=chunk.offset * 4)
+                        lo, hi = int(src[0]), int(src[k])
+                        data[i][used[i]:used[i] + hi - lo] = np.frombuffer(chunk.buffers()[2], dtype=np.uint8,
+                                                                           count=hi - lo, offset=lo)
+                        out = offsets[i][row + 1:row + k + 1]
+                        np.add(src[1:], used[i] - lo, out=out)
+                        if out[0] == used[i] or np.any(out[1:] == out[:-1]):
+                            return None  # an empty field: blank edges or doubled blanks
+                        used[i] += hi - lo
+                    row += k
+            n += m
+            del table, column
+            kept = max(end - cut, 0)
+            if kept:
+                buf[:kept] = buf[cut:end]
+    if n == 0:
         return None
-    if read_as != types:
-        table = pa.table({name: _as_strings(table.column(name)) for name in table.column_names})
-    first = _first_line(path)
-    if first.split() == [] or len(first.split()) < max(types) + 1:
-        return None
-    return table
+    return {i: numbers[i][:n] if i in numbers else
+            pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets[i][:n + 1]), pa.py_buffer(data[i][:used[i]])])
+            for i in types}
 
 
 def _first_line(path: Path) -> bytes:
@@ -249,12 +351,9 @@ def read_trec_run(path: str | Path, *, name: str | None = None, careful: bool = 
     name = name if name is not None else path.stem
     types = {0: pa.string(), 2: pa.string(), 4: pa.float64()}
     path = check_regular_file(path)
-    table = None if careful else _streamed_table(path, types)
-    if table is not None and _ncols_first_line(_first_line(path)) >= 6:
-        scores = _column(table, "f4", np.float64)
-        if scores is not None and np.isfinite(scores).all():
-            return Run(table.column("f0").combine_chunks(), table.column("f2").combine_chunks(),
-                       scores, source=str(path), name=name)
+    columns = None if careful else _block_columns(path, types, 6, lambda fields: fields >= 6)
+    if columns is not None and np.isfinite(columns[4]).all():
+        return Run(columns[0], columns[2], columns[4], source=str(path), name=name)
     path, data = _read_bytes(path)
     return _run_from_bytes(path, data, name, careful=careful)
 
@@ -700,11 +799,9 @@ def read_trec_qrels(path: str | Path, *, careful: bool = False) -> Qrels:
     path = Path(path)
     types = {0: pa.string(), 2: pa.string(), 3: pa.int64()}
     path = check_regular_file(path)
-    table = None if careful else _streamed_table(path, types)
-    grades = None if table is None else _column(table, "f3", np.int64)
-    if table is not None and grades is not None and _ncols_first_line(_first_line(path)) == 4:
-        return Qrels(table.column("f0").combine_chunks(), table.column("f2").combine_chunks(),
-                     grades, source=str(path))
+    columns = None if careful else _block_columns(path, types, 4, lambda fields: fields == 4)
+    if columns is not None:
+        return Qrels(columns[0], columns[2], columns[3], source=str(path))
     path, data = _read_bytes(path)
     try:
         if careful:
