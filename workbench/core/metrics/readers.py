@@ -198,9 +198,13 @@ def _block_columns(path: Path, types: dict[int, pa.DataType], min_fields: int, f
         f.close()
         return None
     max_rows = size // (2 * min_fields - 1) + 1  # the last line may lack its newline
-    offsets = {i: np.empty(max_rows + 1, dtype=np.int32) for i, t in types.items() if t == pa.string()}
-    data = {i: np.empty(size, dtype=np.uint8) for i in offsets}
-    numbers = {i: np.empty(max_rows, dtype=_NUMPY_TYPES[t]) for i, t in types.items() if t != pa.string()}
+    try:  # address space only: where the system refuses to promise it, the other readers decide
+        offsets = {i: np.empty(max_rows + 1, dtype=np.int32) for i, t in types.items() if t == pa.string()}
+        data = {i: np.empty(size, dtype=np.uint8) for i in offsets}
+        numbers = {i: np.empty(max_rows, dtype=_NUMPY_TYPES[t]) for i, t in types.items() if t != pa.string()}
+    except MemoryError:
+        f.close()
+        return None
     used = dict.fromkeys(offsets, 0)
     for i in offsets:
         offsets[i][0] = 0
@@ -253,6 +257,8 @@ def _block_columns(path: Path, types: dict[int, pa.DataType], min_fields: int, f
                     elif k:
                         src = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=k + 1, offset=chunk.offset * 4)
                         lo, hi = int(src[0]), int(src[k])
+                        if used[i] + hi - lo > size:
+                            return None  # the file grew while it was read
                         data[i][used[i]:used[i] + hi - lo] = np.frombuffer(chunk.buffers()[2], dtype=np.uint8,
                                                                            count=hi - lo, offset=lo)
                         out = offsets[i][row + 1:row + k + 1]
