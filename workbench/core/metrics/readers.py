@@ -84,12 +84,14 @@ def _normalise(data: bytes) -> bytes:
     return _EDGES.sub(b"", _BLANKS.sub(b" ", data))
 
 
-def _read_table(data: bytes | Path, types: dict[int, pa.DataType]) -> pa.Table:
-    return pacsv.read_csv(
-        # a path is streamed by pyarrow; bytes are wrapped without a copy
-        str(data) if isinstance(data, Path) else pa.BufferReader(pa.py_buffer(data)),
+def _csv_options(types: dict[int, pa.DataType], block_size: int | None = None) -> dict:
+    """pyarrow's CSV options for single-space-separated TREC fields: the fields of ``types``
+    (position -> type), unquoted, none null, text taken ``block_size`` bytes at a time (else
+    pyarrow's default)."""
+    return dict(
         # one thread: as fast here (parsing is cheap next to conversion) and far less peak memory
-        read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False),
+        read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False,
+                                       **({} if block_size is None else {"block_size": block_size})),
         parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
         convert_options=pacsv.ConvertOptions(
             column_types={f"f{i}": t for i, t in types.items()},
@@ -101,7 +103,17 @@ def _read_table(data: bytes | Path, types: dict[int, pa.DataType]) -> pa.Table:
     )
 
 
+def _read_table(data: bytes, types: dict[int, pa.DataType]) -> pa.Table:
+    return pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), **_csv_options(types))  # no copy of data
+
+
 _BOM = b"\xef\xbb\xbf"
+
+
+def _needs_rewrite(buf: bytearray, n: int) -> bool:
+    """Whether the first ``n`` bytes of ``buf`` hold a tab, CR or '#' (pyarrow cannot read
+    such text as it is: the careful reader or the rewrite decides)."""
+    return buf.find(b"\t", 0, n) >= 0 or buf.find(b"\r", 0, n) >= 0 or buf.find(b"#", 0, n) >= 0
 
 
 def _plain_text(path: Path) -> str | None:
@@ -120,7 +132,7 @@ def _plain_text(path: Path) -> str | None:
                 if first and buf.startswith(_BOM):
                     return None
                 first = False
-                if buf.find(b"\t", 0, n) >= 0 or buf.find(b"\r", 0, n) >= 0 or buf.find(b"#", 0, n) >= 0:
+                if _needs_rewrite(buf, n):
                     return None
                 if ascii_only:
                     ascii_only = (buf if n == len(buf) else bytes(view[:n])).isascii()
@@ -138,39 +150,20 @@ def _as_read(types: dict[int, pa.DataType], ascii_only: bool) -> dict[int, pa.Da
     return {i: pa.binary() if t == pa.string() else t for i, t in types.items()}
 
 
-def _as_strings(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+def _as_strings(column: pa.Array) -> pa.Array:
     """A binary column read from ASCII text as the string column it is (no copy); other
     columns as they are."""
-    if column.type != pa.binary():
-        return column
-    if isinstance(column, pa.ChunkedArray):
-        return pa.chunked_array([chunk.view(pa.string()) for chunk in column.chunks], type=pa.string())
-    return column.view(pa.string())
+    return column.view(pa.string()) if column.type == pa.binary() else column
 
 
 def _has_empty_field(table: pa.Table, types: dict[int, pa.DataType]) -> bool:
-    return any(has_empty_string(table.column(f"f{i}")) for i, t in types.items() if t in (pa.string(), pa.binary()))
+    return any(has_empty_string(table.column(f"f{i}")) for i, t in types.items() if t == pa.string())
 
 
 #: text parsed at a time by :func:`_block_columns` (whole lines), read into one buffer again
 #: and again
 _BLOCK_BYTES = 1 << 20
 _NUMPY_TYPES = {pa.float64(): np.float64, pa.int64(): np.int64}
-
-
-def _block_options(types: dict[int, pa.DataType], block_bytes: int) -> dict:
-    return dict(
-        read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False,
-                                       block_size=2 * block_bytes),  # a block: one chunk
-        parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
-        convert_options=pacsv.ConvertOptions(
-            column_types={f"f{i}": t for i, t in types.items()},
-            include_columns=[f"f{i}" for i in types],
-            strings_can_be_null=False,
-            quoted_strings_can_be_null=False,
-        ),
-        memory_pool=pa.system_memory_pool(),  # freed block columns stay reusable
-    )
 
 
 def _block_columns(path: Path, types: dict[int, pa.DataType], min_fields: int, first_ok,
@@ -208,7 +201,8 @@ def _block_columns(path: Path, types: dict[int, pa.DataType], min_fields: int, f
     used = dict.fromkeys(offsets, 0)
     for i in offsets:
         offsets[i][0] = 0
-    options = {ascii_only: _block_options(_as_read(types, ascii_only), block_bytes) for ascii_only in (True, False)}
+    # pyarrow's block twice ours: a block of ours is one chunk
+    options = {ascii_only: _csv_options(_as_read(types, ascii_only), 2 * block_bytes) for ascii_only in (True, False)}
     buf = bytearray(block_bytes)
     view = memoryview(buf)
     as_bytes = np.frombuffer(buf, dtype=np.uint8)
@@ -234,7 +228,7 @@ def _block_columns(path: Path, types: dict[int, pa.DataType], min_fields: int, f
                 cut = end + 1
             if n == 0 and (buf.startswith(_BOM) or not first_ok(_ncols_first_line(bytes(view[:min(cut, 1 << 16)])))):
                 return None
-            if buf.find(b"\t", 0, cut) >= 0 or buf.find(b"\r", 0, cut) >= 0 or buf.find(b"#", 0, cut) >= 0:
+            if _needs_rewrite(buf, cut):
                 return None
             ascii_only = bool(as_bytes[:cut].max() < 0x80)
             try:
@@ -719,19 +713,7 @@ def _streamed_runs(path: Path, name: str, block_bytes: int, *, ascii_only: bool 
     is all ASCII (:func:`_as_read`)."""
     types = _as_read({0: pa.string(), 2: pa.string(), 4: pa.float64()}, ascii_only)
     try:
-        reader = pacsv.open_csv(
-            str(path),
-            read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False,
-                                           block_size=max(block_bytes, 1 << 10)),
-            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
-            convert_options=pacsv.ConvertOptions(
-                column_types={f"f{i}": t for i, t in types.items()},
-                include_columns=[f"f{i}" for i in types],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-            memory_pool=pa.system_memory_pool(),
-        )
+        reader = pacsv.open_csv(str(path), **_csv_options(types, max(block_bytes, 1 << 10)))
     except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, OSError):
         raise _SlowPath("pyarrow could not open it") from None
     while True:
