@@ -13,6 +13,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 .PHONY: run test test-others test-browser check lint docs install install-test bench clean
 
 run: $(VENV)/.installed
+	$(BYTECODE)
 	$(BIN)/workbench --db $(DB) init --demo
 	$(BIN)/workbench --db $(DB) app --port $(PORT)
 
@@ -86,7 +87,16 @@ docs: $(VENV)/.installed-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 install: $(VENV)/.installed
+	$(BYTECODE)
 install-test: $(VENV)/.installed-test
+	$(BYTECODE)
+
+# An editable install leaves the sources uncompiled (pip compiles a regular install's). Where
+# PYTHONDONTWRITEBYTECODE is set, as on some CI machines, every command would then compile
+# each module it imports again: ~0.05 s of a 10^4-query `workbench eval` of ~0.3 s
+# (docs/performance.md). compileall writes the .pyc files whatever that variable says, and
+# skips the modules whose .pyc is current (a few hundredths of a second).
+BYTECODE = $(BIN)/python -m compileall -q workbench
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -100,10 +110,12 @@ $(VENV)/.torch: | $(BIN)/python
 
 $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 	$(PIP) install -e '.[dense]'
+	$(BYTECODE)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.torch | $(VENV)/.llama
 	$(PIP) install -e '.[dense,onnx,test]'
+	$(BYTECODE)
 	touch $@ $(VENV)/.installed
 
 # The judge's tests run a real llama.cpp server: llama-cpp-python from the prebuilt wheel in
