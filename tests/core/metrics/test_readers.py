@@ -12,8 +12,14 @@ import pytest
 
 from workbench import evaluate
 from workbench.core.metrics.qrels_and_runs import qrels_from_dict, run_from_dict
+from workbench.core.metrics import readers
 from workbench.core.metrics.readers import (
+    _BLANKS,
+    _COMMENT,
+    _EDGES,
     _block_columns,
+    _no_empty_field,
+    _normalise,
     _plain_text,
     read_beir_qrels,
     read_jsonl_qrels,
@@ -328,7 +334,7 @@ def test_ascii_and_other_utf8_files_read_as_the_same_strings(tmp_path, where):
         lines[-1] = "q1 Q0 dcafé 1 7.25 tag"
     path = write(tmp_path, "r.run", "\n".join(lines) + "\n")
     assert path.stat().st_size > 1 << 18
-    assert _plain_text(path) == ("ascii" if where == "none" else "utf-8")
+    assert _plain_text(path) == (where == "none", b" ")
     fast, careful = read_trec_run(path), read_trec_run(path, careful=True)
     assert fast.query_ids.type == fast.doc_ids.type == pa.string()
     assert fast.to_dict() == careful.to_dict()
@@ -390,6 +396,8 @@ def test_block_reader_equals_the_careful_reader_across_block_edges(tmp_path, blo
     ("q1 Q0  d2 1 2.5 run", "a doubled blank"),
     ("q1 Q0 d#2 1 2.5 run", "a '#'"),
     ("q1 Q0 d2 1 2.5\trun", "a tab"),
+    ("q1 Q0 d2\x0b1 2.5 run", "a vertical tab"),
+    ("q1 Q0 d2 1 2.5\x0crun", "a form feed"),
     ("q1 Q0 d2 1 x2.5 run", "a score pyarrow cannot read"),
     ("q1 Q0 d2 1 2.5", "a short row"),
 ])
@@ -399,6 +407,155 @@ def test_block_reader_leaves_late_trouble_to_the_careful_reader(tmp_path, late, 
     lines[1_900] = late
     path = write(tmp_path, "r.run", "\n".join(lines) + "\n")
     assert _block_columns(path, RUN_TYPES, 6, lambda fields: fields >= 6, block_bytes=256) is None, why
+
+
+@pytest.mark.parametrize("sep", [" ", "\t"])
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+@pytest.mark.parametrize("block", [257, 1 << 20])
+def test_tab_separated_and_crlf_files_take_the_block_path(tmp_path, sep, eol, block):
+    """Single tabs (in a file without spaces) and CR LF line ends are read by the block path
+    and by the streamed split as they are (no rewrite: a regex substitution of every tab took
+    seconds at 10^6 rows), the same as the careful reader, runs and qrels."""
+    lines = [line.replace(" ", sep) for line in _varied_run_lines(3_000)]
+    lines[1500:1500] = ["", ""]
+    path = write(tmp_path, "r.run", eol.join(lines) + eol)
+    careful = read_trec_run(path, careful=True)
+    columns = _block_columns(path, RUN_TYPES, 6, lambda fields: fields >= 6, block_bytes=block)
+    assert columns is not None
+    assert columns[0].to_pylist() == careful.query_ids.to_pylist()
+    assert columns[2].to_pylist() == careful.doc_ids.to_pylist()
+    assert np.array_equal(columns[4], careful.scores)
+    assert _plain_text(path) == (False, sep.encode())  # 'é' and 'ü' in some ids
+    with read_trec_run_parts(path, block_rows=700) as parts:
+        assert len(parts) == 3_000
+        assert {q: d for part in parts for q, d in part.to_dict().items()} == careful.to_dict()
+    qrels_lines = [sep.join((line.split()[0], "0", line.split()[2], str(i % 4))) for i, line in enumerate(lines) if line]
+    qrels_path = write(tmp_path, "q.txt", eol.join(qrels_lines) + eol)
+    assert _block_columns(qrels_path, {0: pa.string(), 2: pa.string(), 3: pa.int64()}, 4, lambda f: f == 4,
+                          block_bytes=block) is not None
+    assert read_trec_qrels(qrels_path).to_dict() == read_trec_qrels(qrels_path, careful=True).to_dict()
+
+
+def test_a_space_inside_a_tab_separated_line_is_a_blank_as_well(tmp_path):
+    """The careful reader splits at any run of blanks, so a tab-separated file with a space in
+    an id is not read with tabs alone as separators (the id would keep its space)."""
+    lines = [f"q{i // 10}\tQ0\td{i}\t{i % 10 + 1}\t{i % 7}.5\trun" for i in range(2_000)]
+    lines[1_000] = "q100\tQ0\td 1\t3\t2.5\trun"  # the careful reader: doc "d", score 3
+    path = write(tmp_path, "r.run", "\n".join(lines) + "\n")
+    careful = read_trec_run(path, careful=True)
+    assert careful.to_dict()["q100"]["d"] == 3.0
+    assert read_trec_run(path).to_dict() == careful.to_dict()
+    assert _block_columns(path, RUN_TYPES, 6, lambda fields: fields >= 6, block_bytes=512) is None
+
+
+@pytest.mark.parametrize("layout", ["q1  Q0 d1 1 2.5 run", "q1 Q0 d1 1 2.5 run ", " q1 Q0 d1 1 2.5 run",
+                                    "q1\t\tQ0\td1\t1\t2.5\trun", "q1 Q0 d1 1 2.5  run"])
+def test_a_blank_doubled_on_every_line_does_not_shift_the_columns(tmp_path, layout):
+    """Aligned columns: every line with the same doubled (or edge) blank. pyarrow holds each
+    row to the first row's field count, so it read such a file without an error, the fields
+    after the doubled blank one column to the right: doc ids "Q0", scores the ranks. Every
+    reader must read it as the careful one does (fields split at runs of blanks)."""
+    rows = [(f"q{i // 3}", f"d{i}", i % 3 + 1, 10.0 - i % 3) for i in range(3_000)]
+    text = "".join(layout.replace("q1", q).replace("d1", d).replace(" 1 ", f" {r} ").replace("\t1\t", f"\t{r}\t")
+                   .replace("2.5", str(score)) + "\n" for q, d, r, score in rows)
+    path = write(tmp_path, "r.run", text)
+    expected = {}
+    for q, d, _, score in rows:
+        expected.setdefault(q, {})[d] = score
+    assert read_trec_run(path).to_dict() == expected
+    assert read_trec_run(path, careful=True).to_dict() == expected
+    assert _block_columns(path, RUN_TYPES, 6, lambda fields: fields >= 6, block_bytes=512) is None
+    with read_trec_run_parts(path, block_rows=500) as parts:
+        assert {q: d for part in parts for q, d in part.to_dict().items()} == expected
+    qrels_path = write(tmp_path, "q.txt", "".join(f"{q}  0 {d} {r % 2}\n" for q, d, r, _ in rows))
+    assert read_trec_qrels(qrels_path).to_dict() == read_trec_qrels(qrels_path, careful=True).to_dict()
+    # by hand: each query ranks its rank-1 doc (grade 1), rank-2 (grade 0), rank-3 (grade 1)
+    assert evaluate(qrels_path, path, ["P@1", "map"]).aggregate == pytest.approx({"P@1": 1.0, "map": (1 + 2 / 3) / 2})
+
+
+def test_a_cr_inside_a_line_is_a_blank_to_every_reader(tmp_path):
+    """The careful reader reads a CR not followed by LF as a blank (one line); pyarrow would end
+    a row there. Early or late, in a block or across the scan's read buffer, the file goes to
+    the careful reader; a CR LF cut by that buffer does not."""
+    lines = _varied_run_lines(12_000)
+    lines[11_000] = "q1 Q0 dcr 1 2.5 run\rq1 Q0 dother 2 1.5 run"  # the careful reader: one row
+    path = write(tmp_path, "r.run", "\n".join(lines) + "\n")
+    assert _block_columns(path, RUN_TYPES, 6, lambda fields: fields >= 6, block_bytes=1 << 16) is None
+    assert _plain_text(path) is None
+    careful = read_trec_run(path, careful=True)
+    assert "dother" not in careful.to_dict()["q1"] and careful.to_dict()["q1"]["dcr"] == 2.5
+    assert read_trec_run(path).to_dict() == careful.to_dict()
+    # the scan reads 2^18 bytes at a time after one byte carried over: put a CR last in a read
+    pad = (1 << 18) - 1 - len("q1 Q0 d0 1 2.5 ")  # the CR lands on the last byte of the first read
+    for after, plain in (("\n", True), ("q", False)):
+        text = "q1 Q0 d0 1 2.5 " + "r" * pad + "\r" + after + "q1 Q0 d1 1 2.5 run\r\n"
+        path = write(tmp_path, "cut.run", text)
+        assert text.index("\r") == (1 << 18) - 1
+        assert (_plain_text(path) is not None) is plain
+
+
+def test_a_doubled_blank_across_the_scans_read_buffer_is_found(tmp_path):
+    head = "q1 Q0 d0 1 2.5 " + "r" * ((1 << 18) - 16) + " "  # a trailing blank last in the first read
+    assert len(head) == 1 << 18
+    path = write(tmp_path, "cut.run", head + "\nq1 Q0 d1 1 2.5 run\n")
+    assert _plain_text(path) is None
+    path = write(tmp_path, "ok.run", head[:-1] + "x\nq1 Q0 d1 1 2.5 run\n")
+    assert _plain_text(path) == (True, b" ")
+
+
+def _empty_field_oracle(data: bytes, line_start: bool, line_end: bool) -> bool:
+    low = [b <= 0x20 for b in data]
+    if line_start and data and low[0] and data[0] not in (10, 13):
+        return False
+    if line_end and data and low[-1] and data[-1] not in (10, 13):
+        return False
+    return all(not (low[i] and low[i + 1]) or (data[i] in (10, 13) and data[i + 1] in (10, 13))
+               for i in range(len(data) - 1))
+
+
+@pytest.mark.parametrize("step", [1, 2, 7, 1 << 20])
+def test_no_empty_field_against_a_plain_loop_and_split(monkeypatch, step):
+    """2,000 random texts of fields, blanks and line ends, checked in steps that cut them
+    anywhere: the vectorised check equals a plain loop over the neighbouring bytes, and where
+    it says no field is empty, every line splits at each single separator as at runs of blanks
+    (what pyarrow reads is what the careful reader reads)."""
+    monkeypatch.setattr(readers, "_BLOCK_BYTES", step)
+    rng = np.random.default_rng(11)
+    alphabet = [b"a", b"bc", "é".encode(), b" ", b" ", b"\t", b"\n", b"\r\n", b"\r", b"\x0b", b"\x00"]
+    weights = np.array([8, 8, 1, 5, 2, 1, 3, 1, 0.3, 0.2, 0.2])
+    agreed = 0
+    for _ in range(2_000):
+        data = b"".join(alphabet[i] for i in rng.choice(len(alphabet), int(rng.integers(0, 40)), p=weights / weights.sum()))
+        for line_start in (True, False):
+            for line_end in (True, False):
+                got = _no_empty_field(np.frombuffer(data, dtype=np.uint8), line_start=line_start, line_end=line_end)
+                assert got == _empty_field_oracle(data, line_start, line_end), data
+        # a vertical tab, like a tab or CR, is a blank to the careful reader: the callers refuse it
+        lone_blank = any(c in data for c in (b"\t", b"\r", b"\x0b"))
+        if _no_empty_field(np.frombuffer(data, dtype=np.uint8)) and not lone_blank:
+            for line in data.split(b"\n"):  # the last one too: the text's end ends a line
+                if line:
+                    assert line.split(b" ") == line.split(), line
+                    agreed += 1
+    assert agreed > 150
+
+
+def _normalise_by_substitution(data: bytes) -> bytes:
+    """The rewrite as it was defined: comments out, every run of blanks one space, edge spaces
+    out (a regular expression substitution each)."""
+    import re
+    if b"#" in data and (data.startswith(b"#") or b"\n#" in data or re.search(rb"\n[ \t]+#", data)):
+        data = _COMMENT.sub(b"", data)
+    return _EDGES.sub(b"", _BLANKS.sub(b" ", data))
+
+
+def test_normalise_equals_the_substitutions():
+    """3,000 random texts of fields, blanks of every kind, CR and LF, comments."""
+    rng = np.random.default_rng(5)
+    alphabet = [b"a", b"q1", b"#", b" ", b"  ", b"\t", b"\n", b"\r\n", b"\r", b"\x0c", b"\x0b", "é".encode()]
+    for _ in range(3_000):
+        data = b"".join(alphabet[i] for i in rng.integers(0, len(alphabet), int(rng.integers(0, 50))))
+        assert _normalise(data) == _normalise_by_substitution(data), data
 
 
 def test_block_reader_leaves_bytes_that_are_not_utf8_to_the_careful_reader(tmp_path):

@@ -77,22 +77,39 @@ class _SlowPath(Exception):
     """The fast reader cannot handle this file; use the careful one."""
 
 
+_DOUBLED = re.compile(rb" {2,}")
+#: tab, CR, form feed and vertical tab as spaces (:func:`_normalise`)
+_BLANKS_AS_SPACES = bytes.maketrans(b"\t\r\f\v", b"    ")
+
+
 def _normalise(data: bytes) -> bytes:
-    """Collapse every run of blanks into one space and drop comment lines and edge blanks."""
+    """Collapse every run of blanks into one space and drop comment lines and edge blanks.
+
+    The same text as substituting ``_BLANKS`` and then ``_EDGES`` everywhere, made by C loops
+    over the whole text (a CR LF as LF, the other blanks as spaces), with a substitution only
+    where doubled or edge spaces remain: substituting each of a file's millions of single tabs
+    through the regular expression engine took seconds."""
     if b"#" in data and (data.startswith(b"#") or b"\n#" in data or re.search(rb"\n[ \t]+#", data)):
         data = _COMMENT.sub(b"", data)
-    return _EDGES.sub(b"", _BLANKS.sub(b" ", data))
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")  # "x\r\n": "x \n" by the substitution, then "x\n"
+    data = data.translate(_BLANKS_AS_SPACES)
+    if b"  " in data:
+        data = _DOUBLED.sub(b" ", data)
+    if data.startswith(b" ") or data.endswith(b" ") or b"\n " in data or b" \n" in data:
+        data = _EDGES.sub(b"", data)
+    return data
 
 
-def _csv_options(types: dict[int, pa.DataType], block_size: int | None = None) -> dict:
-    """pyarrow's CSV options for single-space-separated TREC fields: the fields of ``types``
-    (position -> type), unquoted, none null, text taken ``block_size`` bytes at a time (else
-    pyarrow's default)."""
+def _csv_options(types: dict[int, pa.DataType], block_size: int | None = None, sep: bytes = b" ") -> dict:
+    """pyarrow's CSV options for TREC fields separated by one ``sep`` (a space or a tab): the
+    fields of ``types`` (position -> type), unquoted, none null, text taken ``block_size`` bytes
+    at a time (else pyarrow's default)."""
     return dict(
         # one thread: as fast here (parsing is cheap next to conversion) and far less peak memory
         read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False,
                                        **({} if block_size is None else {"block_size": block_size})),
-        parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
+        parse_options=pacsv.ParseOptions(delimiter=sep.decode(), quote_char=False, double_quote=False),
         convert_options=pacsv.ConvertOptions(
             column_types={f"f{i}": t for i, t in types.items()},
             include_columns=[f"f{i}" for i in types],
@@ -110,35 +127,107 @@ def _read_table(data: bytes, types: dict[int, pa.DataType]) -> pa.Table:
 _BOM = b"\xef\xbb\xbf"
 
 
-def _needs_rewrite(buf: bytearray, n: int) -> bool:
-    """Whether the first ``n`` bytes of ``buf`` hold a tab, CR or '#' (pyarrow cannot read
-    such text as it is: the careful reader or the rewrite decides)."""
-    return buf.find(b"\t", 0, n) >= 0 or buf.find(b"\r", 0, n) >= 0 or buf.find(b"#", 0, n) >= 0
-
-
-def _plain_text(path: Path) -> str | None:
-    """None when the file has a tab, CR, '#' or byte-order mark (or cannot be read); else
-    pyarrow can stream it as it is, and this says whether its bytes are all ``"ascii"`` or not
-    (``"utf-8"``)."""
+def _plain_text(path: Path) -> tuple[bool, bytes] | None:
+    """``(all ASCII, separator)`` when pyarrow can stream the file as it is (fields separated
+    by single spaces, or by single tabs in a file without spaces; lines ending in LF or CR LF;
+    no empty field); None when the careful reader must read it: a byte-order mark, a ``#``, a
+    vertical tab or form feed, tabs and spaces, a CR alone, an empty field, or a file that
+    cannot be read."""
     # one buffer read into again and again: a new bytes object per read cost more in page
-    # faults than the reads and the byte searches together
-    buf = bytearray(1 << 18)
+    # faults than the reads and the byte searches together. Its first byte holds the last one
+    # of the read before (at first a line end), so pairs across reads are checked.
+    buf = bytearray(1 + (1 << 18))
+    buf[0] = 0x0A
     view = memoryview(buf)
-    ascii_only = True
+    as_bytes = np.frombuffer(buf, dtype=np.uint8)
+    scratch = np.empty(len(buf), dtype=np.uint8)
+    ascii_only, tab, space = True, False, False
     try:
         with path.open("rb", buffering=0) as f:
             first = True
-            while n := f.readinto(buf):
-                if first and buf.startswith(_BOM):
+            while n := f.readinto(view[1:]):
+                if first and buf.startswith(_BOM, 1):
                     return None
                 first = False
-                if _needs_rewrite(buf, n):
+                m = n + 1
+                if buf.find(b"#", 1, m) >= 0 or _other_blank(buf, 1, m):
+                    return None
+                tab = tab or buf.find(b"\t", 1, m) >= 0
+                space = space or buf.find(b" ", 1, m) >= 0
+                if tab and space:
+                    return None
+                if buf.find(b"\r", 0, m) >= 0 and _lone_cr(as_bytes[:m], at_end=False):
+                    return None
+                if not _no_empty_field(as_bytes[:m], scratch, line_start=False, line_end=False):
                     return None
                 if ascii_only:
-                    ascii_only = (buf if n == len(buf) else bytes(view[:n])).isascii()
+                    ascii_only = bool(as_bytes[1:m].max() < 0x80)
+                buf[0] = buf[n]
     except OSError:
         return None  # the byte reader reports it properly
-    return "ascii" if ascii_only else "utf-8"
+    if not _no_empty_field(as_bytes[:1], line_start=False):  # the last byte, at the end of the last line
+        return None
+    return ascii_only, b"\t" if tab else b" "
+
+
+_LINE_ENDS = (0x0A, 0x0D)
+
+
+def _other_blank(buf: bytearray, start: int, end: int) -> bool:
+    """Whether ``buf[start:end]`` holds a vertical tab or form feed."""
+    return buf.find(b"\x0b", start, end) >= 0 or buf.find(b"\x0c", start, end) >= 0
+
+
+def _lone_cr(a: np.ndarray, *, at_end: bool = True) -> bool:
+    """Whether a CR of ``a`` (uint8) is not followed by LF: the careful reader reads it as a
+    blank, pyarrow as a line end. A CR last in ``a`` counts only ``at_end`` (else the next read
+    holds what follows it)."""
+    cr = np.flatnonzero(a == 0x0D)
+    if len(cr) and cr[-1] == len(a) - 1:
+        if at_end:
+            return True
+        cr = cr[:-1]
+    return bool(len(cr)) and not bool((a[cr + 1] == 0x0A).all())
+
+
+def _no_empty_field(a: np.ndarray, scratch: np.ndarray | None = None, *, line_start: bool = True,
+                    line_end: bool = True) -> bool:
+    """Whether no field of the lines in ``a`` (uint8) is empty: no two bytes up to 0x20 (blanks,
+    line ends, other control bytes) stand side by side, except line ends (empty lines, CR LF),
+    and ``a`` neither starts with a blank when it starts a line (``line_start``) nor ends with
+    one when its end ends a line (``line_end``: the text's end, with or without a last LF).
+
+    pyarrow splits at every separator, so ``"q1  Q0"`` holds an empty field where the careful
+    reader, which splits at runs of blanks, sees none; and it holds every row of a block to the
+    first row's field count, so a file whose every line has a doubled blank (aligned columns)
+    parses without an error, each field after it one column to the right (the doc ids "Q0",
+    the scores the ranks).
+
+    Two neighbours are both up to 0x20 exactly where the larger of them is: one elementwise
+    maximum and one minimum over ``_BLOCK_BYTES`` at a time; only where that finds some (CR LF
+    line ends, empty lines) are the pairs looked at. ``scratch``: a uint8 array of at least
+    ``min(len(a), _BLOCK_BYTES)`` items, for a caller checking block after block."""
+    n = len(a)
+    if n == 0:
+        return True
+    if line_start and a[0] <= 0x20 and a[0] not in _LINE_ENDS:
+        return False
+    if line_end and a[-1] <= 0x20 and a[-1] not in _LINE_ENDS:
+        return False
+    step = _BLOCK_BYTES
+    if scratch is None:
+        scratch = np.empty(min(n, step), dtype=np.uint8)
+    for i in range(0, n - 1, step):
+        part = a[i:i + step + 1]  # one byte into the next part: every neighbouring pair once
+        larger = scratch[:len(part) - 1]
+        np.maximum(part[1:], part[:-1], out=larger)
+        if larger.min() > 0x20:
+            continue
+        at = np.flatnonzero(larger <= 0x20)
+        x, y = part[at], part[at + 1]
+        if not (((x == 0x0A) | (x == 0x0D)) & ((y == 0x0A) | (y == 0x0D))).all():
+            return False
+    return True
 
 
 def _as_read(types: dict[int, pa.DataType], ascii_only: bool) -> dict[int, pa.DataType]:
@@ -156,6 +245,24 @@ def _as_strings(column: pa.Array) -> pa.Array:
     return column.view(pa.string()) if column.type == pa.binary() else column
 
 
+def _separator(buf: bytearray, as_bytes: np.ndarray, n: int, scratch: np.ndarray) -> bytes | None:
+    """How pyarrow can parse the whole lines ``buf[:n]`` (``as_bytes``: the same memory) as
+    they are: fields separated by single spaces (``b" "``) or single tabs (``b"\t"``), lines
+    ending in LF or CR LF. None, for the careful reader, on a ``#`` (a comment), a vertical tab
+    or form feed (blanks to the careful reader, not to pyarrow), both tabs and spaces, a CR not
+    followed by LF (:func:`_lone_cr`), or an empty field (:func:`_no_empty_field`)."""
+    if buf.find(b"#", 0, n) >= 0 or _other_blank(buf, 0, n):
+        return None
+    sep = b" "
+    if buf.find(b"\t", 0, n) >= 0:
+        if buf.find(b" ", 0, n) >= 0:
+            return None
+        sep = b"\t"
+    if buf.find(b"\r", 0, n) >= 0 and _lone_cr(as_bytes[:n]):
+        return None
+    return sep if _no_empty_field(as_bytes[:n], scratch) else None
+
+
 def _has_empty_field(table: pa.Table, types: dict[int, pa.DataType]) -> bool:
     return any(has_empty_string(table.column(f"f{i}")) for i, t in types.items() if t == pa.string())
 
@@ -171,11 +278,13 @@ def _block_columns(path: Path, types: dict[int, pa.DataType], min_fields: int, f
     """The cheapest path: the file read ``block_bytes`` of whole lines at a time into one
     buffer, each block parsed by pyarrow and its columns copied at once into the output
     arrays; ``types`` maps field positions to ``pa.string()`` (a string array out) or
-    ``pa.float64()``/``pa.int64()`` (a numpy array out). None, for the careful reader to
-    decide, on anything it does not read as it is: a byte-order mark, a tab, CR or ``#``, a line
-    longer than the block, blank edges or doubled blanks (empty fields), rows of unequal
-    length, a number pyarrow cannot read, no row, a first line whose field count fails
-    ``first_ok``, a file of 2 GiB or more, or an error reading it.
+    ``pa.float64()``/``pa.int64()`` (a numpy array out). Fields are separated by single spaces
+    or, in a block without spaces, single tabs; lines end in LF or CR LF. None, for the careful
+    reader to decide, on anything it does not read as it is: a byte-order mark, anything
+    :func:`_separator` refuses (a ``#``, tabs and spaces in one block, a CR alone, an empty
+    field: doubled or edge blanks), a line longer than the block, rows of unequal length, a
+    number pyarrow cannot read, no row, a first line whose field count fails ``first_ok``, a
+    file of 2 GiB or more, or an error reading it.
 
     The output arrays are sized for the most rows the file can hold (``min_fields`` fields of
     one byte each a line) and only the part written is ever touched, so the memory used is that
@@ -201,11 +310,11 @@ def _block_columns(path: Path, types: dict[int, pa.DataType], min_fields: int, f
     used = dict.fromkeys(offsets, 0)
     for i in offsets:
         offsets[i][0] = 0
-    # pyarrow's block twice ours: a block of ours is one chunk
-    options = {ascii_only: _csv_options(_as_read(types, ascii_only), 2 * block_bytes) for ascii_only in (True, False)}
+    options: dict[tuple[bool, bytes], dict] = {}  # by (all ASCII, separator), made when first needed
     buf = bytearray(block_bytes)
     view = memoryview(buf)
     as_bytes = np.frombuffer(buf, dtype=np.uint8)
+    scratch = np.empty(block_bytes, dtype=np.uint8)
     n = kept = 0
     with f:
         while True:
@@ -228,11 +337,14 @@ def _block_columns(path: Path, types: dict[int, pa.DataType], min_fields: int, f
                 cut = end + 1
             if n == 0 and (buf.startswith(_BOM) or not first_ok(_ncols_first_line(bytes(view[:min(cut, 1 << 16)])))):
                 return None
-            if _needs_rewrite(buf, cut):
+            sep = _separator(buf, as_bytes, cut, scratch)
+            if sep is None:
                 return None
-            ascii_only = bool(as_bytes[:cut].max() < 0x80)
+            key = (bool(as_bytes[:cut].max() < 0x80), sep)
+            if key not in options:  # pyarrow's block twice ours: a block of ours is one chunk
+                options[key] = _csv_options(_as_read(types, key[0]), 2 * block_bytes, sep)
             try:
-                table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(view[:cut])), **options[ascii_only])
+                table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(view[:cut])), **options[key])
             except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError):
                 return None
             m = table.num_rows
@@ -255,10 +367,7 @@ def _block_columns(path: Path, types: dict[int, pa.DataType], min_fields: int, f
                             return None  # the file grew while it was read
                         data[i][used[i]:used[i] + hi - lo] = np.frombuffer(chunk.buffers()[2], dtype=np.uint8,
                                                                            count=hi - lo, offset=lo)
-                        out = offsets[i][row + 1:row + k + 1]
-                        np.add(src[1:], used[i] - lo, out=out)
-                        if out[0] == used[i] or np.any(out[1:] == out[:-1]):
-                            return None  # an empty field: blank edges or doubled blanks
+                        np.add(src[1:], used[i] - lo, out=offsets[i][row + 1:row + k + 1])
                         used[i] += hi - lo
                     row += k
             n += m
@@ -282,8 +391,9 @@ def _fast_table(data: bytes, ncols: int, types: dict[int, pa.DataType]) -> pa.Ta
     """Parse with pyarrow; first as is (single spaces, the common case), else normalised."""
     if re.search(rb"\S", data) is None:
         return pa.table({f"f{i}": pa.array([], type=t) for i, t in types.items()})
-    # memchr-fast checks: tabs, CRs and comments always need the rewrite
-    plain = not (b"\t" in data or b"\r" in data or b"#" in data)
+    # memchr-fast checks: tabs, CRs and comments always need the rewrite, and so do empty
+    # fields (pyarrow would read the fields after one a column to the right)
+    plain = not (b"\t" in data or b"\r" in data or b"#" in data) and _no_empty_field(np.frombuffer(data, dtype=np.uint8))
     for attempt in ((data, _normalise) if plain else (_normalise(data),)):
         try:
             table = _read_table(attempt if isinstance(attempt, bytes) else attempt(data), types)
@@ -596,13 +706,14 @@ def _split_run(path: Path, name: str, n_parts: int, directory: str,
     Anything the streaming reader refuses is read again, from the start, by whole-line chunks
     through :func:`_run_from_bytes` (the rewrite and the careful parser, with their error
     messages)."""
-    text = _plain_text(path)
-    if text is not None and _ncols_first_line(_first_line(path)) >= 6:
+    plain = _plain_text(path)
+    if plain is not None and _ncols_first_line(_first_line(path)) >= 6:
+        ascii_only, sep = plain
         block = min(chunk_bytes, _STREAM_BLOCK_BYTES)
         rows_per_part = -(-_estimated_rows(path, path.stat().st_size) // n_parts)
         # each stream is closed as soon as it is given up: an abandoned pyarrow reader keeps
         # its read-ahead (hundreds of MB on a large file) until it is collected
-        runs = _streamed_runs(path, name, block, ascii_only=text == "ascii")
+        runs = _streamed_runs(path, name, block, ascii_only=ascii_only, sep=sep)
         scattered = None
         try:
             try:
@@ -619,7 +730,7 @@ def _split_run(path: Path, name: str, n_parts: int, directory: str,
         finally:
             runs.close()
         if rest is None:
-            runs = _streamed_runs(path, name, block, ascii_only=text == "ascii")
+            runs = _streamed_runs(path, name, block, ascii_only=ascii_only, sep=sep)
             try:
                 return (*_write_parts(runs, n_parts, directory), n_parts, None)
             except _SlowPath:
@@ -706,14 +817,15 @@ def _write_ranges(runs: Iterator[Run], rows_per_part: int,
     return n_rows, first, max(len(sinks), 1), (keys, parts)
 
 
-def _streamed_runs(path: Path, name: str, block_bytes: int, *, ascii_only: bool = False) -> Generator[Run, None, None]:
+def _streamed_runs(path: Path, name: str, block_bytes: int, *, ascii_only: bool = False,
+                   sep: bytes = b" ") -> Generator[Run, None, None]:
     """The run file as pyarrow's streaming CSV reader parses it, ``block_bytes`` of text at a
     time (no copy of the text in Python); :class:`_SlowPath` on anything it does not read as
-    six or more single-space-separated fields with a finite score. ``ascii_only``: the file
-    is all ASCII (:func:`_as_read`)."""
+    six or more fields separated by one ``sep`` each, with a finite score. ``ascii_only``: the
+    file is all ASCII (:func:`_as_read`)."""
     types = _as_read({0: pa.string(), 2: pa.string(), 4: pa.float64()}, ascii_only)
     try:
-        reader = pacsv.open_csv(str(path), **_csv_options(types, max(block_bytes, 1 << 10)))
+        reader = pacsv.open_csv(str(path), **_csv_options(types, max(block_bytes, 1 << 10), sep))
     except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, OSError):
         raise _SlowPath("pyarrow could not open it") from None
     while True:
