@@ -5,9 +5,10 @@
 Data (unfriendly on purpose): Q queries x D docs, ids like ``q123`` / ``d4567`` (strings, so
 nothing can be parsed as an integer), BM25-like scores (gamma distributed, 4 decimals) of which
 about 5% repeat the score before them in the same query (ties, as BM25 gives documents with the
-same term statistics), about 20 judged docs per query (10 retrieved, 10 not) graded 0-3. Two
+same term statistics), about 20 judged docs per query (10 retrieved, 10 not) graded 0-3. Three
 run files hold the same rows: one sorted by query and score (as most tools write them), one
-with every query's rows scattered over the whole file.
+with every query's rows scattered over the whole file, and the sorted one with tabs between
+fields and CR LF line ends (as other tools write them).
 
 Every row is measured in ``--rounds`` rounds, ours and pytrec_eval alternating inside each
 round (a shared machine's load then weighs on both alike). Reported: CPU seconds (user + system
@@ -117,7 +118,11 @@ def generate(directory: Path, n_queries: int, n_docs: int, seed: int = 0) -> tup
         return "\n".join(" ".join(r) for r in zip(*(c.tolist() for c in cols))) + "\n"
 
     sorted_run = directory / "run_sorted.txt"
-    sorted_run.write_text(lines(order, rank))
+    text = lines(order, rank)
+    sorted_run.write_text(text)
+    # the same rows as another tool may write them: tab-separated, CR LF line ends
+    (directory / "run_tabs_crlf.txt").write_bytes(text.replace(" ", "\t").replace("\n", "\r\n").encode())
+    del text
     shuffled = rng.permutation(q.size)
     unsorted_run = directory / "run_unsorted.txt"
     unsorted_run.write_text(lines(shuffled, np.zeros(q.size, dtype=int)))
@@ -236,23 +241,25 @@ def main() -> None:
         n = args.queries * args.docs
         print(f"{args.queries:,} queries x {args.docs} docs = {n:,} run rows, string ids (q123/d4567), "
               f"~5% tied scores; {args.rounds} alternated rounds per row")
-        diff = max(check_same_means(qrels, r) for r in (sorted_run, unsorted_run))
+        tabs_crlf = Path(tmp) / "run_tabs_crlf.txt"
+        diff = max(check_same_means(qrels, r) for r in (sorted_run, unsorted_run, tabs_crlf))
         print(f"check: max |ours - pytrec_eval| over the five means = {diff:.1e} (pytrec_eval printed to 4 decimals)")
         rows = []
-        for label, run in (("sorted rows", sorted_run), ("scattered rows", unsorted_run)):
+        for label, run in (("sorted rows", sorted_run), ("scattered rows", unsorted_run),
+                           ("sorted, tabs and CR LF", tabs_crlf)):
             got = paired(ours_cmd(qrels, run, block_rows=args.block_rows), pte_cmd(qrels, run), args.rounds)
             rows.append((f"workbench eval, files, {label}", got, "<= 0.30"))
         rows.append(("evaluate() from dicts, scattered rows", dicts_task(qrels, unsorted_run, args.rounds), "<= 1.00"))
         print()
-        print(f"  {'what':<40} {'workbench':>10} {'pytrec_eval':>12} {'ratio':>6} {'min-max':>11}  "
+        print(f"  {'what':<44} {'workbench':>10} {'pytrec_eval':>12} {'ratio':>6} {'min-max':>11}  "
               f"{'peak RSS MB':>14}  target")
         for what, got, target in rows:
             r = got["ratios"]
             rss = f"{got['rss_a']:.0f} / {got['rss_b']:.0f}" if got["rss_a"] else ""
-            print(f"  {what:<40} {median(got['a']):>9.3f}s {median(got['b']):>11.3f}s {median(r):>6.2f} "
+            print(f"  {what:<44} {median(got['a']):>9.3f}s {median(got['b']):>11.3f}s {median(r):>6.2f} "
                   f"{min(r):>5.2f}-{max(r):<5.2f}  {rss:>14}  {target}")
         helps = [once([sys.executable, "-m", "workbench", "--help"])[0] for _ in range(args.rounds)]
-        print(f"  {'workbench --help (whole process, CPU)':<40} {median(helps):>9.3f}s {'':>12} {'':>6} "
+        print(f"  {'workbench --help (whole process, CPU)':<44} {median(helps):>9.3f}s {'':>12} {'':>6} "
               f"{'':>11}  {'':>14}  < 0.3 s")
         print("\nCPU seconds: medians over the rounds; ratio = workbench / pytrec_eval per round (median, min-max;"
               " < 1: workbench cheaper)")

@@ -396,8 +396,8 @@ def test_block_reader_equals_the_careful_reader_across_block_edges(tmp_path, blo
     ("q1 Q0  d2 1 2.5 run", "a doubled blank"),
     ("q1 Q0 d#2 1 2.5 run", "a '#'"),
     ("q1 Q0 d2 1 2.5\trun", "a tab"),
-    ("q1 Q0 d2\x0b1 2.5 run", "a vertical tab"),
-    ("q1 Q0 d2 1 2.5\x0crun", "a form feed"),
+    ("q1 Q0 d2\x0bx 1 2.5 run", "a vertical tab"),  # the careful reader: doc "d2", score 1
+    ("q1 Q0 d2\x0cx 1 2.5 run", "a form feed"),
     ("q1 Q0 d2 1 x2.5 run", "a score pyarrow cannot read"),
     ("q1 Q0 d2 1 2.5", "a short row"),
 ])
@@ -434,6 +434,24 @@ def test_tab_separated_and_crlf_files_take_the_block_path(tmp_path, sep, eol, bl
     assert _block_columns(qrels_path, {0: pa.string(), 2: pa.string(), 3: pa.int64()}, 4, lambda f: f == 4,
                           block_bytes=block) is not None
     assert read_trec_qrels(qrels_path).to_dict() == read_trec_qrels(qrels_path, careful=True).to_dict()
+
+
+@pytest.mark.parametrize(("late", "why"), [
+    ("q1 Q0 d2 1 2.5 run \r\n", "a blank before CR LF"),
+    ("q1 Q0 d2 1 2.5 run\r\r\n", "a CR before CR LF"),
+    ("q1 Q0 d2 1  2.5 run\r\n", "a doubled blank"),
+    ("q1 Q0 d2 1 2.5 run\rq1 Q0 d3 1 2.5 run\r\n", "a CR inside a line"),
+])
+def test_a_crlf_file_with_late_trouble_goes_to_the_careful_reader(tmp_path, late, why):
+    """CR LF pairs are counted, not looked at one by one: anything else up to 0x20 beside
+    another such byte in the same block must still be found."""
+    lines = [line + "\r\n" for line in _varied_run_lines(2_000)]
+    lines[1_000:1_000] = ["\r\n"]  # an empty line: looked at, and allowed
+    lines[1_900] = late
+    path = write(tmp_path, "r.run", "".join(lines))
+    assert _block_columns(path, RUN_TYPES, 6, lambda fields: fields >= 6, block_bytes=1 << 20) is None, why
+    assert _plain_text(path) is None, why
+    assert read_trec_run(path).to_dict() == read_trec_run(path, careful=True).to_dict()
 
 
 def test_a_space_inside_a_tab_separated_line_is_a_blank_as_well(tmp_path):

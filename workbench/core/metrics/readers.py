@@ -156,9 +156,10 @@ def _plain_text(path: Path) -> tuple[bool, bytes] | None:
                 space = space or buf.find(b" ", 1, m) >= 0
                 if tab and space:
                     return None
-                if buf.find(b"\r", 0, m) >= 0 and _lone_cr(as_bytes[:m], at_end=False):
+                crlf = _crlf_count(as_bytes[:m]) if buf.find(b"\r", 0, m) >= 0 else 0
+                if crlf is None:
                     return None
-                if not _no_empty_field(as_bytes[:m], scratch, line_start=False, line_end=False):
+                if not _no_empty_field(as_bytes[:m], scratch, line_start=False, line_end=False, crlf=crlf):
                     return None
                 if ascii_only:
                     ascii_only = bool(as_bytes[1:m].max() < 0x80)
@@ -178,20 +179,19 @@ def _other_blank(buf: bytearray, start: int, end: int) -> bool:
     return buf.find(b"\x0b", start, end) >= 0 or buf.find(b"\x0c", start, end) >= 0
 
 
-def _lone_cr(a: np.ndarray, *, at_end: bool = True) -> bool:
-    """Whether a CR of ``a`` (uint8) is not followed by LF: the careful reader reads it as a
-    blank, pyarrow as a line end. A CR last in ``a`` counts only ``at_end`` (else the next read
-    holds what follows it)."""
-    cr = np.flatnonzero(a == 0x0D)
-    if len(cr) and cr[-1] == len(a) - 1:
-        if at_end:
-            return True
-        cr = cr[:-1]
-    return bool(len(cr)) and not bool((a[cr + 1] == 0x0A).all())
+def _crlf_count(a: np.ndarray) -> int | None:
+    """How many CRs ``a[:-1]`` (uint8) holds, each followed by LF; None when one is not: the
+    careful reader reads such a CR as a blank, pyarrow as a line end. A CR last in ``a`` is not
+    looked at: a block ends with LF, and in a file scanned read by read the next read holds
+    what follows it."""
+    cr = a[:-1] == 0x0D
+    n = int(np.count_nonzero(cr))
+    followed = np.logical_and(cr, a[1:] == 0x0A, out=cr)
+    return n if int(np.count_nonzero(followed)) == n else None
 
 
 def _no_empty_field(a: np.ndarray, scratch: np.ndarray | None = None, *, line_start: bool = True,
-                    line_end: bool = True) -> bool:
+                    line_end: bool = True, crlf: int = 0) -> bool:
     """Whether no field of the lines in ``a`` (uint8) is empty: no two bytes up to 0x20 (blanks,
     line ends, other control bytes) stand side by side, except line ends (empty lines, CR LF),
     and ``a`` neither starts with a blank when it starts a line (``line_start``) nor ends with
@@ -205,8 +205,10 @@ def _no_empty_field(a: np.ndarray, scratch: np.ndarray | None = None, *, line_st
 
     Two neighbours are both up to 0x20 exactly where the larger of them is: one elementwise
     maximum and one minimum over ``_BLOCK_BYTES`` at a time; only where that finds some (CR LF
-    line ends, empty lines) are the pairs looked at. ``scratch``: a uint8 array of at least
-    ``min(len(a), _BLOCK_BYTES)`` items, for a caller checking block after block."""
+    line ends, empty lines) are the pairs looked at. ``crlf``: how many CR LF pairs ``a`` holds
+    (:func:`_crlf_count`; each such pair is one of those found): when they are all that is found
+    in an ``a`` checked in one step, no pair is looked at one by one. ``scratch``: a uint8 array
+    of at least ``min(len(a), _BLOCK_BYTES)`` items, for a caller checking block after block."""
     n = len(a)
     if n == 0:
         return True
@@ -223,6 +225,8 @@ def _no_empty_field(a: np.ndarray, scratch: np.ndarray | None = None, *, line_st
         np.maximum(part[1:], part[:-1], out=larger)
         if larger.min() > 0x20:
             continue
+        if crlf and len(part) == n and np.count_nonzero(larger <= 0x20) == crlf:
+            continue  # the CR LF pairs, and nothing else
         at = np.flatnonzero(larger <= 0x20)
         x, y = part[at], part[at + 1]
         if not (((x == 0x0A) | (x == 0x0D)) & ((y == 0x0A) | (y == 0x0D))).all():
@@ -250,7 +254,7 @@ def _separator(buf: bytearray, as_bytes: np.ndarray, n: int, scratch: np.ndarray
     they are: fields separated by single spaces (``b" "``) or single tabs (``b"\t"``), lines
     ending in LF or CR LF. None, for the careful reader, on a ``#`` (a comment), a vertical tab
     or form feed (blanks to the careful reader, not to pyarrow), both tabs and spaces, a CR not
-    followed by LF (:func:`_lone_cr`), or an empty field (:func:`_no_empty_field`)."""
+    followed by LF (:func:`_crlf_count`), or an empty field (:func:`_no_empty_field`)."""
     if buf.find(b"#", 0, n) >= 0 or _other_blank(buf, 0, n):
         return None
     sep = b" "
@@ -258,9 +262,10 @@ def _separator(buf: bytearray, as_bytes: np.ndarray, n: int, scratch: np.ndarray
         if buf.find(b" ", 0, n) >= 0:
             return None
         sep = b"\t"
-    if buf.find(b"\r", 0, n) >= 0 and _lone_cr(as_bytes[:n]):
+    crlf = _crlf_count(as_bytes[:n]) if buf.find(b"\r", 0, n) >= 0 else 0
+    if crlf is None:
         return None
-    return sep if _no_empty_field(as_bytes[:n], scratch) else None
+    return sep if _no_empty_field(as_bytes[:n], scratch, crlf=crlf) else None
 
 
 def _has_empty_field(table: pa.Table, types: dict[int, pa.DataType]) -> bool:
