@@ -12,59 +12,47 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
 
 from workbench.cli import lean
+from workbench.cli.common import error_text, exit_codes_epilog, keep_error_data
 from workbench.errors import WorkbenchError, clip, is_interrupt
+from workbench.version import __version__
 
 Handler = Callable[[argparse.Namespace], int]
 
 
-# Command groups in pipeline order; each module exposes register(subparsers) and sets
-# `handler` on its parsers. The list is explicit: a module that fails to import is an error,
-# never a command that silently disappears.
-from workbench.cli import (  # noqa: E402
-    calibrate,
-    citations,
-    compare,
-    data,
-    evaluation,
-    harness,
-    jobs,
-    judge,
-    labels,
-    ppi,
-    project,
-    query_kinds,
-    rank_agreement,
-    retrieval,
-    stages,
-    sweep,
-)
-from workbench.cli.common import error_text, exit_codes_epilog, keep_error_data
-from workbench.version import __version__
-
+# Command groups in pipeline order: modules of this package, each exposing register(subparsers)
+# and setting `handler` on its parsers. The list is explicit: a module that fails to import is an
+# error when the parser is built, never a command that silently disappears. They are imported when
+# the parser is built (a command of ALONE imports its own group only).
 COMMAND_GROUPS = (
-    project,     # init, status, app
-    data,        # import, export
-    retrieval,   # chunk, retrieve, pool, pool-stats
-    harness,     # harness (external retrievers: a run, like retrieve)
-    judge,       # judge
-    calibrate,   # agree, calibrate sample|report|gate
-    labels,      # synth, labels propagate|unpropagate|budget
-    evaluation,  # eval
-    compare,     # compare
-    ppi,         # ppi (judge-corrected intervals, PPI++)
-    stages,      # stages
-    citations,   # citations
-    query_kinds,  # abstention, rbac-check, multihop, answerability
-    rank_agreement,  # rank-agreement
-    sweep,       # sweep, latency import
-    jobs,        # jobs list|stop|resume (background jobs the pages started)
+    "project",     # init, status, app
+    "data",        # import, export
+    "retrieval",   # chunk, retrieve, pool, pool-stats
+    "harness",     # harness (external retrievers: a run, like retrieve)
+    "judge",       # judge
+    "calibrate",   # agree, calibrate sample|report|gate
+    "labels",      # synth, labels propagate|unpropagate|budget
+    "evaluation",  # eval
+    "compare",     # compare
+    "ppi",         # ppi (judge-corrected intervals, PPI++)
+    "stages",      # stages
+    "citations",   # citations
+    "query_kinds",  # abstention, rbac-check, multihop, answerability
+    "rank_agreement",  # rank-agreement
+    "sweep",       # sweep, latency import
+    "jobs",        # jobs list|stop|resume (background jobs the pages started)
 )
+
+
+def command_group(name: str):
+    """The module of command group ``name`` (one of :data:`COMMAND_GROUPS`)."""
+    return importlib.import_module(f"{__name__}.{name}")
 
 
 #: Exit codes some commands add to the common ones (:data:`workbench.cli.common.EXIT_CODES`).
@@ -105,14 +93,14 @@ def _exit_status_everywhere(parser: argparse.ArgumentParser, path: str = "") -> 
 
 
 def _register_commands(sub: argparse._SubParsersAction, groups=COMMAND_GROUPS) -> None:
-    for module in groups:
-        module.register(sub)
+    for name in groups:
+        command_group(name).register(sub)
 
 
 #: Commands whose group is registered alone when the command line names them. ``eval`` runs in
 #: loops (a CI script scoring each run file): building every command's parser imports the judge's
 #: and retrievers' option tables (configuration, prompts), several times the parse itself.
-ALONE = {"eval": evaluation}
+ALONE = {"eval": "evaluation"}
 _GLOBAL_WITH_VALUE = ("--db", "--config")
 
 
