@@ -454,6 +454,25 @@ def test_a_crlf_file_with_late_trouble_goes_to_the_careful_reader(tmp_path, late
     assert read_trec_run(path).to_dict() == read_trec_run(path, careful=True).to_dict()
 
 
+@pytest.mark.parametrize("inside", ["\x1f", "\xa0", "\u3000", "\x85"])
+def test_other_unicode_whitespace_stays_inside_an_id_for_every_reader(tmp_path, inside):
+    """Only ASCII blanks separate fields (as for trec_eval); str.split() would also split at
+    these, so the careful reader must not use it on a text that holds one."""
+    lines = [f"q{i // 10} Q0 d{i} {i % 10 + 1} {i % 7}.5 run" for i in range(2_000)]
+    lines[1_000] = f"q100 Q0 d{inside}1 3 2.5 run"
+    path = write(tmp_path, "r.run", "\n".join(lines) + "\n")
+    careful = read_trec_run(path, careful=True)
+    assert careful.to_dict()["q100"][f"d{inside}1"] == 2.5
+    assert read_trec_run(path).to_dict() == careful.to_dict()
+    qrels_path = write(tmp_path, "q.txt", f"q100 0 d{inside}1 2\nq100 0 d1000 1\n")
+    assert read_trec_qrels(qrels_path, careful=True).to_dict() == {"q100": {f"d{inside}1": 2, "d1000": 1}}
+
+
+def test_the_other_whitespace_is_all_that_str_split_adds_to_the_ascii_blanks():
+    every = "".join(c for c in map(chr, range(0x110000)) if c.isspace() and c not in " \t\n\r\x0b\x0c")
+    assert readers._OTHER_WHITESPACE == every
+
+
 def test_a_space_inside_a_tab_separated_line_is_a_blank_as_well(tmp_path):
     """The careful reader splits at any run of blanks, so a tab-separated file with a space in
     an id is not read with tabs alone as separators (the id would keep its space)."""

@@ -412,14 +412,33 @@ def _fast_table(data: bytes, ncols: int, types: dict[int, pa.DataType]) -> pa.Ta
     raise _SlowPath("pyarrow could not read it")
 
 
+#: characters ``str.split()`` splits at that are no blank to trec_eval (C's ``isspace``) or to
+#: pyarrow's separators: inside an id, every reader keeps them
+_OTHER_WHITESPACE = "\x1c\x1d\x1e\x1f\x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+_OTHER_WHITESPACE_RE = re.compile(f"[{_OTHER_WHITESPACE}]")
+_ASCII_BLANKS = re.compile("[ \t\r\x0b\x0c]+")
+
+
+def _split_at_blanks(line: str) -> list[str]:
+    """The fields of ``line`` between runs of ASCII blanks (space, tab, CR, vertical tab, form
+    feed) only."""
+    return [field for field in _ASCII_BLANKS.split(line) if field]
+
+
 def _text_lines(path: Path, data: bytes, first_line: int = 1):
+    """``(line number, fields)`` of each line that is neither blank nor a comment; fields are
+    split at runs of ASCII blanks, as by trec_eval and the fast readers."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         bad_line = data[: exc.start].count(b"\n") + first_line
         raise InputError("is not UTF-8 text", path=str(path), line=bad_line) from None
+    # str.split() also splits at other whitespace: only a text holding some needs the slower split
+    other = any(c in data for c in (b"\x1c", b"\x1d", b"\x1e", b"\x1f")) or (
+        not data.isascii() and _OTHER_WHITESPACE_RE.search(text) is not None)
+    split = _split_at_blanks if other else str.split
     for lineno, line in enumerate(text.split("\n"), start=first_line):
-        fields = line.split()
+        fields = split(line)
         if fields and not fields[0].startswith("#"):
             yield lineno, fields
 
