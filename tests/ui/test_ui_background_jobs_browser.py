@@ -90,8 +90,10 @@ def _frozen(project: Path, job_id: int, timeout: float = LONG / 1000):
     have the project open (so the app reads and writes the project meanwhile), and let it go on
     (SIGCONT) after: the job cannot end before what the block does has landed. Yields the job's
     state when it was frozen (queued: its process was still starting; running)."""
-    pid = wait_until(lambda: jobs.job(project, job_id)["pid"], timeout=timeout, tolerate=(InputError,),
-                     what=f"job {job_id} to have a process")
+    # looked for often: a job whose work is cached can end within a few tenths of a second of
+    # its start on a quiet machine, before a slower poll first saw its process
+    pid = wait_until(lambda: jobs.job(project, job_id)["pid"], timeout=timeout, interval=0.01,
+                     tolerate=(InputError,), what=f"job {job_id} to have a process")
 
     def freeze() -> bool:
         os.kill(pid, signal.SIGSTOP)
