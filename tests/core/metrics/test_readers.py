@@ -402,11 +402,20 @@ def test_block_reader_equals_the_careful_reader_across_block_edges(tmp_path, blo
     ("q1 Q0 d2 1 2.5", "a short row"),
 ])
 def test_block_reader_leaves_late_trouble_to_the_careful_reader(tmp_path, late, why):
-    """Trouble in a late block (the first blocks read fine) gives None, never a partial read."""
+    """Trouble in a late block (the first blocks read fine) gives None, never a partial read;
+    the file then reads as the careful reader reads it, or fails as it fails."""
     lines = _varied_run_lines(2_000)
     lines[1_900] = late
     path = write(tmp_path, "r.run", "\n".join(lines) + "\n")
     assert _block_columns(path, RUN_TYPES, 6, lambda fields: fields >= 6, block_bytes=256) is None, why
+    try:
+        careful = read_trec_run(path, careful=True).to_dict()
+    except InputError as exc:
+        with pytest.raises(InputError) as err:
+            read_trec_run(path)
+        assert str(err.value) == str(exc), why
+    else:
+        assert read_trec_run(path).to_dict() == careful, why
 
 
 @pytest.mark.parametrize("sep", [" ", "\t"])
@@ -471,6 +480,23 @@ def test_other_unicode_whitespace_stays_inside_an_id_for_every_reader(tmp_path, 
 def test_the_other_whitespace_is_all_that_str_split_adds_to_the_ascii_blanks():
     every = "".join(c for c in map(chr, range(0x110000)) if c.isspace() and c not in " \t\n\r\x0b\x0c")
     assert readers._OTHER_WHITESPACE == every
+
+
+def test_a_file_tab_separated_in_one_part_and_space_separated_in_another_is_not_streamed(tmp_path):
+    """pyarrow's stream reads the whole file with one separator: the scan refuses a file that
+    uses both, even when each of its reads uses one only; it still reads as the careful one."""
+    lines = [f"q{i // 10} Q0 d{i} {i % 10 + 1} {i % 7}.5 run" for i in range(40_000)]
+    tabbed = "".join(line.replace(" ", "\t") + "\n" for line in lines[:8_000])
+    assert len(tabbed) < 1 << 18
+    tabbed = tabbed[:-1] + "x" * ((1 << 18) - len(tabbed)) + "\n"  # the last tag padded: 2^18 bytes
+    text = tabbed + "".join(line + "\n" for line in lines[8_000:])
+    path = write(tmp_path, "r.run", text)
+    # the first read has tabs only, the next ones spaces only
+    assert " " not in text[:1 << 18] and "\t" not in text[1 << 18:]
+    assert _plain_text(path) is None
+    with read_trec_run_parts(path, block_rows=10_000) as parts:
+        got = {q: d for part in parts for q, d in part.to_dict().items()}
+    assert got == read_trec_run(path, careful=True).to_dict()
 
 
 def test_a_space_inside_a_tab_separated_line_is_a_blank_as_well(tmp_path):

@@ -60,20 +60,6 @@ def dense_rank(arr: pa.Array) -> np.ndarray:
     return to_numpy(ranks, np.uint64)
 
 
-def has_empty_string(column: pa.Array | pa.ChunkedArray) -> bool:
-    """True when some value of a string column is "" (read from its offsets, no kernel)."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    for chunk in chunks:
-        if not len(chunk):
-            continue
-        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-        offsets = np.frombuffer(chunk.buffers()[1], dtype=width, count=len(chunk) + 1,
-                                offset=chunk.offset * np.dtype(width).itemsize)
-        if np.any(offsets[1:] == offsets[:-1]):
-            return True
-    return False
-
-
 def take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
     """``arr[rows]`` (``Array.take`` would import pyarrow.compute)."""
     return call_function("take", [arr, from_numpy(np.asarray(rows, dtype=np.int64))])

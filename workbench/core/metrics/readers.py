@@ -50,7 +50,7 @@ import pyarrow.csv as pacsv
 
 from workbench import lazylibs
 from workbench.core.formats.lines import load_json_line
-from workbench.core.metrics.arrow_buffers import from_numpy, has_empty_string, take, to_numpy
+from workbench.core.metrics.arrow_buffers import from_numpy, take, to_numpy
 from workbench.core.metrics.id_hash import grouped_id_hash, id_hash, run_heads
 from workbench.core.metrics.qrels_and_runs import Qrels, Run
 from workbench.errors import InputError, clip
@@ -150,16 +150,13 @@ def _plain_text(path: Path) -> tuple[bool, bytes] | None:
                     return None
                 first = False
                 m = n + 1
-                if buf.find(b"#", 1, m) >= 0 or _other_blank(buf, 1, m):
+                sep = _separator(buf, as_bytes, m, scratch, line_start=False, line_end=False)
+                if sep is None:
                     return None
-                tab = tab or buf.find(b"\t", 1, m) >= 0
-                space = space or buf.find(b" ", 1, m) >= 0
+                # one separator for the whole file: pyarrow's stream reads it with one
+                tab = tab or sep == b"\t"
+                space = space or buf.find(b" ", 0, m) >= 0
                 if tab and space:
-                    return None
-                crlf = _crlf_count(as_bytes[:m]) if buf.find(b"\r", 0, m) >= 0 else 0
-                if crlf is None:
-                    return None
-                if not _no_empty_field(as_bytes[:m], scratch, line_start=False, line_end=False, crlf=crlf):
                     return None
                 if ascii_only:
                     ascii_only = bool(as_bytes[1:m].max() < 0x80)
@@ -174,7 +171,7 @@ def _plain_text(path: Path) -> tuple[bool, bytes] | None:
 _LINE_ENDS = (0x0A, 0x0D)
 
 
-def _other_blank(buf: bytearray, start: int, end: int) -> bool:
+def _other_blank(buf: bytes | bytearray, start: int, end: int) -> bool:
     """Whether ``buf[start:end]`` holds a vertical tab or form feed."""
     return buf.find(b"\x0b", start, end) >= 0 or buf.find(b"\x0c", start, end) >= 0
 
@@ -249,12 +246,14 @@ def _as_strings(column: pa.Array) -> pa.Array:
     return column.view(pa.string()) if column.type == pa.binary() else column
 
 
-def _separator(buf: bytearray, as_bytes: np.ndarray, n: int, scratch: np.ndarray) -> bytes | None:
+def _separator(buf: bytearray, as_bytes: np.ndarray, n: int, scratch: np.ndarray, *,
+               line_start: bool = True, line_end: bool = True) -> bytes | None:
     """How pyarrow can parse the whole lines ``buf[:n]`` (``as_bytes``: the same memory) as
     they are: fields separated by single spaces (``b" "``) or single tabs (``b"\t"``), lines
     ending in LF or CR LF. None, for the careful reader, on a ``#`` (a comment), a vertical tab
     or form feed (blanks to the careful reader, not to pyarrow), both tabs and spaces, a CR not
-    followed by LF (:func:`_crlf_count`), or an empty field (:func:`_no_empty_field`)."""
+    followed by LF (:func:`_crlf_count`), or an empty field (:func:`_no_empty_field`, with
+    ``line_start`` and ``line_end`` for text cut elsewhere than between lines)."""
     if buf.find(b"#", 0, n) >= 0 or _other_blank(buf, 0, n):
         return None
     sep = b" "
@@ -265,11 +264,7 @@ def _separator(buf: bytearray, as_bytes: np.ndarray, n: int, scratch: np.ndarray
     crlf = _crlf_count(as_bytes[:n]) if buf.find(b"\r", 0, n) >= 0 else 0
     if crlf is None:
         return None
-    return sep if _no_empty_field(as_bytes[:n], scratch, crlf=crlf) else None
-
-
-def _has_empty_field(table: pa.Table, types: dict[int, pa.DataType]) -> bool:
-    return any(has_empty_string(table.column(f"f{i}")) for i, t in types.items() if t == pa.string())
+    return sep if _no_empty_field(as_bytes[:n], scratch, line_start=line_start, line_end=line_end, crlf=crlf) else None
 
 
 #: text parsed at a time by :func:`_block_columns` (whole lines), read into one buffer again
@@ -393,23 +388,22 @@ def _first_line(path: Path) -> bytes:
 
 
 def _fast_table(data: bytes, ncols: int, types: dict[int, pa.DataType]) -> pa.Table:
-    """Parse with pyarrow; first as is (single spaces, the common case), else normalised."""
+    """Parse with pyarrow: as is when the text is plain (single spaces, LF line ends, no
+    comment, no other blank, no empty field: the common case), else normalised first (then
+    every run of blanks is one space, so no field is empty either). :class:`_SlowPath` when
+    pyarrow cannot read it (rows of unequal length, a number it cannot read)."""
     if re.search(rb"\S", data) is None:
         return pa.table({f"f{i}": pa.array([], type=t) for i, t in types.items()})
-    # memchr-fast checks: tabs, CRs and comments always need the rewrite, and so do empty
-    # fields (pyarrow would read the fields after one a column to the right)
-    plain = not (b"\t" in data or b"\r" in data or b"#" in data) and _no_empty_field(np.frombuffer(data, dtype=np.uint8))
-    for attempt in ((data, _normalise) if plain else (_normalise(data),)):
-        try:
-            table = _read_table(attempt if isinstance(attempt, bytes) else attempt(data), types)
-        except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, TypeError):
-            continue
-        if table.num_columns != len(types):
-            continue
-        # doubled or edge blanks leave empty fields: then rewrite and try again
-        if not _has_empty_field(table, types):
-            return table
-    raise _SlowPath("pyarrow could not read it")
+    # memchr-fast checks first; an empty field would put every field after it a column on
+    plain = not (b"\t" in data or b"\r" in data or b"#" in data or _other_blank(data, 0, len(data))) \
+        and _no_empty_field(np.frombuffer(data, dtype=np.uint8))
+    try:
+        table = _read_table(data if plain else _normalise(data), types)
+    except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, TypeError):
+        raise _SlowPath("pyarrow could not read it") from None
+    if table.num_columns != len(types):
+        raise _SlowPath("pyarrow could not read it")
+    return table
 
 
 #: characters ``str.split()`` splits at that are no blank to trec_eval (C's ``isspace``) or to
@@ -859,8 +853,8 @@ def _streamed_runs(path: Path, name: str, block_bytes: int, *, ascii_only: bool 
             return
         except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, OSError):
             raise _SlowPath("pyarrow could not read it") from None
-        if batch.num_columns != len(types) or any(has_empty_string(batch.column(i)) for i in (0, 1)):
-            raise _SlowPath("doubled or edge blanks")
+        if batch.num_columns != len(types):
+            raise _SlowPath("not the run's columns")
         scores = batch.column(2)
         if scores.null_count:
             raise _SlowPath("a score pyarrow could not read")
